@@ -1,0 +1,34 @@
+export { AlmaError, InvalidIdError, InvalidScopeError, ValidationError } from "./errors.js";
+export { normalizeScope, type Scope, scopePath, validateId } from "./scope.js";
+export {
+  canonicalJson,
+  DEFAULT_SNAPSHOT_LIMITS,
+  type JsonObject,
+  type JsonValue,
+  SnapshotError,
+  type SnapshotLimits,
+  type SnapshotRule,
+  snapshot,
+  snapshotObject,
+  utf8Length,
+} from "./snapshot.js";
+export * from "./messages.js";
+export { type CompiledSchema, compileSchema, type JsonSchema, type SchemaInput, type StandardJsonSchemaLike } from "./json-schema.js";
+export * from "./tools.js";
+export * from "./tool-context.js";
+export * from "./routing.js";
+export * from "./usage.js";
+export * from "./pricing.js";
+export * from "./caps.js";
+export * from "./failures.js";
+export * from "./model.js";
+export * from "./hooks.js";
+export * from "./runtime-seams.js";
+export * from "./stores/errors.js";
+export * from "./stores/admissions.js";
+export * from "./stores/sessions.js";
+export * from "./stores/execution.js";
+export * from "./stores/results.js";
+export * from "./stores/settlements.js";
+export * from "./stores/labels.js";
+export * from "./stores/audit.js";

@@ -1,0 +1,131 @@
+import { ValidationError } from "./errors.js";
+import type { Msg, TextBlock } from "./messages.js";
+import type { CacheTtl, ReasoningEffort, ServiceTier } from "./routing.js";
+import type { JsonSchema } from "./json-schema.js";
+import type { JsonValue } from "./snapshot.js";
+import type { ProviderToolSpec, ToolSpec } from "./tools.js";
+import type { Usage, UsageEvidence } from "./usage.js";
+
+/** Neutral stop reasons; an unknown provider reason is kept verbatim rather than guessed. */
+export type KnownStopReason =
+  | "end_turn"
+  | "tool_use"
+  | "max_tokens"
+  | "stop_sequence"
+  | "pause_turn"
+  | "refusal"
+  | "context_window_exceeded";
+export type StopReason = KnownStopReason | (string & { readonly __unknownStopReason?: never });
+
+export type ToolChoice =
+  | { readonly type: "auto" }
+  | { readonly type: "none" }
+  | { readonly type: "required" }
+  | { readonly type: "tool"; readonly name: string };
+
+export interface CacheControls {
+  readonly ttl: CacheTtl;
+  /** `false` keeps only the stable system prefix cached; default true (the conversation tail too). */
+  readonly conversationTail?: boolean;
+}
+
+/**
+ * One model call, provider-neutral. `tools` are the advertised function tools in a stable order;
+ * `deferredTools` is the grant's whole deferred set in registration order (for native loading).
+ */
+export interface ModelRequest {
+  readonly model: string;
+  readonly system: readonly TextBlock[];
+  readonly messages: readonly Msg[];
+  readonly tools: readonly ToolSpec[];
+  readonly providerTools?: readonly ProviderToolSpec[];
+  readonly deferredTools?: readonly string[];
+  readonly output?: { readonly name: string; readonly schema: JsonSchema };
+  readonly toolChoice?: ToolChoice;
+  /** Finite 0..2; negative zero normalized; absent keeps the provider default. */
+  readonly temperature?: number;
+  readonly maxOutputTokens: number;
+  /** Explicit cache breakpoints (Anthropic); `false` disables them. Other adapters reject it. */
+  readonly cache?: CacheControls | false;
+  readonly reasoning?: ReasoningEffort;
+  readonly serviceTier?: ServiceTier;
+}
+
+/** A complete tool-call intention: `arguments` is the raw JSON text the model produced. */
+export interface StreamToolCall {
+  readonly id: string;
+  readonly name: string;
+  readonly arguments: string;
+}
+
+/**
+ * The neutral stream. Valid order: reasoning and text deltas, then complete tool calls (provider
+ * tool blocks may interleave), usage evidence, and exactly one terminal `response_completed` whose
+ * text and calls agree with what streamed. The first terminal frame ends pulling.
+ */
+export type ModelStreamEvent =
+  | { readonly type: "text_delta"; readonly text: string }
+  | { readonly type: "reasoning_delta"; readonly text: string; readonly signature?: string; readonly redacted?: string }
+  | ({ readonly type: "tool_call" } & StreamToolCall)
+  | { readonly type: "provider_tool_call"; readonly provider: string; readonly id: string; readonly name: string; readonly payload: JsonValue }
+  | {
+      readonly type: "provider_tool_result";
+      readonly provider: string;
+      readonly callId: string;
+      readonly name: string;
+      readonly resultCount: number;
+      readonly payload: JsonValue;
+    }
+  | { readonly type: "usage"; readonly evidence: UsageEvidence }
+  | {
+      readonly type: "response_completed";
+      readonly stopReason: StopReason;
+      readonly text: string;
+      readonly toolCalls: readonly StreamToolCall[];
+      readonly usage?: Usage;
+    };
+
+/**
+ * The model seam. `validate` checks request support without I/O and throws `ProviderError`
+ * (`unsupported`) for a control it cannot honor. `stream` dispatches once per call (a fresh call is
+ * a fresh dispatch: the executor claims it durably first); it throws `ProviderError` before or
+ * during the stream; the signal aborts the transport; `return()` on the iterator closes it.
+ */
+export interface ModelClient {
+  readonly id: string;
+  readonly provider: string;
+  validate(request: ModelRequest): void;
+  stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent>;
+}
+
+/** Validates and copies a tool choice's closed shape. */
+export function normalizeToolChoice(choice: unknown): ToolChoice | undefined {
+  if (choice === undefined) return undefined;
+  if (choice === null || typeof choice !== "object") throw new ValidationError("toolChoice", "closed", "toolChoice must be an object");
+  const c = choice as Record<string, unknown>;
+  const keys = Object.keys(c);
+  if (c.type === "auto" || c.type === "none" || c.type === "required") {
+    if (keys.length !== 1) throw new ValidationError("toolChoice", "unknown_field", "toolChoice has unknown fields");
+    return Object.freeze({ type: c.type });
+  }
+  if (c.type === "tool" && typeof c.name === "string" && keys.length === 2) return Object.freeze({ type: "tool", name: c.name });
+  throw new ValidationError("toolChoice", "closed", 'toolChoice must be {type: "auto" | "none" | "required"} or {type: "tool", name}');
+}
+
+/** Checks a `{type: "tool"}` choice names exactly one advertised tool. */
+export function validateToolChoice(choice: ToolChoice | undefined, tools: readonly ToolSpec[]): void {
+  if (!choice || choice.type !== "tool") return;
+  const matches = tools.filter((t) => t.name === choice.name).length;
+  if (matches !== 1) {
+    throw new ValidationError("toolChoice.name", matches === 0 ? "missing" : "ambiguous", `toolChoice names ${matches === 0 ? "no" : "more than one"} advertised tool "${choice.name}"`);
+  }
+}
+
+/** Finite 0..2; `-0` becomes `0`. */
+export function normalizeTemperature(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0 || value > 2) {
+    throw new ValidationError("temperature", "range", "temperature must be a finite number 0..2");
+  }
+  return value === 0 ? 0 : value;
+}

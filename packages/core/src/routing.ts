@@ -1,0 +1,108 @@
+import { ValidationError } from "./errors.js";
+
+/** How capable a model a piece of work needs, cheapest first. */
+export const TIERS = ["fast", "balanced", "deep"] as const;
+export type Tier = (typeof TIERS)[number];
+
+/**
+ * How sensitive the data a call carries is, lowest to highest:
+ * - `public`: may be published;
+ * - `internal`: the tenant's business data, no personal data (the default ceiling of provider tools);
+ * - `confidential`: personal data (a patient's record, an account);
+ * - `restricted`: special-category data (health details, credentials) that only the most trusted
+ *   route may see.
+ * A child call's sensitivity is at most its parent's; nothing escalates.
+ */
+export const SENSITIVITIES = ["public", "internal", "confidential", "restricted"] as const;
+export type Sensitivity = (typeof SENSITIVITIES)[number];
+
+export function sensitivityRank(s: Sensitivity): number {
+  return SENSITIVITIES.indexOf(s);
+}
+
+export function isTier(value: unknown): value is Tier {
+  return typeof value === "string" && (TIERS as readonly string[]).includes(value);
+}
+
+export function isSensitivity(value: unknown): value is Sensitivity {
+  return typeof value === "string" && (SENSITIVITIES as readonly string[]).includes(value);
+}
+
+export interface RoutingIntent {
+  readonly tier: Tier;
+  readonly sensitivity: Sensitivity;
+  /** A short label of the work ("front-desk", "summary"); routing input, never content. */
+  readonly task?: string;
+}
+
+export type ReasoningEffort = "low" | "medium" | "high";
+export type CacheTtl = "5m" | "1h";
+export type ServiceTier = "standard" | "priority" | "flex" | "batch";
+
+/** What the policy picked: a client (by id), a model, and the controls that go with it. */
+export interface ModelChoice {
+  readonly clientId: string;
+  readonly model: string;
+  readonly reasoning?: ReasoningEffort;
+  readonly maxOutputTokens: number;
+  /** Prompt-cache duration for adapters that support explicit breakpoints; `false` disables them. */
+  readonly cache: { readonly ttl: CacheTtl } | false;
+  readonly serviceTier?: ServiceTier;
+}
+
+/**
+ * The routing policy. `resolve` is synchronous and pure: it receives a copied intent, returns the
+ * choice, and throws to refuse (the turn is then `not_admitted`, before any claim).
+ */
+export interface ModelPolicy {
+  resolve(intent: RoutingIntent): ModelChoice;
+}
+
+export function normalizeIntent(intent: unknown, path = "intent"): RoutingIntent {
+  if (intent === null || typeof intent !== "object" || Array.isArray(intent)) {
+    throw new ValidationError(path, "object", `${path} must be an object {tier, sensitivity, task?}`);
+  }
+  const raw = intent as Record<string, unknown>;
+  for (const key of Object.keys(raw)) {
+    if (key !== "tier" && key !== "sensitivity" && key !== "task") {
+      throw new ValidationError(`${path}.${key}`, "unknown_field", `${path}.${key} is not a field of an intent`);
+    }
+  }
+  if (!isTier(raw.tier)) throw new ValidationError(`${path}.tier`, "closed", `${path}.tier must be one of ${TIERS.join(", ")}`);
+  if (!isSensitivity(raw.sensitivity)) {
+    throw new ValidationError(`${path}.sensitivity`, "closed", `${path}.sensitivity must be one of ${SENSITIVITIES.join(", ")}`);
+  }
+  if (raw.task !== undefined && (typeof raw.task !== "string" || raw.task.length < 1 || raw.task.length > 64)) {
+    throw new ValidationError(`${path}.task`, "string_1_64", `${path}.task must be 1-64 characters`);
+  }
+  return Object.freeze({ tier: raw.tier, sensitivity: raw.sensitivity, ...(raw.task !== undefined ? { task: raw.task as string } : {}) });
+}
+
+/** Validates a policy's answer; a malformed choice refuses the turn like a throw would. */
+export function normalizeModelChoice(choice: unknown): ModelChoice {
+  if (choice === null || typeof choice !== "object") throw new ValidationError("choice", "object", "the policy must return a ModelChoice");
+  const c = choice as Record<string, unknown>;
+  if (typeof c.clientId !== "string" || c.clientId.length === 0) throw new ValidationError("choice.clientId", "string", "choice.clientId is required");
+  if (typeof c.model !== "string" || c.model.length === 0) throw new ValidationError("choice.model", "string", "choice.model is required");
+  if (!Number.isSafeInteger(c.maxOutputTokens) || (c.maxOutputTokens as number) < 1) {
+    throw new ValidationError("choice.maxOutputTokens", "positive_integer", "choice.maxOutputTokens must be a positive integer");
+  }
+  const cache = c.cache;
+  if (cache !== false && !(typeof cache === "object" && cache !== null && ((cache as { ttl?: unknown }).ttl === "5m" || (cache as { ttl?: unknown }).ttl === "1h"))) {
+    throw new ValidationError("choice.cache", "closed", 'choice.cache must be false or {ttl: "5m" | "1h"}');
+  }
+  if (c.reasoning !== undefined && !["low", "medium", "high"].includes(c.reasoning as string)) {
+    throw new ValidationError("choice.reasoning", "closed", "choice.reasoning must be low, medium or high");
+  }
+  if (c.serviceTier !== undefined && !["standard", "priority", "flex", "batch"].includes(c.serviceTier as string)) {
+    throw new ValidationError("choice.serviceTier", "closed", "choice.serviceTier must be standard, priority, flex or batch");
+  }
+  return Object.freeze({
+    clientId: c.clientId,
+    model: c.model,
+    maxOutputTokens: c.maxOutputTokens as number,
+    cache: cache === false ? false : Object.freeze({ ttl: (cache as { ttl: CacheTtl }).ttl }),
+    ...(c.reasoning !== undefined ? { reasoning: c.reasoning as ReasoningEffort } : {}),
+    ...(c.serviceTier !== undefined ? { serviceTier: c.serviceTier as ServiceTier } : {}),
+  });
+}

@@ -1,0 +1,53 @@
+import { InvalidIdError, InvalidScopeError } from "./errors.js";
+
+/**
+ * The tenant a turn runs for: `org` is the tenant, `uid` the person inside it. The host derives it
+ * from a verified identity and binds it by closure; the model never sees or chooses it.
+ */
+export interface Scope {
+  readonly org: string;
+  readonly uid: string;
+}
+
+/** Scope parts: 1–64 characters of `[A-Za-z0-9_.-]`, not starting with a dot. */
+const SCOPE_PART = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$/;
+
+/** Validates a scope and returns a frozen copy with exactly `org` and `uid`. */
+export function normalizeScope(scope: unknown): Scope {
+  if (scope === null || typeof scope !== "object" || Array.isArray(scope)) {
+    throw new InvalidScopeError("scope must be an object {org, uid}");
+  }
+  const keys = Object.keys(scope);
+  for (const key of keys) {
+    if (key !== "org" && key !== "uid") throw new InvalidScopeError(`scope has an unknown field "${key}"`);
+  }
+  const org = readPart(scope, "org");
+  const uid = readPart(scope, "uid");
+  return Object.freeze({ org, uid });
+}
+
+function readPart(scope: object, key: "org" | "uid"): string {
+  const descriptor = Object.getOwnPropertyDescriptor(scope, key);
+  if (!descriptor || !("value" in descriptor)) throw new InvalidScopeError(`scope.${key} is required`);
+  const value: unknown = descriptor.value;
+  if (typeof value !== "string" || !SCOPE_PART.test(value)) {
+    throw new InvalidScopeError(`scope.${key} must be 1-64 characters of [A-Za-z0-9_.-], not starting with "."`);
+  }
+  return value;
+}
+
+/** The canonical path of a scope, `org/uid`: the key every store partitions by. */
+export function scopePath(scope: Scope): string {
+  const s = normalizeScope(scope);
+  return `${s.org}/${s.uid}`;
+}
+
+/** Ids (sessions, keys, operations, settlements): 1–200 printable ASCII characters, no spaces. */
+const ID = /^[\x21-\x7e]{1,200}$/;
+
+export function validateId(field: string, value: unknown): string {
+  if (typeof value !== "string" || !ID.test(value)) {
+    throw new InvalidIdError(field, "must be 1-200 printable ASCII characters without spaces");
+  }
+  return value;
+}

@@ -1,0 +1,58 @@
+import type { Scope } from "../scope.js";
+
+export type AdmissionKind = "turn" | "events";
+/**
+ * `active` holds the session; `uncertain` still holds it but no append of its owner can land;
+ * `finished` released it after a completed turn; `released` released it after a failure
+ * (`releaseFailed`) or by the expiry sweep.
+ */
+export type AdmissionState = "active" | "uncertain" | "finished" | "released";
+
+export interface Admission {
+  readonly admissionId: string;
+  readonly scope: Scope;
+  readonly sessionId: string;
+  readonly rootKey: string;
+  readonly kind: AdmissionKind;
+  readonly state: AdmissionState;
+  readonly createdAt: number;
+  readonly deadlineAt: number;
+  readonly releaseReason?: "failed" | "expired";
+}
+
+export type AdmitResult =
+  | { readonly status: "admitted"; readonly admission: Admission }
+  | { readonly status: "busy"; readonly holder: Admission };
+
+/**
+ * One turn (or event batch) per session at a time. Guarantees:
+ * - `admit` is atomic: of concurrent admits on one session exactly one is admitted, the others see
+ *   the holder (`busy`) while it is `active` or `uncertain`.
+ * - `markUncertain`, `finish`, `releaseFailed` transition only from the states named on each and
+ *   return the admission as it is after the call; a transition from any other state is a no-op
+ *   that returns the current record (so a lost acknowledgement can be read back).
+ * - `releaseExpired` releases every `active`/`uncertain` admission of the scope (all scopes when
+ *   omitted) whose deadline plus `graceMs` is at or before `now`, and returns them.
+ * - Scope isolation: an admission id from another scope reads as absent.
+ */
+export interface AdmissionStore {
+  admit(input: {
+    scope: Scope;
+    sessionId: string;
+    rootKey: string;
+    kind: AdmissionKind;
+    admissionId: string;
+    now: number;
+    deadlineAt: number;
+  }): Promise<AdmitResult>;
+  get(scope: Scope, admissionId: string): Promise<Admission | undefined>;
+  /** The admission holding the session now, if any. */
+  holder(scope: Scope, sessionId: string): Promise<Admission | undefined>;
+  /** active → uncertain. */
+  markUncertain(scope: Scope, admissionId: string): Promise<Admission | undefined>;
+  /** active → finished. */
+  finish(scope: Scope, admissionId: string): Promise<Admission | undefined>;
+  /** active | uncertain → released (reason failed). */
+  releaseFailed(scope: Scope, admissionId: string): Promise<Admission | undefined>;
+  releaseExpired(input: { scope?: Scope; now: number; graceMs: number }): Promise<readonly Admission[]>;
+}

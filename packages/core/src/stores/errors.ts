@@ -1,0 +1,63 @@
+import { AlmaError } from "../errors.js";
+
+/** An append was refused: the admission it names is not active for that session (stale, released, uncertain). */
+export class FenceError extends AlmaError {
+  constructor(message = "the admission is not active for this session") {
+    super("fenced", message);
+  }
+}
+
+/** A recorded event id already exists in the session's log. */
+export class DuplicateEventError extends AlmaError {
+  readonly eventId: string;
+  constructor(eventId: string) {
+    super("duplicate_event", `event "${eventId}" is already in the session's log`);
+    this.eventId = eventId;
+  }
+}
+
+/** A write names an identity that exists with different content. */
+export class ConflictError extends AlmaError {
+  constructor(code: string, message: string) {
+    super(code, message);
+  }
+}
+
+export class SettlementConflictError extends ConflictError {
+  constructor(settlementId: string) {
+    super("settlement_conflict", `settlement "${settlementId}" exists with different input`);
+  }
+}
+
+export class SessionLabelConflictError extends ConflictError {
+  constructor() {
+    super("session_label_conflict", "the session already has different labels");
+  }
+}
+
+export class SessionLabelErasedError extends AlmaError {
+  constructor() {
+    super("session_label_erased", "the session's labels were erased and cannot be written again");
+  }
+}
+
+/** A durable write referred to a result identity that was erased or expired; it cannot be revived. */
+export class ErasedError extends AlmaError {
+  constructor(what: string) {
+    super("erased", `${what} was erased or expired and cannot be revived`);
+  }
+}
+
+/** A store failed for a reason outside its contract (connection lost, serialization failure after retries). */
+export class StoreUnavailableError extends AlmaError {
+  constructor(message: string, cause?: unknown) {
+    super("store_unavailable", message, { retryable: true, cause });
+  }
+}
+
+/** The caller's fence was superseded (a recovery sweep or another claim won). */
+export class StaleFenceError extends AlmaError {
+  constructor(message = "the fence is no longer current") {
+    super("stale_fence", message);
+  }
+}

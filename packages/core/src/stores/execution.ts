@@ -1,0 +1,71 @@
+import type { CallKind } from "../caps.js";
+import type { Scope } from "../scope.js";
+import type { NotDispatchedCause, UsageEvidence } from "../usage.js";
+
+/**
+ * `prepared` (claimed, nothing sent) → `dispatching` (committed before any byte leaves) →
+ * `received` (usage evidence kept) → `settled` (priced through the settlement store) → `completed`.
+ * `not_dispatched` ends a prepared record (with a cause); `fenced` is what the recovery sweep
+ * makes of an expired `dispatching` record: it may have been sent, it is never sent again.
+ */
+export type ExecutionState = "prepared" | "dispatching" | "received" | "settled" | "completed" | "not_dispatched" | "fenced";
+
+/** A content-free claim: who, what model, at what prices; never the prompt or the reply. */
+export interface ExecutionClaim {
+  readonly scope: Scope;
+  readonly operationId: string;
+  readonly sessionId: string;
+  readonly rootKey: string;
+  readonly turnId: string;
+  readonly kind: CallKind;
+  readonly clientId: string;
+  readonly model: string;
+  readonly priceVersion: string;
+  readonly policyVersion: string;
+  readonly createdAt: number;
+  readonly deadlineAt: number;
+}
+
+export interface ExecutionRecord extends ExecutionClaim {
+  readonly state: ExecutionState;
+  readonly fenceToken: number;
+  readonly evidence?: UsageEvidence;
+  readonly notDispatchedCause?: NotDispatchedCause;
+  readonly settlementId?: string;
+  readonly updatedAt: number;
+}
+
+export interface Fence {
+  readonly scope: Scope;
+  readonly operationId: string;
+  readonly token: number;
+}
+
+export type ClaimResult =
+  | { readonly status: "claimed"; readonly fence: Fence; readonly record: ExecutionRecord }
+  | { readonly status: "exists"; readonly record: ExecutionRecord };
+
+/**
+ * The durable call journal. Guarantees:
+ * - Only the first `claim` of an operation id receives a fence; a retry (equal input) or a
+ *   concurrent claim gets `exists`, never a fence. A claim with different input throws `ConflictError`.
+ * - Every transition takes the fence and throws `StaleFenceError` when the fence is no longer
+ *   current (the sweep fenced the record) or the record is not in the state the transition needs.
+ * - `dispatch` (prepared → dispatching) must commit before provider egress and cannot be replayed.
+ * - `receive` keeps the known / unpriced / unknown distinction as given.
+ * - `reconcileExpired` turns expired `prepared` records into `not_dispatched` (cause `expired`) and
+ *   expired `dispatching` ones into `fenced`, bumping the fence token; it never re-sends.
+ * - `cancelPrepared` records the owner's cause once; it refuses `expired`, which only the sweep records.
+ */
+export interface ExecutionStore {
+  claim(claim: ExecutionClaim): Promise<ClaimResult>;
+  dispatch(fence: Fence, now: number): Promise<ExecutionRecord>;
+  receive(fence: Fence, evidence: UsageEvidence, now: number): Promise<ExecutionRecord>;
+  settle(fence: Fence, settlementId: string, now: number): Promise<ExecutionRecord>;
+  complete(fence: Fence, now: number): Promise<ExecutionRecord>;
+  cancelPrepared(fence: Fence, cause: Exclude<NotDispatchedCause, "expired">, now: number): Promise<ExecutionRecord>;
+  get(scope: Scope, operationId: string): Promise<ExecutionRecord | undefined>;
+  /** Unresolved records (not completed / not_dispatched) of a scope, ascending by (createdAt, operationId). */
+  list(scope: Scope, opts?: { readonly cursor?: string; readonly limit?: number }): Promise<{ readonly items: readonly ExecutionRecord[]; readonly nextCursor?: string }>;
+  reconcileExpired(input: { readonly now: number; readonly scope?: Scope }): Promise<readonly ExecutionRecord[]>;
+}

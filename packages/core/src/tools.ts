@@ -1,0 +1,151 @@
+import { ValidationError } from "./errors.js";
+import { type CompiledSchema, compileSchema, type JsonSchema, type SchemaInput } from "./json-schema.js";
+import type { Sensitivity } from "./routing.js";
+import type { JsonObject, JsonValue } from "./snapshot.js";
+import type { ToolContext } from "./tool-context.js";
+
+/** Tool names: 1–64 of `[A-Za-z0-9_-]`; `__` separates a server prefix from the short name. */
+export const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+export const DEFAULT_MAX_OUTPUT_CHARS = 16_000;
+export const MAX_OUTPUT_CHARS_LIMIT = 1_000_000;
+/** The engine's built-in deferred-tool search: privileged, never registrable by a host. */
+export const SEARCH_TOOLS_NAME = "search_tools";
+
+/** What a tool says it touches, for the access trail ("patients/123"); never the raw query. */
+export interface ToolAccess {
+  readonly resource: string;
+}
+
+/** The authorization intent a permission controller decides on. */
+export interface AuthorizationIntent {
+  readonly action: string;
+  readonly subject: string;
+}
+
+export type ToolHandler = (input: JsonObject, ctx: ToolContext) => unknown | Promise<unknown>;
+
+export interface ToolConfig {
+  readonly name: string;
+  readonly description: string;
+  readonly input: SchemaInput;
+  readonly maxOutputChars?: number;
+  readonly deferred?: boolean;
+  /** Derives the authorization intent; default `{action: name, subject: "*"}`. */
+  readonly authorize?: (input: JsonObject) => AuthorizationIntent;
+  /** Declares the resource the call reads or writes, for the access trail. */
+  readonly access?: (input: JsonObject) => ToolAccess;
+  readonly handler: ToolHandler;
+}
+
+/** A registered tool: validated, its schema compiled once. Frozen. */
+export interface ToolDefinition {
+  readonly name: string;
+  readonly shortName: string;
+  readonly description: string;
+  readonly inputSchema: JsonSchema;
+  readonly validator: CompiledSchema;
+  readonly maxOutputChars: number;
+  readonly deferred: boolean;
+  readonly authorize: (input: JsonObject) => AuthorizationIntent;
+  readonly access?: (input: JsonObject) => ToolAccess;
+  readonly handler: ToolHandler;
+}
+
+/** What a model is offered on the wire for a function tool. */
+export interface ToolSpec {
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema: JsonSchema;
+}
+
+export function validateToolName(name: unknown, path = "name"): string {
+  if (typeof name !== "string" || !TOOL_NAME.test(name)) {
+    throw new ValidationError(path, "tool_name", `${path}: tool names are 1-64 characters of [A-Za-z0-9_-]`);
+  }
+  return name;
+}
+
+export function shortToolName(name: string): string {
+  const at = name.lastIndexOf("__");
+  return at >= 0 && at + 2 < name.length ? name.slice(at + 2) : name;
+}
+
+/** Registers a tool. Throws `ValidationError` naming the tool and the field on bad configuration. */
+export function defineTool(config: ToolConfig): ToolDefinition {
+  if (config === null || typeof config !== "object") throw new ValidationError("tool", "object", "a tool must be an object");
+  const name = validateToolName(config.name, "tool.name");
+  const where = `tool "${name}"`;
+  if (name === SEARCH_TOOLS_NAME) throw new ValidationError(`${where}.name`, "reserved", `${where}: search_tools is reserved`);
+  if (typeof config.description !== "string" || config.description.length === 0 || config.description.length > 4096) {
+    throw new ValidationError(`${where}.description`, "string_1_4096", `${where}: description must be 1-4096 characters`);
+  }
+  if (typeof config.handler !== "function") {
+    throw new ValidationError(`${where}.handler`, "function", `${where}: handler must be a function`);
+  }
+  const maxOutputChars = config.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
+  if (!Number.isSafeInteger(maxOutputChars) || maxOutputChars < 1 || maxOutputChars > MAX_OUTPUT_CHARS_LIMIT) {
+    throw new ValidationError(`${where}.maxOutputChars`, "range", `${where}: maxOutputChars must be an integer 1-${MAX_OUTPUT_CHARS_LIMIT}`);
+  }
+  for (const key of ["authorize", "access"] as const) {
+    if (config[key] !== undefined && typeof config[key] !== "function") {
+      throw new ValidationError(`${where}.${key}`, "function", `${where}: ${key} must be a function`);
+    }
+  }
+  const validator = compileSchema(config.input, `${where}.input`);
+  const definition: ToolDefinition = {
+    name,
+    shortName: shortToolName(name),
+    description: config.description,
+    inputSchema: validator.schema,
+    validator,
+    maxOutputChars,
+    deferred: config.deferred === true,
+    authorize: config.authorize ?? (() => ({ action: name, subject: "*" })),
+    ...(config.access ? { access: config.access } : {}),
+    handler: config.handler,
+  };
+  return Object.freeze(definition);
+}
+
+export function toolSpec(tool: ToolDefinition): ToolSpec {
+  return { name: tool.name, description: tool.description, inputSchema: tool.inputSchema };
+}
+
+const toolErrors = new WeakSet<object>();
+
+/** An expected tool failure ("not found"): the result is the payload with `isError: true`. */
+export interface ToolErrorValue {
+  readonly payload: JsonValue;
+}
+
+/** Marks an expected failure. Recognized by identity only: an object with an `isError` field is ordinary output. */
+export function toolError(payload: JsonValue): ToolErrorValue {
+  const value = Object.freeze({ payload });
+  toolErrors.add(value);
+  return value;
+}
+
+export function isToolError(value: unknown): value is ToolErrorValue {
+  return typeof value === "object" && value !== null && toolErrors.has(value);
+}
+
+/** A provider-executed tool (today `web_search`), declared on the request and run by the provider. */
+export interface ProviderToolSpec {
+  readonly kind: "web_search";
+  /** The highest sensitivity a turn may have for this tool to be advertised. Default `internal`. */
+  readonly maxSensitivity: Sensitivity;
+  /** Per-turn cap the loop enforces on every provider. */
+  readonly maxUses?: number;
+}
+
+export function defineProviderTool(spec: { kind: "web_search"; maxSensitivity?: Sensitivity; maxUses?: number }): ProviderToolSpec {
+  if (spec.kind !== "web_search") throw new ValidationError("providerTool.kind", "closed", "the only provider tool kind is web_search");
+  if (spec.maxUses !== undefined && (!Number.isSafeInteger(spec.maxUses) || spec.maxUses < 1 || spec.maxUses > 100)) {
+    throw new ValidationError("providerTool.maxUses", "range", "maxUses must be an integer 1-100");
+  }
+  return Object.freeze({
+    kind: spec.kind,
+    maxSensitivity: spec.maxSensitivity ?? "internal",
+    ...(spec.maxUses !== undefined ? { maxUses: spec.maxUses } : {}),
+  });
+}
