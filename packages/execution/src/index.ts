@@ -1,0 +1,9 @@
+export { CallRefusedError, UnsettledCallError } from "./errors.js";
+export {
+  type CallIdentity,
+  GovernedCalls,
+  type GovernedCallsConfig,
+  newTurnLedger,
+  type PreparedCall,
+  type TurnLedger,
+} from "./governed-call.js";

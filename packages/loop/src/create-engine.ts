@@ -1,0 +1,114 @@
+import { type ModelClient, SEARCH_TOOLS_NAME, type ToolDefinition, type ToolSpec, toolSpec } from "@alma-harness/core";
+import { AbortedError } from "./cancel.js";
+import type { EngineConfig, TurnInput, TurnOutcome } from "./engine.js";
+import { type CompiledEngine, makeEmitter, type TurnEnv } from "./env.js";
+import { EngineConfigError } from "./errors.js";
+import { resolveLimits } from "./limits.js";
+import { TurnState } from "./state.js";
+import { type StreamedTurn, streamFrom } from "./stream-turn.js";
+import { resolveMainChoice, runTurnCore } from "./turn.js";
+
+export const MAX_TERMINAL_TOOLS = 64;
+
+export interface Engine {
+  /** Runs one turn to its single outcome. Never rejects for a turn's own failure: that is data. */
+  runTurn(input: TurnInput): Promise<TurnOutcome>;
+  /** The same turn, observed: settled main-step text and metadata, and the identical outcome on `.result`. */
+  streamTurn(input: TurnInput): StreamedTurn;
+}
+
+function compile(config: EngineConfig): CompiledEngine {
+  if (!config || typeof config !== "object") throw new EngineConfigError("an engine needs a configuration");
+  const clients = new Map<string, ModelClient>();
+  for (const client of config.clients ?? []) {
+    if (!client || typeof client.stream !== "function" || typeof client.validate !== "function") throw new EngineConfigError("every client must be a ModelClient");
+    if (clients.has(client.id)) throw new EngineConfigError(`two clients have the id "${client.id}"`);
+    clients.set(client.id, client);
+  }
+  if (clients.size === 0) throw new EngineConfigError("at least one model client is required");
+  if (!config.policy || typeof config.policy.resolve !== "function") throw new EngineConfigError("policy.resolve must be a function");
+  if (!config.calls || !config.audit || !config.clock || !config.ids) throw new EngineConfigError("calls, audit, clock and ids are required");
+  const tools = new Map<string, ToolDefinition>();
+  const specs = new Map<string, ToolSpec>();
+  for (const tool of config.tools ?? []) {
+    if (!tool || typeof tool.handler !== "function" || !tool.validator) throw new EngineConfigError(`tool "${String(tool?.name)}" is not a defineTool() result or its handler is not a function`);
+    if (tools.has(tool.name)) throw new EngineConfigError(`tool "${tool.name}" is registered twice`);
+    tools.set(tool.name, tool);
+    specs.set(tool.name, Object.freeze(toolSpec(tool)));
+  }
+  const terminal = new Set(config.terminalTools ?? []);
+  if (terminal.size > MAX_TERMINAL_TOOLS) throw new EngineConfigError(`at most ${MAX_TERMINAL_TOOLS} terminal tools`);
+  for (const name of terminal) {
+    if (name === SEARCH_TOOLS_NAME) throw new EngineConfigError("search_tools cannot be a terminal tool");
+    if (!tools.has(name)) throw new EngineConfigError(`terminal tool "${name}" is not registered`);
+  }
+  if (config.system !== undefined && typeof config.system !== "string") throw new EngineConfigError("system must be a string");
+  return {
+    clients,
+    policy: config.policy,
+    tools,
+    toolOrder: [...tools.values()],
+    specs,
+    providerTools: Object.freeze([...(config.providerTools ?? [])]),
+    terminalTools: terminal,
+    system: config.system,
+    volatileSystem: Object.freeze([...(config.volatileSystem ?? [])]),
+    volatile: config.volatile,
+    hooks: Object.freeze({ ...(config.hooks ?? {}) }),
+    permissions: config.permissions,
+    limits: resolveLimits(config.limits),
+    calls: config.calls,
+    audit: config.audit,
+    clock: config.clock,
+    ids: config.ids,
+    sink: config.sink,
+  };
+}
+
+/** Builds the turn engine. Bad configuration throws `EngineConfigError` here, naming what is wrong. */
+export function createEngine(config: EngineConfig): Engine {
+  const engine = compile(config);
+  const runTurn = async (input: TurnInput): Promise<TurnOutcome> => {
+    let choice: ReturnType<typeof resolveMainChoice>;
+    try {
+      choice = input.choice ?? resolveMainChoice({ engine }, input.intent);
+    } catch (error) {
+      return { status: "not_admitted", reason: (error as Error)?.message ?? "routing refused" };
+    }
+    const grant = grantOf(engine, input.grant);
+    const control = new AbortController();
+    const stopDeadline = watchDeadline(engine, input, control);
+    const onAbort = () => control.abort(input.signal?.reason);
+    input.signal?.addEventListener("abort", onAbort, { once: true });
+    if (input.signal?.aborted) control.abort(input.signal.reason);
+    const env: TurnEnv = { engine, input, signal: control.signal, grant, emit: makeEmitter(engine, input) };
+    const state = new TurnState(input.turnId, input.history, input.revision, env.emit);
+    try {
+      return await runTurnCore(env, state, choice);
+    } finally {
+      stopDeadline.abort();
+      input.signal?.removeEventListener("abort", onAbort);
+    }
+  };
+  return {
+    runTurn,
+    streamTurn: (input) => streamFrom(input, runTurn),
+  };
+}
+
+function grantOf(engine: CompiledEngine, names: readonly string[] | undefined): readonly ToolDefinition[] {
+  if (names === undefined) return engine.toolOrder;
+  const allowed = new Set(names);
+  return engine.toolOrder.filter((t) => allowed.has(t.name));
+}
+
+function watchDeadline(engine: CompiledEngine, input: TurnInput, control: AbortController): AbortController {
+  const stop = new AbortController();
+  if (input.deadlineAt === undefined) return stop;
+  const wait = Math.max(0, input.deadlineAt - engine.clock.now());
+  engine.clock.sleep(wait, stop.signal).then(
+    () => control.abort(new AbortedError("deadline")),
+    () => undefined,
+  );
+  return stop;
+}

@@ -1,0 +1,150 @@
+import type {
+  AuditLog,
+  Block,
+  Clock,
+  CostReceipt,
+  IdSource,
+  JsonObject,
+  LifecycleHooks,
+  ModelChoice,
+  ModelClient,
+  ModelPolicy,
+  Msg,
+  MsgMeta,
+  ProviderToolSpec,
+  RoutingIntent,
+  Scope,
+  StopReason,
+  ToolDefinition,
+  TurnFailure,
+  Usage,
+} from "@alma-harness/core";
+import type { GovernedCalls } from "@alma-harness/execution";
+import type { LoopEventSink } from "./events.js";
+import type { PermissionController } from "./permission.js";
+
+export interface LoopLimits {
+  /** Every model call of a turn (main, direct, delegate, summary). Required. */
+  readonly maxCalls: number;
+  /** Main steps; default `maxCalls`. */
+  readonly maxSteps?: number;
+  /** Tool calls of one step run in batches of this size; default 1 (sequential). */
+  readonly maxParallelToolCalls?: number;
+  /** Requested tool intentions in a turn, counted even when unknown or invalid. */
+  readonly maxToolCalls?: number;
+  /** Cumulative reported input + output tokens of the turn's calls. */
+  readonly maxModelTokens?: number;
+  /** Each model round's own deadline; default 60 s. */
+  readonly roundTimeoutMs?: number;
+  /** When less than this is left before the deadline, the step is the last (`timeLimit`); default `roundTimeoutMs`. */
+  readonly stepReserveMs?: number;
+  /** Replaces the text of every final-answer notice. */
+  readonly finalAnswerNotice?: string;
+  /** Deepest delegate nesting; default 2. */
+  readonly maxDelegateDepth?: number;
+  /** A delegate's own step ceiling when it names none; default 4. */
+  readonly delegateMaxSteps?: number;
+  /** How long a permission resolver may take before it is a denial; default 5 minutes. */
+  readonly permissionTimeoutMs?: number;
+}
+
+export interface VolatileContext {
+  readonly scope: Scope;
+  readonly sessionId: string;
+  readonly intent: RoutingIntent;
+  readonly trigger?: string;
+  readonly now: number;
+}
+
+export interface EngineConfig {
+  readonly clients: readonly ModelClient[];
+  readonly policy: ModelPolicy;
+  readonly tools?: readonly ToolDefinition[];
+  readonly providerTools?: readonly ProviderToolSpec[];
+  readonly terminalTools?: readonly string[];
+  /** The agent's static system prompt (the cached prefix). */
+  readonly system?: string;
+  /** Static volatile system text, joined with `volatile(ctx)` into the turn's harness block. */
+  readonly volatileSystem?: readonly string[];
+  readonly volatile?: (ctx: VolatileContext) => string | undefined | Promise<string | undefined>;
+  readonly hooks?: LifecycleHooks;
+  readonly permissions?: PermissionController;
+  readonly limits: LoopLimits;
+  readonly calls: GovernedCalls;
+  readonly audit: AuditLog;
+  readonly clock: Clock;
+  readonly ids: IdSource;
+  readonly sink?: LoopEventSink;
+}
+
+/** One turn's input, already validated and snapshotted by the caller (the conversation runner). */
+export interface TurnInput {
+  readonly scope: Scope;
+  readonly sessionId: string;
+  readonly rootKey: string;
+  readonly turnId: string;
+  /** The session view the turn starts from, and the log revision it was read at. */
+  readonly history: readonly Msg[];
+  readonly revision: number;
+  readonly input: readonly Block[];
+  readonly inputMeta?: MsgMeta;
+  readonly intent: RoutingIntent;
+  /** The main route, snapshotted before admission; resolved from the policy when absent. */
+  readonly choice?: ModelChoice;
+  readonly trigger?: string;
+  /** Tool names this turn may use (a profile); default every registered tool. */
+  readonly grant?: readonly string[];
+  readonly facts?: JsonObject;
+  readonly signal?: AbortSignal;
+  readonly deadlineAt?: number;
+  readonly sink?: LoopEventSink;
+}
+
+export interface TurnToolCall {
+  readonly id: string;
+  readonly name: string;
+  readonly input: JsonObject;
+  readonly isError: boolean;
+}
+
+export type TerminalReason =
+  | "answered"
+  | "terminal_tool"
+  | "call_limit"
+  | "step_limit"
+  | "time_limit"
+  | "budget"
+  | "max_tokens"
+  | "context_window"
+  | "error";
+
+export type BudgetMetric = "perTurnUsd" | "perSessionUsd" | "perTenantDayUsd" | "maxToolCalls" | "maxModelTokens" | "unpriced";
+
+export interface TurnResult {
+  readonly turnId: string;
+  /** What the person sees: the final step's blocks without reasoning; empty when unanswered. */
+  readonly reply: readonly Block[];
+  readonly toolCalls: readonly TurnToolCall[];
+  readonly usage: Usage;
+  readonly costMicros: number;
+  readonly receipts: readonly CostReceipt[];
+  readonly stopReason: StopReason | null;
+  readonly terminalReason: TerminalReason;
+  readonly callLimit?: { readonly maxCalls: number; readonly answered: boolean };
+  readonly stepLimit?: { readonly maxSteps: number; readonly answered: boolean };
+  readonly timeLimit?: { readonly answered: boolean };
+  readonly budget?: { readonly metric: BudgetMetric; readonly answered: boolean };
+  readonly warnings: readonly string[];
+  readonly failure?: TurnFailure;
+}
+
+export type TurnOutcome =
+  | { readonly status: "completed"; readonly result: TurnResult; readonly messages: readonly Msg[] }
+  | {
+      readonly status: "reconciliation_required";
+      readonly cause: string;
+      readonly failure: TurnFailure;
+      readonly messages: readonly Msg[];
+      readonly receipts: readonly CostReceipt[];
+    }
+  | { readonly status: "not_admitted"; readonly reason: string };

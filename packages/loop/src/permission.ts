@@ -1,0 +1,121 @@
+import type { AuditLog, AuthorizationIntent, Clock, JsonObject, Scope } from "@alma-harness/core";
+import { durable } from "./audit.js";
+import { emitTo, type LoopEventSink } from "./events.js";
+
+export type PermissionDecision = "allow" | "ask" | "deny";
+
+export interface PermissionRequest {
+  readonly turnId: string;
+  readonly callId: string;
+  readonly tool: string;
+  readonly action: string;
+  readonly subject: string;
+  readonly input: JsonObject;
+}
+
+/**
+ * Decides whether an admitted call may run. `decide` is the policy (`allow | ask | deny`); `resolve`
+ * answers an `ask` (an operator), with the turn's signal; a missing, failed, cancelled or timed-out
+ * resolver denies. Without a controller, registered tools are allowed by the built-in
+ * `kernel.registered` rule, recorded like any decision.
+ */
+export interface PermissionController {
+  decide(request: PermissionRequest): PermissionDecision | Promise<PermissionDecision>;
+  resolve?(request: PermissionRequest, signal: AbortSignal): boolean | Promise<boolean>;
+}
+
+export interface FenceContext {
+  readonly scope: Scope;
+  readonly sessionId: string;
+  readonly turnId: string;
+  readonly audit: AuditLog;
+  readonly clock: Clock;
+  readonly controller: PermissionController | undefined;
+  readonly signal: AbortSignal;
+  readonly timeoutMs: number;
+  /** Run-scoped grants from allowed asks, keyed by action and subject. */
+  readonly grants: Set<string>;
+  readonly sink: LoopEventSink | undefined;
+}
+
+export type FenceVerdict = { readonly allowed: true } | { readonly allowed: false; readonly reason: string };
+
+/**
+ * Policy before effect: the decision is made durable on the policy trail before anything else;
+ * on `ask`, the request and the resolution are made durable around the resolver. Every audit append
+ * is awaited: if one fails, this throws and the tool does not run. A hard deny is final; a grant
+ * from an earlier allowed ask satisfies a later matching ask, never a deny.
+ */
+export async function permissionFence(ctx: FenceContext, request: PermissionRequest): Promise<FenceVerdict> {
+  const base = { trail: "policy" as const, scope: ctx.scope, sessionId: ctx.sessionId, turnId: ctx.turnId, callId: request.callId, tool: request.tool };
+  const authorization = { action: request.action, subject: request.subject };
+  let decision: PermissionDecision;
+  let by: "operator" | "kernel" = "kernel";
+  let rule = "kernel.registered";
+  if (ctx.controller) {
+    try {
+      decision = await ctx.controller.decide(request);
+      rule = "controller";
+      if (decision !== "allow" && decision !== "ask" && decision !== "deny") throw new TypeError("a decision is allow, ask or deny");
+    } catch {
+      decision = "deny";
+      rule = "kernel.decide_failed";
+    }
+  } else decision = "allow";
+  await durable(ctx.audit, { ...base, at: ctx.clock.now(), action: "decision", authorization, decision, by, rule });
+  emitTo(ctx.sink, { type: "policy.decision", turnId: ctx.turnId, callId: request.callId, decision, by });
+  if (decision === "allow") return { allowed: true };
+  if (decision === "deny") return { allowed: false, reason: "denied by policy" };
+
+  const key = grantKey(authorization);
+  if (ctx.grants.has(key)) {
+    await durable(ctx.audit, { ...base, at: ctx.clock.now(), action: "grant.used", authorization, decision: "allow", by: "kernel", rule: "run_grant" });
+    return { allowed: true };
+  }
+  await durable(ctx.audit, { ...base, at: ctx.clock.now(), action: "permission.requested", authorization, decision: "ask" });
+  emitTo(ctx.sink, { type: "permission.requested", turnId: ctx.turnId, callId: request.callId, ...authorization });
+  const answer = await askResolver(ctx, request);
+  by = answer.by;
+  await durable(ctx.audit, {
+    ...base,
+    at: ctx.clock.now(),
+    action: "permission.resolved",
+    authorization,
+    decision: answer.allowed ? "allow" : "deny",
+    by,
+    ...(answer.reason ? { reason: answer.reason } : {}),
+  });
+  emitTo(ctx.sink, { type: "permission.resolved", turnId: ctx.turnId, callId: request.callId, allowed: answer.allowed, by });
+  if (!answer.allowed) return { allowed: false, reason: answer.reason ?? "denied by the operator" };
+  ctx.grants.add(key);
+  return { allowed: true };
+}
+
+function grantKey(a: AuthorizationIntent): string {
+  return `${a.action}\u0000${a.subject}`;
+}
+
+async function askResolver(ctx: FenceContext, request: PermissionRequest): Promise<{ allowed: boolean; by: "operator" | "kernel"; reason?: string }> {
+  const resolve = ctx.controller?.resolve;
+  if (!resolve) return { allowed: false, by: "kernel", reason: "no permission resolver" };
+  if (ctx.signal.aborted) return { allowed: false, by: "kernel", reason: "cancelled" };
+  const local = new AbortController();
+  const onAbort = () => local.abort(ctx.signal.reason);
+  ctx.signal.addEventListener("abort", onAbort, { once: true });
+  const timeout = ctx.clock.sleep(ctx.timeoutMs, local.signal).then(
+    () => ({ allowed: false, by: "kernel" as const, reason: "resolver timed out" }),
+    () => ({ allowed: false, by: "kernel" as const, reason: "cancelled" }),
+  );
+  const answer = Promise.resolve()
+    .then(() => resolve.call(ctx.controller, request, local.signal))
+    .then(
+      (allowed) => (allowed === true ? { allowed: true, by: "operator" as const } : { allowed: false, by: "operator" as const, reason: "denied by the operator" }),
+      () => ({ allowed: false, by: "kernel" as const, reason: "resolver failed" }),
+    );
+  try {
+    return await Promise.race([answer, timeout]);
+  } finally {
+    ctx.signal.removeEventListener("abort", onAbort);
+    local.abort();
+  }
+}

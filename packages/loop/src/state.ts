@@ -1,0 +1,69 @@
+import { type Block, type CostReceipt, type Msg, type MsgMeta, type TurnFailure, type Usage, ZERO_USAGE, addUsage } from "@alma-harness/core";
+import { type TurnLedger, newTurnLedger } from "@alma-harness/execution";
+import type { TurnToolCall } from "./engine.js";
+import { emitTo, type LoopEventSink } from "./events.js";
+
+/** The version of the context format each request records; bumped when the request shape changes. */
+export const CONTEXT_VERSION = 1;
+
+export function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/**
+ * The thin wrapper around one turn's mutable facts. Messages are versioned: each appended message
+ * is frozen and advances `revision` by one, and every snapshot handed out is the frozen message list.
+ */
+export class TurnState {
+  readonly added: Msg[] = [];
+  revision: number;
+  steps = 0;
+  requestedToolCalls = 0;
+  modelTokens = 0;
+  usage: Usage = ZERO_USAGE;
+  readonly ledger: TurnLedger = newTurnLedger();
+  readonly callIds = new Set<string>();
+  readonly toolCalls: TurnToolCall[] = [];
+  readonly warned = new Set<string>();
+  readonly warnings: string[] = [];
+  readonly grants = new Set<string>();
+  webSearches = 0;
+  failure: TurnFailure | undefined;
+  /** Every child call started by a handler; awaited before completion. */
+  readonly children = new Set<Promise<unknown>>();
+
+  constructor(
+    readonly turnId: string,
+    readonly history: readonly Msg[],
+    baseRevision: number,
+    private readonly sink: LoopEventSink | undefined,
+  ) {
+    this.revision = baseRevision;
+  }
+
+  append(role: "user" | "assistant", blocks: readonly Block[], meta?: MsgMeta): Msg {
+    const message = deepFreeze<Msg>({ role, blocks: [...blocks], meta: { ...meta, turn: this.turnId } });
+    this.added.push(message);
+    this.revision += 1;
+    emitTo(this.sink, { type: "message.completed", turnId: this.turnId, role, revision: this.revision });
+    return message;
+  }
+
+  /** The frozen view a request is built from: the session view then this turn's messages. */
+  view(): readonly Msg[] {
+    return Object.freeze([...this.history, ...this.added]);
+  }
+
+  addUsage(usage: Usage): void {
+    this.usage = addUsage(this.usage, usage);
+    this.modelTokens += usage.inputTokens + usage.outputTokens;
+  }
+
+  get receipts(): readonly CostReceipt[] {
+    return this.ledger.receipts;
+  }
+}

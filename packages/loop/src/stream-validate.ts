@@ -1,0 +1,252 @@
+import {
+  type Block,
+  canonicalJson,
+  type JsonValue,
+  type ModelStreamEvent,
+  type ProviderToolCallBlock,
+  type ProviderToolResultBlock,
+  type ReasoningBlock,
+  type StopReason,
+  type StreamToolCall,
+  SnapshotError,
+  snapshot,
+  type Usage,
+  type UsageEvidence,
+  usageProblem,
+} from "@alma-harness/core";
+import { StreamInvalidError, StreamTornError } from "./errors.js";
+
+/** What one validated model round produced, blocks in arrival order (reasoning bursts aggregated). */
+export interface StepOutput {
+  readonly blocks: readonly Block[];
+  readonly text: string;
+  readonly toolCalls: readonly StreamToolCall[];
+  readonly stopReason: StopReason;
+  readonly evidence: UsageEvidence;
+  readonly webSearches: number;
+}
+
+const EVENT_LIMITS = { maxDepth: 64, maxNodes: 100_000, maxStringBytes: 4 * 1024 * 1024, maxTotalBytes: 8 * 1024 * 1024 };
+const MAX_ID = 200;
+
+interface Acc {
+  blocks: Block[];
+  text: string;
+  reasoning: { text: string; signature?: string; redacted?: string } | undefined;
+  calls: StreamToolCall[];
+  ids: Set<string>;
+  evidence: UsageEvidence | undefined;
+  providerResults: number;
+}
+
+/**
+ * Pulls a model stream and checks it agrees with itself before anything becomes an intention:
+ * bounded plain data, text before tool calls, complete unique calls, exactly one terminal frame
+ * (the first ends pulling), deltas equal to the terminal text, streamed calls equal to the terminal
+ * calls, a stop reason that agrees with the calls, safe usage. `turnCallIds` holds the ids seen
+ * earlier in the turn. Throws `StreamInvalidError` or `StreamTornError`; the iterator is always closed.
+ */
+export async function collectStep(
+  stream: AsyncIterable<ModelStreamEvent>,
+  turnCallIds: ReadonlySet<string>,
+  pull: <T>(p: Promise<T>) => Promise<T>,
+): Promise<StepOutput> {
+  const iterator = stream[Symbol.asyncIterator]();
+  const acc: Acc = { blocks: [], text: "", reasoning: undefined, calls: [], ids: new Set(), evidence: undefined, providerResults: 0 };
+  let finished = false;
+  try {
+    for (;;) {
+      const next = await pull(iterator.next());
+      if (next.done) throw new StreamTornError();
+      const event = plain(next.value);
+      if (event.type === "response_completed") {
+        const out = finish(acc, event, turnCallIds);
+        finished = true;
+        return out;
+      }
+      take(acc, event, turnCallIds);
+    }
+  } finally {
+    void finished;
+    void closeQuietly(iterator);
+  }
+}
+
+async function closeQuietly(iterator: AsyncIterator<unknown>): Promise<void> {
+  try {
+    await iterator.return?.();
+  } catch {
+    // closing an abandoned stream is best effort
+  }
+}
+
+function plain(value: unknown): ModelStreamEvent {
+  try {
+    const copy = snapshot(value, EVENT_LIMITS);
+    if (copy === null || typeof copy !== "object" || Array.isArray(copy)) throw new StreamInvalidError("shape", "an event must be an object");
+    return copy as unknown as ModelStreamEvent;
+  } catch (error) {
+    if (error instanceof SnapshotError) throw new StreamInvalidError("plain_data", error.message);
+    throw error;
+  }
+}
+
+function flushReasoning(acc: Acc): void {
+  const r = acc.reasoning;
+  if (!r) return;
+  const block: ReasoningBlock = {
+    type: "reasoning",
+    text: r.text,
+    ...(r.signature !== undefined ? { signature: r.signature } : {}),
+    ...(r.redacted !== undefined ? { redacted: r.redacted } : {}),
+  };
+  acc.blocks.push(block);
+  acc.reasoning = undefined;
+}
+
+function take(acc: Acc, event: ModelStreamEvent, turnCallIds: ReadonlySet<string>): void {
+  switch (event.type) {
+    case "text_delta": {
+      if (typeof event.text !== "string" || event.text.length === 0) throw new StreamInvalidError("text_delta", "a text delta must be a non-empty string");
+      if (acc.calls.length > 0) throw new StreamInvalidError("text_after_tool_calls", "text arrived after a tool call");
+      flushReasoning(acc);
+      acc.text += event.text;
+      const last = acc.blocks.at(-1);
+      if (last?.type === "text") acc.blocks[acc.blocks.length - 1] = { type: "text", text: last.text + event.text };
+      else acc.blocks.push({ type: "text", text: event.text });
+      return;
+    }
+    case "reasoning_delta": {
+      if (typeof event.text !== "string") throw new StreamInvalidError("reasoning_delta", "reasoning text must be a string");
+      const r = acc.reasoning ?? { text: "" };
+      r.text += event.text;
+      if (event.signature !== undefined) r.signature = event.signature;
+      if (event.redacted !== undefined) r.redacted = event.redacted;
+      acc.reasoning = r;
+      return;
+    }
+    case "tool_call": {
+      checkCall(event, acc, turnCallIds);
+      flushReasoning(acc);
+      const call = { id: event.id, name: event.name, arguments: event.arguments };
+      acc.calls.push(call);
+      acc.ids.add(call.id);
+      acc.blocks.push({ type: "tool_call", id: call.id, name: call.name, input: {} });
+      return;
+    }
+    case "provider_tool_call": {
+      flushReasoning(acc);
+      const block: ProviderToolCallBlock = { type: "provider_tool_call", provider: event.provider, id: event.id, name: event.name, payload: event.payload };
+      acc.blocks.push(block);
+      return;
+    }
+    case "provider_tool_result": {
+      if (!Number.isSafeInteger(event.resultCount) || event.resultCount < 0) throw new StreamInvalidError("provider_tool_result", "resultCount must be a non-negative integer");
+      flushReasoning(acc);
+      const block: ProviderToolResultBlock = {
+        type: "provider_tool_result",
+        provider: event.provider,
+        callId: event.callId,
+        name: event.name,
+        resultCount: event.resultCount,
+        payload: event.payload,
+      };
+      acc.blocks.push(block);
+      acc.providerResults += 1;
+      return;
+    }
+    case "usage": {
+      checkEvidence(event.evidence);
+      acc.evidence = event.evidence;
+      return;
+    }
+    default:
+      throw new StreamInvalidError("unknown_event", `unknown stream event "${String((event as { type?: unknown }).type)}"`);
+  }
+}
+
+function checkCall(call: StreamToolCall, acc: Acc, turnCallIds: ReadonlySet<string>): void {
+  if (typeof call.id !== "string" || call.id.length === 0 || call.id.length > MAX_ID) throw new StreamInvalidError("tool_call", "a tool call needs an id of 1-200 characters");
+  if (typeof call.name !== "string" || call.name.length === 0) throw new StreamInvalidError("tool_call", "a tool call needs a name");
+  if (typeof call.arguments !== "string") throw new StreamInvalidError("tool_call", "tool call arguments must be JSON text");
+  if (acc.ids.has(call.id) || turnCallIds.has(call.id)) throw new StreamInvalidError("duplicate_call_id", `call id "${call.id}" was already used in this turn`);
+}
+
+function checkEvidence(evidence: UsageEvidence): void {
+  if (evidence === null || typeof evidence !== "object") throw new StreamInvalidError("usage", "usage evidence must be an object");
+  if (evidence.status === "known" || evidence.status === "unpriced") {
+    const problem = usageProblem(evidence.usage);
+    if (problem) throw new StreamInvalidError("usage", problem);
+  } else if (evidence.status !== "unknown" && evidence.status !== "not_dispatched") {
+    throw new StreamInvalidError("usage", "unknown usage evidence status");
+  }
+}
+
+function sameArguments(a: string, b: string): boolean {
+  if (a === b) return true;
+  try {
+    return canonicalJson(JSON.parse(a) as JsonValue) === canonicalJson(JSON.parse(b) as JsonValue);
+  } catch {
+    return false;
+  }
+}
+
+function finish(acc: Acc, event: Extract<ModelStreamEvent, { type: "response_completed" }>, turnCallIds: ReadonlySet<string>): StepOutput {
+  flushReasoning(acc);
+  if (typeof event.stopReason !== "string" || event.stopReason.length === 0) throw new StreamInvalidError("stop_reason", "the terminal frame needs a stop reason");
+  if (typeof event.text !== "string") throw new StreamInvalidError("terminal_text", "the terminal frame needs its text");
+  if (acc.text.length > 0 && event.text !== acc.text) throw new StreamInvalidError("text_mismatch", "the streamed text differs from the completed text");
+  if (acc.text.length === 0 && event.text.length > 0) {
+    acc.blocks.unshift({ type: "text", text: event.text });
+  }
+  const terminal = Array.isArray(event.toolCalls) ? event.toolCalls : [];
+  if (terminal.length !== acc.calls.length) throw new StreamInvalidError("calls_mismatch", "the streamed tool calls differ from the completed ones");
+  terminal.forEach((call, i) => {
+    const streamed = acc.calls[i];
+    if (!streamed || streamed.id !== call.id || streamed.name !== call.name || !sameArguments(streamed.arguments, call.arguments)) {
+      throw new StreamInvalidError("calls_mismatch", `tool call #${i + 1} differs between the stream and the terminal frame`);
+    }
+  });
+  const hasCalls = terminal.length > 0;
+  if (event.stopReason === "tool_use" && !hasCalls) throw new StreamInvalidError("stop_reason", "tool_use without a tool call");
+  if (hasCalls && event.stopReason !== "tool_use" && event.stopReason !== "max_tokens") {
+    throw new StreamInvalidError("stop_reason", `tool calls with stop reason ${event.stopReason}`);
+  }
+  const evidence = reconcileUsage(acc.evidence, event.usage);
+  for (const id of acc.ids) if (turnCallIds.has(id)) throw new StreamInvalidError("duplicate_call_id", `call id "${id}" reused`);
+  const webSearches = evidence.status === "known" ? (evidence.usage.webSearchRequests ?? 0) : 0;
+  return { blocks: fillInputs(acc.blocks, acc.calls), text: acc.text || event.text, toolCalls: acc.calls, stopReason: event.stopReason, evidence, webSearches };
+}
+
+function reconcileUsage(streamed: UsageEvidence | undefined, terminal: Usage | undefined): UsageEvidence {
+  if (terminal !== undefined) {
+    const problem = usageProblem(terminal);
+    if (problem) throw new StreamInvalidError("usage", problem);
+    if (streamed && streamed.status === "known" && canonicalJson(streamed.usage as unknown as JsonValue) !== canonicalJson(terminal as unknown as JsonValue)) {
+      throw new StreamInvalidError("usage", "the usage event and the terminal frame disagree");
+    }
+    return streamed ?? { status: "known", usage: terminal };
+  }
+  return streamed ?? { status: "unknown" };
+}
+
+/** Tool-call blocks carry parsed input when it parses; unparsable arguments keep `{}` (answered as bad input). */
+function fillInputs(blocks: Block[], calls: readonly StreamToolCall[]): Block[] {
+  const byId = new Map(calls.map((c) => [c.id, c]));
+  return blocks.map((b) => {
+    if (b.type !== "tool_call") return b;
+    const call = byId.get(b.id);
+    const parsed = call ? parseArguments(call.arguments) : undefined;
+    return parsed ? { ...b, input: parsed } : b;
+  });
+}
+
+export function parseArguments(text: string): Record<string, JsonValue> | undefined {
+  try {
+    const value: unknown = JSON.parse(text === "" ? "{}" : text);
+    if (value === null || typeof value !== "object" || Array.isArray(value)) return undefined;
+    return snapshot(value) as Record<string, JsonValue>;
+  } catch {
+    return undefined;
+  }
+}
