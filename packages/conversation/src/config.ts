@@ -1,0 +1,163 @@
+import {
+  type AdmissionStore,
+  type AuditLog,
+  type BudgetCaps,
+  type BudgetCapsInput,
+  type Clock,
+  type CostSettlementStore,
+  type ExecutionResultStore,
+  type ExecutionStore,
+  type IdSource,
+  type LifecycleHooks,
+  type ModelClient,
+  type ModelPolicy,
+  normalizeBudgetCaps,
+  normalizePriceTable,
+  type PriceTable,
+  type ProviderToolSpec,
+  randomIds,
+  type Scope,
+  type SessionLabelStore,
+  type SessionStore,
+  type SpendStore,
+  systemClock,
+  type ToolDefinition,
+} from "@alma-harness/core";
+import type { LoopLimits, PermissionController, VolatileContext } from "@alma-harness/loop";
+import { ConversationConfigError } from "./errors.js";
+
+export interface ConversationStores {
+  readonly admissions: AdmissionStore;
+  readonly sessions: SessionStore;
+  /** Step results. */
+  readonly results: ExecutionResultStore;
+  /** Root (final) results: a physically separate namespace; the same object as `results` is refused. */
+  readonly rootResults: ExecutionResultStore;
+  readonly journal: ExecutionStore;
+  readonly settlements: CostSettlementStore;
+  readonly spend: SpendStore;
+  readonly labels: SessionLabelStore;
+  readonly audit: AuditLog;
+}
+
+export interface UncertainTurnEvent {
+  readonly scope: Scope;
+  readonly sessionId: string;
+  readonly rootKey: string;
+  readonly cause: string;
+  /** Whether a message of the turn is in the session; null when the read failed (treat as true). */
+  readonly persisted: boolean | null;
+  readonly released: boolean;
+}
+
+export interface EventLabels {
+  readonly human?: string;
+  readonly system?: string;
+  readonly undelivered?: string;
+}
+
+export interface ConversationConfig {
+  readonly stores: ConversationStores;
+  readonly clients: readonly ModelClient[];
+  readonly policy: ModelPolicy;
+  /** The agent's prompt (the static system prefix). */
+  readonly prompt: string;
+  readonly tools?: readonly ToolDefinition[];
+  /** Named tool grants a request may pick with `toolProfile`. */
+  readonly profiles?: Readonly<Record<string, readonly string[]>>;
+  readonly providerTools?: readonly ProviderToolSpec[];
+  readonly terminalTools?: readonly string[];
+  readonly hooks?: LifecycleHooks;
+  readonly permissions?: PermissionController;
+  readonly volatile?: (ctx: VolatileContext) => string | undefined | Promise<string | undefined>;
+  readonly caps?: BudgetCapsInput;
+  readonly prices: PriceTable;
+  readonly policyVersion: string;
+  readonly priceVersion: string;
+  readonly configRevision: string;
+  readonly resultContractVersion?: number;
+  readonly resultRetentionMs: number;
+  /** Each turn's deadline; at most ten minutes. */
+  readonly runTimeoutMs: number;
+  readonly maxCalls: number;
+  readonly maxInputChars: number;
+  /** Largest final envelope, in characters of its JSON; default and at most 1,000,000. */
+  readonly maxResultChars?: number;
+  readonly consumers?: readonly string[];
+  readonly limits?: Omit<LoopLimits, "maxCalls">;
+  readonly eventLabels?: EventLabels;
+  readonly facts?: Readonly<Record<string, string | number | boolean>>;
+  readonly onUncertainTurn?: (event: UncertainTurnEvent) => void;
+  readonly clock?: Clock;
+  readonly ids?: IdSource;
+}
+
+export interface ResolvedConfig extends ConversationConfig {
+  readonly capsNormalized: BudgetCaps;
+  readonly clock: Clock;
+  readonly ids: IdSource;
+  readonly profileNames: ReadonlySet<string>;
+  readonly resultContractVersion: number;
+  readonly maxResultChars: number;
+}
+
+export const MAX_RUN_TIMEOUT_MS = 10 * 60_000;
+export const EXPIRED_RELEASE_GRACE_MS = 15 * 60_000;
+
+function int(name: string, value: unknown, min: number, max: number): number {
+  if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > max) {
+    throw new ConversationConfigError(`${name} must be an integer ${min}-${max}`);
+  }
+  return value as number;
+}
+
+function text(name: string, value: unknown, max = 200): string {
+  if (typeof value !== "string" || value.length < 1 || value.length > max) throw new ConversationConfigError(`${name} must be 1-${max} characters`);
+  return value;
+}
+
+/** Copies and validates the configuration synchronously; stores, clients and the policy are trusted capabilities. */
+export function resolveConfig(config: ConversationConfig): ResolvedConfig {
+  if (!config || typeof config !== "object") throw new ConversationConfigError("a configuration object is required");
+  const stores = config.stores;
+  if (!stores) throw new ConversationConfigError("stores are required");
+  for (const key of ["admissions", "sessions", "results", "rootResults", "journal", "settlements", "spend", "labels", "audit"] as const) {
+    if (!stores[key]) throw new ConversationConfigError(`stores.${key} is required`);
+  }
+  if (stores.results === stores.rootResults) throw new ConversationConfigError("stores.rootResults must be a separate namespace from stores.results");
+  text("prompt", config.prompt, 200_000);
+  text("policyVersion", config.policyVersion);
+  text("priceVersion", config.priceVersion);
+  text("configRevision", config.configRevision);
+  const prices = normalizePriceTable(config.prices);
+  if (prices.version !== config.priceVersion) throw new ConversationConfigError("priceVersion must equal prices.version");
+  const profiles = config.profiles ?? {};
+  const toolNames = new Set((config.tools ?? []).map((t) => t.name));
+  for (const [name, list] of Object.entries(profiles)) {
+    for (const tool of list) if (!toolNames.has(tool)) throw new ConversationConfigError(`profile "${name}" names the unregistered tool "${tool}"`);
+  }
+  let capsNormalized: BudgetCaps;
+  try {
+    capsNormalized = normalizeBudgetCaps(config.caps);
+  } catch (error) {
+    throw error instanceof TypeError ? error : new TypeError(String(error));
+  }
+  if (config.eventLabels) for (const [k, v] of Object.entries(config.eventLabels)) {
+    if (typeof v !== "string" || v.length < 1 || v.length > 500 || /[\u0000-\u001f]/.test(v)) throw new ConversationConfigError(`eventLabels.${k} must be 1-500 characters without control characters`);
+  }
+  return {
+    ...config,
+    prices,
+    capsNormalized,
+    clock: config.clock ?? systemClock,
+    ids: config.ids ?? randomIds,
+    profileNames: new Set(Object.keys(profiles)),
+    resultContractVersion: config.resultContractVersion ?? 1,
+    resultRetentionMs: int("resultRetentionMs", config.resultRetentionMs, 1, 10 * 365 * 86_400_000),
+    runTimeoutMs: int("runTimeoutMs", config.runTimeoutMs, 1, MAX_RUN_TIMEOUT_MS),
+    maxCalls: int("maxCalls", config.maxCalls, 1, 1000),
+    maxInputChars: int("maxInputChars", config.maxInputChars, 1, 10_000_000),
+    maxResultChars: int("maxResultChars", config.maxResultChars ?? 1_000_000, 1, 1_000_000),
+    consumers: Object.freeze([...(config.consumers ?? [])]),
+  };
+}

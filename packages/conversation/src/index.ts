@@ -1,0 +1,17 @@
+export {
+  type ConversationConfig,
+  type ConversationStores,
+  EXPIRED_RELEASE_GRACE_MS,
+  type EventLabels,
+  MAX_RUN_TIMEOUT_MS,
+  type UncertainTurnEvent,
+} from "./config.js";
+export { ConversationConfigError, ConversationConflictError, ConversationStreamResyncError, EventRefusedError, type EventRefusalReason, type ResyncReason } from "./errors.js";
+export type { RecordedEvent, RecordEventsRequest, RecordEventsResult } from "./events.js";
+export type { RunTurnRequest } from "./input.js";
+export { conversationRootKey } from "./keys.js";
+export { DEFAULT_EVENT_LABELS, renderEvents } from "./render.js";
+export { type ConversationRunner, createConversationRunner } from "./runner.js";
+export type { ProgressEvent } from "./step-outputs.js";
+export { type ConversationStream, type ConversationStreamEvent, STREAM_METADATA_LIMIT, STREAM_QUEUE_LIMIT } from "./stream.js";
+export type { ConversationView, FinalEnvelope } from "./views.js";

@@ -1,0 +1,27 @@
+import type { ConversationConfig, ConversationRunner, ConversationStores } from "@alma-harness/conversation";
+import { createConversationRunner } from "@alma-harness/conversation";
+import type { Scope } from "@alma-harness/core";
+
+/** Everything a runner needs except its stores. */
+export type RuntimeConfig = Omit<ConversationConfig, "stores">;
+
+/** A ready runner plus the maintenance calls a host runs on a timer. */
+export interface Runtime {
+  readonly runner: ConversationRunner;
+  readonly stores: ConversationStores;
+  /** Frees admissions fifteen minutes past their deadline, then fences expired journal records. */
+  maintain(scope?: Scope): Promise<{ readonly released: number; readonly fenced: number }>;
+  erase(scope: Scope, sessionId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function compose(config: RuntimeConfig, stores: ConversationStores, close: () => Promise<void>): Runtime {
+  const runner = createConversationRunner({ ...config, stores });
+  return {
+    runner,
+    stores,
+    maintain: async (scope) => ({ released: await runner.releaseExpired(scope), fenced: await runner.reconcileExpired(scope) }),
+    erase: (scope, sessionId) => runner.eraseSession(scope, sessionId),
+    close,
+  };
+}
