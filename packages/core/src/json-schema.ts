@@ -8,7 +8,8 @@ export type JsonSchema = JsonObject;
 /**
  * A Standard Schema (zod 4, valibot, arktype…) that can also describe itself as JSON Schema
  * (`~standard.jsonSchema`, the Standard JSON Schema interface). Alma converts it once, at
- * registration, and validates calls against the JSON Schema, so the wire and the check agree.
+ * registration, asking for draft-07 (the dialect the validator checks), and validates calls
+ * against that JSON Schema, so the wire and the check agree.
  */
 export interface StandardJsonSchemaLike {
   readonly "~standard": {
@@ -26,7 +27,9 @@ export interface CompiledSchema {
   check(value: JsonValue): string | undefined;
 }
 
-const ajv = new Ajv({ strict: false, allErrors: false, validateFormats: false });
+// `addUsedSchema: false`: a schema's `$id` is not registered globally, so two tools (or the same
+// tool defined twice) may carry the same `$id`.
+const ajv = new Ajv({ strict: false, allErrors: false, validateFormats: false, addUsedSchema: false });
 
 function isStandard(input: SchemaInput): input is StandardJsonSchemaLike {
   return typeof input === "object" && input !== null && "~standard" in input;
@@ -40,7 +43,11 @@ export function compileSchema(input: SchemaInput, path: string): CompiledSchema 
     if (typeof convert !== "function") {
       throw new ValidationError(path, "json_schema", `${path}: this Standard Schema cannot describe itself as JSON Schema`);
     }
-    raw = convert({ target: "draft-2020-12" });
+    try {
+      raw = convert({ target: "draft-07" });
+    } catch (error) {
+      throw new ValidationError(path, "json_schema", `${path}: the Standard Schema could not convert itself (${(error as Error)?.message ?? error})`);
+    }
   }
   let schema: JsonSchema;
   try {

@@ -58,7 +58,9 @@ const PICO_PER_MICRO = 1_000_000n;
 export function ratePicosPerToken(usdPerMtok: number, path = "rate"): bigint {
   if (!Number.isFinite(usdPerMtok) || usdPerMtok < 0) throw new ValidationError(path, "non_negative", `${path} must be a non-negative number`);
   const scaled = Math.round(usdPerMtok * 1e6);
-  if (Math.abs(scaled - usdPerMtok * 1e6) > 1e-6 * Math.max(1, usdPerMtok * 1e6) || !Number.isSafeInteger(scaled)) {
+  // Exact: a rate with at most six decimals is the double nearest to `scaled / 1e6`, and that
+  // division is correctly rounded, so any other value had a seventh decimal (or float noise).
+  if (!Number.isSafeInteger(scaled) || scaled / 1e6 !== usdPerMtok) {
     throw new ValidationError(path, "six_decimals", `${path} must have at most six decimals`);
   }
   return BigInt(scaled);
@@ -146,8 +148,23 @@ export function normalizePriceTable(table: PriceTable): PriceTable {
   for (const [model, price] of Object.entries(table.models)) {
     check(price.rates, `prices.models.${model}.rates`);
     for (const [tier, r] of Object.entries(price.tiers ?? {})) if (r) check(r, `prices.models.${model}.tiers.${tier}`);
-    for (const [i, band] of (price.bands ?? []).entries()) check(band.rates, `prices.models.${model}.bands[${i}]`);
+    for (const [i, band] of (price.bands ?? []).entries()) {
+      const path = `prices.models.${model}.bands[${i}]`;
+      if (!Number.isSafeInteger(band.aboveInputTokens) || band.aboveInputTokens < 0) {
+        throw new ValidationError(`${path}.aboveInputTokens`, "non_negative_integer", `${path}.aboveInputTokens must be a non-negative integer`);
+      }
+      check(band.rates, path);
+      for (const [tier, r] of Object.entries(band.tiers ?? {})) if (r) check(r, `${path}.tiers.${tier}`);
+    }
     if (price.webSearchPerRequestUsd !== undefined) ratePicosPerToken(price.webSearchPerRequestUsd, `prices.models.${model}.webSearchPerRequestUsd`);
   }
-  return structuredClone(table);
+  return deepFreeze(structuredClone(table));
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object") {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
 }

@@ -62,12 +62,29 @@ interface Walk {
  */
 export function snapshot(value: unknown, limits: SnapshotLimits = {}): JsonValue {
   const walk: Walk = {
-    limits: { ...DEFAULT_SNAPSHOT_LIMITS, ...limits },
+    limits: resolveLimits(limits),
     nodes: 0,
     bytes: 0,
     ancestors: new Set(),
   };
   return copy(value, "$", 0, walk);
+}
+
+/**
+ * Fills absent (or `undefined`) limits with the defaults and rejects a limit that is not a
+ * non-negative safe integer: `NaN` or `Infinity` would otherwise switch a check off.
+ */
+function resolveLimits(limits: SnapshotLimits): Required<SnapshotLimits> {
+  const out = { ...DEFAULT_SNAPSHOT_LIMITS };
+  for (const key of Object.keys(DEFAULT_SNAPSHOT_LIMITS) as (keyof SnapshotLimits)[]) {
+    const given: unknown = limits[key];
+    if (given === undefined) continue;
+    if (typeof given !== "number" || !Number.isSafeInteger(given) || given < 0) {
+      throw new ValidationError(`limits.${key}`, "limit", `limits.${key} must be a non-negative safe integer`);
+    }
+    out[key] = given;
+  }
+  return out;
 }
 
 /** `snapshot` for values that must be a JSON object at the root. */

@@ -1,0 +1,111 @@
+import { validateId } from "../scope.js";
+import type { Admission, AdmissionState, AdmissionStore, AdmitResult } from "../stores/admissions.js";
+import { ConflictError } from "../stores/errors.js";
+import { normalizeAdmit, normalizeReleaseExpired } from "./normalize.js";
+import { scopeKey } from "./rules.js";
+
+const HOLDING: readonly AdmissionState[] = ["active", "uncertain"];
+
+let readRow: (store: InMemoryAdmissionStore, rowKey: string) => Admission | undefined;
+
+/**
+ * The reference admission store. Every method validates first and then runs synchronously to its
+ * end, so each call is one atomic step: concurrent admits on one session admit exactly one.
+ * Records are frozen; the store replaces them, never mutates them.
+ */
+export class InMemoryAdmissionStore implements AdmissionStore {
+  readonly #rows = new Map<string, Admission>();
+  /** `scope session` → admission id of the holder (active or uncertain). */
+  readonly #holders = new Map<string, string>();
+
+  static {
+    readRow = (store, rowKey) => store.#rows.get(rowKey);
+  }
+
+  async admit(input: Parameters<AdmissionStore["admit"]>[0]): Promise<AdmitResult> {
+    const a = normalizeAdmit(input);
+    const { key } = scopeKey(a.scope);
+    const rowKey = `${key} ${a.admissionId}`;
+    if (this.#rows.has(rowKey)) throw new ConflictError("admission_exists", `admission "${a.admissionId}" already exists`);
+    const holder = this.#holderOf(key, a.sessionId);
+    if (holder) return Object.freeze({ status: "busy", holder });
+    const admission: Admission = Object.freeze({
+      admissionId: a.admissionId,
+      scope: a.scope,
+      sessionId: a.sessionId,
+      rootKey: a.rootKey,
+      kind: a.kind,
+      state: "active",
+      createdAt: a.now,
+      deadlineAt: a.deadlineAt,
+    });
+    this.#rows.set(rowKey, admission);
+    this.#holders.set(`${key} ${a.sessionId}`, a.admissionId);
+    return Object.freeze({ status: "admitted", admission });
+  }
+
+  async get(scope: Admission["scope"], admissionId: string): Promise<Admission | undefined> {
+    const { key } = scopeKey(scope);
+    return this.#rows.get(`${key} ${validateId("admissionId", admissionId)}`);
+  }
+
+  async holder(scope: Admission["scope"], sessionId: string): Promise<Admission | undefined> {
+    const { key } = scopeKey(scope);
+    return this.#holderOf(key, validateId("sessionId", sessionId));
+  }
+
+  async markUncertain(scope: Admission["scope"], admissionId: string): Promise<Admission | undefined> {
+    return this.#transition(scope, admissionId, ["active"], "uncertain");
+  }
+
+  async finish(scope: Admission["scope"], admissionId: string): Promise<Admission | undefined> {
+    return this.#transition(scope, admissionId, ["active"], "finished");
+  }
+
+  async releaseFailed(scope: Admission["scope"], admissionId: string): Promise<Admission | undefined> {
+    return this.#transition(scope, admissionId, HOLDING, "released", "failed");
+  }
+
+  async releaseExpired(input: Parameters<AdmissionStore["releaseExpired"]>[0]): Promise<readonly Admission[]> {
+    const r = normalizeReleaseExpired(input);
+    const only = r.scope === undefined ? undefined : scopeKey(r.scope).key;
+    const released: Admission[] = [];
+    for (const [rowKey, row] of this.#rows) {
+      if (only !== undefined && !rowKey.startsWith(`${only} `)) continue;
+      if (!HOLDING.includes(row.state) || row.deadlineAt + r.graceMs > r.now) continue;
+      released.push(this.#replace(rowKey, row, "released", "expired"));
+    }
+    return Object.freeze(released.sort((a, b) => a.deadlineAt - b.deadlineAt || (a.admissionId < b.admissionId ? -1 : 1)));
+  }
+
+  #holderOf(key: string, sessionId: string): Admission | undefined {
+    const id = this.#holders.get(`${key} ${sessionId}`);
+    return id === undefined ? undefined : this.#rows.get(`${key} ${id}`);
+  }
+
+  #transition(
+    scope: Admission["scope"],
+    admissionId: string,
+    from: readonly AdmissionState[],
+    to: AdmissionState,
+    reason?: "failed" | "expired",
+  ): Admission | undefined {
+    const { key } = scopeKey(scope);
+    const rowKey = `${key} ${validateId("admissionId", admissionId)}`;
+    const row = this.#rows.get(rowKey);
+    if (!row || !from.includes(row.state)) return row;
+    return this.#replace(rowKey, row, to, reason);
+  }
+
+  #replace(rowKey: string, row: Admission, state: AdmissionState, reason?: "failed" | "expired"): Admission {
+    const next: Admission = Object.freeze({ ...row, state, ...(reason ? { releaseReason: reason } : {}) });
+    this.#rows.set(rowKey, next);
+    if (!HOLDING.includes(state)) this.#holders.delete(`${rowKey.slice(0, rowKey.indexOf(" "))} ${row.sessionId}`);
+    return next;
+  }
+}
+
+/** The admission as it is at this instant, read synchronously: the memory session store's fence check. */
+export function currentAdmission(store: InMemoryAdmissionStore, scopeKeyText: string, admissionId: string): Admission | undefined {
+  return readRow(store, `${scopeKeyText} ${admissionId}`);
+}

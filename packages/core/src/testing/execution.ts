@@ -1,0 +1,133 @@
+import { type Scope, validateId } from "../scope.js";
+import { ConflictError, StaleFenceError } from "../stores/errors.js";
+import type { ClaimResult, ExecutionClaim, ExecutionRecord, ExecutionState, ExecutionStore, Fence } from "../stores/execution.js";
+import type { NotDispatchedCause, UsageEvidence } from "../usage.js";
+import { normalizeCancelCause, normalizeClaim, normalizeFence, normalizeReceivedEvidence, normalizeReconcile } from "./normalize.js";
+import { closedObject, decodeCursor, PAGE, pageLimit, pageOf, sameJson, scopeKey, validateTime } from "./rules.js";
+
+const CLAIM_FIELDS = [
+  "operationId",
+  "sessionId",
+  "rootKey",
+  "turnId",
+  "kind",
+  "clientId",
+  "model",
+  "priceVersion",
+  "policyVersion",
+  "createdAt",
+  "deadlineAt",
+] as const;
+
+const RESOLVED: readonly ExecutionState[] = ["completed", "not_dispatched"];
+
+/** Whether two claims are the same input (a retry), compared field by field. */
+export function sameClaim(a: ExecutionClaim, b: ExecutionClaim): boolean {
+  return sameJson(a.scope, b.scope) && CLAIM_FIELDS.every((f) => a[f] === b[f]);
+}
+
+/**
+ * The reference execution journal. Each method validates, then runs synchronously to its end, so a
+ * claim or a fenced transition is one atomic step; records are frozen and replaced, never mutated.
+ */
+export class InMemoryExecutionStore implements ExecutionStore {
+  readonly #rows = new Map<string, ExecutionRecord>();
+
+  async claim(claim: ExecutionClaim): Promise<ClaimResult> {
+    const c = normalizeClaim(claim);
+    const key = `${scopeKey(c.scope).key} ${c.operationId}`;
+    const existing = this.#rows.get(key);
+    if (existing) {
+      if (!sameClaim(existing, c)) throw new ConflictError("execution_conflict", `operation "${c.operationId}" was claimed with different input`);
+      return Object.freeze({ status: "exists", record: existing });
+    }
+    const record: ExecutionRecord = Object.freeze({ ...c, state: "prepared", fenceToken: 1, updatedAt: c.createdAt });
+    this.#rows.set(key, record);
+    const fence: Fence = Object.freeze({ scope: c.scope, operationId: c.operationId, token: 1 });
+    return Object.freeze({ status: "claimed", fence, record });
+  }
+
+  async dispatch(fence: Fence, now: number): Promise<ExecutionRecord> {
+    return this.#step(fence, now, "prepared", () => ({ state: "dispatching" }));
+  }
+
+  async receive(fence: Fence, evidence: UsageEvidence, now: number): Promise<ExecutionRecord> {
+    const e = normalizeReceivedEvidence(evidence);
+    return this.#step(fence, now, "dispatching", () => ({ state: "received", evidence: e }));
+  }
+
+  async settle(fence: Fence, settlementId: string, now: number): Promise<ExecutionRecord> {
+    const id = validateId("settlementId", settlementId);
+    return this.#step(fence, now, "received", () => ({ state: "settled", settlementId: id }));
+  }
+
+  async complete(fence: Fence, now: number): Promise<ExecutionRecord> {
+    return this.#step(fence, now, "settled", () => ({ state: "completed" }));
+  }
+
+  async cancelPrepared(fence: Fence, cause: Exclude<NotDispatchedCause, "expired">, now: number): Promise<ExecutionRecord> {
+    const c = normalizeCancelCause(cause);
+    return this.#step(fence, now, "prepared", () => ({
+      state: "not_dispatched",
+      notDispatchedCause: c,
+      evidence: Object.freeze({ status: "not_dispatched", cause: c }),
+    }));
+  }
+
+  async get(scope: Scope, operationId: string): Promise<ExecutionRecord | undefined> {
+    return this.#rows.get(`${scopeKey(scope).key} ${validateId("operationId", operationId)}`);
+  }
+
+  async list(
+    scope: Scope,
+    opts: { readonly cursor?: string; readonly limit?: number } = {},
+  ): Promise<{ readonly items: readonly ExecutionRecord[]; readonly nextCursor?: string }> {
+    const prefix = `${scopeKey(scope).key} `;
+    const o = closedObject("opts", opts, ["cursor", "limit"]);
+    const limit = pageLimit(o.limit, PAGE.execution.def, PAGE.execution.max);
+    const after = decodeCursor(o.cursor, ["number", "string"]);
+    const open = [...this.#rows].filter(([k, r]) => k.startsWith(prefix) && !RESOLVED.includes(r.state)).map(([, r]) => r);
+    open.sort(byCreated);
+    return Object.freeze(pageOf(open, (r) => [r.createdAt, r.operationId], after, limit));
+  }
+
+  async reconcileExpired(input: { readonly now: number; readonly scope?: Scope }): Promise<readonly ExecutionRecord[]> {
+    const r = normalizeReconcile(input);
+    const only = r.scope === undefined ? undefined : `${scopeKey(r.scope).key} `;
+    const out: ExecutionRecord[] = [];
+    for (const [key, row] of this.#rows) {
+      if ((only !== undefined && !key.startsWith(only)) || row.deadlineAt > r.now) continue;
+      const change = expiryChange(row.state);
+      if (!change) continue;
+      const next: ExecutionRecord = Object.freeze({ ...row, ...change, fenceToken: row.fenceToken + 1, updatedAt: r.now });
+      this.#rows.set(key, next);
+      out.push(next);
+    }
+    return Object.freeze(out.sort(byCreated));
+  }
+
+  #step(fence: Fence, now: number, from: ExecutionState, change: () => Partial<ExecutionRecord>): ExecutionRecord {
+    const f = normalizeFence(fence);
+    const at = validateTime("now", now);
+    const key = `${scopeKey(f.scope).key} ${f.operationId}`;
+    const row = this.#rows.get(key);
+    if (!row || row.fenceToken !== f.token) throw new StaleFenceError();
+    if (row.state !== from) throw new StaleFenceError(`the record is ${row.state}, not ${from}`);
+    const next: ExecutionRecord = Object.freeze({ ...row, ...change(), updatedAt: at });
+    this.#rows.set(key, next);
+    return next;
+  }
+}
+
+/** What the sweep makes of an expired record: prepared ones were never sent, dispatching ones may have been. */
+export function expiryChange(state: ExecutionState): Partial<ExecutionRecord> | undefined {
+  if (state === "prepared") {
+    return { state: "not_dispatched", notDispatchedCause: "expired", evidence: Object.freeze({ status: "not_dispatched", cause: "expired" }) };
+  }
+  if (state === "dispatching") return { state: "fenced" };
+  return undefined;
+}
+
+function byCreated(a: ExecutionRecord, b: ExecutionRecord): number {
+  return a.createdAt - b.createdAt || (a.operationId < b.operationId ? -1 : a.operationId > b.operationId ? 1 : 0);
+}

@@ -1,0 +1,299 @@
+import type { CallKind, CostReceipt } from "../caps.js";
+import { ValidationError } from "../errors.js";
+import type { Msg } from "../messages.js";
+import { SENSITIVITIES } from "../routing.js";
+import { type Scope, validateId } from "../scope.js";
+import { canonicalJson, type JsonValue, snapshot } from "../snapshot.js";
+import type { AdmissionKind } from "../stores/admissions.js";
+import type { AuditEvent, Trail } from "../stores/audit.js";
+import type { ExecutionClaim, Fence } from "../stores/execution.js";
+import type { ResultReservation } from "../stores/results.js";
+import type { SettlementInput } from "../stores/settlements.js";
+import { type NotDispatchedCause, type Usage, type UsageEvidence, usageProblem } from "../usage.js";
+import { closedObject, scopeKey, validateCount, validateDay, validateName, validateOneOf, validateTime } from "./rules.js";
+
+/** The closed records the stores accept, normalized once for every implementation. */
+
+const BLOCK_TYPES = ["text", "media", "tool_call", "tool_result", "provider_tool_call", "provider_tool_result", "reasoning"] as const;
+const CALL_KINDS: readonly CallKind[] = ["main", "direct", "delegate", "summary"];
+const SERVICE_TIERS = ["standard", "priority", "flex", "batch"] as const;
+const CAP_NAMES = ["perTurnUsd", "perSessionUsd", "perTenantDayUsd"] as const;
+const USAGE_FIELDS = [
+  "inputTokens",
+  "outputTokens",
+  "cacheWrite5mTokens",
+  "cacheWrite1hTokens",
+  "cacheReadTokens",
+  "reasoningTokens",
+  "webSearchRequests",
+  "serviceTier",
+];
+
+/** A batch of 1+ messages, snapshotted (plain, bounded JSON) and checked for shape. */
+export function normalizeMessages(messages: unknown): readonly Msg[] {
+  if (!Array.isArray(messages) || messages.length === 0) {
+    throw new ValidationError("messages", "non_empty", "messages must be a non-empty array");
+  }
+  const copy = snapshot(messages) as readonly unknown[];
+  for (const [i, msg] of copy.entries()) checkMsg(msg, `messages[${i}]`);
+  return copy as readonly Msg[];
+}
+
+function checkMsg(value: unknown, path: string): void {
+  const msg = closedObject(path, value, ["role", "blocks", "meta"]);
+  validateOneOf(`${path}.role`, msg.role, ["user", "assistant"]);
+  if (!Array.isArray(msg.blocks)) throw new ValidationError(`${path}.blocks`, "array", "blocks must be an array");
+  msg.blocks.forEach((block: unknown, j: number) => {
+    if (block === null || typeof block !== "object" || Array.isArray(block)) {
+      throw new ValidationError(`${path}.blocks[${j}]`, "object", "a block must be an object");
+    }
+    validateOneOf(`${path}.blocks[${j}].type`, (block as { type?: unknown }).type, BLOCK_TYPES);
+  });
+  if (msg.meta === undefined) return;
+  const meta = closedObject(`${path}.meta`, msg.meta, ["turn", "event", "rotation"]);
+  if (meta.turn !== undefined) validateId(`${path}.meta.turn`, meta.turn);
+  if (meta.event !== undefined) {
+    const event = closedObject(`${path}.meta.event`, meta.event, ["id", "kind"]);
+    validateId(`${path}.meta.event.id`, event.id);
+    validateOneOf(`${path}.meta.event.kind`, event.kind, ["input", "message", "undelivered"]);
+  }
+  if (meta.rotation !== undefined) {
+    const rotation = closedObject(`${path}.meta.rotation`, meta.rotation, ["replaces"]);
+    validateCount(`${path}.meta.rotation.replaces`, rotation.replaces);
+  }
+}
+
+/** The event ids a batch carries, in batch order (a repeat inside the batch is the store's to refuse). */
+export function eventIdsOf(messages: readonly Msg[]): readonly string[] {
+  const ids: string[] = [];
+  for (const msg of messages) {
+    const id = msg.meta?.event?.id;
+    if (id !== undefined) ids.push(id);
+  }
+  return ids;
+}
+
+/** Index of the last rotation marker, or 0: where a session's view starts. */
+export function viewOffset(messages: readonly Msg[]): number {
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]?.meta?.rotation !== undefined) return i;
+  return 0;
+}
+
+export function normalizeClaim(claim: unknown): ExecutionClaim {
+  const c = closedObject("claim", claim, [
+    "scope",
+    "operationId",
+    "sessionId",
+    "rootKey",
+    "turnId",
+    "kind",
+    "clientId",
+    "model",
+    "priceVersion",
+    "policyVersion",
+    "createdAt",
+    "deadlineAt",
+  ]);
+  const out: ExecutionClaim = {
+    scope: scopeKey(c.scope).scope,
+    operationId: validateId("operationId", c.operationId),
+    sessionId: validateId("sessionId", c.sessionId),
+    rootKey: validateId("rootKey", c.rootKey),
+    turnId: validateId("turnId", c.turnId),
+    kind: validateOneOf("kind", c.kind, CALL_KINDS),
+    clientId: validateName("clientId", c.clientId),
+    model: validateName("model", c.model),
+    priceVersion: validateName("priceVersion", c.priceVersion),
+    policyVersion: validateName("policyVersion", c.policyVersion),
+    createdAt: validateTime("createdAt", c.createdAt),
+    deadlineAt: validateTime("deadlineAt", c.deadlineAt),
+  };
+  return Object.freeze(out);
+}
+
+export function normalizeFence(fence: unknown): Fence {
+  const f = closedObject("fence", fence, ["scope", "operationId", "token"]);
+  return Object.freeze({
+    scope: scopeKey(f.scope).scope,
+    operationId: validateId("fence.operationId", f.operationId),
+    token: validateCount("fence.token", f.token, 1),
+  });
+}
+
+export function normalizeUsage(usage: unknown, path = "usage"): Usage {
+  const u = closedObject(path, usage, USAGE_FIELDS);
+  if (u.serviceTier !== undefined) validateOneOf(`${path}.serviceTier`, u.serviceTier, SERVICE_TIERS);
+  const problem = usageProblem(u as unknown as Usage);
+  if (problem !== undefined) throw new ValidationError(path, "usage", `${path}: ${problem}`);
+  return snapshot(u) as unknown as Usage;
+}
+
+/** Evidence a `receive` may record: known, unpriced or unknown (never not_dispatched, which ends a prepared record). */
+export function normalizeReceivedEvidence(evidence: unknown): UsageEvidence {
+  const e = closedObject("evidence", evidence, ["status", "usage", "reason"]);
+  const status = validateOneOf("evidence.status", e.status, ["known", "unpriced", "unknown"]);
+  if (status === "unknown") {
+    closedObject("evidence", evidence, ["status"]);
+    return Object.freeze({ status });
+  }
+  const usage = normalizeUsage(e.usage, "evidence.usage");
+  if (status === "known") {
+    closedObject("evidence", evidence, ["status", "usage"]);
+    return Object.freeze({ status, usage });
+  }
+  if (typeof e.reason !== "string" || e.reason.length === 0 || e.reason.length > 500) {
+    throw new ValidationError("evidence.reason", "reason", "an unpriced evidence needs a reason of 1-500 characters");
+  }
+  return Object.freeze({ status, usage, reason: e.reason });
+}
+
+export function normalizeCancelCause(cause: unknown): Exclude<NotDispatchedCause, "expired"> {
+  if (cause === "expired") throw new ValidationError("cause", "expired_is_the_sweeps", "only the expiry sweep records the cause expired");
+  return validateOneOf("cause", cause, ["aborted", "audit", "store", "input", "invalid"]);
+}
+
+export function normalizeReservation(reservation: unknown): ResultReservation {
+  const r = closedObject("reservation", reservation, [
+    "scope",
+    "resultId",
+    "sessionId",
+    "binding",
+    "sensitivity",
+    "maxChars",
+    "expiresAt",
+    "createdAt",
+  ]);
+  const out: ResultReservation = {
+    scope: scopeKey(r.scope).scope,
+    resultId: validateId("resultId", r.resultId),
+    sessionId: validateId("sessionId", r.sessionId),
+    binding: validateId("binding", r.binding),
+    sensitivity: validateOneOf("sensitivity", r.sensitivity, SENSITIVITIES),
+    maxChars: validateCount("maxChars", r.maxChars, 1),
+    expiresAt: validateTime("expiresAt", r.expiresAt),
+    createdAt: validateTime("createdAt", r.createdAt),
+  };
+  if (out.expiresAt <= out.createdAt) throw new ValidationError("expiresAt", "after_created", "expiresAt must be after createdAt");
+  return Object.freeze(out);
+}
+
+/** A result envelope: snapshotted JSON and its canonical text (what `maxChars` measures and equality compares). */
+export function normalizeEnvelope(envelope: unknown): { readonly envelope: JsonValue; readonly text: string } {
+  const copy = snapshot(envelope);
+  return { envelope: copy, text: canonicalJson(copy) };
+}
+
+export function normalizeSettlement(input: unknown): SettlementInput {
+  const s = closedObject("settlement", input, ["scope", "sessionId", "day", "receipt", "at", "consumers"]);
+  if (!Array.isArray(s.consumers) || s.consumers.length > 16) {
+    throw new ValidationError("consumers", "consumers", "consumers must be an array of at most 16 ids");
+  }
+  const consumers = s.consumers.map((c: unknown, i: number) => validateId(`consumers[${i}]`, c));
+  if (new Set(consumers).size !== consumers.length) throw new ValidationError("consumers", "unique", "consumers must be distinct");
+  const out: SettlementInput = {
+    scope: scopeKey(s.scope).scope,
+    sessionId: validateId("sessionId", s.sessionId),
+    day: validateDay("day", s.day),
+    receipt: normalizeReceipt(s.receipt),
+    at: validateTime("at", s.at),
+    consumers: Object.freeze(consumers),
+  };
+  return Object.freeze(out);
+}
+
+function normalizeReceipt(receipt: unknown): CostReceipt {
+  const r = closedObject("receipt", receipt, [
+    "settlementId",
+    "operationId",
+    "turnId",
+    "kind",
+    "clientId",
+    "model",
+    "serviceTier",
+    "usage",
+    "usdMicros",
+    "priceVersion",
+    "capsCrossed",
+  ]);
+  if (!Array.isArray(r.capsCrossed)) throw new ValidationError("receipt.capsCrossed", "array", "capsCrossed must be an array");
+  const caps = r.capsCrossed.map((c: unknown, i: number) => validateOneOf(`receipt.capsCrossed[${i}]`, c, CAP_NAMES));
+  if (new Set(caps).size !== caps.length) throw new ValidationError("receipt.capsCrossed", "unique", "capsCrossed must be distinct");
+  const out: CostReceipt = {
+    settlementId: validateId("receipt.settlementId", r.settlementId),
+    operationId: validateId("receipt.operationId", r.operationId),
+    turnId: validateId("receipt.turnId", r.turnId),
+    kind: validateOneOf("receipt.kind", r.kind, CALL_KINDS),
+    clientId: validateName("receipt.clientId", r.clientId),
+    model: validateName("receipt.model", r.model),
+    serviceTier: validateOneOf("receipt.serviceTier", r.serviceTier, SERVICE_TIERS),
+    usage: normalizeUsage(r.usage, "receipt.usage"),
+    usdMicros: validateCount("receipt.usdMicros", r.usdMicros),
+    priceVersion: validateName("receipt.priceVersion", r.priceVersion),
+    capsCrossed: Object.freeze(caps),
+  };
+  return Object.freeze(out);
+}
+
+const BASE_FIELDS = ["trail", "scope", "sessionId", "turnId", "callId", "at"];
+const TRAIL_FIELDS: Readonly<Record<Trail, readonly string[]>> = {
+  access: ["tool", "resource", "action"],
+  routing: ["kind", "tier", "sensitivity", "clientId", "model", "cacheTtl", "reasoning", "servedTier", "parentCallId"],
+  cost: ["operationId", "model", "usdMicros", "settlementId", "capsCrossed", "warning", "refused"],
+  recall: ["source", "items"],
+  context: ["step", "field", "decision"],
+  policy: ["action", "tool", "authorization", "decision", "by", "rule", "reason"],
+  lifecycle: ["action", "step", "contextVersion", "messageRevision", "detail"],
+};
+export const TRAILS = Object.keys(TRAIL_FIELDS) as readonly Trail[];
+
+/** An audit event: closed per trail (a field the trail does not define is refused), snapshotted. */
+export function normalizeAuditEvent(event: unknown): AuditEvent {
+  const e = closedObject("event", event, [...BASE_FIELDS, ...Object.values(TRAIL_FIELDS).flat()]);
+  const trail = validateOneOf("event.trail", e.trail, TRAILS);
+  closedObject("event", event, [...BASE_FIELDS, ...TRAIL_FIELDS[trail]]);
+  scopeKey(e.scope);
+  validateId("event.sessionId", e.sessionId);
+  validateId("event.turnId", e.turnId);
+  if (e.callId !== undefined) validateId("event.callId", e.callId);
+  validateTime("event.at", e.at);
+  const copy = snapshot(event) as Record<string, JsonValue>;
+  return Object.freeze({ ...copy, scope: scopeKey(e.scope).scope }) as unknown as AuditEvent;
+}
+
+export interface AdmitInput {
+  readonly scope: Scope;
+  readonly sessionId: string;
+  readonly rootKey: string;
+  readonly kind: AdmissionKind;
+  readonly admissionId: string;
+  readonly now: number;
+  readonly deadlineAt: number;
+}
+
+export function normalizeAdmit(input: unknown): AdmitInput {
+  const a = closedObject("admit", input, ["scope", "sessionId", "rootKey", "kind", "admissionId", "now", "deadlineAt"]);
+  const out: AdmitInput = {
+    scope: scopeKey(a.scope).scope,
+    sessionId: validateId("sessionId", a.sessionId),
+    rootKey: validateId("rootKey", a.rootKey),
+    kind: validateOneOf("kind", a.kind, ["turn", "events"]),
+    admissionId: validateId("admissionId", a.admissionId),
+    now: validateTime("now", a.now),
+    deadlineAt: validateTime("deadlineAt", a.deadlineAt),
+  };
+  if (out.deadlineAt <= out.now) throw new ValidationError("deadlineAt", "after_now", "deadlineAt must be after now");
+  return Object.freeze(out);
+}
+
+export function normalizeReleaseExpired(input: unknown): { readonly scope?: Scope; readonly now: number; readonly graceMs: number } {
+  const r = closedObject("releaseExpired", input, ["scope", "now", "graceMs"]);
+  const now = validateTime("now", r.now);
+  const graceMs = validateCount("graceMs", r.graceMs);
+  return r.scope === undefined ? { now, graceMs } : { scope: scopeKey(r.scope).scope, now, graceMs };
+}
+
+export function normalizeReconcile(input: unknown): { readonly scope?: Scope; readonly now: number } {
+  const r = closedObject("reconcileExpired", input, ["scope", "now"]);
+  const now = validateTime("now", r.now);
+  return r.scope === undefined ? { now } : { scope: scopeKey(r.scope).scope, now };
+}

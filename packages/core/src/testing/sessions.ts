@@ -1,0 +1,110 @@
+import type { Msg } from "../messages.js";
+import { type Scope, validateId } from "../scope.js";
+import { DuplicateEventError, FenceError } from "../stores/errors.js";
+import type { AppendOpts, SessionStore, SessionSummary, SessionView } from "../stores/sessions.js";
+import { currentAdmission, type InMemoryAdmissionStore } from "./admissions.js";
+import { eventIdsOf, normalizeMessages, viewOffset } from "./normalize.js";
+import { closedObject, decodeCursor, PAGE, pageLimit, pageOf, scopeKey, validateTime } from "./rules.js";
+
+interface Log {
+  messages: Msg[];
+  readonly eventIds: Set<string>;
+  updatedAt: number;
+  erased: boolean;
+}
+
+const EMPTY: readonly Msg[] = Object.freeze([]);
+
+/**
+ * The reference session store. Appends are fenced on the admission store it was built with: the
+ * admission is read and the batch written in one synchronous step, so no other call can end the
+ * admission in between. An append writes only while the admission is `active`, names this scope
+ * and session, and `now` is before its deadline.
+ */
+export class InMemorySessionStore implements SessionStore {
+  readonly #admissions: InMemoryAdmissionStore;
+  readonly #logs = new Map<string, Log>();
+
+  constructor(admissions: InMemoryAdmissionStore) {
+    this.#admissions = admissions;
+  }
+
+  async load(scope: Scope, sessionId: string): Promise<SessionView> {
+    const log = this.#logs.get(sessionKey(scope, sessionId));
+    if (!log || log.erased) return Object.freeze({ messages: EMPTY, revision: 0, offset: 0, erased: log?.erased ?? false });
+    const offset = viewOffset(log.messages);
+    return Object.freeze({
+      messages: Object.freeze(log.messages.slice(offset)),
+      revision: log.messages.length,
+      offset,
+      erased: false,
+    });
+  }
+
+  async append(
+    scope: Scope,
+    sessionId: string,
+    messages: readonly Msg[],
+    opts: AppendOpts & { readonly now: number },
+  ): Promise<{ readonly revision: number }> {
+    const key = sessionKey(scope, sessionId);
+    const o = closedObject("opts", opts, ["admissionId", "now"]);
+    const admissionId = validateId("admissionId", o.admissionId);
+    const now = validateTime("now", o.now);
+    const batch = normalizeMessages(messages);
+    const ids = eventIdsOf(batch);
+    // From here on everything is synchronous: the fence check and the write are one step.
+    const admission = currentAdmission(this.#admissions, scopeKey(scope).key, admissionId);
+    if (admission?.state !== "active" || admission.sessionId !== sessionId || now >= admission.deadlineAt) {
+      throw new FenceError();
+    }
+    const log = this.#logs.get(key) ?? { messages: [], eventIds: new Set<string>(), updatedAt: now, erased: false };
+    if (log.erased) throw new FenceError("the session was erased");
+    const seen = new Set<string>();
+    for (const id of ids) {
+      if (log.eventIds.has(id) || seen.has(id)) throw new DuplicateEventError(id);
+      seen.add(id);
+    }
+    log.messages = log.messages.concat(batch);
+    for (const id of ids) log.eventIds.add(id);
+    log.updatedAt = now;
+    this.#logs.set(key, log);
+    return Object.freeze({ revision: log.messages.length });
+  }
+
+  async findEvents(scope: Scope, sessionId: string, eventIds: readonly string[]): Promise<readonly Msg[]> {
+    const key = sessionKey(scope, sessionId);
+    if (!Array.isArray(eventIds)) throw new TypeError("eventIds must be an array");
+    const wanted = new Set(eventIds.map((id, i) => validateId(`eventIds[${i}]`, id)));
+    const log = this.#logs.get(key);
+    if (!log || log.erased) return EMPTY;
+    return Object.freeze(log.messages.filter((m) => m.meta?.event !== undefined && wanted.has(m.meta.event.id)));
+  }
+
+  async list(
+    scope: Scope,
+    opts: { readonly cursor?: string; readonly limit?: number } = {},
+  ): Promise<{ readonly items: readonly SessionSummary[]; readonly nextCursor?: string }> {
+    const prefix = `${scopeKey(scope).key} `;
+    const o = closedObject("opts", opts, ["cursor", "limit"]);
+    const limit = pageLimit(o.limit, PAGE.sessions.def, PAGE.sessions.max);
+    const after = decodeCursor(o.cursor, ["string"]);
+    const items: SessionSummary[] = [];
+    for (const [key, log] of this.#logs) {
+      if (!key.startsWith(prefix) || log.erased) continue;
+      items.push(Object.freeze({ sessionId: key.slice(prefix.length), revision: log.messages.length, updatedAt: log.updatedAt }));
+    }
+    items.sort((a, b) => (a.sessionId < b.sessionId ? -1 : 1));
+    return Object.freeze(pageOf(items, (s) => [s.sessionId], after, limit));
+  }
+
+  async erase(scope: Scope, sessionId: string): Promise<void> {
+    const key = sessionKey(scope, sessionId);
+    const log = this.#logs.get(key);
+    this.#logs.set(key, { messages: [], eventIds: new Set(), updatedAt: log?.updatedAt ?? 0, erased: true });
+  }
+}
+
+function sessionKey(scope: Scope, sessionId: string): string {
+  return `${scopeKey(scope).key} ${validateId("sessionId", sessionId)}`;
+}

@@ -1,0 +1,129 @@
+import { type Scope, validateId } from "../scope.js";
+import { SettlementConflictError } from "../stores/errors.js";
+import type { CostSettlementStore, SettlementInput, SettlementRecord, SpendStore } from "../stores/settlements.js";
+import { normalizeSettlement } from "./normalize.js";
+import { closedObject, decodeCursor, PAGE, pageLimit, pageOf, sameJson, scopeKey, validateDay, validateOrg } from "./rules.js";
+
+interface Counters {
+  readonly sessions: Map<string, number>;
+  readonly tenantDays: Map<string, Map<string, number>>;
+}
+
+let countersOf: (store: InMemorySpendStore) => Counters;
+
+/** Spend counters in memory. They move only when an `InMemoryCostSettlementStore` built on this store applies a receipt. */
+export class InMemorySpendStore implements SpendStore {
+  readonly #counters: Counters = { sessions: new Map(), tenantDays: new Map() };
+
+  static {
+    countersOf = (store) => store.#counters;
+  }
+
+  async peek(scope: Scope, sessionId: string, day: string): Promise<{ readonly sessionMicros: number; readonly tenantDayMicros: number }> {
+    const { scope: s, key } = scopeKey(scope);
+    const session = validateId("sessionId", sessionId);
+    const d = validateDay("day", day);
+    return Object.freeze({
+      sessionMicros: this.#counters.sessions.get(`${key} ${session}`) ?? 0,
+      tenantDayMicros: this.#counters.tenantDays.get(s.org)?.get(d) ?? 0,
+    });
+  }
+
+  async tenantDays(
+    org: string,
+    opts: { readonly from?: string; readonly to?: string } = {},
+  ): Promise<readonly { readonly day: string; readonly usdMicros: number }[]> {
+    const tenant = validateOrg(org);
+    const o = closedObject("opts", opts, ["from", "to"]);
+    const from = o.from === undefined ? undefined : validateDay("from", o.from);
+    const to = o.to === undefined ? undefined : validateDay("to", o.to);
+    const days = [...(this.#counters.tenantDays.get(tenant) ?? new Map<string, number>())]
+      .filter(([day]) => (from === undefined || day >= from) && (to === undefined || day <= to))
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([day, usdMicros]) => Object.freeze({ day, usdMicros }));
+    return Object.freeze(days);
+  }
+}
+
+interface Stored {
+  readonly record: SettlementRecord;
+  readonly acknowledged: Set<string>;
+}
+
+/**
+ * The reference settlement store. `settle` validates, then in one synchronous step records the
+ * receipt and moves the spend store's counters, so a receipt is counted exactly once.
+ */
+export class InMemoryCostSettlementStore implements CostSettlementStore {
+  /** The counters this store moves (the one given, or its own). */
+  readonly spend: InMemorySpendStore;
+  readonly #rows = new Map<string, Stored>();
+
+  constructor(opts: { readonly spend?: InMemorySpendStore } = {}) {
+    this.spend = opts.spend ?? new InMemorySpendStore();
+  }
+
+  async settle(input: SettlementInput): Promise<SettlementRecord> {
+    const s = normalizeSettlement(input);
+    const { key } = scopeKey(s.scope);
+    const rowKey = `${key} ${s.receipt.settlementId}`;
+    const existing = this.#rows.get(rowKey);
+    if (existing) {
+      const { status: _status, ...original } = existing.record;
+      if (!sameJson(original, s)) throw new SettlementConflictError(s.receipt.settlementId);
+      return Object.freeze({ ...existing.record, status: "replayed" });
+    }
+    const record: SettlementRecord = Object.freeze({ ...s, status: "applied" });
+    this.#rows.set(rowKey, { record, acknowledged: new Set() });
+    const counters = countersOf(this.spend);
+    const sessionKey = `${key} ${s.sessionId}`;
+    counters.sessions.set(sessionKey, (counters.sessions.get(sessionKey) ?? 0) + s.receipt.usdMicros);
+    const days = counters.tenantDays.get(s.scope.org) ?? new Map<string, number>();
+    days.set(s.day, (days.get(s.day) ?? 0) + s.receipt.usdMicros);
+    counters.tenantDays.set(s.scope.org, days);
+    return record;
+  }
+
+  async get(scope: Scope, settlementId: string): Promise<SettlementRecord | undefined> {
+    return this.#rows.get(`${scopeKey(scope).key} ${validateId("settlementId", settlementId)}`)?.record;
+  }
+
+  async list(
+    scope: Scope,
+    opts: { readonly sessionId?: string; readonly turnId?: string; readonly cursor?: string; readonly limit?: number } = {},
+  ): Promise<{ readonly items: readonly SettlementRecord[]; readonly nextCursor?: string }> {
+    const prefix = `${scopeKey(scope).key} `;
+    const o = closedObject("opts", opts, ["sessionId", "turnId", "cursor", "limit"]);
+    const sessionId = o.sessionId === undefined ? undefined : validateId("sessionId", o.sessionId);
+    const turnId = o.turnId === undefined ? undefined : validateId("turnId", o.turnId);
+    const limit = pageLimit(o.limit, PAGE.settlements.def, PAGE.settlements.max);
+    const after = decodeCursor(o.cursor, ["number", "string"]);
+    const rows = this.#scoped(prefix).filter(
+      (r) => (sessionId === undefined || r.sessionId === sessionId) && (turnId === undefined || r.receipt.turnId === turnId),
+    );
+    return Object.freeze(pageOf(rows, (r) => [r.at, r.receipt.settlementId], after, limit));
+  }
+
+  async pending(scope: Scope, consumer: string, limit?: number): Promise<readonly SettlementRecord[]> {
+    const prefix = `${scopeKey(scope).key} `;
+    const c = validateId("consumer", consumer);
+    const max = pageLimit(limit, PAGE.pending.def, PAGE.pending.max);
+    const open = this.#scoped(prefix).filter((r) => {
+      const acked = this.#rows.get(`${prefix}${r.receipt.settlementId}`)?.acknowledged;
+      return r.consumers.includes(c) && !acked?.has(c);
+    });
+    return Object.freeze(open.slice(0, max));
+  }
+
+  async acknowledge(scope: Scope, consumer: string, settlementId: string): Promise<void> {
+    const { key } = scopeKey(scope);
+    const c = validateId("consumer", consumer);
+    const row = this.#rows.get(`${key} ${validateId("settlementId", settlementId)}`);
+    if (row?.record.consumers.includes(c)) row.acknowledged.add(c);
+  }
+
+  #scoped(prefix: string): SettlementRecord[] {
+    const rows = [...this.#rows].filter(([k]) => k.startsWith(prefix)).map(([, v]) => v.record);
+    return rows.sort((a, b) => a.at - b.at || (a.receipt.settlementId < b.receipt.settlementId ? -1 : 1));
+  }
+}
