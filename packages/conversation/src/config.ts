@@ -104,6 +104,11 @@ export interface ResolvedConfig extends ConversationConfig {
 export const MAX_RUN_TIMEOUT_MS = 10 * 60_000;
 export const EXPIRED_RELEASE_GRACE_MS = 15 * 60_000;
 
+function hasControl(text: string): boolean {
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) < 0x20 || text.charCodeAt(i) === 0x7f) return true;
+  return false;
+}
+
 function int(name: string, value: unknown, min: number, max: number): number {
   if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > max) {
     throw new ConversationConfigError(`${name} must be an integer ${min}-${max}`);
@@ -143,7 +148,7 @@ export function resolveConfig(config: ConversationConfig): ResolvedConfig {
     throw error instanceof TypeError ? error : new TypeError(String(error));
   }
   if (config.eventLabels) for (const [k, v] of Object.entries(config.eventLabels)) {
-    if (typeof v !== "string" || v.length < 1 || v.length > 500 || /[\u0000-\u001f]/.test(v)) throw new ConversationConfigError(`eventLabels.${k} must be 1-500 characters without control characters`);
+    if (typeof v !== "string" || v.length < 1 || v.length > 500 || hasControl(v)) throw new ConversationConfigError(`eventLabels.${k} must be 1-500 characters without control characters`);
   }
   return {
     ...config,

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { conversationRootKey, type ConversationStores } from "@alma-harness/conversation";
+import { conversationRootKey } from "@alma-harness/conversation";
 import { defineTool } from "@alma-harness/core";
 import { scriptedHang, scriptedText, scriptedToolCall, scriptedTorn } from "@alma-harness/loop/testing";
-import { faulty, SCOPE, setup } from "./harness.js";
+import { SCOPE, setup, withFaulty } from "./harness.js";
 
 const thrower = defineTool({
   name: "broken",
@@ -48,13 +48,8 @@ describe("why a turn is uncertain, each from a real failure, reported once", () 
   });
 
   it("session_append when the fenced append fails: nothing persisted, released, retry records input once", async () => {
-    let sessions!: ReturnType<typeof faulty<ConversationStores["sessions"]>>;
-    const t = setup({
+    const { t, store: sessions } = withFaulty("sessions", {
       script: [scriptedText("a"), scriptedText("b")],
-      wrap: (s) => {
-        sessions = faulty(s.sessions);
-        return { ...s, sessions };
-      },
     });
     sessions.failNext("append", "before");
     expect((await t.runner.runTurn(t.request("k1"))).status).toBe("reconciliation_required");
@@ -64,13 +59,8 @@ describe("why a turn is uncertain, each from a real failure, reported once", () 
   });
 
   it("root_store when the final envelope cannot be stored; persisted is reported true", async () => {
-    let roots!: ReturnType<typeof faulty<ConversationStores["rootResults"]>>;
-    const t = setup({
+    const { t, store: roots } = withFaulty("rootResults", {
       script: [scriptedText("a")],
-      wrap: (s) => {
-        roots = faulty(s.rootResults);
-        return { ...s, rootResults: roots };
-      },
     });
     roots.failNext("put", "before");
     expect((await t.runner.runTurn(t.request("k1"))).status).toBe("reconciliation_required");
@@ -78,13 +68,8 @@ describe("why a turn is uncertain, each from a real failure, reported once", () 
   });
 
   it("a lost finish acknowledgement is accepted after reading back the finished admission", async () => {
-    let admissions!: ReturnType<typeof faulty<ConversationStores["admissions"]>>;
-    const t = setup({
+    const { t, store: admissions } = withFaulty("admissions", {
       script: [scriptedText("a")],
-      wrap: (s) => {
-        admissions = faulty(s.admissions);
-        return { ...s, admissions };
-      },
     });
     admissions.failNext("finish", "after");
     expect((await t.runner.runTurn(t.request("k1"))).status).toBe("completed");
@@ -92,13 +77,8 @@ describe("why a turn is uncertain, each from a real failure, reported once", () 
   });
 
   it("admission_store when finish fails before its effect", async () => {
-    let admissions!: ReturnType<typeof faulty<ConversationStores["admissions"]>>;
-    const t = setup({
+    const { t, store: admissions } = withFaulty("admissions", {
       script: [scriptedText("a")],
-      wrap: (s) => {
-        admissions = faulty(s.admissions);
-        return { ...s, admissions };
-      },
     });
     admissions.failNext("finish", "before");
     expect((await t.runner.runTurn(t.request("k1"))).status).toBe("reconciliation_required");
@@ -106,13 +86,8 @@ describe("why a turn is uncertain, each from a real failure, reported once", () 
   });
 
   it("session_load when the view cannot be read", async () => {
-    let sessions!: ReturnType<typeof faulty<ConversationStores["sessions"]>>;
-    const t = setup({
+    const { t, store: sessions } = withFaulty("sessions", {
       script: [],
-      wrap: (s) => {
-        sessions = faulty(s.sessions);
-        return { ...s, sessions };
-      },
     });
     sessions.failNext("load", "before");
     expect((await t.runner.runTurn(t.request("k1"))).status).toBe("reconciliation_required");
@@ -128,14 +103,9 @@ describe("why a turn is uncertain, each from a real failure, reported once", () 
 
 describe("release", () => {
   it("an admission never released is freed fifteen minutes past its deadline", async () => {
-    let admissions!: ReturnType<typeof faulty<ConversationStores["admissions"]>>;
-    const t = setup({
+    const { t, store: admissions } = withFaulty("admissions", {
       tools: [thrower],
       script: [scriptedToolCall({ id: "c1", name: "broken" }), scriptedText("after")],
-      wrap: (s) => {
-        admissions = faulty(s.admissions);
-        return { ...s, admissions };
-      },
     });
     admissions.failNext("releaseFailed", "before");
     await t.runner.runTurn(t.request("k1"));

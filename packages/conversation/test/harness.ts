@@ -70,3 +70,16 @@ export function setup(opts: { script?: ScriptedResponse[]; tools?: ToolDefinitio
   });
   return { runner, model, stores: base, clock, uncertain, request };
 }
+
+/** `setup` with one store wrapped by `faulty`, returned beside the turn harness. */
+export function withFaulty<K extends keyof ConversationStores>(key: K, opts: Parameters<typeof setup>[0] = {}) {
+  let store!: ReturnType<typeof faulty<ConversationStores[K]>>;
+  const t = setup({
+    ...opts,
+    wrap: (s) => {
+      store = faulty(s[key]);
+      return { ...s, [key]: store };
+    },
+  });
+  return { t, store };
+}
