@@ -1,9 +1,19 @@
 import type { ConversationConfig, ConversationStores, UncertainTurnEvent } from "@alma-harness/conversation";
 import { createConversationRunner } from "@alma-harness/conversation";
 import { defineTool, type PriceTable, type ToolDefinition } from "@alma-harness/core";
-import { ManualClock, SequentialIds } from "@alma-harness/core/testing";
+import {
+  InMemoryAdmissionStore,
+  InMemoryCostSettlementStore,
+  InMemoryExecutionResultStore,
+  InMemoryExecutionStore,
+  InMemorySessionLabelStore,
+  InMemorySessionStore,
+  InMemorySpendStore,
+  ManualClock,
+  RecordingAuditLog,
+  SequentialIds,
+} from "@alma-harness/core/testing";
 import { FakeModelClient, type ScriptedResponse } from "@alma-harness/loop/testing";
-import { memoryStores } from "@alma-harness/runtime/memory";
 
 export const PRICES: PriceTable = { version: "prices-1", models: { "fake-main": { rates: { input: 3, output: 15 } } } };
 export const SCOPE = { org: "clinic-a", uid: "u1" } as const;
@@ -34,6 +44,23 @@ export function faulty<T extends object>(store: T): T & { failNext(method: strin
     },
   });
   return proxy as T & { failNext(method: string, when: "before" | "after"): void };
+}
+
+/** Fresh reference stores (the runtime package composes the same for hosts). */
+function memoryStores() {
+  const admissions = new InMemoryAdmissionStore();
+  const spend = new InMemorySpendStore();
+  return {
+    admissions,
+    sessions: new InMemorySessionStore(admissions),
+    results: new InMemoryExecutionResultStore(),
+    rootResults: new InMemoryExecutionResultStore(),
+    journal: new InMemoryExecutionStore(),
+    settlements: new InMemoryCostSettlementStore({ spend }),
+    spend,
+    labels: new InMemorySessionLabelStore(),
+    audit: new RecordingAuditLog(),
+  };
 }
 
 export function setup(opts: { script?: ScriptedResponse[]; tools?: ToolDefinition[]; config?: Partial<ConversationConfig>; wrap?: (s: ConversationStores) => ConversationStores } = {}) {

@@ -1,0 +1,74 @@
+import type { Block, JsonObject, JsonValue, MediaBlock, Msg, ReasoningBlock } from "@alma-harness/core";
+import { mediaSource } from "../shared/media.js";
+import { renderText, renderToolOutput } from "../shared/text.js";
+import type { ContentParam, MessageParam, Source, VerbatimBlock } from "./wire.js";
+
+export const ANTHROPIC_PROVIDER = "anthropic";
+
+/**
+ * Neutral messages → Anthropic messages, one for one and in order (consecutive same-role messages
+ * are sent as the log has them; the provider merges them). Blocks another provider produced
+ * (reasoning without an Anthropic signature, foreign provider tool blocks) are left out; a message
+ * left with no content is dropped, since the API refuses empty content.
+ */
+export function toAnthropicMessages(messages: readonly Msg[]): MessageParam[] {
+  const out: MessageParam[] = [];
+  for (const msg of messages) {
+    const content: ContentParam[] = [];
+    for (const block of msg.blocks) {
+      const param = toContent(block);
+      if (param) content.push(param);
+    }
+    if (content.length > 0) out.push({ role: msg.role, content });
+  }
+  return out;
+}
+
+function toContent(block: Block): ContentParam | undefined {
+  switch (block.type) {
+    case "text": {
+      const text = renderText(block);
+      return text.length > 0 ? { type: "text", text } : undefined;
+    }
+    case "media":
+      return toMedia(block);
+    case "tool_call":
+      return { type: "tool_use", id: block.id, name: block.name, input: block.input };
+    case "tool_result":
+      return { type: "tool_result", tool_use_id: block.callId, content: renderToolOutput(block.output), is_error: block.isError };
+    case "reasoning":
+      return toThinking(block);
+    case "provider_tool_call":
+    case "provider_tool_result":
+      return block.provider === ANTHROPIC_PROVIDER ? verbatim(block.payload) : undefined;
+  }
+}
+
+function toMedia(block: MediaBlock): ContentParam | undefined {
+  const source = mediaSource(block);
+  if (!source) return undefined;
+  let wire: Source;
+  if (source.kind === "url") wire = { type: "url", url: source.url };
+  else if (block.kind === "document" && block.contentType === "text/plain") {
+    wire = { type: "text", media_type: "text/plain", data: Buffer.from(source.data, "base64").toString("utf8") };
+  } else wire = { type: "base64", media_type: block.contentType, data: source.data };
+  return block.kind === "image" ? { type: "image", source: wire } : { type: "document", source: wire };
+}
+
+/**
+ * Thinking is replayed verbatim with its signature, redacted thinking with its data. A reasoning
+ * block from another provider (or without a signature) cannot be verified by Anthropic: left out.
+ */
+function toThinking(block: ReasoningBlock): ContentParam | undefined {
+  if (block.provider !== undefined && block.provider !== ANTHROPIC_PROVIDER) return undefined;
+  if (block.redacted) return { type: "redacted_thinking", data: block.redacted };
+  if (block.signature) return { type: "thinking", thinking: block.text, signature: block.signature };
+  return undefined;
+}
+
+function verbatim(payload: JsonValue): VerbatimBlock | undefined {
+  if (typeof payload !== "object" || payload === null || Array.isArray(payload)) return undefined;
+  const block = payload as JsonObject;
+  if (typeof block.type !== "string") return undefined;
+  return { ...block, type: block.type };
+}

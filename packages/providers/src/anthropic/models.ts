@@ -1,0 +1,35 @@
+/** What an Anthropic model accepts, where the API differs by model generation. */
+export interface AnthropicModelTraits {
+  /** `adaptive` thinking steered by `output_config.effort` (Opus 4.7+, 5.x, Fable) or a `budget`. */
+  readonly thinking: "adaptive" | "budget";
+  /** `one`: the model accepts only temperature 1 (models released after Opus 4.6). */
+  readonly temperature: "any" | "one";
+  /** Forced tool use (`tool_choice` any/tool); refused by Opus 5.5, Sonnet 5.5 and Fable 5.1+. */
+  readonly forcedToolChoice: boolean;
+}
+
+const NAMED = /^claude-(opus|sonnet|haiku|fable|mythos)-(\d+)(?:-(\d{1,2}))?(?:-|$|\[)/;
+
+/**
+ * Traits from the model id, by the generation rules in the provider's migration notes (see
+ * `reference/provider-wire.md` §1.1, §1.4, §1.6). Unknown ids get the conservative older
+ * behaviour; a host overrides per model with `createAnthropicClient({models})`.
+ */
+export function defaultAnthropicTraits(model: string): AnthropicModelTraits {
+  const match = NAMED.exec(model);
+  if (!match) return { thinking: "budget", temperature: "any", forcedToolChoice: true };
+  const family = match[1] ?? "";
+  const version = Number(match[2]) + Number(match[3] ?? 0) / 10;
+  const novel = family === "fable" || family === "mythos";
+  const recent = novel || version >= 5 || (family === "opus" && version >= 4.7);
+  const noForcing = (novel && version >= 5.1) || version >= 5.5;
+  return { thinking: recent ? "adaptive" : "budget", temperature: recent ? "one" : "any", forcedToolChoice: !noForcing };
+}
+
+/** Thinking budgets per neutral effort, capped to leave room for the answer within max_tokens. */
+const BUDGETS = { low: 2048, medium: 8192, high: 24576 } as const;
+export const MIN_THINKING_BUDGET = 1024;
+
+export function thinkingBudget(effort: keyof typeof BUDGETS, maxOutputTokens: number): number {
+  return Math.max(MIN_THINKING_BUDGET, Math.min(BUDGETS[effort], Math.floor(maxOutputTokens * 0.75)));
+}

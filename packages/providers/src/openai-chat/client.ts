@@ -1,0 +1,136 @@
+import type { ModelRequest, ProviderError } from "@alma-harness/core";
+import { createProviderClient, type WireRequest } from "../shared/client.js";
+import { baseKind, type Classified, type ErrorFacts, toProviderError, unsupported } from "../shared/errors.js";
+import { joinUrl } from "../shared/http.js";
+import { IMAGE_TYPES } from "../shared/media.js";
+import type { StreamTransform } from "../shared/neutral.js";
+import type { BaseClientOptions, FetchLike, ProviderClient } from "../shared/types.js";
+import { openaiServedTier } from "../shared/usage.js";
+import { type Capabilities, validateCommon } from "../shared/validate.js";
+import { buildChatBody } from "./request.js";
+import { ChatTransform, plainReasoning } from "./stream.js";
+
+export const OPENAI_PROVIDER = "openai";
+export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
+
+export interface OpenAIClientOptions extends BaseClientOptions {
+  readonly organization?: string;
+  readonly project?: string;
+  /** Which models reason (accept `reasoning_effort`, refuse temperatures other than 1). */
+  readonly reasoningModels?: (model: string) => boolean;
+}
+
+/** o-series and GPT-5 family models reason; `gpt-5*-chat` variants do not. */
+export function defaultReasoningModel(model: string): boolean {
+  return /^(o\d|gpt-5)/.test(model) && !/^gpt-5(\.\d+)?-chat/.test(model);
+}
+
+/** The JSON-schema `name` Chat Completions and Responses accept. */
+export const SCHEMA_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+export function openaiHeaders(options: OpenAIClientOptions): Record<string, string> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+  if (options.organization) headers["openai-organization"] = options.organization;
+  if (options.project) headers["openai-project"] = options.project;
+  return headers;
+}
+
+/**
+ * OpenAI's classification: a 429 `insufficient_quota` is an empty account, not a rate limit to
+ * wait out (not retryable, no proof); any other 429 before anything streamed carries the
+ * `openai_rate_limit_v1` proof (only for the `openai` provider, never the batch tier).
+ */
+export function classifyOpenAI(facts: ErrorFacts, provider = OPENAI_PROVIDER): ProviderError {
+  const quota = facts.type === "insufficient_quota" || facts.code === "insufficient_quota";
+  const kind = quota ? "rate_limited" : baseKind(facts);
+  let classified: Classified = { kind };
+  if (quota) classified = { kind, retryable: false };
+  else if (kind === "rate_limited" && facts.pristine && provider === OPENAI_PROVIDER) {
+    classified = { kind, rejection: { kind: "openai_rate_limit_v1", provider, status: facts.status ?? 429 } };
+  }
+  return toProviderError(facts, classified);
+}
+
+/** What a Chat Completions dialect (OpenAI, OpenRouter, a compatible server) plugs in. */
+export interface ChatAdapterConfig {
+  readonly id: string;
+  readonly provider: string;
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly fetch: FetchLike;
+  readonly now: () => number;
+  readonly requestIdHeaders: readonly string[];
+  capabilities(model: string): Capabilities;
+  body(request: ModelRequest): unknown;
+  transform(request: ModelRequest): StreamTransform;
+  classify(facts: ErrorFacts): ProviderError;
+  /** Checks beyond the shared ones. */
+  validateMore?(request: ModelRequest): void;
+}
+
+export function createChatAdapter(config: ChatAdapterConfig): ProviderClient {
+  return createProviderClient({
+    id: config.id,
+    provider: config.provider,
+    fetch: config.fetch,
+    now: config.now,
+    requestIdHeaders: config.requestIdHeaders,
+    validate(request) {
+      validateCommon(config.provider, request, config.capabilities(request.model));
+      if (request.output && !SCHEMA_NAME.test(request.output.name)) {
+        throw unsupported(config.provider, "output.name must be 1-64 characters of [A-Za-z0-9_-]");
+      }
+      config.validateMore?.(request);
+    },
+    prepare: (request): WireRequest => ({ url: config.url, headers: config.headers, body: config.body(request) }),
+    transform: (request) => config.transform(request),
+    classify: (facts) => config.classify(facts),
+  });
+}
+
+/** Ids for calls a server streamed without one: unique per completion, stable for a replay. */
+export function fallbackCallId(completionId: string | undefined, position: number): string {
+  return `call_${completionId ?? globalThis.crypto.randomUUID()}_${position}`;
+}
+
+/** The OpenAI Chat Completions adapter (`POST /v1/chat/completions`, streaming). */
+export function createOpenAIChatClient(options: OpenAIClientOptions = {}): ProviderClient {
+  const reasons = options.reasoningModels ?? defaultReasoningModel;
+  const classify = (facts: ErrorFacts) => classifyOpenAI(facts);
+  return createChatAdapter({
+    id: options.id ?? "openai",
+    provider: OPENAI_PROVIDER,
+    url: joinUrl(options.baseURL ?? DEFAULT_OPENAI_BASE_URL, "chat/completions"),
+    headers: openaiHeaders(options),
+    fetch: options.fetch ?? globalThis.fetch,
+    now: options.now ?? Date.now,
+    requestIdHeaders: ["x-request-id"],
+    capabilities: (model) => openaiCapabilities(reasons(model), false),
+    body(request) {
+      const body = buildChatBody(request, { maxTokensField: "max_completion_tokens", streamUsage: true });
+      if (request.reasoning) body.reasoning_effort = request.reasoning;
+      if (request.serviceTier) body.service_tier = request.serviceTier === "standard" ? "default" : (request.serviceTier as "flex" | "priority");
+      return body;
+    },
+    transform: () =>
+      new ChatTransform({ provider: OPENAI_PROVIDER, classify, reasoning: plainReasoning(), servedTier: openaiServedTier, callId: fallbackCallId }),
+    classify,
+  });
+}
+
+/** OpenAI's capabilities for a model; the Responses API adds web search and documents by URL. */
+export function openaiCapabilities(reasoning: boolean, responses: boolean): Capabilities {
+  return {
+    tools: true,
+    webSearch: responses,
+    output: true,
+    reasoning,
+    cache: false,
+    serviceTiers: new Set(["standard", "flex", "priority"]),
+    images: { url: true, base64: true, types: IMAGE_TYPES },
+    documents: { url: responses, base64: true, types: new Set(["application/pdf"]) },
+    temperature: () => (reasoning ? "one" : "any"),
+  };
+}
+

@@ -1,0 +1,32 @@
+import type { ModelRequest } from "@alma-harness/core";
+import { toInputItems, toInstructions } from "./messages.js";
+import { toResponsesToolChoice, toResponsesTools } from "./tools.js";
+import type { ResponsesRequestBody } from "./wire.js";
+
+/**
+ * The exact `/v1/responses` body. Always stateless (`store: false`: nothing kept at the provider,
+ * history travels in `input`), so a reasoning model is asked for its encrypted reasoning to replay.
+ */
+export function buildResponsesBody(request: ModelRequest, reasoningModel: boolean): ResponsesRequestBody {
+  const body: ResponsesRequestBody = {
+    model: request.model,
+    input: toInputItems(request.messages),
+    stream: true,
+    store: false,
+    max_output_tokens: request.maxOutputTokens,
+  };
+  const instructions = toInstructions(request.system);
+  if (instructions) body.instructions = instructions;
+  const tools = toResponsesTools(request);
+  if (tools.length > 0) body.tools = tools;
+  if (request.toolChoice) body.tool_choice = toResponsesToolChoice(request.toolChoice);
+  const search = (request.providerTools ?? []).find((p) => p.kind === "web_search");
+  if (search?.maxUses !== undefined) body.max_tool_calls = search.maxUses;
+  if (request.temperature !== undefined) body.temperature = request.temperature;
+  if (request.reasoning) body.reasoning = { effort: request.reasoning, summary: "auto" };
+  const include = [...(reasoningModel ? ["reasoning.encrypted_content"] : []), ...(search ? ["web_search_call.action.sources"] : [])];
+  if (include.length > 0) body.include = include;
+  if (request.output) body.text = { format: { type: "json_schema", name: request.output.name, schema: request.output.schema, strict: false } };
+  if (request.serviceTier) body.service_tier = request.serviceTier === "standard" ? "default" : (request.serviceTier as "flex" | "priority");
+  return body;
+}

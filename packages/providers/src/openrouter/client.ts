@@ -1,0 +1,79 @@
+import type { ModelRequest, ProviderError } from "@alma-harness/core";
+import { createChatAdapter, fallbackCallId } from "../openai-chat/client.js";
+import { buildChatBody } from "../openai-chat/request.js";
+import { ChatTransform } from "../openai-chat/stream.js";
+import { baseKind, type ErrorFacts, toProviderError } from "../shared/errors.js";
+import { joinUrl } from "../shared/http.js";
+import { IMAGE_TYPES } from "../shared/media.js";
+import type { BaseClientOptions, ProviderClient } from "../shared/types.js";
+import { openaiServedTier } from "../shared/usage.js";
+import { OPENROUTER_PROVIDER, reasoningDetailsExtra } from "./messages.js";
+import { openRouterReasoning } from "./stream.js";
+import { toOpenRouterTools } from "./tools.js";
+
+export interface OpenRouterClientOptions extends BaseClientOptions {
+  /** Sent as `HTTP-Referer` for OpenRouter's app attribution. */
+  readonly appUrl?: string;
+  /** Sent as `X-Title`. */
+  readonly appName?: string;
+}
+
+export const DEFAULT_OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1";
+
+/**
+ * OpenRouter: 402 (credits) is retryable only when it says when (`Retry-After`, the in-flight
+ * budget case); an `error` chunk inside a 200 stream is classified by its code like a status.
+ * OpenRouter is not one of the providers a `RejectionProof` may come from.
+ */
+export function classifyOpenRouter(facts: ErrorFacts): ProviderError {
+  if (facts.status === 402) {
+    return facts.retryAfterMs !== undefined
+      ? toProviderError(facts, { kind: "rate_limited", retryable: true })
+      : toProviderError(facts, { kind: "invalid_request", retryable: false });
+  }
+  return toProviderError(facts, { kind: baseKind(facts) });
+}
+
+/** The OpenRouter adapter: Chat Completions at `openrouter.ai/api/v1` with OpenRouter's fields. */
+export function createOpenRouterClient(options: OpenRouterClientOptions = {}): ProviderClient {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+  if (options.appUrl) headers["http-referer"] = options.appUrl;
+  if (options.appName) headers["x-title"] = options.appName;
+  return createChatAdapter({
+    id: options.id ?? "openrouter",
+    provider: OPENROUTER_PROVIDER,
+    url: joinUrl(options.baseURL ?? DEFAULT_OPENROUTER_BASE_URL, "chat/completions"),
+    headers,
+    fetch: options.fetch ?? globalThis.fetch,
+    now: options.now ?? Date.now,
+    requestIdHeaders: ["x-generation-id", "x-request-id"],
+    capabilities: () => ({
+      tools: true,
+      webSearch: true,
+      output: true,
+      reasoning: true,
+      cache: false,
+      serviceTiers: new Set(["standard"]),
+      images: { url: true, base64: true, types: IMAGE_TYPES },
+      documents: { url: false, base64: true, types: new Set(["application/pdf"]) },
+      temperature: () => "any",
+    }),
+    body: (request: ModelRequest) => {
+      const body = buildChatBody(request, { maxTokensField: "max_completion_tokens", streamUsage: true, assistantExtras: reasoningDetailsExtra });
+      const tools = toOpenRouterTools(request);
+      if (tools.length > 0) body.tools = tools as unknown as typeof body.tools;
+      if (request.reasoning) body.reasoning = { effort: request.reasoning };
+      return body;
+    },
+    transform: () =>
+      new ChatTransform({
+        provider: OPENROUTER_PROVIDER,
+        classify: classifyOpenRouter,
+        reasoning: openRouterReasoning(),
+        servedTier: openaiServedTier,
+        callId: fallbackCallId,
+      }),
+    classify: classifyOpenRouter,
+  });
+}
