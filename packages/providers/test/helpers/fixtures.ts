@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { parseYaml } from "./yaml.js";
 
 /** The recorded traffic lives in the workspace's shared/ folder, beside the repository. */
-const ROOT = fileURLToPath(new URL("../../../../../shared/fixtures/providers/", import.meta.url));
+const ROOT = fileURLToPath(new URL("../fixtures/", import.meta.url));
 
 export function fixturePath(name: string): string {
   const path = `${ROOT}${name}`;
