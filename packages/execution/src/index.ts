@@ -1,4 +1,4 @@
-export { CallRefusedError, UnsettledCallError } from "./errors.js";
+export { AuditFailedError, CallRefusedError, UnsettledCallError } from "./errors.js";
 export {
   type CallIdentity,
   GovernedCalls,
@@ -7,3 +7,4 @@ export {
   type PreparedCall,
   type TurnLedger,
 } from "./governed-call.js";
+export { unpricedBeforeDispatch } from "./preflight.js";

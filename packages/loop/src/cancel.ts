@@ -1,8 +1,8 @@
-import { ProviderError } from "@alma-harness/core";
+import { type Clock, ProviderError } from "@alma-harness/core";
 
 /** The synthesized result text for a call that never ran because the turn was cancelled. */
 export const CANCELLED_BEFORE_EXECUTION = "cancelled before execution";
-/** Cleanup after an abort waits at most this long for code that ignores the signal. */
+/** Cleanup after an abort waits at most this long (on the engine's clock) for code that ignores the signal. */
 export const CLEANUP_GRACE_MS = 100;
 
 export class AbortedError extends Error {
@@ -40,19 +40,36 @@ export function abortReason(signal: AbortSignal): Error {
   return new AbortedError("cancelled");
 }
 
-/** Waits for settled work at most `ms` of real time; never rejects. */
-export function settleWithin(work: Promise<unknown>, ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    work.then(
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-    );
-  });
+/** Throws the signal's reason when it has fired: the checkpoint before every effect. */
+export function checkpoint(signal: AbortSignal): void {
+  if (signal.aborted) throw abortReason(signal);
+}
+
+/** A controller that also aborts (with the same reason) when `parent` does; `dispose` unlinks it. */
+export function linkedController(parent: AbortSignal): { readonly controller: AbortController; dispose(): void } {
+  const controller = new AbortController();
+  const onAbort = () => controller.abort(parent.reason);
+  if (parent.aborted) controller.abort(parent.reason);
+  else parent.addEventListener("abort", onAbort, { once: true });
+  return { controller, dispose: () => parent.removeEventListener("abort", onAbort) };
+}
+
+/** Waits for work to settle, at most `ms` on the engine's clock; never rejects. */
+export async function settleWithin(work: Promise<unknown>, ms: number, clock: Clock): Promise<void> {
+  const stop = new AbortController();
+  const grace = clock.sleep(ms, stop.signal).then(
+    () => undefined,
+    () => undefined,
+  );
+  try {
+    await Promise.race([
+      work.then(
+        () => undefined,
+        () => undefined,
+      ),
+      grace,
+    ]);
+  } finally {
+    stop.abort();
+  }
 }

@@ -1,58 +1,94 @@
-import { type ModelClient, SEARCH_TOOLS_NAME, type ToolDefinition, type ToolSpec, toolSpec } from "@alma-harness/core";
+import { type ModelChoice, type ModelClient, type ProviderToolSpec, SEARCH_TOOLS_NAME, type ToolDefinition, type ToolSpec, toolSpec } from "@alma-harness/core";
 import { AbortedError } from "./cancel.js";
 import type { EngineConfig, TurnInput, TurnOutcome } from "./engine.js";
 import { type CompiledEngine, makeEmitter, type TurnEnv } from "./env.js";
 import { EngineConfigError } from "./errors.js";
+import { normalizeTurnInput, resolveMainChoice } from "./input.js";
 import { resolveLimits } from "./limits.js";
 import { TurnState } from "./state.js";
 import { type StreamedTurn, streamFrom } from "./stream-turn.js";
-import { resolveMainChoice, runTurnCore } from "./turn.js";
+import { runTurnCore } from "./turn.js";
 
 export const MAX_TERMINAL_TOOLS = 64;
 
 export interface Engine {
-  /** Runs one turn to its single outcome. Never rejects for a turn's own failure: that is data. */
+  /**
+   * Runs one turn to its single outcome. Rejects only for invalid input (before anything runs);
+   * a turn's own failure is data: `reconciliation_required`, or `not_admitted` for a refused route.
+   */
   runTurn(input: TurnInput): Promise<TurnOutcome>;
   /** The same turn, observed: settled main-step text and metadata, and the identical outcome on `.result`. */
   streamTurn(input: TurnInput): StreamedTurn;
 }
 
-function compile(config: EngineConfig): CompiledEngine {
-  if (!config || typeof config !== "object") throw new EngineConfigError("an engine needs a configuration");
+function compileClients(config: EngineConfig): Map<string, ModelClient> {
   const clients = new Map<string, ModelClient>();
-  for (const client of config.clients ?? []) {
-    if (!client || typeof client.stream !== "function" || typeof client.validate !== "function") throw new EngineConfigError("every client must be a ModelClient");
+  if (!Array.isArray(config.clients)) throw new EngineConfigError("clients must be an array of ModelClients");
+  for (const client of config.clients) {
+    if (!client || typeof client.stream !== "function" || typeof client.validate !== "function" || typeof client.id !== "string") {
+      throw new EngineConfigError("every client must be a ModelClient");
+    }
     if (clients.has(client.id)) throw new EngineConfigError(`two clients have the id "${client.id}"`);
     clients.set(client.id, client);
   }
   if (clients.size === 0) throw new EngineConfigError("at least one model client is required");
-  if (!config.policy || typeof config.policy.resolve !== "function") throw new EngineConfigError("policy.resolve must be a function");
-  if (!config.calls || !config.audit || !config.clock || !config.ids) throw new EngineConfigError("calls, audit, clock and ids are required");
+  return clients;
+}
+
+function compileTools(config: EngineConfig): { tools: Map<string, ToolDefinition>; specs: Map<string, ToolSpec>; terminal: Set<string> } {
   const tools = new Map<string, ToolDefinition>();
   const specs = new Map<string, ToolSpec>();
   for (const tool of config.tools ?? []) {
-    if (!tool || typeof tool.handler !== "function" || !tool.validator) throw new EngineConfigError(`tool "${String(tool?.name)}" is not a defineTool() result or its handler is not a function`);
+    if (!tool || typeof tool.handler !== "function" || !tool.validator) {
+      throw new EngineConfigError(`tool "${String(tool?.name)}" is not a defineTool() result or its handler is not a function`);
+    }
+    if (tool.name === SEARCH_TOOLS_NAME) throw new EngineConfigError(`tool "${tool.name}" is reserved`);
     if (tools.has(tool.name)) throw new EngineConfigError(`tool "${tool.name}" is registered twice`);
     tools.set(tool.name, tool);
+    // Compiled once per registration: steps never convert schemas again.
     specs.set(tool.name, Object.freeze(toolSpec(tool)));
   }
+  if (config.terminalTools !== undefined && !Array.isArray(config.terminalTools)) throw new EngineConfigError("terminalTools must be an array of tool names");
   const terminal = new Set(config.terminalTools ?? []);
   if (terminal.size > MAX_TERMINAL_TOOLS) throw new EngineConfigError(`at most ${MAX_TERMINAL_TOOLS} terminal tools`);
   for (const name of terminal) {
     if (name === SEARCH_TOOLS_NAME) throw new EngineConfigError("search_tools cannot be a terminal tool");
     if (!tools.has(name)) throw new EngineConfigError(`terminal tool "${name}" is not registered`);
   }
+  return { tools, specs, terminal };
+}
+
+function compileProviderTools(config: EngineConfig): readonly ProviderToolSpec[] {
+  const kinds = new Set<string>();
+  for (const spec of config.providerTools ?? []) {
+    if (spec?.kind !== "web_search") throw new EngineConfigError("provider tools must come from defineProviderTool()");
+    if (kinds.has(spec.kind)) throw new EngineConfigError(`provider tool "${spec.kind}" is registered twice`);
+    kinds.add(spec.kind);
+  }
+  return Object.freeze([...(config.providerTools ?? [])]);
+}
+
+function compile(config: EngineConfig): CompiledEngine {
+  if (!config || typeof config !== "object") throw new EngineConfigError("an engine needs a configuration");
+  const clients = compileClients(config);
+  if (!config.policy || typeof config.policy.resolve !== "function") throw new EngineConfigError("policy.resolve must be a function");
+  if (!config.calls || !config.audit || !config.clock || !config.ids) throw new EngineConfigError("calls, audit, clock and ids are required");
+  const { tools, specs, terminal } = compileTools(config);
   if (config.system !== undefined && typeof config.system !== "string") throw new EngineConfigError("system must be a string");
+  if (config.volatile !== undefined && typeof config.volatile !== "function") throw new EngineConfigError("volatile must be a function");
+  if (config.sink !== undefined && typeof config.sink !== "function") throw new EngineConfigError("sink must be a function");
+  const volatileSystem = config.volatileSystem ?? [];
+  if (!Array.isArray(volatileSystem) || volatileSystem.some((t) => typeof t !== "string")) throw new EngineConfigError("volatileSystem must be an array of strings");
   return {
     clients,
     policy: config.policy,
     tools,
-    toolOrder: [...tools.values()],
+    toolOrder: Object.freeze([...tools.values()]),
     specs,
-    providerTools: Object.freeze([...(config.providerTools ?? [])]),
+    providerTools: compileProviderTools(config),
     terminalTools: terminal,
     system: config.system,
-    volatileSystem: Object.freeze([...(config.volatileSystem ?? [])]),
+    volatileSystem: Object.freeze([...volatileSystem]),
     volatile: config.volatile,
     hooks: Object.freeze({ ...(config.hooks ?? {}) }),
     permissions: config.permissions,
@@ -68,10 +104,11 @@ function compile(config: EngineConfig): CompiledEngine {
 /** Builds the turn engine. Bad configuration throws `EngineConfigError` here, naming what is wrong. */
 export function createEngine(config: EngineConfig): Engine {
   const engine = compile(config);
-  const runTurn = async (input: TurnInput): Promise<TurnOutcome> => {
-    let choice: ReturnType<typeof resolveMainChoice>;
+  const runTurn = async (raw: TurnInput): Promise<TurnOutcome> => {
+    const input = normalizeTurnInput(engine, raw);
+    let choice: ModelChoice;
     try {
-      choice = input.choice ?? resolveMainChoice({ engine }, input.intent);
+      choice = resolveMainChoice(engine, input);
     } catch (error) {
       return { status: "not_admitted", reason: (error as Error)?.message ?? "routing refused" };
     }
@@ -81,7 +118,14 @@ export function createEngine(config: EngineConfig): Engine {
     const onAbort = () => control.abort(input.signal?.reason);
     input.signal?.addEventListener("abort", onAbort, { once: true });
     if (input.signal?.aborted) control.abort(input.signal.reason);
-    const env: TurnEnv = { engine, input, signal: control.signal, grant, emit: makeEmitter(engine, input) };
+    const env: TurnEnv = {
+      engine,
+      input,
+      signal: control.signal,
+      grant,
+      grantMap: grant === engine.toolOrder ? engine.tools : new Map(grant.map((t) => [t.name, t])),
+      emit: makeEmitter(engine, input),
+    };
     const state = new TurnState(input.turnId, input.history, input.revision, env.emit);
     try {
       return await runTurnCore(env, state, choice);
@@ -99,9 +143,10 @@ export function createEngine(config: EngineConfig): Engine {
 function grantOf(engine: CompiledEngine, names: readonly string[] | undefined): readonly ToolDefinition[] {
   if (names === undefined) return engine.toolOrder;
   const allowed = new Set(names);
-  return engine.toolOrder.filter((t) => allowed.has(t.name));
+  return Object.freeze(engine.toolOrder.filter((t) => allowed.has(t.name)));
 }
 
+/** Aborts the turn when its deadline passes, on the engine's clock. */
 function watchDeadline(engine: CompiledEngine, input: TurnInput, control: AbortController): AbortController {
   const stop = new AbortController();
   if (input.deadlineAt === undefined) return stop;

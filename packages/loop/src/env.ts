@@ -1,6 +1,6 @@
 import type { AuditLog, Clock, IdSource, LifecycleHooks, ModelClient, ModelPolicy, ProviderToolSpec, ToolDefinition, ToolSpec } from "@alma-harness/core";
 import type { GovernedCalls } from "@alma-harness/execution";
-import type { TurnInput } from "./engine.js";
+import type { TurnInput, VolatileContext } from "./engine.js";
 import type { LoopEvent, LoopEventSink } from "./events.js";
 import { emitTo } from "./events.js";
 import type { ResolvedLimits } from "./limits.js";
@@ -18,7 +18,7 @@ export interface CompiledEngine {
   readonly terminalTools: ReadonlySet<string>;
   readonly system: string | undefined;
   readonly volatileSystem: readonly string[];
-  readonly volatile: ((ctx: import("./engine.js").VolatileContext) => string | undefined | Promise<string | undefined>) | undefined;
+  readonly volatile: ((ctx: VolatileContext) => string | undefined | Promise<string | undefined>) | undefined;
   readonly hooks: LifecycleHooks;
   readonly permissions: PermissionController | undefined;
   readonly limits: ResolvedLimits;
@@ -29,18 +29,23 @@ export interface CompiledEngine {
   readonly sink: LoopEventSink | undefined;
 }
 
-/** One running turn: the compiled engine, the turn's input and its signal. */
+/** One running turn: the compiled engine, the turn's validated input, its signal and its grant. */
 export interface TurnEnv {
   readonly engine: CompiledEngine;
   readonly input: TurnInput;
+  /** Aborts on the caller's cancellation or the turn's deadline (children get a narrower one). */
   readonly signal: AbortSignal;
+  /** The turn's granted tools, in registration order. */
   readonly grant: readonly ToolDefinition[];
+  readonly grantMap: ReadonlyMap<string, ToolDefinition>;
   readonly emit: (event: LoopEvent) => void;
 }
 
+/** One emitter for the engine's sink and the turn's; neither is awaited, neither can throw into the turn. */
 export function makeEmitter(engine: CompiledEngine, input: TurnInput): (event: LoopEvent) => void {
+  const sinks = [engine.sink, input.sink].filter((s): s is LoopEventSink => s !== undefined);
+  if (sinks.length === 0) return () => undefined;
   return (event) => {
-    emitTo(engine.sink, event);
-    emitTo(input.sink, event);
+    for (const sink of sinks) emitTo(sink, event);
   };
 }

@@ -1,11 +1,11 @@
-import { type BudgetCapName, failureOf, type TurnFailure } from "@alma-harness/core";
+import { type BudgetCapName, failureOf, ProviderError, type TurnFailure } from "@alma-harness/core";
 import { durable } from "./audit.js";
+import { AbortedError, abortReason } from "./cancel.js";
 import type { TurnOutcome, TurnResult } from "./engine.js";
 import type { TurnEnv } from "./env.js";
-import { UncertainTurnError } from "./errors.js";
+import { StreamInvalidError, StreamTornError, UncertainTurnError } from "./errors.js";
+import type { Ending } from "./limits.js";
 import type { TurnState } from "./state.js";
-
-type Ending = Omit<TurnResult, "turnId" | "usage" | "costMicros" | "receipts" | "toolCalls" | "warnings">;
 
 function capWarnings(state: TurnState): string[] {
   const seen = new Set<BudgetCapName>();
@@ -13,47 +13,80 @@ function capWarnings(state: TurnState): string[] {
   return [...seen].map((cap) => `${cap}:crossed`);
 }
 
+/** Whatever stopped a turn, as the one cause the uncertain exit reports. */
+export function toUncertain(signal: AbortSignal, error: unknown): UncertainTurnError {
+  if (error instanceof UncertainTurnError) return error;
+  if (signal.aborted || error instanceof AbortedError) {
+    const reason = signal.aborted ? abortReason(signal) : (error as Error);
+    const cause = reason instanceof AbortedError && reason.reason === "deadline" ? "deadline" : "cancelled";
+    return new UncertainTurnError(cause, reason.message, reason);
+  }
+  return new UncertainTurnError("loop", (error as Error)?.message ?? String(error), error);
+}
+
+/** The failure a host reads, classified once: cancellation, deadlines, stream rules, provider errors. */
+function failureFor(error: UncertainTurnError): TurnFailure {
+  const cause: unknown = error.cause;
+  if (cause instanceof ProviderError) return { ...failureOf(cause), message: error.message };
+  let kind: TurnFailure["kind"] = "unknown";
+  if (cause instanceof AbortedError) kind = cause.reason === "cancelled" ? "cancelled" : "timeout";
+  else if (cause instanceof StreamInvalidError) kind = "stream_invalid";
+  else if (cause instanceof StreamTornError) kind = "stream_torn";
+  return { kind, message: error.message, retryable: false };
+}
+
 /**
- * The completed exit: `turn:end`, the lifecycle trail, then exactly one `turn.completed`. Anything
- * that throws here sends the turn to `finalizeUncertain` instead (the one retry, as a failed outcome).
+ * The completed exit: `turn:end`, the lifecycle record, then exactly one `turn.completed`. A throw
+ * here (the hook, the record) is caught by the caller and leaves through `finalizeUncertain`
+ * instead, which never throws: exactly one terminal result either way, and a durable append that
+ * may have landed is never retried.
  */
 export async function finalizeCompleted(env: TurnEnv, state: TurnState, ending: Ending): Promise<TurnOutcome> {
   const { engine, input } = env;
-  const result: TurnResult = Object.freeze({
-    turnId: input.turnId,
-    ...ending,
-    toolCalls: Object.freeze([...state.toolCalls]),
-    usage: state.usage,
-    costMicros: state.ledger.spentMicros,
-    receipts: Object.freeze([...state.receipts]),
-    warnings: Object.freeze([...state.warnings, ...capWarnings(state)]),
-  });
-  const hook = engine.hooks["turn:end"];
-  if (hook) {
-    try {
-      await hook(Object.freeze({ turnId: input.turnId, sessionId: input.sessionId, outcome: "completed" as const, ...(result.stopReason ? { stopReason: result.stopReason } : {}) }));
-    } catch (error) {
-      throw new UncertainTurnError("hook:turn:end", "the turn:end hook threw", error);
+  try {
+    const result: TurnResult = Object.freeze({
+      turnId: input.turnId,
+      ...ending,
+      toolCalls: Object.freeze([...state.toolCalls]),
+      usage: state.usage,
+      costMicros: state.ledger.spentMicros,
+      receipts: Object.freeze([...state.receipts]),
+      warnings: Object.freeze([...state.warnings, ...capWarnings(state)]),
+    });
+    const hook = engine.hooks["turn:end"];
+    if (hook) {
+      try {
+        await hook(Object.freeze({ turnId: input.turnId, sessionId: input.sessionId, outcome: "completed" as const, ...(result.stopReason ? { stopReason: result.stopReason } : {}) }));
+      } catch (error) {
+        throw new UncertainTurnError("hook:turn:end", "the turn:end hook threw", error);
+      }
     }
+    await durable(engine.audit, {
+      trail: "lifecycle",
+      action: "turn.completed",
+      scope: input.scope,
+      sessionId: input.sessionId,
+      turnId: input.turnId,
+      at: engine.clock.now(),
+      detail: result.terminalReason,
+      messageRevision: state.revision,
+    });
+    env.emit({ type: "turn.completed", turnId: input.turnId, outcome: "completed", terminalReason: result.terminalReason });
+    return { status: "completed", result, messages: Object.freeze([...state.added]) };
+  } catch (error) {
+    return finalizeUncertain(env, state, toUncertain(env.signal, error));
   }
-  await durable(engine.audit, {
-    trail: "lifecycle",
-    action: "turn.completed",
-    scope: input.scope,
-    sessionId: input.sessionId,
-    turnId: input.turnId,
-    at: engine.clock.now(),
-    detail: result.terminalReason,
-    messageRevision: state.revision,
-  });
-  env.emit({ type: "turn.completed", turnId: input.turnId, outcome: "completed", terminalReason: result.terminalReason });
-  return { status: "completed", result, messages: Object.freeze([...state.added]) };
 }
 
 /** The uncertain exit. It never throws: its own record is best effort, and the outcome stands. */
 export async function finalizeUncertain(env: TurnEnv, state: TurnState, error: UncertainTurnError): Promise<TurnOutcome> {
   const { engine, input } = env;
-  const failure: TurnFailure = error.cause !== undefined ? { ...failureOf(error.cause), message: error.message } : { kind: "unknown", message: error.message, retryable: false };
+  let failure: TurnFailure;
+  try {
+    failure = failureFor(error);
+  } catch {
+    failure = { kind: "unknown", message: "the turn failed", retryable: false };
+  }
   try {
     await engine.audit.append({
       trail: "lifecycle",
@@ -68,7 +101,9 @@ export async function finalizeUncertain(env: TurnEnv, state: TurnState, error: U
     // the audit log may be what failed; the outcome is already uncertain
   }
   const hook = engine.hooks["turn:end"];
-  if (hook) {
+  // When turn:end itself failed it is not called again; when the completed record failed after it
+  // ran, it is called once more, so the last thing it hears is the outcome that stands.
+  if (hook && error.cause_ !== "hook:turn:end") {
     try {
       await hook(Object.freeze({ turnId: input.turnId, sessionId: input.sessionId, outcome: "reconciliation_required" as const }));
     } catch {

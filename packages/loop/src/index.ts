@@ -17,4 +17,4 @@ export { DEFAULT_FINAL_ANSWER_NOTICE, DEFAULT_TIME_NOTICE } from "./limits.js";
 export type { PermissionController, PermissionDecision, PermissionRequest } from "./permission.js";
 export { formatSse, loopEventToSse, type SseFrame } from "./sse.js";
 export { CONTEXT_VERSION } from "./state.js";
-export type { StreamedTurn, TurnStreamEvent } from "./stream-turn.js";
+export { STREAM_QUEUE_LIMIT, type StreamedTurn, type TurnStreamEvent } from "./stream-turn.js";

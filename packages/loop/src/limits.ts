@@ -1,5 +1,8 @@
-import type { LoopLimits } from "./engine.js";
+import type { Block } from "@alma-harness/core";
+import type { BudgetMetric, LoopLimits, TurnResult } from "./engine.js";
+import type { TurnEnv } from "./env.js";
 import { EngineConfigError } from "./errors.js";
+import type { TurnState } from "./state.js";
 
 export const DEFAULT_FINAL_ANSWER_NOTICE =
   "This is your last step: answer the person now with what you have. Tools will not run.";
@@ -32,7 +35,7 @@ export function resolveLimits(limits: LoopLimits): ResolvedLimits {
   if (limits.finalAnswerNotice !== undefined && (typeof limits.finalAnswerNotice !== "string" || limits.finalAnswerNotice.length === 0)) {
     throw new EngineConfigError("limits.finalAnswerNotice must be a non-empty string");
   }
-  return {
+  return Object.freeze({
     maxCalls,
     maxSteps: positive("maxSteps", limits.maxSteps, maxCalls, 1000),
     maxParallelToolCalls: positive("maxParallelToolCalls", limits.maxParallelToolCalls, 1, 64),
@@ -44,5 +47,45 @@ export function resolveLimits(limits: LoopLimits): ResolvedLimits {
     maxDelegateDepth: positive("maxDelegateDepth", limits.maxDelegateDepth, 2, 8),
     delegateMaxSteps: positive("delegateMaxSteps", limits.delegateMaxSteps, 4, 100),
     permissionTimeoutMs: positive("permissionTimeoutMs", limits.permissionTimeoutMs, 300_000, 3_600_000),
-  };
+  });
+}
+
+/** How a turn ended, before the finalizer adds the totals. */
+export type Ending = Omit<TurnResult, "turnId" | "usage" | "costMicros" | "receipts" | "toolCalls" | "warnings">;
+/** Why the coming main step is the last one: no call after it, no step after it, or no time. */
+export type LastKind = "call" | "step" | "time";
+
+/**
+ * Whether the coming main step is the last. Calls win a tie with steps (a tie reports `callLimit`);
+ * time only counts after the first step, when less than `stepReserveMs` is left before the deadline.
+ */
+export function lastKind(env: TurnEnv, state: TurnState): LastKind | undefined {
+  const { limits, clock } = env.engine;
+  if (limits.maxCalls - state.callsUsed === 1) return "call";
+  if (limits.maxSteps - state.steps === 1) return "step";
+  const deadline = env.input.deadlineAt;
+  if (deadline !== undefined && state.steps > 0 && clock.now() + limits.stepReserveMs >= deadline) return "time";
+  return undefined;
+}
+
+/** The notice a last step carries when it advertises tools; `finalAnswerNotice` replaces every text. */
+export function noticeFor(env: TurnEnv, kind: LastKind): string {
+  return env.engine.limits.finalAnswerNotice ?? (kind === "time" ? DEFAULT_TIME_NOTICE : DEFAULT_FINAL_ANSWER_NOTICE);
+}
+
+export function limitEnding(env: TurnEnv, kind: LastKind, answered: boolean, stopReason: TurnResult["stopReason"], reply: readonly Block[]): Ending {
+  const { limits } = env.engine;
+  if (kind === "call") return { reply, stopReason, terminalReason: "call_limit", callLimit: { maxCalls: limits.maxCalls, answered } };
+  if (kind === "step") return { reply, stopReason, terminalReason: "step_limit", stepLimit: { maxSteps: limits.maxSteps, answered } };
+  return { reply, stopReason, terminalReason: "time_limit", timeLimit: { answered } };
+}
+
+export function budgetEnding(metric: BudgetMetric, stopReason: TurnResult["stopReason"]): Ending {
+  return { reply: [], stopReason, terminalReason: "budget", budget: { metric, answered: false } };
+}
+
+/** The turn's model tokens are spent: no further model or tool unit may start. */
+export function tokensSpent(env: TurnEnv, state: TurnState): boolean {
+  const max = env.engine.limits.maxModelTokens;
+  return max !== undefined && state.modelTokens >= max;
 }

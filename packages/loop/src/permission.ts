@@ -1,6 +1,7 @@
 import type { AuditLog, AuthorizationIntent, Clock, JsonObject, Scope } from "@alma-harness/core";
 import { durable } from "./audit.js";
-import { emitTo, type LoopEventSink } from "./events.js";
+import { raceAbort } from "./cancel.js";
+import type { LoopEvent } from "./events.js";
 
 export type PermissionDecision = "allow" | "ask" | "deny";
 
@@ -35,7 +36,7 @@ export interface FenceContext {
   readonly timeoutMs: number;
   /** Run-scoped grants from allowed asks, keyed by action and subject. */
   readonly grants: Set<string>;
-  readonly sink: LoopEventSink | undefined;
+  readonly emit: (event: LoopEvent) => void;
 }
 
 export type FenceVerdict = { readonly allowed: true } | { readonly allowed: false; readonly reason: string };
@@ -49,21 +50,10 @@ export type FenceVerdict = { readonly allowed: true } | { readonly allowed: fals
 export async function permissionFence(ctx: FenceContext, request: PermissionRequest): Promise<FenceVerdict> {
   const base = { trail: "policy" as const, scope: ctx.scope, sessionId: ctx.sessionId, turnId: ctx.turnId, callId: request.callId, tool: request.tool };
   const authorization = { action: request.action, subject: request.subject };
-  let decision: PermissionDecision;
-  let by: "operator" | "kernel" = "kernel";
-  let rule = "kernel.registered";
-  if (ctx.controller) {
-    try {
-      decision = await ctx.controller.decide(request);
-      rule = "controller";
-      if (decision !== "allow" && decision !== "ask" && decision !== "deny") throw new TypeError("a decision is allow, ask or deny");
-    } catch {
-      decision = "deny";
-      rule = "kernel.decide_failed";
-    }
-  } else decision = "allow";
+  await durable(ctx.audit, { ...base, at: ctx.clock.now(), action: "intent", authorization });
+  const { decision, by, rule } = await decide(ctx, request);
   await durable(ctx.audit, { ...base, at: ctx.clock.now(), action: "decision", authorization, decision, by, rule });
-  emitTo(ctx.sink, { type: "policy.decision", turnId: ctx.turnId, callId: request.callId, decision, by });
+  ctx.emit({ type: "policy.decision", turnId: ctx.turnId, callId: request.callId, decision, by });
   if (decision === "allow") return { allowed: true };
   if (decision === "deny") return { allowed: false, reason: "denied by policy" };
 
@@ -73,22 +63,38 @@ export async function permissionFence(ctx: FenceContext, request: PermissionRequ
     return { allowed: true };
   }
   await durable(ctx.audit, { ...base, at: ctx.clock.now(), action: "permission.requested", authorization, decision: "ask" });
-  emitTo(ctx.sink, { type: "permission.requested", turnId: ctx.turnId, callId: request.callId, ...authorization });
+  ctx.emit({ type: "permission.requested", turnId: ctx.turnId, callId: request.callId, ...authorization });
   const answer = await askResolver(ctx, request);
-  by = answer.by;
   await durable(ctx.audit, {
     ...base,
     at: ctx.clock.now(),
     action: "permission.resolved",
     authorization,
     decision: answer.allowed ? "allow" : "deny",
-    by,
+    by: answer.by,
     ...(answer.reason ? { reason: answer.reason } : {}),
   });
-  emitTo(ctx.sink, { type: "permission.resolved", turnId: ctx.turnId, callId: request.callId, allowed: answer.allowed, by });
+  ctx.emit({ type: "permission.resolved", turnId: ctx.turnId, callId: request.callId, allowed: answer.allowed, by: answer.by });
   if (!answer.allowed) return { allowed: false, reason: answer.reason ?? "denied by the operator" };
   ctx.grants.add(key);
   return { allowed: true };
+}
+
+/**
+ * The decision, attributed: the built-in rule (no controller: a registered tool is allowed) and a
+ * controller that failed or answered outside the vocabulary (deny, fail closed) are the kernel's;
+ * a controller's answer is the operator's policy.
+ */
+async function decide(ctx: FenceContext, request: PermissionRequest): Promise<{ decision: PermissionDecision; by: "operator" | "kernel"; rule: string }> {
+  if (!ctx.controller) return { decision: "allow", by: "kernel", rule: "kernel.registered" };
+  try {
+    const controller = ctx.controller;
+    const decision: unknown = await raceAbort(new Promise((resolve) => resolve(controller.decide(request))), ctx.signal);
+    if (decision === "allow" || decision === "ask" || decision === "deny") return { decision, by: "operator", rule: "controller" };
+    return { decision: "deny", by: "kernel", rule: "kernel.decision_invalid" };
+  } catch {
+    return { decision: "deny", by: "kernel", rule: "kernel.decide_failed" };
+  }
 }
 
 function grantKey(a: AuthorizationIntent): string {

@@ -1,7 +1,7 @@
-import { type Block, type CostReceipt, type Msg, type MsgMeta, type TurnFailure, type Usage, ZERO_USAGE, addUsage } from "@alma-harness/core";
+import { type Block, type CostReceipt, type Msg, type MsgMeta, totalTokens, type Usage, ZERO_USAGE, addUsage } from "@alma-harness/core";
 import { type TurnLedger, newTurnLedger } from "@alma-harness/execution";
 import type { TurnToolCall } from "./engine.js";
-import { emitTo, type LoopEventSink } from "./events.js";
+import type { LoopEvent } from "./events.js";
 
 /** The version of the context format each request records; bumped when the request shape changes. */
 export const CONTEXT_VERSION = 1;
@@ -21,8 +21,14 @@ export function deepFreeze<T>(value: T): T {
 export class TurnState {
   readonly added: Msg[] = [];
   revision: number;
+  /** Main steps started. */
   steps = 0;
+  /** Model calls reserved against `maxCalls` (main and children); a refused call gives its slot back. */
+  callsUsed = 0;
+  /** Operation numbers handed out, so concurrent children never share an operation id. */
+  operations = 0;
   requestedToolCalls = 0;
+  /** Cumulative reported tokens (prompt, cache and completion) of every call of the turn. */
   modelTokens = 0;
   usage: Usage = ZERO_USAGE;
   readonly ledger: TurnLedger = newTurnLedger();
@@ -30,17 +36,15 @@ export class TurnState {
   readonly toolCalls: TurnToolCall[] = [];
   readonly warned = new Set<string>();
   readonly warnings: string[] = [];
+  /** Run-scoped permission grants from allowed asks, keyed by action and subject. */
   readonly grants = new Set<string>();
   webSearches = 0;
-  failure: TurnFailure | undefined;
-  /** Every child call started by a handler; awaited before completion. */
-  readonly children = new Set<Promise<unknown>>();
 
   constructor(
     readonly turnId: string,
     readonly history: readonly Msg[],
     baseRevision: number,
-    private readonly sink: LoopEventSink | undefined,
+    private readonly emit: (event: LoopEvent) => void,
   ) {
     this.revision = baseRevision;
   }
@@ -49,7 +53,7 @@ export class TurnState {
     const message = deepFreeze<Msg>({ role, blocks: [...blocks], meta: { ...meta, turn: this.turnId } });
     this.added.push(message);
     this.revision += 1;
-    emitTo(this.sink, { type: "message.completed", turnId: this.turnId, role, revision: this.revision });
+    this.emit({ type: "message.completed", turnId: this.turnId, role, revision: this.revision });
     return message;
   }
 
@@ -60,7 +64,7 @@ export class TurnState {
 
   addUsage(usage: Usage): void {
     this.usage = addUsage(this.usage, usage);
-    this.modelTokens += usage.inputTokens + usage.outputTokens;
+    this.modelTokens += totalTokens(usage);
   }
 
   get receipts(): readonly CostReceipt[] {

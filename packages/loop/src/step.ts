@@ -5,14 +5,17 @@ import {
   type ModelClient,
   type ModelRequest,
   ProviderError,
-  type StepPrePatch,
+  type Sensitivity,
+  SettlementConflictError,
+  type Tier,
 } from "@alma-harness/core";
-import { CallRefusedError, UnsettledCallError } from "@alma-harness/execution";
+import { AuditFailedError, CallRefusedError, type PreparedCall, UnsettledCallError } from "@alma-harness/execution";
 import { durable } from "./audit.js";
 import { AbortedError, abortReason, raceAbort } from "./cancel.js";
 import type { TurnEnv } from "./env.js";
 import { StreamInvalidError, StreamTornError, UncertainTurnError } from "./errors.js";
-import { CONTEXT_VERSION, deepFreeze, type TurnState } from "./state.js";
+import { CONTEXT_VERSION, type TurnState } from "./state.js";
+import { applyStepPre } from "./step-pre.js";
 import { collectStep, type StepOutput } from "./stream-validate.js";
 
 export interface StepCall {
@@ -21,8 +24,8 @@ export interface StepCall {
   readonly choice: ModelChoice;
   readonly request: ModelRequest;
   readonly parentCallId?: string;
-  readonly sensitivity: import("@alma-harness/core").Sensitivity;
-  readonly tier: import("@alma-harness/core").Tier;
+  readonly sensitivity: Sensitivity;
+  readonly tier: Tier;
 }
 
 export interface StepDone {
@@ -32,66 +35,72 @@ export interface StepDone {
 }
 
 /**
- * One governed model round: `step:pre` at the hook boundary (narrow only), the routing trail, the
- * journaled call, the validated stream, the settled receipt. A refused call (unpriced, cap) throws
- * `CallRefusedError` with nothing sent; everything uncertain throws `UncertainTurnError` with its cause.
+ * One governed model round: `step:pre` at the hook boundary (main steps; narrow only), a call slot
+ * reserved against `maxCalls`, the governed runner's preflight and durable claim, the routing
+ * trail, the validated stream, the settled receipt, then the search results on the access trail.
+ * A refused call (unpriced, cap) throws `CallRefusedError` with nothing sent and its slot given
+ * back; everything uncertain throws `UncertainTurnError` with its cause.
  */
 export async function runModelStep(env: TurnEnv, state: TurnState, call: StepCall): Promise<StepDone> {
   const { engine, input } = env;
   const client = engine.clients.get(call.choice.clientId);
   if (!client) throw new UncertainTurnError("loop", `no client "${call.choice.clientId}"`);
   const request = call.kind === "main" ? await applyStepPre(env, call) : call.request;
-  const operationId = `${input.turnId}:${call.kind}:${state.ledger.calls + 1}`;
-  const now = engine.clock.now();
+  // Reserved synchronously, so concurrent children can never overrun the root's call limit.
+  if (state.callsUsed >= engine.limits.maxCalls) throw new UncertainTurnError(`call:${call.kind}:call_limit`, "no call is left in this turn");
+  state.callsUsed += 1;
+  state.operations += 1;
+  const operationId = `${input.turnId}:${call.kind}:${state.operations}`;
   const identity = { scope: input.scope, sessionId: input.sessionId, rootKey: input.rootKey, turnId: input.turnId, operationId, kind: call.kind };
-  let prepared: Awaited<ReturnType<typeof engine.calls.prepare>>;
+  let prepared: PreparedCall;
   try {
-    prepared = await engine.calls.prepare(identity, client, call.choice, request, state.ledger, now);
+    prepared = await engine.calls.prepare(identity, client, call.choice, request, state.ledger, engine.clock.now());
   } catch (error) {
+    state.callsUsed -= 1;
     if (error instanceof CallRefusedError) throw error;
+    if (error instanceof AuditFailedError) throw new UncertainTurnError("audit", error.message, error);
     if (error instanceof ProviderError) throw new UncertainTurnError(`call:${call.kind}:request_invalid`, error.message, error);
     throw new UncertainTurnError(`call:${call.kind}:error`, "the call could not be claimed", error);
   }
-  await record(env, state, call, operationId, request);
-  return await streamAndSettle(env, state, call, client, prepared, operationId);
+  await recordRequest(env, state, call, operationId, request, prepared);
+  const done = await streamAndSettle(env, state, call, client, prepared, operationId);
+  await recordSearches(env, done);
+  return done;
 }
 
-async function record(env: TurnEnv, state: TurnState, call: StepCall, operationId: string, request: ModelRequest): Promise<void> {
+/** The routing trail (every call) and the lifecycle request record (main steps), before egress. */
+async function recordRequest(env: TurnEnv, state: TurnState, call: StepCall, operationId: string, request: ModelRequest, prepared: PreparedCall): Promise<void> {
   const { engine, input } = env;
   const base = { scope: input.scope, sessionId: input.sessionId, turnId: input.turnId, callId: operationId, at: engine.clock.now() };
-  await durable(engine.audit, {
-    ...base,
-    trail: "routing",
-    kind: call.kind,
-    tier: call.tier,
-    sensitivity: call.sensitivity,
-    clientId: call.choice.clientId,
-    model: call.choice.model,
-    cacheTtl: call.choice.cache === false ? "off" : call.choice.cache.ttl,
-    ...(call.choice.reasoning ? { reasoning: call.choice.reasoning } : {}),
-    ...(call.choice.serviceTier ? { servedTier: call.choice.serviceTier } : {}),
-    ...(call.parentCallId ? { parentCallId: call.parentCallId } : {}),
-  });
-  if (call.kind !== "main") return;
-  await durable(engine.audit, {
-    ...base,
-    trail: "lifecycle",
-    action: "model.request",
-    step: call.step,
-    contextVersion: CONTEXT_VERSION,
-    messageRevision: state.revision,
-  });
-  env.emit({ type: "model.request", turnId: input.turnId, step: call.step, contextVersion: CONTEXT_VERSION, messageRevision: state.revision, model: request.model });
+  try {
+    await durable(engine.audit, {
+      ...base,
+      trail: "routing",
+      kind: call.kind,
+      tier: call.tier,
+      sensitivity: call.sensitivity,
+      clientId: call.choice.clientId,
+      model: call.choice.model,
+      cacheTtl: call.choice.cache === false ? "off" : call.choice.cache.ttl,
+      ...(call.choice.reasoning ? { reasoning: call.choice.reasoning } : {}),
+      ...(call.choice.serviceTier ? { servedTier: call.choice.serviceTier } : {}),
+      ...(call.parentCallId ? { parentCallId: call.parentCallId } : {}),
+    });
+    if (call.kind === "main") {
+      await durable(engine.audit, { ...base, trail: "lifecycle", action: "model.request", step: call.step, contextVersion: CONTEXT_VERSION, messageRevision: state.revision });
+    }
+  } catch (error) {
+    // Nothing was sent: the claim ends as not dispatched.
+    await prepared.cancel("audit").catch(() => undefined);
+    throw error;
+  }
+  if (call.kind === "main") {
+    env.emit({ type: "model.request", turnId: input.turnId, step: call.step, contextVersion: CONTEXT_VERSION, messageRevision: state.revision, model: request.model });
+  }
 }
 
-async function streamAndSettle(
-  env: TurnEnv,
-  state: TurnState,
-  call: StepCall,
-  client: ModelClient,
-  prepared: import("@alma-harness/execution").PreparedCall,
-  operationId: string,
-): Promise<StepDone> {
+/** Opens the stream under the round's own deadline and the turn's signal, validates it, settles it. */
+async function streamAndSettle(env: TurnEnv, state: TurnState, call: StepCall, client: ModelClient, prepared: PreparedCall, operationId: string): Promise<StepDone> {
   const { engine } = env;
   const round = new AbortController();
   const onTurnAbort = () => round.abort(env.signal.reason);
@@ -110,6 +119,7 @@ async function streamAndSettle(
     const stream = await prepared.open(round.signal);
     output = await collectStep(stream, state.callIds, (p) => raceAbort(p, round.signal));
   } catch (error) {
+    // No effect of this round is kept; what was sent is on the journal with unknown usage.
     await prepared.settle({ status: "unknown" }).catch(() => undefined);
     throw classify(call, client, error, env.signal);
   } finally {
@@ -121,12 +131,36 @@ async function streamAndSettle(
   try {
     receipt = await prepared.settle(output.evidence);
   } catch (error) {
-    const cause = error instanceof UnsettledCallError ? `call:${call.kind}:unsettled:${output.stopReason}` : `call:${call.kind}:error`;
+    if (error instanceof AuditFailedError) throw new UncertainTurnError("audit", error.message, error);
+    const cause =
+      error instanceof UnsettledCallError
+        ? `call:${call.kind}:unsettled:${output.stopReason}`
+        : error instanceof SettlementConflictError
+          ? `call:${call.kind}:settlement_conflict`
+          : `call:${call.kind}:error`;
     throw new UncertainTurnError(cause, (error as Error).message, error);
   }
   state.addUsage(receipt.usage);
   env.emit({ type: "cost.receipt", turnId: env.input.turnId, receipt });
   return { output, receipt, operationId };
+}
+
+/** Each provider search result is one access event: the provider and the count, never the query. */
+async function recordSearches(env: TurnEnv, done: StepDone): Promise<void> {
+  for (const block of done.output.blocks) {
+    if (block.type !== "provider_tool_result") continue;
+    await durable(env.engine.audit, {
+      trail: "access",
+      scope: env.input.scope,
+      sessionId: env.input.sessionId,
+      turnId: env.input.turnId,
+      callId: done.operationId,
+      at: env.engine.clock.now(),
+      tool: "web_search",
+      resource: `provider:${block.provider}:${block.resultCount} results`,
+      action: "read",
+    });
+  }
 }
 
 function classify(call: StepCall, client: ModelClient, error: unknown, turnSignal: AbortSignal): UncertainTurnError {
@@ -143,45 +177,4 @@ function classify(call: StepCall, client: ModelClient, error: unknown, turnSigna
     return new UncertainTurnError(`call:${call.kind}:${proof}`, error.message, error);
   }
   return new UncertainTurnError(`call:${call.kind}:error`, `${client.id}: ${(error as Error)?.message ?? String(error)}`, error);
-}
-
-const PINNED: readonly (keyof StepPrePatch)[] = ["model", "clientId", "tools", "output", "toolChoice", "temperature", "cache", "reasoning"];
-
-/**
- * The hook boundary. `step:pre` sees a frozen snapshot; of what it returns only a lower
- * `maxOutputTokens` is honored. Every field it touched lands on the context trail, by name only.
- */
-async function applyStepPre(env: TurnEnv, call: StepCall): Promise<ModelRequest> {
-  const hook = env.engine.hooks["step:pre"];
-  if (!hook) return call.request;
-  let patch: StepPrePatch | undefined;
-  try {
-    patch = await hook(deepFreeze({ turnId: env.input.turnId, step: call.step, choice: call.choice, request: call.request }));
-  } catch (error) {
-    throw new UncertainTurnError("hook:step:pre", "the step:pre hook threw", error);
-  }
-  if (patch === undefined || patch === null) return call.request;
-  if (typeof patch !== "object") throw new UncertainTurnError("hook:step:pre", "step:pre must return an object or nothing");
-  let request = call.request;
-  for (const field of Object.keys(patch)) {
-    const value = (patch as Record<string, unknown>)[field];
-    let honored = false;
-    if (field === "maxOutputTokens") {
-      honored = Number.isSafeInteger(value) && (value as number) >= 1 && (value as number) < request.maxOutputTokens;
-      if (honored) request = deepFreeze({ ...request, maxOutputTokens: value as number });
-    } else if (!PINNED.includes(field as keyof StepPrePatch)) {
-      honored = false;
-    }
-    await durable(env.engine.audit, {
-      trail: "context",
-      scope: env.input.scope,
-      sessionId: env.input.sessionId,
-      turnId: env.input.turnId,
-      at: env.engine.clock.now(),
-      step: call.step,
-      field,
-      decision: honored ? "honored" : "refused",
-    });
-  }
-  return request;
 }

@@ -1,6 +1,6 @@
 import type { CostReceipt } from "@alma-harness/core";
 import type { TurnInput, TurnOutcome } from "./engine.js";
-import type { LoopEvent } from "./events.js";
+import { emitTo, type LoopEvent } from "./events.js";
 
 /** What `streamTurn` yields: settled main-step text, tool and usage metadata, then the outcome. */
 export type TurnStreamEvent =
@@ -13,17 +13,33 @@ export interface StreamedTurn extends AsyncIterable<TurnStreamEvent> {
   readonly result: Promise<TurnOutcome>;
 }
 
+/** A reader this far behind is detached from the live events; it still receives the result. */
+export const STREAM_QUEUE_LIMIT = 1024;
+
 /**
- * Starts the turn eagerly and lets one reader follow it. Breaking out of the loop (or `return`)
- * detaches the reader only: the turn runs on and `.result` settles with the same outcome.
+ * Starts the turn eagerly and lets one reader follow it, on the same engine as `runTurn`.
+ * Breaking out of the loop (or `return`) detaches the reader only: the turn runs on and `.result`
+ * settles with the same outcome. A reader that falls `STREAM_QUEUE_LIMIT` events behind loses the
+ * live events (never waited for) and then receives the result. Invalid input rejects `.result`
+ * and the iterator alike.
  */
 export function streamFrom(input: TurnInput, run: (input: TurnInput) => Promise<TurnOutcome>): StreamedTurn {
   const queue: TurnStreamEvent[] = [];
   let wake: (() => void) | undefined;
   let attached = true;
+  let overflowed = false;
   let ended = false;
+  let failed: { readonly error: unknown } | undefined;
   const push = (event: TurnStreamEvent) => {
     if (!attached) return;
+    if (event.type !== "result") {
+      if (overflowed) return;
+      if (queue.length >= STREAM_QUEUE_LIMIT) {
+        overflowed = true;
+        queue.length = 0;
+        return;
+      }
+    }
     queue.push(event);
     wake?.();
   };
@@ -31,14 +47,30 @@ export function streamFrom(input: TurnInput, run: (input: TurnInput) => Promise<
     if (event.type === "step.text") push({ type: "text", step: event.step, text: event.text });
     else if (event.type === "tool.result") push({ type: "tool", callId: event.callId, name: event.name, isError: event.isError });
     else if (event.type === "cost.receipt" && event.receipt.kind === "main") push({ type: "usage", receipt: event.receipt });
-    input.sink?.(event);
+    emitTo(input?.sink, event);
   };
-  const result = run({ ...input, sink: observe }).then((outcome) => {
-    push({ type: "result", outcome });
-    ended = true;
-    wake?.();
-    return outcome;
-  });
+  let started: Promise<TurnOutcome>;
+  try {
+    started = run({ ...input, sink: observe });
+  } catch (error) {
+    started = Promise.reject(error);
+  }
+  const result = started.then(
+    (outcome) => {
+      push({ type: "result", outcome });
+      ended = true;
+      wake?.();
+      return outcome;
+    },
+    (error: unknown) => {
+      failed = { error };
+      ended = true;
+      wake?.();
+      throw error;
+    },
+  );
+  // The rejection is the reader's to see; it must not surface as unhandled when nobody awaits `.result`.
+  result.catch(() => undefined);
   return {
     result,
     [Symbol.asyncIterator]: () => ({
@@ -47,6 +79,10 @@ export function streamFrom(input: TurnInput, run: (input: TurnInput) => Promise<
           if (!attached) return { done: true, value: undefined };
           const event = queue.shift();
           if (event) return { done: false, value: event };
+          if (failed) {
+            attached = false;
+            throw failed.error;
+          }
           if (ended) return { done: true, value: undefined };
           await new Promise<void>((resolve) => {
             wake = resolve;

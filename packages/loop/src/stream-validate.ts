@@ -36,7 +36,7 @@ interface Acc {
   calls: StreamToolCall[];
   ids: Set<string>;
   evidence: UsageEvidence | undefined;
-  providerResults: number;
+  providerCalls: number;
 }
 
 /**
@@ -52,22 +52,18 @@ export async function collectStep(
   pull: <T>(p: Promise<T>) => Promise<T>,
 ): Promise<StepOutput> {
   const iterator = stream[Symbol.asyncIterator]();
-  const acc: Acc = { blocks: [], text: "", reasoning: undefined, calls: [], ids: new Set(), evidence: undefined, providerResults: 0 };
-  let finished = false;
+  const acc: Acc = { blocks: [], text: "", reasoning: undefined, calls: [], ids: new Set(), evidence: undefined, providerCalls: 0 };
   try {
     for (;;) {
       const next = await pull(iterator.next());
       if (next.done) throw new StreamTornError();
       const event = plain(next.value);
-      if (event.type === "response_completed") {
-        const out = finish(acc, event, turnCallIds);
-        finished = true;
-        return out;
-      }
+      // The first terminal frame ends pulling: anything queued after it is never inspected.
+      if (event.type === "response_completed") return finish(acc, event);
       take(acc, event, turnCallIds);
     }
   } finally {
-    void finished;
+    // Closing is best effort and never awaited: a stream that ignores return() cannot hold the turn.
     void closeQuietly(iterator);
   }
 }
@@ -118,6 +114,9 @@ function take(acc: Acc, event: ModelStreamEvent, turnCallIds: ReadonlySet<string
     }
     case "reasoning_delta": {
       if (typeof event.text !== "string") throw new StreamInvalidError("reasoning_delta", "reasoning text must be a string");
+      for (const key of ["signature", "redacted"] as const) {
+        if (event[key] !== undefined && typeof event[key] !== "string") throw new StreamInvalidError("reasoning_delta", `reasoning ${key} must be a string`);
+      }
       const r = acc.reasoning ?? { text: "" };
       r.text += event.text;
       if (event.signature !== undefined) r.signature = event.signature;
@@ -135,12 +134,15 @@ function take(acc: Acc, event: ModelStreamEvent, turnCallIds: ReadonlySet<string
       return;
     }
     case "provider_tool_call": {
+      checkProviderBlock(event.provider, event.id, event.name);
       flushReasoning(acc);
+      acc.providerCalls += 1;
       const block: ProviderToolCallBlock = { type: "provider_tool_call", provider: event.provider, id: event.id, name: event.name, payload: event.payload };
       acc.blocks.push(block);
       return;
     }
     case "provider_tool_result": {
+      checkProviderBlock(event.provider, event.callId, event.name);
       if (!Number.isSafeInteger(event.resultCount) || event.resultCount < 0) throw new StreamInvalidError("provider_tool_result", "resultCount must be a non-negative integer");
       flushReasoning(acc);
       const block: ProviderToolResultBlock = {
@@ -152,7 +154,6 @@ function take(acc: Acc, event: ModelStreamEvent, turnCallIds: ReadonlySet<string
         payload: event.payload,
       };
       acc.blocks.push(block);
-      acc.providerResults += 1;
       return;
     }
     case "usage": {
@@ -170,6 +171,12 @@ function checkCall(call: StreamToolCall, acc: Acc, turnCallIds: ReadonlySet<stri
   if (typeof call.name !== "string" || call.name.length === 0) throw new StreamInvalidError("tool_call", "a tool call needs a name");
   if (typeof call.arguments !== "string") throw new StreamInvalidError("tool_call", "tool call arguments must be JSON text");
   if (acc.ids.has(call.id) || turnCallIds.has(call.id)) throw new StreamInvalidError("duplicate_call_id", `call id "${call.id}" was already used in this turn`);
+}
+
+function checkProviderBlock(provider: unknown, id: unknown, name: unknown): void {
+  for (const value of [provider, id, name]) {
+    if (typeof value !== "string" || value.length === 0 || value.length > MAX_ID) throw new StreamInvalidError("provider_tool", "a provider tool block needs a provider, an id and a name of 1-200 characters");
+  }
 }
 
 function checkEvidence(evidence: UsageEvidence): void {
@@ -191,19 +198,22 @@ function sameArguments(a: string, b: string): boolean {
   }
 }
 
-function finish(acc: Acc, event: Extract<ModelStreamEvent, { type: "response_completed" }>, turnCallIds: ReadonlySet<string>): StepOutput {
+function finish(acc: Acc, event: Extract<ModelStreamEvent, { type: "response_completed" }>): StepOutput {
   flushReasoning(acc);
   if (typeof event.stopReason !== "string" || event.stopReason.length === 0) throw new StreamInvalidError("stop_reason", "the terminal frame needs a stop reason");
   if (typeof event.text !== "string") throw new StreamInvalidError("terminal_text", "the terminal frame needs its text");
   if (acc.text.length > 0 && event.text !== acc.text) throw new StreamInvalidError("text_mismatch", "the streamed text differs from the completed text");
   if (acc.text.length === 0 && event.text.length > 0) {
-    acc.blocks.unshift({ type: "text", text: event.text });
+    // No deltas: the completed text is the step's text, after the reasoning that preceded it.
+    const at = acc.blocks.findIndex((b) => b.type !== "reasoning");
+    acc.blocks.splice(at < 0 ? acc.blocks.length : at, 0, { type: "text", text: event.text });
   }
-  const terminal = Array.isArray(event.toolCalls) ? event.toolCalls : [];
+  if (!Array.isArray(event.toolCalls)) throw new StreamInvalidError("calls_mismatch", "the terminal frame needs its tool calls");
+  const terminal = event.toolCalls;
   if (terminal.length !== acc.calls.length) throw new StreamInvalidError("calls_mismatch", "the streamed tool calls differ from the completed ones");
   terminal.forEach((call, i) => {
     const streamed = acc.calls[i];
-    if (!streamed || streamed.id !== call.id || streamed.name !== call.name || !sameArguments(streamed.arguments, call.arguments)) {
+    if (!streamed || streamed.id !== call.id || streamed.name !== call.name || typeof call.arguments !== "string" || !sameArguments(streamed.arguments, call.arguments)) {
       throw new StreamInvalidError("calls_mismatch", `tool call #${i + 1} differs between the stream and the terminal frame`);
     }
   });
@@ -213,9 +223,15 @@ function finish(acc: Acc, event: Extract<ModelStreamEvent, { type: "response_com
     throw new StreamInvalidError("stop_reason", `tool calls with stop reason ${event.stopReason}`);
   }
   const evidence = reconcileUsage(acc.evidence, event.usage);
-  for (const id of acc.ids) if (turnCallIds.has(id)) throw new StreamInvalidError("duplicate_call_id", `call id "${id}" reused`);
-  const webSearches = evidence.status === "known" ? (evidence.usage.webSearchRequests ?? 0) : 0;
-  return { blocks: fillInputs(acc.blocks, acc.calls), text: acc.text || event.text, toolCalls: acc.calls, stopReason: event.stopReason, evidence, webSearches };
+  const reported = evidence.status === "known" || evidence.status === "unpriced" ? (evidence.usage.webSearchRequests ?? 0) : 0;
+  return {
+    blocks: fillInputs(acc.blocks, acc.calls),
+    text: acc.text || event.text,
+    toolCalls: acc.calls,
+    stopReason: event.stopReason,
+    evidence,
+    webSearches: Math.max(reported, acc.providerCalls),
+  };
 }
 
 function reconcileUsage(streamed: UsageEvidence | undefined, terminal: Usage | undefined): UsageEvidence {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { scriptedReasoning, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
-import { echoTool, harness } from "./harness.js";
+import { echoTool, harness, log } from "./harness.js";
 
 describe("a turn", () => {
   it("answers with text in one step, priced and settled", async () => {
@@ -14,8 +14,8 @@ describe("a turn", () => {
     // 10 input tokens at $3/Mtok + 5 output at $15/Mtok = 30 + 75 = 105 micro-dollars
     expect(outcome.result.costMicros).toBe(105);
     expect(outcome.result.receipts).toHaveLength(1);
-    expect(outcome.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
-    expect(outcome.messages.every((m) => m.meta?.turn === "turn-1")).toBe(true);
+    expect(log(outcome).map((m) => m.role)).toEqual(["user", "assistant"]);
+    expect(log(outcome).every((m) => m.meta?.turn === "turn-1")).toBe(true);
     expect(h.model.requests[0]?.system).toEqual([{ type: "text", text: "You are a test agent." }]);
   });
 
@@ -27,8 +27,8 @@ describe("a turn", () => {
     const outcome = await h.run();
     expect(outcome.status).toBe("completed");
     if (outcome.status !== "completed") return;
-    expect(outcome.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
-    expect(outcome.messages[2]?.blocks).toEqual([{ type: "tool_result", callId: "c1", name: "echo", output: { echoed: "hi" }, isError: false }]);
+    expect(log(outcome).map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    expect(log(outcome)[2]?.blocks).toEqual([{ type: "tool_result", callId: "c1", name: "echo", output: { echoed: "hi" }, isError: false }]);
     expect(outcome.result.toolCalls).toEqual([{ id: "c1", name: "echo", input: { text: "hi" }, isError: false }]);
     expect(h.model.requests).toHaveLength(2);
     expect(h.model.requests[1]?.messages).toHaveLength(3);
@@ -48,7 +48,7 @@ describe("a turn", () => {
     const h = harness({ script: [scriptedReasoning(["think ", "more"], scriptedText("answer"))] });
     const outcome = await h.run();
     if (outcome.status !== "completed") throw new Error(outcome.status);
-    expect(outcome.messages[1]?.blocks).toEqual([
+    expect(log(outcome)[1]?.blocks).toEqual([
       { type: "reasoning", text: "think more", signature: "sig" },
       { type: "text", text: "answer" },
     ]);

@@ -1,14 +1,18 @@
 import {
+  type AuditRecord,
   type BudgetCapsInput,
   defineTool,
+  type Msg,
   type LifecycleHooks,
   type ModelChoice,
   normalizeBudgetCaps,
   type PriceTable,
   type ProviderToolSpec,
+  type RoutingIntent,
   type ToolDefinition,
 } from "@alma-harness/core";
 import {
+  type AuditFailure,
   InMemoryCostSettlementStore,
   InMemoryExecutionStore,
   InMemorySpendStore,
@@ -17,7 +21,16 @@ import {
   SequentialIds,
 } from "@alma-harness/core/testing";
 import { GovernedCalls } from "@alma-harness/execution";
-import { createEngine, type LoopEvent, type LoopLimits, type PermissionController, type TurnInput } from "@alma-harness/loop";
+import {
+  createEngine,
+  type LoopEvent,
+  type LoopLimits,
+  type PermissionController,
+  type TurnInput,
+  type TurnOutcome,
+  type TurnResult,
+  type VolatileContext,
+} from "@alma-harness/loop";
 import { FakeModelClient, type ScriptedResponse } from "@alma-harness/loop/testing";
 
 export const PRICES: PriceTable = {
@@ -30,8 +43,13 @@ export const PRICES: PriceTable = {
 
 export const SCOPE = { org: "clinic-a", uid: "patient-1" } as const;
 
+/** The default child route: the small client on the small model. */
+export const SMALL_CHOICE: ModelChoice = { clientId: "small", model: "fake-small", maxOutputTokens: 256, cache: false };
+
 export interface HarnessOptions {
   readonly script?: readonly ScriptedResponse[];
+  /** Responses of the `small` client, which serves direct and delegate calls by default. */
+  readonly smallScript?: readonly ScriptedResponse[];
   readonly tools?: readonly ToolDefinition[];
   readonly limits?: Partial<LoopLimits>;
   readonly hooks?: LifecycleHooks;
@@ -40,40 +58,39 @@ export interface HarnessOptions {
   readonly caps?: BudgetCapsInput;
   readonly prices?: PriceTable;
   readonly choice?: Partial<ModelChoice>;
+  /** Replaces the whole policy (main and children). */
+  readonly policy?: (intent: RoutingIntent) => ModelChoice;
   readonly providerTools?: readonly ProviderToolSpec[];
-  readonly volatile?: () => string | undefined;
+  readonly volatile?: (ctx: VolatileContext) => string | undefined;
+  readonly volatileSystem?: readonly string[];
   readonly sink?: (event: LoopEvent) => void;
+  readonly auditFail?: AuditFailure;
+  /** Shared stores, to run several engines against one ledger. */
+  readonly settlements?: InMemoryCostSettlementStore;
+  readonly clock?: ManualClock;
 }
 
 /** A whole engine on in-memory stores, the manual clock and the scripted model. */
 export function harness(opts: HarnessOptions = {}) {
-  const clock = new ManualClock();
+  const clock = opts.clock ?? new ManualClock();
   const ids = new SequentialIds();
-  const audit = new RecordingAuditLog();
+  const audit = new RecordingAuditLog(opts.auditFail ? { fail: opts.auditFail } : {});
   const journal = new InMemoryExecutionStore();
-  const spend = new InMemorySpendStore();
-  const settlements = new InMemoryCostSettlementStore({ spend });
+  const settlements = opts.settlements ?? new InMemoryCostSettlementStore({ spend: new InMemorySpendStore() });
+  const spend = settlements.spend;
   const model = new FakeModelClient(opts.script ?? []);
-  const small = new FakeModelClient([], { id: "small" });
+  const small = new FakeModelClient(opts.smallScript ?? [], { id: "small" });
   const choice: ModelChoice = { clientId: "fake", model: "fake-main", maxOutputTokens: 1024, cache: false, ...opts.choice };
-  const routes: { intent: unknown }[] = [];
-  const calls = new GovernedCalls({
-    journal,
-    settlements,
-    spend,
-    prices: opts.prices ?? PRICES,
-    caps: normalizeBudgetCaps(opts.caps),
-    policyVersion: "p1",
-    audit,
-  });
+  const routes: RoutingIntent[] = [];
+  const calls = new GovernedCalls({ journal, settlements, spend, prices: opts.prices ?? PRICES, caps: normalizeBudgetCaps(opts.caps), policyVersion: "p1", audit });
   const events: LoopEvent[] = [];
   const engine = createEngine({
     clients: [model, small],
     policy: {
       resolve: (intent) => {
-        routes.push({ intent });
-        if (intent.task === "direct" || intent.task === "delegate") return { clientId: "small", model: "fake-small", maxOutputTokens: 256, cache: false };
-        return choice;
+        routes.push(intent);
+        if (opts.policy) return opts.policy(intent);
+        return intent.task === "direct" || intent.task === "delegate" ? SMALL_CHOICE : choice;
       },
     },
     tools: opts.tools ?? [],
@@ -81,6 +98,7 @@ export function harness(opts: HarnessOptions = {}) {
     providerTools: opts.providerTools ?? [],
     system: "You are a test agent.",
     ...(opts.volatile ? { volatile: opts.volatile } : {}),
+    ...(opts.volatileSystem ? { volatileSystem: opts.volatileSystem } : {}),
     hooks: opts.hooks ?? {},
     ...(opts.permissions ? { permissions: opts.permissions } : {}),
     limits: { maxCalls: 8, ...opts.limits },
@@ -108,7 +126,24 @@ export function harness(opts: HarnessOptions = {}) {
       ...overrides,
     };
   };
-  return { engine, model, small, clock, audit, journal, spend, settlements, events, input, routes, run: (o?: Partial<TurnInput>) => engine.runTurn(input(o)) };
+  const trail = <T extends AuditRecord["trail"]>(name: T) => audit.trail(name);
+  return {
+    engine,
+    model,
+    small,
+    clock,
+    audit,
+    trail,
+    journal,
+    spend,
+    settlements,
+    events,
+    input,
+    routes,
+    run: (o?: Partial<TurnInput>) => engine.runTurn(input(o)),
+    /** The sink's events of one type, in order. */
+    eventsOf: <T extends LoopEvent["type"]>(type: T) => events.filter((e): e is Extract<LoopEvent, { type: T }> => e.type === type),
+  };
 }
 
 export const echoTool = defineTool({
@@ -118,7 +153,55 @@ export const echoTool = defineTool({
   handler: (input) => ({ echoed: input.text as string }),
 });
 
+/** A tool with a given handler and an open object schema. */
+export function tool(name: string, handler: ToolDefinition["handler"], extra: Partial<Parameters<typeof defineTool>[0]> = {}): ToolDefinition {
+  return defineTool({ name, description: `The ${name} tool.`, input: { type: "object" }, handler, ...extra });
+}
+
 /** Lets pending promise callbacks run (several microtask turns), without real time. */
 export async function flush(times = 20): Promise<void> {
   for (let i = 0; i < times; i++) await Promise.resolve();
+}
+
+/** Runs microtasks until `ready()` holds; fails (never waits for real time) when it does not. */
+export async function until(ready: () => boolean, what = "condition", max = 2000): Promise<void> {
+  for (let i = 0; i < max; i++) {
+    if (ready()) return;
+    await Promise.resolve();
+  }
+  throw new Error(`until: ${what} never held`);
+}
+
+export interface Deferred<T> {
+  readonly promise: Promise<T>;
+  resolve(value: T): void;
+  reject(error: unknown): void;
+}
+
+export function deferred<T = void>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** The result of a completed outcome; throws (failing the test) on any other. */
+export function completed(outcome: TurnOutcome): TurnResult {
+  if (outcome.status !== "completed") throw new Error(`expected completed, got ${outcome.status}${"cause" in outcome ? ` (${outcome.cause})` : ""}`);
+  return outcome.result;
+}
+
+/** An uncertain outcome; throws (failing the test) on any other. */
+export function uncertain(outcome: TurnOutcome): Extract<TurnOutcome, { status: "reconciliation_required" }> {
+  if (outcome.status !== "reconciliation_required") throw new Error(`expected reconciliation_required, got ${outcome.status}`);
+  return outcome;
+}
+
+/** The messages a turn recorded (completed or uncertain); throws for an outcome that ran nothing. */
+export function log(outcome: TurnOutcome): readonly Msg[] {
+  if (outcome.status === "not_admitted") throw new Error("a turn that was not admitted recorded nothing");
+  return outcome.messages;
 }

@@ -1,1 +1,66 @@
-export {};
+/**
+ * `@alma-harness/store-sqlite`: every store contract on one SQLite file (WAL), with root results in
+ * a second, attached file. The embedded default: zero setup, safe for one process with many
+ * concurrent turns (and for several processes on one file, through SQLite's write lock).
+ */
+import type {
+  AdmissionStore,
+  AuditLog,
+  CostSettlementStore,
+  ExecutionResultStore,
+  ExecutionStore,
+  SessionLabelStore,
+  SessionStore,
+  SpendStore,
+} from "@alma-harness/core";
+import { SqliteAdmissionStore } from "./admissions.js";
+import { SqliteAuditLog } from "./audit.js";
+import { openDatabase, type SqliteStoreOptions, schemaVersion } from "./db.js";
+import { SqliteExecutionStore } from "./execution.js";
+import { SqliteSessionLabelStore } from "./labels.js";
+import { SqliteResultStore } from "./results.js";
+import { SqliteSessionStore } from "./sessions.js";
+import { SqliteCostSettlementStore, SqliteSpendStore } from "./settlements.js";
+
+export { defaultRootPath, RECORD_VERSION, type SqliteStoreOptions } from "./db.js";
+export { MAIN_MIGRATIONS, type Migration, ROOT_MIGRATIONS } from "./migrations.js";
+
+export interface SqliteStores {
+  readonly admissions: AdmissionStore;
+  readonly sessions: SessionStore;
+  readonly execution: ExecutionStore;
+  /** The same execution store, under the name `ConversationStores` gives it. */
+  readonly journal: ExecutionStore;
+  /** Step results, in the main file. */
+  readonly results: ExecutionResultStore;
+  /** Conversation roots' final results, in the attached root-results file. */
+  readonly rootResults: ExecutionResultStore;
+  readonly settlements: CostSettlementStore;
+  readonly spend: SpendStore;
+  readonly labels: SessionLabelStore;
+  readonly audit: AuditLog;
+  /** Schema versions of the two files, as migrated on open. */
+  readonly schema: { readonly main: number; readonly root: number };
+  /** Closes the connection; later calls reject with `StoreUnavailableError`. Safe to call twice. */
+  close(): void;
+}
+
+/** Opens (creating when absent) and migrates the database, and returns every store over one connection. */
+export function createSqliteStores(options: SqliteStoreOptions): SqliteStores {
+  const db = openDatabase(options);
+  const execution = new SqliteExecutionStore(db);
+  return Object.freeze({
+    admissions: new SqliteAdmissionStore(db),
+    sessions: new SqliteSessionStore(db),
+    execution,
+    journal: execution,
+    results: new SqliteResultStore(db, "main"),
+    rootResults: new SqliteResultStore(db, "root"),
+    settlements: new SqliteCostSettlementStore(db),
+    spend: new SqliteSpendStore(db),
+    labels: new SqliteSessionLabelStore(db),
+    audit: new SqliteAuditLog(db),
+    schema: Object.freeze({ main: schemaVersion(db.raw, "main"), root: schemaVersion(db.raw, "root") }),
+    close: () => db.close(),
+  });
+}

@@ -1,1 +1,64 @@
-export {};
+/**
+ * `@alma-harness/testing`: one contract suite per store seam. Memory, SQLite and PostgreSQL run the
+ * same suites; each suite takes a fixture factory and the test API (`describe`, `it`, `expect`),
+ * so this package imports no test framework.
+ */
+import { type AdmissionFixture, admissionStoreContract } from "./admissions.js";
+import { type AuditFixture, auditLogContract } from "./audit.js";
+import { type ExecutionFixture, executionStoreContract } from "./execution.js";
+import type { Factory, TestApi } from "./harness.js";
+import { type LabelFixture, sessionLabelStoreContract } from "./labels.js";
+import { executionResultStoreContract, type ResultFixture } from "./results.js";
+import { type SessionFixture, sessionStoreContract } from "./sessions.js";
+import { costSettlementStoreContract, type SettlementFixture, spendStoreContract } from "./settlements.js";
+
+export { type AdmissionFixture, admissionStoreContract, admitWith } from "./admissions.js";
+export { type AuditFixture, auditLogContract, recallEvent } from "./audit.js";
+export { claimOf, type ExecutionFixture, executionStoreContract } from "./execution.js";
+export {
+  assistantMsg,
+  BAD_IDS,
+  BAD_SCOPES,
+  type Body,
+  type Closable,
+  deepFrozen,
+  type ErrorClass,
+  type Factory,
+  fixtureTest,
+  type Matchers,
+  rejects,
+  rotationMsg,
+  SCOPE_A,
+  SCOPE_A2,
+  SCOPE_B,
+  settleAll,
+  T0,
+  type TestApi,
+  unsafe,
+  userMsg,
+} from "./harness.js";
+export { type LabelFixture, sessionLabelStoreContract } from "./labels.js";
+export { executionResultStoreContract, reservationOf, type ResultFixture } from "./results.js";
+export { type SessionFixture, sessionStoreContract } from "./sessions.js";
+export { costSettlementStoreContract, DAY, type SettlementFixture, settlementOf, spendStoreContract } from "./settlements.js";
+
+/** Every store of one implementation, as a composition hands them out. */
+export type StoreSet = AdmissionFixture &
+  SessionFixture &
+  ExecutionFixture &
+  ResultFixture &
+  SettlementFixture &
+  LabelFixture &
+  AuditFixture;
+
+/** Runs every contract suite against one implementation; the factory builds a fresh, isolated set per test. */
+export function storeContracts(name: string, factory: Factory<StoreSet>, t: TestApi): void {
+  admissionStoreContract(name, factory, t);
+  sessionStoreContract(name, factory, t);
+  executionStoreContract(name, factory, t);
+  executionResultStoreContract(name, factory, t);
+  costSettlementStoreContract(name, factory, t);
+  spendStoreContract(name, factory, t);
+  sessionLabelStoreContract(name, factory, t);
+  auditLogContract(name, factory, t);
+}

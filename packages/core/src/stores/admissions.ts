@@ -33,6 +33,8 @@ export type AdmitResult =
  *   that returns the current record (so a lost acknowledgement can be read back).
  * - `releaseExpired` releases every `active`/`uncertain` admission of the scope (all scopes when
  *   omitted) whose deadline plus `graceMs` is at or before `now`, and returns them.
+ * - An admission id is used once per scope: admitting an id that exists throws `ConflictError`
+ *   (code `admission_exists`), so no two callers ever hold one fence.
  * - Scope isolation: an admission id from another scope reads as absent.
  */
 export interface AdmissionStore {

@@ -25,7 +25,8 @@ export interface SessionSummary {
 /**
  * The transcript the model sees: append-only, never rewritten. Guarantees:
  * - `append` writes the whole batch or nothing, and only while the admission named by `opts` is
- *   `active` for this scope and session, checked in the same transaction (else `FenceError`).
+ *   `active` for this scope and session and `opts.now` is before its deadline, checked and held in
+ *   the same transaction (else `FenceError`).
  * - Event ids (`meta.event.id`) are unique in a session's log: an append carrying an existing id
  *   throws `DuplicateEventError` and writes nothing.
  * - `load` returns frozen messages from the last rotation marker on; an erased session loads empty

@@ -10,6 +10,7 @@ export { InMemorySessionLabelStore } from "./labels.js";
 export {
   type AdmitInput,
   eventIdsOf,
+  lastRotation,
   normalizeAdmit,
   normalizeAuditEvent,
   normalizeCancelCause,

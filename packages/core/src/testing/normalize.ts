@@ -73,10 +73,15 @@ export function eventIdsOf(messages: readonly Msg[]): readonly string[] {
   return ids;
 }
 
-/** Index of the last rotation marker, or 0: where a session's view starts. */
-export function viewOffset(messages: readonly Msg[]): number {
+/** Index of the last rotation marker, or -1 when there is none. */
+export function lastRotation(messages: readonly Msg[]): number {
   for (let i = messages.length - 1; i >= 0; i--) if (messages[i]?.meta?.rotation !== undefined) return i;
-  return 0;
+  return -1;
+}
+
+/** Where a session's view starts: its last rotation marker, or 0. */
+export function viewOffset(messages: readonly Msg[]): number {
+  return Math.max(0, lastRotation(messages));
 }
 
 export function normalizeClaim(claim: unknown): ExecutionClaim {

@@ -2,12 +2,12 @@ import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseYaml } from "./yaml.js";
 
-/** The recorded traffic lives in the workspace's shared/ folder, beside the repository. */
+/** The recorded provider traffic (copied from shared/fixtures/providers, see its MANIFEST.md). */
 const ROOT = fileURLToPath(new URL("../fixtures/", import.meta.url));
 
 export function fixturePath(name: string): string {
   const path = `${ROOT}${name}`;
-  if (!existsSync(path)) throw new Error(`fixture ${name} not found under ${ROOT} (shared/ must sit beside the repository)`);
+  if (!existsSync(path)) throw new Error(`fixture ${name} not found under ${ROOT}`);
   return path;
 }
 
