@@ -1,0 +1,142 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { conversationRootKey } from "@alma-harness/conversation";
+import { defineTool, ProviderError } from "@alma-harness/core";
+import { FakeModelClient, scriptedError, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
+import { memory, postgres, type Runtime, type RuntimeConfig, sqlite } from "@alma-harness/runtime";
+
+
+const SCOPE = { org: "clinic-a", uid: "u1" };
+const hours = defineTool({
+  name: "opening_hours",
+  description: "Opening hours on a day.",
+  input: { type: "object", properties: { day: { type: "string" } }, required: ["day"] },
+  handler: (input) => ({ day: input.day as string, open: "09:00-17:00" }),
+});
+
+function config(model: FakeModelClient, uncertain: string[] = []): RuntimeConfig {
+  return {
+    clients: [model],
+    policy: { resolve: () => ({ clientId: "fake", model: "demo", maxOutputTokens: 512, cache: false }) },
+    prompt: "You are the front desk of a clinic.",
+    tools: [hours],
+    prices: { version: "p1", models: { demo: { rates: { input: 3, output: 15 } } } },
+    policyVersion: "policy-1",
+    priceVersion: "p1",
+    configRevision: "rev-1",
+    resultRetentionMs: 86_400_000,
+    runTimeoutMs: 120_000,
+    maxCalls: 6,
+    maxInputChars: 20_000,
+    onUncertainTurn: (e) => uncertain.push(e.cause),
+  };
+}
+
+const request = (key: string, sessionId = "s1") => ({
+  scope: SCOPE,
+  sessionId,
+  idempotencyKey: key,
+  input: "When are you open on Monday?",
+  intent: { tier: "balanced" as const, sensitivity: "internal" as const },
+});
+
+const dirs: string[] = [];
+const DATABASE_URL = process.env.ALMA_TEST_DATABASE_URL;
+let schemaCounter = 0;
+
+async function freshPostgres(cfg: RuntimeConfig): Promise<Runtime> {
+  schemaCounter += 1;
+  const suffix = `${process.pid}_${schemaCounter}`;
+  return postgres({ ...cfg, store: { connectionString: DATABASE_URL, schema: `rt_${suffix}`, rootSchema: `rt_root_${suffix}`, migrate: true } });
+}
+
+const compositions: [string, (cfg: RuntimeConfig) => Promise<Runtime>, boolean][] = [
+  ["memory", async (cfg) => memory(cfg), true],
+  [
+    "sqlite",
+    async (cfg) => {
+      const dir = mkdtempSync(join(tmpdir(), "alma-rt-"));
+      dirs.push(dir);
+      return sqlite({ ...cfg, store: { path: join(dir, "alma.db") } });
+    },
+    true,
+  ],
+  ["postgres", freshPostgres, DATABASE_URL !== undefined],
+];
+
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+for (const [name, open, enabled] of compositions) {
+  describe.skipIf(!enabled)(`the runner on ${name}${enabled ? "" : " (skipped: ALMA_TEST_DATABASE_URL is not set)"}`, () => {
+    it("runs the quickstart: a tool turn completes, persists and replays without dispatching", async () => {
+      const model = new FakeModelClient([scriptedToolCall({ id: "c1", name: "opening_hours", input: { day: "monday" } }), scriptedText("9 to 5.")]);
+      const rt = await open(config(model));
+      try {
+        const view = await rt.runner.runTurn(request("k1"));
+        expect(view.status).toBe("completed");
+        if (view.status !== "completed") return;
+        expect(view.result.reply).toEqual([{ type: "text", text: "9 to 5." }]);
+        expect(view.result.costMicros).toBeGreaterThan(0);
+        const again = await rt.runner.runTurn(request("k1"));
+        expect(again).toEqual({ ...view, replayed: true });
+        expect(model.calls).toBe(2);
+        expect((await rt.stores.sessions.load(SCOPE, "s1")).messages).toHaveLength(4);
+        const trails = await rt.stores.audit.query(SCOPE, { turnId: view.rootKey, limit: 500 });
+        expect(trails.items.map((e) => e.trail)).toEqual(expect.arrayContaining(["routing", "cost", "policy", "lifecycle"]));
+      } finally {
+        await rt.close();
+      }
+    });
+
+    it("answers busy for a second key and keeps one dispatch per key under concurrency", async () => {
+      const model = new FakeModelClient([scriptedText("one")]);
+      const rt = await open(config(model));
+      try {
+        const views = await Promise.all([rt.runner.runTurn(request("k1")), rt.runner.runTurn(request("k1")), rt.runner.runTurn(request("k2"))]);
+        expect(model.calls).toBe(1);
+        expect(views.map((v) => v.status)).toContain("completed");
+        expect(views.filter((v) => v.status === "completed" && !v.replayed)).toHaveLength(1);
+      } finally {
+        await rt.close();
+      }
+    });
+
+    it("releases an uncertain turn's session, and erasure makes the root unavailable", async () => {
+      const uncertain: string[] = [];
+      const model = new FakeModelClient([scriptedError(new ProviderError("overloaded", { kind: "overloaded", provider: "fake", status: 529 })), scriptedText("ok")]);
+      const rt = await open(config(model, uncertain));
+      try {
+        expect((await rt.runner.runTurn(request("k1"))).status).toBe("reconciliation_required");
+        expect(uncertain).toEqual(["call:main:overloaded:none"]);
+        expect((await rt.runner.runTurn(request("k2"))).status).toBe("completed");
+        await rt.erase(SCOPE, "s1");
+        expect((await rt.runner.read(SCOPE, conversationRootKey(SCOPE, "s1", "k2")))?.status).toBe("unavailable");
+      } finally {
+        await rt.close();
+      }
+    });
+  });
+}
+
+describe("sqlite persistence", () => {
+  it("keeps completed turns across a reopen of the same file", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "alma-rt-"));
+    dirs.push(dir);
+    const path = join(dir, "alma.db");
+    const first = sqlite({ ...config(new FakeModelClient([scriptedText("hello")])), store: { path } });
+    await first.runner.runTurn(request("k1"));
+    await first.close();
+    const model = new FakeModelClient([]);
+    const second = sqlite({ ...config(model), store: { path } });
+    const view = await second.runner.runTurn(request("k1"));
+    expect(view).toMatchObject({ status: "completed", replayed: true });
+    expect(model.calls).toBe(0);
+    await second.close();
+  });
+});
+
+
