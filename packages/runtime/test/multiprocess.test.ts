@@ -1,0 +1,96 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { conversationRootKey } from "@alma-harness/conversation";
+import { createPostgresStores } from "@alma-harness/store-postgres";
+
+const URL_ = process.env.ALMA_TEST_DATABASE_URL;
+const WORKER = fileURLToPath(new URL("./workers/turn-worker.ts", import.meta.url));
+const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
+const SCOPE = { org: "mp", uid: "u" };
+
+interface Line {
+  pid: number;
+  type: string;
+  key?: string;
+  sessionId?: string;
+  status?: string;
+  replayed?: boolean;
+}
+
+function worker(spec: object): { child: ChildProcess; lines: Line[]; done: Promise<number | null>; when: (p: (l: Line) => boolean) => Promise<void> } {
+  const child = spawn(process.execPath, ["--conditions=alma-source", "--import", "tsx", WORKER, JSON.stringify(spec)], { cwd: ROOT, env: process.env, stdio: ["ignore", "pipe", "inherit"] });
+  const lines: Line[] = [];
+  const waiters: { p: (l: Line) => boolean; resolve: () => void }[] = [];
+  let buffer = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    buffer += chunk.toString("utf8");
+    let at = buffer.indexOf("\n");
+    while (at >= 0) {
+      const line = JSON.parse(buffer.slice(0, at)) as Line;
+      buffer = buffer.slice(at + 1);
+      lines.push(line);
+      for (const w of waiters.filter((w) => w.p(line))) w.resolve();
+      at = buffer.indexOf("\n");
+    }
+  });
+  const done = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  const when = (p: (l: Line) => boolean) => (lines.some(p) ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ p, resolve })));
+  return { child, lines, done, when };
+}
+
+describe.skipIf(!URL_)(`many host processes on one PostgreSQL${URL_ ? "" : " (skipped: ALMA_TEST_DATABASE_URL is not set)"}`, () => {
+  it("dispatches each key at most once, never admits two turns of a session at once, and recovers a killed worker", async () => {
+    const schema = `mp_${process.pid}`;
+    const rootSchema = `mp_root_${process.pid}`;
+    const setup = await createPostgresStores({ connectionString: URL_, schema, rootSchema, migrate: true });
+    const jobs = [];
+    for (let s = 0; s < 4; s++) for (let k = 0; k < 3; k++) jobs.push({ sessionId: `session-${s}`, key: `s${s}-k${k}` });
+    const shuffled = (seed: number) => [...jobs].sort((a, b) => ((a.key.charCodeAt(1) * seed + a.key.charCodeAt(4)) % 7) - ((b.key.charCodeAt(1) * seed + b.key.charCodeAt(4)) % 7));
+    const workers = [1, 2, 3].map((seed) => worker({ schema, rootSchema, jobs: shuffled(seed) }));
+    const victim = worker({ schema, rootSchema, jobs: [{ sessionId: "session-killed", key: "killed-1" }], hang: true });
+    await victim.when((l) => l.type === "hanging");
+    victim.child.kill("SIGKILL");
+    await victim.done;
+    const codes = await Promise.all(workers.map((w) => w.done));
+    expect(codes).toEqual([0, 0, 0]);
+    const lines = workers.flatMap((w) => w.lines);
+
+    // Each key dispatched the model at most once across all processes (a turn is two calls: tool, answer).
+    for (const job of jobs) {
+      const dispatches = lines.filter((l) => l.type === "dispatch" && l.key === job.key).length;
+      expect(dispatches, job.key).toBeLessThanOrEqual(2);
+    }
+    // Every session's log holds each completed turn exactly once, contiguous and in order.
+    for (let s = 0; s < 4; s++) {
+      const view = await setup.sessions.load(SCOPE, `session-${s}`);
+      const turns = view.messages.map((m) => m.meta?.turn);
+      const seen: string[] = [];
+      for (const [i, turn] of turns.entries()) {
+        if (turn !== turns[i - 1]) {
+          expect(seen, "a turn's messages are contiguous (never two turns at once)").not.toContain(turn);
+          seen.push(turn as string);
+        }
+      }
+      for (const turn of seen) {
+        const own = view.messages.filter((m) => m.meta?.turn === turn);
+        expect(own.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+      }
+      const completed = new Set(lines.filter((l) => l.type === "view" && l.sessionId === `session-${s}` && l.status === "completed").map((l) => conversationRootKey(SCOPE, `session-${s}`, l.key as string)));
+      expect(new Set(seen)).toEqual(completed);
+    }
+
+    // The killed worker's session is held until releaseExpired, and its journal record is fenced, never re-sent.
+    const killedRoot = conversationRootKey(SCOPE, "session-killed", "killed-1");
+    const holder = await setup.admissions.holder(SCOPE, "session-killed");
+    expect(holder?.rootKey).toBe(killedRoot);
+    const later = (holder?.deadlineAt ?? 0) + 15 * 60_000;
+    expect(await setup.admissions.releaseExpired({ scope: SCOPE, now: later - 1, graceMs: 15 * 60_000 })).toHaveLength(0);
+    expect(await setup.admissions.releaseExpired({ scope: SCOPE, now: later, graceMs: 15 * 60_000 })).toHaveLength(1);
+    expect(await setup.admissions.holder(SCOPE, "session-killed")).toBeUndefined();
+    const fenced = await setup.execution.reconcileExpired({ scope: SCOPE, now: later });
+    expect(fenced.map((r) => r.state)).toEqual(["fenced"]);
+    expect(fenced[0]?.rootKey).toBe(killedRoot);
+    await setup.close();
+  }, 120_000);
+});
