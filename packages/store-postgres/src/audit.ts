@@ -1,0 +1,44 @@
+import type { AuditEvent, AuditLog, AuditQuery, AuditRecord, Scope } from "@alma-harness/core";
+import { normalizeAuditEvent, normalizeAuditQuery, pageOfFetched, scopeKey } from "@alma-harness/core/testing";
+import type pg from "pg";
+import { decodeJson, RECORD_VERSION, run } from "./pg.js";
+
+/**
+ * The audit log in PostgreSQL. `seq` is an identity column: append order within one connection;
+ * across concurrent writers a lower seq may commit after a higher one, so a cursor is an
+ * observation point, not a gap-free offset (the engine's own appends are awaited in order).
+ */
+export class PgAuditLog implements AuditLog {
+  readonly #pool: pg.Pool;
+
+  constructor(pool: pg.Pool) {
+    this.#pool = pool;
+  }
+
+  async append(event: AuditEvent): Promise<void> {
+    const e = normalizeAuditEvent(event);
+    const { key } = scopeKey(e.scope);
+    await run(this.#pool, "INSERT INTO audit_events (scope, session_id, turn_id, trail, v, event) VALUES ($1, $2, $3, $4, $5, $6)", [
+      key,
+      e.sessionId,
+      e.turnId,
+      e.trail,
+      RECORD_VERSION,
+      JSON.stringify(e),
+    ]);
+  }
+
+  async query(scope: Scope, query?: AuditQuery): Promise<{ readonly items: readonly AuditRecord[]; readonly nextCursor?: string }> {
+    const { key } = scopeKey(scope);
+    const q = normalizeAuditQuery(query);
+    const { rows } = await run<{ seq: number; v: number; event: string }>(
+      this.#pool,
+      `SELECT seq, v, event FROM audit_events WHERE scope = $1 AND seq > $2
+       AND ($3::text IS NULL OR session_id = $3) AND ($4::text IS NULL OR turn_id = $4) AND ($5::text IS NULL OR trail = $5)
+       ORDER BY seq LIMIT $6`,
+      [key, q.after ?? 0, q.sessionId ?? null, q.turnId ?? null, q.trail ?? null, q.limit + 1],
+    );
+    const items = rows.map((r) => Object.freeze({ ...decodeJson<AuditEvent>(r.v, r.event), seq: r.seq }) as AuditRecord);
+    return Object.freeze(pageOfFetched(items, q.limit, (r) => [r.seq]));
+  }
+}

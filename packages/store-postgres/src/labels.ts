@@ -1,0 +1,69 @@
+import { canonicalJson, normalizeSessionLabels, type Scope, SessionLabelConflictError, SessionLabelErasedError, type SessionLabels, type SessionLabelStore, validateId } from "@alma-harness/core";
+import { scopeKey } from "@alma-harness/core/testing";
+import type pg from "pg";
+import { deepFreeze, type Queryable, run, transaction } from "./pg.js";
+
+/** Writes and erasure of one scope's labels serialize on this transaction-scoped advisory lock. */
+async function lockScope(tx: Queryable, key: string): Promise<void> {
+  await tx.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`alma:labels:${key}`]);
+}
+
+/** Session labels in PostgreSQL. Tombstones and seals are rows; per-scope serialization means a seal can never be outrun by a put. */
+export class PgSessionLabelStore implements SessionLabelStore {
+  readonly #pool: pg.Pool;
+
+  constructor(pool: pg.Pool) {
+    this.#pool = pool;
+  }
+
+  async put(scope: Scope, sessionId: string, labels: SessionLabels): Promise<SessionLabels> {
+    const { key } = scopeKey(scope);
+    const id = validateId("sessionId", sessionId);
+    const normalized = normalizeSessionLabels(labels);
+    const text = canonicalJson(normalized);
+    return transaction(this.#pool, async (tx) => {
+      await lockScope(tx, key);
+      if ((await tx.query("SELECT 1 FROM sealed_label_scopes WHERE scope = $1", [key])).rowCount) throw new SessionLabelErasedError();
+      const row = (await tx.query<{ labels: string | null; erased: boolean }>("SELECT labels, erased FROM session_labels WHERE scope = $1 AND session_id = $2", [key, id]))
+        .rows[0];
+      if (row?.erased) throw new SessionLabelErasedError();
+      if (row) {
+        if (row.labels === text) return normalized;
+        throw new SessionLabelConflictError();
+      }
+      await tx.query("INSERT INTO session_labels (scope, session_id, labels) VALUES ($1, $2, $3)", [key, id, text]);
+      return normalized;
+    });
+  }
+
+  async get(scope: Scope, sessionId: string): Promise<SessionLabels | undefined> {
+    const { key } = scopeKey(scope);
+    const id = validateId("sessionId", sessionId);
+    const { rows } = await run<{ labels: string | null }>(
+      this.#pool,
+      `SELECT l.labels FROM session_labels l WHERE l.scope = $1 AND l.session_id = $2 AND NOT l.erased
+       AND NOT EXISTS (SELECT 1 FROM sealed_label_scopes s WHERE s.scope = l.scope)`,
+      [key, id],
+    );
+    const text = rows[0]?.labels;
+    return text ? deepFreeze(JSON.parse(text) as SessionLabels) : undefined;
+  }
+
+  async erase(scope: Scope, sessionId?: string): Promise<void> {
+    const { key } = scopeKey(scope);
+    const id = sessionId === undefined ? undefined : validateId("sessionId", sessionId);
+    await transaction(this.#pool, async (tx) => {
+      await lockScope(tx, key);
+      if (id === undefined) {
+        await tx.query("INSERT INTO sealed_label_scopes (scope) VALUES ($1) ON CONFLICT (scope) DO NOTHING", [key]);
+        await tx.query("UPDATE session_labels SET labels = NULL, erased = true WHERE scope = $1", [key]);
+        return;
+      }
+      await tx.query(
+        `INSERT INTO session_labels (scope, session_id, labels, erased) VALUES ($1, $2, NULL, true)
+         ON CONFLICT (scope, session_id) DO UPDATE SET labels = NULL, erased = true`,
+        [key, id],
+      );
+    });
+  }
+}

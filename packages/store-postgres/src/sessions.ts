@@ -1,0 +1,185 @@
+import {
+  type AppendOpts,
+  DuplicateEventError,
+  FenceError,
+  type Msg,
+  type Scope,
+  type SessionStore,
+  type SessionSummary,
+  type SessionView,
+  validateId,
+} from "@alma-harness/core";
+import {
+  closedObject,
+  decodeCursor,
+  eventIdsOf,
+  lastRotation,
+  normalizeMessages,
+  PAGE,
+  pageLimit,
+  pageOfFetched,
+  scopeKey,
+  validateTime,
+} from "@alma-harness/core/testing";
+import type pg from "pg";
+import { decodeJson, type Queryable, RECORD_VERSION, run, transaction } from "./pg.js";
+
+interface SessionRow {
+  readonly revision: number;
+  readonly view_offset: number;
+  readonly erased: boolean;
+}
+
+interface MessageRow {
+  readonly v: number;
+  readonly body: string;
+}
+
+const EMPTY: readonly Msg[] = Object.freeze([]);
+
+/**
+ * Sessions in PostgreSQL. An append reads its admission `FOR SHARE` and the session `FOR UPDATE`
+ * in the transaction that writes the batch: the admission cannot be marked uncertain, finished or
+ * released until the batch has committed, and appends to one session are serialized.
+ */
+export class PgSessionStore implements SessionStore {
+  readonly #pool: pg.Pool;
+
+  constructor(pool: pg.Pool) {
+    this.#pool = pool;
+  }
+
+  async load(scope: Scope, sessionId: string): Promise<SessionView> {
+    const { key } = scopeKey(scope);
+    const id = validateId("sessionId", sessionId);
+    // One statement, one snapshot: the session row and its messages always agree.
+    const { rows } = await run<SessionRow & { v: number | null; body: string | null }>(
+      this.#pool,
+      `SELECT s.revision, s.view_offset, s.erased, m.v, m.body FROM sessions s
+       LEFT JOIN messages m ON NOT s.erased AND m.scope = s.scope AND m.session_id = s.session_id AND m.position >= s.view_offset
+       WHERE s.scope = $1 AND s.session_id = $2 ORDER BY m.position`,
+      [key, id],
+    );
+    const head = rows[0];
+    if (!head || head.erased) return Object.freeze({ messages: EMPTY, revision: 0, offset: 0, erased: head !== undefined });
+    const messages = rows.flatMap((r) => (r.body === null ? [] : [decodeJson<Msg>(r.v ?? 0, r.body)]));
+    return Object.freeze({ messages: Object.freeze(messages), revision: head.revision, offset: head.view_offset, erased: false });
+  }
+
+  async append(scope: Scope, sessionId: string, messages: readonly Msg[], opts: AppendOpts & { readonly now: number }): Promise<{ readonly revision: number }> {
+    const { key } = scopeKey(scope);
+    const id = validateId("sessionId", sessionId);
+    const o = closedObject("opts", opts, ["admissionId", "now"]);
+    const admissionId = validateId("admissionId", o.admissionId);
+    const now = validateTime("now", o.now);
+    const batch = normalizeMessages(messages);
+    const events = eventIdsOf(batch);
+    const bodies = batch.map((m) => JSON.stringify(m));
+    return transaction(this.#pool, async (tx) => {
+      await holdAdmission(tx, key, id, admissionId, now);
+      const session = await lockSession(tx, key, id, now);
+      if (session.erased) throw new FenceError("the session was erased");
+      await checkEvents(tx, key, id, events);
+      const start = session.revision;
+      await tx.query(
+        `INSERT INTO messages (scope, session_id, position, event_id, v, body)
+         SELECT $1, $2, $3 + i - 1, e, $4, b FROM unnest($5::text[], $6::text[]) WITH ORDINALITY AS x(e, b, i)`,
+        [key, id, start, RECORD_VERSION, batch.map((m) => m.meta?.event?.id ?? null), bodies],
+      );
+      const marker = lastRotation(batch);
+      const offset = marker >= 0 ? start + marker : session.view_offset;
+      const revision = start + batch.length;
+      await tx.query("UPDATE sessions SET revision = $3, view_offset = $4, updated_at = $5 WHERE scope = $1 AND session_id = $2", [
+        key,
+        id,
+        revision,
+        offset,
+        now,
+      ]);
+      return Object.freeze({ revision });
+    });
+  }
+
+  async findEvents(scope: Scope, sessionId: string, eventIds: readonly string[]): Promise<readonly Msg[]> {
+    const { key } = scopeKey(scope);
+    const id = validateId("sessionId", sessionId);
+    if (!Array.isArray(eventIds)) throw new TypeError("eventIds must be an array");
+    const ids = eventIds.map((e, i) => validateId(`eventIds[${i}]`, e));
+    if (ids.length === 0) return EMPTY;
+    const { rows } = await run<MessageRow>(
+      this.#pool,
+      `SELECT m.v, m.body FROM messages m JOIN sessions s ON s.scope = m.scope AND s.session_id = m.session_id
+       WHERE m.scope = $1 AND m.session_id = $2 AND NOT s.erased AND m.event_id = ANY($3::text[]) ORDER BY m.position`,
+      [key, id, ids],
+    );
+    return Object.freeze(rows.map((r) => decodeJson<Msg>(r.v, r.body)));
+  }
+
+  async list(scope: Scope, opts: { readonly cursor?: string; readonly limit?: number } = {}): Promise<{ readonly items: readonly SessionSummary[]; readonly nextCursor?: string }> {
+    const { key } = scopeKey(scope);
+    const o = closedObject("opts", opts, ["cursor", "limit"]);
+    const limit = pageLimit(o.limit, PAGE.sessions.def, PAGE.sessions.max);
+    const after = decodeCursor(o.cursor, ["string"]);
+    const { rows } = await run<{ session_id: string; revision: number; updated_at: number }>(
+      this.#pool,
+      `SELECT session_id, revision, updated_at FROM sessions WHERE scope = $1 AND NOT erased AND session_id > $2
+       ORDER BY session_id LIMIT $3`,
+      [key, after?.[0] ?? "", limit + 1],
+    );
+    const items = rows.map((r): SessionSummary => Object.freeze({ sessionId: r.session_id, revision: r.revision, updatedAt: r.updated_at }));
+    return Object.freeze(pageOfFetched(items, limit, (s) => [s.sessionId]));
+  }
+
+  async erase(scope: Scope, sessionId: string): Promise<void> {
+    const { key } = scopeKey(scope);
+    const id = validateId("sessionId", sessionId);
+    await transaction(this.#pool, async (tx) => {
+      await tx.query(
+        `INSERT INTO sessions (scope, session_id, revision, view_offset, updated_at, erased) VALUES ($1, $2, 0, 0, 0, true)
+         ON CONFLICT (scope, session_id) DO UPDATE SET revision = 0, view_offset = 0, erased = true`,
+        [key, id],
+      );
+      await tx.query("DELETE FROM messages WHERE scope = $1 AND session_id = $2", [key, id]);
+    });
+  }
+}
+
+/** Reads the admission `FOR SHARE`: held until commit, so no transition of it can slip in before the batch lands. */
+async function holdAdmission(tx: Queryable, key: string, sessionId: string, admissionId: string, now: number): Promise<void> {
+  const { rows } = await tx.query<{ session_id: string; state: string; deadline_at: number }>(
+    "SELECT session_id, state, deadline_at FROM admissions WHERE scope = $1 AND admission_id = $2 FOR SHARE",
+    [key, admissionId],
+  );
+  const admission = rows[0];
+  if (admission?.state !== "active" || admission.session_id !== sessionId || now >= admission.deadline_at) throw new FenceError();
+}
+
+/** Creates the session row when absent and locks it, serializing appends and erasure per session. */
+async function lockSession(tx: Queryable, key: string, sessionId: string, now: number): Promise<SessionRow> {
+  await tx.query(
+    `INSERT INTO sessions (scope, session_id, revision, view_offset, updated_at) VALUES ($1, $2, 0, 0, $3)
+     ON CONFLICT (scope, session_id) DO NOTHING`,
+    [key, sessionId, now],
+  );
+  const { rows } = await tx.query<SessionRow>(
+    "SELECT revision, view_offset, erased FROM sessions WHERE scope = $1 AND session_id = $2 FOR UPDATE",
+    [key, sessionId],
+  );
+  return rows[0] as SessionRow;
+}
+
+async function checkEvents(tx: Queryable, key: string, sessionId: string, events: readonly string[]): Promise<void> {
+  const seen = new Set<string>();
+  for (const event of events) {
+    if (seen.has(event)) throw new DuplicateEventError(event);
+    seen.add(event);
+  }
+  if (events.length === 0) return;
+  const { rows } = await tx.query<{ event_id: string }>(
+    "SELECT event_id FROM messages WHERE scope = $1 AND session_id = $2 AND event_id = ANY($3::text[])",
+    [key, sessionId, [...events]],
+  );
+  const present = new Set(rows.map((r) => r.event_id));
+  const first = events.find((e) => present.has(e));
+  if (first !== undefined) throw new DuplicateEventError(first);
+}

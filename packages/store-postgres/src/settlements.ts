@@ -1,0 +1,148 @@
+import {
+  type CostSettlementStore,
+  canonicalJson,
+  type JsonValue,
+  type Scope,
+  SettlementConflictError,
+  type SettlementInput,
+  type SettlementRecord,
+  type SpendStore,
+  validateId,
+} from "@alma-harness/core";
+import { closedObject, decodeCursor, normalizeSettlement, PAGE, pageLimit, pageOfFetched, scopeKey, validateDay, validateOrg } from "@alma-harness/core/testing";
+import type pg from "pg";
+import { decodeJson, RECORD_VERSION, run, transaction } from "./pg.js";
+
+interface SettlementRow {
+  readonly v: number;
+  readonly record: string;
+}
+
+function toRecord(row: SettlementRow, status: SettlementRecord["status"] = "applied"): SettlementRecord {
+  return Object.freeze({ ...decodeJson<SettlementInput>(row.v, row.record), status });
+}
+
+/**
+ * Settlements in PostgreSQL: the receipt's insert-or-nothing, its obligations and both counter
+ * increments commit together. A concurrent equal settle waits on the first insert and then reads it
+ * as a replay; counters are incremented in place (`usd_micros + n`), never read and rewritten.
+ */
+export class PgCostSettlementStore implements CostSettlementStore {
+  readonly #pool: pg.Pool;
+
+  constructor(pool: pg.Pool) {
+    this.#pool = pool;
+  }
+
+  async settle(input: SettlementInput): Promise<SettlementRecord> {
+    const s = normalizeSettlement(input);
+    const { key } = scopeKey(s.scope);
+    const text = canonicalJson(s as unknown as JsonValue);
+    const id = s.receipt.settlementId;
+    return transaction(this.#pool, async (tx) => {
+      const inserted = await tx.query(
+        `INSERT INTO settlements (scope, settlement_id, session_id, turn_id, at, v, record) VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (scope, settlement_id) DO NOTHING`,
+        [key, id, s.sessionId, s.receipt.turnId, s.at, RECORD_VERSION, text],
+      );
+      if (inserted.rowCount === 0) {
+        const existing = (await tx.query<SettlementRow>("SELECT v, record FROM settlements WHERE scope = $1 AND settlement_id = $2", [key, id])).rows[0];
+        if (existing?.record !== text) throw new SettlementConflictError(id);
+        return toRecord(existing, "replayed");
+      }
+      await tx.query("INSERT INTO settlement_obligations (scope, settlement_id, consumer) SELECT $1, $2, unnest($3::text[])", [key, id, [...s.consumers]]);
+      await tx.query(
+        `INSERT INTO spend_sessions (scope, session_id, usd_micros) VALUES ($1, $2, $3)
+         ON CONFLICT (scope, session_id) DO UPDATE SET usd_micros = spend_sessions.usd_micros + EXCLUDED.usd_micros`,
+        [key, s.sessionId, s.receipt.usdMicros],
+      );
+      await tx.query(
+        `INSERT INTO spend_tenant_days (org, day, usd_micros) VALUES ($1, $2, $3)
+         ON CONFLICT (org, day) DO UPDATE SET usd_micros = spend_tenant_days.usd_micros + EXCLUDED.usd_micros`,
+        [s.scope.org, s.day, s.receipt.usdMicros],
+      );
+      return Object.freeze({ ...s, status: "applied" as const });
+    });
+  }
+
+  async get(scope: Scope, settlementId: string): Promise<SettlementRecord | undefined> {
+    const { key } = scopeKey(scope);
+    const id = validateId("settlementId", settlementId);
+    const row = (await run<SettlementRow>(this.#pool, "SELECT v, record FROM settlements WHERE scope = $1 AND settlement_id = $2", [key, id])).rows[0];
+    return row ? toRecord(row) : undefined;
+  }
+
+  async list(
+    scope: Scope,
+    opts: { readonly sessionId?: string; readonly turnId?: string; readonly cursor?: string; readonly limit?: number } = {},
+  ): Promise<{ readonly items: readonly SettlementRecord[]; readonly nextCursor?: string }> {
+    const { key } = scopeKey(scope);
+    const o = closedObject("opts", opts, ["sessionId", "turnId", "cursor", "limit"]);
+    const sessionId = o.sessionId === undefined ? null : validateId("sessionId", o.sessionId);
+    const turnId = o.turnId === undefined ? null : validateId("turnId", o.turnId);
+    const limit = pageLimit(o.limit, PAGE.settlements.def, PAGE.settlements.max);
+    const after = decodeCursor(o.cursor, ["number", "string"]) ?? [-1, ""];
+    const { rows } = await run<SettlementRow>(
+      this.#pool,
+      `SELECT v, record FROM settlements WHERE scope = $1 AND ($2::text IS NULL OR session_id = $2) AND ($3::text IS NULL OR turn_id = $3)
+       AND (at, settlement_id) > ($4, $5) ORDER BY at, settlement_id LIMIT $6`,
+      [key, sessionId, turnId, after[0], after[1], limit + 1],
+    );
+    return Object.freeze(pageOfFetched(rows.map((r) => toRecord(r)), limit, (r) => [r.at, r.receipt.settlementId]));
+  }
+
+  async pending(scope: Scope, consumer: string, limit?: number): Promise<readonly SettlementRecord[]> {
+    const { key } = scopeKey(scope);
+    const c = validateId("consumer", consumer);
+    const max = pageLimit(limit, PAGE.pending.def, PAGE.pending.max);
+    const { rows } = await run<SettlementRow>(
+      this.#pool,
+      `SELECT s.v, s.record FROM settlement_obligations o JOIN settlements s ON s.scope = o.scope AND s.settlement_id = o.settlement_id
+       WHERE o.scope = $1 AND o.consumer = $2 AND NOT o.acknowledged ORDER BY s.at, s.settlement_id LIMIT $3`,
+      [key, c, max],
+    );
+    return Object.freeze(rows.map((r) => toRecord(r)));
+  }
+
+  async acknowledge(scope: Scope, consumer: string, settlementId: string): Promise<void> {
+    const { key } = scopeKey(scope);
+    const c = validateId("consumer", consumer);
+    const id = validateId("settlementId", settlementId);
+    await run(this.#pool, "UPDATE settlement_obligations SET acknowledged = true WHERE scope = $1 AND consumer = $2 AND settlement_id = $3", [key, c, id]);
+  }
+}
+
+/** Spend counters in PostgreSQL, shared by every host process; they move only inside settlement. */
+export class PgSpendStore implements SpendStore {
+  readonly #pool: pg.Pool;
+
+  constructor(pool: pg.Pool) {
+    this.#pool = pool;
+  }
+
+  async peek(scope: Scope, sessionId: string, day: string): Promise<{ readonly sessionMicros: number; readonly tenantDayMicros: number }> {
+    const { scope: s, key } = scopeKey(scope);
+    const id = validateId("sessionId", sessionId);
+    const d = validateDay("day", day);
+    const { rows } = await run<{ session: number | null; tenant: number | null }>(
+      this.#pool,
+      `SELECT (SELECT usd_micros FROM spend_sessions WHERE scope = $1 AND session_id = $2) AS session,
+              (SELECT usd_micros FROM spend_tenant_days WHERE org = $3 AND day = $4) AS tenant`,
+      [key, id, s.org, d],
+    );
+    return Object.freeze({ sessionMicros: rows[0]?.session ?? 0, tenantDayMicros: rows[0]?.tenant ?? 0 });
+  }
+
+  async tenantDays(org: string, opts: { readonly from?: string; readonly to?: string } = {}): Promise<readonly { readonly day: string; readonly usdMicros: number }[]> {
+    const tenant = validateOrg(org);
+    const o = closedObject("opts", opts, ["from", "to"]);
+    const from = o.from === undefined ? "" : validateDay("from", o.from);
+    const to = o.to === undefined ? "9999-12-31" : validateDay("to", o.to);
+    const { rows } = await run<{ day: string; usd_micros: number }>(
+      this.#pool,
+      "SELECT day, usd_micros FROM spend_tenant_days WHERE org = $1 AND day >= $2 AND day <= $3 ORDER BY day",
+      [tenant, from, to],
+    );
+    return Object.freeze(rows.map((r) => Object.freeze({ day: r.day, usdMicros: r.usd_micros })));
+  }
+}

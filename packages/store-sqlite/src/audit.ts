@@ -1,0 +1,43 @@
+import type { AuditEvent, AuditLog, AuditQuery, AuditRecord, Scope } from "@alma-harness/core";
+import { normalizeAuditEvent, normalizeAuditQuery, pageOfFetched, scopeKey } from "@alma-harness/core/testing";
+import { decodeJson, RECORD_VERSION, type SqliteDb } from "./db.js";
+
+/** The audit log in SQLite: one row per event, `seq` from the table's autoincrement (append order). */
+export class SqliteAuditLog implements AuditLog {
+  readonly #db: SqliteDb;
+
+  constructor(db: SqliteDb) {
+    this.#db = db;
+  }
+
+  async append(event: AuditEvent): Promise<void> {
+    const e = normalizeAuditEvent(event);
+    const { key } = scopeKey(e.scope);
+    this.#db.guard(() =>
+      this.#db
+        .stmt("INSERT INTO audit_events (scope, session_id, turn_id, trail, v, event) VALUES (?, ?, ?, ?, ?, ?)")
+        .run(key, e.sessionId, e.turnId, e.trail, RECORD_VERSION, JSON.stringify(e)),
+    );
+  }
+
+  async query(scope: Scope, query?: AuditQuery): Promise<{ readonly items: readonly AuditRecord[]; readonly nextCursor?: string }> {
+    const { key } = scopeKey(scope);
+    const q = normalizeAuditQuery(query);
+    const rows = this.#db.guard(
+      () =>
+        this.#db
+          .stmt(
+            `SELECT seq, v, event FROM audit_events WHERE scope = ? AND seq > ?
+             AND (? IS NULL OR session_id = ?) AND (? IS NULL OR turn_id = ?) AND (? IS NULL OR trail = ?)
+             ORDER BY seq LIMIT ?`,
+          )
+          .all(key, q.after ?? 0, q.sessionId ?? null, q.sessionId ?? null, q.turnId ?? null, q.turnId ?? null, q.trail ?? null, q.trail ?? null, q.limit + 1) as {
+          seq: number;
+          v: number;
+          event: string;
+        }[],
+    );
+    const items = rows.map((r) => Object.freeze({ ...decodeJson<AuditEvent>(r.v, r.event), seq: r.seq }) as AuditRecord);
+    return Object.freeze(pageOfFetched(items, q.limit, (r) => [r.seq]));
+  }
+}

@@ -1,0 +1,157 @@
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { AlmaError, ConflictError, type Scope, StoreUnavailableError } from "@alma-harness/core";
+import Database from "better-sqlite3";
+import { MAIN_MIGRATIONS, type Migration, ROOT_MIGRATIONS } from "./migrations.js";
+
+export interface SqliteStoreOptions {
+  /** The main database file (created with its directory when absent), or `:memory:`. */
+  readonly path: string;
+  /** The root-results file; default: beside `path`, `alma.db` → `alma.root-results.db`. */
+  readonly rootResultsPath?: string;
+  /**
+   * `full` (default) syncs every commit, so a claim or dispatch that returned survives power loss:
+   * durable before effect. `normal` is faster in WAL mode and may lose the last commits on power loss.
+   */
+  readonly synchronous?: "full" | "normal";
+  /** How long a write waits for another connection's lock before failing as unavailable (default 5000 ms). */
+  readonly busyTimeoutMs?: number;
+}
+
+/** The record format of every JSON column this build writes; reading another is refused, never guessed. */
+export const RECORD_VERSION = 1;
+
+/** One connection, its cached statements and the transaction helpers every store uses. */
+export class SqliteDb {
+  readonly raw: Database.Database;
+  readonly #statements = new Map<string, Database.Statement>();
+  readonly #immediate: (run: () => unknown) => unknown;
+
+  constructor(raw: Database.Database) {
+    this.raw = raw;
+    const tx = raw.transaction((run: () => unknown) => run());
+    this.#immediate = (run) => tx.immediate(run);
+  }
+
+  stmt(sql: string): Database.Statement {
+    let statement = this.#statements.get(sql);
+    if (!statement) {
+      statement = this.raw.prepare(sql);
+      this.#statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  /**
+   * Runs `fn` inside `BEGIN IMMEDIATE`: the write lock is taken before the first read, so a check
+   * (an admission, a fence, an existing id) and the write it guards are one step for every
+   * connection to this file. Throws inside roll the whole transaction back.
+   */
+  write<T>(fn: () => T): T {
+    return this.guard(() => this.#immediate(fn) as T);
+  }
+
+  /** Runs a read (or a single self-contained statement), mapping driver failures to contract errors. */
+  guard<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (error) {
+      throw mapSqliteError(error);
+    }
+  }
+
+  close(): void {
+    if (this.raw.open) this.raw.close();
+  }
+}
+
+/** Driver failures as contract errors: never a raw SQLITE_* code to the caller. */
+export function mapSqliteError(error: unknown): unknown {
+  if (error instanceof AlmaError) return error;
+  if (error instanceof Database.SqliteError) {
+    if (error.code.startsWith("SQLITE_CONSTRAINT")) {
+      return new ConflictError("store_conflict", "the write conflicts with a stored record");
+    }
+    return new StoreUnavailableError(`sqlite: ${error.code}`, error);
+  }
+  if (error instanceof TypeError && /database connection is not open/.test(error.message)) {
+    return new StoreUnavailableError("the sqlite store is closed", error);
+  }
+  return error;
+}
+
+export function defaultRootPath(path: string): string {
+  if (path === ":memory:") return ":memory:";
+  const match = /^(.*?)(\.[^./\\]+)?$/.exec(path);
+  return `${match?.[1] ?? path}.root-results${match?.[2] ?? ".db"}`;
+}
+
+/** Opens the main file, attaches the root-results file as `root`, sets WAL and migrates both. */
+export function openDatabase(options: SqliteStoreOptions): SqliteDb {
+  const rootPath = options.rootResultsPath ?? defaultRootPath(options.path);
+  for (const file of [options.path, rootPath]) if (file !== ":memory:") mkdirSync(dirname(file), { recursive: true });
+  const raw = new Database(options.path);
+  try {
+    raw.pragma(`busy_timeout = ${Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5000))}`);
+    raw.prepare("ATTACH DATABASE ? AS root").run(rootPath);
+    for (const schema of ["main", "root"]) {
+      raw.pragma(`${schema}.journal_mode = WAL`);
+      raw.pragma(`${schema}.synchronous = ${options.synchronous === "normal" ? "NORMAL" : "FULL"}`);
+    }
+    raw.pragma("foreign_keys = ON");
+    migrate(raw, "main", MAIN_MIGRATIONS);
+    migrate(raw, "root", ROOT_MIGRATIONS);
+  } catch (error) {
+    raw.close();
+    throw mapSqliteError(error);
+  }
+  return new SqliteDb(raw);
+}
+
+/** Applies the steps newer than the schema's recorded version, each in its own immediate transaction. */
+export function migrate(raw: Database.Database, schema: "main" | "root", steps: readonly Migration[]): void {
+  raw.exec(
+    `CREATE TABLE IF NOT EXISTS ${schema}.schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)`,
+  );
+  const latest = steps[steps.length - 1]?.version ?? 0;
+  const current = schemaVersion(raw, schema);
+  if (current > latest) {
+    throw new StoreUnavailableError(`the ${schema} database is at schema version ${current}, newer than this build's ${latest}`);
+  }
+  for (const step of steps) {
+    const apply = raw.transaction(() => {
+      // Re-read under the write lock: another process may have applied the step meanwhile.
+      if (schemaVersion(raw, schema) >= step.version) return;
+      raw.exec(step.sql);
+      raw.prepare(`INSERT INTO ${schema}.schema_version (version, name) VALUES (?, ?)`).run(step.version, step.name);
+    });
+    if (step.version > current) apply.immediate();
+  }
+}
+
+export function schemaVersion(raw: Database.Database, schema: "main" | "root"): number {
+  const row = raw.prepare(`SELECT COALESCE(MAX(version), 0) AS version FROM ${schema}.schema_version`).get() as { version: number };
+  return row.version;
+}
+
+/** `org/uid` back to a frozen scope (neither part may contain `/`). */
+export function scopeFrom(key: string): Scope {
+  const slash = key.indexOf("/");
+  return Object.freeze({ org: key.slice(0, slash), uid: key.slice(slash + 1) });
+}
+
+/** Parses a versioned JSON column into a deep-frozen value; an unknown version is refused. */
+export function decodeJson<T>(version: number, text: string): T {
+  if (version !== RECORD_VERSION) {
+    throw new StoreUnavailableError(`a stored record has format version ${version}; this build reads ${RECORD_VERSION}`);
+  }
+  return deepFreeze(JSON.parse(text)) as T;
+}
+
+export function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,71 @@
+import { canonicalJson, normalizeSessionLabels, type Scope, SessionLabelConflictError, SessionLabelErasedError, type SessionLabels, type SessionLabelStore, validateId } from "@alma-harness/core";
+import { scopeKey } from "@alma-harness/core/testing";
+import { deepFreeze, type SqliteDb } from "./db.js";
+
+interface LabelRow {
+  readonly labels: string | null;
+  readonly erased: number;
+}
+
+/** Session labels in SQLite. Tombstones and scope seals are rows, so erasure outlives any later write. */
+export class SqliteSessionLabelStore implements SessionLabelStore {
+  readonly #db: SqliteDb;
+
+  constructor(db: SqliteDb) {
+    this.#db = db;
+  }
+
+  async put(scope: Scope, sessionId: string, labels: SessionLabels): Promise<SessionLabels> {
+    const { key } = scopeKey(scope);
+    const id = validateId("sessionId", sessionId);
+    const normalized = normalizeSessionLabels(labels);
+    const text = canonicalJson(normalized);
+    return this.#db.write(() => {
+      if (this.#db.stmt("SELECT 1 FROM sealed_label_scopes WHERE scope = ?").get(key)) throw new SessionLabelErasedError();
+      const row = this.#db.stmt("SELECT labels, erased FROM session_labels WHERE scope = ? AND session_id = ?").get(key, id) as LabelRow | undefined;
+      if (row?.erased) throw new SessionLabelErasedError();
+      if (row) {
+        if (row.labels === text) return normalized;
+        throw new SessionLabelConflictError();
+      }
+      this.#db.stmt("INSERT INTO session_labels (scope, session_id, labels) VALUES (?, ?, ?)").run(key, id, text);
+      return normalized;
+    });
+  }
+
+  async get(scope: Scope, sessionId: string): Promise<SessionLabels | undefined> {
+    const { key } = scopeKey(scope);
+    const id = validateId("sessionId", sessionId);
+    const row = this.#db.guard(
+      () =>
+        this.#db
+          .stmt(
+            `SELECT l.labels, l.erased FROM session_labels l
+             WHERE l.scope = ? AND l.session_id = ? AND NOT EXISTS (SELECT 1 FROM sealed_label_scopes s WHERE s.scope = l.scope)`,
+          )
+          .get(key, id) as LabelRow | undefined,
+    );
+    if (!row || row.erased || row.labels === null) return undefined;
+    return deepFreeze(JSON.parse(row.labels) as SessionLabels);
+  }
+
+  async erase(scope: Scope, sessionId?: string): Promise<void> {
+    const { key } = scopeKey(scope);
+    if (sessionId === undefined) {
+      this.#db.write(() => {
+        this.#db.stmt("INSERT INTO sealed_label_scopes (scope) VALUES (?) ON CONFLICT (scope) DO NOTHING").run(key);
+        this.#db.stmt("UPDATE session_labels SET labels = NULL, erased = 1 WHERE scope = ?").run(key);
+      });
+      return;
+    }
+    const id = validateId("sessionId", sessionId);
+    this.#db.write(() =>
+      this.#db
+        .stmt(
+          `INSERT INTO session_labels (scope, session_id, labels, erased) VALUES (?, ?, NULL, 1)
+           ON CONFLICT (scope, session_id) DO UPDATE SET labels = NULL, erased = 1`,
+        )
+        .run(key, id),
+    );
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * Versioned schema steps, applied in order on open, each in its own transaction and recorded in
+ * `schema_version`. A step is never edited once released: add the next one instead. `scope` columns
+ * hold `org/uid` (neither part can contain `/`); JSON columns carry a record version `v`.
+ */
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+/** The main database: everything but root results. */
+export const MAIN_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "stores",
+    sql: `
+CREATE TABLE admissions (
+  scope TEXT NOT NULL,
+  admission_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  root_key TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('turn', 'events')),
+  state TEXT NOT NULL CHECK (state IN ('active', 'uncertain', 'finished', 'released')),
+  release_reason TEXT CHECK (release_reason IN ('failed', 'expired')),
+  created_at INTEGER NOT NULL,
+  deadline_at INTEGER NOT NULL,
+  PRIMARY KEY (scope, admission_id)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX admissions_holder ON admissions (scope, session_id) WHERE state IN ('active', 'uncertain');
+CREATE INDEX admissions_expiry ON admissions (deadline_at) WHERE state IN ('active', 'uncertain');
+
+CREATE TABLE sessions (
+  scope TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  revision INTEGER NOT NULL,
+  view_offset INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  erased INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (scope, session_id)
+) WITHOUT ROWID;
+
+CREATE TABLE messages (
+  scope TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  event_id TEXT,
+  v INTEGER NOT NULL,
+  body TEXT NOT NULL,
+  PRIMARY KEY (scope, session_id, position)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX messages_event ON messages (scope, session_id, event_id) WHERE event_id IS NOT NULL;
+
+CREATE TABLE execution (
+  scope TEXT NOT NULL,
+  operation_id TEXT NOT NULL,
+  claim TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  deadline_at INTEGER NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('prepared', 'dispatching', 'received', 'settled', 'completed', 'not_dispatched', 'fenced')),
+  fence_token INTEGER NOT NULL,
+  v INTEGER NOT NULL,
+  evidence TEXT,
+  not_dispatched_cause TEXT,
+  settlement_id TEXT,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (scope, operation_id)
+) WITHOUT ROWID;
+CREATE INDEX execution_open ON execution (scope, created_at, operation_id) WHERE state NOT IN ('completed', 'not_dispatched');
+CREATE INDEX execution_expiry ON execution (deadline_at) WHERE state IN ('prepared', 'dispatching');
+
+CREATE TABLE results (
+  scope TEXT NOT NULL,
+  result_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  binding TEXT NOT NULL,
+  sensitivity TEXT NOT NULL,
+  max_chars INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('reserved', 'stored', 'erased', 'expired')),
+  v INTEGER NOT NULL,
+  envelope TEXT,
+  PRIMARY KEY (scope, result_id)
+) WITHOUT ROWID;
+CREATE INDEX results_session ON results (scope, session_id);
+CREATE INDEX results_expiry ON results (expires_at) WHERE state IN ('reserved', 'stored');
+
+CREATE TABLE settlements (
+  scope TEXT NOT NULL,
+  settlement_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  turn_id TEXT NOT NULL,
+  at INTEGER NOT NULL,
+  v INTEGER NOT NULL,
+  record TEXT NOT NULL,
+  PRIMARY KEY (scope, settlement_id)
+) WITHOUT ROWID;
+CREATE INDEX settlements_order ON settlements (scope, at, settlement_id);
+
+CREATE TABLE settlement_obligations (
+  scope TEXT NOT NULL,
+  settlement_id TEXT NOT NULL,
+  consumer TEXT NOT NULL,
+  acknowledged INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (scope, consumer, settlement_id)
+) WITHOUT ROWID;
+
+CREATE TABLE spend_sessions (
+  scope TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  usd_micros INTEGER NOT NULL,
+  PRIMARY KEY (scope, session_id)
+) WITHOUT ROWID;
+
+CREATE TABLE spend_tenant_days (
+  org TEXT NOT NULL,
+  day TEXT NOT NULL,
+  usd_micros INTEGER NOT NULL,
+  PRIMARY KEY (org, day)
+) WITHOUT ROWID;
+
+CREATE TABLE session_labels (
+  scope TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  labels TEXT,
+  erased INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (scope, session_id)
+) WITHOUT ROWID;
+
+CREATE TABLE sealed_label_scopes (
+  scope TEXT PRIMARY KEY
+) WITHOUT ROWID;
+
+CREATE TABLE audit_events (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  scope TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  turn_id TEXT NOT NULL,
+  trail TEXT NOT NULL,
+  v INTEGER NOT NULL,
+  event TEXT NOT NULL
+);
+CREATE INDEX audit_scope ON audit_events (scope, seq);
+`,
+  },
+];
+
+/**
+ * The root-results database, attached under the schema name `root`: a physically separate file, so
+ * a step-result query can never reach a final view (and the two can be backed up or erased apart).
+ */
+export const ROOT_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "root results",
+    sql: `
+CREATE TABLE root.results (
+  scope TEXT NOT NULL,
+  result_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  binding TEXT NOT NULL,
+  sensitivity TEXT NOT NULL,
+  max_chars INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('reserved', 'stored', 'erased', 'expired')),
+  v INTEGER NOT NULL,
+  envelope TEXT,
+  PRIMARY KEY (scope, result_id)
+) WITHOUT ROWID;
+CREATE INDEX root.results_session ON results (scope, session_id);
+CREATE INDEX root.results_expiry ON results (expires_at) WHERE state IN ('reserved', 'stored');
+`,
+  },
+];

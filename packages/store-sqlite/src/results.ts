@@ -1,0 +1,98 @@
+import { type ExecutionResultStore, type JsonValue, type ResultRecord, type ResultReservation, type ResultState, type ReserveResult, type Scope, ConflictError, validateId } from "@alma-harness/core";
+import { normalizeEnvelope, normalizeReservation, oversize, putRefusal, resultView, scopeKey, validateTime } from "@alma-harness/core/testing";
+import { decodeJson, RECORD_VERSION, type SqliteDb } from "./db.js";
+
+interface ResultRow {
+  readonly result_id: string;
+  readonly session_id: string;
+  readonly binding: string;
+  readonly sensitivity: ResultRecord["sensitivity"];
+  readonly max_chars: number;
+  readonly expires_at: number;
+  readonly state: ResultState;
+  readonly v: number;
+  readonly envelope: string | null;
+}
+
+function toView(row: ResultRow, now: number): ResultRecord {
+  const envelope = row.envelope === null ? undefined : decodeJson<JsonValue>(row.v, row.envelope);
+  const r = { resultId: row.result_id, sessionId: row.session_id, binding: row.binding, sensitivity: row.sensitivity, expiresAt: row.expires_at };
+  return resultView(r, row.state, envelope, now);
+}
+
+/**
+ * One result namespace in SQLite: `main.results` for step results, `root.results` (the attached
+ * root-results file) for conversation roots. Each instance only ever names its own table.
+ */
+export class SqliteResultStore implements ExecutionResultStore {
+  readonly #db: SqliteDb;
+  readonly #table: string;
+
+  constructor(db: SqliteDb, namespace: "main" | "root") {
+    this.#db = db;
+    this.#table = `${namespace}.results`;
+  }
+
+  async reserve(reservation: ResultReservation): Promise<ReserveResult> {
+    const r = normalizeReservation(reservation);
+    const { key } = scopeKey(r.scope);
+    return this.#db.write((): ReserveResult => {
+      const existing = this.#row(key, r.resultId);
+      if (existing) return Object.freeze({ status: "exists", record: toView(existing, r.createdAt) });
+      const row = this.#db
+        .stmt(
+          `INSERT INTO ${this.#table} (scope, result_id, session_id, binding, sensitivity, max_chars, expires_at, created_at, state, v)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'reserved', ?) RETURNING *`,
+        )
+        .get(key, r.resultId, r.sessionId, r.binding, r.sensitivity, r.maxChars, r.expiresAt, r.createdAt, RECORD_VERSION) as ResultRow;
+      return Object.freeze({ status: "reserved", record: toView(row, r.createdAt) });
+    });
+  }
+
+  async put(scope: Scope, resultId: string, envelope: JsonValue, now: number): Promise<ResultRecord> {
+    const { key } = scopeKey(scope);
+    const id = validateId("resultId", resultId);
+    const at = validateTime("now", now);
+    const e = normalizeEnvelope(envelope);
+    return this.#db.write(() => {
+      const row = this.#row(key, id);
+      const refusal = putRefusal(id, row?.state, row?.expires_at ?? 0, at);
+      if (refusal || !row) throw refusal;
+      if (row.state === "stored") {
+        if (row.envelope === e.text) return toView(row, at);
+        throw new ConflictError("result_conflict", `result "${id}" was stored with a different envelope`);
+      }
+      const tooBig = oversize(e.text, row.max_chars);
+      if (tooBig) throw tooBig;
+      const stored = this.#db
+        .stmt(`UPDATE ${this.#table} SET state = 'stored', envelope = ?, v = ? WHERE scope = ? AND result_id = ? RETURNING *`)
+        .get(e.text, RECORD_VERSION, key, id) as ResultRow;
+      return toView(stored, at);
+    });
+  }
+
+  async get(scope: Scope, resultId: string, now: number): Promise<ResultRecord | undefined> {
+    const { key } = scopeKey(scope);
+    const id = validateId("resultId", resultId);
+    const at = validateTime("now", now);
+    const row = this.#db.guard(() => this.#row(key, id));
+    return row ? toView(row, at) : undefined;
+  }
+
+  async eraseSession(scope: Scope, sessionId: string): Promise<number> {
+    const { key } = scopeKey(scope);
+    const id = validateId("sessionId", sessionId);
+    const sql = `UPDATE ${this.#table} SET state = 'erased', envelope = NULL WHERE scope = ? AND session_id = ? AND state != 'erased'`;
+    return this.#db.write(() => this.#db.stmt(sql).run(key, id).changes);
+  }
+
+  async purgeExpired(now: number): Promise<number> {
+    const at = validateTime("now", now);
+    const sql = `UPDATE ${this.#table} SET state = 'expired', envelope = NULL WHERE state IN ('reserved', 'stored') AND expires_at <= ?`;
+    return this.#db.write(() => this.#db.stmt(sql).run(at).changes);
+  }
+
+  #row(key: string, resultId: string): ResultRow | undefined {
+    return this.#db.stmt(`SELECT * FROM ${this.#table} WHERE scope = ? AND result_id = ?`).get(key, resultId) as ResultRow | undefined;
+  }
+}

@@ -1,0 +1,163 @@
+import {
+  type AppendOpts,
+  DuplicateEventError,
+  FenceError,
+  type Msg,
+  type Scope,
+  type SessionStore,
+  type SessionSummary,
+  type SessionView,
+  validateId,
+} from "@alma-harness/core";
+import {
+  closedObject,
+  decodeCursor,
+  eventIdsOf,
+  lastRotation,
+  normalizeMessages,
+  PAGE,
+  pageLimit,
+  pageOfFetched,
+  scopeKey,
+  validateTime,
+} from "@alma-harness/core/testing";
+import { decodeJson, RECORD_VERSION, type SqliteDb } from "./db.js";
+
+interface SessionRow {
+  readonly revision: number;
+  readonly view_offset: number;
+  readonly updated_at: number;
+  readonly erased: number;
+}
+
+interface MessageRow {
+  readonly v: number;
+  readonly body: string;
+}
+
+const EMPTY: readonly Msg[] = Object.freeze([]);
+const SESSION = "SELECT revision, view_offset, updated_at, erased FROM sessions WHERE scope = ? AND session_id = ?";
+
+/** Sessions in SQLite: the fence check, the duplicate check and the batch insert share one immediate transaction. */
+export class SqliteSessionStore implements SessionStore {
+  readonly #db: SqliteDb;
+
+  constructor(db: SqliteDb) {
+    this.#db = db;
+  }
+
+  async load(scope: Scope, sessionId: string): Promise<SessionView> {
+    const { key } = scopeKey(scope);
+    const id = validateId("sessionId", sessionId);
+    return this.#db.guard(() => {
+      const session = this.#db.stmt(SESSION).get(key, id) as SessionRow | undefined;
+      if (!session || session.erased) return Object.freeze({ messages: EMPTY, revision: 0, offset: 0, erased: session !== undefined });
+      const rows = this.#db
+        .stmt("SELECT v, body FROM messages WHERE scope = ? AND session_id = ? AND position >= ? ORDER BY position")
+        .all(key, id, session.view_offset) as MessageRow[];
+      const messages = Object.freeze(rows.map((r) => decodeJson<Msg>(r.v, r.body)));
+      return Object.freeze({ messages, revision: session.revision, offset: session.view_offset, erased: false });
+    });
+  }
+
+  async append(scope: Scope, sessionId: string, messages: readonly Msg[], opts: AppendOpts & { readonly now: number }): Promise<{ readonly revision: number }> {
+    const { key } = scopeKey(scope);
+    const id = validateId("sessionId", sessionId);
+    const o = closedObject("opts", opts, ["admissionId", "now"]);
+    const admissionId = validateId("admissionId", o.admissionId);
+    const now = validateTime("now", o.now);
+    const batch = normalizeMessages(messages);
+    const events = eventIdsOf(batch);
+    const bodies = batch.map((m) => JSON.stringify(m));
+    return this.#db.write(() => {
+      this.#checkFence(key, id, admissionId, now);
+      const session = this.#db.stmt(SESSION).get(key, id) as SessionRow | undefined;
+      if (session?.erased) throw new FenceError("the session was erased");
+      this.#checkEvents(key, id, events);
+      const start = session?.revision ?? 0;
+      const insert = this.#db.stmt("INSERT INTO messages (scope, session_id, position, event_id, v, body) VALUES (?, ?, ?, ?, ?, ?)");
+      batch.forEach((msg, i) => {
+        insert.run(key, id, start + i, msg.meta?.event?.id ?? null, RECORD_VERSION, bodies[i]);
+      });
+      const marker = lastRotation(batch);
+      const offset = marker >= 0 ? start + marker : (session?.view_offset ?? 0);
+      const revision = start + batch.length;
+      this.#db
+        .stmt(
+          `INSERT INTO sessions (scope, session_id, revision, view_offset, updated_at) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (scope, session_id) DO UPDATE SET revision = excluded.revision, view_offset = excluded.view_offset, updated_at = excluded.updated_at`,
+        )
+        .run(key, id, revision, offset, now);
+      return Object.freeze({ revision });
+    });
+  }
+
+  #checkFence(key: string, sessionId: string, admissionId: string, now: number): void {
+    const admission = this.#db
+      .stmt("SELECT session_id, state, deadline_at FROM admissions WHERE scope = ? AND admission_id = ?")
+      .get(key, admissionId) as { session_id: string; state: string; deadline_at: number } | undefined;
+    if (admission?.state !== "active" || admission.session_id !== sessionId || now >= admission.deadline_at) {
+      throw new FenceError();
+    }
+  }
+
+  #checkEvents(key: string, sessionId: string, events: readonly string[]): void {
+    const seen = new Set<string>();
+    const exists = this.#db.stmt("SELECT 1 FROM messages WHERE scope = ? AND session_id = ? AND event_id = ?");
+    for (const event of events) {
+      if (seen.has(event) || exists.get(key, sessionId, event)) throw new DuplicateEventError(event);
+      seen.add(event);
+    }
+  }
+
+  async findEvents(scope: Scope, sessionId: string, eventIds: readonly string[]): Promise<readonly Msg[]> {
+    const { key } = scopeKey(scope);
+    const id = validateId("sessionId", sessionId);
+    if (!Array.isArray(eventIds)) throw new TypeError("eventIds must be an array");
+    const ids = eventIds.map((e, i) => validateId(`eventIds[${i}]`, e));
+    if (ids.length === 0) return EMPTY;
+    const rows = this.#db.guard(
+      () =>
+        this.#db
+          .stmt(
+            `SELECT m.v, m.body FROM messages m JOIN sessions s ON s.scope = m.scope AND s.session_id = m.session_id
+             WHERE m.scope = ? AND m.session_id = ? AND s.erased = 0 AND m.event_id IN (SELECT value FROM json_each(?))
+             ORDER BY m.position`,
+          )
+          .all(key, id, JSON.stringify(ids)) as MessageRow[],
+    );
+    return Object.freeze(rows.map((r) => decodeJson<Msg>(r.v, r.body)));
+  }
+
+  async list(scope: Scope, opts: { readonly cursor?: string; readonly limit?: number } = {}): Promise<{ readonly items: readonly SessionSummary[]; readonly nextCursor?: string }> {
+    const { key } = scopeKey(scope);
+    const o = closedObject("opts", opts, ["cursor", "limit"]);
+    const limit = pageLimit(o.limit, PAGE.sessions.def, PAGE.sessions.max);
+    const after = decodeCursor(o.cursor, ["string"]);
+    const rows = this.#db.guard(
+      () =>
+        this.#db
+          .stmt(
+            `SELECT session_id, revision, updated_at FROM sessions
+             WHERE scope = ? AND erased = 0 AND session_id > ? ORDER BY session_id LIMIT ?`,
+          )
+          .all(key, after?.[0] ?? "", limit + 1) as { session_id: string; revision: number; updated_at: number }[],
+    );
+    const items = rows.map((r): SessionSummary => Object.freeze({ sessionId: r.session_id, revision: r.revision, updatedAt: r.updated_at }));
+    return Object.freeze(pageOfFetched(items, limit, (s) => [s.sessionId]));
+  }
+
+  async erase(scope: Scope, sessionId: string): Promise<void> {
+    const { key } = scopeKey(scope);
+    const id = validateId("sessionId", sessionId);
+    this.#db.write(() => {
+      this.#db.stmt("DELETE FROM messages WHERE scope = ? AND session_id = ?").run(key, id);
+      this.#db
+        .stmt(
+          `INSERT INTO sessions (scope, session_id, revision, view_offset, updated_at, erased) VALUES (?, ?, 0, 0, 0, 1)
+           ON CONFLICT (scope, session_id) DO UPDATE SET revision = 0, view_offset = 0, erased = 1`,
+        )
+        .run(key, id);
+    });
+  }
+}
