@@ -44,7 +44,7 @@ describe.skipIf(!URL_)(`many host processes on one PostgreSQL${URL_ ? "" : " (sk
     const schema = `mp_${process.pid}`;
     const rootSchema = `mp_root_${process.pid}`;
     const setup = await createPostgresStores({ connectionString: URL_, schema, rootSchema, migrate: true });
-    const jobs = [];
+    const jobs: { sessionId: string; key: string }[] = [];
     for (let s = 0; s < 4; s++) for (let k = 0; k < 3; k++) jobs.push({ sessionId: `session-${s}`, key: `s${s}-k${k}` });
     const shuffled = (seed: number) => [...jobs].sort((a, b) => ((a.key.charCodeAt(1) * seed + a.key.charCodeAt(4)) % 7) - ((b.key.charCodeAt(1) * seed + b.key.charCodeAt(4)) % 7));
     const workers = [1, 2, 3].map((seed) => worker({ schema, rootSchema, jobs: shuffled(seed) }));

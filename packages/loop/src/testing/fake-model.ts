@@ -133,7 +133,11 @@ export class FakeModelClient implements ModelClient {
   readonly id: string;
   readonly provider = "fake";
   readonly requests: ModelRequest[] = [];
-  /** How many streams were closed early by their consumer (`return()`), for cleanup assertions. */
+  /**
+   * How many streams the consumer closed with `return()` before pulling them to their end, for
+   * cleanup assertions. The engine closes every stream it stops pulling: after a violation, an
+   * abort, and after the first terminal frame (it never pulls past it).
+   */
   closed = 0;
   private readonly script: ScriptedResponse[];
   private readonly validator: ((request: ModelRequest) => void) | undefined;

@@ -1,0 +1,102 @@
+import {
+  addUsage,
+  type DelegateCompleted,
+  type ModelChoice,
+  type ModelRequest,
+  type Msg,
+  normalizeModelChoice,
+  type Sensitivity,
+  type Tier,
+  type ToolDefinition,
+  type Usage,
+  ZERO_USAGE,
+} from "@alma-harness/core";
+import { dispatchCalls, InterruptedDispatch } from "./dispatch.js";
+import type { TurnEnv } from "./env.js";
+import { UncertainTurnError } from "./errors.js";
+import { deepFreeze, type TurnState } from "./state.js";
+import { runModelStep } from "./step.js";
+
+/** A snapshotted, validated child request (direct or delegate). */
+export interface ChildRequest {
+  readonly tier: Tier;
+  readonly sensitivity: Sensitivity;
+  readonly prompt: string;
+  readonly system?: string;
+  readonly tools?: readonly string[];
+  readonly maxSteps?: number;
+  readonly maxOutputTokens?: number;
+}
+
+export interface ChildSpec {
+  readonly kind: "direct" | "delegate";
+  readonly parentCallId: string;
+  /** The depth of the handler that started the child. */
+  readonly depth: number;
+  /** The caller's grant: a delegate's tools are taken from it, never from the registry. */
+  readonly grant: ReadonlyMap<string, ToolDefinition>;
+}
+
+/** The child's own route: resolved from a copied intent; a throw, malformed choice or absent client is uncertain. */
+function routeChild(env: TurnEnv, req: ChildRequest, kind: "direct" | "delegate"): ModelChoice {
+  try {
+    const choice = normalizeModelChoice(env.engine.policy.resolve({ tier: req.tier, sensitivity: req.sensitivity, task: kind }));
+    if (!env.engine.clients.has(choice.clientId)) throw new Error(`the policy chose an absent client "${choice.clientId}"`);
+    return choice;
+  } catch (error) {
+    throw new UncertainTurnError(`call:${kind}:routing_unavailable`, "the policy refused the child's route", error);
+  }
+}
+
+function childRequest(choice: ModelChoice, req: ChildRequest, messages: readonly Msg[], tools: readonly ToolDefinition[]): ModelRequest {
+  return deepFreeze<ModelRequest>({
+    model: choice.model,
+    system: typeof req.system === "string" ? [{ type: "text", text: req.system }] : [],
+    messages: [...messages],
+    tools: tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema })),
+    maxOutputTokens: Math.min(choice.maxOutputTokens, req.maxOutputTokens ?? choice.maxOutputTokens),
+    ...(choice.cache !== false ? { cache: { ttl: choice.cache.ttl } } : {}),
+    ...(choice.reasoning ? { reasoning: choice.reasoning } : {}),
+    ...(choice.serviceTier ? { serviceTier: choice.serviceTier } : {}),
+  });
+}
+
+/**
+ * Runs a direct call (one step, no tools) or a delegate (its own step ceiling, a narrowed grant).
+ * Children share the root's call limit, ledger and signal. A child whose step returned tool calls
+ * that no later call could read (its ceiling, or the root's call limit) throws before they run.
+ * A zero-cost refusal (unpriced, cap) is thrown as `CallRefusedError`; anything uncertain as
+ * `UncertainTurnError`.
+ */
+export async function runChild(env: TurnEnv, state: TurnState, req: ChildRequest, spec: ChildSpec): Promise<DelegateCompleted> {
+  const { kind } = spec;
+  const choice = routeChild(env, req, kind);
+  const tools = kind === "delegate" ? (req.tools ?? []).map((n) => spec.grant.get(n)).filter((t): t is ToolDefinition => t !== undefined) : [];
+  const grant = new Map(tools.map((t) => [t.name, t]));
+  const maxSteps = kind === "direct" ? 1 : (req.maxSteps ?? env.engine.limits.delegateMaxSteps);
+  const messages: Msg[] = [{ role: "user", blocks: [{ type: "text", text: req.prompt }] }];
+  let usage: Usage = ZERO_USAGE;
+  for (let step = 1; ; step++) {
+    const request = childRequest(choice, req, messages, tools);
+    const done = await runModelStep(env, state, { kind, step, choice, request, parentCallId: spec.parentCallId, tier: req.tier, sensitivity: req.sensitivity });
+    usage = addUsage(usage, done.receipt.usage);
+    const { output } = done;
+    if (output.stopReason === "max_tokens") return { status: "completed", text: "", usage };
+    if (output.toolCalls.length === 0) return { status: "completed", text: output.text, usage };
+    if (step >= maxSteps) throw new UncertainTurnError(`call:${kind}:step_limit`, `the ${kind} exceeded its ${maxSteps} steps`);
+    if (state.callsUsed >= env.engine.limits.maxCalls) throw new UncertainTurnError(`call:${kind}:call_limit`, `no call is left to read the ${kind}'s tool results`);
+    messages.push({ role: "assistant", blocks: output.blocks.filter((b) => b.type !== "provider_tool_call" && b.type !== "provider_tool_result") });
+    try {
+      const results = await dispatchCalls(env, state, output.toolCalls, {
+        overBudgetFrom: Number.POSITIVE_INFINITY,
+        depth: spec.depth + 1,
+        grant,
+        sensitivity: req.sensitivity,
+        signal: env.signal,
+      });
+      messages.push({ role: "user", blocks: results });
+    } catch (error) {
+      throw error instanceof InterruptedDispatch ? error.reason : error;
+    }
+  }
+}

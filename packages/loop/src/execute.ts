@@ -1,0 +1,133 @@
+import { isToolError, type JsonObject, type JsonValue, type StreamToolCall, type ToolDefinition, type ToolResultBlock } from "@alma-harness/core";
+import { durable } from "./audit.js";
+import { checkpoint, raceAbort } from "./cancel.js";
+import { isExactRefusal, openGateways } from "./delegate.js";
+import { type DispatchOptions, errorResult } from "./dispatch.js";
+import type { TurnEnv } from "./env.js";
+import { UncertainTurnError } from "./errors.js";
+import { boundOutput, toObservation } from "./output.js";
+import { permissionFence } from "./permission.js";
+import type { TurnState } from "./state.js";
+import { parseArguments } from "./stream-validate.js";
+
+/**
+ * Admission then execution of one call whose intent is already durable: a call over the tool-call
+ * budget, an unknown name or invalid input becomes an error observation and never reaches policy;
+ * then the authorization intent, the durable permission fence, `tool:pre`, the access record, the
+ * handler (with its gateways), the bounded output and `tool:post`.
+ */
+export async function admitAndRun(env: TurnEnv, state: TurnState, call: StreamToolCall, index: number, opts: DispatchOptions, signal: AbortSignal): Promise<ToolResultBlock> {
+  if (index >= opts.overBudgetFrom) return errorResult(call, "TOOL_BUDGET_EXCEEDED", "not run: the turn's tool-call budget is spent");
+  const tool = opts.grant.get(call.name);
+  if (!tool) return errorResult(call, "TOOL_NOT_FOUND", `unknown tool "${call.name}"`);
+  const args = parseArguments(call.arguments);
+  if (!args) return errorResult(call, "TOOL_BAD_INPUT", "the arguments are not a JSON object");
+  const problem = tool.validator.check(args);
+  if (problem) return errorResult(call, "TOOL_BAD_INPUT", `invalid input: ${problem}`);
+  let authorization: { action: string; subject: string };
+  try {
+    const intent = tool.authorize(args);
+    authorization = { action: String(intent.action), subject: String(intent.subject) };
+  } catch (error) {
+    throw new UncertainTurnError(`tool:${tool.name}`, "the tool's authorize threw", error);
+  }
+  checkpoint(signal);
+  const verdict = await permissionFence(
+    {
+      scope: env.input.scope,
+      sessionId: env.input.sessionId,
+      turnId: env.input.turnId,
+      audit: env.engine.audit,
+      clock: env.engine.clock,
+      controller: env.engine.permissions,
+      signal,
+      timeoutMs: env.engine.limits.permissionTimeoutMs,
+      grants: state.grants,
+      emit: env.emit,
+    },
+    Object.freeze({ turnId: env.input.turnId, callId: call.id, tool: tool.name, action: authorization.action, subject: authorization.subject, input: args }),
+  );
+  if (!verdict.allowed) return errorResult(call, "TOOL_DENIED", `permission denied: ${verdict.reason}`);
+  const pre = await runHook(signal, "tool:pre", () => env.engine.hooks["tool:pre"]?.(Object.freeze({ turnId: env.input.turnId, callId: call.id, name: tool.name, input: args })));
+  if (pre && typeof pre === "object" && typeof (pre as { deny?: unknown }).deny === "string") {
+    return errorResult(call, "TOOL_DENIED", `denied: ${(pre as { deny: string }).deny}`);
+  }
+  if (tool.access) await recordAccess(env, tool, args, call.id);
+  const block = await execute(env, state, tool, call, args, opts, signal);
+  // A call that ran keeps its real result: a stop during (or before) tool:post does not erase it.
+  if (signal.aborted) return block;
+  const post = Object.freeze({ turnId: env.input.turnId, callId: call.id, name: tool.name, output: block.output, isError: block.isError });
+  try {
+    await runHook(signal, "tool:post", () => env.engine.hooks["tool:post"]?.(post));
+  } catch (error) {
+    if (!signal.aborted) throw error;
+  }
+  return block;
+}
+
+async function recordAccess(env: TurnEnv, tool: ToolDefinition, args: JsonObject, callId: string): Promise<void> {
+  let resource: unknown;
+  try {
+    resource = tool.access?.(args).resource;
+  } catch (error) {
+    throw new UncertainTurnError(`tool:${tool.name}`, "the tool's access declaration threw", error);
+  }
+  if (typeof resource !== "string" || resource.length === 0 || resource.length > 500) {
+    throw new UncertainTurnError(`tool:${tool.name}`, "the tool's access declaration is not a resource of 1-500 characters");
+  }
+  await durable(env.engine.audit, {
+    trail: "access",
+    scope: env.input.scope,
+    sessionId: env.input.sessionId,
+    turnId: env.input.turnId,
+    callId,
+    at: env.engine.clock.now(),
+    tool: tool.name,
+    resource,
+    action: "read",
+  });
+}
+
+/**
+ * Runs the handler, raced against the signal (code that ignores it cannot hold the turn). Its
+ * gateways are revoked when it settles; a child it started and did not await, or a child failure
+ * it swallowed, makes the turn uncertain. A returned `toolError` is an error result; the exact
+ * refusal object a gateway returned is a bounded error result; anything else must be JSON data.
+ */
+async function execute(env: TurnEnv, state: TurnState, tool: ToolDefinition, call: StreamToolCall, args: JsonObject, opts: DispatchOptions, signal: AbortSignal): Promise<ToolResultBlock> {
+  checkpoint(signal);
+  const gateways = openGateways(env, state, { callId: call.id, depth: opts.depth, grant: opts.grant, sensitivity: opts.sensitivity, signal });
+  let value: unknown;
+  try {
+    // Invoked synchronously after the checkpoint: no microtask gap in which a cancel could slip by.
+    value = await raceAbort(new Promise((resolve) => resolve(tool.handler(args, gateways.context(tool.name)))), signal);
+  } catch (error) {
+    gateways.revoke(true);
+    if (signal.aborted) throw error;
+    throw gateways.failureCause() ?? new UncertainTurnError(`tool:${tool.name}`, `the ${tool.name} handler threw`, error);
+  }
+  gateways.revoke(false);
+  if (isExactRefusal(value)) return result(call, boundOutput(`delegation refused: ${value.reason}`, tool.maxOutputChars), true);
+  if (isToolError(value)) {
+    const payload = toObservation(value.payload);
+    if (payload === undefined) return errorResult(call, "TOOL_BAD_OUTPUT", "the tool's error payload is not JSON data");
+    return result(call, boundOutput(payload, tool.maxOutputChars), true);
+  }
+  const observation = toObservation(value);
+  if (observation === undefined) return errorResult(call, "TOOL_BAD_OUTPUT", "the tool returned something that is not JSON data");
+  return result(call, boundOutput(observation, tool.maxOutputChars), false);
+}
+
+function result(call: StreamToolCall, output: JsonValue, isError: boolean): ToolResultBlock {
+  return { type: "tool_result", callId: call.id, name: call.name, output, isError };
+}
+
+async function runHook<T>(signal: AbortSignal, name: "tool:pre" | "tool:post", run: () => T | Promise<T> | undefined): Promise<T | undefined> {
+  checkpoint(signal);
+  try {
+    return await raceAbort(new Promise<T | undefined>((resolve) => resolve(run())), signal);
+  } catch (error) {
+    if (signal.aborted) throw error;
+    throw new UncertainTurnError(`hook:${name}`, `the ${name} hook threw`, error);
+  }
+}

@@ -1,0 +1,101 @@
+import {
+  type Block,
+  type JsonObject,
+  type ModelChoice,
+  type Msg,
+  type MsgMeta,
+  normalizeIntent,
+  normalizeModelChoice,
+  normalizeScope,
+  snapshot,
+  snapshotObject,
+  ValidationError,
+  validateId,
+} from "@alma-harness/core";
+import type { TurnInput } from "./engine.js";
+import type { CompiledEngine } from "./env.js";
+
+const BLOCK_TYPES = new Set(["text", "media", "tool_call", "tool_result", "provider_tool_call", "provider_tool_result", "reasoning"]);
+const INPUT_FIELDS = new Set([
+  "scope",
+  "sessionId",
+  "rootKey",
+  "turnId",
+  "history",
+  "revision",
+  "input",
+  "inputMeta",
+  "intent",
+  "choice",
+  "trigger",
+  "grant",
+  "facts",
+  "signal",
+  "deadlineAt",
+  "sink",
+]);
+
+/**
+ * Validates a turn's input synchronously, before anything runs, and returns a detached copy: an
+ * invalid scope throws `InvalidScopeError`; anything else malformed throws `ValidationError`. The
+ * input blocks, intent, facts and meta are frozen snapshots, so no caller, hook or tool can change
+ * what the turn authorized. The history is the store's frozen view and is taken as given.
+ */
+export function normalizeTurnInput(engine: CompiledEngine, raw: TurnInput): TurnInput {
+  if (raw === null || typeof raw !== "object") throw new ValidationError("input", "object", "a turn input must be an object");
+  for (const key of Object.keys(raw)) if (!INPUT_FIELDS.has(key)) throw new ValidationError(key, "unknown_field", `${key} is not a field of a turn input`);
+  const scope = normalizeScope(raw.scope);
+  if (!Array.isArray(raw.history)) throw new ValidationError("history", "array", "history must be an array of messages");
+  if (!Number.isSafeInteger(raw.revision) || raw.revision < 0) throw new ValidationError("revision", "integer", "revision must be a non-negative integer");
+  const input = snapshot(raw.input) as unknown as readonly Block[];
+  if (!Array.isArray(input) || input.length === 0) throw new ValidationError("input", "non_empty", "input must be a non-empty array of blocks");
+  input.forEach((block, i) => {
+    if (block === null || typeof block !== "object" || !BLOCK_TYPES.has((block as { type?: unknown }).type as string)) {
+      throw new ValidationError(`input[${i}].type`, "closed", `input[${i}] is not a block`);
+    }
+  });
+  if (raw.trigger !== undefined && (typeof raw.trigger !== "string" || raw.trigger.length > 200)) throw new ValidationError("trigger", "string_0_200", "trigger must be a string of at most 200 characters");
+  if (raw.signal !== undefined && !(raw.signal instanceof AbortSignal)) throw new ValidationError("signal", "abort_signal", "signal must be an AbortSignal");
+  if (raw.sink !== undefined && typeof raw.sink !== "function") throw new ValidationError("sink", "function", "sink must be a function");
+  if (raw.deadlineAt !== undefined && (!Number.isSafeInteger(raw.deadlineAt) || raw.deadlineAt < 0)) throw new ValidationError("deadlineAt", "epoch_ms", "deadlineAt must be epoch milliseconds");
+  return Object.freeze({
+    scope,
+    sessionId: validateId("sessionId", raw.sessionId),
+    rootKey: validateId("rootKey", raw.rootKey),
+    turnId: validateId("turnId", raw.turnId),
+    history: raw.history as readonly Msg[],
+    revision: raw.revision,
+    input,
+    intent: normalizeIntent(raw.intent),
+    ...(raw.inputMeta !== undefined ? { inputMeta: snapshotObject(raw.inputMeta, "inputMeta") as unknown as MsgMeta } : {}),
+    ...(raw.choice !== undefined ? { choice: raw.choice } : {}),
+    ...(raw.trigger !== undefined ? { trigger: raw.trigger } : {}),
+    ...(raw.grant !== undefined ? { grant: normalizeGrant(engine, raw.grant) } : {}),
+    facts: raw.facts === undefined ? Object.freeze({}) : (snapshotObject(raw.facts, "facts") as JsonObject),
+    ...(raw.signal !== undefined ? { signal: raw.signal } : {}),
+    ...(raw.deadlineAt !== undefined ? { deadlineAt: raw.deadlineAt } : {}),
+    ...(raw.sink !== undefined ? { sink: raw.sink } : {}),
+  });
+}
+
+/** A grant names registered tools only (a profile cannot name an unregistered one). */
+function normalizeGrant(engine: CompiledEngine, grant: unknown): readonly string[] {
+  if (!Array.isArray(grant) || grant.length > 1024) throw new ValidationError("grant", "names", "grant must be an array of tool names");
+  return Object.freeze(
+    grant.map((name, i) => {
+      if (typeof name !== "string" || !engine.tools.has(name)) throw new ValidationError(`grant[${i}]`, "registered", `grant[${i}] is not a registered tool`);
+      return name;
+    }),
+  );
+}
+
+/**
+ * The main route: the snapshotted choice when the caller passes one, else `policy.resolve` on a
+ * copied intent. A throw, a malformed choice or an absent client is a refusal (`not_admitted`).
+ */
+export function resolveMainChoice(engine: CompiledEngine, input: TurnInput): ModelChoice {
+  const choice = normalizeModelChoice(input.choice ?? engine.policy.resolve({ ...input.intent }));
+  if (!engine.clients.has(choice.clientId)) throw new Error(`the policy chose an absent client "${choice.clientId}"`);
+  return choice;
+}
+
