@@ -1,0 +1,25 @@
+// `npm test`: every package's tests with vitest, then one plain closing line that any CI reads:
+// "tests: N passed, N failed, N skipped". Extra arguments go to vitest (e.g. a package path).
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const dir = mkdtempSync(join(tmpdir(), "alma-test-"));
+const report = join(dir, "report.json");
+const run = spawnSync(
+  process.execPath,
+  ["node_modules/vitest/vitest.mjs", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`, ...process.argv.slice(2)],
+  { stdio: "inherit" },
+);
+let summary = "tests: 0 passed, 1 failed (no report was written)";
+try {
+  const r = JSON.parse(readFileSync(report, "utf8"));
+  const skipped = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
+  summary = `tests: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${skipped} skipped`;
+} catch {
+  // the summary above stands: vitest did not finish its report
+}
+rmSync(dir, { recursive: true, force: true });
+console.log(summary);
+process.exit(run.status ?? 1);
