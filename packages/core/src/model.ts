@@ -114,7 +114,7 @@ export function normalizeToolChoice(choice: unknown): ToolChoice | undefined {
 
 /** Checks a `{type: "tool"}` choice names exactly one advertised tool. */
 export function validateToolChoice(choice: ToolChoice | undefined, tools: readonly ToolSpec[]): void {
-  if (!choice || choice.type !== "tool") return;
+  if (choice?.type !== "tool") return;
   const matches = tools.filter((t) => t.name === choice.name).length;
   if (matches !== 1) {
     throw new ValidationError("toolChoice.name", matches === 0 ? "missing" : "ambiguous", `toolChoice names ${matches === 0 ? "no" : "more than one"} advertised tool "${choice.name}"`);
