@@ -1,0 +1,30 @@
+#!/usr/bin/env node
+// `alma`: runs src/cli/process.ts with tsx and the `alma-source` condition (the workspace packages
+// resolve to their TypeScript sources), or dist/cli/process.js when the package has been built.
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+const built = fileURLToPath(new URL("../dist/cli/process.js", import.meta.url));
+const source = fileURLToPath(new URL("../src/cli/process.ts", import.meta.url));
+const args = process.argv.slice(2);
+let command;
+if (existsSync(built)) command = [built, ...args];
+else {
+  let tsx;
+  try {
+    tsx = import.meta.resolve("tsx");
+  } catch {
+    console.error("alma: tsx is not installed; run npm install at the repository root");
+    process.exit(1);
+  }
+  command = ["--conditions=alma-source", "--import", tsx, source, ...args];
+}
+const child = spawn(process.execPath, command, { stdio: "inherit" });
+// The child gets the terminal's SIGINT/SIGTERM itself and shuts down in order; this wrapper waits.
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
+child.on("error", (error) => {
+  console.error(`alma: ${error.message}`);
+  process.exit(1);
+});
+child.on("exit", (code, signal) => process.exit(code ?? (signal ? 130 : 1)));

@@ -1,0 +1,126 @@
+/** The console's view of the host API: the operator token, tenant tokens minted with it, SSE. */
+
+export interface Info {
+  readonly offlineDemo: boolean;
+  readonly model: string;
+  readonly provider: string;
+  readonly tiers: Record<string, string>;
+  readonly caps: { readonly perTurnUsd: number; readonly perClinicDayUsd: number };
+  readonly store: { readonly kind: string; readonly durable: boolean };
+  readonly tenants: readonly { readonly org: string; readonly name: string }[];
+}
+
+/** A tenant and the people the host knows in it (operator view). */
+export interface Tenant {
+  readonly org: string;
+  readonly name: string;
+  readonly people: readonly { readonly uid: string; readonly name: string | null }[];
+}
+
+/** A random id; `crypto.randomUUID` needs a secure context, `getRandomValues` does not. */
+export function randomId(): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const TOKEN_KEY = "alma.adminToken";
+
+/** The operator token: from the URL fragment (`#admin=…`, then removed from the address bar) or this tab's storage. */
+export function adminToken(): string | undefined {
+  const m = /(?:^#|&)admin=([^&]+)/.exec(location.hash);
+  if (m?.[1]) {
+    sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  return sessionStorage.getItem(TOKEN_KEY) ?? undefined;
+}
+
+export function saveAdminToken(token: string): void {
+  sessionStorage.setItem(TOKEN_KEY, token);
+}
+
+async function failOn(response: Response): Promise<void> {
+  if (response.ok) return;
+  let code = "http_error";
+  let message = `HTTP ${response.status}`;
+  try {
+    const body = (await response.json()) as { error?: { code: string; message: string } };
+    if (body.error) ({ code, message } = body.error);
+  } catch {
+    // not JSON
+  }
+  throw new ApiError(response.status, code, message);
+}
+
+export async function getJson<T>(path: string, token?: string): Promise<T> {
+  const response = await fetch(path, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+  await failOn(response);
+  return (await response.json()) as T;
+}
+
+export async function postJson<T>(path: string, token: string, body?: unknown): Promise<T> {
+  const response = await fetch(path, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  await failOn(response);
+  return (await response.json()) as T;
+}
+
+const tenantTokens = new Map<string, { token: string; expiresAt: number }>();
+
+/** A tenant token for chatting as a patient, minted by the host for the operator. */
+export async function tenantToken(admin: string, org: string, uid: string): Promise<string> {
+  const key = `${org}/${uid}`;
+  const cached = tenantTokens.get(key);
+  if (cached && cached.expiresAt > Date.now() + 60_000) return cached.token;
+  const minted = await postJson<{ token: string; expiresAt: number }>("/v1/admin/tokens", admin, { org, uid });
+  tenantTokens.set(key, minted);
+  return minted.token;
+}
+
+export interface SseEvent {
+  readonly event: string;
+  readonly data: unknown;
+}
+
+/** Posts a turn with `Accept: text/event-stream` and yields its events as they arrive. */
+export async function* streamTurn(token: string, sessionId: string, text: string): AsyncGenerator<SseEvent> {
+  const response = await fetch(`/v1/sessions/${encodeURIComponent(sessionId)}/turns`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "text/event-stream", "idempotency-key": `console-${randomId()}` },
+    body: JSON.stringify({ input: text }),
+  });
+  await failOn(response);
+  if (!response.body) throw new ApiError(0, "no_stream", "the host sent no stream");
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return;
+    buffer += value;
+    let end = buffer.indexOf("\n\n");
+    while (end >= 0) {
+      const frame = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let event = "message";
+      const data: string[] = [];
+      for (const line of frame.split("\n")) {
+        if (line.startsWith("event:")) event = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
+      }
+      if (data.length > 0) yield { event, data: JSON.parse(data.join("\n")) as unknown };
+      end = buffer.indexOf("\n\n");
+    }
+  }
+}

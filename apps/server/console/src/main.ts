@@ -1,0 +1,79 @@
+import { adminToken, getJson, type Info, saveAdminToken, type Tenant } from "./api.js";
+import { asksView } from "./asks.js";
+import { chatView } from "./chat.js";
+import { clear, h } from "./dom.js";
+import { sessionsView } from "./sessions.js";
+import { spendView } from "./spend.js";
+
+const app = document.getElementById("app") as HTMLElement;
+
+/** The header on every screen: what this is and, with no provider key, that the model is the offline demo. */
+function header(info: Info): HTMLElement {
+  return h(
+    "header",
+    {},
+    h("h1", {}, "Alma ", h("span", { class: "muted" }, "clinic front desk · operator console")),
+    info.offlineDemo
+      ? h("span", { class: "badge demo", "data-testid": "demo-badge", title: "No provider key is set: replies come from a fixed script, not an AI." }, "offline demo model")
+      : h("span", { class: "badge", "data-testid": "model-badge" }, info.model),
+    h("span", { class: "muted small" }, `store: ${info.store.kind}${info.store.durable ? "" : " (not durable)"}`),
+  );
+}
+
+function login(info: Info): void {
+  const input = h("input", { type: "password", placeholder: "operator token", "data-testid": "admin-token", size: 40 });
+  const form = h(
+    "form",
+    {
+      class: "panel login",
+      onsubmit: (e: Event) => {
+        e.preventDefault();
+        saveAdminToken(input.value.trim());
+        void start();
+      },
+    },
+    h("h2", {}, "Operator token"),
+    h("p", { class: "muted" }, "npm start prints a console link that carries it; it is also in .alma/admin-token."),
+    input,
+    h("button", { type: "submit" }, "Open"),
+  );
+  clear(app, header(info), form);
+}
+
+async function start(): Promise<void> {
+  const info = await getJson<Info>("/v1/info");
+  const admin = adminToken();
+  if (!admin) return login(info);
+  let tenants: readonly Tenant[];
+  try {
+    tenants = (await getJson<{ tenants: Tenant[] }>("/v1/admin/tenants", admin)).tenants;
+  } catch {
+    sessionStorage.clear();
+    return login(info);
+  }
+  const asks = asksView(admin);
+  const sessions = sessionsView(info, admin);
+  const spend = spendView(admin);
+  const chat = chatView(info, tenants, admin, () => void asks.refresh());
+  const views = { chat, sessions: sessions.element, spend: spend.element } as const;
+  const main = h("main", {});
+  const tabs = h("nav", {});
+  const show = (name: keyof typeof views) => {
+    for (const b of tabs.querySelectorAll("button")) b.classList.toggle("active", b.dataset.tab === name);
+    clear(main, views[name]);
+    if (name === "sessions") void sessions.refresh();
+    if (name === "spend") void spend.refresh();
+  };
+  for (const [name, label] of [["chat", "Chat"], ["sessions", "Sessions & timeline"], ["spend", "Spend"]] as const) {
+    tabs.append(h("button", { "data-tab": name, "data-testid": `tab-${name}`, onclick: () => show(name) }, label));
+  }
+  clear(app, header(info), tabs, h("div", { class: "layout" }, main, asks.element));
+  show("chat");
+  await asks.refresh();
+  // Asks arrive while a turn waits; a one-second poll keeps the list live without another stream.
+  setInterval(() => void asks.refresh(), 1000);
+}
+
+void start().catch((error: unknown) => {
+  clear(app, h("p", { class: "warn" }, `The console could not start: ${(error as Error).message}`));
+});

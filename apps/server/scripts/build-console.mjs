@@ -1,0 +1,16 @@
+// Builds the operator console (console/) with Vite into public/, which the host serves.
+// `npm run build:console -w @alma-harness/server`; scripts/start.mjs runs it when public/ is missing.
+import { fileURLToPath } from "node:url";
+import { build } from "vite";
+
+const root = fileURLToPath(new URL("../console", import.meta.url));
+const outDir = fileURLToPath(new URL("../public", import.meta.url));
+
+await build({
+  root,
+  base: "/",
+  configFile: false,
+  logLevel: "warn",
+  build: { outDir, emptyOutDir: true, assetsDir: "assets", target: "es2022", sourcemap: false, modulePreload: { polyfill: false } },
+});
+console.log(`console built into ${outDir}`);

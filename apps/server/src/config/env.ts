@@ -1,0 +1,105 @@
+import { resolve } from "node:path";
+
+/** Which model family the host routes to; `demo` is the offline scripted model. */
+export type ProviderName = "demo" | "anthropic" | "openai" | "openrouter" | "compat";
+
+/**
+ * Everything the host reads from its environment, read once at start. Secrets are not here:
+ * `secrets.ts` loads them (from the environment or from files under `home`).
+ */
+export interface HostEnv {
+  readonly host: string;
+  readonly port: number;
+  /** The host's own directory: store files, the dev JWT secret, the admin token. */
+  readonly home: string;
+  /** `postgres://…` switches the store to PostgreSQL. */
+  readonly databaseUrl: string | undefined;
+  readonly provider: ProviderName;
+  readonly keys: {
+    readonly anthropic?: string;
+    readonly openai?: string;
+    readonly openrouter?: string;
+    readonly compatUrl?: string;
+    readonly compatKey?: string;
+  };
+  /** Per-tier model overrides (`ALMA_MODEL_FAST` …). */
+  readonly models: { readonly fast?: string; readonly balanced?: string; readonly deep?: string };
+  /** `input,output` USD per million tokens for an OpenAI-compatible server; default free (local). */
+  readonly compatPrice: string | undefined;
+  /** The OpenAI-compatible server's model for every tier (`ALMA_OPENAI_COMPAT_MODEL`). */
+  readonly compatModel: string | undefined;
+  readonly caps: { readonly perTurnUsd: number; readonly perClinicDayUsd: number };
+  readonly maintainEveryMs: number;
+  readonly jwtSecret: string | undefined;
+  readonly adminToken: string | undefined;
+}
+
+export class EnvError extends Error {
+  override readonly name = "EnvError";
+}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < min || value > max) throw new EnvError(`${name} must be an integer ${min}-${max}`);
+  return value;
+}
+
+function usd(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0 || Math.round(value * 1e6) / 1e6 !== value) throw new EnvError(`${name} must be a non-negative USD amount with at most six decimals`);
+  return value;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === "" ? undefined : value.trim();
+}
+
+const PROVIDERS: readonly ProviderName[] = ["demo", "anthropic", "openai", "openrouter", "compat"];
+
+/** The provider: forced by `ALMA_PROVIDER`, else the first whose key is set, else the offline demo. */
+export function pickProvider(env: NodeJS.ProcessEnv): ProviderName {
+  const forced = nonEmpty(env.ALMA_PROVIDER);
+  if (forced !== undefined) {
+    if (!(PROVIDERS as readonly string[]).includes(forced)) throw new EnvError(`ALMA_PROVIDER must be one of ${PROVIDERS.join(", ")}`);
+    return forced as ProviderName;
+  }
+  if (nonEmpty(env.ANTHROPIC_API_KEY)) return "anthropic";
+  if (nonEmpty(env.OPENAI_API_KEY)) return "openai";
+  if (nonEmpty(env.OPENROUTER_API_KEY)) return "openrouter";
+  if (nonEmpty(env.ALMA_OPENAI_COMPAT_URL)) return "compat";
+  return "demo";
+}
+
+/** Reads and validates the environment; throws `EnvError` with one line naming the variable. */
+export function readEnv(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): HostEnv {
+  const host = nonEmpty(env.HOST) ?? "127.0.0.1";
+  return {
+    host,
+    port: int(env, "PORT", 8787, 0, 65535),
+    home: resolve(cwd, nonEmpty(env.ALMA_HOME) ?? ".alma"),
+    databaseUrl: nonEmpty(env.ALMA_DATABASE_URL),
+    provider: pickProvider(env),
+    keys: {
+      ...(nonEmpty(env.ANTHROPIC_API_KEY) ? { anthropic: nonEmpty(env.ANTHROPIC_API_KEY) } : {}),
+      ...(nonEmpty(env.OPENAI_API_KEY) ? { openai: nonEmpty(env.OPENAI_API_KEY) } : {}),
+      ...(nonEmpty(env.OPENROUTER_API_KEY) ? { openrouter: nonEmpty(env.OPENROUTER_API_KEY) } : {}),
+      ...(nonEmpty(env.ALMA_OPENAI_COMPAT_URL) ? { compatUrl: nonEmpty(env.ALMA_OPENAI_COMPAT_URL) } : {}),
+      ...(nonEmpty(env.ALMA_OPENAI_COMPAT_KEY) ? { compatKey: nonEmpty(env.ALMA_OPENAI_COMPAT_KEY) } : {}),
+    },
+    models: {
+      ...(nonEmpty(env.ALMA_MODEL_FAST) ? { fast: nonEmpty(env.ALMA_MODEL_FAST) } : {}),
+      ...(nonEmpty(env.ALMA_MODEL_BALANCED) ? { balanced: nonEmpty(env.ALMA_MODEL_BALANCED) } : {}),
+      ...(nonEmpty(env.ALMA_MODEL_DEEP) ? { deep: nonEmpty(env.ALMA_MODEL_DEEP) } : {}),
+    },
+    compatPrice: nonEmpty(env.ALMA_OPENAI_COMPAT_PRICE),
+    compatModel: nonEmpty(env.ALMA_OPENAI_COMPAT_MODEL),
+    caps: { perTurnUsd: usd(env, "ALMA_CAP_TURN_USD", 0.25), perClinicDayUsd: usd(env, "ALMA_CAP_CLINIC_DAY_USD", 2) },
+    maintainEveryMs: int(env, "ALMA_MAINTAIN_MS", 60_000, 1_000, 86_400_000),
+    jwtSecret: nonEmpty(env.ALMA_JWT_SECRET),
+    adminToken: nonEmpty(env.ALMA_ADMIN_TOKEN),
+  };
+}

@@ -1,0 +1,146 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
+import { type Clock, type IdSource, randomIds, systemClock } from "@alma-harness/core";
+import { BOOK_TOOL, clinicAgent, FRONT_DESK_INTENT } from "./agent/agent.js";
+import { CLINICS, type Clinic, ClinicDesk } from "./agent/clinics.js";
+import type { HostSecrets } from "./config/secrets.js";
+import { type AccessLog, createApp, type Handle } from "./http/app.js";
+import { DEFAULT_BODY_LIMIT } from "./http/body.js";
+import type { HostContext, HttpSettings } from "./http/context.js";
+import { DEFAULT_PING_MS } from "./http/sse.js";
+import type { ModelSetup } from "./models/select.js";
+import { nodeListener } from "./node-adapter.js";
+import { PermissionDesk } from "./permissions.js";
+import { openRuntime, type StoreEnv } from "./runtime.js";
+import { Directory, LiveTurns } from "./turns.js";
+
+export const DEFAULT_PUBLIC_DIR = fileURLToPath(new URL("../public", import.meta.url));
+
+export interface HostOptions {
+  readonly models: ModelSetup;
+  readonly secrets: HostSecrets;
+  readonly store: StoreEnv;
+  readonly caps?: { readonly perTurnUsd: number; readonly perClinicDayUsd: number };
+  readonly clinics?: readonly Clinic[];
+  readonly http?: Partial<HttpSettings>;
+  readonly clock?: Clock;
+  readonly ids?: IdSource;
+  readonly permissionTimeoutMs?: number;
+  readonly log?: AccessLog;
+  readonly onError?: (error: unknown) => void;
+}
+
+export interface Host {
+  readonly handle: Handle;
+  readonly context: HostContext;
+  /** Serves on `port` (0 picks one) and resolves with the bound address. */
+  listen(port: number, hostname: string): Promise<{ readonly url: string; readonly server: Server }>;
+  /** Runs the runtime's maintenance now (also what the timer runs). */
+  maintain(): Promise<{ readonly released: number; readonly fenced: number }>;
+  /** Starts the maintenance timer; returns its stop function. */
+  startMaintenance(everyMs: number, onError?: (error: unknown) => void): () => void;
+  /** Resolves once no turn is running. */
+  idle(): Promise<void>;
+  /** Stops serving, gives running turns up to `graceMs` to settle, then closes the runtime. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** The host's parts around the runtime: the clinic desk, the permission desk, the directory. */
+async function assemble(options: HostOptions): Promise<HostContext> {
+  const clock = options.clock ?? systemClock;
+  const ids = options.ids ?? randomIds;
+  const clinics = options.clinics ?? CLINICS;
+  const caps = options.caps ?? { perTurnUsd: 0.25, perClinicDayUsd: 2 };
+  const desk = new ClinicDesk(clinics, () => clock.now());
+  const turns = new LiveTurns();
+  const directory = new Directory(Object.fromEntries(clinics.map((c) => [c.org, c.patients.map((p) => p.id)])));
+  const asks = new PermissionDesk(turns, ids, () => clock.now(), new Set([BOOK_TOOL]));
+  const config = clinicAgent({
+    models: options.models,
+    desk,
+    owner: (turnId) => turns.owner(turnId),
+    permissions: asks,
+    caps,
+    onUncertainTurn: (event) => directory.uncertain(event, clock.now()),
+    clock,
+    ids,
+    ...(options.permissionTimeoutMs ? { permissionTimeoutMs: options.permissionTimeoutMs } : {}),
+  });
+  const { runtime, store } = await openRuntime(options.store, config);
+  return {
+    runtime,
+    turns,
+    asks,
+    directory,
+    desk,
+    models: options.models,
+    store,
+    secrets: options.secrets,
+    caps,
+    intent: FRONT_DESK_INTENT,
+    clock,
+    http: { bodyLimit: DEFAULT_BODY_LIMIT, waitMs: 25_000, pingMs: DEFAULT_PING_MS, publicDir: DEFAULT_PUBLIC_DIR, ...options.http },
+  };
+}
+
+async function listenOn(server: Server, port: number, hostname: string): Promise<string> {
+  server.listen(port, hostname);
+  await new Promise<void>((resolve, reject) => {
+    server.once("listening", resolve);
+    server.once("error", reject);
+  });
+  const address = server.address() as AddressInfo;
+  const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  return `http://${shown}:${address.port}`;
+}
+
+/** One maintenance run per tick at most: a slow run is never stacked on by the next tick. */
+function maintenanceTimer(runtime: HostContext["runtime"], everyMs: number, onError?: (error: unknown) => void): () => void {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    runtime
+      .maintain()
+      .catch((error: unknown) => onError?.(error))
+      .finally(() => {
+        running = false;
+      });
+  }, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+/** Assembles the host and its HTTP core; `listen` serves it through the Node adapter. */
+export async function createHost(options: HostOptions): Promise<Host> {
+  const context = await assemble(options);
+  const { runtime, turns } = context;
+  const handle = createApp(context, { ...(options.log ? { log: options.log } : {}), ...(options.onError ? { onError: options.onError } : {}) });
+  const servers: Server[] = [];
+  return {
+    handle,
+    context,
+    async listen(port, hostname) {
+      const server = createServer(nodeListener(handle));
+      servers.push(server);
+      return { url: await listenOn(server, port, hostname), server };
+    },
+    maintain: () => runtime.maintain(),
+    startMaintenance: (everyMs, onError) => maintenanceTimer(runtime, everyMs, onError),
+    idle: () => turns.idle(),
+    async close(graceMs = 2_000) {
+      for (const server of servers) {
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      }
+      let timer: NodeJS.Timeout | undefined;
+      const grace = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, graceMs);
+      });
+      await Promise.race([turns.idle(), grace]);
+      clearTimeout(timer);
+      await runtime.close();
+    },
+  };
+}

@@ -1,0 +1,136 @@
+import { type AuditRecord, microsToUsd, normalizeScope, type Scope, usdToMicros, utcDay, validateId } from "@alma-harness/core";
+import { mintToken, verifyAdmin } from "./auth.js";
+import { onlyFields, readJsonObject } from "./body.js";
+import type { HostContext } from "./context.js";
+import { HttpError, json } from "./errors.js";
+import type { RouteRequest, Router } from "./router.js";
+import { transcriptOf, turnsOf } from "./transcript.js";
+import { viewResponse } from "./views.js";
+
+const DAY_MS = 86_400_000;
+const MAX_TRAIL_EVENTS = 2_000;
+
+function clinicOf(host: HostContext, org: string): string {
+  if (!host.desk.clinic(org)) throw new HttpError("not_found", `no tenant "${org}"`);
+  return org;
+}
+
+async function sessionsOf(host: HostContext, org: string) {
+  const rows: { uid: string; sessionId: string; revision: number; updatedAt: number }[] = [];
+  for (const scope of host.directory.scopes(org)) {
+    const page = await host.runtime.stores.sessions.list(scope, { limit: 100 });
+    for (const s of page.items) rows.push({ uid: scope.uid, ...s });
+  }
+  return rows.sort((a, b) => b.updatedAt - a.updatedAt);
+}
+
+async function trailOf(host: HostContext, scope: Scope, rootKey: string): Promise<AuditRecord[]> {
+  const out: AuditRecord[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await host.runtime.stores.audit.query(scope, { turnId: rootKey, limit: 500, ...(cursor ? { cursor } : {}) });
+    out.push(...page.items);
+    cursor = page.nextCursor;
+  } while (cursor && out.length < MAX_TRAIL_EVENTS);
+  return out;
+}
+
+/** A turn's trails: the scope is found through the directory, since a root key hides its tenant. */
+async function getTurnTrails(host: HostContext, route: RouteRequest): Promise<Response> {
+  const rootKey = validateId("rootKey", route.params.rootKey);
+  const org = route.url.searchParams.get("org") ?? undefined;
+  const uid = route.url.searchParams.get("uid") ?? undefined;
+  const scopes = host.directory.scopes(org).filter((s) => uid === undefined || s.uid === uid);
+  for (const scope of scopes) {
+    const events = await trailOf(host, scope, rootKey);
+    if (events.length === 0) continue;
+    const view = await host.runtime.runner.read(scope, rootKey);
+    const outcome = view ? safeView(view) : null;
+    const uncertain = host.directory.uncertainTurns(scope.org).find((u) => u.rootKey === rootKey) ?? null;
+    return json(200, { rootKey, org: scope.org, uid: scope.uid, sessionId: events[0]?.sessionId, outcome, uncertain, events });
+  }
+  throw new HttpError("not_found", "no trails for this turn among the people this host knows");
+}
+
+function safeView(view: Parameters<typeof viewResponse>[0]): unknown {
+  try {
+    return viewResponse(view).body;
+  } catch {
+    return { status: view.status };
+  }
+}
+
+async function getSpend(host: HostContext, route: RouteRequest): Promise<Response> {
+  const days = Math.min(60, Math.max(1, Number(route.url.searchParams.get("days") ?? "14") || 14));
+  const now = host.clock.now();
+  const to = utcDay(now);
+  const from = utcDay(now - (days - 1) * DAY_MS);
+  const capMicros = usdToMicros(host.caps.perClinicDayUsd);
+  const tenants = [];
+  for (const clinic of host.desk.clinics()) {
+    const rows = await host.runtime.stores.spend.tenantDays(clinic.org, { from, to });
+    const byDay = new Map(rows.map((r) => [r.day, r.usdMicros]));
+    const series = Array.from({ length: days }, (_, i) => {
+      const day = utcDay(now - (days - 1 - i) * DAY_MS);
+      const usdMicros = byDay.get(day) ?? 0;
+      return { day, usdMicros, usd: microsToUsd(usdMicros) };
+    });
+    tenants.push({ org: clinic.org, name: clinic.name, capUsdMicros: capMicros, days: series });
+  }
+  return json(200, { from, to, caps: { perTurnUsd: host.caps.perTurnUsd, perClinicDayUsd: host.caps.perClinicDayUsd, action: "block" }, tenants });
+}
+
+async function answerAsk(host: HostContext, route: RouteRequest, allowed: boolean): Promise<Response> {
+  const id = validateId("askId", route.params.askId);
+  const outcome = host.asks.answer(id, allowed);
+  if (outcome === "unknown") throw new HttpError("not_found", "no pending ask with this id (answered, withdrawn or never made)");
+  return json(200, { askId: id, state: allowed ? "approved" : "denied" });
+}
+
+async function postToken(host: HostContext, route: RouteRequest): Promise<Response> {
+  const body = await readJsonObject(route.request, host.http.bodyLimit);
+  onlyFields(body, ["org", "uid", "ttlSeconds"]);
+  const scope = normalizeScope({ org: body.org, uid: body.uid });
+  clinicOf(host, scope.org);
+  const ttl = body.ttlSeconds === undefined ? undefined : Number(body.ttlSeconds);
+  if (ttl !== undefined && (!Number.isSafeInteger(ttl) || ttl < 60 || ttl > 7 * 86_400)) throw new HttpError("invalid_input", "ttlSeconds must be an integer 60-604800");
+  host.directory.saw(scope);
+  const minted = await mintToken(host.secrets.jwtSecret, scope, { now: host.clock.now(), ...(ttl ? { ttlSeconds: ttl } : {}) });
+  return json(201, { org: scope.org, uid: scope.uid, ...minted });
+}
+
+function tenantsBody(host: HostContext): unknown {
+  return {
+    tenants: host.desk.clinics().map((c) => ({
+      org: c.org,
+      name: c.name,
+      people: host.directory.people(c.org).map((uid) => ({ uid, name: host.desk.patient(c.org, uid)?.name ?? null })),
+    })),
+  };
+}
+
+/** Operator routes: the admin token is checked first (401), never a tenant token. */
+export function adminRoutes(router: Router, host: HostContext): void {
+  const on = (method: string, path: string, handler: (r: RouteRequest) => Promise<Response>) =>
+    router.on(method, path, async (r) => {
+      verifyAdmin(r.request, host.secrets.adminToken);
+      return handler(r);
+    });
+  on("GET", "/v1/admin/tenants", async () => json(200, tenantsBody(host)));
+  on("GET", "/v1/admin/tenants/:org/sessions", async (r) => json(200, { org: r.params.org, sessions: await sessionsOf(host, clinicOf(host, r.params.org as string)) }));
+  on("GET", "/v1/admin/tenants/:org/sessions/:uid/:sessionId", async (r) => {
+    const scope = normalizeScope({ org: clinicOf(host, r.params.org as string), uid: r.params.uid });
+    const sessionId = validateId("sessionId", r.params.sessionId);
+    const view = await host.runtime.stores.sessions.load(scope, sessionId);
+    const messages = transcriptOf(view.messages);
+    return json(200, { org: scope.org, uid: scope.uid, sessionId, revision: view.revision, erased: view.erased, messages, turns: turnsOf(messages) });
+  });
+  on("GET", "/v1/admin/turns/:rootKey", (r) => getTurnTrails(host, r));
+  on("GET", "/v1/admin/spend", (r) => getSpend(host, r));
+  on("GET", "/v1/admin/uncertain", async (r) => json(200, { turns: host.directory.uncertainTurns(r.url.searchParams.get("org") ?? undefined) }));
+  on("GET", "/v1/admin/asks", async (r) => json(200, { asks: host.asks.pending(r.url.searchParams.get("org") ?? undefined) }));
+  on("POST", "/v1/admin/asks/:askId/approve", (r) => answerAsk(host, r, true));
+  on("POST", "/v1/admin/asks/:askId/deny", (r) => answerAsk(host, r, false));
+  on("POST", "/v1/admin/tokens", (r) => postToken(host, r));
+  on("GET", "/v1/admin/tenants/:org/outbox", async (r) => json(200, { messages: host.desk.outbox(clinicOf(host, r.params.org as string)) }));
+}

@@ -1,0 +1,36 @@
+import type { Clock, RoutingIntent } from "@alma-harness/core";
+import type { Runtime } from "@alma-harness/runtime";
+import type { ClinicDesk } from "../agent/clinics.js";
+import type { HostSecrets } from "../config/secrets.js";
+import type { ModelSetup } from "../models/select.js";
+import type { PermissionDesk } from "../permissions.js";
+import type { StoreInfo } from "../runtime.js";
+import type { Directory, LiveTurns } from "../turns.js";
+
+export interface HttpSettings {
+  /** Largest JSON body, in bytes. */
+  readonly bodyLimit: number;
+  /** How long a JSON turn request waits for the turn before answering 202; `Prefer: wait=N` lowers it. */
+  readonly waitMs: number;
+  /** SSE keepalive interval. */
+  readonly pingMs: number;
+  /** The built console (index.html and assets/). */
+  readonly publicDir: string;
+}
+
+/** Everything the HTTP routes use: the runtime and the host's own parts around it. */
+export interface HostContext {
+  readonly runtime: Runtime;
+  readonly turns: LiveTurns;
+  readonly asks: PermissionDesk;
+  readonly directory: Directory;
+  readonly desk: ClinicDesk;
+  readonly models: ModelSetup;
+  readonly store: StoreInfo;
+  readonly secrets: HostSecrets;
+  readonly caps: { readonly perTurnUsd: number; readonly perClinicDayUsd: number };
+  /** The intent every patient chat runs at (the host's choice, never the client's). */
+  readonly intent: RoutingIntent;
+  readonly clock: Clock;
+  readonly http: HttpSettings;
+}

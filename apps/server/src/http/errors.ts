@@ -1,0 +1,73 @@
+import { AlmaError } from "@alma-harness/core";
+
+/**
+ * The one table from error code to HTTP status. Codes raised by the host and codes of Alma's own
+ * errors share it; a code that is not here is a 500 whose message is not shown to the client.
+ */
+export const STATUS_OF_CODE = {
+  bad_request: 400,
+  malformed_json: 400,
+  missing_idempotency_key: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  busy: 409,
+  conversation_conflict: 409,
+  duplicate_event: 409,
+  event_refused: 409,
+  unavailable: 410,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  invalid_input: 422,
+  invalid_id: 422,
+  invalid_scope: 422,
+  internal: 500,
+  console_missing: 503,
+  not_admitted: 503,
+  store_unavailable: 503,
+} as const satisfies Record<string, number>;
+
+export type ErrorCode = keyof typeof STATUS_OF_CODE;
+
+export function isErrorCode(code: string): code is ErrorCode {
+  return Object.hasOwn(STATUS_OF_CODE, code);
+}
+
+export function statusOf(code: ErrorCode): number {
+  return STATUS_OF_CODE[code];
+}
+
+/** A failure the host reports as `{error: {code, message}}`; `retryable` is fixed at construction. */
+export class HttpError extends AlmaError {
+  declare readonly code: ErrorCode;
+  readonly headers: Readonly<Record<string, string>>;
+  constructor(code: ErrorCode, message: string, options: { retryable?: boolean; cause?: unknown; headers?: Record<string, string> } = {}) {
+    super(code, message, options);
+    this.headers = options.headers ?? {};
+  }
+}
+
+export interface ErrorBody {
+  readonly error: { readonly code: ErrorCode; readonly message: string };
+}
+
+/** The code and message a client may see for any thrown value. */
+export function describe(error: unknown): { code: ErrorCode; message: string; headers: Readonly<Record<string, string>> } {
+  if (error instanceof HttpError) return { code: error.code, message: error.message, headers: error.headers };
+  if (error instanceof AlmaError && isErrorCode(error.code) && error.code !== "internal") return { code: error.code, message: error.message, headers: {} };
+  return { code: "internal", message: "internal error", headers: {} };
+}
+
+export function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", ...headers },
+  });
+}
+
+export function errorResponse(error: unknown): Response {
+  const { code, message, headers } = describe(error);
+  const body: ErrorBody = { error: { code, message } };
+  return json(statusOf(code), body, { ...headers });
+}

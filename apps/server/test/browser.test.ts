@@ -1,0 +1,97 @@
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_PUBLIC_DIR } from "../src/host.js";
+import { startHost, type TestHost } from "./helpers.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+const HAVE_CHROMIUM = existsSync(CHROMIUM);
+const ARTIFACTS = fileURLToPath(new URL("../test-artifacts/", import.meta.url));
+// The flags this machine's env notes name for headless Chromium (closed network, root, no GPU).
+const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+const title = HAVE_CHROMIUM
+  ? "operator console in headless Chromium"
+  : `operator console in headless Chromium [SKIPPED: ${CHROMIUM} is absent; install it with apt-get install -y chromium]`;
+
+if (!HAVE_CHROMIUM) console.warn(`browser test skipped: ${CHROMIUM} is absent (apt-get install -y chromium)`);
+
+describe.skipIf(!HAVE_CHROMIUM)(title, () => {
+  let t: TestHost;
+  let context: BrowserContext;
+  let page: Page;
+  let profile: string;
+
+  beforeAll(async () => {
+    if (!existsSync(join(DEFAULT_PUBLIC_DIR, "index.html"))) {
+      const built = spawnSync(process.execPath, [fileURLToPath(new URL("../scripts/build-console.mjs", import.meta.url))], { encoding: "utf8" });
+      if (built.status !== 0) throw new Error(`the console build failed: ${built.stderr}`);
+    }
+    mkdirSync(ARTIFACTS, { recursive: true });
+    t = await startHost();
+    profile = mkdtempSync(join(tmpdir(), "alma-chromium-"));
+    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1360, height: 860 } });
+    page = context.pages()[0] ?? (await context.newPage());
+  }, 60_000);
+
+  afterAll(async () => {
+    await context?.close();
+    await t?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+  });
+
+  it("chats through a turn with a tool call, approves the permission ask, and shows the timeline and spend", async () => {
+    await page.goto(`${t.url}/#admin=${t.admin}`);
+    await expect.poll(() => page.getByTestId("demo-badge").textContent()).toBe("offline demo model");
+    expect(page.url()).not.toContain("admin=");
+
+    // A turn with a tool call: step text arrives over SSE, then the answer.
+    await page.getByTestId("chat-input").fill("When are you open on Monday?");
+    await page.getByTestId("send").click();
+    await page.getByText("Let me check the opening hours.").waitFor();
+    await page.locator(".bubble.assistant", { hasText: "is open on monday" }).waitFor();
+
+    // A booking: the turn waits for the operator; the ask shows up live.
+    await page.getByTestId("chat-input").fill("Please book an appointment");
+    await page.getByTestId("send").click();
+    await page.getByText(/Waiting for the clinic to approve book slot:/).waitFor();
+    const ask = page.getByTestId("ask");
+    await ask.waitFor();
+    await expect.poll(() => ask.textContent()).toMatch(/book slot:\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/);
+    await page.screenshot({ path: join(ARTIFACTS, "console-permission-ask.png") });
+    await ask.getByTestId("approve").click();
+    await page.locator(".bubble.assistant", { hasText: "Your appointment is booked for" }).waitFor();
+    await page.getByText(/Sent to the patient: Confirmed: your appointment on/).waitFor();
+    await expect.poll(() => page.getByTestId("asks-count").textContent()).toBe("0");
+    await page.screenshot({ path: join(ARTIFACTS, "console-chat.png") });
+
+    // The turn's timeline, from its trails.
+    await page.getByTestId("tab-sessions").click();
+    await page.getByTestId("session").first().click();
+    await page.getByTestId("turn").filter({ hasText: "Please book an appointment" }).click();
+    const timeline = page.getByTestId("timeline");
+    await timeline.waitFor();
+    await expect.poll(() => page.getByTestId("timeline-outcome").textContent()).toMatch(/^completed · terminal_tool/);
+    const events = await page.getByTestId("timeline-event").allTextContents();
+    expect(events.some((e) => /asked the operator: book slot:/.test(e))).toBe(true);
+    expect(events.some((e) => /approved by operator/.test(e))).toBe(true);
+    expect(events.some((e) => /main call, balanced\/confidential → demo · offline-demo/.test(e))).toBe(true);
+    expect(events.some((e) => /step 2 · context v1 · message revision \d+/.test(e))).toBe(true);
+    expect(events.some((e) => /completed \(terminal_tool\)/.test(e))).toBe(true);
+    await page.screenshot({ path: join(ARTIFACTS, "console-timeline.png") });
+
+    // Spend per clinic per day against the cap.
+    await page.getByTestId("tab-spend").click();
+    const sunrise = page.locator('[data-testid="spend-tenant"][data-org="sunrise-clinic"]');
+    await sunrise.waitFor();
+    await expect.poll(() => sunrise.getByTestId("spend-today").textContent()).toMatch(/^today \$0\.0\d+ · [\d.]+% of the daily cap$/);
+    expect(await sunrise.locator("rect.bar").count()).toBe(14);
+    expect(await page.locator('[data-org="harbor-dental"] [data-testid="spend-today"]').textContent()).toBe("today $0.000000 · 0.00% of the daily cap");
+    await expect.poll(() => page.getByTestId("demo-badge").isVisible()).toBe(true);
+    await page.screenshot({ path: join(ARTIFACTS, "console-spend.png") });
+  }, 60_000);
+});

@@ -1,0 +1,103 @@
+import { jwtVerify } from "jose";
+import { afterEach, describe, expect, it } from "vitest";
+import { ANA, call, HARBOR, pendingAsk, SECRETS, startHost, SUNRISE, type TestHost, turn } from "./helpers.js";
+
+let t: TestHost;
+afterEach(async () => {
+  await t?.close();
+});
+
+const admin = (path: string, opts: { method?: string; body?: unknown } = {}) => call(t.url, path, { token: t.admin, ...opts });
+
+async function bookedTurn(): Promise<string> {
+  const token = await t.token();
+  const pending = turn(t, token, "s-book", "k-book", "Please book an appointment");
+  const ask = await pendingAsk(t);
+  const listed = await admin("/v1/admin/asks");
+  expect(listed.body.asks).toEqual([expect.objectContaining({ id: ask.id, org: SUNRISE, uid: ANA, sessionId: "s-book", tool: "book_appointment", input: { slotId: expect.any(String) } })]);
+  expect((await admin(`/v1/admin/asks?org=${HARBOR}`)).body.asks).toEqual([]);
+  expect((await admin(`/v1/admin/asks/${ask.id}/approve`, { method: "POST" })).status).toBe(200);
+  const done = await pending;
+  return done.body.rootKey as string;
+}
+
+describe("operator routes", () => {
+  it("lists tenants with the people the host knows, and sessions per tenant", async () => {
+    t = await startHost();
+    await turn(t, await t.token(SUNRISE, "p-9999"), "walk-in", "k1", "When are you open on Monday?");
+    const tenants = await admin("/v1/admin/tenants");
+    expect(tenants.body.tenants).toEqual([
+      { org: SUNRISE, name: "Sunrise Family Clinic", people: [{ uid: "p-1001", name: "Ana Souza" }, { uid: "p-1002", name: "Bruno Lima" }, { uid: "p-9999", name: null }] },
+      { org: HARBOR, name: "Harbor Dental Care", people: [{ uid: "p-2001", name: "Carla Mendes" }, { uid: "p-2002", name: "Diego Rocha" }] },
+    ]);
+    const sessions = await admin(`/v1/admin/tenants/${SUNRISE}/sessions`);
+    expect(sessions.body.sessions).toEqual([expect.objectContaining({ uid: "p-9999", sessionId: "walk-in", revision: 4 })]);
+    expect((await admin(`/v1/admin/tenants/${HARBOR}/sessions`)).body.sessions).toEqual([]);
+    expect((await admin("/v1/admin/tenants/nope/sessions")).status).toBe(404);
+  });
+
+  it("reads a session's transcript and a turn's trails as a timeline", async () => {
+    t = await startHost();
+    const rootKey = await bookedTurn();
+    const session = await admin(`/v1/admin/tenants/${SUNRISE}/sessions/${ANA}/s-book`);
+    expect(session.body.turns).toEqual([{ rootKey, input: "Please book an appointment", reply: expect.stringMatching(/booked/), tools: ["find_free_slots", "book_appointment", "send_message"] }]);
+
+    const trails = await admin(`/v1/admin/turns/${rootKey}`);
+    expect(trails.status).toBe(200);
+    expect(trails.body).toMatchObject({ rootKey, org: SUNRISE, uid: ANA, sessionId: "s-book", outcome: { status: "completed", terminalReason: "terminal_tool" }, uncertain: null });
+    const events = trails.body.events as { trail: string; action?: string; decision?: string; by?: string; sensitivity?: string; contextVersion?: number }[];
+    expect(events.filter((e) => e.trail === "routing").every((e) => e.sensitivity === "confidential")).toBe(true);
+    expect(events.filter((e) => e.action === "model.request").map((e) => e.contextVersion)).toEqual([1, 1, 1]);
+    expect(events.filter((e) => e.trail === "cost")).toHaveLength(3);
+    expect(events).toContainEqual(expect.objectContaining({ trail: "policy", action: "permission.requested", decision: "ask" }));
+    expect(events).toContainEqual(expect.objectContaining({ trail: "policy", action: "permission.resolved", decision: "allow", by: "operator" }));
+    expect(events.at(-1)).toMatchObject({ trail: "lifecycle", action: "turn.completed", detail: "terminal_tool" });
+    expect((await admin(`/v1/admin/turns/${rootKey}?org=${HARBOR}`)).status).toBe(404);
+  });
+
+  it("logs a record read on the access trail", async () => {
+    t = await startHost();
+    const done = await turn(t, await t.token(), "s1", "k1", "What is on my record?");
+    const trails = await admin(`/v1/admin/turns/${done.body.rootKey}?org=${SUNRISE}&uid=${ANA}`);
+    expect(trails.body.events).toContainEqual(expect.objectContaining({ trail: "access", tool: "read_patient_record", resource: "patients/p-1001", action: "read" }));
+  });
+
+  it("reports spend per clinic per day against the caps", async () => {
+    t = await startHost({ caps: { perTurnUsd: 0.5, perClinicDayUsd: 3 } });
+    const done = await turn(t, await t.token(), "s1", "k1", "When are you open on Monday?");
+    const spend = await admin("/v1/admin/spend?days=7");
+    expect(spend.body.caps).toEqual({ perTurnUsd: 0.5, perClinicDayUsd: 3, action: "block" });
+    const [sunrise, harbor] = spend.body.tenants as { org: string; capUsdMicros: number; days: { day: string; usd: string }[] }[];
+    expect(sunrise?.org).toBe(SUNRISE);
+    expect(sunrise?.capUsdMicros).toBe(3_000_000);
+    expect(sunrise?.days).toHaveLength(7);
+    expect(sunrise?.days.at(-1)?.usd).toBe(done.body.costUsd);
+    expect(harbor?.days.every((d) => d.usd === "0.000000")).toBe(true);
+  });
+
+  it("answers 404 for an ask that is not pending, and a withdrawn ask disappears", async () => {
+    t = await startHost({ permissionTimeoutMs: 1 });
+    expect((await admin("/v1/admin/asks/ask_nope/approve", { method: "POST" })).status).toBe(404);
+    const res = await turn(t, await t.token(), "s1", "k1", "Please book an appointment");
+    expect(res.body.text).toMatch(/The booking was not made: permission denied: resolver timed out/);
+    expect((await admin("/v1/admin/asks")).body.asks).toEqual([]);
+  });
+
+  it("mints tenant tokens for the console (201), for served tenants only", async () => {
+    t = await startHost();
+    const minted = await admin("/v1/admin/tokens", { method: "POST", body: { org: HARBOR, uid: "p-2002", ttlSeconds: 600 } });
+    expect(minted.status).toBe(201);
+    const { payload } = await jwtVerify(minted.body.token as string, SECRETS.jwtSecret);
+    expect(payload).toMatchObject({ org: HARBOR, uid: "p-2002" });
+    expect((await admin("/v1/admin/tokens", { method: "POST", body: { org: "elsewhere", uid: "x" } })).status).toBe(404);
+    expect((await admin("/v1/admin/tokens", { method: "POST", body: { org: HARBOR, uid: "bad uid" } })).status).toBe(422);
+    expect((await admin("/v1/admin/tokens", { method: "POST", body: { org: HARBOR, uid: "x", ttlSeconds: 5 } })).status).toBe(422);
+  });
+
+  it("shows what the terminal tool sent, per clinic", async () => {
+    t = await startHost();
+    await bookedTurn();
+    const outbox = await admin(`/v1/admin/tenants/${SUNRISE}/outbox`);
+    expect(outbox.body.messages).toEqual([expect.objectContaining({ org: SUNRISE, patientId: ANA, text: expect.stringMatching(/^Confirmed/) })]);
+  });
+});

@@ -1,0 +1,170 @@
+import { mkdtempSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ModelRequest, Msg } from "@alma-harness/core";
+import { SequentialIds } from "@alma-harness/core/testing";
+import { DEFAULT_FINAL_ANSWER_NOTICE } from "@alma-harness/loop";
+import { describe, expect, it, vi } from "vitest";
+import { EnvError, pickProvider, readEnv } from "../src/config/env.js";
+import { loadSecrets } from "../src/config/secrets.js";
+import { createHost } from "../src/host.js";
+import { preferredWait } from "../src/http/tenant-routes.js";
+import { classify, DEMO_HELP, demoStep } from "../src/models/demo-script.js";
+import { demoSetup, providerSetup } from "../src/models/select.js";
+import { PermissionDesk } from "../src/permissions.js";
+import { LiveTurns } from "../src/turns.js";
+import { SECRETS } from "./helpers.js";
+
+function request(messages: Msg[]): ModelRequest {
+  return { model: "offline-demo", system: [], messages, tools: [], maxOutputTokens: 100 };
+}
+
+const input = (text: string): Msg => ({
+  role: "user",
+  blocks: [
+    { type: "text", text },
+    { type: "text", text: "Today is 2026-11-29. Clinic: Sunrise. You are talking with patient p-1001 (Ana Souza).", origin: "harness" },
+  ],
+});
+
+describe("the offline demo script", () => {
+  it("picks a script from keywords and says what it is otherwise", () => {
+    expect(["When are you open?", "Any free slots?", "Please book an appointment", "Cancel my appointment", "What is on my record?", "hello"].map(classify)).toEqual([
+      "hours",
+      "slots",
+      "book",
+      "cancel",
+      "record",
+      "help",
+    ]);
+    expect(demoStep(request([input("hello")]))).toEqual({ kind: "text", text: DEMO_HELP });
+  });
+
+  it("plays the booking script from the tool results already in the request", () => {
+    const first = demoStep(request([input("book me in")]));
+    expect(first).toMatchObject({ kind: "tool", name: "find_free_slots" });
+    const afterSlots: Msg[] = [
+      input("book me in"),
+      { role: "assistant", blocks: [{ type: "tool_call", id: "c1", name: "find_free_slots", input: {} }] },
+      { role: "user", blocks: [{ type: "tool_result", callId: "c1", name: "find_free_slots", output: { slots: ["2026-11-30T09:00"] }, isError: false }] },
+    ];
+    expect(demoStep(request(afterSlots))).toMatchObject({ kind: "tool", name: "book_appointment", input: { slotId: "2026-11-30T09:00" } });
+    const denied: Msg[] = [
+      ...afterSlots,
+      { role: "assistant", blocks: [{ type: "tool_call", id: "c2", name: "book_appointment", input: {} }] },
+      { role: "user", blocks: [{ type: "tool_result", callId: "c2", name: "book_appointment", output: "permission denied: denied by the operator", isError: true }] },
+    ];
+    expect(demoStep(request(denied))).toEqual({ kind: "text", text: "The booking was not made: permission denied: denied by the operator. The clinic team can help you by phone." });
+  });
+
+  it("reads its own patient id from the turn's harness context, and answers when told it is the last step", () => {
+    expect(demoStep(request([input("my record please")]))).toMatchObject({ kind: "tool", name: "read_patient_record", input: { patientId: "p-1001" } });
+    const last = input("my record please");
+    const withNotice: Msg = { ...last, blocks: [...last.blocks, { type: "text", text: DEFAULT_FINAL_ANSWER_NOTICE, origin: "harness" }] };
+    expect(demoStep(request([withNotice]))).toMatchObject({ kind: "text" });
+  });
+});
+
+describe("the permission desk", () => {
+  const desk = (turns = new LiveTurns()) => ({ turns, desk: new PermissionDesk(turns, new SequentialIds(), () => 0, new Set(["book_appointment"])) });
+  const ask = { turnId: "c1_x", callId: "call1", tool: "book_appointment", action: "book", subject: "slot:1", input: {} };
+
+  it("asks only for the tools it names, and denies asks of turns it does not know", async () => {
+    const { desk: d } = desk();
+    expect(d.decide({ ...ask, tool: "opening_hours" })).toBe("allow");
+    expect(d.decide(ask)).toBe("ask");
+    expect(await d.resolve(ask, new AbortController().signal)).toBe(false);
+    expect(d.answer("ask_1", true)).toBe("unknown");
+  });
+
+  it("withdraws an ask when the engine's signal aborts, and tells followers", async () => {
+    const { turns, desk: d } = desk();
+    const states: string[] = [];
+    let release: () => void = () => undefined;
+    void turns.run("c1_x", { org: "o", uid: "u" }, "s", 0, () => new Promise((resolve) => (release = () => resolve({ status: "in_progress", rootKey: "c1_x" }))));
+    d.subscribe("c1_x", (_a, state) => states.push(state));
+    const controller = new AbortController();
+    const answer = d.resolve(ask, controller.signal);
+    expect(d.pending()).toHaveLength(1);
+    controller.abort();
+    expect(await answer).toBe(false);
+    expect(d.pending()).toEqual([]);
+    expect(states).toEqual(["pending", "expired"]);
+    release();
+  });
+});
+
+describe("configuration", () => {
+  it("routes to the provider whose key is set, else the offline demo", () => {
+    expect(pickProvider({})).toBe("demo");
+    expect(pickProvider({ OPENROUTER_API_KEY: "k", ALMA_OPENAI_COMPAT_URL: "http://x" })).toBe("openrouter");
+    expect(pickProvider({ ANTHROPIC_API_KEY: "k", OPENAI_API_KEY: "k" })).toBe("anthropic");
+    expect(pickProvider({ OPENAI_API_KEY: " " })).toBe("demo");
+    expect(pickProvider({ ANTHROPIC_API_KEY: "k", ALMA_PROVIDER: "demo" })).toBe("demo");
+    expect(() => pickProvider({ ALMA_PROVIDER: "gemini" })).toThrow(EnvError);
+  });
+
+  it("reads port, host, home and caps, refusing bad values in one line", () => {
+    const env = readEnv({ PORT: "9000", ALMA_CAP_TURN_USD: "0.1" }, "/srv");
+    expect(env).toMatchObject({ host: "127.0.0.1", port: 9000, home: "/srv/.alma", caps: { perTurnUsd: 0.1, perClinicDayUsd: 2 } });
+    expect(() => readEnv({ PORT: "http" })).toThrow("PORT must be an integer 0-65535");
+    expect(() => readEnv({ ALMA_CAP_CLINIC_DAY_USD: "0.0000001" })).toThrow(/six decimals/);
+  });
+
+  it("creates the dev secrets once, private to the user, and reuses them", () => {
+    const home = mkdtempSync(join(tmpdir(), "alma-secrets-"));
+    const a = loadSecrets(home, { jwtSecret: undefined, adminToken: undefined });
+    const b = loadSecrets(home, { jwtSecret: undefined, adminToken: undefined });
+    expect(b.adminToken).toBe(a.adminToken);
+    expect(Buffer.from(b.jwtSecret).equals(Buffer.from(a.jwtSecret))).toBe(true);
+    expect(statSync(join(home, "jwt-secret")).mode & 0o777).toBe(0o600);
+    expect(() => loadSecrets(home, { jwtSecret: "short", adminToken: undefined })).toThrow(/at least 32 bytes/);
+  });
+
+  it("builds a provider setup: a model per tier, priced, routed by sensitivity", () => {
+    const setup = providerSetup(readEnv({ ANTHROPIC_API_KEY: "sk-test" }), "anthropic");
+    expect(setup).toMatchObject({ provider: "anthropic", offlineDemo: false, tiers: { fast: "claude-haiku-5-5", balanced: "claude-sonnet-5-5", deep: "claude-opus-5-5" } });
+    expect(setup.policy.resolve({ tier: "balanced", sensitivity: "confidential" })).toMatchObject({ clientId: setup.clients[0]?.id, model: "claude-sonnet-5-5", cache: { ttl: "5m" } });
+    expect(() => setup.policy.resolve({ tier: "fast", sensitivity: "restricted" })).toThrow();
+    const openai = providerSetup(readEnv({ OPENAI_API_KEY: "sk-test", ALMA_MODEL_FAST: "gpt-4.1-nano" }), "openai");
+    expect(openai.policy.resolve({ tier: "fast", sensitivity: "internal" })).toMatchObject({ model: "gpt-4.1-nano", cache: false });
+  });
+
+  it("refuses to start on an unpriced model or a compat provider without its URL", () => {
+    expect(() => providerSetup(readEnv({ OPENROUTER_API_KEY: "k", ALMA_MODEL_DEEP: "some/unpriced-model" }), "openrouter")).toThrow(/the deep model "some\/unpriced-model" has no price/);
+    expect(() => providerSetup(readEnv({ ALMA_PROVIDER: "compat" }), "compat")).toThrow("ALMA_PROVIDER=compat needs ALMA_OPENAI_COMPAT_URL");
+    const compat = providerSetup(readEnv({ ALMA_OPENAI_COMPAT_URL: "http://127.0.0.1:11434/v1", ALMA_OPENAI_COMPAT_MODEL: "llama3", ALMA_OPENAI_COMPAT_PRICE: "0.1,0.2" }), "compat");
+    expect(compat.tiers).toEqual({ fast: "llama3", balanced: "llama3", deep: "llama3" });
+    expect(compat.prices).toEqual({ version: "compat-0.1-0.2", models: { llama3: { rates: { input: 0.1, output: 0.2 } } } });
+  });
+
+  it("honors Prefer: respond-async and wait=N, never waiting longer than the host allows", () => {
+    const req = (prefer: string) => new Request("http://x/", { headers: { prefer } });
+    expect(preferredWait(req("respond-async"), 25_000)).toBe(0);
+    expect(preferredWait(req("wait=3"), 25_000)).toBe(3_000);
+    expect(preferredWait(req("wait=999"), 25_000)).toBe(25_000);
+    expect(preferredWait(req(""), 25_000)).toBe(25_000);
+    expect(preferredWait(req(""), 0, 25_000)).toBe(0);
+    expect(preferredWait(req("wait=5"), 0, 25_000)).toBe(5_000);
+  });
+});
+
+describe("maintenance", () => {
+  it("runs the runtime's maintenance on demand and on its timer, one run at a time", async () => {
+    const host = await createHost({ models: demoSetup(), secrets: SECRETS, store: { home: mkdtempSync(join(tmpdir(), "alma-m-")), databaseUrl: undefined } });
+    expect(await host.maintain()).toEqual({ released: 0, fenced: 0 });
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    try {
+      const maintain = vi.spyOn(host.context.runtime, "maintain");
+      const stop = host.startMaintenance(60_000);
+      vi.advanceTimersByTime(60_000);
+      expect(maintain).toHaveBeenCalledTimes(1);
+      stop();
+      vi.advanceTimersByTime(120_000);
+      expect(maintain).toHaveBeenCalledTimes(1);
+    } finally {
+      vi.useRealTimers();
+      await host.close(0);
+    }
+  });
+});
