@@ -179,6 +179,7 @@ async function runAdmitted(config: ResolvedConfig, engine: Engine, request: Norm
   let revision: number;
   try {
     const view = await stores.sessions.load(request.scope, request.sessionId);
+    if (view.erased) return await refuseErased(config, request, a);
     history = renderEvents(view.messages, config.eventLabels);
     revision = view.revision;
   } catch {
@@ -238,6 +239,18 @@ async function complete(config: ResolvedConfig, request: NormalizedRequest, a: A
     if (current?.state !== "finished") return uncertain(config, request, a, "admission_store");
   }
   return { status: "completed", rootKey: a.rootKey, replayed: false, result };
+}
+
+/** An erased session takes no new turn: the reservation is tombstoned with it and the session freed. */
+async function refuseErased(config: ResolvedConfig, request: NormalizedRequest, a: Admitted): Promise<ConversationView> {
+  const { stores } = config;
+  try {
+    await stores.rootResults.eraseSession(request.scope, request.sessionId);
+    await stores.admissions.finish(request.scope, a.admissionId);
+  } catch {
+    return uncertain(config, request, a, "session_load");
+  }
+  return { status: "unavailable", rootKey: a.rootKey };
 }
 
 /** Marks the admission uncertain, reads whether the turn persisted, releases the session, tells the host once. */

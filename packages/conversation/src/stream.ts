@@ -120,11 +120,13 @@ export function streamConversation(
         return: async () => {
           if (state === "open") state = "detached";
           queue.length = 0;
+          wake();
           return { done: true, value: undefined };
         },
         throw: async (error?: unknown) => {
           if (state === "open") state = "detached";
           queue.length = 0;
+          wake();
           throw error;
         },
       };

@@ -106,3 +106,16 @@ describe("streamTurn", () => {
     expect(t.model.calls).toBe(2);
   });
 });
+
+describe("an erased session", () => {
+  it("takes no new turn: unavailable, nothing dispatched, the session free", async () => {
+    const t = setup({ script: [scriptedText("hello")] });
+    await t.runner.runTurn(t.request("k1"));
+    await t.runner.eraseSession(SCOPE, "s1");
+    const view = await t.runner.runTurn(t.request("k2"));
+    expect(view.status).toBe("unavailable");
+    expect(t.model.calls).toBe(1);
+    expect((await t.runner.read(SCOPE, conversationRootKey(SCOPE, "s1", "k2")))?.status).toBe("unavailable");
+    expect(await t.stores.admissions.holder(SCOPE, "s1")).toBeUndefined();
+  });
+});
