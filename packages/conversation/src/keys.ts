@@ -1,8 +1,9 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { canonicalJson, type JsonValue, normalizeScope, type Scope, validateId } from "@alma-harness/core";
 
 function sha256(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
+  // One-shot hashing (Node 20.12+; the engines floor is 20.19): the same digest without a Hash object.
+  return hash("sha256", text, "hex");
 }
 
 /**

@@ -29,6 +29,8 @@ export class StepOutputs {
 
   readonly sink = (event: LoopEvent): void => {
     if (event.type === "step.text") this.enqueue(() => this.storeText(event.step, event.text));
+    // Metadata is only for a reader: with no listener (runTurn) nothing is queued for it.
+    else if (this.listener === undefined) return;
     else if (event.type === "tool.result") this.enqueue(async () => this.listener?.({ type: "tool", callId: event.callId, name: event.name, isError: event.isError }));
     else if (event.type === "cost.receipt" && event.receipt.kind === "main") this.enqueue(async () => this.listener?.({ type: "usage", receipt: event.receipt }));
   };

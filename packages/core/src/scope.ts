@@ -1,4 +1,5 @@
 import { InvalidIdError, InvalidScopeError } from "./errors.js";
+import { snapshot } from "./snapshot.js";
 
 /**
  * The tenant a turn runs for: `org` is the tenant, `uid` the person inside it. The host derives it
@@ -12,18 +13,31 @@ export interface Scope {
 /** Scope parts: 1–64 characters of `[A-Za-z0-9_.-]`, not starting with a dot. */
 const SCOPE_PART = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$/;
 
-/** Validates a scope and returns a frozen copy with exactly `org` and `uid`. */
+/**
+ * Scopes this function returned. Only it adds to the set, and only a frozen `{org, uid}` it just
+ * checked, so a member is already normalized: passing one back returns it as is, with no re-check.
+ */
+const normalized = new WeakSet<object>();
+
+/**
+ * Validates a scope and returns a frozen copy with exactly `org` and `uid`. A scope this function
+ * already returned is returned unchanged, so one scope object can travel a whole turn cheaply.
+ */
 export function normalizeScope(scope: unknown): Scope {
   if (scope === null || typeof scope !== "object" || Array.isArray(scope)) {
     throw new InvalidScopeError("scope must be an object {org, uid}");
   }
+  if (normalized.has(scope)) return scope as Scope;
   const keys = Object.keys(scope);
   for (const key of keys) {
     if (key !== "org" && key !== "uid") throw new InvalidScopeError(`scope has an unknown field "${key}"`);
   }
   const org = readPart(scope, "org");
   const uid = readPart(scope, "uid");
-  return Object.freeze({ org, uid });
+  // A snapshot of checked strings: frozen plain data that later snapshots keep as is.
+  const out = snapshot({ org, uid }) as unknown as Scope;
+  normalized.add(out);
+  return out;
 }
 
 function readPart(scope: object, key: "org" | "uid"): string {
@@ -45,9 +59,15 @@ export function scopePath(scope: Scope): string {
 /** Ids (sessions, keys, operations, settlements): 1–200 printable ASCII characters, no spaces. */
 const ID = /^[\x21-\x7e]{1,200}$/;
 
+/** The last ids that passed (a pure check of a string): a turn checks the same few ids many times. */
+const recentIds: string[] = ["", "", "", "", "", "", "", ""];
+let nextRecent = 0;
+
 export function validateId(field: string, value: unknown): string {
-  if (typeof value !== "string" || !ID.test(value)) {
-    throw new InvalidIdError(field, "must be 1-200 printable ASCII characters without spaces");
-  }
+  if (typeof value !== "string") throw new InvalidIdError(field, "must be 1-200 printable ASCII characters without spaces");
+  for (let i = 0; i < recentIds.length; i++) if (recentIds[i] === value && value !== "") return value;
+  if (!ID.test(value)) throw new InvalidIdError(field, "must be 1-200 printable ASCII characters without spaces");
+  recentIds[nextRecent] = value;
+  nextRecent = (nextRecent + 1) % recentIds.length;
   return value;
 }

@@ -50,8 +50,30 @@ interface Walk {
   readonly limits: Required<SnapshotLimits>;
   nodes: number;
   bytes: number;
-  readonly ancestors: Set<object>;
+  /** Deepest container level reached and longest string seen: the copy's certificate. */
+  deepest: number;
+  longest: number;
+  /** Containers from the root to here (cycle check); depth is small, so a scan beats a Set. */
+  readonly ancestors: object[];
+  /** Keys and indexes from the root to here; the path text is built only when a rule breaks. */
+  readonly path: (string | number)[];
 }
+
+/** What a certified copy holds: the totals its own walk counted, so a later walk can add them at once. */
+interface Certificate {
+  readonly nodes: number;
+  readonly bytes: number;
+  readonly depth: number;
+  readonly longest: number;
+}
+
+/**
+ * Containers `snapshot` itself made, with what they hold. Only `snapshot` adds to it, after a walk
+ * that checked every rule, and every such container is deeply frozen, so nothing outside can forge
+ * or change an entry: a certified value is already what a walk would produce. Walking it again only
+ * re-counts the limits, which its certificate answers without touching its contents.
+ */
+const certified = new WeakMap<object, Certificate>();
 
 /**
  * Turns untrusted input into a detached, deeply frozen plain-JSON copy, or throws a
@@ -59,24 +81,50 @@ interface Walk {
  * only its data value is used, so a getter, setter or proxy cannot show one value to the check and
  * another to the copy. Object properties whose value is `undefined` are omitted, as JSON does;
  * `-0` becomes `0`. Nothing is half-applied: the caller either gets the whole copy or an error.
+ * A value (or a part of one) that an earlier `snapshot` produced is already plain, frozen data: it is
+ * kept as is when it fits this call's limits, and walked like any input when it does not.
  */
-export function snapshot(value: unknown, limits: SnapshotLimits = {}): JsonValue {
+export function snapshot(value: unknown, limits?: SnapshotLimits): JsonValue {
+  return take(value, limits, true);
+}
+
+/**
+ * `snapshot` for a copy nothing will snapshot again (a record a store keeps): the same rules and the
+ * same result, without recording a certificate for it. Internal to core.
+ */
+export function snapshotOnce(value: unknown, limits?: SnapshotLimits): JsonValue {
+  return take(value, limits, false);
+}
+
+function take(value: unknown, limits: SnapshotLimits | undefined, certify: boolean): JsonValue {
   const walk: Walk = {
     limits: resolveLimits(limits),
     nodes: 0,
     bytes: 0,
-    ancestors: new Set(),
+    deepest: 0,
+    longest: 0,
+    ancestors: [],
+    path: [],
   };
-  return copy(value, "$", 0, walk);
+  const out = copy(value, 0, walk);
+  if (certify && out !== null && typeof out === "object" && !certified.has(out)) {
+    certified.set(out, { nodes: walk.nodes, bytes: walk.bytes, depth: walk.deepest, longest: walk.longest });
+  }
+  return out;
 }
 
 /**
  * Fills absent (or `undefined`) limits with the defaults and rejects a limit that is not a
  * non-negative safe integer: `NaN` or `Infinity` would otherwise switch a check off.
  */
-function resolveLimits(limits: SnapshotLimits): Required<SnapshotLimits> {
+function resolveLimits(limits: SnapshotLimits | undefined): Required<SnapshotLimits> {
+  if (limits === undefined || limits === DEFAULT_SNAPSHOT_LIMITS) return DEFAULT_SNAPSHOT_LIMITS;
+  // Frozen limits (module constants) cannot change between calls: resolved once each.
+  const cacheable = typeof limits === "object" && limits !== null && Object.isFrozen(limits);
+  const known = cacheable ? resolvedLimits.get(limits) : undefined;
+  if (known !== undefined) return known;
   const out = { ...DEFAULT_SNAPSHOT_LIMITS };
-  for (const key of Object.keys(DEFAULT_SNAPSHOT_LIMITS) as (keyof SnapshotLimits)[]) {
+  for (const key of LIMIT_KEYS) {
     const given: unknown = limits[key];
     if (given === undefined) continue;
     if (typeof given !== "number" || !Number.isSafeInteger(given) || given < 0) {
@@ -84,8 +132,13 @@ function resolveLimits(limits: SnapshotLimits): Required<SnapshotLimits> {
     }
     out[key] = given;
   }
+  if (cacheable) resolvedLimits.set(limits, Object.freeze(out));
   return out;
 }
+
+const resolvedLimits = new WeakMap<SnapshotLimits, Required<SnapshotLimits>>();
+
+const LIMIT_KEYS = Object.keys(DEFAULT_SNAPSHOT_LIMITS) as readonly (keyof SnapshotLimits)[];
 
 /** `snapshot` for values that must be a JSON object at the root. */
 export function snapshotObject(value: unknown, path = "$", limits: SnapshotLimits = {}): JsonObject {
@@ -95,89 +148,118 @@ export function snapshotObject(value: unknown, path = "$", limits: SnapshotLimit
   return snapshot(value, limits) as JsonObject;
 }
 
-function copy(value: unknown, path: string, depth: number, walk: Walk): JsonValue {
+/** The path text of where the walk is (`$.a[0].b`), built only for an error. */
+function pathOf(walk: Walk, extra?: string | number): string {
+  let text = "$";
+  const parts = extra === undefined ? walk.path : [...walk.path, extra];
+  for (const part of parts) text += typeof part === "number" ? `[${part}]` : `.${part}`;
+  return text;
+}
+
+function fail(walk: Walk, rule: SnapshotRule, detail: string, extra?: string | number): never {
+  throw new SnapshotError(pathOf(walk, extra), rule, detail);
+}
+
+function copy(value: unknown, depth: number, walk: Walk): JsonValue {
   walk.nodes += 1;
-  if (walk.nodes > walk.limits.maxNodes) {
-    throw new SnapshotError(path, "nodes", `more than ${walk.limits.maxNodes} nodes`);
-  }
+  if (walk.nodes > walk.limits.maxNodes) fail(walk, "nodes", `more than ${walk.limits.maxNodes} nodes`);
   switch (typeof value) {
     case "string":
-      countString(value, path, walk);
+      countString(value, walk);
       return value;
     case "number":
-      if (!Number.isFinite(value)) throw new SnapshotError(path, "non_finite", "numbers must be finite");
+      if (!Number.isFinite(value)) fail(walk, "non_finite", "numbers must be finite");
       return value === 0 ? 0 : value;
     case "boolean":
       return value;
     case "object":
       if (value === null) return null;
-      return copyContainer(value, path, depth + 1, walk);
+      return copyContainer(value, depth + 1, walk);
     default:
-      throw new SnapshotError(path, "unsupported_type", `a ${typeof value} is not JSON data`);
+      return fail(walk, "unsupported_type", `a ${typeof value} is not JSON data`);
   }
 }
 
-function copyContainer(value: object, path: string, depth: number, walk: Walk): JsonValue {
-  if (depth > walk.limits.maxDepth) {
-    throw new SnapshotError(path, "depth", `nesting deeper than ${walk.limits.maxDepth}`);
+function copyContainer(value: object, depth: number, walk: Walk): JsonValue {
+  const held = certified.get(value);
+  if (held !== undefined && fits(held, depth, walk)) {
+    // Already a checked, frozen copy that fits: count what it holds, keep it as is.
+    walk.nodes += held.nodes - 1;
+    walk.bytes += held.bytes;
+    if (depth - 1 + held.depth > walk.deepest) walk.deepest = depth - 1 + held.depth;
+    if (held.longest > walk.longest) walk.longest = held.longest;
+    return value as JsonValue;
   }
-  if (walk.ancestors.has(value)) throw new SnapshotError(path, "cycle", "the value contains itself");
-  walk.ancestors.add(value);
-  try {
-    return Array.isArray(value) ? copyArray(value, path, depth, walk) : copyObject(value, path, depth, walk);
-  } finally {
-    walk.ancestors.delete(value);
-  }
+  if (depth > walk.limits.maxDepth) fail(walk, "depth", `nesting deeper than ${walk.limits.maxDepth}`);
+  if (depth > walk.deepest) walk.deepest = depth;
+  if (walk.ancestors.includes(value)) fail(walk, "cycle", "the value contains itself");
+  walk.ancestors.push(value);
+  const out = Array.isArray(value) ? copyArray(value, depth, walk) : copyObject(value, depth, walk);
+  // On a throw the whole walk is abandoned, so the stack only needs unwinding on success.
+  walk.ancestors.pop();
+  return out;
 }
 
-function copyArray(value: readonly unknown[], path: string, depth: number, walk: Walk): JsonValue {
-  if (Object.getPrototypeOf(value) !== Array.prototype) {
-    throw new SnapshotError(path, "non_plain", "arrays must be plain arrays");
-  }
+/** Whether a certified copy, placed at `depth`, stays within every limit of this walk. */
+function fits(held: Certificate, depth: number, walk: Walk): boolean {
+  const { limits } = walk;
+  return (
+    walk.nodes - 1 + held.nodes <= limits.maxNodes &&
+    depth - 1 + held.depth <= limits.maxDepth &&
+    held.longest <= limits.maxStringBytes &&
+    walk.bytes + held.bytes <= limits.maxTotalBytes
+  );
+}
+
+function copyArray(value: readonly unknown[], depth: number, walk: Walk): JsonValue {
+  if (Object.getPrototypeOf(value) !== Array.prototype) fail(walk, "non_plain", "arrays must be plain arrays");
   const keys = Reflect.ownKeys(value);
   const length = value.length;
   if (keys.length !== length + 1) {
     for (const key of keys) {
-      if (typeof key === "symbol") throw new SnapshotError(path, "symbol_key", "symbol keys are not JSON");
+      if (typeof key === "symbol") fail(walk, "symbol_key", "symbol keys are not JSON");
     }
     const named = keys.find((k) => k !== "length" && !isIndex(k as string, length));
-    if (named !== undefined) {
-      throw new SnapshotError(path, "array_property", `arrays may not carry the named property "${String(named)}"`);
-    }
-    throw new SnapshotError(path, "sparse_array", "arrays may not have holes");
+    if (named !== undefined) fail(walk, "array_property", `arrays may not carry the named property "${String(named)}"`);
+    fail(walk, "sparse_array", "arrays may not have holes");
   }
   const out: JsonValue[] = new Array(length);
+  const path = walk.path;
   for (let i = 0; i < length; i++) {
-    const itemPath = `${path}[${i}]`;
     const descriptor = Object.getOwnPropertyDescriptor(value, i);
-    if (descriptor === undefined) throw new SnapshotError(itemPath, "sparse_array", "arrays may not have holes");
-    if (!("value" in descriptor)) throw new SnapshotError(itemPath, "accessor", "getters and setters are not data");
-    out[i] = copy(descriptor.value, itemPath, depth, walk);
+    if (descriptor === undefined) fail(walk, "sparse_array", "arrays may not have holes", i);
+    if (!("value" in descriptor)) fail(walk, "accessor", "getters and setters are not data", i);
+    path.push(i);
+    out[i] = copy(descriptor.value, depth, walk);
+    path.pop();
   }
   return Object.freeze(out);
 }
 
-function copyObject(value: object, path: string, depth: number, walk: Walk): JsonValue {
+function copyObject(value: object, depth: number, walk: Walk): JsonValue {
   const proto: unknown = Object.getPrototypeOf(value);
-  if (proto !== Object.prototype && proto !== null) {
-    throw new SnapshotError(path, "non_plain", "only plain objects are data (no class instances)");
-  }
+  if (proto !== Object.prototype && proto !== null) fail(walk, "non_plain", "only plain objects are data (no class instances)");
   const out: Record<string, JsonValue> = {};
-  for (const key of Reflect.ownKeys(value)) {
-    if (typeof key === "symbol") throw new SnapshotError(path, "symbol_key", "symbol keys are not JSON");
-    const keyPath = `${path}.${key}`;
+  const keys = Reflect.ownKeys(value);
+  const path = walk.path;
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i] as string | symbol;
+    if (typeof key === "symbol") fail(walk, "symbol_key", "symbol keys are not JSON");
     const descriptor = Object.getOwnPropertyDescriptor(value, key);
     if (descriptor === undefined) continue;
-    if (!("value" in descriptor)) throw new SnapshotError(keyPath, "accessor", "getters and setters are not data");
-    if (!descriptor.enumerable) throw new SnapshotError(keyPath, "hidden_property", "non-enumerable properties are not data");
+    if (!("value" in descriptor)) fail(walk, "accessor", "getters and setters are not data", key);
+    if (!descriptor.enumerable) fail(walk, "hidden_property", "non-enumerable properties are not data", key);
     if (descriptor.value === undefined) continue;
-    countString(key, keyPath, walk);
-    Object.defineProperty(out, key, {
-      value: copy(descriptor.value, keyPath, depth, walk),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+    path.push(key);
+    countString(key, walk);
+    const item = copy(descriptor.value, depth, walk);
+    path.pop();
+    if (key in Object.prototype) {
+      // `__proto__` and every other inherited name is defined, never assigned: no setter runs.
+      Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true });
+    } else {
+      out[key] = item;
+    }
   }
   return Object.freeze(out);
 }
@@ -187,19 +269,21 @@ function isIndex(key: string, length: number): boolean {
   return Number.isInteger(n) && n >= 0 && n < length && String(n) === key;
 }
 
-function countString(text: string, path: string, walk: Walk): void {
+function countString(text: string, walk: Walk): void {
   const bytes = utf8Length(text);
-  if (bytes > walk.limits.maxStringBytes) {
-    throw new SnapshotError(path, "string_bytes", `a string over ${walk.limits.maxStringBytes} bytes`);
-  }
+  if (bytes > walk.limits.maxStringBytes) fail(walk, "string_bytes", `a string over ${walk.limits.maxStringBytes} bytes`);
+  if (bytes > walk.longest) walk.longest = bytes;
   walk.bytes += bytes;
-  if (walk.bytes > walk.limits.maxTotalBytes) {
-    throw new SnapshotError(path, "total_bytes", `strings total over ${walk.limits.maxTotalBytes} bytes`);
-  }
+  if (walk.bytes > walk.limits.maxTotalBytes) fail(walk, "total_bytes", `strings total over ${walk.limits.maxTotalBytes} bytes`);
 }
+
+/** Any code unit outside ASCII: only such strings need counting unit by unit. */
+const NON_ASCII = /[\u0080-\uffff]/;
 
 /** UTF-8 length without allocating; a lone surrogate counts as the 3 bytes of U+FFFD. */
 export function utf8Length(text: string): number {
+  // ASCII (ids, keys, most text) is one byte per unit; the scan runs in the regex engine.
+  if (!NON_ASCII.test(text)) return text.length;
   let bytes = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -219,8 +303,21 @@ export function utf8Length(text: string): number {
 /** Stable JSON text of a snapshotted value (keys sorted), for hashing and equality of bindings. */
 export function canonicalJson(value: JsonValue): string {
   if (value === null || typeof value !== "object") return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (Array.isArray(value)) {
+    let text = "[";
+    for (let i = 0; i < value.length; i++) {
+      // As `join` does, an item with no JSON text (a hole, undefined) leaves an empty slot.
+      const item: string | undefined = canonicalJson(value[i] as JsonValue);
+      text += i === 0 ? (item ?? "") : `,${item ?? ""}`;
+    }
+    return `${text}]`;
+  }
   const obj = value as JsonObject;
   const keys = Object.keys(obj).sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k] as JsonValue)}`).join(",")}}`;
+  let text = "{";
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i] as string;
+    text += `${i === 0 ? "" : ","}${JSON.stringify(key)}:${canonicalJson(obj[key] as JsonValue)}`;
+  }
+  return `${text}}`;
 }

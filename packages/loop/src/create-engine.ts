@@ -1,5 +1,5 @@
 import { type ModelChoice, type ModelClient, type ProviderToolSpec, SEARCH_TOOLS_NAME, type ToolDefinition, type ToolSpec, toolSpec } from "@alma-harness/core";
-import { AbortedError } from "./cancel.js";
+import { AbortedError, startTimer } from "./cancel.js";
 import type { EngineConfig, TurnInput, TurnOutcome } from "./engine.js";
 import { type CompiledEngine, makeEmitter, type TurnEnv } from "./env.js";
 import { EngineConfigError } from "./errors.js";
@@ -130,7 +130,7 @@ export function createEngine(config: EngineConfig): Engine {
     try {
       return await runTurnCore(env, state, choice);
     } finally {
-      stopDeadline.abort();
+      stopDeadline?.();
       input.signal?.removeEventListener("abort", onAbort);
     }
   };
@@ -146,14 +146,9 @@ function grantOf(engine: CompiledEngine, names: readonly string[] | undefined): 
   return Object.freeze(engine.toolOrder.filter((t) => allowed.has(t.name)));
 }
 
-/** Aborts the turn when its deadline passes, on the engine's clock. */
-function watchDeadline(engine: CompiledEngine, input: TurnInput, control: AbortController): AbortController {
-  const stop = new AbortController();
-  if (input.deadlineAt === undefined) return stop;
+/** Aborts the turn when its deadline passes, on the engine's clock; returns the timer's cancel. */
+function watchDeadline(engine: CompiledEngine, input: TurnInput, control: AbortController): (() => void) | undefined {
+  if (input.deadlineAt === undefined) return undefined;
   const wait = Math.max(0, input.deadlineAt - engine.clock.now());
-  engine.clock.sleep(wait, stop.signal).then(
-    () => control.abort(new AbortedError("deadline")),
-    () => undefined,
-  );
-  return stop;
+  return startTimer(engine.clock, wait, () => control.abort(new AbortedError("deadline")));
 }

@@ -102,8 +102,12 @@ export function openGateways(env: TurnEnv, state: TurnState, at: GatewayScope): 
   let live = true;
   const pending = new Set<Promise<unknown>>();
   let poison: UncertainTurnError | undefined;
-  const link = linkedController(at.signal);
-  const childEnv: TurnEnv = { ...env, signal: link.controller.signal };
+  // The children's signal is linked on the first child: a handler that starts none costs no controller.
+  let link: ReturnType<typeof linkedController> | undefined;
+  const childEnv = (): TurnEnv => {
+    link ??= linkedController(at.signal);
+    return { ...env, signal: link.controller.signal };
+  };
   const track = <T>(work: Promise<T>): Promise<T> => {
     const p = work.catch((error: unknown) => {
       if (!startsNothing(error)) poison ??= error instanceof UncertainTurnError ? error : new UncertainTurnError("child", "a child call failed", error);
@@ -124,7 +128,7 @@ export function openGateways(env: TurnEnv, state: TurnState, at: GatewayScope): 
     if (!live) throw new UncertainTurnError("child", "the gateways were revoked when the handler settled");
   };
   const child = (req: ChildRequest, kind: "direct" | "delegate") =>
-    track(runChild(childEnv, state, req, { kind, parentCallId: at.callId, depth: at.depth, grant: at.grant }));
+    track(runChild(childEnv(), state, req, { kind, parentCallId: at.callId, depth: at.depth, grant: at.grant }));
   const models: ModelGateways = Object.freeze({
     direct: async (raw: DirectRequest): Promise<{ readonly text: string; readonly usage: Usage }> => {
       alive();
@@ -166,8 +170,8 @@ export function openGateways(env: TurnEnv, state: TurnState, at: GatewayScope): 
     revoke: (handlerFailed) => {
       live = false;
       const running = pending.size > 0;
-      if (running) link.controller.abort(new UncertainTurnError("children_pending", "a child call was started and not awaited"));
-      link.dispose();
+      if (running) link?.controller.abort(new UncertainTurnError("children_pending", "a child call was started and not awaited"));
+      link?.dispose();
       if (handlerFailed) return;
       if (running) throw new UncertainTurnError("children_pending", "a child call was started and not awaited");
       if (poison) throw poison;

@@ -1,6 +1,6 @@
 import type { Sensitivity, StreamToolCall, ToolDefinition, ToolResultBlock } from "@alma-harness/core";
 import { durable } from "./audit.js";
-import { abortReason, CANCELLED_BEFORE_EXECUTION, CLEANUP_GRACE_MS, checkpoint, linkedController, raceAbort, settleWithin } from "./cancel.js";
+import { abortReason, CANCELLED_BEFORE_EXECUTION, CLEANUP_GRACE_MS, checkpoint, linkedController, raceOwned, settleWithin } from "./cancel.js";
 import type { TurnEnv } from "./env.js";
 import { admitAndRun } from "./execute.js";
 import type { TurnState } from "./state.js";
@@ -41,35 +41,37 @@ export function errorResult(call: { id: string; name: string }, code: string, me
  */
 export async function dispatchCalls(env: TurnEnv, state: TurnState, calls: readonly StreamToolCall[], opts: DispatchOptions): Promise<ToolResultBlock[]> {
   const results: (ToolResultBlock | undefined)[] = new Array(calls.length).fill(undefined);
-  const link = linkedController(opts.signal);
-  const stop = link.controller;
+  // Siblings exist only with two or more calls: a lone call runs on the caller's signal, and its
+  // failure, which has nothing left to stop, is only remembered.
+  const link = calls.length > 1 ? linkedController(opts.signal) : undefined;
+  const signal = link ? link.controller.signal : opts.signal;
   let failure: Error | undefined;
   try {
     for (const call of calls) {
-      checkpoint(stop.signal);
+      checkpoint(signal);
       await recordIntent(env, call);
     }
     const size = env.engine.limits.maxParallelToolCalls;
-    for (let start = 0; start < calls.length && !stop.signal.aborted; start += size) {
+    for (let start = 0; start < calls.length && !signal.aborted; start += size) {
       const runs = calls.slice(start, start + size).map((call, i) =>
-        runOne(env, state, call, start + i, opts, stop.signal).then(
+        runOne(env, state, call, start + i, opts, signal).then(
           (block) => {
             results[start + i] = block;
           },
           (error: unknown) => {
             failure ??= error instanceof Error ? error : new Error(String(error));
-            stop.abort(failure);
+            link?.controller.abort(failure);
           },
         ),
       );
       // Runs never reject; a cancelled batch is given the grace period to settle, never more.
       const all = Promise.all(runs);
-      await raceAbort(all, stop.signal).catch(() => settleWithin(all, CLEANUP_GRACE_MS, env.engine.clock));
+      await raceOwned(all, signal).catch(() => settleWithin(all, CLEANUP_GRACE_MS, env.engine.clock));
     }
   } catch (error) {
     failure ??= error instanceof Error ? error : new Error(String(error));
   } finally {
-    link.dispose();
+    link?.dispose();
   }
   if (opts.signal.aborted) throw interrupted(env, calls, results, abortReason(opts.signal), "TOOL_CANCELLED", CANCELLED_BEFORE_EXECUTION);
   if (failure) throw interrupted(env, calls, results, failure, "TOOL_INTERRUPTED", "not completed: the turn stopped before this call finished");

@@ -1,4 +1,4 @@
-import { type Block, type CostReceipt, type Msg, type MsgMeta, totalTokens, type Usage, ZERO_USAGE, addUsage } from "@alma-harness/core";
+import { type Block, type CostReceipt, type JsonValue, type Msg, type MsgMeta, type SnapshotLimits, snapshot, totalTokens, type Usage, ZERO_USAGE, addUsage } from "@alma-harness/core";
 import { type TurnLedger, newTurnLedger } from "@alma-harness/execution";
 import type { TurnToolCall } from "./engine.js";
 import type { LoopEvent } from "./events.js";
@@ -12,6 +12,23 @@ export function deepFreeze<T>(value: T): T {
     Object.freeze(value);
   }
   return value;
+}
+
+/**
+ * Limits for copying data the engine itself built from checked parts: no limit can refuse it here.
+ * The copy is frozen and certified, so the session store's own snapshot (with its own limits, which
+ * still decide what is stored) takes each message as is instead of copying it again.
+ */
+const ENGINE_DATA: SnapshotLimits = Object.freeze({
+  maxDepth: Number.MAX_SAFE_INTEGER,
+  maxNodes: Number.MAX_SAFE_INTEGER,
+  maxStringBytes: Number.MAX_SAFE_INTEGER,
+  maxTotalBytes: Number.MAX_SAFE_INTEGER,
+});
+
+/** A frozen, certified copy of a message the engine built (see `ENGINE_DATA`). */
+export function engineMessage(message: Msg): Msg {
+  return snapshot(message as unknown as JsonValue, ENGINE_DATA) as unknown as Msg;
 }
 
 /**
@@ -50,7 +67,7 @@ export class TurnState {
   }
 
   append(role: "user" | "assistant", blocks: readonly Block[], meta?: MsgMeta): Msg {
-    const message = deepFreeze<Msg>({ role, blocks: [...blocks], meta: { ...meta, turn: this.turnId } });
+    const message = engineMessage({ role, blocks, meta: { ...meta, turn: this.turnId } });
     this.added.push(message);
     this.revision += 1;
     this.emit({ type: "message.completed", turnId: this.turnId, role, revision: this.revision });

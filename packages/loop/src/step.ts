@@ -11,7 +11,7 @@ import {
 } from "@alma-harness/core";
 import { AuditFailedError, CallRefusedError, type PreparedCall, UnsettledCallError } from "@alma-harness/execution";
 import { durable } from "./audit.js";
-import { AbortedError, abortReason, raceAbort } from "./cancel.js";
+import { AbortedError, abortRacer, abortReason, RELEASED, startTimer } from "./cancel.js";
 import type { TurnEnv } from "./env.js";
 import { StreamInvalidError, StreamTornError, UncertainTurnError } from "./errors.js";
 import { CONTEXT_VERSION, type TurnState } from "./state.js";
@@ -103,13 +103,20 @@ async function recordRequest(env: TurnEnv, state: TurnState, call: StepCall, ope
 async function streamAndSettle(env: TurnEnv, state: TurnState, call: StepCall, client: ModelClient, prepared: PreparedCall, operationId: string): Promise<StepDone> {
   const { engine } = env;
   const round = new AbortController();
-  const onTurnAbort = () => round.abort(env.signal.reason);
+  // Only this function aborts the round (the turn's abort, the round's timer, its end), so each
+  // abort interrupts the pending pull itself: no listener on the round's own signal.
+  const racer = abortRacer(round.signal);
+  const stop = (reason: unknown) => {
+    round.abort(reason);
+    racer.interrupt();
+  };
+  const onTurnAbort = () => stop(env.signal.reason);
   env.signal.addEventListener("abort", onTurnAbort, { once: true });
   if (env.signal.aborted) round.abort(env.signal.reason);
-  engine.clock.sleep(engine.limits.roundTimeoutMs, round.signal).then(
-    () => round.abort(new AbortedError("timeout")),
-    () => undefined,
-  );
+  // One timer for the round's own deadline, released with the round; never armed for a stopped round.
+  const cancelTimer = round.signal.aborted
+    ? undefined
+    : startTimer(engine.clock, engine.limits.roundTimeoutMs, () => stop(new AbortedError("timeout")), round.signal);
   let output: StepOutput;
   try {
     if (round.signal.aborted) {
@@ -117,14 +124,15 @@ async function streamAndSettle(env: TurnEnv, state: TurnState, call: StepCall, c
       throw abortReason(round.signal);
     }
     const stream = await prepared.open(round.signal);
-    output = await collectStep(stream, state.callIds, (p) => raceAbort(p, round.signal));
+    output = await collectStep(stream, state.callIds, racer.race);
   } catch (error) {
     // No effect of this round is kept; what was sent is on the journal with unknown usage.
     await prepared.settle({ status: "unknown" }).catch(() => undefined);
     throw classify(call, client, error, env.signal);
   } finally {
+    cancelTimer?.();
     env.signal.removeEventListener("abort", onTurnAbort);
-    round.abort();
+    round.abort(RELEASED);
   }
   for (const c of output.toolCalls) state.callIds.add(c.id);
   let receipt: CostReceipt;

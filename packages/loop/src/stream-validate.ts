@@ -1,6 +1,7 @@
 import {
   type Block,
   canonicalJson,
+  type JsonObject,
   type JsonValue,
   type ModelStreamEvent,
   type ProviderToolCallBlock,
@@ -26,7 +27,7 @@ export interface StepOutput {
   readonly webSearches: number;
 }
 
-const EVENT_LIMITS = { maxDepth: 64, maxNodes: 100_000, maxStringBytes: 4 * 1024 * 1024, maxTotalBytes: 8 * 1024 * 1024 };
+const EVENT_LIMITS = Object.freeze({ maxDepth: 64, maxNodes: 100_000, maxStringBytes: 4 * 1024 * 1024, maxTotalBytes: 8 * 1024 * 1024 });
 const MAX_ID = 200;
 
 interface Acc {
@@ -234,11 +235,23 @@ function finish(acc: Acc, event: Extract<ModelStreamEvent, { type: "response_com
   };
 }
 
+/** Key-order-free equality of two snapshotted objects: flat ones compared field by field, others canonically. */
+function sameJsonObject(a: JsonObject, b: JsonObject): boolean {
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  for (const key of keys) {
+    const x = a[key];
+    if (typeof x === "object" && x !== null) return canonicalJson(a) === canonicalJson(b);
+    if (!Object.hasOwn(b, key) || x !== b[key]) return false;
+  }
+  return true;
+}
+
 function reconcileUsage(streamed: UsageEvidence | undefined, terminal: Usage | undefined): UsageEvidence {
   if (terminal !== undefined) {
     const problem = usageProblem(terminal);
     if (problem) throw new StreamInvalidError("usage", problem);
-    if (streamed && streamed.status === "known" && canonicalJson(streamed.usage as unknown as JsonValue) !== canonicalJson(terminal as unknown as JsonValue)) {
+    if (streamed && streamed.status === "known" && !sameJsonObject(streamed.usage as unknown as JsonObject, terminal as unknown as JsonObject)) {
       throw new StreamInvalidError("usage", "the usage event and the terminal frame disagree");
     }
     return streamed ?? { status: "known", usage: terminal };
@@ -252,9 +265,21 @@ function fillInputs(blocks: Block[], calls: readonly StreamToolCall[]): Block[] 
   return blocks.map((b) => {
     if (b.type !== "tool_call") return b;
     const call = byId.get(b.id);
-    const parsed = call ? parseArguments(call.arguments) : undefined;
+    const parsed = call ? argumentsOf(call) : undefined;
     return parsed ? { ...b, input: parsed } : b;
   });
+}
+
+/** Parsed arguments per call of this turn, so the step, the dispatch and the result list parse once. */
+const parsedArguments = new WeakMap<StreamToolCall, { readonly text: string; readonly value: Record<string, JsonValue> | undefined }>();
+
+/** `parseArguments` of a call's arguments, remembered for that call (and its text) once parsed. */
+export function argumentsOf(call: StreamToolCall): Record<string, JsonValue> | undefined {
+  const known = parsedArguments.get(call);
+  if (known !== undefined && known.text === call.arguments) return known.value;
+  const value = parseArguments(call.arguments);
+  parsedArguments.set(call, { text: call.arguments, value });
+  return value;
 }
 
 export function parseArguments(text: string): Record<string, JsonValue> | undefined {

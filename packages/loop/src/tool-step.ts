@@ -4,7 +4,7 @@ import { answerUnrun, dispatchCalls, InterruptedDispatch } from "./dispatch.js";
 import type { TurnEnv } from "./env.js";
 import { budgetEnding, type Ending, type LastKind, limitEnding, tokensSpent } from "./limits.js";
 import type { TurnState } from "./state.js";
-import { parseArguments } from "./stream-validate.js";
+import { argumentsOf } from "./stream-validate.js";
 
 /**
  * Runs a main step's tool calls (or answers them as not run) and says whether the turn ends here.
@@ -54,7 +54,7 @@ export async function toolStep(env: TurnEnv, state: TurnState, calls: readonly S
 function record(state: TurnState, calls: readonly StreamToolCall[], results: readonly ToolResultBlock[]): void {
   const byId = new Map(results.map((r) => [r.callId, r]));
   for (const call of calls) {
-    state.toolCalls.push({ id: call.id, name: call.name, input: parseArguments(call.arguments) ?? {}, isError: byId.get(call.id)?.isError ?? true });
+    state.toolCalls.push({ id: call.id, name: call.name, input: argumentsOf(call) ?? {}, isError: byId.get(call.id)?.isError ?? true });
   }
 }
 

@@ -116,7 +116,8 @@ async function stepLoop(env: TurnEnv, state: TurnState, choice: ModelChoice): Pr
     await tokenWarning(env, state);
     // max_tokens withholds the step's output: nothing of it is persisted or shown.
     if (output.stopReason === "max_tokens") return { reply: [], stopReason: "max_tokens", terminalReason: "max_tokens" };
-    state.append("assistant", output.blocks);
+    // The stored message's blocks are a frozen, certified copy: the reply and the envelope reuse them.
+    const { blocks } = state.append("assistant", output.blocks);
     state.webSearches += output.webSearches;
     await stepPost(env, state, output);
     if (output.text) env.emit({ type: "step.text", turnId: input.turnId, step: state.steps, text: output.text });
@@ -126,11 +127,11 @@ async function stepLoop(env: TurnEnv, state: TurnState, choice: ModelChoice): Pr
         if (last) return limitEnding(env, last, false, output.stopReason, []);
         continue;
       }
-      const reply = replyBlocks(output.blocks);
+      const reply = replyBlocks(blocks);
       // The limit names the ending only when the notice asked for this answer.
       return last && notice ? limitEnding(env, last, true, output.stopReason, reply) : { reply, stopReason: output.stopReason, terminalReason: "answered" };
     }
-    const ending = await toolStep(env, state, output.toolCalls, last, output.blocks);
+    const ending = await toolStep(env, state, output.toolCalls, last, blocks);
     if (ending) return ending;
   }
 }

@@ -48,7 +48,14 @@ export interface SpendStore {
 
 export type { BudgetCapName };
 
+/** The last day `utcDay` formatted, by its day number (`Date` truncates the instant, so this does too). */
+let lastDay: { readonly number: number; readonly text: string } | undefined;
+
 /** UTC day of an epoch-millisecond instant. */
 export function utcDay(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10);
+  const number = Math.floor(Math.trunc(ms) / 86_400_000);
+  if (lastDay !== undefined && lastDay.number === number) return lastDay.text;
+  const text = new Date(ms).toISOString().slice(0, 10);
+  lastDay = { number, text };
+  return text;
 }

@@ -31,9 +31,11 @@ export type AuditFailure = Error | ((event: AuditEvent) => Error | undefined);
  * "an audit failure makes the turn uncertain" path; `failAppends(undefined)` heals it.
  */
 export class RecordingAuditLog implements AuditLog {
+  /** Normalized events in append order: the one at index `i` has `seq` `i + 1`. */
+  readonly #recorded: AuditEvent[] = [];
+  /** Records (event plus `seq`) are made when first read, not on the append path, then kept. */
   readonly #records: AuditRecord[] = [];
   #fail: AuditFailure | undefined;
-  #seq = 0;
 
   constructor(opts: { readonly fail?: AuditFailure } = {}) {
     this.#fail = opts.fail;
@@ -41,12 +43,12 @@ export class RecordingAuditLog implements AuditLog {
 
   /** Every recorded event, all scopes, in append order (for assertions). */
   get events(): readonly AuditRecord[] {
-    return Object.freeze(this.#records.slice());
+    return Object.freeze(this.#all().slice());
   }
 
   /** Recorded events of one trail, in append order. */
   trail<T extends Trail>(trail: T): readonly Extract<AuditRecord, { readonly trail: T }>[] {
-    return Object.freeze(this.#records.filter((r): r is Extract<AuditRecord, { readonly trail: T }> => r.trail === trail));
+    return Object.freeze(this.#all().filter((r): r is Extract<AuditRecord, { readonly trail: T }> => r.trail === trail));
   }
 
   failAppends(failure: AuditFailure | undefined): void {
@@ -57,14 +59,13 @@ export class RecordingAuditLog implements AuditLog {
     const e = normalizeAuditEvent(event);
     const failure = typeof this.#fail === "function" ? this.#fail(e) : this.#fail;
     if (failure) throw failure;
-    this.#seq += 1;
-    this.#records.push(Object.freeze({ ...e, seq: this.#seq }) as AuditRecord);
+    this.#recorded.push(e);
   }
 
   async query(scope: Scope, query?: AuditQuery): Promise<{ readonly items: readonly AuditRecord[]; readonly nextCursor?: string }> {
     const { key } = scopeKey(scope);
     const q = normalizeAuditQuery(query);
-    const matching = this.#records.filter(
+    const matching = this.#all().filter(
       (r) =>
         scopeKey(r.scope).key === key &&
         (q.sessionId === undefined || r.sessionId === q.sessionId) &&
@@ -72,5 +73,12 @@ export class RecordingAuditLog implements AuditLog {
         (q.trail === undefined || r.trail === q.trail),
     );
     return Object.freeze(pageOf(matching, (r) => [r.seq], q.after === undefined ? undefined : [q.after], q.limit));
+  }
+
+  /** Every record, made (once) for the events not read before: `seq` is the 1-based append position. */
+  #all(): readonly AuditRecord[] {
+    const records = this.#records;
+    for (let i = records.length; i < this.#recorded.length; i++) records.push(Object.freeze({ ...this.#recorded[i], seq: i + 1 }) as AuditRecord);
+    return records;
   }
 }

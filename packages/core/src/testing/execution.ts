@@ -43,7 +43,8 @@ export class InMemoryExecutionStore implements ExecutionStore {
     }
     const record: ExecutionRecord = Object.freeze({ ...c, state: "prepared", fenceToken: 1, updatedAt: c.createdAt });
     this.#rows.set(key, record);
-    const fence: Fence = Object.freeze({ scope: c.scope, operationId: c.operationId, token: 1 });
+    // Built from the checked claim through the fence rule, so the transitions take it back without a re-check.
+    const fence: Fence = normalizeFence({ scope: c.scope, operationId: c.operationId, token: 1 });
     return Object.freeze({ status: "claimed", fence, record });
   }
 

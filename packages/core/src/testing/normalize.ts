@@ -3,7 +3,7 @@ import { ValidationError } from "../errors.js";
 import type { Msg } from "../messages.js";
 import { SENSITIVITIES } from "../routing.js";
 import { type Scope, validateId } from "../scope.js";
-import { canonicalJson, type JsonValue, snapshot } from "../snapshot.js";
+import { canonicalJson, type JsonValue, snapshot, snapshotOnce } from "../snapshot.js";
 import type { AdmissionKind } from "../stores/admissions.js";
 import type { AuditEvent, Trail } from "../stores/audit.js";
 import type { ExecutionClaim, Fence } from "../stores/execution.js";
@@ -34,7 +34,7 @@ export function normalizeMessages(messages: unknown): readonly Msg[] {
   if (!Array.isArray(messages) || messages.length === 0) {
     throw new ValidationError("messages", "non_empty", "messages must be a non-empty array");
   }
-  const copy = snapshot(messages) as readonly unknown[];
+  const copy = snapshotOnce(messages) as readonly unknown[];
   for (const [i, msg] of copy.entries()) checkMsg(msg, `messages[${i}]`);
   return copy as readonly Msg[];
 }
@@ -116,13 +116,19 @@ export function normalizeClaim(claim: unknown): ExecutionClaim {
   return Object.freeze(out);
 }
 
+/** Fences `normalizeFence` returned (frozen, checked): handed back, they are returned as they are. */
+const normalizedFences = new WeakSet<Fence>();
+
 export function normalizeFence(fence: unknown): Fence {
+  if (typeof fence === "object" && fence !== null && normalizedFences.has(fence as Fence)) return fence as Fence;
   const f = closedObject("fence", fence, ["scope", "operationId", "token"]);
-  return Object.freeze({
+  const out: Fence = Object.freeze({
     scope: scopeKey(f.scope).scope,
     operationId: validateId("fence.operationId", f.operationId),
     token: validateCount("fence.token", f.token, 1),
   });
+  normalizedFences.add(out);
+  return out;
 }
 
 export function normalizeUsage(usage: unknown, path = "usage"): Usage {
@@ -184,7 +190,7 @@ export function normalizeReservation(reservation: unknown): ResultReservation {
 
 /** A result envelope: snapshotted JSON and its canonical text (what `maxChars` measures and equality compares). */
 export function normalizeEnvelope(envelope: unknown): { readonly envelope: JsonValue; readonly text: string } {
-  const copy = snapshot(envelope);
+  const copy = snapshotOnce(envelope);
   return { envelope: copy, text: canonicalJson(copy) };
 }
 
@@ -250,19 +256,24 @@ const TRAIL_FIELDS: Readonly<Record<Trail, readonly string[]>> = {
   lifecycle: ["action", "step", "contextVersion", "messageRevision", "detail"],
 };
 export const TRAILS = Object.keys(TRAIL_FIELDS) as readonly Trail[];
+/** The field sets, built once: every trail's fields (the first check) and each trail's own. */
+const ANY_TRAIL_FIELDS: ReadonlySet<string> = new Set([...BASE_FIELDS, ...Object.values(TRAIL_FIELDS).flat()]);
+const FIELDS_OF_TRAIL = new Map<string, ReadonlySet<string>>(TRAILS.map((t) => [t, new Set([...BASE_FIELDS, ...TRAIL_FIELDS[t]])]));
 
 /** An audit event: closed per trail (a field the trail does not define is refused), snapshotted. */
 export function normalizeAuditEvent(event: unknown): AuditEvent {
-  const e = closedObject("event", event, [...BASE_FIELDS, ...Object.values(TRAIL_FIELDS).flat()]);
+  const e = closedObject("event", event, ANY_TRAIL_FIELDS);
   const trail = validateOneOf("event.trail", e.trail, TRAILS);
-  closedObject("event", event, [...BASE_FIELDS, ...TRAIL_FIELDS[trail]]);
-  scopeKey(e.scope);
+  closedObject("event", event, FIELDS_OF_TRAIL.get(trail) as ReadonlySet<string>);
+  const { scope } = scopeKey(e.scope);
   validateId("event.sessionId", e.sessionId);
   validateId("event.turnId", e.turnId);
   if (e.callId !== undefined) validateId("event.callId", e.callId);
   validateTime("event.at", e.at);
-  const copy = snapshot(event) as Record<string, JsonValue>;
-  return Object.freeze({ ...copy, scope: scopeKey(e.scope).scope }) as unknown as AuditEvent;
+  const copy = snapshotOnce(event) as Record<string, JsonValue>;
+  // The engine passes the normalized scope itself, which the snapshot keeps: nothing to replace.
+  if ((copy.scope as unknown) === scope) return copy as unknown as AuditEvent;
+  return Object.freeze({ ...copy, scope }) as unknown as AuditEvent;
 }
 
 export interface AdmitInput {

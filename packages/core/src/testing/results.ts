@@ -1,16 +1,15 @@
 import { ValidationError } from "../errors.js";
 import { type Scope, validateId } from "../scope.js";
-import type { JsonValue } from "../snapshot.js";
+import { canonicalJson, type JsonValue, snapshotOnce } from "../snapshot.js";
 import { ConflictError, ErasedError } from "../stores/errors.js";
 import type { ExecutionResultStore, ResultRecord, ResultReservation, ResultState, ReserveResult } from "../stores/results.js";
-import { normalizeEnvelope, normalizeReservation } from "./normalize.js";
+import { normalizeReservation } from "./normalize.js";
 import { scopeKey, validateTime } from "./rules.js";
 
 interface Row {
   readonly reservation: ResultReservation;
   readonly state: ResultState;
   readonly envelope?: JsonValue;
-  readonly text?: string;
 }
 
 /** The record a reader sees at `now`: past `expiresAt` it is `expired` and never carries its envelope. */
@@ -65,17 +64,19 @@ export class InMemoryExecutionResultStore implements ExecutionResultStore {
   async put(scope: Scope, resultId: string, envelope: JsonValue, now: number): Promise<ResultRecord> {
     const key = `${scopeKey(scope).key} ${validateId("resultId", resultId)}`;
     const at = validateTime("now", now);
-    const e = normalizeEnvelope(envelope);
+    const copy = snapshotOnce(envelope);
     const row = this.#rows.get(key);
     const refusal = putRefusal(resultId, row?.state, row?.reservation.expiresAt ?? 0, at);
     if (refusal || !row) throw refusal;
     if (row.state === "stored") {
-      if (row.text === e.text) return this.#view(row, at);
+      // Equality is of the canonical texts, made only here, where a second put must be compared.
+      if (canonicalJson(row.envelope as JsonValue) === canonicalJson(copy)) return this.#view(row, at);
       throw new ConflictError("result_conflict", `result "${resultId}" was stored with a different envelope`);
     }
-    const tooBig = oversize(e.text, row.reservation.maxChars);
+    // The canonical text only orders keys differently from the plain JSON text: the same length.
+    const tooBig = oversize(JSON.stringify(copy), row.reservation.maxChars);
     if (tooBig) throw tooBig;
-    const next: Row = { ...row, state: "stored", envelope: e.envelope, text: e.text };
+    const next: Row = { ...row, state: "stored", envelope: copy };
     this.#rows.set(key, next);
     return this.#view(next, at);
   }

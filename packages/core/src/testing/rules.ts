@@ -7,10 +7,18 @@ import { canonicalJson, type JsonValue, snapshot } from "../snapshot.js";
  * accept and refuse exactly the same input. Each returns a detached, frozen copy or throws.
  */
 
+const keyed = new WeakMap<Scope, { readonly scope: Scope; readonly key: string }>();
+
 /** A validated, frozen scope and its partition key `org/uid`. */
 export function scopeKey(scope: unknown): { readonly scope: Scope; readonly key: string } {
   const s = normalizeScope(scope);
-  return { scope: s, key: `${s.org}/${s.uid}` };
+  // A normalized scope is frozen, so its key never changes: remembered per scope object, for the
+  // scopes callers pass again and again (a fresh one normalized just now would never be asked twice).
+  const known = keyed.get(s);
+  if (known !== undefined) return known;
+  const out = Object.freeze({ scope: s, key: `${s.org}/${s.uid}` });
+  if (s === scope) keyed.set(s, out);
+  return out;
 }
 
 /** A tenant (`org`) alone, with the same rule as `Scope.org`. */
@@ -45,8 +53,12 @@ export function validateName(field: string, value: unknown): string {
   return validateId(field, value);
 }
 
+/** The last day that passed `validateDay` (a pure check of a string, so one answer is remembered). */
+let lastValidDay: string | undefined;
+
 /** UTC calendar day `YYYY-MM-DD` that exists. */
 export function validateDay(field: string, value: unknown): string {
+  if (typeof value === "string" && value === lastValidDay) return value;
   if (typeof value !== "string" || !/^\d{4}-\d{2}-\d{2}$/.test(value)) {
     throw new ValidationError(field, "utc_day", `${field} must be a UTC day YYYY-MM-DD`);
   }
@@ -54,16 +66,20 @@ export function validateDay(field: string, value: unknown): string {
   if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== value) {
     throw new ValidationError(field, "utc_day", `${field} is not a calendar day`);
   }
+  lastValidDay = value;
   return value;
 }
 
 /** Rejects fields outside `allowed` on a plain object (closed records). */
-export function closedObject(field: string, value: unknown, allowed: readonly string[]): Record<string, unknown> {
+export function closedObject(field: string, value: unknown, allowed: readonly string[] | ReadonlySet<string>): Record<string, unknown> {
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw new ValidationError(field, "object", `${field} must be an object`);
   }
+  const set = Array.isArray(allowed) ? undefined : (allowed as ReadonlySet<string>);
   for (const key of Object.keys(value)) {
-    if (!allowed.includes(key)) throw new ValidationError(`${field}.${key}`, "unknown_field", `${field} has an unknown field "${key}"`);
+    if (set ? !set.has(key) : !(allowed as readonly string[]).includes(key)) {
+      throw new ValidationError(`${field}.${key}`, "unknown_field", `${field} has an unknown field "${key}"`);
+    }
   }
   return value as Record<string, unknown>;
 }

@@ -3,11 +3,16 @@ import { type Scope, validateId } from "../scope.js";
 import { DuplicateEventError, FenceError } from "../stores/errors.js";
 import type { AppendOpts, SessionStore, SessionSummary, SessionView } from "../stores/sessions.js";
 import { currentAdmission, type InMemoryAdmissionStore } from "./admissions.js";
-import { eventIdsOf, normalizeMessages, viewOffset } from "./normalize.js";
+import { eventIdsOf, lastRotation, normalizeMessages } from "./normalize.js";
 import { closedObject, decodeCursor, PAGE, pageLimit, pageOf, scopeKey, validateTime } from "./rules.js";
 
 interface Log {
-  messages: Msg[];
+  /** Append-only; every message is a frozen snapshot, stored once and shared with every reader. */
+  readonly messages: Msg[];
+  /** Where the view starts: the last rotation marker, or 0 (kept as batches land, never rescanned). */
+  offset: number;
+  /** The frozen view `load` returns, made on the first load after an append and shared until the next. */
+  view: readonly Msg[] | undefined;
   readonly eventIds: Set<string>;
   updatedAt: number;
   erased: boolean;
@@ -32,13 +37,8 @@ export class InMemorySessionStore implements SessionStore {
   async load(scope: Scope, sessionId: string): Promise<SessionView> {
     const log = this.#logs.get(sessionKey(scope, sessionId));
     if (!log || log.erased) return Object.freeze({ messages: EMPTY, revision: 0, offset: 0, erased: log?.erased ?? false });
-    const offset = viewOffset(log.messages);
-    return Object.freeze({
-      messages: Object.freeze(log.messages.slice(offset)),
-      revision: log.messages.length,
-      offset,
-      erased: false,
-    });
+    log.view ??= Object.freeze(log.messages.slice(log.offset));
+    return Object.freeze({ messages: log.view, revision: log.messages.length, offset: log.offset, erased: false });
   }
 
   async append(
@@ -58,14 +58,17 @@ export class InMemorySessionStore implements SessionStore {
     if (admission?.state !== "active" || admission.sessionId !== sessionId || now >= admission.deadlineAt) {
       throw new FenceError();
     }
-    const log = this.#logs.get(key) ?? { messages: [], eventIds: new Set<string>(), updatedAt: now, erased: false };
+    const log = this.#logs.get(key) ?? emptyLog(now, false);
     if (log.erased) throw new FenceError("the session was erased");
     const seen = new Set<string>();
     for (const id of ids) {
       if (log.eventIds.has(id) || seen.has(id)) throw new DuplicateEventError(id);
       seen.add(id);
     }
-    log.messages = log.messages.concat(batch);
+    const marker = lastRotation(batch);
+    if (marker >= 0) log.offset = log.messages.length + marker;
+    for (const msg of batch) log.messages.push(msg);
+    log.view = undefined;
     for (const id of ids) log.eventIds.add(id);
     log.updatedAt = now;
     this.#logs.set(key, log);
@@ -101,8 +104,12 @@ export class InMemorySessionStore implements SessionStore {
   async erase(scope: Scope, sessionId: string): Promise<void> {
     const key = sessionKey(scope, sessionId);
     const log = this.#logs.get(key);
-    this.#logs.set(key, { messages: [], eventIds: new Set(), updatedAt: log?.updatedAt ?? 0, erased: true });
+    this.#logs.set(key, emptyLog(log?.updatedAt ?? 0, true));
   }
+}
+
+function emptyLog(updatedAt: number, erased: boolean): Log {
+  return { messages: [], offset: 0, view: undefined, eventIds: new Set<string>(), updatedAt, erased };
 }
 
 function sessionKey(scope: Scope, sessionId: string): string {
