@@ -1,14 +1,16 @@
 import { isToolError, type JsonObject, type JsonValue, type StreamToolCall, type ToolDefinition, type ToolResultBlock } from "@alma-harness/core";
 import { durable } from "./audit.js";
-import { checkpoint, raceAbort } from "./cancel.js";
+import { checkpoint, raceOwned } from "./cancel.js";
 import { isExactRefusal, openGateways } from "./delegate.js";
 import { type DispatchOptions, errorResult } from "./dispatch.js";
 import type { TurnEnv } from "./env.js";
 import { UncertainTurnError } from "./errors.js";
 import { boundOutput, toObservation } from "./output.js";
 import { permissionFence } from "./permission.js";
+import { isSearchCall } from "./search/loads.js";
+import { runSearch } from "./search/run.js";
 import type { TurnState } from "./state.js";
-import { parseArguments } from "./stream-validate.js";
+import { argumentsOf } from "./stream-validate.js";
 
 /**
  * Admission then execution of one call whose intent is already durable: a call over the tool-call
@@ -18,9 +20,11 @@ import { parseArguments } from "./stream-validate.js";
  */
 export async function admitAndRun(env: TurnEnv, state: TurnState, call: StreamToolCall, index: number, opts: DispatchOptions, signal: AbortSignal): Promise<ToolResultBlock> {
   if (index >= opts.overBudgetFrom) return errorResult(call, "TOOL_BUDGET_EXCEEDED", "not run: the turn's tool-call budget is spent");
+  // The engine answers its own search, for main steps only: a delegate is never offered it (spec: deferred-tools).
+  if (opts.depth === 0 && isSearchCall(env, call)) return runSearch(env, state, call, signal);
   const tool = opts.grant.get(call.name);
   if (!tool) return errorResult(call, "TOOL_NOT_FOUND", `unknown tool "${call.name}"`);
-  const args = parseArguments(call.arguments);
+  const args = argumentsOf(call);
   if (!args) return errorResult(call, "TOOL_BAD_INPUT", "the arguments are not a JSON object");
   const problem = tool.validator.check(args);
   if (problem) return errorResult(call, "TOOL_BAD_INPUT", `invalid input: ${problem}`);
@@ -48,17 +52,20 @@ export async function admitAndRun(env: TurnEnv, state: TurnState, call: StreamTo
     Object.freeze({ turnId: env.input.turnId, callId: call.id, tool: tool.name, action: authorization.action, subject: authorization.subject, input: args }),
   );
   if (!verdict.allowed) return errorResult(call, "TOOL_DENIED", `permission denied: ${verdict.reason}`);
-  const pre = await runHook(signal, "tool:pre", () => env.engine.hooks["tool:pre"]?.(Object.freeze({ turnId: env.input.turnId, callId: call.id, name: tool.name, input: args })));
+  const preHook = env.engine.hooks["tool:pre"];
+  // A hook nobody registered costs nothing: only the checkpoint it would have passed remains.
+  const pre = preHook ? await runHook(signal, "tool:pre", () => preHook(Object.freeze({ turnId: env.input.turnId, callId: call.id, name: tool.name, input: args }))) : checkpoint(signal);
   if (pre && typeof pre === "object" && typeof (pre as { deny?: unknown }).deny === "string") {
     return errorResult(call, "TOOL_DENIED", `denied: ${(pre as { deny: string }).deny}`);
   }
   if (tool.access) await recordAccess(env, tool, args, call.id);
   const block = await execute(env, state, tool, call, args, opts, signal);
   // A call that ran keeps its real result: a stop during (or before) tool:post does not erase it.
-  if (signal.aborted) return block;
+  const postHook = env.engine.hooks["tool:post"];
+  if (signal.aborted || !postHook) return block;
   const post = Object.freeze({ turnId: env.input.turnId, callId: call.id, name: tool.name, output: block.output, isError: block.isError });
   try {
-    await runHook(signal, "tool:post", () => env.engine.hooks["tool:post"]?.(post));
+    await runHook(signal, "tool:post", () => postHook(post));
   } catch (error) {
     if (!signal.aborted) throw error;
   }
@@ -100,7 +107,7 @@ async function execute(env: TurnEnv, state: TurnState, tool: ToolDefinition, cal
   let value: unknown;
   try {
     // Invoked synchronously after the checkpoint: no microtask gap in which a cancel could slip by.
-    value = await raceAbort(new Promise((resolve) => resolve(tool.handler(args, gateways.context(tool.name)))), signal);
+    value = await raceOwned(new Promise((resolve) => resolve(tool.handler(args, gateways.context(tool.name)))), signal);
   } catch (error) {
     gateways.revoke(true);
     if (signal.aborted) throw error;
@@ -122,10 +129,10 @@ function result(call: StreamToolCall, output: JsonValue, isError: boolean): Tool
   return { type: "tool_result", callId: call.id, name: call.name, output, isError };
 }
 
-async function runHook<T>(signal: AbortSignal, name: "tool:pre" | "tool:post", run: () => T | Promise<T> | undefined): Promise<T | undefined> {
+export async function runHook<T>(signal: AbortSignal, name: "tool:pre" | "tool:post", run: () => T | Promise<T> | undefined): Promise<T | undefined> {
   checkpoint(signal);
   try {
-    return await raceAbort(new Promise<T | undefined>((resolve) => resolve(run())), signal);
+    return await raceOwned(new Promise<T | undefined>((resolve) => resolve(run())), signal);
   } catch (error) {
     if (signal.aborted) throw error;
     throw new UncertainTurnError(`hook:${name}`, `the ${name} hook threw`, error);

@@ -1,16 +1,51 @@
-import { type Block, type ModelChoice, type ModelRequest, type Msg, type ProviderToolSpec, sensitivityRank, type TextBlock, type ToolSpec } from "@alma-harness/core";
+import {
+  type Block,
+  type ModelChoice,
+  type ModelRequest,
+  type Msg,
+  type ProviderToolSpec,
+  sensitivityRank,
+  type TextBlock,
+  type ToolDefinition,
+  type ToolSpec,
+} from "@alma-harness/core";
 import type { TurnEnv } from "./env.js";
+import { searchSpecOf, withLoaded } from "./search/loads.js";
 import { deepFreeze, type TurnState } from "./state.js";
 
-/** Function tools this turn advertises: the grant's non-deferred tools, in registration order. */
-export function advertisedTools(env: TurnEnv): readonly ToolSpec[] {
-  const out: ToolSpec[] = [];
+interface Advertised {
+  readonly specs: ReadonlyMap<string, ToolSpec>;
+  readonly tools: readonly ToolSpec[];
+  readonly deferred: readonly string[];
+}
+
+/** Per grant (a frozen list of frozen tools) and the engine's compiled specs: what it advertises, listed once. */
+const advertisedByGrant = new WeakMap<readonly ToolDefinition[], Advertised>();
+
+function advertisedOf(env: TurnEnv): Advertised {
+  const known = advertisedByGrant.get(env.grant);
+  if (known !== undefined && known.specs === env.engine.specs) return known;
+  const tools: ToolSpec[] = [];
+  const deferred: string[] = [];
   for (const tool of env.grant) {
-    if (tool.deferred) continue;
+    if (tool.deferred) {
+      deferred.push(tool.name);
+      continue;
+    }
     const spec = env.engine.specs.get(tool.name);
-    if (spec) out.push(spec);
+    if (spec) tools.push(spec);
   }
+  // While the grant defers any tool, search_tools follows the non-deferred ones (spec: deferred-tools).
+  const search = searchSpecOf(env.grant);
+  if (search) tools.push(search);
+  const out: Advertised = { specs: env.engine.specs, tools: Object.freeze(tools), deferred: Object.freeze(deferred) };
+  if (Object.isFrozen(env.grant)) advertisedByGrant.set(env.grant, out);
   return out;
+}
+
+/** Function tools this turn advertises: the grant's non-deferred tools in registration order, then `search_tools` while the grant defers any. */
+export function advertisedTools(env: TurnEnv): readonly ToolSpec[] {
+  return advertisedOf(env).tools;
 }
 
 /** Provider tools at or below the turn's sensitivity, withheld once their per-turn `maxUses` is spent. */
@@ -27,12 +62,12 @@ export function advertisedProviderTools(env: TurnEnv, state: TurnState): readonl
  * for a final answer when this is the last step and tools are advertised.
  */
 export function buildRequest(env: TurnEnv, state: TurnState, choice: ModelChoice, notice: string | undefined): ModelRequest {
-  const tools = advertisedTools(env);
+  const tools = withLoaded(env, state, advertisedTools(env));
   const providerTools = advertisedProviderTools(env, state);
   let messages: readonly Msg[] = state.view();
   if (notice !== undefined && (tools.length > 0 || providerTools.length > 0)) messages = withNotice(messages, notice);
   const system: TextBlock[] = env.engine.system ? [{ type: "text", text: env.engine.system }] : [];
-  const deferred = env.grant.filter((t) => t.deferred).map((t) => t.name);
+  const { deferred } = advertisedOf(env);
   return deepFreeze<ModelRequest>({
     model: choice.model,
     system,

@@ -1,0 +1,157 @@
+import { type Msg, SEARCH_TOOLS_NAME, type ToolDefinition, type ToolSpec } from "@alma-harness/core";
+import type { CompiledEngine, TurnEnv } from "../env.js";
+import type { TurnState } from "../state.js";
+import { catalogOf, DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, type ToolCatalog } from "./tool-search.js";
+
+/**
+ * Deferred tools and what is loaded. A tool registered `deferred: true` is not advertised until a
+ * `search_tools` result loads it. A load is the `loads` field of that result block, so it lasts
+ * while the conversation's view shows the block (history from the last rotation, plus this
+ * turn), and it counts only within each turn's own grant. While the grant defers any tool, every
+ * main step advertises `search_tools`, right after the non-deferred tools, then the loaded tools
+ * in registration order: loading appends to the list, so the cached prefix holds.
+ */
+
+export const MAX_QUERY_CHARS = 1000;
+export const MAX_NAMES = 64;
+
+/** What one grant's search needs; computed once per grant, the catalog only when a search runs. */
+interface GrantSearch {
+  readonly deferred: readonly ToolDefinition[];
+  readonly spec: ToolSpec | undefined;
+  catalog: ToolCatalog | undefined;
+}
+
+const byGrant = new WeakMap<readonly ToolDefinition[], GrantSearch>();
+/** Catalogs by the grant's names, per engine, so a profile's catalog is built once, not every turn. */
+const catalogs = new WeakMap<CompiledEngine, Map<string, ToolCatalog>>();
+const CATALOGS_PER_ENGINE = 16;
+
+function grantSearch(grant: readonly ToolDefinition[]): GrantSearch {
+  let found = byGrant.get(grant);
+  if (!found) {
+    const deferred = grant.filter((t) => t.deferred);
+    found = { deferred, spec: deferred.length > 0 ? searchToolSpec(deferred) : undefined, catalog: undefined };
+    byGrant.set(grant, found);
+  }
+  return found;
+}
+
+/** Whether this turn's grant defers any tool (and so offers `search_tools` to its main steps). */
+function defersAny(env: TurnEnv): boolean {
+  return grantSearch(env.grant).spec !== undefined;
+}
+
+/** The search's catalog of the turn's whole grant (every granted tool weighs the words; only deferred ones load). */
+export function grantCatalog(env: TurnEnv): ToolCatalog {
+  const found = grantSearch(env.grant);
+  if (found.catalog) return found.catalog;
+  let perEngine = catalogs.get(env.engine);
+  if (!perEngine) {
+    perEngine = new Map();
+    catalogs.set(env.engine, perEngine);
+  }
+  const key = env.grant.map((t) => t.name).join("\n");
+  let catalog = perEngine.get(key);
+  if (!catalog) {
+    catalog = catalogOf(env.grant);
+    if (perEngine.size >= CATALOGS_PER_ENGINE) perEngine.delete(perEngine.keys().next().value as string);
+    perEngine.set(key, catalog);
+  }
+  found.catalog = catalog;
+  return catalog;
+}
+
+function searchToolSpec(deferred: readonly ToolDefinition[]): ToolSpec {
+  const names = deferred.map((t) => t.name).join(", ");
+  return Object.freeze({
+    name: SEARCH_TOOLS_NAME,
+    description:
+      "Loads deferred tools so you can call them. Pass `names` to load exactly those tools (a full name, or the part after the " +
+      "last `__` when only one tool has it), or `query` to find tools by what they do; `limit` caps how many a query loads " +
+      `(default ${DEFAULT_SEARCH_LIMIT}). The result says what you can call now. Deferred tools: ${names}.`,
+    inputSchema: SEARCH_INPUT_SCHEMA,
+  });
+}
+
+export const SEARCH_INPUT_SCHEMA = Object.freeze({
+  type: "object",
+  properties: Object.freeze({
+    query: Object.freeze({ type: "string", minLength: 1, maxLength: MAX_QUERY_CHARS, description: "Words for what you need to do; a tool's name in it loads that tool." }),
+    names: Object.freeze({
+      type: "array",
+      maxItems: MAX_NAMES,
+      items: Object.freeze({ type: "string", minLength: 1, maxLength: 200 }),
+      description: "Tools to load exactly, by full name or unique short name.",
+    }),
+    limit: Object.freeze({ type: "integer", minimum: 1, maximum: MAX_SEARCH_LIMIT, description: "At most this many tools load for the query." }),
+  }),
+  additionalProperties: false,
+});
+
+/** Where the loaded-set scan of a turn's view stands: the view only grows within a turn. */
+interface ViewScan {
+  scanned: number;
+  readonly names: Set<string>;
+}
+
+const scans = new WeakMap<TurnState, ViewScan>();
+
+function collect(message: Msg, into: Set<string>): void {
+  if (message.role !== "user") return;
+  for (const block of message.blocks) {
+    if (block.type === "tool_result" && block.name === SEARCH_TOOLS_NAME && Array.isArray(block.loads)) {
+      for (const name of block.loads) if (typeof name === "string") into.add(name);
+    }
+  }
+}
+
+/** Every tool name a `search_tools` result in the view loaded (grant not applied). */
+function loadedInView(state: TurnState): ReadonlySet<string> {
+  let scan = scans.get(state);
+  if (!scan) {
+    scan = { scanned: 0, names: new Set() };
+    for (const message of state.history) collect(message, scan.names);
+    scans.set(state, scan);
+  }
+  for (; scan.scanned < state.added.length; scan.scanned++) collect(state.added[scan.scanned] as Msg, scan.names);
+  return scan.names;
+}
+
+/** Whether a granted tool is callable without a search: not deferred, or loaded in the view. */
+export function callableNow(env: TurnEnv, state: TurnState): (name: string) => boolean {
+  const loaded = loadedInView(state);
+  return (name) => {
+    const tool = env.grantMap.get(name);
+    return tool !== undefined && (!tool.deferred || loaded.has(name));
+  };
+}
+
+/** `search_tools` as this grant advertises it (its description names every deferred tool), or undefined when nothing is deferred. */
+export function searchSpecOf(grant: readonly ToolDefinition[]): ToolSpec | undefined {
+  return grantSearch(grant).spec;
+}
+
+/** Whether a call is the engine's own search, offered to this turn's main steps. */
+export function isSearchCall(env: TurnEnv, call: { readonly name: string }): boolean {
+  return call.name === SEARCH_TOOLS_NAME && defersAny(env);
+}
+
+/**
+ * A main request's function tools: `base` (the grant's non-deferred tools, then `search_tools`
+ * while the grant defers any), then the loaded deferred tools in registration order. `base` is
+ * returned as is when nothing is loaded.
+ */
+export function withLoaded(env: TurnEnv, state: TurnState, base: readonly ToolSpec[]): readonly ToolSpec[] {
+  const found = grantSearch(env.grant);
+  if (found.deferred.length === 0) return base;
+  const loaded = loadedInView(state);
+  if (loaded.size === 0) return base;
+  const out = [...base];
+  for (const tool of found.deferred) {
+    if (!loaded.has(tool.name)) continue;
+    const spec = env.engine.specs.get(tool.name);
+    if (spec) out.push(spec);
+  }
+  return out.length === base.length ? base : out;
+}

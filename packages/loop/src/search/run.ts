@@ -1,0 +1,89 @@
+import { compileSchema, type JsonObject, type JsonValue, SEARCH_TOOLS_NAME, type StreamToolCall, type ToolResultBlock } from "@alma-harness/core";
+import { durable } from "../audit.js";
+import { checkpoint } from "../cancel.js";
+import { errorResult } from "../dispatch.js";
+import type { TurnEnv } from "../env.js";
+import { runHook } from "../execute.js";
+import type { TurnState } from "../state.js";
+import { argumentsOf } from "../stream-validate.js";
+import { callableNow, grantCatalog, SEARCH_INPUT_SCHEMA } from "./loads.js";
+import { findTools, type SearchFindings, type SearchRequest } from "./tool-search.js";
+
+const validator = compileSchema(SEARCH_INPUT_SCHEMA as unknown as JsonObject, "search_tools.input");
+
+/**
+ * Answers a main step's `search_tools` call in the engine itself; no host handler runs. The call's
+ * intent and result are on the lifecycle trail like any call (dispatch records them); bad input is
+ * `TOOL_BAD_INPUT`; `tool:pre` may deny it (`TOOL_DENIED`). It is privileged core, not a host tool:
+ * it never passes the permission fence, since it reads only the turn's grant and changes nothing
+ * but what the next step advertises, and every tool it loads still passes the fence when called.
+ * Each load is one access event (tool `search_tools`, the loaded tool's name, action `load`),
+ * written before the result is returned; the result block records them in `loads`.
+ */
+export async function runSearch(env: TurnEnv, state: TurnState, call: StreamToolCall, signal: AbortSignal): Promise<ToolResultBlock> {
+  const args = argumentsOf(call);
+  if (!args) return errorResult(call, "TOOL_BAD_INPUT", "the arguments are not a JSON object");
+  const problem = validator.check(args) ?? (args.query === undefined && args.names === undefined ? "(input) needs query or names" : undefined);
+  if (problem) return errorResult(call, "TOOL_BAD_INPUT", `invalid input: ${problem}`);
+  const preHook = env.engine.hooks["tool:pre"];
+  const pre = preHook ? await runHook(signal, "tool:pre", () => preHook(Object.freeze({ turnId: env.input.turnId, callId: call.id, name: SEARCH_TOOLS_NAME, input: args }))) : undefined;
+  if (pre && typeof pre === "object" && typeof (pre as { deny?: unknown }).deny === "string") {
+    return errorResult(call, "TOOL_DENIED", `denied: ${(pre as { deny: string }).deny}`);
+  }
+  checkpoint(signal);
+  const findings = findTools(grantCatalog(env), callableNow(env, state), requestOf(args));
+  for (const name of findings.loaded) {
+    await durable(env.engine.audit, {
+      trail: "access",
+      scope: env.input.scope,
+      sessionId: env.input.sessionId,
+      turnId: env.input.turnId,
+      callId: call.id,
+      at: env.engine.clock.now(),
+      tool: SEARCH_TOOLS_NAME,
+      resource: name,
+      action: "load",
+    });
+  }
+  const block: ToolResultBlock = {
+    type: "tool_result",
+    callId: call.id,
+    name: SEARCH_TOOLS_NAME,
+    output: report(findings),
+    isError: false,
+    ...(findings.loaded.length > 0 ? { loads: findings.loaded } : {}),
+  };
+  const postHook = env.engine.hooks["tool:post"];
+  if (signal.aborted || !postHook) return block;
+  const post = Object.freeze({ turnId: env.input.turnId, callId: call.id, name: SEARCH_TOOLS_NAME, output: block.output, isError: false });
+  try {
+    await runHook(signal, "tool:post", () => postHook(post));
+  } catch (error) {
+    if (!signal.aborted) throw error;
+  }
+  return block;
+}
+
+function requestOf(args: Record<string, JsonValue>): SearchRequest {
+  return {
+    ...(typeof args.query === "string" ? { query: args.query } : {}),
+    ...(Array.isArray(args.names) ? { names: args.names.filter((n): n is string => typeof n === "string") } : {}),
+    ...(typeof args.limit === "number" ? { limit: args.limit } : {}),
+  };
+}
+
+/** What the model reads: what loaded, what it can call now, and what no tool answered. */
+export function report(findings: SearchFindings): JsonObject {
+  const now = [...findings.loaded, ...findings.alreadyAvailable];
+  const ambiguous = Object.keys(findings.ambiguous).length > 0;
+  let note = now.length > 0 ? `You can call now: ${now.join(", ")}.` : "No tool was loaded.";
+  if (ambiguous) note += " An ambiguous name is shared by several tools: name one by its full name.";
+  if (findings.unknown.length > 0) note += " An unknown name is no tool you can use.";
+  return {
+    loaded: [...findings.loaded],
+    ...(findings.alreadyAvailable.length > 0 ? { alreadyAvailable: [...findings.alreadyAvailable] } : {}),
+    ...(ambiguous ? { ambiguous: Object.fromEntries(Object.entries(findings.ambiguous).map(([k, v]) => [k, [...v]])) } : {}),
+    ...(findings.unknown.length > 0 ? { unknown: [...findings.unknown] } : {}),
+    note,
+  };
+}

@@ -1,0 +1,198 @@
+import { type Bm25Index, buildIndex, type Scored, score } from "./bm25.js";
+import { termsOfWord, wordsOf } from "./terms.js";
+
+/**
+ * What `search_tools` finds among the turn's granted tools. Pure: it reads the grant (registration
+ * order) and what is callable already, and says what loads; the engine records and advertises it.
+ *
+ * - `names` loads exactly the tools named, by full name or by the part after the last `__` when
+ *   exactly one granted tool has it; never ranked, never bounded by `limit`. A name several
+ *   granted tools share is `ambiguous` (with their full names); a name no granted tool has is
+ *   `unknown`; a named tool already callable is `alreadyAvailable`.
+ * - In `query`, the words that name a tool (the same rule) load it first. The words the names did
+ *   not consume rank the rest (BM25 over name and description); a tool loads only at half the best
+ *   score or more, and only when the best match covers enough of the query (`MIN_COVERAGE`), so a
+ *   query that matches nothing well loads nothing. `limit` caps the ranked loads, never fills them.
+ * - A tool outside the grant is never consulted: its name is `unknown`, its words match nothing.
+ */
+
+export const DEFAULT_SEARCH_LIMIT = 5;
+export const MAX_SEARCH_LIMIT = 50;
+/** The best ranked match must cover this share of the query's weight (idf-weighted terms). */
+export const MIN_COVERAGE = 0.25;
+/** A ranked tool loads at this share of the best score or more. */
+export const RELATIVE_THRESHOLD = 0.5;
+
+export interface SearchableTool {
+  readonly name: string;
+  readonly shortName: string;
+  readonly description: string;
+  readonly deferred: boolean;
+}
+
+export interface ToolCatalog {
+  readonly tools: readonly SearchableTool[];
+  readonly index: Bm25Index;
+  readonly byName: ReadonlyMap<string, readonly number[]>;
+  readonly byShort: ReadonlyMap<string, readonly number[]>;
+  readonly byLowerName: ReadonlyMap<string, readonly number[]>;
+  readonly byLowerShort: ReadonlyMap<string, readonly number[]>;
+}
+
+export interface SearchRequest {
+  readonly query?: string;
+  readonly names?: readonly string[];
+  readonly limit?: number;
+}
+
+export interface SearchFindings {
+  /** Tools this search loads, by full name: named ones first (in the order named), then ranked ones by score. */
+  readonly loaded: readonly string[];
+  readonly alreadyAvailable: readonly string[];
+  /** Each ambiguous short name with the full names of the granted tools that share it (registration order). */
+  readonly ambiguous: Readonly<Record<string, readonly string[]>>;
+  readonly unknown: readonly string[];
+}
+
+function push(map: Map<string, number[]>, key: string, i: number): void {
+  const list = map.get(key);
+  if (list) list.push(i);
+  else map.set(key, [i]);
+}
+
+/** Indexes the grant once: names for lookup, name and description for ranking. */
+export function catalogOf(tools: readonly SearchableTool[]): ToolCatalog {
+  const byName = new Map<string, number[]>();
+  const byShort = new Map<string, number[]>();
+  const byLowerName = new Map<string, number[]>();
+  const byLowerShort = new Map<string, number[]>();
+  tools.forEach((tool, i) => {
+    push(byName, tool.name, i);
+    push(byShort, tool.shortName, i);
+    push(byLowerName, tool.name.toLowerCase(), i);
+    push(byLowerShort, tool.shortName.toLowerCase(), i);
+  });
+  return { tools, index: buildIndex(tools), byName, byShort, byLowerName, byLowerShort };
+}
+
+type Resolved = { readonly tool: number } | { readonly ambiguous: readonly number[] } | undefined;
+
+/** A full name, else a short name: exact spelling first, then ignoring case; several tools sharing one is ambiguous. */
+export function resolveName(catalog: ToolCatalog, name: string): Resolved {
+  const lower = name.toLowerCase();
+  const lookups: [ReadonlyMap<string, readonly number[]>, string][] = [
+    [catalog.byName, name],
+    [catalog.byShort, name],
+    [catalog.byLowerName, lower],
+    [catalog.byLowerShort, lower],
+  ];
+  for (const [map, key] of lookups) {
+    const found = map.get(key);
+    if (!found || found.length === 0) continue;
+    return found.length === 1 ? { tool: found[0] as number } : { ambiguous: found };
+  }
+  return undefined;
+}
+
+class Findings {
+  readonly loaded: string[] = [];
+  readonly alreadyAvailable: string[] = [];
+  readonly ambiguous: Record<string, readonly string[]> = {};
+  readonly unknown: string[] = [];
+  /** Tools this search has named or ranked, so none is reported twice. */
+  readonly seen = new Set<number>();
+
+  constructor(
+    readonly catalog: ToolCatalog,
+    readonly callable: (name: string) => boolean,
+  ) {}
+
+  nameOf(i: number): string {
+    return (this.catalog.tools[i] as SearchableTool).name;
+  }
+
+  /** Loads a tool, or reports it already callable; says whether it loaded now. */
+  take(i: number): boolean {
+    if (this.seen.has(i)) return false;
+    this.seen.add(i);
+    const name = this.nameOf(i);
+    if (this.callable(name)) this.alreadyAvailable.push(name);
+    else this.loaded.push(name);
+    return !this.callable(name);
+  }
+
+  /** Resolves one name: the tool it names (loaded or reported), else undefined (reported ambiguous, or unknown when asked). */
+  name(word: string, reportUnknown: boolean): number | undefined {
+    const found = resolveName(this.catalog, word);
+    if (found && "tool" in found) return found.tool;
+    if (found) {
+      if (!Object.hasOwn(this.ambiguous, word)) this.ambiguous[word] = found.ambiguous.map((i) => this.nameOf(i));
+    } else if (reportUnknown && !this.unknown.includes(word)) {
+      this.unknown.push(word);
+    }
+    return undefined;
+  }
+
+  result(): SearchFindings {
+    return { loaded: this.loaded, alreadyAvailable: this.alreadyAvailable, ambiguous: this.ambiguous, unknown: this.unknown };
+  }
+}
+
+/** Runs one search against the grant's catalog. `callable` says which granted tools the model can call already. */
+export function findTools(catalog: ToolCatalog, callable: (name: string) => boolean, request: SearchRequest): SearchFindings {
+  const findings = new Findings(catalog, callable);
+  for (const name of request.names ?? []) {
+    const tool = findings.name(name, true);
+    if (tool !== undefined) findings.take(tool);
+  }
+  if (request.query !== undefined) queryLoads(findings, request.query, request.limit ?? DEFAULT_SEARCH_LIMIT);
+  return findings.result();
+}
+
+/**
+ * The query's named tools load first (never capped); the other words rank the rest. The bar is half
+ * the best score among the granted tools — already callable ones included, and a named tool scored
+ * on the whole query, since the query named it — and the best ranked match must cover `MIN_COVERAGE`.
+ */
+function queryLoads(findings: Findings, query: string, limit: number): void {
+  const { catalog, callable } = findings;
+  const named: number[] = [];
+  const rest: string[] = [];
+  const all: string[] = [];
+  let loadedByName = 0;
+  for (const word of wordsOf(query)) {
+    termsOfWord(word, all);
+    const tool = findings.name(word, false);
+    if (tool === undefined) {
+      termsOfWord(word, rest);
+      continue;
+    }
+    named.push(tool);
+    if (findings.take(tool)) loadedByName += 1;
+  }
+  const room = limit - loadedByName;
+  if (room <= 0 || rest.length === 0) return;
+  const ranked = score(catalog.index, rest).filter((s) => !findings.seen.has(s.index));
+  const top = best(ranked);
+  if (!top || top.coverage < MIN_COVERAGE) return;
+  const namedTop = named.length > 0 ? (best(score(catalog.index, all).filter((s) => named.includes(s.index)))?.score ?? 0) : 0;
+  const bar = RELATIVE_THRESHOLD * Math.max(top.score, namedTop);
+  const chosen = ranked
+    .filter((s) => s.score >= bar && isCandidate(catalog, callable, s))
+    .sort((a, b) => b.score - a.score || a.index - b.index)
+    .slice(0, room);
+  for (const s of chosen) findings.take(s.index);
+}
+
+/** A tool a ranking may load: deferred and not callable yet. */
+function isCandidate(catalog: ToolCatalog, callable: (name: string) => boolean, s: Scored): boolean {
+  const tool = catalog.tools[s.index] as SearchableTool;
+  return tool.deferred && !callable(tool.name);
+}
+
+/** The highest score; ties go to the earlier registration. */
+function best(scored: readonly Scored[]): Scored | undefined {
+  let top: Scored | undefined;
+  for (const s of scored) if (!top || s.score > top.score) top = s;
+  return top;
+}

@@ -1,0 +1,150 @@
+import { readFileSync } from "node:fs";
+import { defineTool, type JsonObject, type ToolDefinition } from "@alma-harness/core";
+import { catalogOf, findTools, type SearchFindings, type SearchRequest, type ToolCatalog } from "../src/search/tool-search.js";
+
+/**
+ * Scores `search_tools` on the committed catalogs (test/toolsearch, see SOURCES.md). Every catalog
+ * tool is registered deferred, as a host with that many tools would. Every metric is a share in
+ * 0..1 where higher is better, so the baseline check is one comparison.
+ *
+ * Queries (each a fresh search, nothing loaded before, default limit unless `@k`):
+ * - `recall@1`, `recall@3`, `recall@5`: mean over queries with gold tools of the share of gold
+ *   tools loaded, with `limit` k (5 is the default limit);
+ * - `precision`: gold tools loaded / all tools loaded, over every query (a load on a query whose
+ *   gold is empty counts against it); "acceptable extras" named in the notes count against it too;
+ * - `abstention`: share of the queries whose gold is empty (no such tool, an ambiguous or unknown
+ *   name) that loaded nothing;
+ * - `exact`: share of queries whose loaded set is exactly the gold set.
+ * Sequences (the steps of one task in order; loads persist, as in a conversation):
+ * - `stepRecall`: share of steps after which every gold tool of the step is callable;
+ * - `sequenceSuccess`: share of sequences where every step succeeded;
+ * - `loadPrecision`: gold tools / tools loaded, over every step;
+ * - `contextSaved`: 1 - (size of the definitions advertised at the end of a sequence: search_tools
+ *   and the loaded tools) / (size of all the catalog's definitions), averaged over sequences.
+ */
+
+const DIR = new URL("./toolsearch/", import.meta.url);
+export const CATALOGS = ["devtools", "workspace", "commerce"] as const;
+export type CatalogName = (typeof CATALOGS)[number];
+
+interface CatalogEntry {
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema: JsonObject;
+}
+export interface QueryCase {
+  readonly id: string;
+  readonly query?: string;
+  readonly names?: readonly string[];
+  readonly gold: readonly string[];
+}
+export interface SequenceCase {
+  readonly id: string;
+  readonly steps: readonly { readonly query?: string; readonly names?: readonly string[]; readonly gold: readonly string[] }[];
+}
+
+export type Scores = Record<string, number>;
+
+function read<T>(file: string): T {
+  return JSON.parse(readFileSync(new URL(file, DIR), "utf8")) as T;
+}
+
+const defined = new Map<CatalogName, readonly ToolDefinition[]>();
+
+/** A catalog's tools registered as a host would: `defineTool`, every one deferred (defined once per file run). */
+export function catalogTools(name: CatalogName): readonly ToolDefinition[] {
+  let tools = defined.get(name);
+  if (!tools) {
+    tools = read<CatalogEntry[]>(`catalog-${name}.json`).map((t) =>
+      defineTool({ name: t.name, description: t.description, input: t.inputSchema, deferred: true, handler: () => ({ ok: true }) }),
+    );
+    defined.set(name, tools);
+  }
+  return tools;
+}
+
+export const queriesOf = (name: CatalogName) => read<QueryCase[]>(`queries-${name}.json`);
+export const sequencesOf = (name: CatalogName) => read<SequenceCase[]>(`sequences-${name}.json`);
+
+function requestOf(c: { readonly query?: string; readonly names?: readonly string[] }, limit?: number): SearchRequest {
+  return { ...(c.query !== undefined ? { query: c.query } : {}), ...(c.names !== undefined ? { names: c.names } : {}), ...(limit !== undefined ? { limit } : {}) };
+}
+
+const hits = (loaded: readonly string[], gold: readonly string[]) => gold.filter((g) => loaded.includes(g)).length;
+const mean = (xs: readonly number[]) => (xs.length === 0 ? 1 : xs.reduce((a, b) => a + b, 0) / xs.length);
+const round = (x: number) => Math.round(x * 10_000) / 10_000;
+
+/** Runs a sequence's steps in order; loads persist. Returns each step's findings. */
+export function runSequence(catalog: ToolCatalog, seq: SequenceCase): SearchFindings[] {
+  const loaded = new Set<string>();
+  return seq.steps.map((step) => {
+    const found = findTools(catalog, (n) => loaded.has(n), requestOf(step));
+    for (const n of found.loaded) loaded.add(n);
+    return found;
+  });
+}
+
+function queryScores(catalog: ToolCatalog, queries: readonly QueryCase[]): Scores {
+  const out: Scores = {};
+  for (const k of [1, 3, 5]) {
+    const recalls = queries.filter((q) => q.gold.length > 0).map((q) => hits(findTools(catalog, () => false, requestOf(q, k)).loaded, q.gold) / q.gold.length);
+    out[`recall@${k}`] = mean(recalls);
+  }
+  let found = 0;
+  let loadedTotal = 0;
+  const abstained: number[] = [];
+  const exact: number[] = [];
+  for (const q of queries) {
+    const { loaded } = findTools(catalog, () => false, requestOf(q));
+    found += hits(loaded, q.gold);
+    loadedTotal += loaded.length;
+    if (q.gold.length === 0) abstained.push(loaded.length === 0 ? 1 : 0);
+    exact.push(loaded.length === q.gold.length && hits(loaded, q.gold) === q.gold.length ? 1 : 0);
+  }
+  out.precision = loadedTotal === 0 ? 1 : found / loadedTotal;
+  out.abstention = mean(abstained);
+  out.exact = mean(exact);
+  return out;
+}
+
+function sequenceScores(catalog: ToolCatalog, tools: readonly ToolDefinition[], sequences: readonly SequenceCase[], searchSize: number): Scores {
+  const size = new Map(tools.map((t) => [t.name, JSON.stringify({ name: t.name, description: t.description, inputSchema: t.inputSchema }).length]));
+  const all = [...size.values()].reduce((a, b) => a + b, 0);
+  const steps: number[] = [];
+  const whole: number[] = [];
+  const saved: number[] = [];
+  let gold = 0;
+  let loads = 0;
+  for (const seq of sequences) {
+    const callable = new Set<string>();
+    let ok = true;
+    runSequence(catalog, seq).forEach((found, i) => {
+      for (const n of found.loaded) callable.add(n);
+      const step = seq.steps[i] as SequenceCase["steps"][number];
+      const done = step.gold.every((g) => callable.has(g));
+      steps.push(done ? 1 : 0);
+      ok &&= done;
+      gold += step.gold.length;
+      loads += found.loaded.length;
+    });
+    whole.push(ok ? 1 : 0);
+    const advertised = searchSize + [...callable].reduce((a, n) => a + (size.get(n) ?? 0), 0);
+    saved.push(1 - advertised / all);
+  }
+  return { stepRecall: mean(steps), sequenceSuccess: mean(whole), loadPrecision: loads === 0 ? 1 : gold / loads, contextSaved: mean(saved) };
+}
+
+/** Every metric for one catalog, rounded to four places. */
+export function scoreCatalog(name: CatalogName, searchSize: (tools: readonly ToolDefinition[]) => number): Scores {
+  const tools = catalogTools(name);
+  const catalog = catalogOf(tools);
+  const scores = { ...queryScores(catalog, queriesOf(name)), ...sequenceScores(catalog, tools, sequencesOf(name), searchSize(tools)) };
+  return Object.fromEntries(Object.entries(scores).map(([k, v]) => [k, round(v)]));
+}
+
+/** The mean of the catalogs' scores, metric by metric. */
+export function overall(per: Readonly<Record<string, Scores>>): Scores {
+  const names = Object.keys(per);
+  const metrics = Object.keys(per[names[0] as string] ?? {});
+  return Object.fromEntries(metrics.map((m) => [m, round(mean(names.map((n) => (per[n] as Scores)[m] as number)))]));
+}
