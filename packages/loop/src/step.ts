@@ -64,8 +64,35 @@ export async function runModelStep(env: TurnEnv, state: TurnState, call: StepCal
   }
   await recordRequest(env, state, call, operationId, request, prepared);
   const done = await streamAndSettle(env, state, call, client, prepared, operationId);
+  await recordServed(env, call, operationId, done.receipt);
   await recordSearches(env, done);
   return done;
+}
+
+function routingBase(env: TurnEnv, call: StepCall, operationId: string) {
+  const { engine, input } = env;
+  return {
+    scope: input.scope,
+    sessionId: input.sessionId,
+    turnId: input.turnId,
+    callId: operationId,
+    at: engine.clock.now(),
+    trail: "routing" as const,
+    kind: call.kind,
+    tier: call.tier,
+    sensitivity: call.sensitivity,
+    clientId: call.choice.clientId,
+    model: call.choice.model,
+    cacheTtl: call.choice.cache === false ? ("off" as const) : call.choice.cache.ttl,
+    ...(call.choice.reasoning ? { reasoning: call.choice.reasoning } : {}),
+    ...(call.choice.serviceTier ? { requestedTier: call.choice.serviceTier } : {}),
+    ...(call.parentCallId ? { parentCallId: call.parentCallId } : {}),
+  };
+}
+
+/** The routing trail's second record of a call: the tier the wire says served it (pricing followed it). */
+async function recordServed(env: TurnEnv, call: StepCall, operationId: string, receipt: CostReceipt): Promise<void> {
+  await durable(env.engine.audit, { ...routingBase(env, call, operationId), servedTier: receipt.serviceTier });
 }
 
 /** The routing trail (every call) and the lifecycle request record (main steps), before egress. */
@@ -73,19 +100,7 @@ async function recordRequest(env: TurnEnv, state: TurnState, call: StepCall, ope
   const { engine, input } = env;
   const base = { scope: input.scope, sessionId: input.sessionId, turnId: input.turnId, callId: operationId, at: engine.clock.now() };
   try {
-    await durable(engine.audit, {
-      ...base,
-      trail: "routing",
-      kind: call.kind,
-      tier: call.tier,
-      sensitivity: call.sensitivity,
-      clientId: call.choice.clientId,
-      model: call.choice.model,
-      cacheTtl: call.choice.cache === false ? "off" : call.choice.cache.ttl,
-      ...(call.choice.reasoning ? { reasoning: call.choice.reasoning } : {}),
-      ...(call.choice.serviceTier ? { servedTier: call.choice.serviceTier } : {}),
-      ...(call.parentCallId ? { parentCallId: call.parentCallId } : {}),
-    });
+    await durable(engine.audit, routingBase(env, call, operationId));
     if (call.kind === "main") {
       await durable(engine.audit, { ...base, trail: "lifecycle", action: "model.request", step: call.step, contextVersion: CONTEXT_VERSION, messageRevision: state.revision });
     }

@@ -1,5 +1,5 @@
 import { defineProviderTool, type ModelChoice } from "@alma-harness/core";
-import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
+import { scriptedText, scriptedToolCall, scriptedUsage } from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
 import { completed, echoTool, harness, tool, log } from "./harness.js";
 import { scriptedSearch } from "./search-fixtures.js";
@@ -75,9 +75,47 @@ describe("routing: the trail", () => {
         model: "fake-main",
         cacheTtl: "1h",
         reasoning: "medium",
+        requestedTier: "standard",
+      },
+      {
+        trail: "routing",
+        sessionId: "s1",
+        turnId: "turn-1",
+        callId: "turn-1:main:1",
+        kind: "main",
+        tier: "deep",
+        sensitivity: "confidential",
+        clientId: "fake",
+        model: "fake-main",
+        cacheTtl: "1h",
+        reasoning: "medium",
+        requestedTier: "standard",
         servedTier: "standard",
       },
     ]);
+  });
+
+  it("records the tier the wire says served the call, after settlement, when it differs from the one asked", async () => {
+    const h = harness({
+      policy: () => MAIN,
+      prices: {
+        version: "tiers",
+        models: {
+          "fake-main": {
+            rates: { input: 3, output: 15, cacheWrite5m: 3.75, cacheWrite1h: 6, cacheRead: 0.3 },
+            tiers: { priority: { input: 6, output: 30, cacheWrite5m: 7.5, cacheWrite1h: 12, cacheRead: 0.6 } },
+          },
+        },
+      },
+      script: [scriptedUsage({ inputTokens: 10, outputTokens: 5, serviceTier: "priority" }, scriptedText("ok"))],
+    });
+    const outcome = completed(await h.run());
+    expect(h.trail("routing").map((e) => [e.requestedTier, e.servedTier])).toEqual([
+      ["standard", undefined],
+      ["standard", "priority"],
+    ]);
+    expect(outcome.receipts[0]?.serviceTier).toBe("priority");
+    expect(outcome.costMicros).toBe(60 + 150);
   });
 
   it("children resolve their own routes, keep lineage and carry their own cache ttl onto every request", async () => {
@@ -95,7 +133,7 @@ describe("routing: the trail", () => {
       ["fast", "public", "delegate"],
     ]);
     expect(h.small.requests.map((r) => r.cache)).toEqual([{ ttl: "1h" }, { ttl: "1h" }]);
-    expect(h.trail("routing").map((e) => [e.kind, e.tier, e.sensitivity, e.cacheTtl, e.parentCallId])).toEqual([
+    expect(h.trail("routing").filter((e) => e.servedTier === undefined).map((e) => [e.kind, e.tier, e.sensitivity, e.cacheTtl, e.parentCallId])).toEqual([
       ["main", "balanced", "internal", "off", undefined],
       ["delegate", "fast", "public", "1h", "m1"],
       ["delegate", "fast", "public", "1h", "m1"],

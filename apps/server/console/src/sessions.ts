@@ -30,6 +30,7 @@ export interface TrailEvent {
   readonly sensitivity?: string;
   readonly model?: string;
   readonly clientId?: string;
+  readonly servedTier?: string;
   readonly usdMicros?: number;
   readonly capsCrossed?: readonly string[];
   readonly refused?: { readonly reason: string };
@@ -60,6 +61,7 @@ export function describe(e: TrailEvent): { label: string; text: string; warn?: b
   const auth = e.authorization ? `${e.authorization.action} ${e.authorization.subject}` : "";
   switch (e.trail) {
     case "routing":
+      if (e.servedTier) return { label: "served", text: `${e.kind} call served at the ${e.servedTier} tier` };
       return { label: "route", text: `${e.kind} call, ${e.tier}/${e.sensitivity} → ${e.clientId} · ${e.model}` };
     case "cost":
       return {

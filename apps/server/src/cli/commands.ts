@@ -53,7 +53,7 @@ export function describeEvent(e: AuditRecord): string {
     case "lifecycle":
       return `${e.action}${e.step !== undefined ? ` step ${e.step}` : ""}${e.contextVersion !== undefined ? ` context v${e.contextVersion}` : ""}${e.messageRevision !== undefined ? ` revision ${e.messageRevision}` : ""}${e.detail ? ` ${e.detail}` : ""}`;
     case "routing":
-      return `${e.kind} ${e.tier}/${e.sensitivity} → ${e.clientId} ${e.model}`;
+      return e.servedTier ? `${e.kind} served at ${e.servedTier} by ${e.model}` : `${e.kind} ${e.tier}/${e.sensitivity} → ${e.clientId} ${e.model}`;
     case "cost":
       return `${e.model} $${microsToUsd(e.usdMicros)}${e.capsCrossed.length ? ` crossed ${e.capsCrossed.join(",")}` : ""}${e.refused ? ` refused (${e.refused.reason})` : ""}`;
     case "policy":

@@ -29,6 +29,9 @@ export interface RoutingEvent extends Base {
   readonly model: string;
   readonly cacheTtl: CacheTtl | "off";
   readonly reasoning?: ReasoningEffort;
+  /** The service tier the route asked for (written before egress). */
+  readonly requestedTier?: ServiceTier;
+  /** The tier the wire says served the call: present on the record written after settlement. */
   readonly servedTier?: ServiceTier;
   readonly parentCallId?: string;
 }

@@ -248,7 +248,7 @@ function normalizeReceipt(receipt: unknown): CostReceipt {
 const BASE_FIELDS = ["trail", "scope", "sessionId", "turnId", "callId", "at"];
 const TRAIL_FIELDS: Readonly<Record<Trail, readonly string[]>> = {
   access: ["tool", "resource", "action"],
-  routing: ["kind", "tier", "sensitivity", "clientId", "model", "cacheTtl", "reasoning", "servedTier", "parentCallId"],
+  routing: ["kind", "tier", "sensitivity", "clientId", "model", "cacheTtl", "reasoning", "requestedTier", "servedTier", "parentCallId"],
   cost: ["operationId", "model", "usdMicros", "settlementId", "capsCrossed", "warning", "refused"],
   recall: ["source", "items"],
   context: ["step", "field", "decision"],
