@@ -16,7 +16,9 @@ let summary = "tests: 0 passed, 1 failed (no report was written)";
 try {
   const r = JSON.parse(readFileSync(report, "utf8"));
   const skipped = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
-  summary = `tests: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${skipped} skipped`;
+  // Vitest fails a run with unhandled errors even when every test passed: count that as a failure.
+  const failed = r.numFailedTests + (run.status !== 0 && r.numFailedTests === 0 ? 1 : 0);
+  summary = `tests: ${r.numPassedTests} passed, ${failed} failed, ${skipped} skipped`;
 } catch {
   // the summary above stands: vitest did not finish its report
 }

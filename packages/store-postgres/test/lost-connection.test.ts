@@ -54,10 +54,11 @@ describe.skipIf(!DATABASE_URL)(`postgres: a connection lost mid-transaction leav
       await stores.settlements.settle(settlementOf("st-1"));
       await admin.query("BEGIN");
       await admin.query("SELECT * FROM spend_tenant_days WHERE org = 'org-a' FOR UPDATE");
-      const settling = stores.settlements.settle(settlementOf("st-2"));
+      // Settle the outcome at once: the kill can reject it before the assertion is reached.
+      const settling = stores.settlements.settle(settlementOf("st-2")).then(() => undefined, (error: unknown) => error);
       const pid = await blocked("spend_tenant_days");
       await admin.query("SELECT pg_terminate_backend($1)", [pid]);
-      await expect(settling).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(await settling).toBeInstanceOf(StoreUnavailableError);
       await admin.query("ROLLBACK");
       expect(await stores.settlements.get(SCOPE_A, "st-2")).toBeUndefined();
       expect(await stores.settlements.pending(SCOPE_A, "ledger")).toHaveLength(1);
@@ -72,10 +73,11 @@ describe.skipIf(!DATABASE_URL)(`postgres: a connection lost mid-transaction leav
       await admitWith(stores.admissions, { admissionId: "a1" });
       await admin.query("BEGIN");
       await admin.query("INSERT INTO messages (scope, session_id, position, event_id, v, body) VALUES ('org-a/user-1', 's1', 0, NULL, 1, '{}')");
-      const appending = stores.sessions.append(SCOPE_A, "s1", [userMsg("hello", "e1")], { admissionId: "a1", now: T0 + 1 });
+      // Settle the outcome at once: the kill can reject it before the assertion is reached.
+      const appending = stores.sessions.append(SCOPE_A, "s1", [userMsg("hello", "e1")], { admissionId: "a1", now: T0 + 1 }).then(() => undefined, (error: unknown) => error);
       const pid = await blocked("INSERT INTO messages");
       await admin.query("SELECT pg_terminate_backend($1)", [pid]);
-      await expect(appending).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(await appending).toBeInstanceOf(StoreUnavailableError);
       await admin.query("ROLLBACK");
       expect(await stores.sessions.load(SCOPE_A, "s1")).toEqual({ messages: [], revision: 0, offset: 0, erased: false });
       expect((await stores.sessions.list(SCOPE_A)).items).toEqual([]);
@@ -103,10 +105,11 @@ describe.skipIf(!DATABASE_URL)(`postgres: a connection lost mid-transaction leav
       if (claim.status !== "claimed") throw new Error("expected a fence");
       await admin.query("BEGIN");
       await admin.query("SELECT * FROM execution WHERE operation_id = 'op-1' FOR UPDATE");
-      const dispatching = stores.execution.dispatch(claim.fence, T0 + 1);
+      // Settle the outcome at once: the kill can reject it before the assertion is reached.
+      const dispatching = stores.execution.dispatch(claim.fence, T0 + 1).then(() => undefined, (error: unknown) => error);
       const pid = await blocked("UPDATE execution");
       await admin.query("SELECT pg_terminate_backend($1)", [pid]);
-      await expect(dispatching).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(await dispatching).toBeInstanceOf(StoreUnavailableError);
       await admin.query("ROLLBACK");
       expect((await stores.execution.get(SCOPE_A, "op-1"))?.state).toBe("prepared");
       expect((await stores.execution.dispatch(claim.fence, T0 + 2)).state).toBe("dispatching");
