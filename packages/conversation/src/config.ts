@@ -23,7 +23,7 @@ import {
   systemClock,
   type ToolDefinition,
 } from "@alma-harness/core";
-import type { LoopLimits, PermissionController, VolatileContext } from "@alma-harness/loop";
+import type { LongContextPolicy, LoopLimits, PermissionController, VolatileContext } from "@alma-harness/loop";
 import { ConversationConfigError } from "./errors.js";
 
 export interface ConversationStores {
@@ -85,6 +85,20 @@ export interface ConversationConfig {
   readonly maxResultChars?: number;
   readonly consumers?: readonly string[];
   readonly limits?: Omit<LoopLimits, "maxCalls">;
+  /**
+   * Session rotation with a summary (spec: long-context): cold-start rotation, and the one reactive
+   * rotation an attested context refusal permits. Absent, the whole log is sent as before. Part of
+   * the behavior `configRevision` covers: bump it when this changes.
+   */
+  readonly longContext?: LongContextPolicy;
+  /**
+   * The host's declaration that everything it supplies that runs before the first call, or in
+   * `turn:end`, may run again for the same input under a new key: a turn whose first and only call
+   * is refused before any stream (an attested rate limit or overload) then ends completed with
+   * `terminalReason: "error"` and records nothing (spec: pre-stream-rejections). Default false.
+   * Part of the behavior `configRevision` covers: bump it when this changes.
+   */
+  readonly releasePreStreamRejections?: boolean;
   readonly eventLabels?: EventLabels;
   readonly facts?: Readonly<Record<string, string | number | boolean>>;
   readonly onUncertainTurn?: (event: UncertainTurnEvent) => void;
@@ -146,6 +160,9 @@ export function resolveConfig(config: ConversationConfig): ResolvedConfig {
     capsNormalized = normalizeBudgetCaps(config.caps);
   } catch (error) {
     throw error instanceof TypeError ? error : new TypeError(String(error));
+  }
+  if (config.releasePreStreamRejections !== undefined && typeof config.releasePreStreamRejections !== "boolean") {
+    throw new ConversationConfigError("releasePreStreamRejections must be a boolean");
   }
   if (config.eventLabels) for (const [k, v] of Object.entries(config.eventLabels)) {
     if (typeof v !== "string" || v.length < 1 || v.length > 500 || hasControl(v)) throw new ConversationConfigError(`eventLabels.${k} must be 1-500 characters without control characters`);

@@ -48,6 +48,8 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
     ...(config.hooks ? { hooks: config.hooks } : {}),
     ...(config.permissions ? { permissions: config.permissions } : {}),
     limits: { ...config.limits, maxCalls: config.maxCalls },
+    ...(config.longContext ? { longContext: config.longContext } : {}),
+    ...(config.releasePreStreamRejections ? { releasePreStreamRejections: true } : {}),
     calls,
     audit: stores.audit,
     clock,
@@ -175,12 +177,14 @@ interface Admitted {
 
 async function runAdmitted(config: ResolvedConfig, engine: Engine, request: NormalizedRequest, a: Admitted): Promise<ConversationView> {
   const { stores } = config;
+  let log: readonly Msg[];
   let history: readonly Msg[];
   let revision: number;
   try {
     const view = await stores.sessions.load(request.scope, request.sessionId);
     if (view.erased) return await refuseErased(config, request, a);
-    history = renderEvents(view.messages, config.eventLabels);
+    log = view.messages;
+    history = renderEvents(log, config.eventLabels);
     revision = view.revision;
   } catch {
     return uncertain(config, request, a, "session_load");
@@ -193,6 +197,7 @@ async function runAdmitted(config: ResolvedConfig, engine: Engine, request: Norm
     rootKey: a.rootKey,
     turnId: a.rootKey,
     history,
+    ...(history !== log ? { log } : {}),
     revision,
     input: request.blocks,
     ...(request.meta ? { inputMeta: request.meta } : {}),
@@ -214,10 +219,13 @@ async function runAdmitted(config: ResolvedConfig, engine: Engine, request: Norm
 
 async function complete(config: ResolvedConfig, request: NormalizedRequest, a: Admitted, messages: readonly Msg[], result: TurnResult): Promise<ConversationView> {
   const { stores, clock } = config;
-  try {
-    await stores.sessions.append(request.scope, request.sessionId, messages, { admissionId: a.admissionId, now: clock.now() });
-  } catch {
-    return uncertain(config, request, a, "session_append");
+  // A released refusal recorded nothing, the input included: there is no batch to append.
+  if (messages.length > 0) {
+    try {
+      await stores.sessions.append(request.scope, request.sessionId, messages, { admissionId: a.admissionId, now: clock.now() });
+    } catch {
+      return uncertain(config, request, a, "session_append");
+    }
   }
   const envelope: FinalEnvelope = { version: config.resultContractVersion, result };
   if (utf8Length(JSON.stringify(envelope)) > config.maxResultChars) return uncertain(config, request, a, "result_store");

@@ -15,7 +15,7 @@ import {
 } from "@alma-harness/core/testing";
 import { FakeModelClient, type ScriptedResponse } from "@alma-harness/loop/testing";
 
-export const PRICES: PriceTable = { version: "prices-1", models: { "fake-main": { rates: { input: 3, output: 15 } } } };
+export const PRICES: PriceTable = { version: "prices-1", models: { "fake-main": { rates: { input: 3, output: 15 } }, "fake-small": { rates: { input: 1, output: 5 } } } };
 export const SCOPE = { org: "clinic-a", uid: "u1" } as const;
 
 export const lookupTool = defineTool({
@@ -63,16 +63,33 @@ function memoryStores() {
   };
 }
 
-export function setup(opts: { script?: ScriptedResponse[]; tools?: ToolDefinition[]; config?: Partial<ConversationConfig>; wrap?: (s: ConversationStores) => ConversationStores } = {}) {
+export interface SetupOptions {
+  readonly script?: ScriptedResponse[];
+  /** Responses of the `small` client, which serves summaries. */
+  readonly smallScript?: ScriptedResponse[];
+  /** The main client's provider (default `fake`), for provider-bound rejection proofs. */
+  readonly provider?: string;
+  readonly tools?: ToolDefinition[];
+  readonly config?: Partial<ConversationConfig>;
+  readonly wrap?: (s: ConversationStores) => ConversationStores;
+}
+
+export function setup(opts: SetupOptions = {}) {
   const base = memoryStores();
   const stores = opts.wrap ? opts.wrap(base) : base;
-  const model = new FakeModelClient(opts.script ?? []);
+  const model = new FakeModelClient(opts.script ?? [], opts.provider ? { provider: opts.provider } : {});
+  const small = new FakeModelClient(opts.smallScript ?? [], { id: "small" });
   const clock = new ManualClock();
   const uncertain: UncertainTurnEvent[] = [];
   const runner = createConversationRunner({
     stores,
-    clients: [model],
-    policy: { resolve: () => ({ clientId: "fake", model: "fake-main", maxOutputTokens: 512, cache: false }) },
+    clients: [model, small],
+    policy: {
+      resolve: (intent) =>
+        intent.task === "summary"
+          ? { clientId: "small", model: "fake-small", maxOutputTokens: 256, cache: false }
+          : { clientId: "fake", model: "fake-main", maxOutputTokens: 512, cache: false },
+    },
     prompt: "You are the front desk of a clinic.",
     tools: opts.tools ?? [lookupTool],
     prices: PRICES,
@@ -95,11 +112,11 @@ export function setup(opts: { script?: ScriptedResponse[]; tools?: ToolDefinitio
     input,
     intent: { tier: "balanced" as const, sensitivity: "internal" as const },
   });
-  return { runner, model, stores: base, clock, uncertain, request };
+  return { runner, model, small, stores: base, clock, uncertain, request };
 }
 
 /** `setup` with one store wrapped by `faulty`, returned beside the turn harness. */
-export function withFaulty<K extends keyof ConversationStores>(key: K, opts: Parameters<typeof setup>[0] = {}) {
+export function withFaulty<K extends keyof ConversationStores>(key: K, opts: SetupOptions = {}) {
   let store!: ReturnType<typeof faulty<ConversationStores[K]>>;
   const t = setup({
     ...opts,

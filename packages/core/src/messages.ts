@@ -104,6 +104,8 @@ export interface MsgMeta {
   readonly event?: MsgEvent;
   /** Present on a rotation summary: the view of later steps starts here. */
   readonly rotation?: { readonly replaces: number };
+  /** When the turn recorded this message (epoch ms, the engine's clock); the cold-start rule reads the newest. */
+  readonly at?: number;
 }
 
 export interface Msg {

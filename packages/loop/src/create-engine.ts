@@ -5,6 +5,7 @@ import { type CompiledEngine, makeEmitter, type TurnEnv } from "./env.js";
 import { EngineConfigError } from "./errors.js";
 import { normalizeTurnInput, resolveMainChoice } from "./input.js";
 import { resolveLimits } from "./limits.js";
+import { resolveLongContext } from "./long-context.js";
 import { TurnState } from "./state.js";
 import { type StreamedTurn, streamFrom } from "./stream-turn.js";
 import { runTurnCore } from "./turn.js";
@@ -77,6 +78,9 @@ function compile(config: EngineConfig): CompiledEngine {
   if (config.system !== undefined && typeof config.system !== "string") throw new EngineConfigError("system must be a string");
   if (config.volatile !== undefined && typeof config.volatile !== "function") throw new EngineConfigError("volatile must be a function");
   if (config.sink !== undefined && typeof config.sink !== "function") throw new EngineConfigError("sink must be a function");
+  if (config.releasePreStreamRejections !== undefined && typeof config.releasePreStreamRejections !== "boolean") {
+    throw new EngineConfigError("releasePreStreamRejections must be a boolean");
+  }
   const volatileSystem = config.volatileSystem ?? [];
   if (!Array.isArray(volatileSystem) || volatileSystem.some((t) => typeof t !== "string")) throw new EngineConfigError("volatileSystem must be an array of strings");
   return {
@@ -93,6 +97,8 @@ function compile(config: EngineConfig): CompiledEngine {
     hooks: Object.freeze({ ...(config.hooks ?? {}) }),
     permissions: config.permissions,
     limits: resolveLimits(config.limits),
+    longContext: resolveLongContext(config.longContext),
+    releasePreStreamRejections: config.releasePreStreamRejections ?? false,
     calls: config.calls,
     audit: config.audit,
     clock: config.clock,
@@ -126,7 +132,7 @@ export function createEngine(config: EngineConfig): Engine {
       grantMap: grant === engine.toolOrder ? engine.tools : new Map(grant.map((t) => [t.name, t])),
       emit: makeEmitter(engine, input),
     };
-    const state = new TurnState(input.turnId, input.history, input.revision, env.emit);
+    const state = new TurnState(input.turnId, input.history, input.revision, env.emit, () => engine.clock.now());
     try {
       return await runTurnCore(env, state, choice);
     } finally {

@@ -15,6 +15,7 @@ import type {
   RoutingIntent,
   Scope,
   StopReason,
+  Tier,
   ToolDefinition,
   TurnFailure,
   Usage,
@@ -56,6 +57,27 @@ export interface VolatileContext {
   readonly now: number;
 }
 
+/**
+ * The long-context policy (spec: long-context): session rotation with a summary. A cold start (the
+ * newest recorded message older than `coldAfterMs`) whose history measures over `rotateAtTokens`
+ * summarizes the older history on `summaryTier` and keeps the last `keepLastMessages` verbatim from
+ * a user message; an attested zero-usage context rejection permits one reactive rotation.
+ */
+export interface LongContextPolicy {
+  /** The history rotates on a cold start only when it measures strictly over this many tokens. */
+  readonly rotateAtTokens: number;
+  /** At most this many of the newest messages stay verbatim after the summary, starting at a user message. */
+  readonly keepLastMessages: number;
+  /** A session is cold when its newest recorded message is older than this; default five minutes. */
+  readonly coldAfterMs?: number;
+  /** The tier the summary call is routed on (task `summary`, the turn's sensitivity). */
+  readonly summaryTier: Tier;
+  /** The lines around a summary in the persisted marker; defaults in `DEFAULT_SUMMARY_FRAME`. */
+  readonly summaryFrame?: { readonly before: string; readonly after: string };
+  /** Tokens of the measured content text; default `ceil(characters / 4)`. */
+  readonly estimateTokens?: (text: string) => number;
+}
+
 export interface EngineConfig {
   readonly clients: readonly ModelClient[];
   readonly policy: ModelPolicy;
@@ -70,6 +92,13 @@ export interface EngineConfig {
   readonly hooks?: LifecycleHooks;
   readonly permissions?: PermissionController;
   readonly limits: LoopLimits;
+  readonly longContext?: LongContextPolicy;
+  /**
+   * A refused first call (an attested pre-stream rate limit or overload, nothing streamed) on a
+   * turn with nothing but its input recorded ends `completed` with `terminalReason: "error"` and
+   * records nothing (spec: pre-stream-rejections). Default false: the turn stays uncertain.
+   */
+  readonly releasePreStreamRejections?: boolean;
   readonly calls: GovernedCalls;
   readonly audit: AuditLog;
   readonly clock: Clock;
@@ -85,6 +114,11 @@ export interface TurnInput {
   readonly turnId: string;
   /** The session view the turn starts from, and the log revision it was read at. */
   readonly history: readonly Msg[];
+  /**
+   * The stored view `history` was rendered from, message for message (same length): a rotation
+   * re-records its kept tail from here verbatim. Absent: the history itself.
+   */
+  readonly log?: readonly Msg[];
   readonly revision: number;
   readonly input: readonly Block[];
   readonly inputMeta?: MsgMeta;

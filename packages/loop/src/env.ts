@@ -4,6 +4,7 @@ import type { TurnInput, VolatileContext } from "./engine.js";
 import type { LoopEvent, LoopEventSink } from "./events.js";
 import { emitTo } from "./events.js";
 import type { ResolvedLimits } from "./limits.js";
+import type { CompiledLongContext } from "./long-context.js";
 import type { PermissionController } from "./permission.js";
 
 /** The engine's configuration, validated and compiled once at construction. */
@@ -22,6 +23,8 @@ export interface CompiledEngine {
   readonly hooks: LifecycleHooks;
   readonly permissions: PermissionController | undefined;
   readonly limits: ResolvedLimits;
+  readonly longContext: CompiledLongContext | undefined;
+  readonly releasePreStreamRejections: boolean;
   readonly calls: GovernedCalls;
   readonly audit: AuditLog;
   readonly clock: Clock;

@@ -3,6 +3,7 @@ export { createEngine, type Engine, MAX_TERMINAL_TOOLS } from "./create-engine.j
 export type {
   BudgetMetric,
   EngineConfig,
+  LongContextPolicy,
   LoopLimits,
   TerminalReason,
   TurnInput,
@@ -11,9 +12,11 @@ export type {
   TurnToolCall,
   VolatileContext,
 } from "./engine.js";
-export { DelegationRefusedError, EngineConfigError, StreamInvalidError, StreamTornError, UncertainTurnError } from "./errors.js";
+export { CallRejectedError, DelegationRefusedError, EngineConfigError, StreamInvalidError, StreamTornError, UncertainTurnError } from "./errors.js";
 export type { LoopEvent, LoopEventSink } from "./events.js";
+export { CONTEXT_REJECTION_PROVIDERS } from "./attest.js";
 export { DEFAULT_FINAL_ANSWER_NOTICE, DEFAULT_TIME_NOTICE } from "./limits.js";
+export { DEFAULT_COLD_AFTER_MS, DEFAULT_SUMMARY_FRAME, measuredText, SUMMARY_INSTRUCTION } from "./long-context.js";
 export type { PermissionController, PermissionDecision, PermissionRequest } from "./permission.js";
 export { formatSse, loopEventToSse, type SseFrame } from "./sse.js";
 export { CONTEXT_VERSION } from "./state.js";

@@ -22,6 +22,7 @@ const INPUT_FIELDS = new Set([
   "rootKey",
   "turnId",
   "history",
+  "log",
   "revision",
   "input",
   "inputMeta",
@@ -46,6 +47,9 @@ export function normalizeTurnInput(engine: CompiledEngine, raw: TurnInput): Turn
   for (const key of Object.keys(raw)) if (!INPUT_FIELDS.has(key)) throw new ValidationError(key, "unknown_field", `${key} is not a field of a turn input`);
   const scope = normalizeScope(raw.scope);
   if (!Array.isArray(raw.history)) throw new ValidationError("history", "array", "history must be an array of messages");
+  if (raw.log !== undefined && (!Array.isArray(raw.log) || raw.log.length !== raw.history.length)) {
+    throw new ValidationError("log", "array", "log must be the stored view history was rendered from, message for message");
+  }
   if (!Number.isSafeInteger(raw.revision) || raw.revision < 0) throw new ValidationError("revision", "integer", "revision must be a non-negative integer");
   const input = snapshot(raw.input) as unknown as readonly Block[];
   if (!Array.isArray(input) || input.length === 0) throw new ValidationError("input", "non_empty", "input must be a non-empty array of blocks");
@@ -64,6 +68,7 @@ export function normalizeTurnInput(engine: CompiledEngine, raw: TurnInput): Turn
     rootKey: validateId("rootKey", raw.rootKey),
     turnId: validateId("turnId", raw.turnId),
     history: raw.history as readonly Msg[],
+    ...(raw.log !== undefined ? { log: raw.log as readonly Msg[] } : {}),
     revision: raw.revision,
     input,
     intent: normalizeIntent(raw.intent),

@@ -34,10 +34,19 @@ export function engineMessage(message: Msg): Msg {
 /**
  * The thin wrapper around one turn's mutable facts. Messages are versioned: each appended message
  * is frozen and advances `revision` by one, and every snapshot handed out is the frozen message list.
+ * `added` is what the turn records (the session batch); the view requests are built from is the
+ * session view then the turn's messages, or after a rotation the summary, the kept tail and the
+ * turn's messages.
  */
 export class TurnState {
   readonly added: Msg[] = [];
   revision: number;
+  /** The view the turn's requests start from: the session's, or the rotated one. */
+  #history: readonly Msg[];
+  /** Leading messages of `added` that `#history` already shows (the rotation's own records). */
+  #shown = 0;
+  /** The turn rotated its context (cold or reactive): it rotates at most once. */
+  rotated = false;
   /** Main steps started. */
   steps = 0;
   /** Model calls reserved against `maxCalls` (main and children); a refused call gives its slot back. */
@@ -59,24 +68,56 @@ export class TurnState {
 
   constructor(
     readonly turnId: string,
-    readonly history: readonly Msg[],
-    baseRevision: number,
+    history: readonly Msg[],
+    private readonly baseRevision: number,
     private readonly emit: (event: LoopEvent) => void,
+    private readonly now: () => number,
   ) {
+    this.#history = history;
     this.revision = baseRevision;
   }
 
+  /** The view before this turn's own messages: the session's, or after a rotation the summary and the kept tail. */
+  get history(): readonly Msg[] {
+    return this.#history;
+  }
+
+  /** Records a message, stamped with the turn's id and the time (`meta.turn`, `meta.at`). */
   append(role: "user" | "assistant", blocks: readonly Block[], meta?: MsgMeta): Msg {
-    const message = engineMessage({ role, blocks, meta: { ...meta, turn: this.turnId } });
+    const message = engineMessage({ role, blocks, meta: { ...meta, turn: this.turnId, at: this.now() } });
     this.added.push(message);
     this.revision += 1;
     this.emit({ type: "message.completed", turnId: this.turnId, role, revision: this.revision });
     return message;
   }
 
-  /** The frozen view a request is built from: the session view then this turn's messages. */
+  /**
+   * Rotates once: `view` (the summary and the tail as the model reads them) replaces the history,
+   * and `records` (the summary marker and the tail re-recorded) go first in the turn's batch, so
+   * the stored view starts at the marker and continues with the tail and this turn's messages.
+   */
+  rotate(view: readonly Msg[], records: readonly Msg[]): void {
+    this.#history = Object.freeze([...view]);
+    this.added.unshift(...records);
+    this.#shown = records.length;
+    this.rotated = true;
+    for (const m of records) {
+      this.revision += 1;
+      this.emit({ type: "message.completed", turnId: this.turnId, role: m.role, revision: this.revision });
+    }
+  }
+
+  /** Forgets everything the turn recorded: a released refusal leaves no message of the turn. */
+  discard(): void {
+    this.added.length = 0;
+    this.#shown = 0;
+    this.revision = this.baseRevision;
+  }
+
+  /** The frozen view a request is built from: the (possibly rotated) history then this turn's messages. */
   view(): readonly Msg[] {
-    return Object.freeze([...this.history, ...this.added]);
+    const own = this.#shown === 0 ? this.added : this.added.slice(this.#shown);
+    return Object.freeze([...this.#history, ...own]);
   }
 
   addUsage(usage: Usage): void {

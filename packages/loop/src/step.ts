@@ -8,15 +8,18 @@ import {
   type Sensitivity,
   SettlementConflictError,
   type Tier,
+  type UsageEvidence,
+  ZERO_USAGE,
 } from "@alma-harness/core";
 import { AuditFailedError, CallRefusedError, type PreparedCall, UnsettledCallError } from "@alma-harness/execution";
+import { attestedRejection } from "./attest.js";
 import { durable } from "./audit.js";
 import { AbortedError, abortRacer, abortReason, RELEASED, startTimer } from "./cancel.js";
 import type { TurnEnv } from "./env.js";
-import { StreamInvalidError, StreamTornError, UncertainTurnError } from "./errors.js";
+import { CallRejectedError, StreamInvalidError, StreamTornError, UncertainTurnError } from "./errors.js";
 import { CONTEXT_VERSION, type TurnState } from "./state.js";
 import { applyStepPre } from "./step-pre.js";
-import { collectStep, type StepOutput } from "./stream-validate.js";
+import { collectStep, type StepOutput, type StreamSeen } from "./stream-validate.js";
 
 export interface StepCall {
   readonly kind: CallKind;
@@ -114,7 +117,10 @@ async function recordRequest(env: TurnEnv, state: TurnState, call: StepCall, ope
   }
 }
 
-/** Opens the stream under the round's own deadline and the turn's signal, validates it, settles it. */
+/**
+ * Opens the stream under the round's own deadline and the turn's signal, validates it, settles it.
+ * A refusal attested before anything streamed settles at zero and throws `CallRejectedError`.
+ */
 async function streamAndSettle(env: TurnEnv, state: TurnState, call: StepCall, client: ModelClient, prepared: PreparedCall, operationId: string): Promise<StepDone> {
   const { engine } = env;
   const round = new AbortController();
@@ -132,32 +138,50 @@ async function streamAndSettle(env: TurnEnv, state: TurnState, call: StepCall, c
   const cancelTimer = round.signal.aborted
     ? undefined
     : startTimer(engine.clock, engine.limits.roundTimeoutMs, () => stop(new AbortedError("timeout")), round.signal);
-  let output: StepOutput;
+  const seen: StreamSeen = { content: 0, usage: undefined };
+  let output: StepOutput | undefined;
+  let rejected: { readonly proof: CallRejectedError["proof"]; readonly error: ProviderError } | undefined;
   try {
     if (round.signal.aborted) {
       await prepared.cancel("aborted");
       throw abortReason(round.signal);
     }
     const stream = await prepared.open(round.signal);
-    output = await collectStep(stream, state.callIds, racer.race);
+    output = await collectStep(stream, state.callIds, racer.race, seen);
   } catch (error) {
-    // No effect of this round is kept; what was sent is on the journal with unknown usage.
-    await prepared.settle({ status: "unknown" }).catch(() => undefined);
-    throw classify(call, client, error, env.signal);
+    const proof = attestedRejection(error, client, call.choice, seen, env.signal);
+    if (proof === undefined) {
+      // No effect of this round is kept; what was sent is on the journal with unknown usage.
+      await prepared.settle({ status: "unknown" }).catch(() => undefined);
+      throw classify(call, client, error, env.signal);
+    }
+    rejected = { proof, error: error as ProviderError };
   } finally {
     cancelTimer?.();
     env.signal.removeEventListener("abort", onTurnAbort);
     round.abort(RELEASED);
   }
+  if (rejected || !output) {
+    // An attested refusal before anything streamed is settled at zero, then reported as the marker.
+    const receipt = await settleCall(env, state, call, prepared, { status: "known", usage: ZERO_USAGE }, "none");
+    const { proof, error } = rejected as NonNullable<typeof rejected>;
+    throw new CallRejectedError({ proof, callKind: call.kind, providerError: error, receipt, operationId });
+  }
   for (const c of output.toolCalls) state.callIds.add(c.id);
+  const receipt = await settleCall(env, state, call, prepared, output.evidence, output.stopReason);
+  return { output, receipt, operationId };
+}
+
+/** Settles a call once (priced, journal completed, cost trail); a failure is uncertain with its cause. */
+async function settleCall(env: TurnEnv, state: TurnState, call: StepCall, prepared: PreparedCall, evidence: UsageEvidence, stop: string): Promise<CostReceipt> {
   let receipt: CostReceipt;
   try {
-    receipt = await prepared.settle(output.evidence);
+    receipt = await prepared.settle(evidence);
   } catch (error) {
     if (error instanceof AuditFailedError) throw new UncertainTurnError("audit", error.message, error);
     const cause =
       error instanceof UnsettledCallError
-        ? `call:${call.kind}:unsettled:${output.stopReason}`
+        ? `call:${call.kind}:unsettled:${stop}`
         : error instanceof SettlementConflictError
           ? `call:${call.kind}:settlement_conflict`
           : `call:${call.kind}:error`;
@@ -165,7 +189,7 @@ async function streamAndSettle(env: TurnEnv, state: TurnState, call: StepCall, c
   }
   state.addUsage(receipt.usage);
   env.emit({ type: "cost.receipt", turnId: env.input.turnId, receipt });
-  return { output, receipt, operationId };
+  return receipt;
 }
 
 /** Each provider search result is one access event: the provider and the count, never the query. */
@@ -195,9 +219,7 @@ function classify(call: StepCall, client: ModelClient, error: unknown, turnSigna
   if (error instanceof AbortedError && error.reason === "timeout") return new UncertainTurnError(`call:${call.kind}:aborted`, "the model round timed out", error);
   if (error instanceof StreamInvalidError) return new UncertainTurnError(`call:${call.kind}:invalid:none:${error.rule}`, error.message, error);
   if (error instanceof StreamTornError) return new UncertainTurnError(`call:${call.kind}:torn:none`, error.message, error);
-  if (error instanceof ProviderError) {
-    const proof = error.rejection ? `rejected:${error.rejection.kind}` : `${error.kind}:none`;
-    return new UncertainTurnError(`call:${call.kind}:${proof}`, error.message, error);
-  }
+  // Only an attested refusal, settled at zero, is `rejected:<proof>`: a proof the evidence contradicts is an ordinary failure.
+  if (error instanceof ProviderError) return new UncertainTurnError(`call:${call.kind}:${error.kind}:none`, error.message, error);
   return new UncertainTurnError(`call:${call.kind}:error`, `${client.id}: ${(error as Error)?.message ?? String(error)}`, error);
 }

@@ -27,6 +27,12 @@ export interface StepOutput {
   readonly webSearches: number;
 }
 
+/** What a stream showed before it failed: content events, and the last usage evidence reported. */
+export interface StreamSeen {
+  content: number;
+  usage: UsageEvidence | undefined;
+}
+
 const EVENT_LIMITS = Object.freeze({ maxDepth: 64, maxNodes: 100_000, maxStringBytes: 4 * 1024 * 1024, maxTotalBytes: 8 * 1024 * 1024 });
 const MAX_ID = 200;
 
@@ -46,11 +52,13 @@ interface Acc {
  * (the first ends pulling), deltas equal to the terminal text, streamed calls equal to the terminal
  * calls, a stop reason that agrees with the calls, safe usage. `turnCallIds` holds the ids seen
  * earlier in the turn. Throws `StreamInvalidError` or `StreamTornError`; the iterator is always closed.
+ * `seen` counts what the stream showed, so a failure can tell a refusal before anything streamed.
  */
 export async function collectStep(
   stream: AsyncIterable<ModelStreamEvent>,
   turnCallIds: ReadonlySet<string>,
   pull: <T>(p: Promise<T>) => Promise<T>,
+  seen?: StreamSeen,
 ): Promise<StepOutput> {
   const iterator = stream[Symbol.asyncIterator]();
   const acc: Acc = { blocks: [], text: "", reasoning: undefined, calls: [], ids: new Set(), evidence: undefined, providerCalls: 0 };
@@ -62,6 +70,10 @@ export async function collectStep(
       // The first terminal frame ends pulling: anything queued after it is never inspected.
       if (event.type === "response_completed") return finish(acc, event);
       take(acc, event, turnCallIds);
+      if (seen) {
+        if (event.type === "usage") seen.usage = event.evidence;
+        else seen.content += 1;
+      }
     }
   } finally {
     // Closing is best effort and never awaited: a stream that ignores return() cannot hold the turn.

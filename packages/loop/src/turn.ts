@@ -4,10 +4,12 @@ import { durable } from "./audit.js";
 import { checkpoint } from "./cancel.js";
 import type { TurnOutcome } from "./engine.js";
 import type { TurnEnv } from "./env.js";
-import { UncertainTurnError } from "./errors.js";
+import { CallRejectedError, UncertainTurnError } from "./errors.js";
 import { finalizeCompleted, finalizeUncertain, toUncertain } from "./finalize.js";
 import { budgetEnding, type Ending, lastKind, limitEnding, noticeFor, tokensSpent } from "./limits.js";
+import { afterRejection } from "./rejection.js";
 import { advertisedProviderTools, advertisedTools, buildRequest } from "./request.js";
+import { coldRotation } from "./rotation.js";
 import type { TurnState } from "./state.js";
 import { runModelStep } from "./step.js";
 import { tokenWarning, toolStep } from "./tool-step.js";
@@ -17,7 +19,8 @@ export async function runTurnCore(env: TurnEnv, state: TurnState, choice: ModelC
   let ending: Ending;
   try {
     await start(env, state, choice);
-    ending = await stepLoop(env, state, choice);
+    // A cold start over the policy's size rotates before the first step (spec: long-context).
+    ending = (await coldRotation(env, state)) ?? (await stepLoop(env, state, choice));
   } catch (error) {
     return await finalizeUncertain(env, state, toUncertain(env.signal, error));
   }
@@ -109,7 +112,13 @@ async function stepLoop(env: TurnEnv, state: TurnState, choice: ModelChoice): Pr
       done = await runModelStep(env, state, { kind: "main", step: state.steps, choice, request, tier: input.intent.tier, sensitivity: input.intent.sensitivity });
     } catch (error) {
       if (error instanceof CallRefusedError) return budgetEnding(error.reason === "cap" ? (error.cap ?? "perTurnUsd") : "unpriced", null);
-      throw error;
+      if (!(error instanceof CallRejectedError)) throw error;
+      // The trusted settled rejection marker: nothing of the refused call was recorded or observed.
+      const after = await afterRejection(env, state, error, notice);
+      if (after !== "retry") return after;
+      // The replacement call takes the refused step's place after the rotation.
+      state.steps -= 1;
+      continue;
     }
     const { output } = done;
     env.emit({ type: "model.response", turnId: input.turnId, step: state.steps, stopReason: output.stopReason, usage: done.receipt.usage });

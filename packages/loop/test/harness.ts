@@ -24,6 +24,7 @@ import { GovernedCalls } from "@alma-harness/execution";
 import {
   createEngine,
   type LoopEvent,
+  type LongContextPolicy,
   type LoopLimits,
   type PermissionController,
   type TurnInput,
@@ -68,6 +69,10 @@ export interface HarnessOptions {
   /** Shared stores, to run several engines against one ledger. */
   readonly settlements?: InMemoryCostSettlementStore;
   readonly clock?: ManualClock;
+  /** The main client's provider (default `fake`), for provider-bound rejection proofs. */
+  readonly provider?: string;
+  readonly longContext?: LongContextPolicy;
+  readonly releasePreStreamRejections?: boolean;
 }
 
 /** A whole engine on in-memory stores, the manual clock and the scripted model. */
@@ -78,7 +83,7 @@ export function harness(opts: HarnessOptions = {}) {
   const journal = new InMemoryExecutionStore();
   const settlements = opts.settlements ?? new InMemoryCostSettlementStore({ spend: new InMemorySpendStore() });
   const spend = settlements.spend;
-  const model = new FakeModelClient(opts.script ?? []);
+  const model = new FakeModelClient(opts.script ?? [], opts.provider ? { provider: opts.provider } : {});
   const small = new FakeModelClient(opts.smallScript ?? [], { id: "small" });
   const choice: ModelChoice = { clientId: "fake", model: "fake-main", maxOutputTokens: 1024, cache: false, ...opts.choice };
   const routes: RoutingIntent[] = [];
@@ -90,7 +95,7 @@ export function harness(opts: HarnessOptions = {}) {
       resolve: (intent) => {
         routes.push(intent);
         if (opts.policy) return opts.policy(intent);
-        return intent.task === "direct" || intent.task === "delegate" ? SMALL_CHOICE : choice;
+        return intent.task === "direct" || intent.task === "delegate" || intent.task === "summary" ? SMALL_CHOICE : choice;
       },
     },
     tools: opts.tools ?? [],
@@ -102,6 +107,8 @@ export function harness(opts: HarnessOptions = {}) {
     hooks: opts.hooks ?? {},
     ...(opts.permissions ? { permissions: opts.permissions } : {}),
     limits: { maxCalls: 8, ...opts.limits },
+    ...(opts.longContext ? { longContext: opts.longContext } : {}),
+    ...(opts.releasePreStreamRejections !== undefined ? { releasePreStreamRejections: opts.releasePreStreamRejections } : {}),
     calls,
     audit,
     clock,
@@ -129,6 +136,7 @@ export function harness(opts: HarnessOptions = {}) {
   const trail = <T extends AuditRecord["trail"]>(name: T) => audit.trail(name);
   return {
     engine,
+    calls,
     model,
     small,
     clock,

@@ -81,6 +81,34 @@ export function sessionStoreContract(name: string, factory: Factory<SessionFixtu
       t.expect(view.messages).toEqual([rotationMsg("summary two", 5), userMsg("5")]);
     });
 
+    test("a turn's batch with its rotation marker first: the view starts there, the kept tail re-recorded after it", async (fx) => {
+      const a = await open(fx, "a1");
+      await append(fx, [userMsg("1", "e1", "t1"), assistantMsg("2", "t1"), userMsg("3", "e3", "t2"), assistantMsg("4", "t2")], a);
+      const turn: Msg[] = [
+        { ...rotationMsg("summary", 2), meta: { rotation: { replaces: 2 }, turn: "t3", at: T0 + 5 } },
+        { ...userMsg("3", undefined, "t2") },
+        assistantMsg("4", "t2"),
+        { role: "user", blocks: [{ type: "text", text: "5" }], meta: { turn: "t3", at: T0 + 5, event: { id: "e5", kind: "input" } } },
+        { role: "assistant", blocks: [{ type: "text", text: "6" }], meta: { turn: "t3", at: T0 + 6 } },
+      ];
+      t.expect(await append(fx, turn, a)).toEqual({ revision: 9 });
+      const view = await fx.sessions.load(SCOPE_A, "s1");
+      t.expect([view.revision, view.offset]).toEqual([9, 4]);
+      t.expect(view.messages).toEqual(turn);
+      t.expect((await fx.sessions.findEvents(SCOPE_A, "s1", ["e3", "e5"])).map((m) => m.meta?.turn)).toEqual(["t2", "t3"]);
+    });
+
+    test("meta.at is kept as given; a time that is not epoch milliseconds is refused", async (fx) => {
+      const a = await open(fx, "a1");
+      const timed: Msg = { role: "user", blocks: [{ type: "text", text: "x" }], meta: { turn: "t1", at: T0 } };
+      await append(fx, [timed], a);
+      t.expect((await fx.sessions.load(SCOPE_A, "s1")).messages).toEqual([timed]);
+      for (const at of [-1, 1.5, "2026-01-01", null]) {
+        await rejects(t, () => append(fx, unsafe([{ role: "user", blocks: [], meta: { at } }]), a), ValidationError);
+      }
+      t.expect((await fx.sessions.load(SCOPE_A, "s1")).revision).toBe(1);
+    });
+
     test("stored messages are detached from the caller's objects", async (fx) => {
       const a = await open(fx, "a1");
       const msg = { role: "user" as const, blocks: [{ type: "text" as const, text: "original" }] };

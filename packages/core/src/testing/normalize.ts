@@ -50,8 +50,9 @@ function checkMsg(value: unknown, path: string): void {
     validateOneOf(`${path}.blocks[${j}].type`, (block as { type?: unknown }).type, BLOCK_TYPES);
   });
   if (msg.meta === undefined) return;
-  const meta = closedObject(`${path}.meta`, msg.meta, ["turn", "event", "rotation"]);
+  const meta = closedObject(`${path}.meta`, msg.meta, ["turn", "event", "rotation", "at"]);
   if (meta.turn !== undefined) validateId(`${path}.meta.turn`, meta.turn);
+  if (meta.at !== undefined) validateTime(`${path}.meta.at`, meta.at);
   if (meta.event !== undefined) {
     const event = closedObject(`${path}.meta.event`, meta.event, ["id", "kind"]);
     validateId(`${path}.meta.event.id`, event.id);

@@ -97,6 +97,11 @@ interface ViewScan {
 
 const scans = new WeakMap<TurnState, ViewScan>();
 
+/** A rotation replaced the turn's view: the next read scans it afresh. */
+export function forgetViewScan(state: TurnState): void {
+  scans.delete(state);
+}
+
 function collect(message: Msg, into: Set<string>): void {
   if (message.role !== "user") return;
   for (const block of message.blocks) {

@@ -131,7 +131,8 @@ export class UnexpectedModelCallError extends AlmaError {
  */
 export class FakeModelClient implements ModelClient {
   readonly id: string;
-  readonly provider = "fake";
+  /** `fake` unless given: a test of provider-bound proofs names `anthropic` or `openai`. */
+  readonly provider: string;
   readonly requests: ModelRequest[] = [];
   /**
    * How many streams the consumer closed with `return()` before pulling them to their end, for
@@ -142,9 +143,10 @@ export class FakeModelClient implements ModelClient {
   private readonly script: ScriptedResponse[];
   private readonly validator: ((request: ModelRequest) => void) | undefined;
 
-  constructor(script: readonly ScriptedResponse[] = [], opts: { id?: string; validate?: (request: ModelRequest) => void } = {}) {
+  constructor(script: readonly ScriptedResponse[] = [], opts: { id?: string; provider?: string; validate?: (request: ModelRequest) => void } = {}) {
     this.script = [...script];
     this.id = opts.id ?? "fake";
+    this.provider = opts.provider ?? "fake";
     this.validator = opts.validate;
   }
 

@@ -1,0 +1,119 @@
+import type { ModelRequest, Msg, MsgMeta } from "@alma-harness/core";
+import { CallRefusedError } from "@alma-harness/execution";
+import { routeChild } from "./child.js";
+import type { TurnEnv } from "./env.js";
+import { UncertainTurnError } from "./errors.js";
+import { budgetEnding, type Ending } from "./limits.js";
+import { type CompiledLongContext, isCold, measureTokens, SUMMARY_INSTRUCTION, tailStart, transcriptOf } from "./long-context.js";
+import { forgetViewScan } from "./search/loads.js";
+import { deepFreeze, engineMessage, type TurnState } from "./state.js";
+import { runModelStep } from "./step.js";
+
+/** What a rotation attempt did: rotated, could not (no policy, already rotated, no removable head), or was refused at zero cost. */
+export type Rotation = { readonly status: "rotated" } | { readonly status: "impossible" } | { readonly status: "refused"; readonly ending: Ending };
+
+const IMPOSSIBLE: Rotation = Object.freeze({ status: "impossible" });
+const ROTATED: Rotation = Object.freeze({ status: "rotated" });
+
+export function callsLeft(env: TurnEnv, state: TurnState): number {
+  return env.engine.limits.maxCalls - state.callsUsed;
+}
+
+/**
+ * The summary call: its own route (the summary tier, the turn's sensitivity, task `summary`), one
+ * tool-free step through the governed step runner under the root's caps and call limit, on the
+ * routing and cost trails. Only a complete, non-empty answer is a summary; anything else is uncertain.
+ */
+async function summarize(env: TurnEnv, state: TurnState, policy: CompiledLongContext, head: readonly Msg[], parentCallId: string | undefined): Promise<string> {
+  const sensitivity = env.input.intent.sensitivity;
+  const choice = routeChild(env, { tier: policy.summaryTier, sensitivity }, "summary");
+  const transcript = transcriptOf(head) || "(The earlier conversation has no readable content.)";
+  const request = deepFreeze<ModelRequest>({
+    model: choice.model,
+    system: [{ type: "text", text: SUMMARY_INSTRUCTION }],
+    messages: [{ role: "user", blocks: [{ type: "text", text: transcript }] }],
+    tools: [],
+    maxOutputTokens: choice.maxOutputTokens,
+    ...(choice.cache !== false ? { cache: { ttl: choice.cache.ttl } } : {}),
+    ...(choice.reasoning ? { reasoning: choice.reasoning } : {}),
+    ...(choice.serviceTier ? { serviceTier: choice.serviceTier } : {}),
+  });
+  const { output } = await runModelStep(env, state, {
+    kind: "summary",
+    step: state.steps,
+    choice,
+    request,
+    tier: policy.summaryTier,
+    sensitivity,
+    ...(parentCallId !== undefined ? { parentCallId } : {}),
+  });
+  if (output.toolCalls.length > 0 || (output.stopReason !== "end_turn" && output.stopReason !== "stop_sequence")) {
+    throw new UncertainTurnError(`call:summary:unavailable:${output.stopReason}`, "the summary call did not complete with an answer");
+  }
+  const text = output.text.trim();
+  if (text.length === 0) throw new UncertainTurnError("call:summary:empty", "the summary call answered nothing");
+  return text;
+}
+
+/** A kept message re-recorded after the marker: verbatim, without its event id (unique in the log) or a marker of its own. */
+function reRecorded(msg: Msg): Msg {
+  const meta = msg.meta;
+  if (meta?.event === undefined && meta?.rotation === undefined) return msg;
+  const { event: _event, rotation: _rotation, ...rest } = meta;
+  const kept: MsgMeta = rest;
+  return engineMessage(Object.keys(kept).length > 0 ? { role: msg.role, blocks: msg.blocks, meta: kept } : { role: msg.role, blocks: msg.blocks });
+}
+
+/**
+ * Rotates the turn's context once (spec: long-context): the older history is summarized, the last
+ * `keepLastMessages` stay verbatim from a user message, and the turn continues from [summary, tail,
+ * its own messages]. The batch gains the marker (`meta.rotation.replaces`: how many messages of the
+ * view it stands for) and the tail re-recorded, so the stored view starts at the marker. Never
+ * prunes mid-history; the log keeps everything.
+ */
+export async function rotate(env: TurnEnv, state: TurnState, parentCallId?: string): Promise<Rotation> {
+  const policy = env.engine.longContext;
+  if (!policy || state.rotated) return IMPOSSIBLE;
+  const history = env.input.history;
+  const start = tailStart(history, policy.keepLastMessages);
+  if (start === undefined) return IMPOSSIBLE;
+  let summary: string;
+  try {
+    summary = await summarize(env, state, policy, history.slice(0, start), parentCallId);
+  } catch (error) {
+    if (!(error instanceof CallRefusedError)) throw error;
+    return { status: "refused", ending: budgetEnding(error.reason === "cap" ? (error.cap ?? "perTurnUsd") : "unpriced", null) };
+  }
+  const text = [policy.frame.before, summary, policy.frame.after].filter((line) => line.length > 0).join("\n\n");
+  const marker = engineMessage({
+    role: "user",
+    blocks: [{ type: "text", text, origin: "harness" }],
+    meta: { rotation: { replaces: start }, turn: env.input.turnId, at: env.engine.clock.now() },
+  });
+  const log = env.input.log ?? history;
+  state.rotate([marker, ...history.slice(start)], [marker, ...log.slice(start).map(reRecorded)]);
+  // Loads shown only by the summarized messages end with the rotation (spec: deferred-tools).
+  forgetViewScan(state);
+  return ROTATED;
+}
+
+/**
+ * The cold-start rule: with a policy, at least two calls left (the summary and an answer), a cold
+ * session whose history measures strictly over `rotateAtTokens` rotates before the first step.
+ * Returns an ending only when the summary was refused at zero cost (a budget stop).
+ */
+export async function coldRotation(env: TurnEnv, state: TurnState): Promise<Ending | undefined> {
+  const policy = env.engine.longContext;
+  const history = env.input.history;
+  if (!policy || history.length === 0 || callsLeft(env, state) < 2) return undefined;
+  if (!isCold(policy, history, env.engine.clock.now())) return undefined;
+  let tokens: number;
+  try {
+    tokens = measureTokens(policy, history);
+  } catch (error) {
+    throw new UncertainTurnError("long_context", "the long-context estimate failed", error);
+  }
+  if (tokens <= policy.rotateAtTokens) return undefined;
+  const rotation = await rotate(env, state);
+  return rotation.status === "refused" ? rotation.ending : undefined;
+}
