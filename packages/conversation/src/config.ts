@@ -23,7 +23,7 @@ import {
   systemClock,
   type ToolDefinition,
 } from "@alma-harness/core";
-import type { LongContextPolicy, LoopLimits, PermissionController, VolatileContext } from "@alma-harness/loop";
+import type { LongContextPolicy, LoopLimits, MediaConfig, PermissionController, VolatileContext } from "@alma-harness/loop";
 import { ConversationConfigError } from "./errors.js";
 
 export interface ConversationStores {
@@ -91,6 +91,12 @@ export interface ConversationConfig {
    * the behavior `configRevision` covers: bump it when this changes.
    */
   readonly longContext?: LongContextPolicy;
+  /**
+   * Media by bytes (spec: media-by-bytes), passed to the engine: the product's source is asked
+   * once per ref and turn and the bytes go to the provider as base64; the session keeps the ref.
+   * Part of the behavior `configRevision` covers: bump it when this changes.
+   */
+  readonly media?: MediaConfig;
   /**
    * The host's declaration that everything it supplies that runs before the first call, or in
    * `turn:end`, may run again for the same input under a new key: a turn whose first and only call

@@ -49,6 +49,7 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
     ...(config.permissions ? { permissions: config.permissions } : {}),
     limits: { ...config.limits, maxCalls: config.maxCalls },
     ...(config.longContext ? { longContext: config.longContext } : {}),
+    ...(config.media ? { media: config.media } : {}),
     ...(config.releasePreStreamRejections ? { releasePreStreamRejections: true } : {}),
     calls,
     audit: stores.audit,

@@ -29,6 +29,11 @@ export interface MediaBlock {
   readonly ref: string;
   readonly contentType: string;
   readonly sizeBytes?: number;
+  /**
+   * Request-only (spec: media-by-bytes): the base64 bytes the loop resolved for one request. Never
+   * persisted: the session keeps the ref alone. A turn's input carrying it needs engine media.
+   */
+  readonly data?: string;
 }
 
 export interface ToolCallBlock {

@@ -9,6 +9,7 @@ import { resolveLongContext } from "./long-context.js";
 import { TurnState } from "./state.js";
 import { type StreamedTurn, streamFrom } from "./stream-turn.js";
 import { runTurnCore } from "./turn.js";
+import { compileMedia } from "./media.js";
 
 export const MAX_TERMINAL_TOOLS = 64;
 
@@ -98,6 +99,7 @@ function compile(config: EngineConfig): CompiledEngine {
     permissions: config.permissions,
     limits: resolveLimits(config.limits),
     longContext: resolveLongContext(config.longContext),
+    media: compileMedia(config.media),
     releasePreStreamRejections: config.releasePreStreamRejections ?? false,
     calls: config.calls,
     audit: config.audit,

@@ -22,6 +22,7 @@ import type {
 } from "@alma-harness/core";
 import type { GovernedCalls } from "@alma-harness/execution";
 import type { LoopEventSink } from "./events.js";
+import type { MediaConfig } from "./media.js";
 import type { PermissionController } from "./permission.js";
 
 export interface LoopLimits {
@@ -93,6 +94,8 @@ export interface EngineConfig {
   readonly permissions?: PermissionController;
   readonly limits: LoopLimits;
   readonly longContext?: LongContextPolicy;
+  /** Media by bytes (spec: media-by-bytes); absent, a media block goes by reference and one carrying content is refused. */
+  readonly media?: MediaConfig;
   /**
    * A refused first call (an attested pre-stream rate limit or overload, nothing streamed) on a
    * turn with nothing but its input recorded ends `completed` with `terminalReason: "error"` and

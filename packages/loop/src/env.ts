@@ -5,6 +5,7 @@ import type { LoopEvent, LoopEventSink } from "./events.js";
 import { emitTo } from "./events.js";
 import type { ResolvedLimits } from "./limits.js";
 import type { CompiledLongContext } from "./long-context.js";
+import type { CompiledMedia } from "./media.js";
 import type { PermissionController } from "./permission.js";
 
 /** The engine's configuration, validated and compiled once at construction. */
@@ -24,6 +25,7 @@ export interface CompiledEngine {
   readonly permissions: PermissionController | undefined;
   readonly limits: ResolvedLimits;
   readonly longContext: CompiledLongContext | undefined;
+  readonly media: CompiledMedia | undefined;
   readonly releasePreStreamRejections: boolean;
   readonly calls: GovernedCalls;
   readonly audit: AuditLog;

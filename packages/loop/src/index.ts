@@ -16,6 +16,7 @@ export { CallRejectedError, DelegationRefusedError, EngineConfigError, StreamInv
 export type { LoopEvent, LoopEventSink } from "./events.js";
 export { CONTEXT_REJECTION_PROVIDERS } from "./attest.js";
 export { DEFAULT_FINAL_ANSWER_NOTICE, DEFAULT_TIME_NOTICE } from "./limits.js";
+export { MAX_MEDIA_BYTES, type MediaBytes, type MediaConfig, type MediaSourceContext } from "./media.js";
 export { DEFAULT_COLD_AFTER_MS, DEFAULT_SUMMARY_FRAME, measuredText, SUMMARY_INSTRUCTION } from "./long-context.js";
 export type { PermissionController, PermissionDecision, PermissionRequest } from "./permission.js";
 export { formatSse, loopEventToSse, type SseFrame } from "./sse.js";

@@ -14,6 +14,7 @@ import {
 } from "@alma-harness/core";
 import type { TurnInput } from "./engine.js";
 import type { CompiledEngine } from "./env.js";
+import { detachInlineBytes } from "./media.js";
 
 const BLOCK_TYPES = new Set(["text", "media", "tool_call", "tool_result", "provider_tool_call", "provider_tool_result", "reasoning"]);
 const INPUT_FIELDS = new Set([
@@ -51,13 +52,16 @@ export function normalizeTurnInput(engine: CompiledEngine, raw: TurnInput): Turn
     throw new ValidationError("log", "array", "log must be the stored view history was rendered from, message for message");
   }
   if (!Number.isSafeInteger(raw.revision) || raw.revision < 0) throw new ValidationError("revision", "integer", "revision must be a non-negative integer");
-  const input = snapshot(raw.input) as unknown as readonly Block[];
+  // Inline media bytes stay out of the snapshot's limits; maxBytes bounds them (spec: media-by-bytes).
+  const inline = detachInlineBytes(engine.media, raw.input);
+  let input = snapshot(inline.blocks) as unknown as readonly Block[];
   if (!Array.isArray(input) || input.length === 0) throw new ValidationError("input", "non_empty", "input must be a non-empty array of blocks");
   input.forEach((block, i) => {
     if (block === null || typeof block !== "object" || !BLOCK_TYPES.has((block as { type?: unknown }).type as string)) {
       throw new ValidationError(`input[${i}].type`, "closed", `input[${i}] is not a block`);
     }
   });
+  if (inline.data.size > 0) input = Object.freeze(input.map((block, i) => (inline.data.has(i) ? Object.freeze({ ...block, data: inline.data.get(i) }) : block)) as Block[]);
   if (raw.trigger !== undefined && (typeof raw.trigger !== "string" || raw.trigger.length > 200)) throw new ValidationError("trigger", "string_0_200", "trigger must be a string of at most 200 characters");
   if (raw.signal !== undefined && !(raw.signal instanceof AbortSignal)) throw new ValidationError("signal", "abort_signal", "signal must be an AbortSignal");
   if (raw.sink !== undefined && typeof raw.sink !== "function") throw new ValidationError("sink", "function", "sink must be a function");

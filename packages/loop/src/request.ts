@@ -10,6 +10,7 @@ import {
   type ToolSpec,
 } from "@alma-harness/core";
 import type { TurnEnv } from "./env.js";
+import { requestMessages } from "./media.js";
 import { searchSpecOf, withLoaded } from "./search/loads.js";
 import { deepFreeze, type TurnState } from "./state.js";
 
@@ -64,7 +65,8 @@ export function advertisedProviderTools(env: TurnEnv, state: TurnState): readonl
 export function buildRequest(env: TurnEnv, state: TurnState, choice: ModelChoice, notice: string | undefined): ModelRequest {
   const tools = withLoaded(env, state, advertisedTools(env));
   const providerTools = advertisedProviderTools(env, state);
-  let messages: readonly Msg[] = state.view();
+  const view = state.view();
+  let messages: readonly Msg[] = requestMessages(env, state.history, view.slice(state.history.length), state.media);
   if (notice !== undefined && (tools.length > 0 || providerTools.length > 0)) messages = withNotice(messages, notice);
   const system: TextBlock[] = env.engine.system ? [{ type: "text", text: env.engine.system }] : [];
   const { deferred } = advertisedOf(env);

@@ -2,6 +2,7 @@ import { type Block, type CostReceipt, type JsonValue, type Msg, type MsgMeta, t
 import { type TurnLedger, newTurnLedger } from "@alma-harness/execution";
 import type { TurnToolCall } from "./engine.js";
 import type { LoopEvent } from "./events.js";
+import type { ResolvedMedia } from "./media.js";
 
 /** The version of the context format each request records; bumped when the request shape changes. */
 export const CONTEXT_VERSION = 1;
@@ -65,6 +66,8 @@ export class TurnState {
   /** Run-scoped permission grants from allowed asks, keyed by action and subject. */
   readonly grants = new Set<string>();
   webSearches = 0;
+  /** This turn's resolved media bytes by ref, for requests only; never recorded (spec: media-by-bytes). */
+  media: ReadonlyMap<string, ResolvedMedia> = new Map();
 
   constructor(
     readonly turnId: string,

@@ -1,4 +1,4 @@
-import { type Block, type MediaBlock, type ModelChoice, replyBlocks, type StreamToolCall } from "@alma-harness/core";
+import { type Block, type ModelChoice, replyBlocks, type StreamToolCall } from "@alma-harness/core";
 import { CallRefusedError } from "@alma-harness/execution";
 import { durable } from "./audit.js";
 import { checkpoint } from "./cancel.js";
@@ -7,6 +7,7 @@ import type { TurnEnv } from "./env.js";
 import { CallRejectedError, UncertainTurnError } from "./errors.js";
 import { finalizeCompleted, finalizeUncertain, toUncertain } from "./finalize.js";
 import { budgetEnding, type Ending, lastKind, limitEnding, noticeFor, tokensSpent } from "./limits.js";
+import { mediaEgress, replayedHistory, resolveMedia, storedInput } from "./media.js";
 import { afterRejection } from "./rejection.js";
 import { advertisedProviderTools, advertisedTools, buildRequest } from "./request.js";
 import { coldRotation } from "./rotation.js";
@@ -42,10 +43,12 @@ async function start(env: TurnEnv, state: TurnState, choice: ModelChoice): Promi
       throw new UncertainTurnError("hook:turn:start", "the turn:start hook threw", error);
     }
   }
-  const blocks: Block[] = [...input.input];
+  // Media by bytes: resolved before anything is recorded or dispatched; the session keeps the ref.
+  state.media = await resolveMedia(env, state.history);
+  const blocks: Block[] = storedInput(input.input, state.media);
   const volatileText = await volatileSuffix(env);
   if (volatileText) blocks.push({ type: "text", text: volatileText, origin: "harness" });
-  await mediaEgress(env, choice, input.input);
+  await mediaEgress(env, choice, [...input.input, ...replayedHistory(env, state.history)], state.media);
   state.append("user", blocks, input.inputMeta);
 }
 
@@ -65,26 +68,6 @@ async function volatileSuffix(env: TurnEnv): Promise<string | undefined> {
     }
   }
   return parts.length > 0 ? parts.join("\n\n") : undefined;
-}
-
-/** Each media block of the input is egress to the main provider: on the access trail by kind and size, never URI. */
-async function mediaEgress(env: TurnEnv, choice: ModelChoice, blocks: readonly Block[]): Promise<void> {
-  const provider = env.engine.clients.get(choice.clientId)?.provider ?? choice.clientId;
-  for (const block of blocks) {
-    if (block.type !== "media") continue;
-    const media = block as MediaBlock;
-    const size = typeof media.sizeBytes === "number" ? `${media.sizeBytes} bytes` : "unknown size";
-    await durable(env.engine.audit, {
-      trail: "access",
-      scope: env.input.scope,
-      sessionId: env.input.sessionId,
-      turnId: env.input.turnId,
-      at: env.engine.clock.now(),
-      tool: "media",
-      resource: `provider:${provider}:${media.kind}:${size}`,
-      action: "egress",
-    });
-  }
 }
 
 /** What the top of each step decides: go on (with or without a last-step notice), or end here. */

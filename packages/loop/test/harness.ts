@@ -26,6 +26,7 @@ import {
   type LoopEvent,
   type LongContextPolicy,
   type LoopLimits,
+  type MediaConfig,
   type PermissionController,
   type TurnInput,
   type TurnOutcome,
@@ -73,6 +74,7 @@ export interface HarnessOptions {
   readonly provider?: string;
   readonly longContext?: LongContextPolicy;
   readonly releasePreStreamRejections?: boolean;
+  readonly media?: MediaConfig;
 }
 
 /** A whole engine on in-memory stores, the manual clock and the scripted model. */
@@ -109,6 +111,7 @@ export function harness(opts: HarnessOptions = {}) {
     limits: { maxCalls: 8, ...opts.limits },
     ...(opts.longContext ? { longContext: opts.longContext } : {}),
     ...(opts.releasePreStreamRejections !== undefined ? { releasePreStreamRejections: opts.releasePreStreamRejections } : {}),
+    ...(opts.media ? { media: opts.media } : {}),
     calls,
     audit,
     clock,

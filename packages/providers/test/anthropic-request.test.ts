@@ -197,6 +197,31 @@ describe("Anthropic request bodies", () => {
     ]);
   });
 
+  it("sends the loop's resolved bytes (the block's request-only data) as base64 sources", async () => {
+    const png = Buffer.from([137, 80, 78, 71]).toString("base64");
+    const pdf = Buffer.from("%PDF-1.4 test").toString("base64");
+    const request = baseRequest("claude-haiku-4-5", {
+      messages: [
+        {
+          role: "user",
+          blocks: [
+            { type: "media", kind: "image", ref: "media:1", contentType: "image/png", sizeBytes: 4, data: png },
+            { type: "media", kind: "document", ref: "media:2", contentType: "application/pdf", data: pdf },
+            { type: "media", kind: "document", ref: "media:3", contentType: "text/plain", data: Buffer.from("naïve text").toString("base64") },
+          ],
+        },
+      ],
+    });
+    expect(() => client().validate(request)).not.toThrow();
+    const body = await sent(request);
+    expect((body.messages as { content: unknown[] }[])[0]?.content).toEqual([
+      { type: "image", source: { type: "base64", media_type: "image/png", data: png } },
+      { type: "document", source: { type: "base64", media_type: "application/pdf", data: pdf } },
+      { type: "document", source: { type: "text", media_type: "text/plain", data: "naïve text" } },
+    ]);
+    expect(JSON.stringify(body)).not.toContain("media:1");
+  });
+
   it("places cache breakpoints on the system prefix and the conversation tail", async () => {
     const request = baseRequest("claude-haiku-4-5", {
       system: [{ type: "text", text: "Stable instructions." }, { type: "text", text: "More stable text." }],
@@ -289,6 +314,7 @@ describe("Anthropic validate refuses before any I/O", () => {
     ["forced tool use on a model that refuses it", { model: "claude-sonnet-5-5", tools: [weather], toolChoice: { type: "tool", name: "get_weather" } }],
     ["a host media id", { messages: [{ role: "user", blocks: [{ type: "media", kind: "image", ref: "media:123", contentType: "image/png" }] }] }],
     ["an unsupported image type", { messages: [{ role: "user", blocks: [{ type: "media", kind: "image", ref: "https://x.example/a.tiff", contentType: "image/tiff" }] }] }],
+    ["a document type it cannot read, by bytes", { messages: [{ role: "user", blocks: [{ type: "media", kind: "document", ref: "media:9", contentType: "application/msword", data: "AAAA" }] }] }],
     ["a plain-text document by URL", { messages: [{ role: "user", blocks: [{ type: "media", kind: "document", ref: "https://x.example/a.txt", contentType: "text/plain" }] }] }],
     ["the batch tier", { serviceTier: "batch" }],
     ["a malformed cache ttl", { cache: { ttl: "2h" as "1h" } }],

@@ -225,6 +225,41 @@ describe("OpenAI-compatible servers", () => {
     });
   });
 
+  it("sends the loop's resolved bytes as data URLs: an image_url and a file part", async () => {
+    server.enqueue({ body: TEXT });
+    const request = baseRequest("gpt-5-mini", {
+      messages: [
+        {
+          role: "user",
+          blocks: [
+            { type: "media", kind: "image", ref: "media:1", contentType: "image/png", data: "iVBORw0KGgo=" },
+            { type: "media", kind: "document", ref: "media:2", contentType: "application/pdf", data: "JVBERi0=" },
+          ],
+        },
+      ],
+    });
+    expect(() => openai().validate(request)).not.toThrow();
+    await collect(openai(), request);
+    expect((server.requests[0]!.body as { messages: unknown[] }).messages).toEqual([
+      {
+        role: "user",
+        content: [
+          { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } },
+          { type: "file", file: { file_data: "data:application/pdf;base64,JVBERi0=", filename: "document-1.pdf" } },
+        ],
+      },
+    ]);
+    expect(JSON.stringify(server.requests[0]?.body)).not.toContain("media:1");
+  });
+
+  it("refuses document bytes where the gateway does not declare documents, and an unsupported type", () => {
+    const pdf = { messages: [{ role: "user" as const, blocks: [{ type: "media" as const, kind: "document" as const, ref: "media:2", contentType: "application/pdf", data: "JVBERi0=" }] }] };
+    expect(() => gateway({ images: true }).validate(baseRequest("m", pdf))).toThrow(expect.objectContaining({ kind: "unsupported" }));
+    expect(() => gateway({ documents: true }).validate(baseRequest("m", pdf))).not.toThrow();
+    const word = { messages: [{ role: "user" as const, blocks: [{ type: "media" as const, kind: "document" as const, ref: "media:3", contentType: "application/msword", data: "AAAA" }] }] };
+    expect(() => openai().validate(baseRequest("m", word))).toThrow(expect.objectContaining({ kind: "unsupported" }));
+  });
+
   it("refuses what the operator did not declare, and honors what they did", () => {
     const tools = { tools: [{ name: "f", description: "f", inputSchema: { type: "object" } }] };
     expect(() => gateway().validate(baseRequest("m", tools))).toThrow(expect.objectContaining({ kind: "unsupported", provider: "local-vllm" }));

@@ -110,6 +110,38 @@ describe("OpenAI Responses, recorded traffic", () => {
     expect(input[2]).toEqual((call as { payload: unknown }).payload);
   });
 
+  it("sends the loop's resolved bytes as an input_image data URL and an input_file", async () => {
+    const [first] = responses("openai/openai-reasoning-encrypted-content.1.chunks.txt");
+    server.enqueue({ body: first ?? "" });
+    const request = baseRequest("gpt-4.1", {
+      messages: [
+        {
+          role: "user",
+          blocks: [
+            { type: "media", kind: "image", ref: "media:1", contentType: "image/jpeg", data: "/9j/4AAQ" },
+            { type: "media", kind: "document", ref: "media:2", contentType: "application/pdf", data: "JVBERi0=" },
+          ],
+        },
+      ],
+    });
+    expect(() => client().validate(request)).not.toThrow();
+    await collect(client(), request);
+    expect(server.requests[0]?.body).toMatchObject({
+      input: [
+        {
+          role: "user",
+          content: [
+            { type: "input_image", image_url: "data:image/jpeg;base64,/9j/4AAQ", detail: "auto" },
+            { type: "input_file", file_data: "data:application/pdf;base64,JVBERi0=", filename: "document-1.pdf" },
+          ],
+        },
+      ],
+    });
+    expect(JSON.stringify(server.requests[0]?.body)).not.toContain("media:1");
+    const word = baseRequest("gpt-4.1", { messages: [{ role: "user", blocks: [{ type: "media", kind: "document", ref: "media:3", contentType: "application/msword", data: "AAAA" }] }] });
+    expect(() => client().validate(word)).toThrow(expect.objectContaining({ kind: "unsupported" }));
+  });
+
   it("sends media and JSON schema output in Responses shapes", async () => {
     const [first] = responses("openai/openai-reasoning-encrypted-content.1.chunks.txt");
     server.enqueue({ body: first ?? "" });

@@ -8,11 +8,12 @@ export type MediaSource =
 const DATA_URL = /^data:([^;,]*)((?:;[^;,=]+(?:=[^;,]*)?)*);base64,([A-Za-z0-9+/=\s]*)$/;
 
 /**
- * A media block travels by reference (seed 001): bytes the loop resolved arrive as a base64
- * `data:` URL, anything else must be an `http(s)` URL the provider fetches. Other references (a
- * host id) cannot leave, so they are `undefined` and `validate` refuses them.
+ * A media block travels by reference (seed 001): bytes the loop resolved arrive on the block's
+ * request-only `data` (or as a base64 `data:` URL); anything else must be an `http(s)` URL the
+ * provider fetches. Other references (a host id) cannot leave, so they are `undefined` and `validate` refuses them.
  */
 export function mediaSource(block: MediaBlock): MediaSource | undefined {
+  if (typeof block.data === "string") return { kind: "base64", mediaType: block.contentType, data: block.data };
   const ref = block.ref;
   if (ref.startsWith("data:")) {
     const match = DATA_URL.exec(ref);
