@@ -1,7 +1,9 @@
 // The dependency-direction check: a package may import only what DESIGN.md's DAG allows.
-// It reads every import in src/ and test/ of each workspace and fails on an edge not listed here.
+// It reads every import in src/ and test/ of each workspace and fails on an edge not listed here,
+// and on production source importing a double: a `@alma-harness/<pkg>/testing` subpath may be
+// imported from test/ and bench/, or from a package's own src/testing/, never from the rest of src/.
 import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { join, relative, sep } from "node:path";
 import { workspaces } from "./workspaces.mjs";
 
 const ALLOWED = {
@@ -35,7 +37,11 @@ const files = (dir) => {
   return out;
 };
 
-const IMPORT = /(?:from\s+|import\s*\(\s*|import\s+)["'](@alma-harness\/[a-z-]+)(?:\/[^"']*)?["']/g;
+const IMPORT = /(?:from\s+|import\s*\(\s*|import\s+)["'](@alma-harness\/[a-z-]+)(\/[^"']*)?["']/g;
+const TESTING_SUBPATH = /^\/testing(?:\/|$)/;
+/** Whether `file` is under the workspace's own `src/testing/`. */
+const underTesting = (dir, file) => relative(join(dir, "src"), file).split(sep)[0] === "testing";
+
 const problems = [];
 for (const w of workspaces()) {
   const allowed = ALLOWED[w.name];
@@ -48,6 +54,9 @@ for (const w of workspaces()) {
       const text = readFileSync(file, "utf8");
       for (const match of text.matchAll(IMPORT)) {
         const target = match[1].slice("@alma-harness/".length);
+        if (sub === "src" && TESTING_SUBPATH.test(match[2] ?? "") && !underTesting(w.dir, file)) {
+          problems.push(`${file}: production source may not import ${match[1]}${match[2]} (a double; only test/, bench/ and src/testing/ may)`);
+        }
         if (`@alma-harness/${target}` === w.name) continue;
         if (!allowed.includes(target) && !extra.includes(target)) problems.push(`${file}: ${w.name} may not import @alma-harness/${target}`);
       }

@@ -21,8 +21,7 @@ import {
   type SessionStore,
   type SpendStore,
   systemClock,
-  type ToolDefinition,
-} from "@alma-harness/core";
+  type ToolDefinition, type UncertainCause } from "@alma-harness/core";
 import type { LongContextPolicy, LoopLimits, MediaConfig, PermissionController, VolatileContext } from "@alma-harness/loop";
 import { ConversationConfigError } from "./errors.js";
 
@@ -44,7 +43,7 @@ export interface UncertainTurnEvent {
   readonly scope: Scope;
   readonly sessionId: string;
   readonly rootKey: string;
-  readonly cause: string;
+  readonly cause: UncertainCause;
   /** Whether a message of the turn is in the session; null when the read failed (treat as true). */
   readonly persisted: boolean | null;
   readonly released: boolean;

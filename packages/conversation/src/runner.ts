@@ -1,4 +1,4 @@
-import { type Msg, normalizeModelChoice, type ModelChoice, type Scope, utf8Length } from "@alma-harness/core";
+import { type Msg, normalizeModelChoice, type ModelChoice, type Scope, utf8Length, type UncertainCause } from "@alma-harness/core";
 import { GovernedCalls } from "@alma-harness/execution";
 import { createEngine, type Engine, type TurnOutcome, type TurnResult } from "@alma-harness/loop";
 import { type ConversationConfig, EXPIRED_RELEASE_GRACE_MS, type ResolvedConfig, resolveConfig } from "./config.js";
@@ -36,6 +36,7 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
     policyVersion: config.policyVersion,
     audit: stores.audit,
     consumers: config.consumers ?? [],
+    clock,
   });
   const engine = createEngine({
     clients: config.clients,
@@ -197,6 +198,7 @@ async function runAdmitted(config: ResolvedConfig, engine: Engine, request: Norm
     sessionId: request.sessionId,
     rootKey: a.rootKey,
     turnId: a.rootKey,
+    admissionId: a.admissionId,
     history,
     ...(history !== log ? { log } : {}),
     revision,
@@ -231,7 +233,7 @@ async function complete(config: ResolvedConfig, request: NormalizedRequest, a: A
   const envelope: FinalEnvelope = { version: config.resultContractVersion, result };
   if (utf8Length(JSON.stringify(envelope)) > config.maxResultChars) return uncertain(config, request, a, "result_store");
   try {
-    await stores.rootResults.put(request.scope, a.rootKey, envelope as never, clock.now());
+    await stores.rootResults.put(request.scope, a.rootKey, envelope as never, clock.now(), { admissionId: a.admissionId });
     const back = await stores.rootResults.get(request.scope, a.rootKey, clock.now());
     if (back?.state !== "stored") return uncertain(config, request, a, "root_store");
   } catch {
@@ -263,7 +265,7 @@ async function refuseErased(config: ResolvedConfig, request: NormalizedRequest, 
 }
 
 /** Marks the admission uncertain, reads whether the turn persisted, releases the session, tells the host once. */
-async function uncertain(config: ResolvedConfig, request: NormalizedRequest, a: Admitted, cause: string): Promise<ConversationView> {
+async function uncertain(config: ResolvedConfig, request: NormalizedRequest, a: Admitted, cause: UncertainCause): Promise<ConversationView> {
   const { stores } = config;
   await stores.admissions.markUncertain(request.scope, a.admissionId).catch(() => undefined);
   let persisted: boolean | null;

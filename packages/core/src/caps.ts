@@ -122,19 +122,32 @@ export function capsCrossedBy(
   return out;
 }
 
-/** A block cap already reached (spend at or over it) refuses the next call before dispatch. */
-export function blockingCapReached(
-  caps: BudgetCaps,
-  spent: { turn: number; session: number; tenantDay: number },
-): BudgetCapName | undefined {
+/** Spend a reservation is checked against: what is settled plus what is reserved by calls in flight. */
+export interface CapUse {
+  readonly turn: number;
+  readonly session: number;
+  readonly tenantDay: number;
+}
+
+/**
+ * The first block cap a call holding `micros` would pass, or undefined when it fits: a call fits
+ * when what is used (settled plus reserved) plus its own worst case stays at or under every block
+ * cap it falls under. The one rule of block caps (spec: caps under concurrency).
+ */
+export function capRefusing(caps: BudgetCaps, use: CapUse, micros: number): BudgetCapName | undefined {
   const pairs: [BudgetCapName, number][] = [
-    ["perTurnUsd", spent.turn],
-    ["perSessionUsd", spent.session],
-    ["perTenantDayUsd", spent.tenantDay],
+    ["perTurnUsd", use.turn],
+    ["perSessionUsd", use.session],
+    ["perTenantDayUsd", use.tenantDay],
   ];
   for (const [name, value] of pairs) {
     const cap = caps[name];
-    if (cap && cap.onExceeded === "block" && value >= cap.usdMicros) return name;
+    if (cap && cap.onExceeded === "block" && value + micros > cap.usdMicros) return name;
   }
   return undefined;
+}
+
+/** A block cap already reached (spend at or over it): no call costing a micro-dollar or more fits. */
+export function blockingCapReached(caps: BudgetCaps, spent: CapUse): BudgetCapName | undefined {
+  return capRefusing(caps, spent, 1);
 }

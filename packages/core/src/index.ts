@@ -1,5 +1,6 @@
 export { AlmaError, InvalidIdError, InvalidScopeError, ValidationError } from "./errors.js";
 export { normalizeScope, type Scope, scopePath, validateId } from "./scope.js";
+export { deepFreeze } from "./freeze.js";
 export {
   canonicalJson,
   DEFAULT_SNAPSHOT_LIMITS,
@@ -28,7 +29,16 @@ export * from "./stores/errors.js";
 export * from "./stores/admissions.js";
 export * from "./stores/sessions.js";
 export * from "./stores/execution.js";
+export {
+  FRAME_TOKENS,
+  inputTokenBound,
+  MAX_SEARCH_USES,
+  persistentBlockLimits,
+  type ReservationLimits,
+  worstCaseMicros,
+} from "./reservation.js";
 export * from "./stores/results.js";
 export * from "./stores/settlements.js";
 export * from "./stores/labels.js";
 export * from "./stores/audit.js";
+export { type AlmaErrorCode, type CallCause, isUncertainCause, type RunnerCause, type StreamRule, stopTag, type UncertainCause } from "./vocabulary.js";

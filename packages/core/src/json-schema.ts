@@ -1,5 +1,6 @@
 import { Ajv, type ValidateFunction } from "ajv";
 import { ValidationError } from "./errors.js";
+import { deepFreeze } from "./freeze.js";
 import type { JsonObject, JsonValue } from "./snapshot.js";
 
 /** A JSON Schema object, as sent on the wire to providers. */
@@ -77,12 +78,4 @@ export function compileSchema(input: SchemaInput, path: string): CompiledSchema 
       return first ? `${first.instancePath || "(input)"} ${first.message ?? "is invalid"}` : "is invalid";
     },
   };
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
-    for (const v of Object.values(value)) deepFreeze(v);
-    Object.freeze(value);
-  }
-  return value;
 }

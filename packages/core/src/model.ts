@@ -85,6 +85,9 @@ export type ModelStreamEvent =
       readonly usage?: Usage;
     };
 
+/** The version of the model seam below: bumped when its request, stream or error contract changes. */
+export const MODEL_SPECIFICATION_VERSION = "alma-model-v1";
+
 /**
  * The model seam. `validate` checks request support without I/O and throws `ProviderError`
  * (`unsupported`) for a control it cannot honor. `stream` dispatches once per call (a fresh call is
@@ -92,6 +95,11 @@ export type ModelStreamEvent =
  * during the stream; the signal aborts the transport; `return()` on the iterator closes it.
  */
 export interface ModelClient {
+  /**
+   * The version of this seam the client implements (`MODEL_SPECIFICATION_VERSION`). Absent means
+   * the current one; a client built for another version is refused when the engine is built.
+   */
+  readonly specificationVersion?: typeof MODEL_SPECIFICATION_VERSION;
   readonly id: string;
   readonly provider: string;
   validate(request: ModelRequest): void;

@@ -1,4 +1,5 @@
 import { ValidationError } from "./errors.js";
+import { deepFreeze } from "./freeze.js";
 import type { ServiceTier } from "./routing.js";
 import type { Usage } from "./usage.js";
 
@@ -159,12 +160,4 @@ export function normalizePriceTable(table: PriceTable): PriceTable {
     if (price.webSearchPerRequestUsd !== undefined) ratePicosPerToken(price.webSearchPerRequestUsd, `prices.models.${model}.webSearchPerRequestUsd`);
   }
   return deepFreeze(structuredClone(table));
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === "object") {
-    for (const child of Object.values(value)) deepFreeze(child);
-    Object.freeze(value);
-  }
-  return value;
 }

@@ -8,6 +8,7 @@ import {
   costSettlementStoreContract,
   executionResultStoreContract,
   executionStoreContract,
+  governedWritesContract,
   sessionLabelStoreContract,
   sessionStoreContract,
   spendStoreContract,
@@ -49,6 +50,21 @@ costSettlementStoreContract("memory", settlementFixture, t);
 spendStoreContract("memory", settlementFixture, t);
 sessionLabelStoreContract("memory", () => ({ labels: new InMemorySessionLabelStore() }), t);
 auditLogContract("memory", () => ({ audit: new RecordingAuditLog() }), t);
+governedWritesContract(
+  "memory",
+  () => {
+    const admissions = new InMemoryAdmissionStore();
+    const settlements = new InMemoryCostSettlementStore();
+    return {
+      admissions,
+      execution: new InMemoryExecutionStore({ admissions, spend: settlements.spend }),
+      rootResults: new InMemoryExecutionResultStore({ admissions }),
+      settlements,
+      spend: settlements.spend,
+    };
+  },
+  t,
+);
 
 describe("memory doubles beyond the contracts", () => {
   it("InMemoryCostSettlementStore moves the spend store it was given", async () => {

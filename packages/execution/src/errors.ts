@@ -1,4 +1,4 @@
-import { AlmaError, type BudgetCapName, type UnpricedReason } from "@alma-harness/core";
+import { AlmaError, type BudgetCapName, type StreamRule, type UncertainCause, type UnpricedReason } from "@alma-harness/core";
 
 /** A call refused before anything was claimed or sent, at zero cost: no price, or a block cap reached. */
 export class CallRefusedError extends AlmaError {
@@ -24,5 +24,34 @@ export class UnsettledCallError extends AlmaError {
 export class AuditFailedError extends AlmaError {
   constructor(message: string, cause?: unknown) {
     super("audit_failed", message, { cause });
+  }
+}
+
+/** The model stream broke an integrity rule; no effect of that round is kept. */
+export class StreamInvalidError extends AlmaError {
+  readonly rule: StreamRule;
+  constructor(rule: StreamRule, message: string) {
+    super("RUNTIME_MODEL_STREAM_INVALID", `${rule}: ${message}`);
+    this.rule = rule;
+  }
+}
+
+/** The model stream ended without a terminal frame. */
+export class StreamTornError extends AlmaError {
+  constructor() {
+    super("stream_torn", "the model stream ended without a terminal frame");
+  }
+}
+
+/**
+ * A call whose outcome is not certain: it may have been sent, or its cost or trail could not be
+ * made durable. `cause` is the turn's uncertainty cause (`call:<kind>:…`, `audit`, `cancelled`,
+ * `deadline`). Never retried blindly: the turn ends `reconciliation_required`.
+ */
+export class UncertainCallError extends AlmaError {
+  readonly uncertainCause: UncertainCause;
+  constructor(cause: UncertainCause, message: string, error?: unknown) {
+    super("uncertain_call", message, { cause: error });
+    this.uncertainCause = cause;
   }
 }

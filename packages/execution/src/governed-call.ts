@@ -2,41 +2,37 @@ import {
   type AuditLog,
   type BudgetCapName,
   type BudgetCaps,
-  blockingCapReached,
   type CallKind,
+  type Clock,
   type CostReceipt,
   type CostSettlementStore,
   type ExecutionStore,
+  FenceError,
   type ModelChoice,
   type ModelClient,
   type ModelRequest,
-  type ModelStreamEvent,
   normalizePriceTable,
   type PriceTable,
+  ProviderError,
+  type RejectionKind,
+  persistentBlockLimits,
+  type ReservationLimits,
   type Scope,
+  type Sensitivity,
   type SpendStore,
-  type UsageEvidence,
+  systemClock,
+  type Tier,
+  type UnpricedReason,
   utcDay,
   validateId,
+  worstCaseMicros,
 } from "@alma-harness/core";
-import { AuditFailedError, CallRefusedError, UnsettledCallError } from "./errors.js";
+import { ledger, TurnAccount } from "./account.js";
+import { dispatchAndSettle } from "./call.js";
+import { UncertainCallError } from "./errors.js";
 import { checkConsumers, checkNormalizedCaps, unpricedBeforeDispatch } from "./preflight.js";
-import { Prepared } from "./prepared.js";
-
-/** Per-turn money state shared by every call of a root (main, direct, delegate, summary). */
-export interface TurnLedger {
-  /** Micro-dollars settled by this turn so far. */
-  spentMicros: number;
-  readonly receipts: CostReceipt[];
-  /** Caps already warned about in this turn (warnings are deduplicated per turn). */
-  readonly warned: Set<BudgetCapName>;
-  /** Calls claimed in the journal (refused calls are not counted). */
-  calls: number;
-}
-
-export function newTurnLedger(): TurnLedger {
-  return { spentMicros: 0, receipts: [], warned: new Set(), calls: 0 };
-}
+import type { StepOutput } from "./stream-validate.js";
+import { refusedTrail, requestTrails } from "./trails.js";
 
 export interface GovernedCallsConfig {
   readonly journal: ExecutionStore;
@@ -50,12 +46,21 @@ export interface GovernedCallsConfig {
   readonly consumers?: readonly string[];
   /** Journal records expire this long after claim unless completed (the sweep fences them then). */
   readonly dispatchDeadlineMs?: number;
+  /** A reservation of a call that may have been sent stays held this long past its journal deadline. */
+  readonly reservationHoldMs?: number;
+  readonly clock?: Clock;
 }
 
-/** The validated configuration every prepared call reads. */
-export interface ResolvedCallsConfig extends Omit<GovernedCallsConfig, "consumers" | "dispatchDeadlineMs"> {
+/** The validated configuration every call reads. */
+export interface ResolvedCallsConfig extends Omit<GovernedCallsConfig, "consumers" | "dispatchDeadlineMs" | "reservationHoldMs" | "clock"> {
   readonly consumers: readonly string[];
   readonly dispatchDeadlineMs: number;
+  readonly reservationHoldMs: number;
+  readonly clock: Clock;
+  /** The persistent block caps the journal checks each reservation against (empty: nothing reserved). */
+  readonly limits: ReservationLimits;
+  /** Whether a call reads spend before it runs (a session or tenant-day cap, for the crossings it reports). */
+  readonly peeks: boolean;
 }
 
 export interface CallIdentity {
@@ -65,18 +70,42 @@ export interface CallIdentity {
   readonly turnId: string;
   readonly operationId: string;
   readonly kind: CallKind;
+  /** The admission the call is fenced by: the claim commits only while it is active and before its deadline. */
+  readonly admissionId?: string;
 }
 
-/** A claimed call: `open` commits the dispatch and starts the stream; `settle` prices and closes it. */
-export interface PreparedCall {
-  readonly identity: CallIdentity;
-  /** Commits `dispatching` in the journal, then starts the stream. Called at most once. */
-  open(signal: AbortSignal): Promise<AsyncIterable<ModelStreamEvent>>;
-  /** Records that the request was refused or abandoned before any byte left (no-op once opened). */
-  cancel(cause: "aborted" | "invalid" | "audit" | "store" | "input"): Promise<void>;
-  /** Keeps the evidence, prices it, settles once, completes the journal record, writes the cost trail. */
-  settle(evidence: UsageEvidence): Promise<CostReceipt>;
+/** Everything a call needs besides its identity, choice and request: plain data and the turn's account. */
+export interface CallOptions {
+  readonly account: TurnAccount;
+  /** The turn's signal: its abort cancels the call (cause `cancelled` or `deadline`). */
+  readonly signal: AbortSignal;
+  /** The round's own deadline; past it the call is aborted (cause `call:<kind>:aborted`). */
+  readonly roundTimeoutMs: number;
+  readonly route: { readonly tier: Tier; readonly sensitivity: Sensitivity; readonly parentCallId?: string };
+  /** Tool-call ids seen earlier in the turn: a stream that repeats one is invalid. */
+  readonly seenCallIds: ReadonlySet<string>;
+  /** A main step: its lifecycle `model.request` record goes on the trail before egress. */
+  readonly lifecycle?: { readonly step: number; readonly contextVersion: number; readonly messageRevision: number };
+  /** Called once the claim and the trails are durable, just before the dispatch. */
+  readonly onDispatch?: () => void;
 }
+
+/**
+ * What one governed call came to. `settled`: the stream validated and its cost settled.
+ * `refused`: nothing was claimed or sent, at zero cost (no price, or a block cap the call's worst
+ * case does not fit under). `rejected`: the provider refused before anything streamed, attested
+ * by its own evidence, settled at zero. Anything uncertain throws `UncertainCallError`.
+ */
+export type CallOutcome =
+  | { readonly status: "settled"; readonly output: StepOutput; readonly receipt: CostReceipt }
+  | { readonly status: "refused"; readonly reason: "unpriced"; readonly missing: UnpricedReason }
+  | { readonly status: "refused"; readonly reason: "cap"; readonly cap: BudgetCapName }
+  | {
+      readonly status: "rejected";
+      readonly proof: RejectionKind | "context_window";
+      readonly error: ProviderError;
+      readonly receipt: CostReceipt;
+    };
 
 const STORE_METHODS: readonly [keyof GovernedCallsConfig, readonly string[]][] = [
   ["journal", ["claim", "dispatch", "receive", "settle", "complete", "cancelPrepared"]],
@@ -85,30 +114,42 @@ const STORE_METHODS: readonly [keyof GovernedCallsConfig, readonly string[]][] =
   ["audit", ["append"]],
 ];
 
+function positive(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1) throw new TypeError(`${name} must be a positive integer`);
+  return value;
+}
+
 function resolveConfig(config: GovernedCallsConfig): ResolvedCallsConfig {
   if (config === null || typeof config !== "object") throw new TypeError("GovernedCalls needs a configuration");
   for (const [name, methods] of STORE_METHODS) {
     const store = config[name] as unknown as Record<string, unknown> | undefined;
     if (!store || methods.some((m) => typeof store[m] !== "function")) throw new TypeError(`GovernedCalls: ${name} is not a ${name} store`);
   }
-  const deadline = config.dispatchDeadlineMs ?? 15 * 60_000;
-  if (!Number.isSafeInteger(deadline) || deadline < 1) throw new TypeError("dispatchDeadlineMs must be a positive integer");
+  const caps = checkNormalizedCaps(config.caps);
+  const limits = persistentBlockLimits(caps);
   return Object.freeze({
     ...config,
     prices: normalizePriceTable(config.prices),
-    caps: checkNormalizedCaps(config.caps),
+    caps,
     policyVersion: validateId("policyVersion", config.policyVersion),
     consumers: checkConsumers(config.consumers),
-    dispatchDeadlineMs: deadline,
+    dispatchDeadlineMs: positive("dispatchDeadlineMs", config.dispatchDeadlineMs ?? 15 * 60_000),
+    reservationHoldMs: positive("reservationHoldMs", config.reservationHoldMs ?? 86_400_000),
+    clock: config.clock ?? systemClock,
+    limits,
+    peeks: caps.perSessionUsd !== undefined || caps.perTenantDayUsd !== undefined,
   });
 }
 
 /**
- * The governed step runner. For each model call: price preflight (anything the table cannot price:
- * refused at zero cost, nothing claimed) → cap preflight (a block cap already reached: refused at
- * zero cost) → `validate` (no I/O) → durable claim → durable dispatch → stream → usage evidence →
- * price → one settlement (stable id) → journal completion → cost trail. A call whose usage cannot
- * be priced after dispatch throws `UnsettledCallError`: the turn is uncertain, never guessed.
+ * The governed call, whole. `run` does everything for one model call, in this order: price
+ * preflight (anything the table cannot price is refused at zero cost) → the call's worst case held
+ * against the turn's cap (in process) → `validate` (no I/O) → one durable write: the journal claim,
+ * fenced by the turn's admission, with the worst case reserved against the session and tenant-day
+ * block caps → routing (and lifecycle) trails → journal `dispatching`, committed before any byte
+ * leaves → the stream, validated under the round's deadline → usage evidence → price → one
+ * settlement (stable id; the reservation released in its transaction) → journal completion → cost
+ * and routing trails. A call whose usage cannot be priced after dispatch is uncertain, never guessed.
  */
 export class GovernedCalls {
   readonly #config: ResolvedCallsConfig;
@@ -125,67 +166,99 @@ export class GovernedCalls {
     return this.#config.caps;
   }
 
-  async prepare(
-    identity: CallIdentity,
-    client: ModelClient,
-    choice: ModelChoice,
-    request: ModelRequest,
-    ledger: TurnLedger,
-    now: number,
-  ): Promise<PreparedCall> {
-    const config = this.#config;
-    const missing = unpricedBeforeDispatch(config.prices, choice, request);
-    if (missing) {
-      await this.#refusedTrail(identity, choice, now, "unpriced", `no price for ${missing}`);
-      throw new CallRefusedError("unpriced", `${choice.model} cannot be priced (${missing}); nothing was sent`, { missing });
-    }
-    const day = utcDay(now);
-    const totals = await config.spend.peek(identity.scope, identity.sessionId, day);
-    const blocked = blockingCapReached(config.caps, { turn: ledger.spentMicros, session: totals.sessionMicros, tenantDay: totals.tenantDayMicros });
-    if (blocked) {
-      await this.#refusedTrail(identity, choice, now, "cap", blocked);
-      throw new CallRefusedError("cap", `the ${blocked} cap is reached; nothing was sent`, { cap: blocked });
-    }
-    client.validate(request);
-    const claim = await config.journal.claim({
-      scope: identity.scope,
-      operationId: identity.operationId,
-      sessionId: identity.sessionId,
-      rootKey: identity.rootKey,
-      turnId: identity.turnId,
-      kind: identity.kind,
-      clientId: choice.clientId,
-      model: choice.model,
-      priceVersion: config.prices.version,
-      policyVersion: config.policyVersion,
-      createdAt: now,
-      deadlineAt: now + config.dispatchDeadlineMs,
-    });
-    if (claim.status !== "claimed") {
-      throw new UnsettledCallError(`operation ${identity.operationId} was already claimed; it is never sent twice`);
-    }
-    ledger.calls += 1;
-    return new Prepared({ config, identity, client, choice, request, fence: claim.fence, ledger, before: totals, now });
+  /** A new turn's account: every call of one root runs against the same one. */
+  account(): TurnAccount {
+    return new TurnAccount();
   }
 
-  async #refusedTrail(identity: CallIdentity, choice: ModelChoice, at: number, reason: "unpriced" | "cap", detail: string): Promise<void> {
-    try {
-      await this.#config.audit.append({
-        trail: "cost",
-        scope: identity.scope,
-        sessionId: identity.sessionId,
-        turnId: identity.turnId,
-        callId: identity.operationId,
-        at,
-        operationId: identity.operationId,
-        model: choice.model,
-        usdMicros: 0,
-        settlementId: "",
-        capsCrossed: [],
-        refused: { reason, detail },
-      });
-    } catch (error) {
-      throw new AuditFailedError("the cost trail could not record a refusal", error);
+  async run(identity: CallIdentity, client: ModelClient, choice: ModelChoice, request: ModelRequest, options: CallOptions): Promise<CallOutcome> {
+    const config = this.#config;
+    const books = ledger(options.account);
+    const now = config.clock.now();
+    const missing = unpricedBeforeDispatch(config.prices, choice, request) ?? (worstCaseMicros(config.prices, choice, request) === undefined ? "model" : undefined);
+    if (missing) {
+      await refusedTrail(config.audit, identity, choice, now, "unpriced", `no price for ${missing}`);
+      return { status: "refused", reason: "unpriced", missing };
     }
+    const worst = worstCaseMicros(config.prices, choice, request) as number;
+    const turnCap = config.caps.perTurnUsd;
+    if (turnCap?.onExceeded === "block" && books.spentMicros + books.reservedMicros + worst > turnCap.usdMicros) {
+      await refusedTrail(config.audit, identity, choice, now, "cap", "perTurnUsd");
+      return { status: "refused", reason: "cap", cap: "perTurnUsd" };
+    }
+    try {
+      client.validate(request);
+    } catch (error) {
+      if (error instanceof ProviderError) throw new UncertainCallError(`call:${identity.kind}:request_invalid`, error.message, error);
+      throw new UncertainCallError(`call:${identity.kind}:error`, "the request could not be validated", error);
+    }
+    const before = config.peeks ? await this.#peek(identity, now) : undefined;
+    // Held synchronously, before the first await of the claim: parallel children see it at once.
+    books.reservedMicros += worst;
+    const claim = await this.#claim(identity, choice, now, worst).catch((error: unknown) => {
+      books.reservedMicros -= worst;
+      throw error;
+    });
+    if (claim.status === "refused") {
+      books.reservedMicros -= worst;
+      await refusedTrail(config.audit, identity, choice, now, "cap", claim.cap);
+      return { status: "refused", reason: "cap", cap: claim.cap };
+    }
+    books.calls += 1;
+    const call = { config, identity, client, choice, request, options, fence: claim.fence, books, worst, before, now };
+    try {
+      await requestTrails(config.audit, identity, choice, options, now);
+    } catch (error) {
+      // Nothing was sent: the claim ends as not dispatched, and its reservation with it.
+      books.reservedMicros -= worst;
+      await config.journal.cancelPrepared(claim.fence, "audit", now).catch(() => undefined);
+      throw error;
+    }
+    options.onDispatch?.();
+    return dispatchAndSettle(call);
+  }
+
+  async #peek(identity: CallIdentity, now: number): Promise<{ readonly sessionMicros: number; readonly tenantDayMicros: number }> {
+    try {
+      return await this.#config.spend.peek(identity.scope, identity.sessionId, utcDay(now));
+    } catch (error) {
+      throw new UncertainCallError(`call:${identity.kind}:error`, "spend could not be read", error);
+    }
+  }
+
+  async #claim(identity: CallIdentity, choice: ModelChoice, now: number, worst: number) {
+    const config = this.#config;
+    const deadlineAt = now + config.dispatchDeadlineMs;
+    const reserve = config.limits.perSessionUsd !== undefined || config.limits.perTenantDayUsd !== undefined;
+    let claim: Awaited<ReturnType<ExecutionStore["claim"]>>;
+    try {
+      claim = await config.journal.claim(
+        {
+          scope: identity.scope,
+          operationId: identity.operationId,
+          sessionId: identity.sessionId,
+          rootKey: identity.rootKey,
+          turnId: identity.turnId,
+          kind: identity.kind,
+          clientId: choice.clientId,
+          model: choice.model,
+          priceVersion: config.prices.version,
+          policyVersion: config.policyVersion,
+          createdAt: now,
+          deadlineAt,
+        },
+        {
+          ...(identity.admissionId !== undefined ? { admissionId: identity.admissionId } : {}),
+          ...(reserve ? { reservation: { day: utcDay(now), usdMicros: worst, limits: config.limits, expiresAt: deadlineAt + config.reservationHoldMs } } : {}),
+        },
+      );
+    } catch (error) {
+      if (error instanceof FenceError) throw new UncertainCallError("admission_fenced", "the turn's admission is no longer active: nothing was claimed or sent", error);
+      throw new UncertainCallError(`call:${identity.kind}:error`, "the call could not be claimed", error);
+    }
+    if (claim.status === "exists") {
+      throw new UncertainCallError(`call:${identity.kind}:error`, `operation ${identity.operationId} was already claimed; it is never sent twice`);
+    }
+    return claim;
   }
 }

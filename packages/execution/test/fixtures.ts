@@ -1,5 +1,6 @@
 import {
   type BudgetCapsInput,
+  type Usage,
   type ModelChoice,
   type ModelClient,
   type ModelRequest,
@@ -7,8 +8,8 @@ import {
   normalizeBudgetCaps,
   type PriceTable,
 } from "@alma-harness/core";
-import { type AuditFailure, InMemoryCostSettlementStore, InMemoryExecutionStore, MANUAL_CLOCK_START, RecordingAuditLog } from "@alma-harness/core/testing";
-import { type CallIdentity, GovernedCalls, type GovernedCallsConfig, newTurnLedger } from "@alma-harness/execution";
+import { type AuditFailure, InMemoryCostSettlementStore, InMemoryExecutionStore, MANUAL_CLOCK_START, ManualClock, RecordingAuditLog } from "@alma-harness/core/testing";
+import { type CallIdentity, type CallOptions, GovernedCalls, type GovernedCallsConfig, type TurnAccount } from "@alma-harness/execution";
 
 export const PRICES: PriceTable = {
   version: "p-1",
@@ -23,8 +24,19 @@ export const NOW = MANUAL_CLOCK_START;
 export const CHOICE: ModelChoice = { clientId: "c", model: "m", maxOutputTokens: 100, cache: false };
 export const REQUEST: ModelRequest = { model: "m", system: [], messages: [{ role: "user", blocks: [{ type: "text", text: "hi" }] }], tools: [], maxOutputTokens: 100 };
 
-/** A client that records what it was asked and streams nothing; `onStream` sees the moment of egress. */
-export function client(onStream?: () => void): ModelClient & { readonly streamed: ModelRequest[]; readonly validated: ModelRequest[] } {
+/** A stream that answers `text` with `usage` (the terminal frame agreeing with what streamed). */
+export function answer(text = "hi", usage: Usage = { inputTokens: 10, outputTokens: 5 }): readonly ModelStreamEvent[] {
+  return [{ type: "text_delta", text }, { type: "usage", evidence: { status: "known", usage } }, { type: "response_completed", stopReason: "end_turn", text, toolCalls: [], usage }];
+}
+
+/**
+ * A client that records what it was asked and streams `script` (default: one answer);
+ * `onStream` sees the moment of egress.
+ */
+export function client(
+  onStream?: () => void,
+  script: readonly ModelStreamEvent[] = answer(),
+): ModelClient & { readonly streamed: ModelRequest[]; readonly validated: ModelRequest[] } {
   const streamed: ModelRequest[] = [];
   const validated: ModelRequest[] = [];
   return {
@@ -36,7 +48,9 @@ export function client(onStream?: () => void): ModelClient & { readonly streamed
     stream: (request): AsyncIterable<ModelStreamEvent> => {
       streamed.push(request);
       onStream?.();
-      return { [Symbol.asyncIterator]: () => ({ next: async () => ({ done: true, value: undefined }) }) };
+      return (async function* () {
+        yield* script;
+      })();
     },
   };
 }
@@ -46,8 +60,8 @@ export function identity(n = 1, overrides: Partial<CallIdentity> = {}): CallIden
 }
 
 export function setup(opts: { caps?: BudgetCapsInput; prices?: PriceTable; auditFail?: AuditFailure; settlements?: InMemoryCostSettlementStore } = {}) {
-  const journal = new InMemoryExecutionStore();
   const settlements = opts.settlements ?? new InMemoryCostSettlementStore();
+  const journal = new InMemoryExecutionStore({ spend: settlements.spend });
   const audit = new RecordingAuditLog(opts.auditFail ? { fail: opts.auditFail } : {});
   const config: GovernedCallsConfig = {
     journal,
@@ -57,6 +71,14 @@ export function setup(opts: { caps?: BudgetCapsInput; prices?: PriceTable; audit
     caps: normalizeBudgetCaps(opts.caps),
     policyVersion: "policy-1",
     audit,
+    clock: new ManualClock(),
   };
-  return { calls: new GovernedCalls(config), config, journal, settlements, spend: settlements.spend, audit, ledger: newTurnLedger() };
+  const calls = new GovernedCalls(config);
+  const account = calls.account();
+  return { calls, config, journal, settlements, spend: settlements.spend, audit, account };
+}
+
+/** The options of a main-step call in a live turn of `account`. */
+export function options(account: TurnAccount, overrides: Partial<CallOptions> = {}): CallOptions {
+  return { account, signal: new AbortController().signal, roundTimeoutMs: 60_000, route: { tier: "balanced", sensitivity: "internal" }, seenCallIds: new Set(), ...overrides };
 }

@@ -1,47 +1,21 @@
-import { SettlementConflictError, type Usage } from "@alma-harness/core";
+import type { Usage } from "@alma-harness/core";
 import { InMemoryCostSettlementStore } from "@alma-harness/core/testing";
-import { AuditFailedError, UnsettledCallError } from "@alma-harness/execution";
 import { describe, expect, it } from "vitest";
-import { CHOICE, client, identity, NOW, REQUEST, SCOPE, setup } from "./fixtures.js";
+import { answer, CHOICE, client, identity, options, REQUEST, SCOPE, setup } from "./fixtures.js";
 
 const USAGE: Usage = { inputTokens: 10, outputTokens: 5 };
 const DAY = "2026-01-01";
 
-describe("a prepared call", () => {
-  it("commits dispatching before any byte leaves", async () => {
-    const s = setup();
-    let stateAtEgress: string | undefined;
-    const c = client(() => {
-      void s.journal.get(SCOPE, "t1:main:1").then((r) => {
-        stateAtEgress = r?.state;
-      });
-    });
-    const prepared = await s.calls.prepare(identity(), c, CHOICE, REQUEST, s.ledger, NOW);
-    expect((await s.journal.get(SCOPE, "t1:main:1"))?.state).toBe("prepared");
-    await prepared.open(new AbortController().signal);
-    await Promise.resolve();
-    expect(stateAtEgress).toBe("dispatching");
-    expect(c.streamed).toHaveLength(1);
-    await expect(prepared.open(new AbortController().signal)).rejects.toBeInstanceOf(UnsettledCallError);
-    expect(c.streamed).toHaveLength(1);
-  });
+async function settleOne(s: ReturnType<typeof setup>, n: number, usage: Usage = USAGE) {
+  const outcome = await s.calls.run(identity(n), client(undefined, answer("hi", usage)), CHOICE, REQUEST, options(s.account));
+  if (outcome.status !== "settled") throw new Error(`expected settled, got ${outcome.status}`);
+  return outcome.receipt;
+}
 
-  it("cancel before open ends the record not dispatched with its cause; after open it changes nothing", async () => {
-    const s = setup();
-    const a = await s.calls.prepare(identity(1), client(), CHOICE, REQUEST, s.ledger, NOW);
-    await a.cancel("aborted");
-    expect(await s.journal.get(SCOPE, "t1:main:1")).toMatchObject({ state: "not_dispatched", notDispatchedCause: "aborted" });
-    const b = await s.calls.prepare(identity(2), client(), CHOICE, REQUEST, s.ledger, NOW);
-    await b.open(new AbortController().signal);
-    await b.cancel("aborted");
-    expect((await s.journal.get(SCOPE, "t1:main:2"))?.state).toBe("dispatching");
-  });
-
+describe("settlement", () => {
   it("settles known usage once: priced, one settlement with a stable id, journal completed, spend moved, cost trail", async () => {
     const s = setup();
-    const prepared = await s.calls.prepare(identity(), client(), CHOICE, REQUEST, s.ledger, NOW);
-    await prepared.open(new AbortController().signal);
-    const receipt = await prepared.settle({ status: "known", usage: USAGE });
+    const receipt = await settleOne(s, 1);
     expect(receipt).toEqual({
       settlementId: "t1:main:1:settlement",
       operationId: "t1:main:1",
@@ -57,45 +31,12 @@ describe("a prepared call", () => {
     });
     expect(await s.journal.get(SCOPE, "t1:main:1")).toMatchObject({ state: "completed", settlementId: "t1:main:1:settlement", evidence: { status: "known" } });
     expect(await s.spend.peek(SCOPE, "s1", DAY)).toEqual({ sessionMicros: 105, tenantDayMicros: 105 });
-    expect(s.ledger).toMatchObject({ spentMicros: 105, calls: 1 });
+    expect(s.account).toMatchObject({ spentMicros: 105, calls: 1 });
     expect(s.audit.trail("cost").map((e) => [e.operationId, e.usdMicros, e.settlementId])).toEqual([["t1:main:1", 105, "t1:main:1:settlement"]]);
-    await expect(prepared.settle({ status: "known", usage: USAGE })).rejects.toBeInstanceOf(UnsettledCallError);
-    expect(await s.spend.peek(SCOPE, "s1", DAY)).toEqual({ sessionMicros: 105, tenantDayMicros: 105 });
   });
-
-  it("prices by the tier the wire says served", async () => {
-    const s = setup();
-    const prepared = await s.calls.prepare(identity(), client(), CHOICE, REQUEST, s.ledger, NOW);
-    await prepared.open(new AbortController().signal);
-    const receipt = await prepared.settle({ status: "known", usage: { ...USAGE, serviceTier: "priority" } });
-    expect([receipt.serviceTier, receipt.usdMicros]).toEqual(["priority", 210]);
-  });
-
-  for (const [name, evidence] of [
-    ["unknown usage", { status: "unknown" }],
-    ["unpriced usage (a served tier without a row)", { status: "known", usage: { ...USAGE, serviceTier: "flex" } }],
-    ["usage with an unpriced counter", { status: "known", usage: { ...USAGE, cacheWrite1hTokens: 3 } }],
-  ] as const) {
-    it(`${name} cannot be settled: UnsettledCallError, evidence kept, nothing spent`, async () => {
-      const s = setup({ prices: { version: "p", models: { m: { rates: { input: 3, output: 15 } } } } });
-      const prepared = await s.calls.prepare(identity(), client(), CHOICE, REQUEST, s.ledger, NOW);
-      await prepared.open(new AbortController().signal);
-      await expect(prepared.settle(evidence as never)).rejects.toBeInstanceOf(UnsettledCallError);
-      expect((await s.journal.get(SCOPE, "t1:main:1"))?.state).toBe("received");
-      expect(await s.spend.peek(SCOPE, "s1", DAY)).toEqual({ sessionMicros: 0, tenantDayMicros: 0 });
-      expect(s.ledger.receipts).toEqual([]);
-      expect(s.audit.trail("cost")).toEqual([]);
-    });
-  }
 });
 
 describe("caps crossed and warnings", () => {
-  async function settleOne(s: ReturnType<typeof setup>, n: number, usage: Usage = USAGE) {
-    const prepared = await s.calls.prepare(identity(n), client(), CHOICE, REQUEST, s.ledger, NOW);
-    await prepared.open(new AbortController().signal);
-    return prepared.settle({ status: "known", usage });
-  }
-
   it("a receipt records the caps its settlement crossed (strictly over), each warned once per turn", async () => {
     const s = setup({ caps: { perTurnUsd: { usd: 0.0002, onExceeded: "warn" }, perSessionUsd: 0.0002, perTenantDayUsd: 0.0001 } });
     const first = await settleOne(s, 1);
@@ -109,11 +50,11 @@ describe("caps crossed and warnings", () => {
     ]);
   });
 
-  it("a cap already warned in the turn is not warned again", async () => {
+  it("a cap crossed again later in the turn is not warned again", async () => {
     const s = setup({ caps: { perSessionUsd: 0.0001 } });
-    s.ledger.warned.add("perSessionUsd");
     expect((await settleOne(s, 1)).capsCrossed).toEqual(["perSessionUsd"]);
-    expect(s.audit.trail("cost").map((e) => e.warning)).toEqual([undefined]);
+    expect((await settleOne(s, 2)).capsCrossed).toEqual([]);
+    expect(s.audit.trail("cost").map((e) => e.warning)).toEqual([{ cap: "perSessionUsd", action: "warn" }, undefined]);
   });
 
   it("spend exactly at a cap crosses nothing", async () => {
@@ -127,41 +68,31 @@ describe("one accounting path", () => {
     const settlements = new InMemoryCostSettlementStore();
     const a = setup({ settlements });
     const b = setup({ settlements });
-    for (const s of [a, b]) {
-      const prepared = await s.calls.prepare(identity(), client(), CHOICE, REQUEST, s.ledger, NOW);
-      await prepared.open(new AbortController().signal);
-      await prepared.settle({ status: "known", usage: USAGE });
-    }
-    expect(b.ledger.receipts).toEqual(a.ledger.receipts);
+    await settleOne(a, 1);
+    await settleOne(b, 1);
+    expect(b.account.receipts).toEqual(a.account.receipts);
     expect(await settlements.spend.peek(SCOPE, "s1", DAY)).toEqual({ sessionMicros: 105, tenantDayMicros: 105 });
   });
 
-  it("the same settlement id with different input is a SettlementConflictError; the journal stays received", async () => {
+  it("the same settlement id with different input is uncertain (settlement_conflict); the journal stays received", async () => {
     const settlements = new InMemoryCostSettlementStore();
-    const a = setup({ settlements });
-    const first = await a.calls.prepare(identity(), client(), CHOICE, REQUEST, a.ledger, NOW);
-    await first.open(new AbortController().signal);
-    await first.settle({ status: "known", usage: USAGE });
+    await settleOne(setup({ settlements }), 1);
     const b = setup({ settlements });
-    const second = await b.calls.prepare(identity(), client(), CHOICE, REQUEST, b.ledger, NOW);
-    await second.open(new AbortController().signal);
-    await expect(second.settle({ status: "known", usage: { ...USAGE, outputTokens: 6 } })).rejects.toBeInstanceOf(SettlementConflictError);
+    await expect(settleOne(b, 1, { ...USAGE, outputTokens: 6 })).rejects.toMatchObject({ uncertainCause: "call:main:settlement_conflict" });
     expect((await b.journal.get(SCOPE, "t1:main:1"))?.state).toBe("received");
-    expect(b.ledger.spentMicros).toBe(0);
+    expect(b.account.spentMicros).toBe(0);
     expect(await settlements.spend.peek(SCOPE, "s1", DAY)).toEqual({ sessionMicros: 105, tenantDayMicros: 105 });
   });
 
-  it("a cost trail that cannot be written is AuditFailedError; the settlement stands", async () => {
+  it("a cost trail that cannot be written is uncertain (audit); the settlement stands", async () => {
     const s = setup({ auditFail: (e) => (e.trail === "cost" ? new Error("down") : undefined) });
-    const prepared = await s.calls.prepare(identity(), client(), CHOICE, REQUEST, s.ledger, NOW);
-    await prepared.open(new AbortController().signal);
-    await expect(prepared.settle({ status: "known", usage: USAGE })).rejects.toBeInstanceOf(AuditFailedError);
+    await expect(settleOne(s, 1)).rejects.toMatchObject({ uncertainCause: "audit" });
     expect((await s.journal.get(SCOPE, "t1:main:1"))?.state).toBe("completed");
     expect(await s.settlements.get(SCOPE, "t1:main:1:settlement")).toBeDefined();
   });
 
-  it("a refusal that cannot be recorded is AuditFailedError", async () => {
+  it("a refusal that cannot be recorded is uncertain (audit)", async () => {
     const s = setup({ auditFail: new Error("down") });
-    await expect(s.calls.prepare(identity(), client(), { ...CHOICE, model: "ghost" }, REQUEST, s.ledger, NOW)).rejects.toBeInstanceOf(AuditFailedError);
+    await expect(s.calls.run(identity(), client(), { ...CHOICE, model: "ghost" }, REQUEST, options(s.account))).rejects.toMatchObject({ uncertainCause: "audit" });
   });
 });

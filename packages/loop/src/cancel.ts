@@ -1,79 +1,12 @@
-import { type Clock, ProviderError, systemClock } from "@alma-harness/core";
+import type { Clock } from "@alma-harness/core";
+import { abortReason, RELEASED } from "@alma-harness/execution";
+
+export { AbortedError, abortRacer, abortReason, RELEASED, startTimer } from "@alma-harness/execution";
 
 /** The synthesized result text for a call that never ran because the turn was cancelled. */
 export const CANCELLED_BEFORE_EXECUTION = "cancelled before execution";
 /** Cleanup after an abort waits at most this long (on the engine's clock) for code that ignores the signal. */
 export const CLEANUP_GRACE_MS = 100;
-
-export class AbortedError extends Error {
-  constructor(readonly reason: "cancelled" | "deadline" | "timeout") {
-    super(reason === "cancelled" ? "the turn was cancelled" : reason === "deadline" ? "the turn's deadline passed" : "the model round timed out");
-    this.name = "AbortedError";
-  }
-}
-
-/**
- * The reason the engine gives when it releases a controller it owns at the end of normal work (a
- * round, a turn's timers, a grace wait). One shared value: an abort without a reason would build a
- * fresh `DOMException` each time. Nothing treats it as a cancellation of the turn.
- */
-export const RELEASED: Error = new DOMException("This operation was aborted", "AbortError");
-
-/**
- * Calls `onFire` once `ms` have passed on the engine's clock, unless the returned `cancel` runs
- * first (or `owner`, when given, aborts). The system clock's sleep is a plain timer, so it is armed
- * and cleared directly, with no signal or listener; any other clock gets one `sleep`, cancelled
- * through `owner` or through a controller of its own.
- */
-export function startTimer(clock: Clock, ms: number, onFire: () => void, owner?: AbortSignal): () => void {
-  if (clock === systemClock) {
-    const timer = setTimeout(onFire, ms);
-    return () => clearTimeout(timer);
-  }
-  if (owner) {
-    clock.sleep(ms, owner).then(onFire, () => undefined);
-    return () => undefined;
-  }
-  const stop = new AbortController();
-  clock.sleep(ms, stop.signal).then(onFire, () => undefined);
-  return () => stop.abort(RELEASED);
-}
-
-/**
- * Races successive pulls (one at a time) against a signal that only its owner aborts: the owner
- * calls `interrupt` right after each abort, so no listener is needed. An interrupted pull rejects at
- * once with the abort reason, even if the source ignores the signal; a pull started after the abort
- * rejects before it is awaited.
- */
-export function abortRacer(signal: AbortSignal): { race<T>(work: Promise<T>): Promise<T>; interrupt(): void } {
-  let rejectPending: ((error: Error) => void) | undefined;
-  return {
-    race<T>(work: Promise<T>): Promise<T> {
-      if (signal.aborted) {
-        work.then(undefined, () => undefined);
-        return Promise.reject(abortReason(signal));
-      }
-      return new Promise<T>((resolve, reject) => {
-        rejectPending = reject;
-        work.then(
-          (value) => {
-            rejectPending = undefined;
-            resolve(value);
-          },
-          (error: unknown) => {
-            rejectPending = undefined;
-            reject(error);
-          },
-        );
-      });
-    },
-    interrupt(): void {
-      const reject = rejectPending;
-      rejectPending = undefined;
-      if (reject && signal.aborted) reject(abortReason(signal));
-    },
-  };
-}
 
 /** Per signal, one promise that rejects with the abort reason: every race on the signal shares its one listener. */
 const abortPromises = new WeakMap<AbortSignal, Promise<never>>();
@@ -125,12 +58,6 @@ export function raceOwned<T>(work: Promise<T>, signal: AbortSignal): Promise<T> 
     return Promise.reject(abortReason(signal));
   }
   return Promise.race([work, abortPromiseOf(signal)]);
-}
-
-export function abortReason(signal: AbortSignal): Error {
-  const reason: unknown = signal.reason;
-  if (reason instanceof AbortedError || reason instanceof ProviderError) return reason;
-  return new AbortedError("cancelled");
 }
 
 /** Throws the signal's reason when it has fired: the checkpoint before every effect. */

@@ -1,6 +1,7 @@
 import {
   addUsage,
   type DelegateCompleted,
+  deepFreeze,
   type ModelChoice,
   type ModelRequest,
   type Msg,
@@ -14,7 +15,7 @@ import {
 import { dispatchCalls, InterruptedDispatch } from "./dispatch.js";
 import type { TurnEnv } from "./env.js";
 import { UncertainTurnError } from "./errors.js";
-import { deepFreeze, type TurnState } from "./state.js";
+import type { TurnState } from "./state.js";
 import { runModelStep } from "./step.js";
 
 /** A snapshotted, validated child request (direct or delegate). */

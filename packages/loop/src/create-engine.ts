@@ -1,4 +1,4 @@
-import { type ModelChoice, type ModelClient, type ProviderToolSpec, SEARCH_TOOLS_NAME, type ToolDefinition, type ToolSpec, toolSpec } from "@alma-harness/core";
+import { MODEL_SPECIFICATION_VERSION, type ModelChoice, type ModelClient, type ProviderToolSpec, SEARCH_TOOLS_NAME, type ToolDefinition, type ToolSpec, toolSpec } from "@alma-harness/core";
 import { AbortedError, startTimer } from "./cancel.js";
 import type { EngineConfig, TurnInput, TurnOutcome } from "./engine.js";
 import { type CompiledEngine, makeEmitter, type TurnEnv } from "./env.js";
@@ -29,6 +29,10 @@ function compileClients(config: EngineConfig): Map<string, ModelClient> {
   for (const client of config.clients) {
     if (!client || typeof client.stream !== "function" || typeof client.validate !== "function" || typeof client.id !== "string") {
       throw new EngineConfigError("every client must be a ModelClient");
+    }
+    const version: unknown = client.specificationVersion;
+    if (version !== undefined && version !== MODEL_SPECIFICATION_VERSION) {
+      throw new EngineConfigError(`client "${client.id}" implements ${String(version)}, not ${MODEL_SPECIFICATION_VERSION}`);
     }
     if (clients.has(client.id)) throw new EngineConfigError(`two clients have the id "${client.id}"`);
     clients.set(client.id, client);
@@ -134,7 +138,7 @@ export function createEngine(config: EngineConfig): Engine {
       grantMap: grant === engine.toolOrder ? engine.tools : new Map(grant.map((t) => [t.name, t])),
       emit: makeEmitter(engine, input),
     };
-    const state = new TurnState(input.turnId, input.history, input.revision, env.emit, () => engine.clock.now());
+    const state = new TurnState(input.turnId, input.history, input.revision, env.emit, () => engine.clock.now(), engine.calls.account());
     try {
       return await runTurnCore(env, state, choice);
     } finally {

@@ -18,6 +18,7 @@ import type {
   Tier,
   ToolDefinition,
   TurnFailure,
+  UncertainCause,
   Usage,
 } from "@alma-harness/core";
 import type { GovernedCalls } from "@alma-harness/execution";
@@ -115,6 +116,11 @@ export interface TurnInput {
   readonly sessionId: string;
   readonly rootKey: string;
   readonly turnId: string;
+  /**
+   * The admission holding the session for this turn: every journal claim of the turn is fenced by
+   * it (committed only while it is active and before its deadline). Absent: the engine runs unfenced.
+   */
+  readonly admissionId?: string;
   /** The session view the turn starts from, and the log revision it was read at. */
   readonly history: readonly Msg[];
   /**
@@ -179,7 +185,7 @@ export type TurnOutcome =
   | { readonly status: "completed"; readonly result: TurnResult; readonly messages: readonly Msg[] }
   | {
       readonly status: "reconciliation_required";
-      readonly cause: string;
+      readonly cause: UncertainCause;
       readonly failure: TurnFailure;
       readonly messages: readonly Msg[];
       readonly receipts: readonly CostReceipt[];

@@ -1,25 +1,12 @@
-import { AlmaError, type CallKind, type CostReceipt, type ProviderError, type RejectionKind } from "@alma-harness/core";
+import { AlmaError, type CallKind, type CostReceipt, type ProviderError, type RejectionKind, type UncertainCause } from "@alma-harness/core";
 
-/** The model stream broke an integrity rule; no effect of that round is kept. */
-export class StreamInvalidError extends AlmaError {
-  readonly rule: string;
-  constructor(rule: string, message: string) {
-    super("RUNTIME_MODEL_STREAM_INVALID", `${rule}: ${message}`);
-    this.rule = rule;
-  }
-}
+export { StreamInvalidError, StreamTornError } from "@alma-harness/execution";
 
-/** The model stream ended without a terminal frame. */
-export class StreamTornError extends AlmaError {
-  constructor() {
-    super("stream_torn", "the model stream ended without a terminal frame");
-  }
-}
 
 /** A turn that cannot end honestly as completed: carries the first cause that noted it. */
 export class UncertainTurnError extends AlmaError {
-  readonly cause_: string;
-  constructor(cause: string, message: string, error?: unknown) {
+  readonly cause_: UncertainCause;
+  constructor(cause: UncertainCause, message: string, error?: unknown) {
     super("uncertain_turn", message, { cause: error });
     this.cause_ = cause;
   }

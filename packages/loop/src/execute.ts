@@ -10,7 +10,7 @@ import { permissionFence } from "./permission.js";
 import { isSearchCall } from "./search/loads.js";
 import { runSearch } from "./search/run.js";
 import type { TurnState } from "./state.js";
-import { argumentsOf } from "./stream-validate.js";
+import { argumentsOf } from "@alma-harness/execution";
 
 /**
  * Admission then execution of one call whose intent is already durable: a call over the tool-call

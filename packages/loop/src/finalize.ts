@@ -49,7 +49,7 @@ export async function finalizeCompleted(env: TurnEnv, state: TurnState, ending: 
       ...ending,
       toolCalls: Object.freeze([...state.toolCalls]),
       usage: state.usage,
-      costMicros: state.ledger.spentMicros,
+      costMicros: state.account.spentMicros,
       receipts: Object.freeze([...state.receipts]),
       warnings: Object.freeze([...state.warnings, ...capWarnings(state)]),
     });

@@ -1,5 +1,6 @@
 import {
   type Block,
+  deepFreeze,
   type ModelChoice,
   type ModelRequest,
   type Msg,
@@ -12,7 +13,7 @@ import {
 import type { TurnEnv } from "./env.js";
 import { requestMessages } from "./media.js";
 import { searchSpecOf, withLoaded } from "./search/loads.js";
-import { deepFreeze, type TurnState } from "./state.js";
+import type { TurnState } from "./state.js";
 
 interface Advertised {
   readonly specs: ReadonlyMap<string, ToolSpec>;

@@ -1,4 +1,4 @@
-import type { ModelRequest, Msg, MsgMeta } from "@alma-harness/core";
+import { deepFreeze, type ModelRequest, type Msg, type MsgMeta, stopTag } from "@alma-harness/core";
 import { CallRefusedError } from "@alma-harness/execution";
 import { routeChild } from "./child.js";
 import type { TurnEnv } from "./env.js";
@@ -6,7 +6,7 @@ import { UncertainTurnError } from "./errors.js";
 import { budgetEnding, type Ending } from "./limits.js";
 import { type CompiledLongContext, isCold, measureTokens, SUMMARY_INSTRUCTION, tailStart, transcriptOf } from "./long-context.js";
 import { forgetViewScan } from "./search/loads.js";
-import { deepFreeze, engineMessage, type TurnState } from "./state.js";
+import { engineMessage, type TurnState } from "./state.js";
 import { runModelStep } from "./step.js";
 
 /** What a rotation attempt did: rotated, could not (no policy, already rotated, no removable head), or was refused at zero cost. */
@@ -48,7 +48,7 @@ async function summarize(env: TurnEnv, state: TurnState, policy: CompiledLongCon
     ...(parentCallId !== undefined ? { parentCallId } : {}),
   });
   if (output.toolCalls.length > 0 || (output.stopReason !== "end_turn" && output.stopReason !== "stop_sequence")) {
-    throw new UncertainTurnError(`call:summary:unavailable:${output.stopReason}`, "the summary call did not complete with an answer");
+    throw new UncertainTurnError(`call:summary:unavailable:${stopTag(output.stopReason)}`, "the summary call did not complete with an answer");
   }
   const text = output.text.trim();
   if (text.length === 0) throw new UncertainTurnError("call:summary:empty", "the summary call answered nothing");

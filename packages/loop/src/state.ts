@@ -1,19 +1,11 @@
 import { type Block, type CostReceipt, type JsonValue, type Msg, type MsgMeta, type SnapshotLimits, snapshot, totalTokens, type Usage, ZERO_USAGE, addUsage } from "@alma-harness/core";
-import { type TurnLedger, newTurnLedger } from "@alma-harness/execution";
+import type { TurnAccount } from "@alma-harness/execution";
 import type { TurnToolCall } from "./engine.js";
 import type { LoopEvent } from "./events.js";
 import type { ResolvedMedia } from "./media.js";
 
 /** The version of the context format each request records; bumped when the request shape changes. */
 export const CONTEXT_VERSION = 1;
-
-export function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
-    for (const v of Object.values(value)) deepFreeze(v);
-    Object.freeze(value);
-  }
-  return value;
-}
 
 /**
  * Limits for copying data the engine itself built from checked parts: no limit can refuse it here.
@@ -58,7 +50,6 @@ export class TurnState {
   /** Cumulative reported tokens (prompt, cache and completion) of every call of the turn. */
   modelTokens = 0;
   usage: Usage = ZERO_USAGE;
-  readonly ledger: TurnLedger = newTurnLedger();
   readonly callIds = new Set<string>();
   readonly toolCalls: TurnToolCall[] = [];
   readonly warned = new Set<string>();
@@ -75,6 +66,8 @@ export class TurnState {
     private readonly baseRevision: number,
     private readonly emit: (event: LoopEvent) => void,
     private readonly now: () => number,
+    /** The turn's money, moved only by the governed call. */
+    readonly account: TurnAccount,
   ) {
     this.#history = history;
     this.revision = baseRevision;
@@ -129,6 +122,6 @@ export class TurnState {
   }
 
   get receipts(): readonly CostReceipt[] {
-    return this.ledger.receipts;
+    return this.account.receipts;
   }
 }

@@ -1,8 +1,7 @@
-import type { ModelRequest, StepPrePatch } from "@alma-harness/core";
+import { deepFreeze, type ModelRequest, type StepPrePatch } from "@alma-harness/core";
 import { durable } from "./audit.js";
 import type { TurnEnv } from "./env.js";
 import { UncertainTurnError } from "./errors.js";
-import { deepFreeze } from "./state.js";
 import type { StepCall } from "./step.js";
 
 /**

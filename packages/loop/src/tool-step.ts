@@ -4,7 +4,7 @@ import { answerUnrun, dispatchCalls, InterruptedDispatch } from "./dispatch.js";
 import type { TurnEnv } from "./env.js";
 import { budgetEnding, type Ending, type LastKind, limitEnding, tokensSpent } from "./limits.js";
 import type { TurnState } from "./state.js";
-import { argumentsOf } from "./stream-validate.js";
+import { argumentsOf } from "@alma-harness/execution";
 
 /**
  * Runs a main step's tool calls (or answers them as not run) and says whether the turn ends here.

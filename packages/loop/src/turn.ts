@@ -1,7 +1,7 @@
 import { type Block, type ModelChoice, replyBlocks, type StreamToolCall } from "@alma-harness/core";
 import { CallRefusedError } from "@alma-harness/execution";
 import { durable } from "./audit.js";
-import { checkpoint } from "./cancel.js";
+import { AbortedError, checkpoint } from "./cancel.js";
 import type { TurnOutcome } from "./engine.js";
 import type { TurnEnv } from "./env.js";
 import { CallRejectedError, UncertainTurnError } from "./errors.js";
@@ -85,6 +85,9 @@ async function stepLoop(env: TurnEnv, state: TurnState, choice: ModelChoice): Pr
   const { input } = env;
   for (;;) {
     checkpoint(env.signal);
+    // A deadline already passed ends the turn before the next step, even when its timer has not
+    // fired (a process paused past it): no "one last step" after the deadline.
+    if (input.deadlineAt !== undefined && env.engine.clock.now() >= input.deadlineAt) throw new AbortedError("deadline");
     const next = beforeStep(env, state);
     if ("ending" in next) return next.ending;
     const { last, notice } = next;

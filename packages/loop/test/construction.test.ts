@@ -57,6 +57,12 @@ describe("bad configuration is a construction error", () => {
     expect(() => createEngine({ ...base(), clients: [{ id: "x" } as never] })).toThrow(EngineConfigError);
   });
 
+  it("a client built for another version of the model seam", () => {
+    const other = Object.assign(new FakeModelClient(), { specificationVersion: "alma-model-v0" });
+    expect(() => createEngine({ ...base(), clients: [other as never] })).toThrow(/alma-model-v0/);
+    expect(() => createEngine({ ...base(), clients: [new FakeModelClient()] })).not.toThrow();
+  });
+
   it("limits out of range", () => {
     for (const limits of [{ maxCalls: 0 }, { maxCalls: 1.5 }, { maxCalls: 2, maxSteps: 0 }, { maxCalls: 2, maxParallelToolCalls: 65 }, { maxCalls: 2, finalAnswerNotice: "" }]) {
       expect(() => createEngine({ ...base(), limits: limits as never })).toThrow(EngineConfigError);

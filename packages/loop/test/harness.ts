@@ -82,14 +82,14 @@ export function harness(opts: HarnessOptions = {}) {
   const clock = opts.clock ?? new ManualClock();
   const ids = new SequentialIds();
   const audit = new RecordingAuditLog(opts.auditFail ? { fail: opts.auditFail } : {});
-  const journal = new InMemoryExecutionStore();
   const settlements = opts.settlements ?? new InMemoryCostSettlementStore({ spend: new InMemorySpendStore() });
   const spend = settlements.spend;
+  const journal = new InMemoryExecutionStore({ spend });
   const model = new FakeModelClient(opts.script ?? [], opts.provider ? { provider: opts.provider } : {});
   const small = new FakeModelClient(opts.smallScript ?? [], { id: "small" });
   const choice: ModelChoice = { clientId: "fake", model: "fake-main", maxOutputTokens: 1024, cache: false, ...opts.choice };
   const routes: RoutingIntent[] = [];
-  const calls = new GovernedCalls({ journal, settlements, spend, prices: opts.prices ?? PRICES, caps: normalizeBudgetCaps(opts.caps), policyVersion: "p1", audit });
+  const calls = new GovernedCalls({ journal, settlements, spend, prices: opts.prices ?? PRICES, caps: normalizeBudgetCaps(opts.caps), policyVersion: "p1", audit, clock });
   const events: LoopEvent[] = [];
   const engine = createEngine({
     clients: [model, small],

@@ -1,13 +1,25 @@
-import { defineProviderTool, type PriceTable } from "@alma-harness/core";
+import { defineProviderTool, type ModelPrice, type ModelRequest, type PriceTable, worstCaseMicros } from "@alma-harness/core";
 import { InMemoryCostSettlementStore, ManualClock } from "@alma-harness/core/testing";
 import { scriptedText, scriptedToolCall, scriptedUsage } from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
-import { completed, echoTool, harness, type HarnessOptions, tool, uncertain } from "./harness.js";
+import { completed, echoTool, harness, type HarnessOptions, PRICES, tool, uncertain } from "./harness.js";
 import { scriptedSearch } from "./search-fixtures.js";
 
 // One default call: 10 input at $3/Mtok + 5 output at $15/Mtok = 105 micro-dollars.
 const CALL = 105;
 const usd = (micros: number) => micros / 1e6;
+
+/**
+ * The worst case each call reserves (main calls, then the small model's), from the same script run
+ * `runs` times without caps: the clock, ids and requests are deterministic, so a capped run asks the same.
+ */
+async function worstCases(opts: HarnessOptions, runs = 1): Promise<number[]> {
+  const dry = harness(opts);
+  for (let i = 0; i < runs; i++) await dry.run();
+  return [...dry.model.requests, ...dry.small.requests].map((request) =>
+    worstCaseMicros(PRICES, { clientId: "fake", model: request.model, maxOutputTokens: request.maxOutputTokens, cache: false }, request) ?? Number.NaN,
+  );
+}
 const echo = (id: string) => scriptedToolCall({ id, name: "echo", input: { text: id } });
 
 async function refusedBeforeDispatch(opts: HarnessOptions) {
@@ -63,32 +75,39 @@ describe("unpriced never spends", () => {
 describe("perTurnUsd", () => {
   const twoSteps = () => [echo("c1"), scriptedText("done")];
 
-  it("block, exactly at the cap: the call that reached it is kept, the next is refused at zero cost", async () => {
-    const h = harness({ tools: [echoTool], caps: { perTurnUsd: usd(CALL) }, script: twoSteps() });
+  it("block: a call goes out while settled spend plus its worst case is at the cap, exactly", async () => {
+    const [w1 = 0, w2 = 0] = await worstCases({ tools: [echoTool], script: twoSteps() });
+    expect(w2).toBeGreaterThan(CALL);
+    const h = harness({ tools: [echoTool], caps: { perTurnUsd: usd(CALL + w2) }, script: twoSteps() });
+    const result = completed(await h.run());
+    expect(w1).toBeLessThanOrEqual(CALL + w2);
+    expect(result.terminalReason).toBe("answered");
+    expect(result.receipts.map((r) => r.capsCrossed)).toEqual([[], []]);
+    expect(h.model.calls).toBe(2);
+  });
+
+  it("block, one micro-dollar less: the call that would not fit is refused at zero cost, nothing claimed", async () => {
+    const [, w2 = 0] = await worstCases({ tools: [echoTool], script: twoSteps() });
+    const h = harness({ tools: [echoTool], caps: { perTurnUsd: usd(CALL + w2 - 1) }, script: twoSteps() });
     const result = completed(await h.run());
     expect(result.budget).toEqual({ metric: "perTurnUsd", answered: false });
-    expect(result.receipts.map((r) => r.capsCrossed)).toEqual([[]]);
+    expect(result.costMicros).toBe(CALL);
     expect(h.model.calls).toBe(1);
+    expect(await h.journal.get(h.input().scope, "turn-1:main:2")).toBeUndefined();
     expect(h.trail("cost").map((e) => [e.usdMicros, e.refused?.reason ?? null, e.warning ?? null])).toEqual([
       [CALL, null, null],
       [0, "cap", null],
     ]);
   });
 
-  it("block, one micro-dollar under the spend: the crossing is reported with action block, then refused", async () => {
-    const h = harness({ tools: [echoTool], caps: { perTurnUsd: usd(CALL - 1) }, script: twoSteps() });
+  it("block: a first call whose worst case alone passes the cap is never sent", async () => {
+    const [w1 = 0] = await worstCases({ tools: [echoTool], script: twoSteps() });
+    const h = harness({ tools: [echoTool], caps: { perTurnUsd: usd(w1 - 1) }, script: twoSteps() });
     const result = completed(await h.run());
-    expect(result.receipts[0]?.capsCrossed).toEqual(["perTurnUsd"]);
-    expect(h.trail("cost")[0]?.warning).toEqual({ cap: "perTurnUsd", action: "block" });
-    expect(result.budget?.metric).toBe("perTurnUsd");
-    expect(result.warnings).toEqual(["perTurnUsd:crossed"]);
-  });
-
-  it("block, one micro-dollar above the spend: the next call goes out", async () => {
-    const h = harness({ tools: [echoTool], caps: { perTurnUsd: usd(CALL + 1) }, script: twoSteps() });
-    const result = completed(await h.run());
-    expect(result.terminalReason).toBe("answered");
-    expect(result.receipts[1]?.capsCrossed).toEqual(["perTurnUsd"]);
+    expect(result.budget).toEqual({ metric: "perTurnUsd", answered: false });
+    expect(result.costMicros).toBe(0);
+    expect(h.model.calls).toBe(0);
+    expect(await h.journal.get(h.input().scope, "turn-1:main:1")).toBeUndefined();
   });
 
   it("warn: exactly at the cap continues silently; one micro-dollar over continues with one warning", async () => {
@@ -109,19 +128,25 @@ describe("session and tenant-day caps read authoritative spend", () => {
     const warn = harness({ caps: { perSessionUsd: usd(CALL) }, script: [scriptedText("a"), scriptedText("b")] });
     completed(await warn.run());
     expect(completed(await warn.run()).receipts[0]?.capsCrossed).toEqual(["perSessionUsd"]);
-    const block = harness({ caps: { perSessionUsd: { usd: usd(CALL), onExceeded: "block" } }, script: [scriptedText("a"), scriptedText("never")] });
+    const [, w2 = 0] = await worstCases({ script: [scriptedText("a"), scriptedText("never")] }, 2);
+    const block = harness({ caps: { perSessionUsd: { usd: usd(CALL + w2 - 1), onExceeded: "block" } }, script: [scriptedText("a"), scriptedText("never")] });
     completed(await block.run());
     expect(completed(await block.run()).budget?.metric).toBe("perSessionUsd");
     expect(block.model.calls).toBe(1);
     // another session of the same person is not blocked
     block.model.push(scriptedText("other session"));
     expect(completed(await block.run({ sessionId: "s2" })).terminalReason).toBe("answered");
+    // at the limit exactly, the second turn's call goes out
+    const at = harness({ caps: { perSessionUsd: { usd: usd(CALL + w2), onExceeded: "block" } }, script: [scriptedText("a"), scriptedText("b")] });
+    completed(await at.run());
+    expect(completed(await at.run()).terminalReason).toBe("answered");
   });
 
   it("a tenant-day block cap stops the tenant, never another tenant, and a new day starts afresh", async () => {
+    const [w1 = 0] = await worstCases({ script: [scriptedText("a")] });
     const settlements = new InMemoryCostSettlementStore();
     const clock = new ManualClock();
-    const h = harness({ settlements, clock, caps: { perTenantDayUsd: { usd: usd(CALL), onExceeded: "block" } }, script: [scriptedText("a"), scriptedText("b"), scriptedText("c")] });
+    const h = harness({ settlements, clock, caps: { perTenantDayUsd: { usd: usd(CALL + w1 - 1), onExceeded: "block" } }, script: [scriptedText("a"), scriptedText("b"), scriptedText("c")] });
     completed(await h.run());
     expect(completed(await h.run({ scope: { org: "clinic-a", uid: "patient-2" }, sessionId: "s9" })).budget?.metric).toBe("perTenantDayUsd");
     expect(completed(await h.run({ scope: { org: "clinic-b", uid: "patient-1" } })).terminalReason).toBe("answered");
@@ -190,7 +215,7 @@ describe("one accounting path per call", () => {
     expect(settled.items.map((s) => s.receipt.settlementId).sort()).toEqual(result.receipts.map((r) => r.settlementId).sort());
   });
 
-  it("a child refused by a block cap gets the refusal; the turn then stops as a budget stop", async () => {
+  it("a child whose worst case does not fit under the turn cap gets the refusal, at zero cost", async () => {
     const refusals: string[] = [];
     const ask = tool("ask", async (_i, ctx) => {
       try {
@@ -200,10 +225,20 @@ describe("one accounting path per call", () => {
         return "no budget";
       }
     });
-    const h = harness({ tools: [ask], caps: { perTurnUsd: usd(CALL) }, script: [scriptedToolCall({ id: "c1", name: "ask" })] });
+    // A main model at a cent per Mtok: its worst case is small, a child's is not.
+    const prices: PriceTable = { version: "v", models: { "fake-main": { rates: { input: 0.01, output: 0.01 } }, "fake-small": PRICES.models["fake-small"] as ModelPrice } };
+    const script = () => [scriptedToolCall({ id: "c1", name: "ask" }), scriptedText("ok")];
+    const dry = harness({ tools: [ask], prices, script: script(), smallScript: [scriptedText("a")] });
+    completed(await dry.run());
+    const child = dry.small.requests[0] as ModelRequest;
+    const wc = worstCaseMicros(prices, { clientId: "small", model: child.model, maxOutputTokens: child.maxOutputTokens, cache: false }, child) ?? 0;
+    // Room for the main call's worst case and for what it settled, not for a child's worst case on top.
+    const h = harness({ tools: [ask], prices, caps: { perTurnUsd: usd(wc) }, script: script() });
+    refusals.length = 0;
     const result = completed(await h.run());
     expect(refusals).toEqual(["call_refused_cap"]);
-    expect(result.budget?.metric).toBe("perTurnUsd");
+    // The main model's next call still fits: the turn answers with the tool's "no budget" in view.
+    expect(result.terminalReason).toBe("answered");
     expect(h.small.calls).toBe(0);
   });
 });

@@ -5,7 +5,8 @@ import { afterAll, describe, expect, it } from "vitest";
 import { conversationRootKey } from "@alma-harness/conversation";
 import { defineTool, ProviderError } from "@alma-harness/core";
 import { FakeModelClient, scriptedError, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
-import { memory, postgres, type Runtime, type RuntimeConfig, sqlite } from "@alma-harness/runtime";
+import { type RuntimeConfig, sqlite } from "@alma-harness/runtime";
+import { compositions, skipNote } from "./open.js";
 
 
 const SCOPE = { org: "clinic-a", uid: "u1" };
@@ -43,35 +44,14 @@ const request = (key: string, sessionId = "s1") => ({
 });
 
 const dirs: string[] = [];
-const DATABASE_URL = process.env.ALMA_TEST_DATABASE_URL;
-let schemaCounter = 0;
-
-async function freshPostgres(cfg: RuntimeConfig): Promise<Runtime> {
-  schemaCounter += 1;
-  const suffix = `${process.pid}_${schemaCounter}`;
-  return postgres({ ...cfg, store: { connectionString: DATABASE_URL, schema: `rt_${suffix}`, rootSchema: `rt_root_${suffix}`, migrate: true } });
-}
-
-const compositions: [string, (cfg: RuntimeConfig) => Promise<Runtime>, boolean][] = [
-  ["memory", async (cfg) => memory(cfg), true],
-  [
-    "sqlite",
-    async (cfg) => {
-      const dir = mkdtempSync(join(tmpdir(), "alma-rt-"));
-      dirs.push(dir);
-      return sqlite({ ...cfg, store: { path: join(dir, "alma.db") } });
-    },
-    true,
-  ],
-  ["postgres", freshPostgres, DATABASE_URL !== undefined],
-];
-
 afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-for (const [name, open, enabled] of compositions) {
-  describe.skipIf(!enabled)(`the runner on ${name}${enabled ? "" : " (skipped: ALMA_TEST_DATABASE_URL is not set)"}`, () => {
+const COMPOSITIONS = compositions("rt");
+
+for (const [name, open, enabled] of COMPOSITIONS) {
+  describe.skipIf(!enabled)(`the runner on ${name}${skipNote(enabled)}`, () => {
     it("runs the quickstart: a tool turn completes, persists and replays without dispatching", async () => {
       const model = new FakeModelClient([scriptedToolCall({ id: "c1", name: "opening_hours", input: { day: "monday" } }), scriptedText("9 to 5.")]);
       const rt = await open(config(model));

@@ -1,33 +1,7 @@
 import { type Admission, type AdmissionStore, type AdmitResult, ConflictError, type Scope, StoreUnavailableError, validateId } from "@alma-harness/core";
-import { normalizeAdmit, normalizeReleaseExpired, scopeKey } from "@alma-harness/core/testing";
+import { type AdmissionRow, admissionFromRow, normalizeAdmit, normalizeReleaseExpired, scopeKey } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { run, scopeFrom } from "./pg.js";
-
-interface AdmissionRow {
-  readonly scope: string;
-  readonly admission_id: string;
-  readonly session_id: string;
-  readonly root_key: string;
-  readonly kind: Admission["kind"];
-  readonly state: Admission["state"];
-  readonly release_reason: "failed" | "expired" | null;
-  readonly created_at: number;
-  readonly deadline_at: number;
-}
-
-function toAdmission(row: AdmissionRow): Admission {
-  return Object.freeze({
-    admissionId: row.admission_id,
-    scope: scopeFrom(row.scope),
-    sessionId: row.session_id,
-    rootKey: row.root_key,
-    kind: row.kind,
-    state: row.state,
-    createdAt: row.created_at,
-    deadlineAt: row.deadline_at,
-    ...(row.release_reason ? { releaseReason: row.release_reason } : {}),
-  });
-}
+import { run } from "./pg.js";
 
 const BY_ID = "SELECT * FROM admissions WHERE scope = $1 AND admission_id = $2";
 const HOLDER = "SELECT * FROM admissions WHERE scope = $1 AND session_id = $2 AND state IN ('active', 'uncertain')";
@@ -55,12 +29,12 @@ export class PgAdmissionStore implements AdmissionStore {
         [key, a.admissionId, a.sessionId, a.rootKey, a.kind, a.now, a.deadlineAt],
       );
       const row = inserted.rows[0];
-      if (row) return Object.freeze({ status: "admitted", admission: toAdmission(row) });
+      if (row) return Object.freeze({ status: "admitted", admission: admissionFromRow(row) });
       if ((await run(this.#pool, BY_ID, [key, a.admissionId])).rows[0]) {
         throw new ConflictError("admission_exists", `admission "${a.admissionId}" already exists`);
       }
       const holder = (await run<AdmissionRow>(this.#pool, HOLDER, [key, a.sessionId])).rows[0];
-      if (holder) return Object.freeze({ status: "busy", holder: toAdmission(holder) });
+      if (holder) return Object.freeze({ status: "busy", holder: admissionFromRow(holder) });
     }
     throw new StoreUnavailableError("the session's holder kept changing; try again");
   }
@@ -68,13 +42,13 @@ export class PgAdmissionStore implements AdmissionStore {
   async get(scope: Scope, admissionId: string): Promise<Admission | undefined> {
     const { key } = scopeKey(scope);
     const row = (await run<AdmissionRow>(this.#pool, BY_ID, [key, validateId("admissionId", admissionId)])).rows[0];
-    return row ? toAdmission(row) : undefined;
+    return row ? admissionFromRow(row) : undefined;
   }
 
   async holder(scope: Scope, sessionId: string): Promise<Admission | undefined> {
     const { key } = scopeKey(scope);
     const row = (await run<AdmissionRow>(this.#pool, HOLDER, [key, validateId("sessionId", sessionId)])).rows[0];
-    return row ? toAdmission(row) : undefined;
+    return row ? admissionFromRow(row) : undefined;
   }
 
   async markUncertain(scope: Scope, admissionId: string): Promise<Admission | undefined> {
@@ -98,7 +72,7 @@ export class PgAdmissionStore implements AdmissionStore {
        WHERE state IN ('active', 'uncertain') AND deadline_at + $1 <= $2 AND ($3::text IS NULL OR scope = $3) RETURNING *`,
       [r.graceMs, r.now, only],
     );
-    const out = rows.map(toAdmission).sort((a, b) => a.deadlineAt - b.deadlineAt || (a.admissionId < b.admissionId ? -1 : 1));
+    const out = rows.map(admissionFromRow).sort((a, b) => a.deadlineAt - b.deadlineAt || (a.admissionId < b.admissionId ? -1 : 1));
     return Object.freeze(out);
   }
 
@@ -111,6 +85,6 @@ export class PgAdmissionStore implements AdmissionStore {
     const id = validateId("admissionId", admissionId);
     const updated = await run<AdmissionRow>(this.#pool, `UPDATE admissions SET ${set} WHERE scope = $1 AND admission_id = $2 AND ${from} RETURNING *`, [key, id]);
     const row = updated.rows[0] ?? (await run<AdmissionRow>(this.#pool, BY_ID, [key, id])).rows[0];
-    return row ? toAdmission(row) : undefined;
+    return row ? admissionFromRow(row) : undefined;
   }
 }

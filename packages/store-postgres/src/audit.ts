@@ -1,7 +1,7 @@
 import type { AuditEvent, AuditLog, AuditQuery, AuditRecord, Scope } from "@alma-harness/core";
-import { normalizeAuditEvent, normalizeAuditQuery, pageOfFetched, scopeKey } from "@alma-harness/core/testing";
+import { type AuditRow, auditFromRow, normalizeAuditEvent, normalizeAuditQuery, pageOfFetched, RECORD_VERSION, scopeKey } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { decodeJson, RECORD_VERSION, run } from "./pg.js";
+import { run } from "./pg.js";
 
 /**
  * The audit log in PostgreSQL. `seq` is an identity column: append order within one connection;
@@ -31,14 +31,13 @@ export class PgAuditLog implements AuditLog {
   async query(scope: Scope, query?: AuditQuery): Promise<{ readonly items: readonly AuditRecord[]; readonly nextCursor?: string }> {
     const { key } = scopeKey(scope);
     const q = normalizeAuditQuery(query);
-    const { rows } = await run<{ seq: number; v: number; event: string }>(
+    const { rows } = await run<AuditRow>(
       this.#pool,
       `SELECT seq, v, event FROM audit_events WHERE scope = $1 AND seq > $2
        AND ($3::text IS NULL OR session_id = $3) AND ($4::text IS NULL OR turn_id = $4) AND ($5::text IS NULL OR trail = $5)
        ORDER BY seq LIMIT $6`,
       [key, q.after ?? 0, q.sessionId ?? null, q.turnId ?? null, q.trail ?? null, q.limit + 1],
     );
-    const items = rows.map((r) => Object.freeze({ ...decodeJson<AuditEvent>(r.v, r.event), seq: r.seq }) as AuditRecord);
-    return Object.freeze(pageOfFetched(items, q.limit, (r) => [r.seq]));
+    return Object.freeze(pageOfFetched(rows.map(auditFromRow), q.limit, (r) => [r.seq]));
   }
 }

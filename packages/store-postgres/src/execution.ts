@@ -1,4 +1,7 @@
 import {
+  type Admission,
+  type ClaimOptions,
+  type ClaimReservation,
   type ClaimResult,
   ConflictError,
   canonicalJson,
@@ -17,84 +20,189 @@ import {
 import {
   closedObject,
   decodeCursor,
+  EXPIRED_EVIDENCE_COLUMN,
+  type ExecutionChange,
+  type ExecutionRow,
+  executionChangeColumns,
+  executionFromRow,
+  fenceRefusal,
   normalizeCancelCause,
   normalizeClaim,
+  normalizeClaimOptions,
   normalizeFence,
   normalizeReceivedEvidence,
   normalizeReconcile,
   PAGE,
   pageLimit,
   pageOfFetched,
+  RECORD_VERSION,
+  reservationRefusal,
   scopeKey,
   validateTime,
-} from "@alma-harness/core/testing";
+} from "@alma-harness/core/stores";
 import type pg from "pg";
-import { decodeJson, RECORD_VERSION, run } from "./pg.js";
-
-interface ExecutionRow {
-  readonly claim: string;
-  readonly state: ExecutionState;
-  readonly fence_token: number;
-  readonly v: number;
-  readonly evidence: string | null;
-  readonly not_dispatched_cause: NotDispatchedCause | null;
-  readonly settlement_id: string | null;
-  readonly updated_at: number;
-}
-
-function toRecord(row: ExecutionRow): ExecutionRecord {
-  return Object.freeze({
-    ...decodeJson<ExecutionClaim>(row.v, row.claim),
-    state: row.state,
-    fenceToken: row.fence_token,
-    updatedAt: row.updated_at,
-    ...(row.evidence === null ? {} : { evidence: decodeJson<UsageEvidence>(row.v, row.evidence) }),
-    ...(row.not_dispatched_cause === null ? {} : { notDispatchedCause: row.not_dispatched_cause }),
-    ...(row.settlement_id === null ? {} : { settlementId: row.settlement_id }),
-  });
-}
-
-interface Change {
-  readonly state: ExecutionState;
-  readonly evidence?: UsageEvidence;
-  readonly cause?: NotDispatchedCause;
-  readonly settlementId?: string;
-}
+import { atomic, lockKey, type Queryable, RolledBack, run, transaction } from "./pg.js";
 
 const BY_ID = "SELECT * FROM execution WHERE scope = $1 AND operation_id = $2";
-const EXPIRED_EVIDENCE = canonicalJson({ status: "not_dispatched", cause: "expired" });
+
+/** A fenced transition: matches only the current token in the state it needs. */
+const STEP = `UPDATE execution SET state = $1, evidence = COALESCE($2, evidence), not_dispatched_cause = COALESCE($3, not_dispatched_cause),
+    settlement_id = COALESCE($4, settlement_id), updated_at = $5
+  WHERE scope = $6 AND operation_id = $7 AND fence_token = $8 AND state = $9 RETURNING *`;
+
+/** `STEP`, and in the same statement the deletion of the reservation the moved row held (cancelPrepared). */
+const STEP_RELEASING = `WITH up AS (${STEP}),
+  released AS (DELETE FROM spend_reservations h USING up WHERE h.scope = up.scope AND h.operation_id = up.operation_id)
+  SELECT * FROM up`;
+
+/** What the claim statement returns: the row (inserted or already there) and what the checks read. */
+interface ClaimRow extends ExecutionRow {
+  readonly inserted: boolean;
+  readonly fence_state?: Admission["state"] | null;
+  readonly fence_session_id?: string | null;
+  readonly fence_deadline_at?: number | null;
+  readonly use_session?: number;
+  readonly use_tenant_day?: number;
+}
+
+/**
+ * The claim as one statement (see `PgExecutionStore.claim`). `$1`–`$8` are the claim; the
+ * admission id and the reservation's fields follow, numbered by which of them the claim has.
+ */
+function claimStatement(fenced: boolean, reserving: boolean): string {
+  let n = 9;
+  const admission = fenced ? `$${n++}` : "";
+  const [org, day, micros, expires] = reserving ? [`$${n++}`, `$${n++}`, `$${n++}`, `$${n++}`] : [];
+  const ctes = [
+    `ins AS (
+       INSERT INTO execution (scope, operation_id, session_id, turn_id, claim, created_at, deadline_at, state, fence_token, v, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, 'prepared', 1, $8, $6) ON CONFLICT (scope, operation_id) DO NOTHING RETURNING *)`,
+    // Held until commit: the admission cannot end (finish, mark uncertain, release) under a claim in flight.
+    ...(fenced
+      ? [
+          `fence AS MATERIALIZED (SELECT state AS fence_state, session_id AS fence_session_id, deadline_at AS fence_deadline_at
+             FROM admissions WHERE scope = $1 AND admission_id = ${admission} FOR SHARE)`,
+        ]
+      : []),
+    // Written only with a new claim; rolled back with it when a check refuses.
+    ...(reserving
+      ? [
+          `held AS (INSERT INTO spend_reservations (scope, operation_id, session_id, org, day, usd_micros, expires_at)
+             SELECT scope, operation_id, session_id, ${org}, ${day}, ${micros}, ${expires} FROM ins)`,
+        ]
+      : []),
+  ];
+  // Settled plus still held (expires_at after the claim's createdAt), read in this statement's
+  // snapshot, which starts after the reservation locks are held: no reserver of either key is in flight.
+  const use = reserving
+    ? `, COALESCE((SELECT usd_micros FROM spend_sessions WHERE scope = $1 AND session_id = $3), 0)
+         + (SELECT COALESCE(sum(usd_micros), 0)::bigint FROM spend_reservations WHERE scope = $1 AND session_id = $3 AND expires_at > $6) AS use_session,
+       COALESCE((SELECT usd_micros FROM spend_tenant_days WHERE org = ${org} AND day = ${day}), 0)
+         + (SELECT COALESCE(sum(usd_micros), 0)::bigint FROM spend_reservations WHERE org = ${org} AND day = ${day} AND expires_at > $6) AS use_tenant_day`
+    : "";
+  return `WITH ${ctes.join(", ")}
+    SELECT e.*${fenced ? ", fence.*" : ""}${use}
+    FROM (SELECT ins.*, true AS inserted FROM ins
+          UNION ALL SELECT x.*, false AS inserted FROM execution x WHERE x.scope = $1 AND x.operation_id = $2) e
+    ${fenced ? "LEFT JOIN fence ON true" : ""}`;
+}
+
+const CLAIM_SQL = {
+  plain: claimStatement(false, false),
+  fenced: claimStatement(true, false),
+  reserving: claimStatement(false, true),
+  both: claimStatement(true, true),
+};
 
 /**
  * The execution journal in PostgreSQL. A claim is an insert-or-nothing on the primary key, so one
  * caller gets the fence; every transition is one conditional UPDATE on (fence token, state), so a
- * fence the sweep superseded matches no row and writes nothing.
+ * fence the sweep superseded matches no row and writes nothing. A claim that holds money first takes
+ * the transaction advisory locks of its tenant-day and then of its session (always that order), so
+ * reservers of one key are serialized across every pool and process on the database.
  */
 export class PgExecutionStore implements ExecutionStore {
   readonly #pool: pg.Pool;
+  readonly #schema: string;
 
-  constructor(pool: pg.Pool) {
+  /** `schema` namespaces the reservation lock keys (they are database-wide). */
+  constructor(pool: pg.Pool, schema: string) {
     this.#pool = pool;
+    this.#schema = schema;
   }
 
-  async claim(claim: ExecutionClaim): Promise<ClaimResult> {
+  /**
+   * Without options: one statement. With an admission or a reservation: one transaction of three
+   * round trips, `BEGIN` (plus, with a reservation, the two advisory locks in the same simple-protocol
+   * string), the claim statement, then `COMMIT` or `ROLLBACK`. The claim statement inserts the claim
+   * (or returns the one already there), reads the admission `FOR SHARE`, reads what is settled and
+   * held, and inserts the reservation; the checks then run here, in the contract's order (retry,
+   * fence, reservation), with core's rules, and a refusal rolls everything back.
+   */
+  async claim(claim: ExecutionClaim, opts?: ClaimOptions): Promise<ClaimResult> {
     const c = normalizeClaim(claim);
+    const o = normalizeClaimOptions(opts);
     const { key } = scopeKey(c.scope);
     const text = canonicalJson(c as unknown as JsonValue);
-    const inserted = await run<ExecutionRow>(
-      this.#pool,
-      `INSERT INTO execution (scope, operation_id, session_id, turn_id, claim, created_at, deadline_at, state, fence_token, v, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, 'prepared', 1, $8, $6) ON CONFLICT (scope, operation_id) DO NOTHING RETURNING *`,
-      [key, c.operationId, c.sessionId, c.turnId, text, c.createdAt, c.deadlineAt, RECORD_VERSION],
-    );
-    const row = inserted.rows[0];
-    if (row) {
-      const fence: Fence = Object.freeze({ scope: c.scope, operationId: c.operationId, token: 1 });
-      return Object.freeze({ status: "claimed", fence, record: toRecord(row) });
+    const values: unknown[] = [key, c.operationId, c.sessionId, c.turnId, text, c.createdAt, c.deadlineAt, RECORD_VERSION];
+    if (o.admissionId !== undefined) values.push(o.admissionId);
+    const r = o.reservation;
+    if (r !== undefined) values.push(c.scope.org, r.day, r.usdMicros, r.expiresAt);
+    const sql = o.admissionId === undefined ? (r === undefined ? CLAIM_SQL.plain : CLAIM_SQL.reserving) : r === undefined ? CLAIM_SQL.fenced : CLAIM_SQL.both;
+    if (o.admissionId === undefined && r === undefined) {
+      const row = (await run<ClaimRow>(this.#pool, sql, values)).rows[0] ?? (await this.#reread(key, c.operationId));
+      const result = this.#settleClaim(c, text, row, o);
+      // Only a reservation refuses by rolling back, and this claim has none.
+      return result instanceof RolledBack ? result.value : result;
     }
-    const existing = (await run<ExecutionRow>(this.#pool, BY_ID, [key, c.operationId])).rows[0];
+    const begin = r === undefined ? "BEGIN" : `BEGIN; ${this.#locks(c, r)}`;
+    return transaction(
+      this.#pool,
+      async (tx) => {
+        const row = (await tx.query<ClaimRow>(sql, values)).rows[0] ?? (await this.#reread(key, c.operationId, tx));
+        return this.#settleClaim(c, text, row, o);
+      },
+      { begin },
+    );
+  }
+
+  /** The reservation locks of a claim, tenant-day first, then session: the one order every reserver takes. */
+  #locks(c: ExecutionClaim, r: ClaimReservation): string {
+    const day = lockKey(this.#schema, "spend-day", c.scope.org, r.day);
+    const session = lockKey(this.#schema, "spend-session", scopeKey(c.scope).key, c.sessionId);
+    return `SELECT pg_advisory_xact_lock(${day}); SELECT pg_advisory_xact_lock(${session})`;
+  }
+
+  /**
+   * A claim that met a concurrent insert of its key: the insert waited for it, and it committed
+   * after this statement's snapshot, so it is read again in a new one.
+   */
+  async #reread(key: string, operationId: string, tx?: Queryable): Promise<ClaimRow> {
+    // Inside a transaction the raw error goes to `transaction`, which maps it (and retries a deadlock).
+    const existing = (tx ? await tx.query<ExecutionRow>(BY_ID, [key, operationId]) : await run<ExecutionRow>(this.#pool, BY_ID, [key, operationId])).rows[0];
     if (!existing) throw new StaleFenceError("the operation vanished while claiming");
-    if (existing.claim !== text) throw new ConflictError("execution_conflict", `operation "${c.operationId}" was claimed with different input`);
-    return Object.freeze({ status: "exists", record: toRecord(existing) });
+    return { ...existing, inserted: false };
+  }
+
+  /** The contract's checks, in its order, on what the claim statement read. */
+  #settleClaim(c: ExecutionClaim, text: string, row: ClaimRow, o: ClaimOptions): ClaimResult | RolledBack<ClaimResult> {
+    if (!row.inserted) {
+      if (row.claim !== text) throw new ConflictError("execution_conflict", `operation "${c.operationId}" was claimed with different input`);
+      return Object.freeze({ status: "exists", record: executionFromRow(row) });
+    }
+    if (o.admissionId !== undefined) {
+      const admission =
+        row.fence_state == null ? undefined : { state: row.fence_state, sessionId: row.fence_session_id as string, deadlineAt: row.fence_deadline_at as number };
+      const refused = fenceRefusal(admission, c.sessionId, c.createdAt);
+      if (refused) throw refused;
+    }
+    if (o.reservation !== undefined) {
+      const use = { session: row.use_session ?? 0, tenantDay: row.use_tenant_day ?? 0 };
+      const cap = reservationRefusal(o.reservation.limits, use, o.reservation.usdMicros);
+      if (cap) return new RolledBack<ClaimResult>(Object.freeze({ status: "refused", cap }));
+    }
+    const fence: Fence = Object.freeze({ scope: c.scope, operationId: c.operationId, token: 1 });
+    return Object.freeze({ status: "claimed", fence, record: executionFromRow(row) });
   }
 
   async dispatch(fence: Fence, now: number): Promise<ExecutionRecord> {
@@ -115,13 +223,14 @@ export class PgExecutionStore implements ExecutionStore {
 
   async cancelPrepared(fence: Fence, cause: Exclude<NotDispatchedCause, "expired">, now: number): Promise<ExecutionRecord> {
     const c = normalizeCancelCause(cause);
-    return this.#step(fence, now, "prepared", { state: "not_dispatched", cause: c, evidence: { status: "not_dispatched", cause: c } });
+    // Never sent: the money it held is released in the same statement as the transition.
+    return this.#step(fence, now, "prepared", { state: "not_dispatched", cause: c, evidence: { status: "not_dispatched", cause: c } }, true);
   }
 
   async get(scope: Scope, operationId: string): Promise<ExecutionRecord | undefined> {
     const { key } = scopeKey(scope);
     const row = (await run<ExecutionRow>(this.#pool, BY_ID, [key, validateId("operationId", operationId)])).rows[0];
-    return row ? toRecord(row) : undefined;
+    return row ? executionFromRow(row) : undefined;
   }
 
   async list(scope: Scope, opts: { readonly cursor?: string; readonly limit?: number } = {}): Promise<{ readonly items: readonly ExecutionRecord[]; readonly nextCursor?: string }> {
@@ -135,42 +244,45 @@ export class PgExecutionStore implements ExecutionStore {
        AND (created_at, operation_id) > ($2, $3) ORDER BY created_at, operation_id LIMIT $4`,
       [key, after[0], after[1], limit + 1],
     );
-    return Object.freeze(pageOfFetched(rows.map(toRecord), limit, (r) => [r.createdAt, r.operationId]));
+    return Object.freeze(pageOfFetched(rows.map(executionFromRow), limit, (r) => [r.createdAt, r.operationId]));
   }
 
   async reconcileExpired(input: { readonly now: number; readonly scope?: Scope }): Promise<readonly ExecutionRecord[]> {
     const r = normalizeReconcile(input);
     const only = r.scope === undefined ? null : scopeKey(r.scope).key;
     // One statement: each row is re-checked under its lock, so a dispatch racing the sweep either
-    // commits first (and the record is fenced) or finds its token superseded.
-    const { rows } = await run<ExecutionRow>(
+    // commits first (and the record is fenced) or finds its token superseded. A record it makes
+    // not_dispatched was never sent: its reservation is deleted in the same statement; a fenced one
+    // may have spent, and keeps its reservation until that expires.
+    const { rows } = await atomic<ExecutionRow>(
       this.#pool,
-      `UPDATE execution SET
-         state = CASE state WHEN 'prepared' THEN 'not_dispatched' ELSE 'fenced' END,
-         not_dispatched_cause = CASE state WHEN 'prepared' THEN 'expired' ELSE not_dispatched_cause END,
-         evidence = CASE state WHEN 'prepared' THEN $3 ELSE evidence END,
-         fence_token = fence_token + 1, updated_at = $1
-       WHERE state IN ('prepared', 'dispatching') AND deadline_at <= $1 AND ($2::text IS NULL OR scope = $2) RETURNING *`,
-      [r.now, only, EXPIRED_EVIDENCE],
+      `WITH swept AS (
+         UPDATE execution SET
+           state = CASE state WHEN 'prepared' THEN 'not_dispatched' ELSE 'fenced' END,
+           not_dispatched_cause = CASE state WHEN 'prepared' THEN 'expired' ELSE not_dispatched_cause END,
+           evidence = CASE state WHEN 'prepared' THEN $3 ELSE evidence END,
+           fence_token = fence_token + 1, updated_at = $1
+         WHERE state IN ('prepared', 'dispatching') AND deadline_at <= $1 AND ($2::text IS NULL OR scope = $2) RETURNING *
+       ), released AS (
+         DELETE FROM spend_reservations h USING swept s WHERE s.state = 'not_dispatched' AND h.scope = s.scope AND h.operation_id = s.operation_id
+       )
+       SELECT * FROM swept`,
+      [r.now, only, EXPIRED_EVIDENCE_COLUMN],
     );
-    const records = rows.map(toRecord).sort((a, b) => a.createdAt - b.createdAt || (a.operationId < b.operationId ? -1 : 1));
+    const records = rows.map(executionFromRow).sort((a, b) => a.createdAt - b.createdAt || (a.operationId < b.operationId ? -1 : 1));
     return Object.freeze(records);
   }
 
-  async #step(fence: Fence, now: number, from: ExecutionState, change: Change): Promise<ExecutionRecord> {
+  /** One conditional UPDATE; with `release`, the same statement deletes the reservation of the row it moved. */
+  async #step(fence: Fence, now: number, from: ExecutionState, change: ExecutionChange, release = false): Promise<ExecutionRecord> {
     const f = normalizeFence(fence);
     const at = validateTime("now", now);
     const { key } = scopeKey(f.scope);
-    const evidence = change.evidence === undefined ? null : canonicalJson(change.evidence as unknown as JsonValue);
-    const updated = await run<ExecutionRow>(
-      this.#pool,
-      `UPDATE execution SET state = $1, evidence = COALESCE($2, evidence), not_dispatched_cause = COALESCE($3, not_dispatched_cause),
-         settlement_id = COALESCE($4, settlement_id), updated_at = $5
-       WHERE scope = $6 AND operation_id = $7 AND fence_token = $8 AND state = $9 RETURNING *`,
-      [change.state, evidence, change.cause ?? null, change.settlementId ?? null, at, key, f.operationId, f.token, from],
-    );
+    const cols = executionChangeColumns(change);
+    const values = [cols.state, cols.evidence, cols.not_dispatched_cause, cols.settlement_id, at, key, f.operationId, f.token, from];
+    const updated = release ? await atomic<ExecutionRow>(this.#pool, STEP_RELEASING, values) : await run<ExecutionRow>(this.#pool, STEP, values);
     const row = updated.rows[0];
-    if (row) return toRecord(row);
+    if (row) return executionFromRow(row);
     const current = (await run<ExecutionRow>(this.#pool, BY_ID, [key, f.operationId])).rows[0];
     if (current && current.fence_token === f.token) throw new StaleFenceError(`the record is ${current.state}, not ${from}`);
     throw new StaleFenceError();

@@ -26,7 +26,8 @@ import { PgSessionStore } from "./sessions.js";
 import { PgCostSettlementStore, PgSpendStore } from "./settlements.js";
 
 export { DEFAULT_ROOT_SCHEMA, DEFAULT_SCHEMA, loadMigrations, migrate, type PgMigration, type SchemaNames, schemaVersion } from "./migrate.js";
-export { mapPgError, RECORD_VERSION } from "./pg.js";
+export { RECORD_VERSION } from "@alma-harness/core/stores";
+export { mapPgError } from "./pg.js";
 
 export interface PostgresStoreOptions extends SchemaNames {
   /** `postgresql://…` URL (or give `pool`: host, user, password, ssl, …). */
@@ -82,14 +83,15 @@ export async function createPostgresStores(options: PostgresStoreOptions): Promi
     await close();
     throw error instanceof StoreUnavailableError ? error : new StoreUnavailableError("could not open the postgres stores", error);
   }
-  const execution = new PgExecutionStore(main);
+  const execution = new PgExecutionStore(main, schemas.schema);
   return Object.freeze({
     admissions: new PgAdmissionStore(main),
     sessions: new PgSessionStore(main),
     execution,
     journal: execution,
-    results: new PgResultStore(main),
-    rootResults: new PgResultStore(root),
+    results: new PgResultStore(main, schemas.schema),
+    // The root pool reaches the main schema's admissions table by its qualified name, to fence final results.
+    rootResults: new PgResultStore(root, schemas.schema),
     settlements: new PgCostSettlementStore(main),
     spend: new PgSpendStore(main),
     labels: new PgSessionLabelStore(main),

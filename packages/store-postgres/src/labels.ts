@@ -1,7 +1,7 @@
 import { canonicalJson, normalizeSessionLabels, type Scope, SessionLabelConflictError, SessionLabelErasedError, type SessionLabels, type SessionLabelStore, validateId } from "@alma-harness/core";
-import { scopeKey } from "@alma-harness/core/testing";
+import { labelsFromText, scopeKey } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { deepFreeze, type Queryable, run, transaction } from "./pg.js";
+import { type Queryable, run, transaction } from "./pg.js";
 
 /** Writes and erasure of one scope's labels serialize on this transaction-scoped advisory lock. */
 async function lockScope(tx: Queryable, key: string): Promise<void> {
@@ -46,7 +46,7 @@ export class PgSessionLabelStore implements SessionLabelStore {
       [key, id],
     );
     const text = rows[0]?.labels;
-    return text ? deepFreeze(JSON.parse(text) as SessionLabels) : undefined;
+    return text ? labelsFromText(text) : undefined;
   }
 
   async erase(scope: Scope, sessionId?: string): Promise<void> {

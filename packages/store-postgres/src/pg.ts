@@ -1,8 +1,6 @@
-import { AlmaError, ConflictError, type Scope, StoreUnavailableError, ValidationError } from "@alma-harness/core";
+import { createHash } from "node:crypto";
+import { AlmaError, ConflictError, StoreUnavailableError, ValidationError } from "@alma-harness/core";
 import pg from "pg";
-
-/** The record format of every JSON column this build writes; reading another is refused, never guessed. */
-export const RECORD_VERSION = 1;
 
 /** What a store needs to run one statement: a pool, or the client of an open transaction. */
 export interface Queryable {
@@ -69,12 +67,45 @@ export async function run<R extends pg.QueryResultRow>(db: Queryable, text: stri
 }
 
 /**
- * Runs `fn` in one READ COMMITTED transaction on one client. Anything thrown rolls it back. A
- * serialization failure or deadlock (nothing committed) is retried a few times; a lost connection
- * is never retried here, since a COMMIT whose answer was lost may have landed. A client whose
- * connection failed is destroyed, not returned to the pool.
+ * One statement outside a transaction (its own atomic commit), retried like `transaction` when it
+ * hit a serialization failure or deadlock: such a statement was rolled back whole, so running it
+ * again cannot apply anything twice. A lost connection is never retried.
  */
-export async function transaction<T>(pool: pg.Pool, fn: (tx: Queryable) => Promise<T>, attempts = 4): Promise<T> {
+export async function atomic<R extends pg.QueryResultRow>(pool: pg.Pool, text: string, values: readonly unknown[], attempts = 4): Promise<pg.QueryResult<R>> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await pool.query<R>(text, values as unknown[]);
+    } catch (error) {
+      const code = codeOf(error);
+      if (code !== undefined && RETRYABLE_TX.has(code) && attempt < attempts) continue;
+      throw mapPgError(error);
+    }
+  }
+}
+
+/** What `fn` returns to end its transaction with ROLLBACK and still answer `value` (a refusal that wrote nothing). */
+export class RolledBack<T> {
+  readonly value: T;
+
+  constructor(value: T) {
+    this.value = value;
+  }
+}
+
+/**
+ * Runs `fn` in one READ COMMITTED transaction on one client. Anything thrown rolls it back, and so
+ * does returning a `RolledBack`. `begin` replaces the plain `BEGIN`: a simple-protocol string that
+ * starts with `BEGIN;` and runs more parameterless statements in the same round trip (the
+ * reservation locks). A serialization failure or deadlock (nothing committed) is retried a few
+ * times; a lost connection is never retried here, since a COMMIT whose answer was lost may have
+ * landed. A client whose connection failed is destroyed, not returned to the pool.
+ */
+export async function transaction<T>(
+  pool: pg.Pool,
+  fn: (tx: Queryable) => Promise<T | RolledBack<T>>,
+  opts: { readonly begin?: string; readonly attempts?: number } = {},
+): Promise<T> {
+  const attempts = opts.attempts ?? 4;
   for (let attempt = 1; ; attempt++) {
     let client: pg.PoolClient;
     try {
@@ -84,8 +115,12 @@ export async function transaction<T>(pool: pg.Pool, fn: (tx: Queryable) => Promi
     }
     let broken = false;
     try {
-      await client.query("BEGIN");
+      await client.query(opts.begin ?? "BEGIN");
       const result = await fn(client);
+      if (result instanceof RolledBack) {
+        await client.query("ROLLBACK");
+        return result.value;
+      }
       await client.query("COMMIT");
       return result;
     } catch (error) {
@@ -100,24 +135,11 @@ export async function transaction<T>(pool: pg.Pool, fn: (tx: Queryable) => Promi
   }
 }
 
-/** `org/uid` back to a frozen scope. */
-export function scopeFrom(key: string): Scope {
-  const slash = key.indexOf("/");
-  return Object.freeze({ org: key.slice(0, slash), uid: key.slice(slash + 1) });
-}
-
-/** Parses a versioned JSON column into a deep-frozen value; an unknown version is refused. */
-export function decodeJson<T>(version: number, text: string): T {
-  if (version !== RECORD_VERSION) {
-    throw new StoreUnavailableError(`a stored record has format version ${version}; this build reads ${RECORD_VERSION}`);
-  }
-  return deepFreeze(JSON.parse(text)) as T;
-}
-
-export function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
-    for (const inner of Object.values(value)) deepFreeze(inner);
-    Object.freeze(value);
-  }
-  return value;
+/**
+ * A transaction advisory-lock key for `parts` (joined with NUL, which no id or schema name
+ * contains): the first 8 bytes of their SHA-256 as a signed int64, in decimal. Computed here, not by
+ * `hashtextextended` in SQL, so the key is a numeric literal that can ride in the `BEGIN` round trip.
+ */
+export function lockKey(...parts: readonly string[]): string {
+  return createHash("sha256").update(parts.join("\0")).digest().readBigInt64BE(0).toString();
 }

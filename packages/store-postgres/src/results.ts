@@ -1,38 +1,37 @@
-import { ConflictError, type ExecutionResultStore, type JsonValue, type ResultRecord, type ResultReservation, type ResultState, type ReserveResult, type Scope, validateId } from "@alma-harness/core";
-import { normalizeEnvelope, normalizeReservation, oversize, putRefusal, resultView, scopeKey, validateTime } from "@alma-harness/core/testing";
+import { type Admission, ConflictError, type ExecutionResultStore, type JsonValue, type ResultRecord, type ResultReservation, type ReserveResult, type Scope, validateId } from "@alma-harness/core";
+import { fenceRefusal, normalizeEnvelope, normalizeFenceOpts, normalizeReservation, oversize, putRefusal, RECORD_VERSION, type ResultRow, resultFromRow, scopeKey, validateTime } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { decodeJson, RECORD_VERSION, run, transaction } from "./pg.js";
-
-interface ResultRow {
-  readonly result_id: string;
-  readonly session_id: string;
-  readonly binding: string;
-  readonly sensitivity: ResultRecord["sensitivity"];
-  readonly max_chars: number;
-  readonly expires_at: number;
-  readonly state: ResultState;
-  readonly v: number;
-  readonly envelope: string | null;
-}
-
-function toView(row: ResultRow, now: number): ResultRecord {
-  const envelope = row.envelope === null ? undefined : decodeJson<JsonValue>(row.v, row.envelope);
-  const r = { resultId: row.result_id, sessionId: row.session_id, binding: row.binding, sensitivity: row.sensitivity, expiresAt: row.expires_at };
-  return resultView(r, row.state, envelope, now);
-}
+import { run, transaction, validateSchema } from "./pg.js";
 
 const BY_ID = "SELECT * FROM results WHERE scope = $1 AND result_id = $2";
 
+/** A put's read: the result row, and with an admission id, what the fence needs of that admission. */
+interface PutRow extends ResultRow {
+  readonly fence_state?: Admission["state"] | null;
+  readonly fence_session_id?: string | null;
+  readonly fence_deadline_at?: number | null;
+}
+
 /**
- * One result namespace in PostgreSQL. SQL names the table unqualified: which namespace it is
- * depends only on the pool's search_path (the main schema for step results, the root schema's own
- * pool for root results), so one instance can never reach the other's rows.
+ * One result namespace in PostgreSQL. SQL names the results table unqualified: which namespace it
+ * is depends only on the pool's search_path (the main schema for step results, the root schema's
+ * own pool for root results), so one instance can never reach the other's rows. The one name it
+ * qualifies is the main schema's `admissions` table, which a fenced `put` reads `FOR SHARE` in its
+ * own transaction: both schemas are in one database, so the root pool's transaction can hold the
+ * admission while it writes the final result.
  */
 export class PgResultStore implements ExecutionResultStore {
   readonly #pool: pg.Pool;
+  readonly #fencedRead: string;
 
-  constructor(pool: pg.Pool) {
+  /** `schema`: the main schema, whose `admissions` table fences a put that names an admission. */
+  constructor(pool: pg.Pool, schema: string) {
     this.#pool = pool;
+    // Held until commit: the admission cannot end (finish, mark uncertain, release) under the write.
+    this.#fencedRead = `WITH fence AS MATERIALIZED (
+        SELECT state AS fence_state, session_id AS fence_session_id, deadline_at AS fence_deadline_at
+        FROM ${validateSchema(schema)}.admissions WHERE scope = $1 AND admission_id = $3 FOR SHARE)
+      SELECT r.*, fence.* FROM results r LEFT JOIN fence ON true WHERE r.scope = $1 AND r.result_id = $2 FOR UPDATE OF r`;
   }
 
   async reserve(reservation: ResultReservation): Promise<ReserveResult> {
@@ -45,22 +44,33 @@ export class PgResultStore implements ExecutionResultStore {
       [key, r.resultId, r.sessionId, r.binding, r.sensitivity, r.maxChars, r.expiresAt, r.createdAt, RECORD_VERSION],
     );
     const row = inserted.rows[0];
-    if (row) return Object.freeze({ status: "reserved", record: toView(row, r.createdAt) });
+    if (row) return Object.freeze({ status: "reserved", record: resultFromRow(row, r.createdAt) });
     const existing = (await run<ResultRow>(this.#pool, BY_ID, [key, r.resultId])).rows[0] as ResultRow;
-    return Object.freeze({ status: "exists", record: toView(existing, r.createdAt) });
+    return Object.freeze({ status: "exists", record: resultFromRow(existing, r.createdAt) });
   }
 
-  async put(scope: Scope, resultId: string, envelope: JsonValue, now: number): Promise<ResultRecord> {
+  async put(scope: Scope, resultId: string, envelope: JsonValue, now: number, opts?: { readonly admissionId?: string }): Promise<ResultRecord> {
     const { key } = scopeKey(scope);
     const id = validateId("resultId", resultId);
     const at = validateTime("now", now);
+    const o = normalizeFenceOpts(opts);
     const e = normalizeEnvelope(envelope);
     return transaction(this.#pool, async (tx) => {
-      const row = (await tx.query<ResultRow>(`${BY_ID} FOR UPDATE`, [key, id])).rows[0];
+      const row =
+        o.admissionId === undefined
+          ? (await tx.query<PutRow>(`${BY_ID} FOR UPDATE`, [key, id])).rows[0]
+          : (await tx.query<PutRow>(this.#fencedRead, [key, id, o.admissionId])).rows[0];
+      // The fence first (as the reference store): a stale owner learns it is fenced, whatever the result's state.
+      if (row && o.admissionId !== undefined) {
+        const admission =
+          row.fence_state == null ? undefined : { state: row.fence_state, sessionId: row.fence_session_id as string, deadlineAt: row.fence_deadline_at as number };
+        const refused = fenceRefusal(admission, row.session_id, at);
+        if (refused) throw refused;
+      }
       const refusal = putRefusal(id, row?.state, row?.expires_at ?? 0, at);
       if (refusal || !row) throw refusal;
       if (row.state === "stored") {
-        if (row.envelope === e.text) return toView(row, at);
+        if (row.envelope === e.text) return resultFromRow(row, at);
         throw new ConflictError("result_conflict", `result "${id}" was stored with a different envelope`);
       }
       const tooBig = oversize(e.text, row.max_chars);
@@ -69,7 +79,7 @@ export class PgResultStore implements ExecutionResultStore {
         "UPDATE results SET state = 'stored', envelope = $3, v = $4 WHERE scope = $1 AND result_id = $2 RETURNING *",
         [key, id, e.text, RECORD_VERSION],
       );
-      return toView(stored.rows[0] as ResultRow, at);
+      return resultFromRow(stored.rows[0] as ResultRow, at);
     });
   }
 
@@ -78,7 +88,7 @@ export class PgResultStore implements ExecutionResultStore {
     const id = validateId("resultId", resultId);
     const at = validateTime("now", now);
     const row = (await run<ResultRow>(this.#pool, BY_ID, [key, id])).rows[0];
-    return row ? toView(row, at) : undefined;
+    return row ? resultFromRow(row, at) : undefined;
   }
 
   async eraseSession(scope: Scope, sessionId: string): Promise<number> {

@@ -14,25 +14,25 @@ import {
   decodeCursor,
   eventIdsOf,
   lastRotation,
+  type MessageRow,
+  messageFromRow,
   normalizeMessages,
   PAGE,
   pageLimit,
   pageOfFetched,
+  RECORD_VERSION,
+  type SessionSummaryRow,
   scopeKey,
+  sessionSummaryFromRow,
   validateTime,
-} from "@alma-harness/core/testing";
+} from "@alma-harness/core/stores";
 import type pg from "pg";
-import { decodeJson, type Queryable, RECORD_VERSION, run, transaction } from "./pg.js";
+import { type Queryable, run, transaction } from "./pg.js";
 
 interface SessionRow {
   readonly revision: number;
   readonly view_offset: number;
   readonly erased: boolean;
-}
-
-interface MessageRow {
-  readonly v: number;
-  readonly body: string;
 }
 
 const EMPTY: readonly Msg[] = Object.freeze([]);
@@ -62,7 +62,7 @@ export class PgSessionStore implements SessionStore {
     );
     const head = rows[0];
     if (!head || head.erased) return Object.freeze({ messages: EMPTY, revision: 0, offset: 0, erased: head !== undefined });
-    const messages = rows.flatMap((r) => (r.body === null ? [] : [decodeJson<Msg>(r.v ?? 0, r.body)]));
+    const messages = rows.flatMap((r) => (r.body === null ? [] : [messageFromRow({ v: r.v ?? 0, body: r.body })]));
     return Object.freeze({ messages: Object.freeze(messages), revision: head.revision, offset: head.view_offset, erased: false });
   }
 
@@ -112,7 +112,7 @@ export class PgSessionStore implements SessionStore {
        WHERE m.scope = $1 AND m.session_id = $2 AND NOT s.erased AND m.event_id = ANY($3::text[]) ORDER BY m.position`,
       [key, id, ids],
     );
-    return Object.freeze(rows.map((r) => decodeJson<Msg>(r.v, r.body)));
+    return Object.freeze(rows.map(messageFromRow));
   }
 
   async list(scope: Scope, opts: { readonly cursor?: string; readonly limit?: number } = {}): Promise<{ readonly items: readonly SessionSummary[]; readonly nextCursor?: string }> {
@@ -120,13 +120,13 @@ export class PgSessionStore implements SessionStore {
     const o = closedObject("opts", opts, ["cursor", "limit"]);
     const limit = pageLimit(o.limit, PAGE.sessions.def, PAGE.sessions.max);
     const after = decodeCursor(o.cursor, ["string"]);
-    const { rows } = await run<{ session_id: string; revision: number; updated_at: number }>(
+    const { rows } = await run<SessionSummaryRow>(
       this.#pool,
       `SELECT session_id, revision, updated_at FROM sessions WHERE scope = $1 AND NOT erased AND session_id > $2
        ORDER BY session_id LIMIT $3`,
       [key, after?.[0] ?? "", limit + 1],
     );
-    const items = rows.map((r): SessionSummary => Object.freeze({ sessionId: r.session_id, revision: r.revision, updatedAt: r.updated_at }));
+    const items = rows.map(sessionSummaryFromRow);
     return Object.freeze(pageOfFetched(items, limit, (s) => [s.sessionId]));
   }
 

@@ -9,23 +9,38 @@ import {
   type SpendStore,
   validateId,
 } from "@alma-harness/core";
-import { closedObject, decodeCursor, normalizeSettlement, PAGE, pageLimit, pageOfFetched, scopeKey, validateDay, validateOrg } from "@alma-harness/core/testing";
+import { closedObject, decodeCursor, normalizeSettlement, PAGE, pageLimit, pageOfFetched, RECORD_VERSION, type SettlementRow, scopeKey, settlementFromRow, type TenantDayRow, tenantDayFromRow, validateDay, validateOrg } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { decodeJson, RECORD_VERSION, run, transaction } from "./pg.js";
-
-interface SettlementRow {
-  readonly v: number;
-  readonly record: string;
-}
-
-function toRecord(row: SettlementRow, status: SettlementRecord["status"] = "applied"): SettlementRecord {
-  return Object.freeze({ ...decodeJson<SettlementInput>(row.v, row.record), status });
-}
+import { atomic, run } from "./pg.js";
 
 /**
- * Settlements in PostgreSQL: the receipt's insert-or-nothing, its obligations and both counter
- * increments commit together. A concurrent equal settle waits on the first insert and then reads it
- * as a replay; counters are incremented in place (`usd_micros + n`), never read and rewritten.
+ * The whole settlement as one statement (its own transaction): the receipt's insert-or-nothing,
+ * then, only when it inserted, its obligations, the tenant-day counter, the session counter (in
+ * that order: the session upsert reads the tenant-day's output, so its row lock is always taken
+ * second, the order a reserving claim takes its locks in) and the deletion of the reservation the
+ * call held. `$9` is the receipt's operation id.
+ */
+const SETTLE = `WITH ins AS (
+    INSERT INTO settlements (scope, settlement_id, session_id, turn_id, at, v, record) VALUES ($1, $2, $3, $4, $5, $6, $7)
+    ON CONFLICT (scope, settlement_id) DO NOTHING RETURNING 1
+  ), obligations AS (
+    INSERT INTO settlement_obligations (scope, settlement_id, consumer) SELECT $1, $2, c FROM ins, unnest($8::text[]) AS c
+  ), tenant_day AS (
+    INSERT INTO spend_tenant_days (org, day, usd_micros) SELECT $10, $11, $12 FROM ins
+    ON CONFLICT (org, day) DO UPDATE SET usd_micros = spend_tenant_days.usd_micros + EXCLUDED.usd_micros RETURNING 1
+  ), session AS (
+    INSERT INTO spend_sessions (scope, session_id, usd_micros) SELECT $1, $3, $12 FROM tenant_day
+    ON CONFLICT (scope, session_id) DO UPDATE SET usd_micros = spend_sessions.usd_micros + EXCLUDED.usd_micros RETURNING 1
+  ), released AS (
+    DELETE FROM spend_reservations WHERE scope = $1 AND operation_id = $9 AND EXISTS (SELECT 1 FROM session)
+  )
+  SELECT count(*)::int AS applied FROM ins`;
+
+/**
+ * Settlements in PostgreSQL: the receipt's insert-or-nothing, its obligations, both counter
+ * increments and the release of the call's reservation commit together, in one statement. A
+ * concurrent equal settle waits on the first insert and then reads it as a replay; counters are
+ * incremented in place (`usd_micros + n`), never read and rewritten.
  */
 export class PgCostSettlementStore implements CostSettlementStore {
   readonly #pool: pg.Pool;
@@ -39,37 +54,32 @@ export class PgCostSettlementStore implements CostSettlementStore {
     const { key } = scopeKey(s.scope);
     const text = canonicalJson(s as unknown as JsonValue);
     const id = s.receipt.settlementId;
-    return transaction(this.#pool, async (tx) => {
-      const inserted = await tx.query(
-        `INSERT INTO settlements (scope, settlement_id, session_id, turn_id, at, v, record) VALUES ($1, $2, $3, $4, $5, $6, $7)
-         ON CONFLICT (scope, settlement_id) DO NOTHING`,
-        [key, id, s.sessionId, s.receipt.turnId, s.at, RECORD_VERSION, text],
-      );
-      if (inserted.rowCount === 0) {
-        const existing = (await tx.query<SettlementRow>("SELECT v, record FROM settlements WHERE scope = $1 AND settlement_id = $2", [key, id])).rows[0];
-        if (existing?.record !== text) throw new SettlementConflictError(id);
-        return toRecord(existing, "replayed");
-      }
-      await tx.query("INSERT INTO settlement_obligations (scope, settlement_id, consumer) SELECT $1, $2, unnest($3::text[])", [key, id, [...s.consumers]]);
-      await tx.query(
-        `INSERT INTO spend_sessions (scope, session_id, usd_micros) VALUES ($1, $2, $3)
-         ON CONFLICT (scope, session_id) DO UPDATE SET usd_micros = spend_sessions.usd_micros + EXCLUDED.usd_micros`,
-        [key, s.sessionId, s.receipt.usdMicros],
-      );
-      await tx.query(
-        `INSERT INTO spend_tenant_days (org, day, usd_micros) VALUES ($1, $2, $3)
-         ON CONFLICT (org, day) DO UPDATE SET usd_micros = spend_tenant_days.usd_micros + EXCLUDED.usd_micros`,
-        [s.scope.org, s.day, s.receipt.usdMicros],
-      );
-      return Object.freeze({ ...s, status: "applied" as const });
-    });
+    const { rows } = await atomic<{ applied: number }>(this.#pool, SETTLE, [
+      key,
+      id,
+      s.sessionId,
+      s.receipt.turnId,
+      s.at,
+      RECORD_VERSION,
+      text,
+      [...s.consumers],
+      s.receipt.operationId,
+      s.scope.org,
+      s.day,
+      s.receipt.usdMicros,
+    ]);
+    if (rows[0]?.applied === 1) return Object.freeze({ ...s, status: "applied" as const });
+    // Already there (committed before this statement, or by the concurrent settle it waited on): a new snapshot reads it.
+    const existing = (await run<SettlementRow>(this.#pool, "SELECT v, record FROM settlements WHERE scope = $1 AND settlement_id = $2", [key, id])).rows[0];
+    if (existing?.record !== text) throw new SettlementConflictError(id);
+    return settlementFromRow(existing, "replayed");
   }
 
   async get(scope: Scope, settlementId: string): Promise<SettlementRecord | undefined> {
     const { key } = scopeKey(scope);
     const id = validateId("settlementId", settlementId);
     const row = (await run<SettlementRow>(this.#pool, "SELECT v, record FROM settlements WHERE scope = $1 AND settlement_id = $2", [key, id])).rows[0];
-    return row ? toRecord(row) : undefined;
+    return row ? settlementFromRow(row) : undefined;
   }
 
   async list(
@@ -88,7 +98,7 @@ export class PgCostSettlementStore implements CostSettlementStore {
        AND (at, settlement_id) > ($4, $5) ORDER BY at, settlement_id LIMIT $6`,
       [key, sessionId, turnId, after[0], after[1], limit + 1],
     );
-    return Object.freeze(pageOfFetched(rows.map((r) => toRecord(r)), limit, (r) => [r.at, r.receipt.settlementId]));
+    return Object.freeze(pageOfFetched(rows.map((r) => settlementFromRow(r)), limit, (r) => [r.at, r.receipt.settlementId]));
   }
 
   async pending(scope: Scope, consumer: string, limit?: number): Promise<readonly SettlementRecord[]> {
@@ -101,7 +111,7 @@ export class PgCostSettlementStore implements CostSettlementStore {
        WHERE o.scope = $1 AND o.consumer = $2 AND NOT o.acknowledged ORDER BY s.at, s.settlement_id LIMIT $3`,
       [key, c, max],
     );
-    return Object.freeze(rows.map((r) => toRecord(r)));
+    return Object.freeze(rows.map((r) => settlementFromRow(r)));
   }
 
   async acknowledge(scope: Scope, consumer: string, settlementId: string): Promise<void> {
@@ -138,11 +148,11 @@ export class PgSpendStore implements SpendStore {
     const o = closedObject("opts", opts, ["from", "to"]);
     const from = o.from === undefined ? "" : validateDay("from", o.from);
     const to = o.to === undefined ? "9999-12-31" : validateDay("to", o.to);
-    const { rows } = await run<{ day: string; usd_micros: number }>(
+    const { rows } = await run<TenantDayRow>(
       this.#pool,
       "SELECT day, usd_micros FROM spend_tenant_days WHERE org = $1 AND day >= $2 AND day <= $3 ORDER BY day",
       [tenant, from, to],
     );
-    return Object.freeze(rows.map((r) => Object.freeze({ day: r.day, usdMicros: r.usd_micros })));
+    return Object.freeze(rows.map(tenantDayFromRow));
   }
 }

@@ -1,32 +1,6 @@
 import { type Admission, type AdmissionStore, type AdmitResult, ConflictError, type Scope, validateId } from "@alma-harness/core";
-import { normalizeAdmit, normalizeReleaseExpired, scopeKey } from "@alma-harness/core/testing";
-import { type SqliteDb, scopeFrom } from "./db.js";
-
-interface AdmissionRow {
-  readonly scope: string;
-  readonly admission_id: string;
-  readonly session_id: string;
-  readonly root_key: string;
-  readonly kind: Admission["kind"];
-  readonly state: Admission["state"];
-  readonly release_reason: "failed" | "expired" | null;
-  readonly created_at: number;
-  readonly deadline_at: number;
-}
-
-export function toAdmission(row: AdmissionRow): Admission {
-  return Object.freeze({
-    admissionId: row.admission_id,
-    scope: scopeFrom(row.scope),
-    sessionId: row.session_id,
-    rootKey: row.root_key,
-    kind: row.kind,
-    state: row.state,
-    createdAt: row.created_at,
-    deadlineAt: row.deadline_at,
-    ...(row.release_reason ? { releaseReason: row.release_reason } : {}),
-  });
-}
+import { type AdmissionRow, admissionFromRow, normalizeAdmit, normalizeReleaseExpired, scopeKey } from "@alma-harness/core/stores";
+import type { SqliteDb } from "./db.js";
 
 const HOLDER = "SELECT * FROM admissions WHERE scope = ? AND session_id = ? AND state IN ('active', 'uncertain')";
 const BY_ID = "SELECT * FROM admissions WHERE scope = ? AND admission_id = ?";
@@ -47,14 +21,14 @@ export class SqliteAdmissionStore implements AdmissionStore {
         throw new ConflictError("admission_exists", `admission "${a.admissionId}" already exists`);
       }
       const holder = this.#db.stmt(HOLDER).get(key, a.sessionId) as AdmissionRow | undefined;
-      if (holder) return Object.freeze({ status: "busy", holder: toAdmission(holder) });
+      if (holder) return Object.freeze({ status: "busy", holder: admissionFromRow(holder) });
       const row = this.#db
         .stmt(
           `INSERT INTO admissions (scope, admission_id, session_id, root_key, kind, state, created_at, deadline_at)
            VALUES (?, ?, ?, ?, ?, 'active', ?, ?) RETURNING *`,
         )
         .get(key, a.admissionId, a.sessionId, a.rootKey, a.kind, a.now, a.deadlineAt) as AdmissionRow;
-      return Object.freeze({ status: "admitted", admission: toAdmission(row) });
+      return Object.freeze({ status: "admitted", admission: admissionFromRow(row) });
     });
   }
 
@@ -62,14 +36,14 @@ export class SqliteAdmissionStore implements AdmissionStore {
     const { key } = scopeKey(scope);
     const id = validateId("admissionId", admissionId);
     const row = this.#db.guard(() => this.#db.stmt(BY_ID).get(key, id) as AdmissionRow | undefined);
-    return row ? toAdmission(row) : undefined;
+    return row ? admissionFromRow(row) : undefined;
   }
 
   async holder(scope: Scope, sessionId: string): Promise<Admission | undefined> {
     const { key } = scopeKey(scope);
     const session = validateId("sessionId", sessionId);
     const row = this.#db.guard(() => this.#db.stmt(HOLDER).get(key, session) as AdmissionRow | undefined);
-    return row ? toAdmission(row) : undefined;
+    return row ? admissionFromRow(row) : undefined;
   }
 
   async markUncertain(scope: Scope, admissionId: string): Promise<Admission | undefined> {
@@ -91,7 +65,7 @@ export class SqliteAdmissionStore implements AdmissionStore {
       WHERE state IN ('active', 'uncertain') AND deadline_at + ? <= ? ${only === undefined ? "" : "AND scope = ?"} RETURNING *`;
     const params = only === undefined ? [r.graceMs, r.now] : [r.graceMs, r.now, only];
     const rows = this.#db.write(() => this.#db.stmt(sql).all(...params) as AdmissionRow[]);
-    const out = rows.map(toAdmission).sort((a, b) => a.deadlineAt - b.deadlineAt || (a.admissionId < b.admissionId ? -1 : 1));
+    const out = rows.map(admissionFromRow).sort((a, b) => a.deadlineAt - b.deadlineAt || (a.admissionId < b.admissionId ? -1 : 1));
     return Object.freeze(out);
   }
 
@@ -103,6 +77,6 @@ export class SqliteAdmissionStore implements AdmissionStore {
     const row = this.#db.write(
       () => (this.#db.stmt(sql).get(key, id) ?? this.#db.stmt(BY_ID).get(key, id)) as AdmissionRow | undefined,
     );
-    return row ? toAdmission(row) : undefined;
+    return row ? admissionFromRow(row) : undefined;
   }
 }

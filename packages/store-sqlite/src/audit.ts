@@ -1,6 +1,6 @@
 import type { AuditEvent, AuditLog, AuditQuery, AuditRecord, Scope } from "@alma-harness/core";
-import { normalizeAuditEvent, normalizeAuditQuery, pageOfFetched, scopeKey } from "@alma-harness/core/testing";
-import { decodeJson, RECORD_VERSION, type SqliteDb } from "./db.js";
+import { type AuditRow, auditFromRow, normalizeAuditEvent, normalizeAuditQuery, pageOfFetched, RECORD_VERSION, scopeKey } from "@alma-harness/core/stores";
+import type { SqliteDb } from "./db.js";
 
 /** The audit log in SQLite: one row per event, `seq` from the table's autoincrement (append order). */
 export class SqliteAuditLog implements AuditLog {
@@ -31,13 +31,8 @@ export class SqliteAuditLog implements AuditLog {
              AND (? IS NULL OR session_id = ?) AND (? IS NULL OR turn_id = ?) AND (? IS NULL OR trail = ?)
              ORDER BY seq LIMIT ?`,
           )
-          .all(key, q.after ?? 0, q.sessionId ?? null, q.sessionId ?? null, q.turnId ?? null, q.turnId ?? null, q.trail ?? null, q.trail ?? null, q.limit + 1) as {
-          seq: number;
-          v: number;
-          event: string;
-        }[],
+          .all(key, q.after ?? 0, q.sessionId ?? null, q.sessionId ?? null, q.turnId ?? null, q.turnId ?? null, q.trail ?? null, q.trail ?? null, q.limit + 1) as AuditRow[],
     );
-    const items = rows.map((r) => Object.freeze({ ...decodeJson<AuditEvent>(r.v, r.event), seq: r.seq }) as AuditRecord);
-    return Object.freeze(pageOfFetched(items, q.limit, (r) => [r.seq]));
+    return Object.freeze(pageOfFetched(rows.map(auditFromRow), q.limit, (r) => [r.seq]));
   }
 }

@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { AlmaError, ConflictError, type Scope, StoreUnavailableError } from "@alma-harness/core";
+import { AlmaError, ConflictError, StoreUnavailableError } from "@alma-harness/core";
 import Database from "better-sqlite3";
 import { MAIN_MIGRATIONS, type Migration, ROOT_MIGRATIONS } from "./migrations.js";
 
@@ -17,9 +17,6 @@ export interface SqliteStoreOptions {
   /** How long a write waits for another connection's lock before failing as unavailable (default 5000 ms). */
   readonly busyTimeoutMs?: number;
 }
-
-/** The record format of every JSON column this build writes; reading another is refused, never guessed. */
-export const RECORD_VERSION = 1;
 
 /** One connection, its cached statements and the transaction helpers every store uses. */
 export class SqliteDb {
@@ -132,26 +129,4 @@ export function migrate(raw: Database.Database, schema: "main" | "root", steps: 
 export function schemaVersion(raw: Database.Database, schema: "main" | "root"): number {
   const row = raw.prepare(`SELECT COALESCE(MAX(version), 0) AS version FROM ${schema}.schema_version`).get() as { version: number };
   return row.version;
-}
-
-/** `org/uid` back to a frozen scope (neither part may contain `/`). */
-export function scopeFrom(key: string): Scope {
-  const slash = key.indexOf("/");
-  return Object.freeze({ org: key.slice(0, slash), uid: key.slice(slash + 1) });
-}
-
-/** Parses a versioned JSON column into a deep-frozen value; an unknown version is refused. */
-export function decodeJson<T>(version: number, text: string): T {
-  if (version !== RECORD_VERSION) {
-    throw new StoreUnavailableError(`a stored record has format version ${version}; this build reads ${RECORD_VERSION}`);
-  }
-  return deepFreeze(JSON.parse(text)) as T;
-}
-
-export function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
-    for (const inner of Object.values(value)) deepFreeze(inner);
-    Object.freeze(value);
-  }
-  return value;
 }

@@ -1,4 +1,5 @@
 import {
+  type ClaimOptions,
   type ClaimResult,
   ConflictError,
   canonicalJson,
@@ -17,52 +18,28 @@ import {
 import {
   closedObject,
   decodeCursor,
+  EXPIRED_EVIDENCE_COLUMN,
+  type ExecutionChange,
+  type ExecutionRow,
+  executionChangeColumns,
+  executionFromRow,
   normalizeCancelCause,
   normalizeClaim,
+  normalizeClaimOptions,
   normalizeFence,
   normalizeReceivedEvidence,
   normalizeReconcile,
   PAGE,
   pageLimit,
   pageOfFetched,
+  RECORD_VERSION,
   scopeKey,
   validateTime,
-} from "@alma-harness/core/testing";
-import { decodeJson, RECORD_VERSION, type SqliteDb } from "./db.js";
-
-interface ExecutionRow {
-  readonly claim: string;
-  readonly state: ExecutionState;
-  readonly fence_token: number;
-  readonly v: number;
-  readonly evidence: string | null;
-  readonly not_dispatched_cause: NotDispatchedCause | null;
-  readonly settlement_id: string | null;
-  readonly updated_at: number;
-}
-
-function toRecord(row: ExecutionRow): ExecutionRecord {
-  const claim = decodeJson<ExecutionClaim>(row.v, row.claim);
-  return Object.freeze({
-    ...claim,
-    state: row.state,
-    fenceToken: row.fence_token,
-    updatedAt: row.updated_at,
-    ...(row.evidence === null ? {} : { evidence: decodeJson<UsageEvidence>(row.v, row.evidence) }),
-    ...(row.not_dispatched_cause === null ? {} : { notDispatchedCause: row.not_dispatched_cause }),
-    ...(row.settlement_id === null ? {} : { settlementId: row.settlement_id }),
-  });
-}
-
-interface Change {
-  readonly state: ExecutionState;
-  readonly evidence?: UsageEvidence;
-  readonly cause?: NotDispatchedCause;
-  readonly settlementId?: string;
-}
+} from "@alma-harness/core/stores";
+import type { SqliteDb } from "./db.js";
+import { checkFence, release, reserve } from "./spend.js";
 
 const BY_ID = "SELECT * FROM execution WHERE scope = ? AND operation_id = ?";
-const EXPIRED_EVIDENCE = canonicalJson({ status: "not_dispatched", cause: "expired" });
 
 /** The execution journal in SQLite: claims insert under an immediate transaction; transitions are conditional updates on (token, state). */
 export class SqliteExecutionStore implements ExecutionStore {
@@ -72,15 +49,22 @@ export class SqliteExecutionStore implements ExecutionStore {
     this.#db = db;
   }
 
-  async claim(claim: ExecutionClaim): Promise<ClaimResult> {
+  async claim(claim: ExecutionClaim, opts?: ClaimOptions): Promise<ClaimResult> {
     const c = normalizeClaim(claim);
+    const o = normalizeClaimOptions(opts);
     const { key } = scopeKey(c.scope);
     const text = canonicalJson(c as unknown as JsonValue);
+    // One transaction: the retry check, the admission fence, the reservation and the claim.
     return this.#db.write((): ClaimResult => {
       const existing = this.#db.stmt(BY_ID).get(key, c.operationId) as ExecutionRow | undefined;
       if (existing) {
         if (existing.claim !== text) throw new ConflictError("execution_conflict", `operation "${c.operationId}" was claimed with different input`);
-        return Object.freeze({ status: "exists", record: toRecord(existing) });
+        return Object.freeze({ status: "exists", record: executionFromRow(existing) });
+      }
+      if (o.admissionId !== undefined) checkFence(this.#db, key, o.admissionId, c.sessionId, c.createdAt);
+      if (o.reservation !== undefined) {
+        const cap = reserve(this.#db, { scopeKey: key, org: c.scope.org, sessionId: c.sessionId, operationId: c.operationId, now: c.createdAt }, o.reservation);
+        if (cap) return Object.freeze({ status: "refused", cap });
       }
       const row = this.#db
         .stmt(
@@ -89,7 +73,7 @@ export class SqliteExecutionStore implements ExecutionStore {
         )
         .get(key, c.operationId, text, c.createdAt, c.deadlineAt, RECORD_VERSION, c.createdAt) as ExecutionRow;
       const fence: Fence = Object.freeze({ scope: c.scope, operationId: c.operationId, token: 1 });
-      return Object.freeze({ status: "claimed", fence, record: toRecord(row) });
+      return Object.freeze({ status: "claimed", fence, record: executionFromRow(row) });
     });
   }
 
@@ -111,14 +95,16 @@ export class SqliteExecutionStore implements ExecutionStore {
 
   async cancelPrepared(fence: Fence, cause: Exclude<NotDispatchedCause, "expired">, now: number): Promise<ExecutionRecord> {
     const c = normalizeCancelCause(cause);
-    return this.#step(fence, now, "prepared", { state: "not_dispatched", cause: c, evidence: { status: "not_dispatched", cause: c } });
+    return this.#step(fence, now, "prepared", { state: "not_dispatched", cause: c, evidence: { status: "not_dispatched", cause: c } }, (key, id) =>
+      release(this.#db, key, id),
+    );
   }
 
   async get(scope: Scope, operationId: string): Promise<ExecutionRecord | undefined> {
     const { key } = scopeKey(scope);
     const id = validateId("operationId", operationId);
     const row = this.#db.guard(() => this.#db.stmt(BY_ID).get(key, id) as ExecutionRow | undefined);
-    return row ? toRecord(row) : undefined;
+    return row ? executionFromRow(row) : undefined;
   }
 
   async list(scope: Scope, opts: { readonly cursor?: string; readonly limit?: number } = {}): Promise<{ readonly items: readonly ExecutionRecord[]; readonly nextCursor?: string }> {
@@ -135,7 +121,7 @@ export class SqliteExecutionStore implements ExecutionStore {
           )
           .all(key, after[0], after[1], limit + 1) as ExecutionRow[],
     );
-    return Object.freeze(pageOfFetched(rows.map(toRecord), limit, (r) => [r.createdAt, r.operationId]));
+    return Object.freeze(pageOfFetched(rows.map(executionFromRow), limit, (r) => [r.createdAt, r.operationId]));
   }
 
   async reconcileExpired(input: { readonly now: number; readonly scope?: Scope }): Promise<readonly ExecutionRecord[]> {
@@ -143,28 +129,33 @@ export class SqliteExecutionStore implements ExecutionStore {
     const only = r.scope === undefined ? undefined : scopeKey(r.scope).key;
     const where = `deadline_at <= ? AND state = ? ${only === undefined ? "" : "AND scope = ?"}`;
     const params = (state: ExecutionState) => (only === undefined ? [r.now, state] : [r.now, state, only]);
-    const rows = this.#db.write(() => [
-      ...(this.#db
+    const rows = this.#db.write(() => {
+      const idle = this.#db
         .stmt(
-          `UPDATE execution SET state = 'not_dispatched', not_dispatched_cause = 'expired', evidence = '${EXPIRED_EVIDENCE}',
+          `UPDATE execution SET state = 'not_dispatched', not_dispatched_cause = 'expired', evidence = '${EXPIRED_EVIDENCE_COLUMN}',
            fence_token = fence_token + 1, updated_at = ? WHERE ${where} RETURNING *`,
         )
-        .all(r.now, ...params("prepared")) as ExecutionRow[]),
+        .all(r.now, ...params("prepared")) as (ExecutionRow & { readonly scope: string; readonly operation_id: string })[];
+      // Never sent: what they held is free again. A fenced record may have spent: it stays held.
+      for (const row of idle) release(this.#db, row.scope, row.operation_id);
+      return [
+        ...idle,
       ...(this.#db
         .stmt(`UPDATE execution SET state = 'fenced', fence_token = fence_token + 1, updated_at = ? WHERE ${where} RETURNING *`)
         .all(r.now, ...params("dispatching")) as ExecutionRow[]),
-    ]);
-    const records = rows.map(toRecord);
+      ];
+    });
+    const records = rows.map(executionFromRow);
     records.sort((a, b) => a.createdAt - b.createdAt || (a.operationId < b.operationId ? -1 : 1));
     return Object.freeze(records);
   }
 
   /** One fenced transition: a conditional update on (token, state); no row changed means the fence is stale. */
-  #step(fence: Fence, now: number, from: ExecutionState, change: Change): ExecutionRecord {
+  #step(fence: Fence, now: number, from: ExecutionState, change: ExecutionChange, effect?: (scopeKey: string, operationId: string) => void): ExecutionRecord {
     const f = normalizeFence(fence);
     const at = validateTime("now", now);
     const { key } = scopeKey(f.scope);
-    const evidence = change.evidence === undefined ? null : canonicalJson(change.evidence as unknown as JsonValue);
+    const cols = executionChangeColumns(change);
     return this.#db.write(() => {
       const row = this.#db
         .stmt(
@@ -172,10 +163,13 @@ export class SqliteExecutionStore implements ExecutionStore {
            settlement_id = COALESCE(?, settlement_id), updated_at = ?
            WHERE scope = ? AND operation_id = ? AND fence_token = ? AND state = ? RETURNING *`,
         )
-        .get(change.state, evidence, change.cause ?? null, change.settlementId ?? null, at, key, f.operationId, f.token, from) as
+        .get(cols.state, cols.evidence, cols.not_dispatched_cause, cols.settlement_id, at, key, f.operationId, f.token, from) as
         | ExecutionRow
         | undefined;
-      if (row) return toRecord(row);
+      if (row) {
+        effect?.(key, f.operationId);
+        return executionFromRow(row);
+      }
       const current = this.#db.stmt(BY_ID).get(key, f.operationId) as ExecutionRow | undefined;
       if (current && current.fence_token === f.token) throw new StaleFenceError(`the record is ${current.state}, not ${from}`);
       throw new StaleFenceError();

@@ -22,7 +22,8 @@ import { SqliteResultStore } from "./results.js";
 import { SqliteSessionStore } from "./sessions.js";
 import { SqliteCostSettlementStore, SqliteSpendStore } from "./settlements.js";
 
-export { defaultRootPath, RECORD_VERSION, type SqliteStoreOptions } from "./db.js";
+export { RECORD_VERSION } from "@alma-harness/core/stores";
+export { defaultRootPath, type SqliteStoreOptions } from "./db.js";
 export { MAIN_MIGRATIONS, type Migration, ROOT_MIGRATIONS } from "./migrations.js";
 
 export interface SqliteStores {

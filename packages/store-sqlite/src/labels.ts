@@ -1,6 +1,6 @@
 import { canonicalJson, normalizeSessionLabels, type Scope, SessionLabelConflictError, SessionLabelErasedError, type SessionLabels, type SessionLabelStore, validateId } from "@alma-harness/core";
-import { scopeKey } from "@alma-harness/core/testing";
-import { deepFreeze, type SqliteDb } from "./db.js";
+import { labelsFromText, scopeKey } from "@alma-harness/core/stores";
+import type { SqliteDb } from "./db.js";
 
 interface LabelRow {
   readonly labels: string | null;
@@ -46,7 +46,7 @@ export class SqliteSessionLabelStore implements SessionLabelStore {
           .get(key, id) as LabelRow | undefined,
     );
     if (!row || row.erased || row.labels === null) return undefined;
-    return deepFreeze(JSON.parse(row.labels) as SessionLabels);
+    return labelsFromText(row.labels);
   }
 
   async erase(scope: Scope, sessionId?: string): Promise<void> {

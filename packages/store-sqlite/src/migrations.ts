@@ -144,6 +144,24 @@ CREATE TABLE audit_events (
 CREATE INDEX audit_scope ON audit_events (scope, seq);
 `,
   },
+  {
+    version: 2,
+    name: "spend reservations",
+    sql: `
+CREATE TABLE spend_reservations (
+  scope TEXT NOT NULL,
+  operation_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  org TEXT NOT NULL,
+  day TEXT NOT NULL,
+  usd_micros INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL,
+  PRIMARY KEY (scope, operation_id)
+) WITHOUT ROWID;
+CREATE INDEX spend_reservations_session ON spend_reservations (scope, session_id, expires_at);
+CREATE INDEX spend_reservations_day ON spend_reservations (org, day, expires_at);
+`,
+  },
 ];
 
 /**

@@ -1,24 +1,7 @@
-import { type ExecutionResultStore, type JsonValue, type ResultRecord, type ResultReservation, type ResultState, type ReserveResult, type Scope, ConflictError, validateId } from "@alma-harness/core";
-import { normalizeEnvelope, normalizeReservation, oversize, putRefusal, resultView, scopeKey, validateTime } from "@alma-harness/core/testing";
-import { decodeJson, RECORD_VERSION, type SqliteDb } from "./db.js";
-
-interface ResultRow {
-  readonly result_id: string;
-  readonly session_id: string;
-  readonly binding: string;
-  readonly sensitivity: ResultRecord["sensitivity"];
-  readonly max_chars: number;
-  readonly expires_at: number;
-  readonly state: ResultState;
-  readonly v: number;
-  readonly envelope: string | null;
-}
-
-function toView(row: ResultRow, now: number): ResultRecord {
-  const envelope = row.envelope === null ? undefined : decodeJson<JsonValue>(row.v, row.envelope);
-  const r = { resultId: row.result_id, sessionId: row.session_id, binding: row.binding, sensitivity: row.sensitivity, expiresAt: row.expires_at };
-  return resultView(r, row.state, envelope, now);
-}
+import { type ExecutionResultStore, type JsonValue, type ResultRecord, type ResultReservation, type ReserveResult, type Scope, ConflictError, validateId } from "@alma-harness/core";
+import { normalizeEnvelope, normalizeFenceOpts, normalizeReservation, oversize, putRefusal, RECORD_VERSION, type ResultRow, resultFromRow, scopeKey, validateTime } from "@alma-harness/core/stores";
+import type { SqliteDb } from "./db.js";
+import { checkFence } from "./spend.js";
 
 /**
  * One result namespace in SQLite: `main.results` for step results, `root.results` (the attached
@@ -38,28 +21,31 @@ export class SqliteResultStore implements ExecutionResultStore {
     const { key } = scopeKey(r.scope);
     return this.#db.write((): ReserveResult => {
       const existing = this.#row(key, r.resultId);
-      if (existing) return Object.freeze({ status: "exists", record: toView(existing, r.createdAt) });
+      if (existing) return Object.freeze({ status: "exists", record: resultFromRow(existing, r.createdAt) });
       const row = this.#db
         .stmt(
           `INSERT INTO ${this.#table} (scope, result_id, session_id, binding, sensitivity, max_chars, expires_at, created_at, state, v)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'reserved', ?) RETURNING *`,
         )
         .get(key, r.resultId, r.sessionId, r.binding, r.sensitivity, r.maxChars, r.expiresAt, r.createdAt, RECORD_VERSION) as ResultRow;
-      return Object.freeze({ status: "reserved", record: toView(row, r.createdAt) });
+      return Object.freeze({ status: "reserved", record: resultFromRow(row, r.createdAt) });
     });
   }
 
-  async put(scope: Scope, resultId: string, envelope: JsonValue, now: number): Promise<ResultRecord> {
+  async put(scope: Scope, resultId: string, envelope: JsonValue, now: number, opts?: { readonly admissionId?: string }): Promise<ResultRecord> {
     const { key } = scopeKey(scope);
     const id = validateId("resultId", resultId);
     const at = validateTime("now", now);
+    const o = normalizeFenceOpts(opts);
     const e = normalizeEnvelope(envelope);
     return this.#db.write(() => {
       const row = this.#row(key, id);
+      // The fence and the write share the transaction (the admissions live in the main file).
+      if (o.admissionId !== undefined && row) checkFence(this.#db, key, o.admissionId, row.session_id, at);
       const refusal = putRefusal(id, row?.state, row?.expires_at ?? 0, at);
       if (refusal || !row) throw refusal;
       if (row.state === "stored") {
-        if (row.envelope === e.text) return toView(row, at);
+        if (row.envelope === e.text) return resultFromRow(row, at);
         throw new ConflictError("result_conflict", `result "${id}" was stored with a different envelope`);
       }
       const tooBig = oversize(e.text, row.max_chars);
@@ -67,7 +53,7 @@ export class SqliteResultStore implements ExecutionResultStore {
       const stored = this.#db
         .stmt(`UPDATE ${this.#table} SET state = 'stored', envelope = ?, v = ? WHERE scope = ? AND result_id = ? RETURNING *`)
         .get(e.text, RECORD_VERSION, key, id) as ResultRow;
-      return toView(stored, at);
+      return resultFromRow(stored, at);
     });
   }
 
@@ -76,7 +62,7 @@ export class SqliteResultStore implements ExecutionResultStore {
     const id = validateId("resultId", resultId);
     const at = validateTime("now", now);
     const row = this.#db.guard(() => this.#row(key, id));
-    return row ? toView(row, at) : undefined;
+    return row ? resultFromRow(row, at) : undefined;
   }
 
   async eraseSession(scope: Scope, sessionId: string): Promise<number> {

@@ -14,25 +14,26 @@ import {
   decodeCursor,
   eventIdsOf,
   lastRotation,
+  type MessageRow,
+  messageFromRow,
   normalizeMessages,
   PAGE,
   pageLimit,
   pageOfFetched,
+  RECORD_VERSION,
+  type SessionSummaryRow,
   scopeKey,
+  sessionSummaryFromRow,
   validateTime,
-} from "@alma-harness/core/testing";
-import { decodeJson, RECORD_VERSION, type SqliteDb } from "./db.js";
+} from "@alma-harness/core/stores";
+import type { SqliteDb } from "./db.js";
+import { checkFence } from "./spend.js";
 
 interface SessionRow {
   readonly revision: number;
   readonly view_offset: number;
   readonly updated_at: number;
   readonly erased: number;
-}
-
-interface MessageRow {
-  readonly v: number;
-  readonly body: string;
 }
 
 const EMPTY: readonly Msg[] = Object.freeze([]);
@@ -55,7 +56,7 @@ export class SqliteSessionStore implements SessionStore {
       const rows = this.#db
         .stmt("SELECT v, body FROM messages WHERE scope = ? AND session_id = ? AND position >= ? ORDER BY position")
         .all(key, id, session.view_offset) as MessageRow[];
-      const messages = Object.freeze(rows.map((r) => decodeJson<Msg>(r.v, r.body)));
+      const messages = Object.freeze(rows.map(messageFromRow));
       return Object.freeze({ messages, revision: session.revision, offset: session.view_offset, erased: false });
     });
   }
@@ -70,7 +71,7 @@ export class SqliteSessionStore implements SessionStore {
     const events = eventIdsOf(batch);
     const bodies = batch.map((m) => JSON.stringify(m));
     return this.#db.write(() => {
-      this.#checkFence(key, id, admissionId, now);
+      checkFence(this.#db, key, admissionId, id, now);
       const session = this.#db.stmt(SESSION).get(key, id) as SessionRow | undefined;
       if (session?.erased) throw new FenceError("the session was erased");
       this.#checkEvents(key, id, events);
@@ -90,15 +91,6 @@ export class SqliteSessionStore implements SessionStore {
         .run(key, id, revision, offset, now);
       return Object.freeze({ revision });
     });
-  }
-
-  #checkFence(key: string, sessionId: string, admissionId: string, now: number): void {
-    const admission = this.#db
-      .stmt("SELECT session_id, state, deadline_at FROM admissions WHERE scope = ? AND admission_id = ?")
-      .get(key, admissionId) as { session_id: string; state: string; deadline_at: number } | undefined;
-    if (admission?.state !== "active" || admission.session_id !== sessionId || now >= admission.deadline_at) {
-      throw new FenceError();
-    }
   }
 
   #checkEvents(key: string, sessionId: string, events: readonly string[]): void {
@@ -126,7 +118,7 @@ export class SqliteSessionStore implements SessionStore {
           )
           .all(key, id, JSON.stringify(ids)) as MessageRow[],
     );
-    return Object.freeze(rows.map((r) => decodeJson<Msg>(r.v, r.body)));
+    return Object.freeze(rows.map(messageFromRow));
   }
 
   async list(scope: Scope, opts: { readonly cursor?: string; readonly limit?: number } = {}): Promise<{ readonly items: readonly SessionSummary[]; readonly nextCursor?: string }> {
@@ -141,9 +133,9 @@ export class SqliteSessionStore implements SessionStore {
             `SELECT session_id, revision, updated_at FROM sessions
              WHERE scope = ? AND erased = 0 AND session_id > ? ORDER BY session_id LIMIT ?`,
           )
-          .all(key, after?.[0] ?? "", limit + 1) as { session_id: string; revision: number; updated_at: number }[],
+          .all(key, after?.[0] ?? "", limit + 1) as SessionSummaryRow[],
     );
-    const items = rows.map((r): SessionSummary => Object.freeze({ sessionId: r.session_id, revision: r.revision, updatedAt: r.updated_at }));
+    const items = rows.map(sessionSummaryFromRow);
     return Object.freeze(pageOfFetched(items, limit, (s) => [s.sessionId]));
   }
 

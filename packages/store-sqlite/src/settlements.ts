@@ -16,20 +16,17 @@ import {
   PAGE,
   pageLimit,
   pageOfFetched,
+  RECORD_VERSION,
+  type SettlementRow,
   scopeKey,
+  settlementFromRow,
+  type TenantDayRow,
+  tenantDayFromRow,
   validateDay,
   validateOrg,
-} from "@alma-harness/core/testing";
-import { decodeJson, RECORD_VERSION, type SqliteDb } from "./db.js";
-
-interface SettlementRow {
-  readonly v: number;
-  readonly record: string;
-}
-
-function toRecord(row: SettlementRow, status: SettlementRecord["status"] = "applied"): SettlementRecord {
-  return Object.freeze({ ...decodeJson<SettlementInput>(row.v, row.record), status });
-}
+} from "@alma-harness/core/stores";
+import type { SqliteDb } from "./db.js";
+import { release } from "./spend.js";
 
 /** Settlements in SQLite: the receipt, its obligations and both spend counters commit in one immediate transaction. */
 export class SqliteCostSettlementStore implements CostSettlementStore {
@@ -48,13 +45,15 @@ export class SqliteCostSettlementStore implements CostSettlementStore {
       const existing = this.#db.stmt("SELECT v, record FROM settlements WHERE scope = ? AND settlement_id = ?").get(key, id) as SettlementRow | undefined;
       if (existing) {
         if (existing.record !== text) throw new SettlementConflictError(id);
-        return toRecord(existing, "replayed");
+        return settlementFromRow(existing, "replayed");
       }
       this.#db
         .stmt("INSERT INTO settlements (scope, settlement_id, session_id, turn_id, at, v, record) VALUES (?, ?, ?, ?, ?, ?, ?)")
         .run(key, id, s.sessionId, s.receipt.turnId, s.at, RECORD_VERSION, text);
       const owe = this.#db.stmt("INSERT INTO settlement_obligations (scope, settlement_id, consumer) VALUES (?, ?, ?)");
       for (const consumer of s.consumers) owe.run(key, id, consumer);
+      // The call's reservation ends in the transaction that counts its actual price.
+      release(this.#db, key, s.receipt.operationId);
       const micros = s.receipt.usdMicros;
       this.#db
         .stmt(
@@ -78,7 +77,7 @@ export class SqliteCostSettlementStore implements CostSettlementStore {
     const row = this.#db.guard(
       () => this.#db.stmt("SELECT v, record FROM settlements WHERE scope = ? AND settlement_id = ?").get(key, id) as SettlementRow | undefined,
     );
-    return row ? toRecord(row) : undefined;
+    return row ? settlementFromRow(row) : undefined;
   }
 
   async list(
@@ -100,7 +99,7 @@ export class SqliteCostSettlementStore implements CostSettlementStore {
           )
           .all(key, sessionId, sessionId, turnId, turnId, after[0], after[1], limit + 1) as SettlementRow[],
     );
-    return Object.freeze(pageOfFetched(rows.map((r) => toRecord(r)), limit, (r) => [r.at, r.receipt.settlementId]));
+    return Object.freeze(pageOfFetched(rows.map((r) => settlementFromRow(r)), limit, (r) => [r.at, r.receipt.settlementId]));
   }
 
   async pending(scope: Scope, consumer: string, limit?: number): Promise<readonly SettlementRecord[]> {
@@ -117,7 +116,7 @@ export class SqliteCostSettlementStore implements CostSettlementStore {
           )
           .all(key, c, max) as SettlementRow[],
     );
-    return Object.freeze(rows.map((r) => toRecord(r)));
+    return Object.freeze(rows.map((r) => settlementFromRow(r)));
   }
 
   async acknowledge(scope: Scope, consumer: string, settlementId: string): Promise<void> {
@@ -158,11 +157,8 @@ export class SqliteSpendStore implements SpendStore {
     const to = o.to === undefined ? "9999-12-31" : validateDay("to", o.to);
     const rows = this.#db.guard(
       () =>
-        this.#db.stmt("SELECT day, usd_micros FROM spend_tenant_days WHERE org = ? AND day >= ? AND day <= ? ORDER BY day").all(tenant, from, to) as {
-          day: string;
-          usd_micros: number;
-        }[],
+        this.#db.stmt("SELECT day, usd_micros FROM spend_tenant_days WHERE org = ? AND day >= ? AND day <= ? ORDER BY day").all(tenant, from, to) as TenantDayRow[],
     );
-    return Object.freeze(rows.map((r) => Object.freeze({ day: r.day, usdMicros: r.usd_micros })));
+    return Object.freeze(rows.map(tenantDayFromRow));
   }
 }

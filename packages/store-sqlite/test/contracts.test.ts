@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { storeContracts } from "@alma-harness/testing";
+import { governedWritesContract, storeContracts } from "@alma-harness/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { createSqliteStores } from "../src/index.js";
 
@@ -9,11 +9,10 @@ const dir = mkdtempSync(join(tmpdir(), "alma-sqlite-contracts-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 let n = 0;
 
-storeContracts(
-  "sqlite",
-  () => {
-    n += 1;
-    return createSqliteStores({ path: join(dir, `db-${n}`, "alma.db"), synchronous: "normal" });
-  },
-  { describe, it, expect },
-);
+const fresh = () => {
+  n += 1;
+  return createSqliteStores({ path: join(dir, `db-${n}`, "alma.db"), synchronous: "normal" });
+};
+
+storeContracts("sqlite", fresh, { describe, it, expect });
+governedWritesContract("sqlite", fresh, { describe, it, expect });

@@ -15,6 +15,7 @@ import { costSettlementStoreContract, type SettlementFixture, spendStoreContract
 export { type AdmissionFixture, admissionStoreContract, admitWith } from "./admissions.js";
 export { type AuditFixture, auditLogContract, recallEvent } from "./audit.js";
 export { claimOf, type ExecutionFixture, executionStoreContract } from "./execution.js";
+export { type GovernedFixture, governedWritesContract } from "./governance.js";
 export {
   assistantMsg,
   BAD_IDS,

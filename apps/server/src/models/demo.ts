@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { ModelClient, ModelRequest, ModelStreamEvent, PriceTable, Usage } from "@alma-harness/core";
-import { FakeModelClient, type ScriptedResponse, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
+import { MODEL_SPECIFICATION_VERSION, type ModelClient, type ModelRequest, type ModelStreamEvent, type PriceTable, ProviderError, type StreamToolCall, type Usage } from "@alma-harness/core";
 import { demoStep } from "./demo-script.js";
 
 export const DEMO_CLIENT_ID = "demo";
@@ -19,27 +18,37 @@ function usageOf(request: ModelRequest, produced: string): Usage {
   return { inputTokens: Math.ceil(prompt / 4), outputTokens: Math.ceil(produced.length / 4) + 1 };
 }
 
-/** One scripted response for this request, built from the demo script's next step. */
-export function demoResponse(request: ModelRequest): ScriptedResponse {
+/**
+ * The events of this request's answer, from the demo script's next step: the text (when there is
+ * any) as one delta, the tool call of a tool step, the usage evidence, then the terminal frame.
+ */
+export function demoEvents(request: ModelRequest): readonly ModelStreamEvent[] {
   const step = demoStep(request);
-  if (step.kind === "text") return scriptedText(step.text, { usage: usageOf(request, step.text) });
-  const args = JSON.stringify(step.input);
-  return scriptedToolCall({ id: `demo_${randomUUID().slice(0, 12)}`, name: step.name, input: step.input }, { text: step.text, usage: usageOf(request, step.text + args) });
+  const toolCalls: readonly StreamToolCall[] =
+    step.kind === "tool" ? [{ id: `demo_${randomUUID().slice(0, 12)}`, name: step.name, arguments: JSON.stringify(step.input) }] : [];
+  const usage = usageOf(request, step.text + toolCalls.map((c) => c.arguments).join(""));
+  return [
+    ...(step.text.length > 0 ? [{ type: "text_delta", text: step.text } as const] : []),
+    ...toolCalls.map((c): ModelStreamEvent => ({ type: "tool_call", ...c })),
+    { type: "usage", evidence: { status: "known", usage } },
+    { type: "response_completed", stopReason: step.kind === "tool" ? "tool_use" : "end_turn", text: step.text, toolCalls, usage },
+  ];
 }
 
 /**
- * The offline demo model: the loop's scripted model (`FakeModelClient`), fed one response per call
- * by the demo script. Push and stream happen in one synchronous step, so concurrent turns never
- * take each other's response. It records every request, like the fake it wraps.
+ * The offline demo model: no network, no timers. Each call's answer is decided when the call is
+ * dispatched (from that request alone), so concurrent turns never take each other's answer. A
+ * stream stops at the call's abort signal, and `return()` closes it.
  */
 export class DemoModelClient implements ModelClient {
+  readonly specificationVersion = MODEL_SPECIFICATION_VERSION;
   readonly id = DEMO_CLIENT_ID;
   readonly provider = "offline-demo";
-  readonly scripted = new FakeModelClient([], { id: DEMO_CLIENT_ID });
+  #calls = 0;
 
   /** How many calls were dispatched to the demo model. */
   get calls(): number {
-    return this.scripted.calls;
+    return this.#calls;
   }
 
   validate(_request: ModelRequest): void {
@@ -47,7 +56,19 @@ export class DemoModelClient implements ModelClient {
   }
 
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
-    this.scripted.push(demoResponse(request));
-    return this.scripted.stream(request, signal);
+    this.#calls += 1;
+    return play(demoEvents(request), signal);
   }
+}
+
+/** The events in order, each pulled only while the call is not aborted. */
+async function* play(events: readonly ModelStreamEvent[], signal: AbortSignal): AsyncGenerator<ModelStreamEvent, void, undefined> {
+  for (const event of events) {
+    if (signal.aborted) throw abortError(signal);
+    yield event;
+  }
+}
+
+function abortError(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new ProviderError("the call was cancelled", { kind: "cancelled", provider: "offline-demo" });
 }

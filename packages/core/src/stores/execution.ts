@@ -1,4 +1,5 @@
-import type { CallKind } from "../caps.js";
+import type { CallKind, PersistentCapName } from "../caps.js";
+import type { ReservationLimits } from "../reservation.js";
 import type { Scope } from "../scope.js";
 import type { NotDispatchedCause, UsageEvidence } from "../usage.js";
 
@@ -41,9 +42,31 @@ export interface Fence {
   readonly token: number;
 }
 
+/**
+ * Money held for a call in flight, taken in the claim's own transaction: `usdMicros` (the call's
+ * worst case) counts toward the session and the tenant-day (`day`, the org's UTC day) from the
+ * claim until the call settles, is cancelled before dispatch or expires as not dispatched, or
+ * until `expiresAt` passes. It is refused when settled spend plus the reservations still held plus
+ * `usdMicros` would pass a limit in `limits`.
+ */
+export interface ClaimReservation {
+  readonly day: string;
+  readonly usdMicros: number;
+  readonly limits: ReservationLimits;
+  readonly expiresAt: number;
+}
+
+export interface ClaimOptions {
+  /** The admission the claim is fenced by: it must be `active` and `claim.createdAt` before its deadline (else `FenceError`). */
+  readonly admissionId?: string;
+  readonly reservation?: ClaimReservation;
+}
+
 export type ClaimResult =
   | { readonly status: "claimed"; readonly fence: Fence; readonly record: ExecutionRecord }
-  | { readonly status: "exists"; readonly record: ExecutionRecord };
+  | { readonly status: "exists"; readonly record: ExecutionRecord }
+  /** The reservation did not fit under a block cap: nothing was claimed or reserved. */
+  | { readonly status: "refused"; readonly cap: PersistentCapName };
 
 /**
  * The durable call journal. Guarantees:
@@ -56,9 +79,16 @@ export type ClaimResult =
  * - `reconcileExpired` turns expired `prepared` records into `not_dispatched` (cause `expired`) and
  *   expired `dispatching` ones into `fenced`, bumping the fence token; it never re-sends.
  * - `cancelPrepared` records the owner's cause once; it refuses `expired`, which only the sweep records.
+ * - With `opts.admissionId`, a claim commits only while that admission (same scope) is `active`
+ *   and `createdAt` is before its deadline, checked in the claim's transaction: else `FenceError`,
+ *   and nothing is claimed. A stale process claims nothing.
+ * - With `opts.reservation`, the claim and the reservation commit together or not at all (see
+ *   `ClaimReservation`); `cancelPrepared` and the sweep's `not_dispatched` release it in their own
+ *   transaction; the settlement of the call's receipt (the receipt whose `operationId` is the
+ *   claim's) releases it in the settlement's transaction. A `fenced` record keeps it until `expiresAt`.
  */
 export interface ExecutionStore {
-  claim(claim: ExecutionClaim): Promise<ClaimResult>;
+  claim(claim: ExecutionClaim, opts?: ClaimOptions): Promise<ClaimResult>;
   dispatch(fence: Fence, now: number): Promise<ExecutionRecord>;
   receive(fence: Fence, evidence: UsageEvidence, now: number): Promise<ExecutionRecord>;
   settle(fence: Fence, settlementId: string, now: number): Promise<ExecutionRecord>;

@@ -41,11 +41,14 @@ export type ReserveResult =
  *   `ValidationError`; an equal second put is a no-op; a different one throws `ConflictError`;
  *   on an erased or expired identity it throws `ErasedError` (tombstones cannot be revived).
  * - `get` reports `expired` at or after `expiresAt` (given `now`) and never returns its envelope.
+ * - With `opts.admissionId`, `put` commits only while that admission (same scope) is `active` and
+ *   `now` is before its deadline, checked in the same transaction (else `FenceError`, nothing
+ *   stored): a stale process stores no final result.
  * - `eraseSession` tombstones every result of the session; `purgeExpired` drops envelopes past expiry.
  */
 export interface ExecutionResultStore {
   reserve(reservation: ResultReservation): Promise<ReserveResult>;
-  put(scope: Scope, resultId: string, envelope: JsonValue, now: number): Promise<ResultRecord>;
+  put(scope: Scope, resultId: string, envelope: JsonValue, now: number, opts?: { readonly admissionId?: string }): Promise<ResultRecord>;
   get(scope: Scope, resultId: string, now: number): Promise<ResultRecord | undefined>;
   eraseSession(scope: Scope, sessionId: string): Promise<number>;
   purgeExpired(now: number): Promise<number>;

@@ -5,7 +5,7 @@ import { errorResult } from "../dispatch.js";
 import type { TurnEnv } from "../env.js";
 import { runHook } from "../execute.js";
 import type { TurnState } from "../state.js";
-import { argumentsOf } from "../stream-validate.js";
+import { argumentsOf } from "@alma-harness/execution";
 import { callableNow, grantCatalog, SEARCH_INPUT_SCHEMA } from "./loads.js";
 import { findTools, type SearchFindings, type SearchRequest } from "./tool-search.js";
 

@@ -6,8 +6,7 @@ import {
   ProviderError,
   type StopReason,
   type StreamToolCall,
-  type Usage,
-} from "@alma-harness/core";
+  type Usage, MODEL_SPECIFICATION_VERSION } from "@alma-harness/core";
 
 /**
  * One scripted response: the events the fake streams for one call. `error` throws before the first
@@ -130,6 +129,7 @@ export class UnexpectedModelCallError extends AlmaError {
  * says how many scripted responses were never consumed.
  */
 export class FakeModelClient implements ModelClient {
+  readonly specificationVersion = MODEL_SPECIFICATION_VERSION;
   readonly id: string;
   /** `fake` unless given: a test of provider-bound proofs names `anthropic` or `openai`. */
   readonly provider: string;

@@ -1,4 +1,4 @@
-import { type ModelRequest, type ModelStreamEvent, ProviderError, type UsageEvidence } from "@alma-harness/core";
+import { MODEL_SPECIFICATION_VERSION, type ModelRequest, type ModelStreamEvent, ProviderError, type UsageEvidence } from "@alma-harness/core";
 import { abortedError, type ErrorFacts, tornError } from "./errors.js";
 import { HttpRefusal, postJson, requestIdOf } from "./http.js";
 import type { StreamTransform } from "./neutral.js";
@@ -113,6 +113,7 @@ function tracker(): Tracker & { promise: Promise<UsageEvidence> } {
 /** Builds the `ModelClient` (and its single-dispatch face) from an adapter's parts. */
 export function createProviderClient(spec: AdapterSpec): ProviderClient {
   return {
+    specificationVersion: MODEL_SPECIFICATION_VERSION,
     id: spec.id,
     provider: spec.provider,
     validate: (request) => spec.validate(request),

@@ -1,19 +1,68 @@
 import { type Scope, validateId } from "../scope.js";
 import { SettlementConflictError } from "../stores/errors.js";
 import type { CostSettlementStore, SettlementInput, SettlementRecord, SpendStore } from "../stores/settlements.js";
-import { normalizeSettlement } from "./normalize.js";
-import { closedObject, decodeCursor, PAGE, pageLimit, pageOf, sameJson, scopeKey, validateDay, validateOrg } from "./rules.js";
+import { normalizeSettlement } from "../stores/normalize.js";
+import { closedObject, decodeCursor, PAGE, pageLimit, pageOf, sameJson, scopeKey, validateDay, validateOrg } from "../stores/rules.js";
+import type { PersistentCapName } from "../caps.js";
+import type { ClaimReservation } from "../stores/execution.js";
+import { reservationRefusal } from "../stores/transitions.js";
+
+interface Held {
+  readonly session: string;
+  readonly org: string;
+  readonly day: string;
+  readonly micros: number;
+  readonly expiresAt: number;
+}
 
 interface Counters {
   readonly sessions: Map<string, number>;
   readonly tenantDays: Map<string, Map<string, number>>;
+  /** `scope operationId` → the money a call in flight holds. */
+  readonly held: Map<string, Held>;
 }
 
 let countersOf: (store: InMemorySpendStore) => Counters;
 
-/** Spend counters in memory. They move only when an `InMemoryCostSettlementStore` built on this store applies a receipt. */
+/**
+ * Reserves a call's worst case on `spend`, synchronously (the memory journal's claim runs this in
+ * its own atomic step): refused with the limit it would pass, or held under `scope operationId`.
+ */
+export function reserveSpend(
+  spend: InMemorySpendStore,
+  at: { readonly scopeKey: string; readonly org: string; readonly sessionId: string; readonly operationId: string; readonly now: number },
+  reservation: ClaimReservation,
+): PersistentCapName | undefined {
+  const counters = countersOf(spend);
+  const session = `${at.scopeKey} ${at.sessionId}`;
+  let heldSession = 0;
+  let heldDay = 0;
+  for (const h of counters.held.values()) {
+    if (h.expiresAt <= at.now) continue;
+    if (h.session === session) heldSession += h.micros;
+    if (h.org === at.org && h.day === reservation.day) heldDay += h.micros;
+  }
+  const use = {
+    session: (counters.sessions.get(session) ?? 0) + heldSession,
+    tenantDay: (counters.tenantDays.get(at.org)?.get(reservation.day) ?? 0) + heldDay,
+  };
+  const refused = reservationRefusal(reservation.limits, use, reservation.usdMicros);
+  if (refused) return refused;
+  counters.held.set(`${at.scopeKey} ${at.operationId}`, { session, org: at.org, day: reservation.day, micros: reservation.usdMicros, expiresAt: reservation.expiresAt });
+  return undefined;
+}
+
+/** Releases what a call held (a no-op when it held nothing). */
+export function releaseSpend(spend: InMemorySpendStore, scopeKeyText: string, operationId: string): void {
+  countersOf(spend).held.delete(`${scopeKeyText} ${operationId}`);
+}
+
+/**
+ * Spend counters in memory. They move only when an `InMemoryCostSettlementStore` built on this
+ * store applies a receipt; reservations are held by an `InMemoryExecutionStore` built on it.
+ */
 export class InMemorySpendStore implements SpendStore {
-  readonly #counters: Counters = { sessions: new Map(), tenantDays: new Map() };
+  readonly #counters: Counters = { sessions: new Map(), tenantDays: new Map(), held: new Map() };
 
   static {
     countersOf = (store) => store.#counters;
@@ -75,6 +124,8 @@ export class InMemoryCostSettlementStore implements CostSettlementStore {
     }
     const record: SettlementRecord = Object.freeze({ ...s, status: "applied" });
     this.#rows.set(rowKey, { record, acknowledged: new Set() });
+    // The call's reservation ends in the same step its actual price is counted.
+    releaseSpend(this.spend, key, s.receipt.operationId);
     const counters = countersOf(this.spend);
     const sessionKey = `${key} ${s.sessionId}`;
     counters.sessions.set(sessionKey, (counters.sessions.get(sessionKey) ?? 0) + s.receipt.usdMicros);

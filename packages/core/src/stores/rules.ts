@@ -158,7 +158,10 @@ export function sameJson(a: unknown, b: unknown): boolean {
   return canonicalJson(a as JsonValue) === canonicalJson(b as JsonValue);
 }
 
-/** A detached deep-frozen copy of plain data (the stores' in and out). */
+/**
+ * A detached deep-frozen copy of plain data: `snapshot` under another name.
+ * @deprecated Use `snapshot` (a checked copy) or `deepFreeze` (in place) from `@alma-harness/core`.
+ */
 export function frozenCopy<T>(value: T): T {
   return snapshot(value) as T;
 }

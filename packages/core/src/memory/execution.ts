@@ -1,30 +1,14 @@
 import { type Scope, validateId } from "../scope.js";
 import { ConflictError, StaleFenceError } from "../stores/errors.js";
-import type { ClaimResult, ExecutionClaim, ExecutionRecord, ExecutionState, ExecutionStore, Fence } from "../stores/execution.js";
+import type { ClaimOptions, ClaimResult, ExecutionClaim, ExecutionRecord, ExecutionState, ExecutionStore, Fence } from "../stores/execution.js";
+import { currentAdmission, type InMemoryAdmissionStore } from "./admissions.js";
+import { type InMemorySpendStore, releaseSpend, reserveSpend } from "./settlements.js";
 import type { NotDispatchedCause, UsageEvidence } from "../usage.js";
-import { normalizeCancelCause, normalizeClaim, normalizeFence, normalizeReceivedEvidence, normalizeReconcile } from "./normalize.js";
-import { closedObject, decodeCursor, PAGE, pageLimit, pageOf, sameJson, scopeKey, validateTime } from "./rules.js";
-
-const CLAIM_FIELDS = [
-  "operationId",
-  "sessionId",
-  "rootKey",
-  "turnId",
-  "kind",
-  "clientId",
-  "model",
-  "priceVersion",
-  "policyVersion",
-  "createdAt",
-  "deadlineAt",
-] as const;
+import { normalizeCancelCause, normalizeClaim, normalizeClaimOptions, normalizeFence, normalizeReceivedEvidence, normalizeReconcile } from "../stores/normalize.js";
+import { closedObject, decodeCursor, PAGE, pageLimit, pageOf, scopeKey, validateTime } from "../stores/rules.js";
+import { expiryChange, fenceRefusal, sameClaim } from "../stores/transitions.js";
 
 const RESOLVED: readonly ExecutionState[] = ["completed", "not_dispatched"];
-
-/** Whether two claims are the same input (a retry), compared field by field. */
-export function sameClaim(a: ExecutionClaim, b: ExecutionClaim): boolean {
-  return sameJson(a.scope, b.scope) && CLAIM_FIELDS.every((f) => a[f] === b[f]);
-}
 
 /**
  * The reference execution journal. Each method validates, then runs synchronously to its end, so a
@@ -32,14 +16,37 @@ export function sameClaim(a: ExecutionClaim, b: ExecutionClaim): boolean {
  */
 export class InMemoryExecutionStore implements ExecutionStore {
   readonly #rows = new Map<string, ExecutionRecord>();
+  readonly #links: { readonly admissions?: InMemoryAdmissionStore; readonly spend?: InMemorySpendStore };
 
-  async claim(claim: ExecutionClaim): Promise<ClaimResult> {
+  /**
+   * `admissions` fences claims that name an admission; `spend` holds their reservations (the same
+   * spend store the settlement store moves). A claim naming either without the link throws.
+   */
+  constructor(links: { readonly admissions?: InMemoryAdmissionStore; readonly spend?: InMemorySpendStore } = {}) {
+    this.#links = links;
+  }
+
+  async claim(claim: ExecutionClaim, opts?: ClaimOptions): Promise<ClaimResult> {
     const c = normalizeClaim(claim);
-    const key = `${scopeKey(c.scope).key} ${c.operationId}`;
+    const o = normalizeClaimOptions(opts);
+    const { key: scopeText } = scopeKey(c.scope);
+    const key = `${scopeText} ${c.operationId}`;
+    const { admissions, spend } = this.#links;
+    if (o.admissionId !== undefined && !admissions) throw new TypeError("this journal was built without an admission store to fence claims on");
+    if (o.reservation !== undefined && !spend) throw new TypeError("this journal was built without a spend store to reserve on");
+    // From here on everything is synchronous: the fence, the reservation and the claim are one step.
     const existing = this.#rows.get(key);
     if (existing) {
       if (!sameClaim(existing, c)) throw new ConflictError("execution_conflict", `operation "${c.operationId}" was claimed with different input`);
       return Object.freeze({ status: "exists", record: existing });
+    }
+    if (o.admissionId !== undefined && admissions) {
+      const refused = fenceRefusal(currentAdmission(admissions, scopeText, o.admissionId), c.sessionId, c.createdAt);
+      if (refused) throw refused;
+    }
+    if (o.reservation !== undefined && spend) {
+      const cap = reserveSpend(spend, { scopeKey: scopeText, org: c.scope.org, sessionId: c.sessionId, operationId: c.operationId, now: c.createdAt }, o.reservation);
+      if (cap) return Object.freeze({ status: "refused", cap });
     }
     const record: ExecutionRecord = Object.freeze({ ...c, state: "prepared", fenceToken: 1, updatedAt: c.createdAt });
     this.#rows.set(key, record);
@@ -68,11 +75,13 @@ export class InMemoryExecutionStore implements ExecutionStore {
 
   async cancelPrepared(fence: Fence, cause: Exclude<NotDispatchedCause, "expired">, now: number): Promise<ExecutionRecord> {
     const c = normalizeCancelCause(cause);
-    return this.#step(fence, now, "prepared", () => ({
-      state: "not_dispatched",
-      notDispatchedCause: c,
-      evidence: Object.freeze({ status: "not_dispatched", cause: c }),
-    }));
+    return this.#step(
+      fence,
+      now,
+      "prepared",
+      () => ({ state: "not_dispatched", notDispatchedCause: c, evidence: Object.freeze({ status: "not_dispatched", cause: c }) }),
+      (row) => this.#release(row),
+    );
   }
 
   async get(scope: Scope, operationId: string): Promise<ExecutionRecord | undefined> {
@@ -102,12 +111,18 @@ export class InMemoryExecutionStore implements ExecutionStore {
       if (!change) continue;
       const next: ExecutionRecord = Object.freeze({ ...row, ...change, fenceToken: row.fenceToken + 1, updatedAt: r.now });
       this.#rows.set(key, next);
+      // Never sent: its money is free again. A fenced record may have spent: it stays held.
+      if (next.state === "not_dispatched") this.#release(next);
       out.push(next);
     }
     return Object.freeze(out.sort(byCreated));
   }
 
-  #step(fence: Fence, now: number, from: ExecutionState, change: () => Partial<ExecutionRecord>): ExecutionRecord {
+  #release(row: ExecutionRecord): void {
+    if (this.#links.spend) releaseSpend(this.#links.spend, scopeKey(row.scope).key, row.operationId);
+  }
+
+  #step(fence: Fence, now: number, from: ExecutionState, change: () => Partial<ExecutionRecord>, effect?: (row: ExecutionRecord) => void): ExecutionRecord {
     const f = normalizeFence(fence);
     const at = validateTime("now", now);
     const key = `${scopeKey(f.scope).key} ${f.operationId}`;
@@ -116,17 +131,9 @@ export class InMemoryExecutionStore implements ExecutionStore {
     if (row.state !== from) throw new StaleFenceError(`the record is ${row.state}, not ${from}`);
     const next: ExecutionRecord = Object.freeze({ ...row, ...change(), updatedAt: at });
     this.#rows.set(key, next);
+    effect?.(next);
     return next;
   }
-}
-
-/** What the sweep makes of an expired record: prepared ones were never sent, dispatching ones may have been. */
-export function expiryChange(state: ExecutionState): Partial<ExecutionRecord> | undefined {
-  if (state === "prepared") {
-    return { state: "not_dispatched", notDispatchedCause: "expired", evidence: Object.freeze({ status: "not_dispatched", cause: "expired" }) };
-  }
-  if (state === "dispatching") return { state: "fenced" };
-  return undefined;
 }
 
 function byCreated(a: ExecutionRecord, b: ExecutionRecord): number {

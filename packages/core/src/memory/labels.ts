@@ -1,7 +1,7 @@
 import { type Scope, validateId } from "../scope.js";
 import { SessionLabelConflictError, SessionLabelErasedError } from "../stores/errors.js";
 import { normalizeSessionLabels, type SessionLabels, type SessionLabelStore } from "../stores/labels.js";
-import { sameJson, scopeKey } from "./rules.js";
+import { sameJson, scopeKey } from "../stores/rules.js";
 
 /**
  * The reference label store. A tombstone (one session) or a seal (a whole scope) is permanent:

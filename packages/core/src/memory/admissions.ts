@@ -1,8 +1,8 @@
 import { validateId } from "../scope.js";
 import type { Admission, AdmissionState, AdmissionStore, AdmitResult } from "../stores/admissions.js";
 import { ConflictError } from "../stores/errors.js";
-import { normalizeAdmit, normalizeReleaseExpired } from "./normalize.js";
-import { scopeKey } from "./rules.js";
+import { normalizeAdmit, normalizeReleaseExpired } from "../stores/normalize.js";
+import { scopeKey } from "../stores/rules.js";
 
 const HOLDING: readonly AdmissionState[] = ["active", "uncertain"];
 

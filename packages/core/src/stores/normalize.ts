@@ -4,13 +4,24 @@ import type { Msg } from "../messages.js";
 import { SENSITIVITIES } from "../routing.js";
 import { type Scope, validateId } from "../scope.js";
 import { canonicalJson, type JsonValue, snapshot, snapshotOnce } from "../snapshot.js";
-import type { AdmissionKind } from "../stores/admissions.js";
-import type { AuditEvent, Trail } from "../stores/audit.js";
-import type { ExecutionClaim, Fence } from "../stores/execution.js";
-import type { ResultReservation } from "../stores/results.js";
-import type { SettlementInput } from "../stores/settlements.js";
+import type { AdmissionKind } from "./admissions.js";
+import type { AuditEvent, Trail } from "./audit.js";
+import type { ClaimOptions, ClaimReservation, ExecutionClaim, Fence } from "./execution.js";
+import type { ResultReservation } from "./results.js";
+import type { SettlementInput } from "./settlements.js";
 import { type NotDispatchedCause, type Usage, type UsageEvidence, usageProblem } from "../usage.js";
-import { closedObject, scopeKey, validateCount, validateDay, validateName, validateOneOf, validateTime } from "./rules.js";
+import {
+  closedObject,
+  decodeCursor,
+  PAGE,
+  pageLimit,
+  scopeKey,
+  validateCount,
+  validateDay,
+  validateName,
+  validateOneOf,
+  validateTime,
+} from "./rules.js";
 
 /** The closed records the stores accept, normalized once for every implementation. */
 
@@ -85,21 +96,24 @@ export function viewOffset(messages: readonly Msg[]): number {
   return Math.max(0, lastRotation(messages));
 }
 
+/** The fields of a claim besides its scope, in the order a retry is compared. */
+export const CLAIM_FIELDS = [
+  "operationId",
+  "sessionId",
+  "rootKey",
+  "turnId",
+  "kind",
+  "clientId",
+  "model",
+  "priceVersion",
+  "policyVersion",
+  "createdAt",
+  "deadlineAt",
+] as const;
+const CLAIM_KEYS: readonly string[] = ["scope", ...CLAIM_FIELDS];
+
 export function normalizeClaim(claim: unknown): ExecutionClaim {
-  const c = closedObject("claim", claim, [
-    "scope",
-    "operationId",
-    "sessionId",
-    "rootKey",
-    "turnId",
-    "kind",
-    "clientId",
-    "model",
-    "priceVersion",
-    "policyVersion",
-    "createdAt",
-    "deadlineAt",
-  ]);
+  const c = closedObject("claim", claim, CLAIM_KEYS);
   const out: ExecutionClaim = {
     scope: scopeKey(c.scope).scope,
     operationId: validateId("operationId", c.operationId),
@@ -277,6 +291,25 @@ export function normalizeAuditEvent(event: unknown): AuditEvent {
   return Object.freeze({ ...copy, scope }) as unknown as AuditEvent;
 }
 
+/** A validated audit query: filters, page size and the position after which to read. */
+export function normalizeAuditQuery(query: unknown): {
+  readonly sessionId?: string;
+  readonly turnId?: string;
+  readonly trail?: Trail;
+  readonly after?: number;
+  readonly limit: number;
+} {
+  const q = closedObject("query", query ?? {}, ["sessionId", "turnId", "trail", "cursor", "limit"]);
+  const after = decodeCursor(q.cursor, ["number"]);
+  return {
+    ...(q.sessionId === undefined ? {} : { sessionId: validateId("sessionId", q.sessionId) }),
+    ...(q.turnId === undefined ? {} : { turnId: validateId("turnId", q.turnId) }),
+    ...(q.trail === undefined ? {} : { trail: validateOneOf("trail", q.trail, TRAILS) }),
+    ...(after === undefined ? {} : { after: after[0] as number }),
+    limit: pageLimit(q.limit, PAGE.audit.def, PAGE.audit.max),
+  };
+}
+
 export interface AdmitInput {
   readonly scope: Scope;
   readonly sessionId: string;
@@ -313,4 +346,33 @@ export function normalizeReconcile(input: unknown): { readonly scope?: Scope; re
   const r = closedObject("reconcileExpired", input, ["scope", "now"]);
   const now = validateTime("now", r.now);
   return r.scope === undefined ? { now } : { scope: scopeKey(r.scope).scope, now };
+}
+
+/** The claim's options, validated and frozen: the admission that fences it and the reservation it holds. */
+export function normalizeClaimOptions(opts: unknown): ClaimOptions {
+  if (opts === undefined) return Object.freeze({});
+  const o = closedObject("opts", opts, ["admissionId", "reservation"]);
+  const out: { admissionId?: string; reservation?: ClaimReservation } = {};
+  if (o.admissionId !== undefined) out.admissionId = validateId("opts.admissionId", o.admissionId);
+  if (o.reservation !== undefined) {
+    const r = closedObject("opts.reservation", o.reservation, ["day", "usdMicros", "limits", "expiresAt"]);
+    const l = closedObject("opts.reservation.limits", r.limits, ["perSessionUsd", "perTenantDayUsd"]);
+    const limits: { perSessionUsd?: number; perTenantDayUsd?: number } = {};
+    if (l.perSessionUsd !== undefined) limits.perSessionUsd = validateCount("opts.reservation.limits.perSessionUsd", l.perSessionUsd);
+    if (l.perTenantDayUsd !== undefined) limits.perTenantDayUsd = validateCount("opts.reservation.limits.perTenantDayUsd", l.perTenantDayUsd);
+    out.reservation = Object.freeze({
+      day: validateDay("opts.reservation.day", r.day),
+      usdMicros: validateCount("opts.reservation.usdMicros", r.usdMicros),
+      limits: Object.freeze(limits),
+      expiresAt: validateTime("opts.reservation.expiresAt", r.expiresAt),
+    });
+  }
+  return Object.freeze(out);
+}
+
+/** A write's admission fence (`put`'s options), validated. */
+export function normalizeFenceOpts(opts: unknown): { readonly admissionId?: string } {
+  if (opts === undefined) return Object.freeze({});
+  const o = closedObject("opts", opts, ["admissionId"]);
+  return Object.freeze(o.admissionId === undefined ? {} : { admissionId: validateId("opts.admissionId", o.admissionId) });
 }

@@ -1,10 +1,11 @@
 import type { Msg } from "../messages.js";
+import { fenceRefusal } from "../stores/transitions.js";
 import { type Scope, validateId } from "../scope.js";
 import { DuplicateEventError, FenceError } from "../stores/errors.js";
 import type { AppendOpts, SessionStore, SessionSummary, SessionView } from "../stores/sessions.js";
 import { currentAdmission, type InMemoryAdmissionStore } from "./admissions.js";
-import { eventIdsOf, lastRotation, normalizeMessages } from "./normalize.js";
-import { closedObject, decodeCursor, PAGE, pageLimit, pageOf, scopeKey, validateTime } from "./rules.js";
+import { eventIdsOf, lastRotation, normalizeMessages } from "../stores/normalize.js";
+import { closedObject, decodeCursor, PAGE, pageLimit, pageOf, scopeKey, validateTime } from "../stores/rules.js";
 
 interface Log {
   /** Append-only; every message is a frozen snapshot, stored once and shared with every reader. */
@@ -55,9 +56,8 @@ export class InMemorySessionStore implements SessionStore {
     const ids = eventIdsOf(batch);
     // From here on everything is synchronous: the fence check and the write are one step.
     const admission = currentAdmission(this.#admissions, scopeKey(scope).key, admissionId);
-    if (admission?.state !== "active" || admission.sessionId !== sessionId || now >= admission.deadlineAt) {
-      throw new FenceError();
-    }
+    const refused = fenceRefusal(admission, sessionId, now);
+    if (refused) throw refused;
     const log = this.#logs.get(key) ?? emptyLog(now, false);
     if (log.erased) throw new FenceError("the session was erased");
     const seen = new Set<string>();

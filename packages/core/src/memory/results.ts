@@ -1,47 +1,16 @@
-import { ValidationError } from "../errors.js";
 import { type Scope, validateId } from "../scope.js";
 import { canonicalJson, type JsonValue, snapshotOnce } from "../snapshot.js";
-import { ConflictError, ErasedError } from "../stores/errors.js";
+import { ConflictError } from "../stores/errors.js";
 import type { ExecutionResultStore, ResultRecord, ResultReservation, ResultState, ReserveResult } from "../stores/results.js";
-import { normalizeReservation } from "./normalize.js";
-import { scopeKey, validateTime } from "./rules.js";
+import { normalizeFenceOpts, normalizeReservation } from "../stores/normalize.js";
+import { currentAdmission, type InMemoryAdmissionStore } from "./admissions.js";
+import { scopeKey, validateTime } from "../stores/rules.js";
+import { fenceRefusal, oversize, putRefusal, resultView } from "../stores/transitions.js";
 
 interface Row {
   readonly reservation: ResultReservation;
   readonly state: ResultState;
   readonly envelope?: JsonValue;
-}
-
-/** The record a reader sees at `now`: past `expiresAt` it is `expired` and never carries its envelope. */
-export function resultView(
-  r: { readonly resultId: string; readonly sessionId: string; readonly binding: string; readonly sensitivity: ResultRecord["sensitivity"]; readonly expiresAt: number },
-  state: ResultState,
-  envelope: JsonValue | undefined,
-  now: number,
-): ResultRecord {
-  const live = state === "reserved" || state === "stored";
-  const seen: ResultState = live && now >= r.expiresAt ? "expired" : state;
-  return Object.freeze({
-    resultId: r.resultId,
-    sessionId: r.sessionId,
-    binding: r.binding,
-    state: seen,
-    sensitivity: r.sensitivity,
-    expiresAt: r.expiresAt,
-    ...(seen === "stored" && envelope !== undefined ? { envelope } : {}),
-  });
-}
-
-/** Why a put cannot land on an identity in `state` at `now`, as the contract's typed error. */
-export function putRefusal(resultId: string, state: ResultState | undefined, expiresAt: number, now: number): Error | undefined {
-  if (state === undefined) return new ConflictError("result_not_reserved", `result "${resultId}" was never reserved`);
-  if (state === "erased" || state === "expired" || now >= expiresAt) return new ErasedError(`result "${resultId}"`);
-  return undefined;
-}
-
-export function oversize(text: string, maxChars: number): ValidationError | undefined {
-  if (text.length <= maxChars) return undefined;
-  return new ValidationError("envelope", "max_chars", `the envelope's JSON text is ${text.length} characters, over maxChars ${maxChars}`);
 }
 
 /**
@@ -50,6 +19,12 @@ export function oversize(text: string, maxChars: number): ValidationError | unde
  */
 export class InMemoryExecutionResultStore implements ExecutionResultStore {
   readonly #rows = new Map<string, Row>();
+  readonly #admissions: InMemoryAdmissionStore | undefined;
+
+  /** `admissions` fences a `put` that names an admission (a root's final result). */
+  constructor(links: { readonly admissions?: InMemoryAdmissionStore } = {}) {
+    this.#admissions = links.admissions;
+  }
 
   async reserve(reservation: ResultReservation): Promise<ReserveResult> {
     const r = normalizeReservation(reservation);
@@ -61,11 +36,19 @@ export class InMemoryExecutionResultStore implements ExecutionResultStore {
     return Object.freeze({ status: "reserved", record: this.#view(row, r.createdAt) });
   }
 
-  async put(scope: Scope, resultId: string, envelope: JsonValue, now: number): Promise<ResultRecord> {
-    const key = `${scopeKey(scope).key} ${validateId("resultId", resultId)}`;
+  async put(scope: Scope, resultId: string, envelope: JsonValue, now: number, opts?: { readonly admissionId?: string }): Promise<ResultRecord> {
+    const { key: scopeText } = scopeKey(scope);
+    const key = `${scopeText} ${validateId("resultId", resultId)}`;
     const at = validateTime("now", now);
+    const o = normalizeFenceOpts(opts);
+    if (o.admissionId !== undefined && !this.#admissions) throw new TypeError("this result store was built without an admission store to fence puts on");
     const copy = snapshotOnce(envelope);
+    // From here on everything is synchronous: the fence check and the write are one step.
     const row = this.#rows.get(key);
+    if (o.admissionId !== undefined && this.#admissions && row) {
+      const refused = fenceRefusal(currentAdmission(this.#admissions, scopeText, o.admissionId), row.reservation.sessionId, at);
+      if (refused) throw refused;
+    }
     const refusal = putRefusal(resultId, row?.state, row?.reservation.expiresAt ?? 0, at);
     if (refusal || !row) throw refusal;
     if (row.state === "stored") {

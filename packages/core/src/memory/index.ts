@@ -1,0 +1,13 @@
+/**
+ * `@alma-harness/core/memory`: every store contract in memory, the reference implementations.
+ * Deterministic and volatile: each method validates with the same rules as the durable stores
+ * (`@alma-harness/core/stores`), then runs synchronously to its end, so every call is one atomic
+ * step. For tests, demos and single-process hosts that need nothing to outlive the process.
+ */
+export { InMemoryAdmissionStore } from "./admissions.js";
+export { InMemoryAuditLog } from "./audit.js";
+export { InMemoryExecutionStore } from "./execution.js";
+export { InMemorySessionLabelStore } from "./labels.js";
+export { InMemoryExecutionResultStore } from "./results.js";
+export { InMemorySessionStore } from "./sessions.js";
+export { InMemoryCostSettlementStore, InMemorySpendStore } from "./settlements.js";

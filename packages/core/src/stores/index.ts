@@ -1,0 +1,77 @@
+/**
+ * `@alma-harness/core/stores`: the rules every store implementation applies before any I/O
+ * (scope keys, closed records, normalizers, cursors and pages), what a stored record becomes, and
+ * the row codecs the SQL stores share, so memory, SQLite and PostgreSQL accept and refuse exactly
+ * the same input and return the same records. The store interfaces themselves are exported from
+ * `@alma-harness/core`.
+ */
+export {
+  type AdmitInput,
+  eventIdsOf,
+  lastRotation,
+  normalizeAdmit,
+  normalizeAuditEvent,
+  normalizeAuditQuery,
+  normalizeCancelCause,
+  normalizeClaim,
+  normalizeClaimOptions,
+  normalizeEnvelope,
+  normalizeFence,
+  normalizeFenceOpts,
+  normalizeMessages,
+  normalizeReceivedEvidence,
+  normalizeReconcile,
+  normalizeReleaseExpired,
+  normalizeReservation,
+  normalizeSettlement,
+  normalizeUsage,
+  TRAILS,
+  viewOffset,
+} from "./normalize.js";
+export {
+  closedObject,
+  type CursorPart,
+  compareKeys,
+  decodeCursor,
+  encodeCursor,
+  frozenCopy,
+  PAGE,
+  pageLimit,
+  pageOf,
+  pageOfFetched,
+  sameJson,
+  scopeKey,
+  validateCount,
+  validateDay,
+  validateName,
+  validateOneOf,
+  validateOrg,
+  validateTime,
+} from "./rules.js";
+export { expiryChange, fenceRefusal, oversize, putRefusal, reservationRefusal, resultView, sameClaim } from "./transitions.js";
+export {
+  type AdmissionRow,
+  type AuditRow,
+  admissionFromRow,
+  auditFromRow,
+  decodeJson,
+  EXPIRED_EVIDENCE_COLUMN,
+  type ExecutionChange,
+  type ExecutionChangeColumns,
+  type ExecutionRow,
+  executionChangeColumns,
+  executionFromRow,
+  labelsFromText,
+  type MessageRow,
+  messageFromRow,
+  RECORD_VERSION,
+  type ResultRow,
+  resultFromRow,
+  type SessionSummaryRow,
+  type SettlementRow,
+  scopeFromKey,
+  sessionSummaryFromRow,
+  settlementFromRow,
+  type TenantDayRow,
+  tenantDayFromRow,
+} from "./codecs.js";

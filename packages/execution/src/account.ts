@@ -1,0 +1,56 @@
+import type { BudgetCapName, CostReceipt } from "@alma-harness/core";
+
+/** What the governed call keeps per turn; only this package reads or moves it. */
+export interface Ledger {
+  /** Micro-dollars settled by the turn's calls. */
+  spentMicros: number;
+  /** Worst cases held by the turn's calls in flight (main and children). */
+  reservedMicros: number;
+  /** Calls claimed in the journal (refused calls are not counted). */
+  calls: number;
+  readonly receipts: CostReceipt[];
+  /** Caps already warned about in this turn (warnings are deduplicated per turn). */
+  readonly warned: Set<BudgetCapName>;
+}
+
+let ledgerOf: (account: TurnAccount) => Ledger;
+
+/**
+ * One turn's money, shared by every call of its root (main, direct, delegate, summary). Opened by
+ * `GovernedCalls.account()`; callers read it, only the governed call moves it. A per-turn block cap
+ * is checked against what is settled plus what the turn's calls in flight hold, synchronously, so
+ * parallel children can never overrun it.
+ */
+export class TurnAccount {
+  readonly #ledger: Ledger = { spentMicros: 0, reservedMicros: 0, calls: 0, receipts: [], warned: new Set() };
+
+  static {
+    ledgerOf = (account) => account.#ledger;
+  }
+
+  /** Micro-dollars settled so far. */
+  get spentMicros(): number {
+    return this.#ledger.spentMicros;
+  }
+
+  /** Micro-dollars held by calls in flight. */
+  get reservedMicros(): number {
+    return this.#ledger.reservedMicros;
+  }
+
+  /** Calls claimed in the journal. */
+  get calls(): number {
+    return this.#ledger.calls;
+  }
+
+  /** Every settled receipt, in settlement order. */
+  get receipts(): readonly CostReceipt[] {
+    return this.#ledger.receipts;
+  }
+}
+
+/** The ledger behind an account, for the governed call alone. */
+export function ledger(account: TurnAccount): Ledger {
+  if (!(account instanceof TurnAccount)) throw new TypeError("a governed call needs the TurnAccount its GovernedCalls opened");
+  return ledgerOf(account);
+}

@@ -1,0 +1,162 @@
+import {
+  type CallKind,
+  capsCrossedBy,
+  type CostReceipt,
+  type Fence,
+  type ModelChoice,
+  type ModelClient,
+  type ModelRequest,
+  priceUsage,
+  ProviderError,
+  SettlementConflictError,
+  stopTag,
+  type UncertainCause,
+  type UsageEvidence,
+  utcDay,
+  ZERO_USAGE,
+} from "@alma-harness/core";
+import { AbortedError, abortRacer, abortReason, RELEASED, startTimer } from "./abort.js";
+import type { Ledger } from "./account.js";
+import { attestedRejection } from "./attest.js";
+import { StreamInvalidError, StreamTornError, UncertainCallError } from "./errors.js";
+import type { CallIdentity, CallOptions, CallOutcome, ResolvedCallsConfig } from "./governed-call.js";
+import { collectStep, type StepOutput, type StreamSeen } from "./stream-validate.js";
+import { costTrail, servedTrail } from "./trails.js";
+
+/** One claimed call, as `run` hands it on: plain data and the turn's ledger. */
+export interface ClaimedCall {
+  readonly config: ResolvedCallsConfig;
+  readonly identity: CallIdentity;
+  readonly client: ModelClient;
+  readonly choice: ModelChoice;
+  readonly request: ModelRequest;
+  readonly options: CallOptions;
+  readonly fence: Fence;
+  readonly books: Ledger;
+  /** The worst case the turn's ledger holds for this call until it settles. */
+  readonly worst: number;
+  /** Spend read before the call, the base of the crossings it reports (absent: no session or tenant-day cap). */
+  readonly before: { readonly sessionMicros: number; readonly tenantDayMicros: number } | undefined;
+  readonly now: number;
+}
+
+/**
+ * Opens the stream under the round's own deadline and the turn's signal, validates it, settles it.
+ * A refusal attested before anything streamed settles at zero and is returned as `rejected`.
+ */
+export async function dispatchAndSettle(call: ClaimedCall): Promise<CallOutcome> {
+  const { config, options, fence, now, client, request, choice } = call;
+  const turn = options.signal;
+  const round = new AbortController();
+  // Only this function aborts the round (the turn's abort, the round's timer, its end), so each
+  // abort interrupts the pending pull itself: no listener on the round's own signal.
+  const racer = abortRacer(round.signal);
+  const stop = (reason: unknown) => {
+    round.abort(reason);
+    racer.interrupt();
+  };
+  const onTurnAbort = () => stop(turn.reason);
+  turn.addEventListener("abort", onTurnAbort, { once: true });
+  if (turn.aborted) round.abort(turn.reason);
+  // One timer for the round's own deadline, released with the round; never armed for a stopped round.
+  const cancelTimer = round.signal.aborted ? undefined : startTimer(config.clock, options.roundTimeoutMs, () => stop(new AbortedError("timeout")), round.signal);
+  const seen: StreamSeen = { content: 0, usage: undefined };
+  let output: StepOutput | undefined;
+  let rejected: { readonly proof: NonNullable<ReturnType<typeof attestedRejection>>; readonly error: ProviderError } | undefined;
+  try {
+    if (round.signal.aborted) {
+      call.books.reservedMicros -= call.worst;
+      await config.journal.cancelPrepared(fence, "aborted", now).catch(() => undefined);
+      throw abortReason(round.signal);
+    }
+    // Committed before any byte leaves: a crash after this line is a `dispatching` record the sweep fences.
+    await config.journal.dispatch(fence, now);
+    output = await collectStep(client.stream(request, round.signal), options.seenCallIds, racer.race, seen);
+  } catch (error) {
+    const proof = attestedRejection(error, client, choice, seen, turn);
+    if (proof === undefined) {
+      // No effect of this round is kept; what was sent is on the journal with unknown usage, and
+      // its reservation stays held: it may have been spent.
+      await config.journal.receive(fence, { status: "unknown" }, now).catch(() => undefined);
+      throw classify(call.identity.kind, client, error, turn);
+    }
+    rejected = { proof, error: error as ProviderError };
+  } finally {
+    cancelTimer?.();
+    turn.removeEventListener("abort", onTurnAbort);
+    round.abort(RELEASED);
+  }
+  if (rejected || !output) {
+    const { proof, error } = rejected as NonNullable<typeof rejected>;
+    const receipt = await settle(call, { status: "known", usage: ZERO_USAGE }, "none");
+    return { status: "rejected", proof, error, receipt };
+  }
+  const receipt = await settle(call, output.evidence, output.stopReason);
+  await servedTrail(config.audit, call.identity, choice, options, receipt, now);
+  return { status: "settled", output, receipt };
+}
+
+/** Keeps the evidence, prices it, settles once, completes the journal record, writes the cost trail. */
+async function settle(call: ClaimedCall, evidence: UsageEvidence, stop: string): Promise<CostReceipt> {
+  const { config, identity, fence, now, books } = call;
+  const kind = identity.kind;
+  let receipt: CostReceipt;
+  try {
+    await config.journal.receive(fence, evidence, now);
+    if (evidence.status !== "known") throw new UncertainCallError(`call:${kind}:unsettled:${stopTag(stop)}`, `usage of ${identity.operationId} is ${evidence.status}; its cost cannot be settled`);
+    const priced = priceUsage(config.prices, call.choice.model, evidence.usage);
+    if (priced.status !== "priced") {
+      throw new UncertainCallError(`call:${kind}:unsettled:${stopTag(stop)}`, `usage of ${identity.operationId} cannot be priced (missing ${priced.missing})`);
+    }
+    const draft: CostReceipt = {
+      settlementId: `${identity.operationId}:settlement`,
+      operationId: identity.operationId,
+      turnId: identity.turnId,
+      kind,
+      clientId: call.choice.clientId,
+      model: call.choice.model,
+      serviceTier: priced.serviceTier,
+      usage: evidence.usage,
+      usdMicros: priced.usdMicros,
+      priceVersion: priced.priceVersion,
+      capsCrossed: crossings(call, priced.usdMicros),
+    };
+    // The one accounting path: a replay of this id returns the original receipt, a changed one
+    // throws. The store releases the call's reservation in the same transaction.
+    const settled = await config.settlements.settle({ scope: identity.scope, sessionId: identity.sessionId, day: utcDay(now), receipt: draft, at: now, consumers: config.consumers });
+    receipt = settled.receipt;
+    books.reservedMicros -= call.worst;
+    books.spentMicros += receipt.usdMicros;
+    books.receipts.push(receipt);
+    await config.journal.settle(fence, receipt.settlementId, now);
+    await config.journal.complete(fence, now);
+  } catch (error) {
+    if (error instanceof UncertainCallError) throw error;
+    const cause: UncertainCause = error instanceof SettlementConflictError ? `call:${kind}:settlement_conflict` : `call:${kind}:error`;
+    throw new UncertainCallError(cause, (error as Error)?.message ?? String(error), error);
+  }
+  await costTrail(config.audit, identity, receipt, books, (cap) => config.caps[cap]?.onExceeded ?? "warn", now);
+  return receipt;
+}
+
+/** The caps this call's settlement crosses: the turn's settled spend, and the session and tenant-day read before it. */
+function crossings(call: ClaimedCall, micros: number): CostReceipt["capsCrossed"] {
+  const turn = call.books.spentMicros;
+  const session = call.before?.sessionMicros ?? 0;
+  const tenantDay = call.before?.tenantDayMicros ?? 0;
+  return capsCrossedBy(call.config.caps, { turn, session, tenantDay }, { turn: turn + micros, session: session + micros, tenantDay: tenantDay + micros });
+}
+
+function classify(kind: CallKind, client: ModelClient, error: unknown, turnSignal: AbortSignal): UncertainCallError {
+  if (turnSignal.aborted) {
+    const reason = abortReason(turnSignal);
+    const cause = reason instanceof AbortedError && reason.reason === "deadline" ? "deadline" : "cancelled";
+    return new UncertainCallError(cause, reason.message, reason);
+  }
+  if (error instanceof AbortedError && error.reason === "timeout") return new UncertainCallError(`call:${kind}:aborted`, "the model round timed out", error);
+  if (error instanceof StreamInvalidError) return new UncertainCallError(`call:${kind}:invalid:none:${error.rule}`, error.message, error);
+  if (error instanceof StreamTornError) return new UncertainCallError(`call:${kind}:torn:none`, error.message, error);
+  // Only an attested refusal, settled at zero, is `rejected:<proof>`: a proof the evidence contradicts is an ordinary failure.
+  if (error instanceof ProviderError) return new UncertainCallError(`call:${kind}:${error.kind}:none`, error.message, error);
+  return new UncertainCallError(`call:${kind}:error`, `${client.id}: ${(error as Error)?.message ?? String(error)}`, error);
+}

@@ -1,0 +1,90 @@
+import type { AuditEvent, AuditLog, CostEvent, CostReceipt, ModelChoice } from "@alma-harness/core";
+import type { Ledger } from "./account.js";
+import { UncertainCallError } from "./errors.js";
+import type { CallIdentity, CallOptions } from "./governed-call.js";
+
+/** Every trail event is awaited; a sink that fails makes the call uncertain (`audit`) and stops what follows. */
+export async function durable(audit: AuditLog, event: AuditEvent): Promise<void> {
+  try {
+    await audit.append(event);
+  } catch (error) {
+    throw new UncertainCallError("audit", `the ${event.trail} trail could not be written`, error);
+  }
+}
+
+function routingBase(identity: CallIdentity, choice: ModelChoice, options: CallOptions, at: number) {
+  const route = options.route;
+  return {
+    scope: identity.scope,
+    sessionId: identity.sessionId,
+    turnId: identity.turnId,
+    callId: identity.operationId,
+    at,
+    trail: "routing" as const,
+    kind: identity.kind,
+    tier: route.tier,
+    sensitivity: route.sensitivity,
+    clientId: choice.clientId,
+    model: choice.model,
+    cacheTtl: choice.cache === false ? ("off" as const) : choice.cache.ttl,
+    ...(choice.reasoning ? { reasoning: choice.reasoning } : {}),
+    ...(choice.serviceTier ? { requestedTier: choice.serviceTier } : {}),
+    ...(route.parentCallId ? { parentCallId: route.parentCallId } : {}),
+  };
+}
+
+/** Before egress: the routing record, and for a main step the lifecycle `model.request` record. */
+export async function requestTrails(audit: AuditLog, identity: CallIdentity, choice: ModelChoice, options: CallOptions, at: number): Promise<void> {
+  await durable(audit, routingBase(identity, choice, options, at));
+  const step = options.lifecycle;
+  if (step === undefined) return;
+  await durable(audit, {
+    scope: identity.scope,
+    sessionId: identity.sessionId,
+    turnId: identity.turnId,
+    callId: identity.operationId,
+    at,
+    trail: "lifecycle",
+    action: "model.request",
+    step: step.step,
+    contextVersion: step.contextVersion,
+    messageRevision: step.messageRevision,
+  });
+}
+
+/** After settlement: the routing trail's second record, the tier the wire says served the call (pricing followed it). */
+export async function servedTrail(audit: AuditLog, identity: CallIdentity, choice: ModelChoice, options: CallOptions, receipt: CostReceipt, at: number): Promise<void> {
+  await durable(audit, { ...routingBase(identity, choice, options, at), servedTier: receipt.serviceTier });
+}
+
+/** The cost event of a call: who and what, at what price, under which settlement. */
+function costEvent(identity: CallIdentity, at: number, receipt: Pick<CostReceipt, "model" | "usdMicros" | "settlementId" | "capsCrossed">): CostEvent {
+  return {
+    trail: "cost",
+    scope: identity.scope,
+    sessionId: identity.sessionId,
+    turnId: identity.turnId,
+    callId: identity.operationId,
+    at,
+    operationId: identity.operationId,
+    model: receipt.model,
+    usdMicros: receipt.usdMicros,
+    settlementId: receipt.settlementId,
+    capsCrossed: receipt.capsCrossed,
+  };
+}
+
+/** A call refused before anything was claimed or sent: one cost event at zero, with the reason. */
+export async function refusedTrail(audit: AuditLog, identity: CallIdentity, choice: ModelChoice, at: number, reason: "unpriced" | "cap", detail: string): Promise<void> {
+  await durable(audit, { ...costEvent(identity, at, { model: choice.model, usdMicros: 0, settlementId: "", capsCrossed: [] }), refused: { reason, detail } });
+}
+
+/** One cost event per receipt; a cap crossed for the first time in the turn adds its warning. */
+export async function costTrail(audit: AuditLog, identity: CallIdentity, receipt: CostReceipt, books: Ledger, actions: (cap: CostReceipt["capsCrossed"][number]) => "block" | "warn", at: number): Promise<void> {
+  const base = costEvent(identity, at, receipt);
+  const fresh = receipt.capsCrossed.filter((cap) => !books.warned.has(cap));
+  for (const cap of fresh) books.warned.add(cap);
+  const events: CostEvent[] =
+    fresh.length === 0 ? [base] : fresh.map((cap, i) => ({ ...base, ...(i === 0 ? {} : { usdMicros: 0 }), warning: { cap, action: actions(cap) } }));
+  for (const event of events) await durable(audit, event);
+}
