@@ -5,6 +5,7 @@ import {
   type BudgetCapsInput,
   type Clock,
   type CostSettlementStore,
+  type DurabilityBarrier,
   type ExecutionResultStore,
   type ExecutionStore,
   type IdSource,
@@ -37,6 +38,8 @@ export interface ConversationStores {
   readonly spend: SpendStore;
   readonly labels: SessionLabelStore;
   readonly audit: AuditLog;
+  /** A store set that groups its writes offers its durability point; the runner commits before every effect. */
+  readonly barrier?: DurabilityBarrier;
 }
 
 export interface UncertainTurnEvent {

@@ -54,6 +54,7 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
     ...(config.releasePreStreamRejections ? { releasePreStreamRejections: true } : {}),
     calls,
     audit: stores.audit,
+    ...(stores.barrier ? { barrier: stores.barrier } : {}),
     clock,
     ids: config.ids,
   });

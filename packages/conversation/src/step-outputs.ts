@@ -67,6 +67,8 @@ export class StepOutputs {
       this.listener?.({ type: "unavailable" });
       return;
     }
+    // Shown only once it is durable: a store set that groups writes commits it first.
+    if (this.listener !== undefined) await stores.barrier?.commit();
     const envelope = fresh.envelope as { step: number; text: string };
     this.listener?.({ type: "text", step: envelope.step, text: envelope.text });
   }

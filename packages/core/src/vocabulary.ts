@@ -93,6 +93,7 @@ export type UncertainCause =
   | "cancelled"
   | "child"
   | "children_pending"
+  | "commit"
   | "deadline"
   | "long_context"
   | "media"
@@ -108,6 +109,7 @@ const SIMPLE: ReadonlySet<string> = new Set([
   "cancelled",
   "child",
   "children_pending",
+  "commit",
   "deadline",
   "long_context",
   "media",

@@ -107,6 +107,7 @@ function compile(config: EngineConfig): CompiledEngine {
     releasePreStreamRejections: config.releasePreStreamRejections ?? false,
     calls: config.calls,
     audit: config.audit,
+    barrier: config.barrier,
     clock: config.clock,
     ids: config.ids,
     sink: config.sink,

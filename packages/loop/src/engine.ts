@@ -3,6 +3,7 @@ import type {
   Block,
   Clock,
   CostReceipt,
+  DurabilityBarrier,
   IdSource,
   JsonObject,
   LifecycleHooks,
@@ -105,6 +106,8 @@ export interface EngineConfig {
   readonly releasePreStreamRejections?: boolean;
   readonly calls: GovernedCalls;
   readonly audit: AuditLog;
+  /** The store set's durability point, committed before host code runs (hooks, permissions, handlers, media). */
+  readonly barrier?: DurabilityBarrier;
   readonly clock: Clock;
   readonly ids: IdSource;
   readonly sink?: LoopEventSink;

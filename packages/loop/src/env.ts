@@ -1,4 +1,4 @@
-import type { AuditLog, Clock, IdSource, LifecycleHooks, ModelClient, ModelPolicy, ProviderToolSpec, ToolDefinition, ToolSpec } from "@alma-harness/core";
+import type { AuditLog, Clock, DurabilityBarrier, IdSource, LifecycleHooks, ModelClient, ModelPolicy, ProviderToolSpec, ToolDefinition, ToolSpec } from "@alma-harness/core";
 import type { GovernedCalls } from "@alma-harness/execution";
 import type { TurnInput, VolatileContext } from "./engine.js";
 import type { LoopEvent, LoopEventSink } from "./events.js";
@@ -29,6 +29,7 @@ export interface CompiledEngine {
   readonly releasePreStreamRejections: boolean;
   readonly calls: GovernedCalls;
   readonly audit: AuditLog;
+  readonly barrier: DurabilityBarrier | undefined;
   readonly clock: Clock;
   readonly ids: IdSource;
   readonly sink: LoopEventSink | undefined;

@@ -1,5 +1,5 @@
 import { isToolError, type JsonObject, type JsonValue, type StreamToolCall, type ToolDefinition, type ToolResultBlock } from "@alma-harness/core";
-import { durable } from "./audit.js";
+import { commitBefore, durable } from "./audit.js";
 import { checkpoint, raceOwned } from "./cancel.js";
 import { isExactRefusal, openGateways } from "./delegate.js";
 import { type DispatchOptions, errorResult } from "./dispatch.js";
@@ -48,12 +48,14 @@ export async function admitAndRun(env: TurnEnv, state: TurnState, call: StreamTo
       timeoutMs: env.engine.limits.permissionTimeoutMs,
       grants: state.grants,
       emit: env.emit,
+      commit: () => commitBefore(env.engine),
     },
     Object.freeze({ turnId: env.input.turnId, callId: call.id, tool: tool.name, action: authorization.action, subject: authorization.subject, input: args }),
   );
   if (!verdict.allowed) return errorResult(call, "TOOL_DENIED", `permission denied: ${verdict.reason}`);
   const preHook = env.engine.hooks["tool:pre"];
   // A hook nobody registered costs nothing: only the checkpoint it would have passed remains.
+  if (preHook) await commitBefore(env.engine);
   const pre = preHook ? await runHook(signal, "tool:pre", () => preHook(Object.freeze({ turnId: env.input.turnId, callId: call.id, name: tool.name, input: args }))) : checkpoint(signal);
   if (pre && typeof pre === "object" && typeof (pre as { deny?: unknown }).deny === "string") {
     return errorResult(call, "TOOL_DENIED", `denied: ${(pre as { deny: string }).deny}`);
@@ -63,6 +65,7 @@ export async function admitAndRun(env: TurnEnv, state: TurnState, call: StreamTo
   // A call that ran keeps its real result: a stop during (or before) tool:post does not erase it.
   const postHook = env.engine.hooks["tool:post"];
   if (signal.aborted || !postHook) return block;
+  await commitBefore(env.engine);
   const post = Object.freeze({ turnId: env.input.turnId, callId: call.id, name: tool.name, output: block.output, isError: block.isError });
   try {
     await runHook(signal, "tool:post", () => postHook(post));
@@ -102,6 +105,8 @@ async function recordAccess(env: TurnEnv, tool: ToolDefinition, args: JsonObject
  * refusal object a gateway returned is a bounded error result; anything else must be JSON data.
  */
 async function execute(env: TurnEnv, state: TurnState, tool: ToolDefinition, call: StreamToolCall, args: JsonObject, opts: DispatchOptions, signal: AbortSignal): Promise<ToolResultBlock> {
+  // The effect: the intent, the decision and the access record are durable before the handler runs.
+  await commitBefore(env.engine);
   checkpoint(signal);
   const gateways = openGateways(env, state, { callId: call.id, depth: opts.depth, grant: opts.grant, sensitivity: opts.sensitivity, signal });
   let value: unknown;

@@ -1,5 +1,5 @@
 import { type BudgetCapName, failureOf, ProviderError, type TurnFailure } from "@alma-harness/core";
-import { durable } from "./audit.js";
+import { commitBefore, durable } from "./audit.js";
 import { AbortedError, abortReason } from "./cancel.js";
 import type { TurnOutcome, TurnResult } from "./engine.js";
 import type { TurnEnv } from "./env.js";
@@ -55,6 +55,7 @@ export async function finalizeCompleted(env: TurnEnv, state: TurnState, ending: 
     });
     const hook = engine.hooks["turn:end"];
     if (hook) {
+      await commitBefore(engine);
       try {
         await hook(Object.freeze({ turnId: input.turnId, sessionId: input.sessionId, outcome: "completed" as const, ...(result.stopReason ? { stopReason: result.stopReason } : {}) }));
       } catch (error) {
@@ -104,6 +105,8 @@ export async function finalizeUncertain(env: TurnEnv, state: TurnState, error: U
   // When turn:end itself failed it is not called again; when the completed record failed after it
   // ran, it is called once more, so the last thing it hears is the outcome that stands.
   if (hook && error.cause_ !== "hook:turn:end") {
+    // A commit that fails here changes nothing: the turn is uncertain already.
+    await commitBefore(engine).catch(() => undefined);
     try {
       await hook(Object.freeze({ turnId: input.turnId, sessionId: input.sessionId, outcome: "reconciliation_required" as const }));
     } catch {

@@ -1,3 +1,4 @@
+import { commitBefore } from "./audit.js";
 import { type Block, type MediaBlock, type ModelChoice, type Msg, type Scope, ValidationError } from "@alma-harness/core";
 import { durable } from "./audit.js";
 import type { TurnEnv } from "./env.js";
@@ -128,6 +129,8 @@ export async function resolveMedia(env: TurnEnv, history: readonly Msg[]): Promi
   }
   if (!media.source) return resolved;
   if (media.replay === "bytes") wanted.push(...mediaBlocks(history));
+  // The source is host code: what is pending becomes durable before it runs.
+  if (wanted.some((block) => !resolved.has(block.ref))) await commitBefore(env.engine);
   for (const block of wanted) {
     if (resolved.has(block.ref)) continue;
     const ctx = Object.freeze({ scope: env.input.scope, sessionId: env.input.sessionId, kind: block.kind, contentType: block.contentType });

@@ -37,6 +37,8 @@ export interface FenceContext {
   /** Run-scoped grants from allowed asks, keyed by action and subject. */
   readonly grants: Set<string>;
   readonly emit: (event: LoopEvent) => void;
+  /** The store set's durability point, before the controller (host code) decides or an operator is asked. */
+  readonly commit: () => Promise<void>;
 }
 
 export type FenceVerdict = { readonly allowed: true } | { readonly allowed: false; readonly reason: string };
@@ -51,6 +53,7 @@ export async function permissionFence(ctx: FenceContext, request: PermissionRequ
   const base = { trail: "policy" as const, scope: ctx.scope, sessionId: ctx.sessionId, turnId: ctx.turnId, callId: request.callId, tool: request.tool };
   const authorization = { action: request.action, subject: request.subject };
   await durable(ctx.audit, { ...base, at: ctx.clock.now(), action: "intent", authorization });
+  if (ctx.controller) await ctx.commit();
   const { decision, by, rule } = await decide(ctx, request);
   await durable(ctx.audit, { ...base, at: ctx.clock.now(), action: "decision", authorization, decision, by, rule });
   ctx.emit({ type: "policy.decision", turnId: ctx.turnId, callId: request.callId, decision, by });
@@ -63,6 +66,8 @@ export async function permissionFence(ctx: FenceContext, request: PermissionRequ
     return { allowed: true };
   }
   await durable(ctx.audit, { ...base, at: ctx.clock.now(), action: "permission.requested", authorization, decision: "ask" });
+  // The ask is shown to an operator and may wait long: it is durable first, and no write stays open.
+  await ctx.commit();
   ctx.emit({ type: "permission.requested", turnId: ctx.turnId, callId: request.callId, ...authorization });
   const answer = await askResolver(ctx, request);
   await durable(ctx.audit, {

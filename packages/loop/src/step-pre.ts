@@ -1,5 +1,5 @@
 import { deepFreeze, type ModelRequest, type StepPrePatch } from "@alma-harness/core";
-import { durable } from "./audit.js";
+import { commitBefore, durable } from "./audit.js";
 import type { TurnEnv } from "./env.js";
 import { UncertainTurnError } from "./errors.js";
 import type { StepCall } from "./step.js";
@@ -36,6 +36,7 @@ export async function applyStepPre(env: TurnEnv, call: StepCall): Promise<ModelR
   const hook = env.engine.hooks["step:pre"];
   if (!hook) return call.request;
   let patch: StepPrePatch | undefined;
+  await commitBefore(env.engine);
   try {
     patch = await hook(deepFreeze({ turnId: env.input.turnId, step: call.step, choice: call.choice, request: call.request }));
   } catch (error) {

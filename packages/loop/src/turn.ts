@@ -1,6 +1,6 @@
 import { type Block, type ModelChoice, replyBlocks, type StreamToolCall } from "@alma-harness/core";
 import { CallRefusedError } from "@alma-harness/execution";
-import { durable } from "./audit.js";
+import { commitBefore, durable } from "./audit.js";
 import { AbortedError, checkpoint } from "./cancel.js";
 import type { TurnOutcome } from "./engine.js";
 import type { TurnEnv } from "./env.js";
@@ -37,6 +37,7 @@ async function start(env: TurnEnv, state: TurnState, choice: ModelChoice): Promi
   const hook = engine.hooks["turn:start"];
   if (hook) {
     const frozen = Object.freeze({ turnId: input.turnId, sessionId: input.sessionId, intent: input.intent, input: Object.freeze([Object.freeze({ role: "user" as const, blocks: input.input })]) });
+    await commitBefore(engine);
     try {
       await hook(frozen);
     } catch (error) {
@@ -57,6 +58,7 @@ async function volatileSuffix(env: TurnEnv): Promise<string | undefined> {
   const { engine, input } = env;
   const parts = [...engine.volatileSystem];
   if (engine.volatile) {
+    await commitBefore(engine);
     try {
       const text = await engine.volatile(
         Object.freeze({ scope: input.scope, sessionId: input.sessionId, intent: input.intent, now: engine.clock.now(), ...(input.trigger !== undefined ? { trigger: input.trigger } : {}) }),
@@ -141,6 +143,7 @@ async function stepPost(env: TurnEnv, state: TurnState, output: { stopReason: st
     text: output.text,
     toolCalls: Object.freeze(output.toolCalls.map((c) => Object.freeze({ id: c.id, name: c.name }))),
   });
+  await commitBefore(env.engine);
   try {
     await hook(frozen);
   } catch (error) {

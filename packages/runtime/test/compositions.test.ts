@@ -6,7 +6,7 @@ import { conversationRootKey } from "@alma-harness/conversation";
 import { defineTool, ProviderError } from "@alma-harness/core";
 import { FakeModelClient, scriptedError, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { type RuntimeConfig, sqlite } from "@alma-harness/runtime";
-import { compositions, skipNote } from "./open.js";
+import { clinicConfig, compositions, skipNote } from "./open.js";
 
 
 const SCOPE = { org: "clinic-a", uid: "u1" };
@@ -18,21 +18,7 @@ const hours = defineTool({
 });
 
 function config(model: FakeModelClient, uncertain: string[] = []): RuntimeConfig {
-  return {
-    clients: [model],
-    policy: { resolve: () => ({ clientId: "fake", model: "demo", maxOutputTokens: 512, cache: false }) },
-    prompt: "You are the front desk of a clinic.",
-    tools: [hours],
-    prices: { version: "p1", models: { demo: { rates: { input: 3, output: 15 } } } },
-    policyVersion: "policy-1",
-    priceVersion: "p1",
-    configRevision: "rev-1",
-    resultRetentionMs: 86_400_000,
-    runTimeoutMs: 120_000,
-    maxCalls: 6,
-    maxInputChars: 20_000,
-    onUncertainTurn: (e) => uncertain.push(e.cause),
-  };
+  return clinicConfig(model, { tools: [hours], onUncertainTurn: (e) => uncertain.push(e.cause) });
 }
 
 const request = (key: string, sessionId = "s1") => ({

@@ -1,7 +1,7 @@
-import { type Clock, defineTool, type ModelChoice, type ModelClient, type ModelRequest, type ModelStreamEvent, type Usage, utcDay } from "@alma-harness/core";
+import { type Clock, defineTool, type ModelClient, type ModelRequest, type ModelStreamEvent, type Usage, utcDay } from "@alma-harness/core";
 import type { Runtime, RuntimeConfig } from "@alma-harness/runtime";
 import { describe, expect, it } from "vitest";
-import { compositions, skipNote } from "./open.js";
+import { clinicConfig, compositions, skipNote } from "./open.js";
 
 /**
  * The promises of the governed call under concurrency, on every store (spec: caps under
@@ -12,7 +12,6 @@ import { compositions, skipNote } from "./open.js";
  */
 const USAGE: Usage = { inputTokens: 200, outputTokens: 400 };
 const CALL = 6_600;
-const CHOICE: ModelChoice = { clientId: "paced", model: "demo", maxOutputTokens: 512, cache: false };
 
 /** Answers after yielding to the event loop twice, so concurrent turns are all in flight at once. */
 class PacedModel implements ModelClient {
@@ -39,20 +38,7 @@ class PacedModel implements ModelClient {
 }
 
 function config(model: ModelClient, over: Partial<RuntimeConfig> = {}): RuntimeConfig {
-  return {
-    clients: [model],
-    policy: { resolve: () => CHOICE },
-    prompt: "You are the front desk of a clinic.",
-    prices: { version: "p1", models: { demo: { rates: { input: 3, output: 15 } } } },
-    policyVersion: "policy-1",
-    priceVersion: "p1",
-    configRevision: "rev-1",
-    resultRetentionMs: 86_400_000,
-    runTimeoutMs: 120_000,
-    maxCalls: 8,
-    maxInputChars: 20_000,
-    ...over,
-  };
+  return clinicConfig(model, { maxCalls: 8, ...over });
 }
 
 const ORG = "clinic-a";

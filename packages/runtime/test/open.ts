@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { ModelClient } from "@alma-harness/core";
 import { memory, postgres, type Runtime, type RuntimeConfig, sqlite } from "@alma-harness/runtime";
 import { afterAll } from "vitest";
 
@@ -40,3 +41,21 @@ export function compositions(prefix: string): readonly [string, (cfg: RuntimeCon
 }
 
 export const skipNote = (enabled: boolean) => (enabled ? "" : " (skipped: ALMA_TEST_DATABASE_URL is not set)");
+
+/** A clinic's runner configuration around one model on the `demo` price row ($3 / $15 per Mtok). */
+export function clinicConfig(model: ModelClient, over: Partial<RuntimeConfig> = {}): RuntimeConfig {
+  return {
+    clients: [model],
+    policy: { resolve: () => ({ clientId: model.id, model: "demo", maxOutputTokens: 512, cache: false }) },
+    prompt: "You are the front desk of a clinic.",
+    prices: { version: "p1", models: { demo: { rates: { input: 3, output: 15 } } } },
+    policyVersion: "policy-1",
+    priceVersion: "p1",
+    configRevision: "rev-1",
+    resultRetentionMs: 86_400_000,
+    runTimeoutMs: 120_000,
+    maxCalls: 6,
+    maxInputChars: 20_000,
+    ...over,
+  };
+}

@@ -64,7 +64,7 @@ export class SqliteAdmissionStore implements AdmissionStore {
     const sql = `UPDATE admissions SET state = 'released', release_reason = 'expired'
       WHERE state IN ('active', 'uncertain') AND deadline_at + ? <= ? ${only === undefined ? "" : "AND scope = ?"} RETURNING *`;
     const params = only === undefined ? [r.graceMs, r.now] : [r.graceMs, r.now, only];
-    const rows = this.#db.write(() => this.#db.stmt(sql).all(...params) as AdmissionRow[]);
+    const rows = this.#db.durable(() => this.#db.stmt(sql).all(...params) as AdmissionRow[]);
     const out = rows.map(admissionFromRow).sort((a, b) => a.deadlineAt - b.deadlineAt || (a.admissionId < b.admissionId ? -1 : 1));
     return Object.freeze(out);
   }
@@ -74,7 +74,8 @@ export class SqliteAdmissionStore implements AdmissionStore {
     const { key } = scopeKey(scope);
     const id = validateId("admissionId", admissionId);
     const sql = `UPDATE admissions SET ${set} WHERE scope = ? AND admission_id = ? AND ${from} RETURNING *`;
-    const row = this.#db.write(
+    // Every transition ends (or marks) a turn's hold on the session: a durability point.
+    const row = this.#db.durable(
       () => (this.#db.stmt(sql).get(key, id) ?? this.#db.stmt(BY_ID).get(key, id)) as AdmissionRow | undefined,
     );
     return row ? admissionFromRow(row) : undefined;

@@ -13,7 +13,8 @@ export class SqliteAuditLog implements AuditLog {
   async append(event: AuditEvent): Promise<void> {
     const e = normalizeAuditEvent(event);
     const { key } = scopeKey(e.scope);
-    this.#db.guard(() =>
+    // A write like any other: in `grouped` mode it rides in the transaction of the writes around it.
+    this.#db.write(() =>
       this.#db
         .stmt("INSERT INTO audit_events (scope, session_id, turn_id, trail, v, event) VALUES (?, ?, ?, ?, ?, ?)")
         .run(key, e.sessionId, e.turnId, e.trail, RECORD_VERSION, JSON.stringify(e)),

@@ -16,18 +16,36 @@ export interface SqliteStoreOptions {
   readonly synchronous?: "full" | "normal";
   /** How long a write waits for another connection's lock before failing as unavailable (default 5000 ms). */
   readonly busyTimeoutMs?: number;
+  /**
+   * `each` (default): every store call is its own transaction, durable when it returns, as the
+   * store contracts say. `grouped`: writes join one open transaction (each in its own savepoint,
+   * so a refused write still rolls back alone) that commits at a durability point — a journal
+   * `dispatch`, an admission's end, a sweep, an erasure, `barrier.commit()`, `close()` — so a
+   * runner that commits before every effect (the conversation runner does) pays one flush per
+   * effect instead of one per write. A failed commit loses every write since the last one: the
+   * connection then refuses all writes (`StoreUnavailableError`) until it is reopened.
+   */
+  readonly commits?: "each" | "grouped";
 }
 
 /** One connection, its cached statements and the transaction helpers every store uses. */
 export class SqliteDb {
   readonly raw: Database.Database;
+  readonly grouped: boolean;
   readonly #statements = new Map<string, Database.Statement>();
   readonly #immediate: (run: () => unknown) => unknown;
+  readonly #nested: (run: () => unknown) => unknown;
+  #poisoned: StoreUnavailableError | undefined;
+  /** Commits made, for the benchmark's count (the WAL's commit frames are the outside count). */
+  commits = 0;
 
-  constructor(raw: Database.Database) {
+  constructor(raw: Database.Database, commits: "each" | "grouped" = "each") {
     this.raw = raw;
+    this.grouped = commits === "grouped";
     const tx = raw.transaction((run: () => unknown) => run());
     this.#immediate = (run) => tx.immediate(run);
+    // Inside an open transaction better-sqlite3 runs a transaction function as a savepoint.
+    this.#nested = (run) => tx(run);
   }
 
   stmt(sql: string): Database.Statement {
@@ -45,7 +63,57 @@ export class SqliteDb {
    * connection to this file. Throws inside roll the whole transaction back.
    */
   write<T>(fn: () => T): T {
-    return this.guard(() => this.#immediate(fn) as T);
+    if (this.#poisoned) throw this.#poisoned;
+    if (!this.grouped) {
+      const out = this.guard(() => this.#immediate(fn) as T);
+      this.commits += 1;
+      return out;
+    }
+    return this.guard(() => {
+      if (!this.raw.inTransaction) {
+        this.raw.prepare("BEGIN IMMEDIATE").run();
+        // The durability points are the guarantee; this is the net: no group transaction (and so
+        // no write lock) outlives the task that opened it, even when no durability point follows.
+        setImmediate(this.#settle);
+      }
+      return this.#nested(fn) as T;
+    });
+  }
+
+  readonly #settle = (): void => {
+    try {
+      this.commit();
+    } catch {
+      // the connection is poisoned: the next write or commit reports it
+    }
+  };
+
+  /** A write that is a durability point: in `grouped` mode it commits what is pending with it. */
+  durable<T>(fn: () => T): T {
+    const out = this.write(fn);
+    this.commit();
+    return out;
+  }
+
+  /**
+   * A durability point: commits the open group transaction (a no-op when nothing is pending, or in
+   * `each` mode, where every write committed already). A failed commit poisons the connection.
+   */
+  commit(): void {
+    if (this.#poisoned) throw this.#poisoned;
+    if (!this.grouped || !this.raw.open || !this.raw.inTransaction) return;
+    try {
+      this.raw.prepare("COMMIT").run();
+      this.commits += 1;
+    } catch (error) {
+      try {
+        if (this.raw.inTransaction) this.raw.prepare("ROLLBACK").run();
+      } catch {
+        // the rollback's own failure changes nothing: the connection is refused from now on
+      }
+      this.#poisoned = new StoreUnavailableError("sqlite: a group commit failed; the writes since the last commit are lost — reopen the store", error);
+      throw this.#poisoned;
+    }
   }
 
   /** Runs a read (or a single self-contained statement), mapping driver failures to contract errors. */
@@ -58,7 +126,12 @@ export class SqliteDb {
   }
 
   close(): void {
-    if (this.raw.open) this.raw.close();
+    if (!this.raw.open) return;
+    try {
+      if (!this.#poisoned) this.commit();
+    } finally {
+      this.raw.close();
+    }
   }
 }
 
@@ -102,7 +175,7 @@ export function openDatabase(options: SqliteStoreOptions): SqliteDb {
     raw.close();
     throw mapSqliteError(error);
   }
-  return new SqliteDb(raw);
+  return new SqliteDb(raw, options.commits);
 }
 
 /** Applies the steps newer than the schema's recorded version, each in its own immediate transaction. */

@@ -78,7 +78,10 @@ export class SqliteExecutionStore implements ExecutionStore {
   }
 
   async dispatch(fence: Fence, now: number): Promise<ExecutionRecord> {
-    return this.#step(fence, now, "prepared", { state: "dispatching" });
+    const record = this.#step(fence, now, "prepared", { state: "dispatching" });
+    // Egress follows: everything pending (the claim, its reservation, the trails) is made durable with it.
+    this.#db.commit();
+    return record;
   }
 
   async receive(fence: Fence, evidence: UsageEvidence, now: number): Promise<ExecutionRecord> {
@@ -129,7 +132,7 @@ export class SqliteExecutionStore implements ExecutionStore {
     const only = r.scope === undefined ? undefined : scopeKey(r.scope).key;
     const where = `deadline_at <= ? AND state = ? ${only === undefined ? "" : "AND scope = ?"}`;
     const params = (state: ExecutionState) => (only === undefined ? [r.now, state] : [r.now, state, only]);
-    const rows = this.#db.write(() => {
+    const rows = this.#db.durable(() => {
       const idle = this.#db
         .stmt(
           `UPDATE execution SET state = 'not_dispatched', not_dispatched_cause = 'expired', evidence = '${EXPIRED_EVIDENCE_COLUMN}',

@@ -7,6 +7,7 @@ import type {
   AdmissionStore,
   AuditLog,
   CostSettlementStore,
+  DurabilityBarrier,
   ExecutionResultStore,
   ExecutionStore,
   SessionLabelStore,
@@ -40,6 +41,10 @@ export interface SqliteStores {
   readonly spend: SpendStore;
   readonly labels: SessionLabelStore;
   readonly audit: AuditLog;
+  /** The durability point of `commits: "grouped"` (a no-op in `each` mode). */
+  readonly barrier: DurabilityBarrier;
+  /** Commits made by this connection so far (the benchmark reads it). */
+  commitCount(): number;
   /** Schema versions of the two files, as migrated on open. */
   readonly schema: { readonly main: number; readonly root: number };
   /** Closes the connection; later calls reject with `StoreUnavailableError`. Safe to call twice. */
@@ -61,6 +66,8 @@ export function createSqliteStores(options: SqliteStoreOptions): SqliteStores {
     spend: new SqliteSpendStore(db),
     labels: new SqliteSessionLabelStore(db),
     audit: new SqliteAuditLog(db),
+    barrier: Object.freeze({ commit: async () => db.commit() }),
+    commitCount: () => db.commits,
     schema: Object.freeze({ main: schemaVersion(db.raw, "main"), root: schemaVersion(db.raw, "root") }),
     close: () => db.close(),
   });

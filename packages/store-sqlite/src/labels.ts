@@ -52,14 +52,14 @@ export class SqliteSessionLabelStore implements SessionLabelStore {
   async erase(scope: Scope, sessionId?: string): Promise<void> {
     const { key } = scopeKey(scope);
     if (sessionId === undefined) {
-      this.#db.write(() => {
+      this.#db.durable(() => {
         this.#db.stmt("INSERT INTO sealed_label_scopes (scope) VALUES (?) ON CONFLICT (scope) DO NOTHING").run(key);
         this.#db.stmt("UPDATE session_labels SET labels = NULL, erased = 1 WHERE scope = ?").run(key);
       });
       return;
     }
     const id = validateId("sessionId", sessionId);
-    this.#db.write(() =>
+    this.#db.durable(() =>
       this.#db
         .stmt(
           `INSERT INTO session_labels (scope, session_id, labels, erased) VALUES (?, ?, NULL, 1)

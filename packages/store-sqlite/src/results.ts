@@ -69,13 +69,13 @@ export class SqliteResultStore implements ExecutionResultStore {
     const { key } = scopeKey(scope);
     const id = validateId("sessionId", sessionId);
     const sql = `UPDATE ${this.#table} SET state = 'erased', envelope = NULL WHERE scope = ? AND session_id = ? AND state != 'erased'`;
-    return this.#db.write(() => this.#db.stmt(sql).run(key, id).changes);
+    return this.#db.durable(() => this.#db.stmt(sql).run(key, id).changes);
   }
 
   async purgeExpired(now: number): Promise<number> {
     const at = validateTime("now", now);
     const sql = `UPDATE ${this.#table} SET state = 'expired', envelope = NULL WHERE state IN ('reserved', 'stored') AND expires_at <= ?`;
-    return this.#db.write(() => this.#db.stmt(sql).run(at).changes);
+    return this.#db.durable(() => this.#db.stmt(sql).run(at).changes);
   }
 
   #row(key: string, resultId: string): ResultRow | undefined {

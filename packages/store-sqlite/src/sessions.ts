@@ -142,7 +142,7 @@ export class SqliteSessionStore implements SessionStore {
   async erase(scope: Scope, sessionId: string): Promise<void> {
     const { key } = scopeKey(scope);
     const id = validateId("sessionId", sessionId);
-    this.#db.write(() => {
+    this.#db.durable(() => {
       this.#db.stmt("DELETE FROM messages WHERE scope = ? AND session_id = ?").run(key, id);
       this.#db
         .stmt(

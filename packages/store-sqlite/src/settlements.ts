@@ -123,7 +123,7 @@ export class SqliteCostSettlementStore implements CostSettlementStore {
     const { key } = scopeKey(scope);
     const c = validateId("consumer", consumer);
     const id = validateId("settlementId", settlementId);
-    this.#db.guard(() =>
+    this.#db.write(() =>
       this.#db.stmt("UPDATE settlement_obligations SET acknowledged = 1 WHERE scope = ? AND consumer = ? AND settlement_id = ?").run(key, c, id),
     );
   }

@@ -1,5 +1,5 @@
 import { compileSchema, type JsonObject, type JsonValue, SEARCH_TOOLS_NAME, type StreamToolCall, type ToolResultBlock } from "@alma-harness/core";
-import { durable } from "../audit.js";
+import { durable, commitBefore } from "../audit.js";
 import { checkpoint } from "../cancel.js";
 import { errorResult } from "../dispatch.js";
 import type { TurnEnv } from "../env.js";
@@ -26,6 +26,7 @@ export async function runSearch(env: TurnEnv, state: TurnState, call: StreamTool
   const problem = validator.check(args) ?? (args.query === undefined && args.names === undefined ? "(input) needs query or names" : undefined);
   if (problem) return errorResult(call, "TOOL_BAD_INPUT", `invalid input: ${problem}`);
   const preHook = env.engine.hooks["tool:pre"];
+  if (preHook) await commitBefore(env.engine);
   const pre = preHook ? await runHook(signal, "tool:pre", () => preHook(Object.freeze({ turnId: env.input.turnId, callId: call.id, name: SEARCH_TOOLS_NAME, input: args }))) : undefined;
   if (pre && typeof pre === "object" && typeof (pre as { deny?: unknown }).deny === "string") {
     return errorResult(call, "TOOL_DENIED", `denied: ${(pre as { deny: string }).deny}`);
@@ -55,6 +56,7 @@ export async function runSearch(env: TurnEnv, state: TurnState, call: StreamTool
   };
   const postHook = env.engine.hooks["tool:post"];
   if (signal.aborted || !postHook) return block;
+  await commitBefore(env.engine);
   const post = Object.freeze({ turnId: env.input.turnId, callId: call.id, name: SEARCH_TOOLS_NAME, output: block.output, isError: false });
   try {
     await runHook(signal, "tool:post", () => postHook(post));
