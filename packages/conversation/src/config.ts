@@ -40,6 +40,12 @@ export interface ConversationStores {
   readonly audit: AuditLog;
   /** A store set that groups its writes offers its durability point; the runner commits before every effect. */
   readonly barrier?: DurabilityBarrier;
+  /**
+   * A store set that groups each turn's writes (PostgreSQL's `commits: "grouped"`) runs the turn
+   * inside `unit`: its writes share one transaction, committed at the durability points and when
+   * `work` settles. Absent: every write stands alone.
+   */
+  readonly unit?: <T>(work: () => Promise<T>) => Promise<T>;
 }
 
 export interface UncertainTurnEvent {

@@ -67,11 +67,16 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
       } catch (error) {
         return Promise.reject(error);
       }
-      return execute(config, engine, events, normalized, request.signal);
+      return inUnit(config, () => execute(config, engine, events, normalized, request.signal));
     },
     streamTurn: (request) => {
       const normalized = normalizeRequest(request, config.maxInputChars, config.profileNames);
-      return streamConversation(config, normalized, (outputs) => execute(config, engine, events, normalized, request.signal, outputs), (scope, key) => read(config, scope, key));
+      return streamConversation(
+        config,
+        normalized,
+        (outputs) => inUnit(config, () => execute(config, engine, events, normalized, request.signal, outputs)),
+        (scope, key) => read(config, scope, key),
+      );
     },
     read: (scope, rootKey) => read(config, scope, rootKey),
     recordEvents: (request) => events.record(request),
@@ -86,6 +91,12 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
     reconcileExpired: async (scope) => (await stores.journal.reconcileExpired({ now: clock.now(), ...(scope ? { scope } : {}) })).length,
   };
   return Object.freeze(runner);
+}
+
+/** A turn's writes as one unit of the store set, when it offers units (else as they come). */
+function inUnit<T>(config: ResolvedConfig, work: () => Promise<T>): Promise<T> {
+  const unit = config.stores.unit;
+  return unit ? unit(work) : work();
 }
 
 function bindingFor(config: ResolvedConfig, request: NormalizedRequest): string {
