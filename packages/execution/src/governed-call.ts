@@ -61,6 +61,8 @@ export interface ResolvedCallsConfig extends Omit<GovernedCallsConfig, "consumer
   readonly limits: ReservationLimits;
   /** Whether a call reads spend before it runs (a session or tenant-day cap, for the crossings it reports). */
   readonly peeks: boolean;
+  /** Whether any block cap applies, so each call's worst case is measured and held. */
+  readonly blocks: boolean;
 }
 
 export interface CallIdentity {
@@ -138,6 +140,7 @@ function resolveConfig(config: GovernedCallsConfig): ResolvedCallsConfig {
     clock: config.clock ?? systemClock,
     limits,
     peeks: caps.perSessionUsd !== undefined || caps.perTenantDayUsd !== undefined,
+    blocks: caps.perTurnUsd?.onExceeded === "block" || limits.perSessionUsd !== undefined || limits.perTenantDayUsd !== undefined,
   });
 }
 
@@ -175,12 +178,13 @@ export class GovernedCalls {
     const config = this.#config;
     const books = ledger(options.account);
     const now = config.clock.now();
-    const missing = unpricedBeforeDispatch(config.prices, choice, request) ?? (worstCaseMicros(config.prices, choice, request) === undefined ? "model" : undefined);
+    const missing = unpricedBeforeDispatch(config.prices, choice, request);
     if (missing) {
       await refusedTrail(config.audit, identity, choice, now, "unpriced", `no price for ${missing}`);
       return { status: "refused", reason: "unpriced", missing };
     }
-    const worst = worstCaseMicros(config.prices, choice, request) as number;
+    // Measured only under a block cap: without one, nothing is held and the request is not sized.
+    const worst = config.blocks ? (worstCaseMicros(config.prices, choice, request) ?? Number.POSITIVE_INFINITY) : 0;
     const turnCap = config.caps.perTurnUsd;
     if (turnCap?.onExceeded === "block" && books.spentMicros + books.reservedMicros + worst > turnCap.usdMicros) {
       await refusedTrail(config.audit, identity, choice, now, "cap", "perTurnUsd");

@@ -65,6 +65,13 @@ describe("GovernedCalls.run: refused before anything is claimed or sent", () => 
     expect(s.account.reservedMicros).toBe(0);
   });
 
+  it("without a block cap nothing is measured or held", async () => {
+    const s = setup({ caps: { perTurnUsd: { usd: 1, onExceeded: "warn" } } });
+    const torn = client(undefined, answer().slice(0, 1));
+    await expect(s.calls.run(identity(), torn, CHOICE, REQUEST, options(s.account))).rejects.toMatchObject({ uncertainCause: "call:main:torn:none" });
+    expect(s.account.reservedMicros).toBe(0);
+  });
+
   it("an account from another GovernedCalls' kind of object is refused", async () => {
     const s = setup();
     await expect(s.calls.run(identity(), client(), CHOICE, REQUEST, options({} as never))).rejects.toThrow(TypeError);
@@ -103,7 +110,7 @@ describe("GovernedCalls.run: the call, whole", () => {
   });
 
   it("a torn stream is uncertain with unknown usage kept in the journal, and its worst case stays held", async () => {
-    const s = setup();
+    const s = setup({ caps: { perTurnUsd: 1 } });
     const torn = client(undefined, answer().slice(0, 1));
     await expect(s.calls.run(identity(), torn, CHOICE, REQUEST, options(s.account))).rejects.toMatchObject({ uncertainCause: "call:main:torn:none" });
     expect(await s.journal.get(SCOPE, "t1:main:1")).toMatchObject({ state: "received", evidence: { status: "unknown" } });
