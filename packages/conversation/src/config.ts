@@ -9,21 +9,18 @@ import {
   type ExecutionResultStore,
   type ExecutionStore,
   type IdSource,
-  type LifecycleHooks,
-  type ModelClient,
-  type ModelPolicy,
   normalizeBudgetCaps,
   normalizePriceTable,
   type PriceTable,
-  type ProviderToolSpec,
   randomIds,
   type Scope,
   type SessionLabelStore,
   type SessionStore,
   type SpendStore,
   systemClock,
-  type ToolDefinition, type UncertainCause } from "@alma-harness/core";
-import type { LongContextPolicy, LoopLimits, MediaConfig, PermissionController, VolatileContext } from "@alma-harness/loop";
+  type UncertainCause,
+} from "@alma-harness/core";
+import type { EngineConfig, LoopLimits } from "@alma-harness/loop";
 import { ConversationConfigError } from "./errors.js";
 
 export interface ConversationStores {
@@ -64,20 +61,23 @@ export interface EventLabels {
   readonly undelivered?: string;
 }
 
-export interface ConversationConfig {
+/**
+ * The engine's own options, exactly as the engine takes them (`EngineConfig` of the loop is their
+ * one owner, and the engine validates and compiles them once). Everything here is part of the
+ * behaviour `configRevision` covers: bump it when any of them changes.
+ */
+export type EngineOptions = Pick<
+  EngineConfig,
+  "clients" | "policy" | "tools" | "providerTools" | "terminalTools" | "hooks" | "permissions" | "volatile" | "longContext" | "media" | "releasePreStreamRejections"
+>;
+
+/** The runner's configuration: the engine's options plus what only the runner owns (stores, versions, retention, timeouts). */
+export interface ConversationConfig extends EngineOptions {
   readonly stores: ConversationStores;
-  readonly clients: readonly ModelClient[];
-  readonly policy: ModelPolicy;
   /** The agent's prompt (the static system prefix). */
   readonly prompt: string;
-  readonly tools?: readonly ToolDefinition[];
   /** Named tool grants a request may pick with `toolProfile`. */
   readonly profiles?: Readonly<Record<string, readonly string[]>>;
-  readonly providerTools?: readonly ProviderToolSpec[];
-  readonly terminalTools?: readonly string[];
-  readonly hooks?: LifecycleHooks;
-  readonly permissions?: PermissionController;
-  readonly volatile?: (ctx: VolatileContext) => string | undefined | Promise<string | undefined>;
   readonly caps?: BudgetCapsInput;
   readonly prices: PriceTable;
   readonly policyVersion: string;
@@ -93,26 +93,6 @@ export interface ConversationConfig {
   readonly maxResultChars?: number;
   readonly consumers?: readonly string[];
   readonly limits?: Omit<LoopLimits, "maxCalls">;
-  /**
-   * Session rotation with a summary (spec: long-context): cold-start rotation, and the one reactive
-   * rotation an attested context refusal permits. Absent, the whole log is sent as before. Part of
-   * the behavior `configRevision` covers: bump it when this changes.
-   */
-  readonly longContext?: LongContextPolicy;
-  /**
-   * Media by bytes (spec: media-by-bytes), passed to the engine: the product's source is asked
-   * once per ref and turn and the bytes go to the provider as base64; the session keeps the ref.
-   * Part of the behavior `configRevision` covers: bump it when this changes.
-   */
-  readonly media?: MediaConfig;
-  /**
-   * The host's declaration that everything it supplies that runs before the first call, or in
-   * `turn:end`, may run again for the same input under a new key: a turn whose first and only call
-   * is refused before any stream (an attested rate limit or overload) then ends completed with
-   * `terminalReason: "error"` and records nothing (spec: pre-stream-rejections). Default false.
-   * Part of the behavior `configRevision` covers: bump it when this changes.
-   */
-  readonly releasePreStreamRejections?: boolean;
   readonly eventLabels?: EventLabels;
   readonly facts?: Readonly<Record<string, string | number | boolean>>;
   readonly onUncertainTurn?: (event: UncertainTurnEvent) => void;

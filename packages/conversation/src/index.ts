@@ -1,6 +1,7 @@
 export {
   type ConversationConfig,
   type ConversationStores,
+  type EngineOptions,
   EXPIRED_RELEASE_GRACE_MS,
   type EventLabels,
   MAX_RUN_TIMEOUT_MS,

@@ -1,7 +1,7 @@
 import { type Msg, normalizeModelChoice, type ModelChoice, type Scope, utf8Length, type UncertainCause } from "@alma-harness/core";
 import { GovernedCalls } from "@alma-harness/execution";
 import { createEngine, type Engine, type TurnOutcome, type TurnResult } from "@alma-harness/loop";
-import { type ConversationConfig, EXPIRED_RELEASE_GRACE_MS, type ResolvedConfig, resolveConfig } from "./config.js";
+import { type ConversationConfig, type EngineOptions, EXPIRED_RELEASE_GRACE_MS, type ResolvedConfig, resolveConfig } from "./config.js";
 import { ConversationConflictError } from "./errors.js";
 import { type EventsApi, eventsApi, type RecordEventsRequest, type RecordEventsResult } from "./events.js";
 import { type NormalizedRequest, normalizeRequest, type RunTurnRequest } from "./input.js";
@@ -38,20 +38,11 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
     consumers: config.consumers ?? [],
     clock,
   });
+  // The engine's options go to the engine as they came, compiled once there; the runner adds its own seams.
   const engine = createEngine({
-    clients: config.clients,
-    policy: config.policy,
-    ...(config.tools ? { tools: config.tools } : {}),
-    ...(config.providerTools ? { providerTools: config.providerTools } : {}),
-    ...(config.terminalTools ? { terminalTools: config.terminalTools } : {}),
+    ...engineOptions(config),
     system: config.prompt,
-    ...(config.volatile ? { volatile: config.volatile } : {}),
-    ...(config.hooks ? { hooks: config.hooks } : {}),
-    ...(config.permissions ? { permissions: config.permissions } : {}),
     limits: { ...config.limits, maxCalls: config.maxCalls },
-    ...(config.longContext ? { longContext: config.longContext } : {}),
-    ...(config.media ? { media: config.media } : {}),
-    ...(config.releasePreStreamRejections ? { releasePreStreamRejections: true } : {}),
     calls,
     audit: stores.audit,
     ...(stores.barrier ? { barrier: stores.barrier } : {}),
@@ -91,6 +82,15 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
     reconcileExpired: async (scope) => (await stores.journal.reconcileExpired({ now: clock.now(), ...(scope ? { scope } : {}) })).length,
   };
   return Object.freeze(runner);
+}
+
+const ENGINE_OPTIONS = ["clients", "policy", "tools", "providerTools", "terminalTools", "hooks", "permissions", "volatile", "longContext", "media", "releasePreStreamRejections"] as const satisfies readonly (keyof EngineOptions)[];
+
+/** The engine's own options out of the runner's configuration (absent ones stay absent). */
+function engineOptions(config: ResolvedConfig): EngineOptions {
+  const out: Record<string, unknown> = {};
+  for (const key of ENGINE_OPTIONS) if (config[key] !== undefined) out[key] = config[key];
+  return out as unknown as EngineOptions;
 }
 
 /** A turn's writes as one unit of the store set, when it offers units (else as they come). */

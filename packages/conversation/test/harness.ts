@@ -1,18 +1,7 @@
 import type { ConversationConfig, ConversationStores, UncertainTurnEvent } from "@alma-harness/conversation";
 import { createConversationRunner } from "@alma-harness/conversation";
 import { defineTool, type PriceTable, type ToolDefinition } from "@alma-harness/core";
-import {
-  InMemoryAdmissionStore,
-  InMemoryCostSettlementStore,
-  InMemoryExecutionResultStore,
-  InMemoryExecutionStore,
-  InMemorySessionLabelStore,
-  InMemorySessionStore,
-  InMemorySpendStore,
-  ManualClock,
-  RecordingAuditLog,
-  SequentialIds,
-} from "@alma-harness/core/testing";
+import { inMemoryStores, ManualClock, RecordingAuditLog, SequentialIds } from "@alma-harness/core/testing";
 import { FakeModelClient, type ScriptedResponse } from "@alma-harness/loop/testing";
 
 export const PRICES: PriceTable = { version: "prices-1", models: { "fake-main": { rates: { input: 3, output: 15 } }, "fake-small": { rates: { input: 1, output: 5 } } } };
@@ -46,23 +35,6 @@ export function faulty<T extends object>(store: T): T & { failNext(method: strin
   return proxy as T & { failNext(method: string, when: "before" | "after"): void };
 }
 
-/** Fresh reference stores (the runtime package composes the same for hosts). */
-function memoryStores() {
-  const admissions = new InMemoryAdmissionStore();
-  const spend = new InMemorySpendStore();
-  return {
-    admissions,
-    sessions: new InMemorySessionStore(admissions),
-    results: new InMemoryExecutionResultStore(),
-    rootResults: new InMemoryExecutionResultStore({ admissions }),
-    journal: new InMemoryExecutionStore({ admissions, spend }),
-    settlements: new InMemoryCostSettlementStore({ spend }),
-    spend,
-    labels: new InMemorySessionLabelStore(),
-    audit: new RecordingAuditLog(),
-  };
-}
-
 export interface SetupOptions {
   readonly script?: ScriptedResponse[];
   /** Responses of the `small` client, which serves summaries. */
@@ -75,7 +47,7 @@ export interface SetupOptions {
 }
 
 export function setup(opts: SetupOptions = {}) {
-  const base = memoryStores();
+  const base = inMemoryStores({ audit: new RecordingAuditLog() });
   const stores = opts.wrap ? opts.wrap(base) : base;
   const model = new FakeModelClient(opts.script ?? [], opts.provider ? { provider: opts.provider } : {});
   const small = new FakeModelClient(opts.smallScript ?? [], { id: "small" });

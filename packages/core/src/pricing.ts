@@ -133,8 +133,15 @@ export function isPriceable(table: PriceTable, model: string, tier: ServiceTier 
   return tier === "standard" || price.tiers?.[tier] !== undefined;
 }
 
-/** Validates a price table once (every rate has at most six decimals) and returns a frozen copy. */
+/** Tables `normalizePriceTable` returned: handed back, they are recognized by identity and not checked again. */
+const normalizedTables = new WeakSet<PriceTable>();
+
+/**
+ * Validates a price table once (every rate has at most six decimals) and returns a frozen copy; a
+ * table this function returned is returned as it is (one check, carried forward by identity).
+ */
 export function normalizePriceTable(table: PriceTable): PriceTable {
+  if (typeof table === "object" && table !== null && normalizedTables.has(table)) return table;
   if (!table || typeof table.version !== "string" || table.version.length === 0) {
     throw new ValidationError("prices.version", "string", "a price table needs a version");
   }
@@ -159,5 +166,7 @@ export function normalizePriceTable(table: PriceTable): PriceTable {
     }
     if (price.webSearchPerRequestUsd !== undefined) ratePicosPerToken(price.webSearchPerRequestUsd, `prices.models.${model}.webSearchPerRequestUsd`);
   }
-  return deepFreeze(structuredClone(table));
+  const out = deepFreeze(structuredClone(table));
+  normalizedTables.add(out);
+  return out;
 }
