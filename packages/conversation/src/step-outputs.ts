@@ -1,13 +1,9 @@
-import type { CostReceipt } from "@alma-harness/core";
-import type { LoopEvent } from "@alma-harness/loop";
+import { type LoopEvent, type ProgressEvent, progressOf } from "@alma-harness/loop";
 import type { ResolvedConfig } from "./config.js";
 import type { NormalizedRequest } from "./input.js";
 
-/** What a stream reader sees before the result: settled main-step text and metadata only. */
-export type ProgressEvent =
-  | { readonly type: "text"; readonly step: number; readonly text: string }
-  | { readonly type: "tool"; readonly callId: string; readonly name: string; readonly isError: boolean }
-  | { readonly type: "usage"; readonly receipt: CostReceipt };
+/** What a stream reader sees before the result: the loop's one progress vocabulary. */
+export type { ProgressEvent };
 
 export type ProgressListener = (event: ProgressEvent | { readonly type: "unavailable" } | { readonly type: "read_failed" }) => void;
 
@@ -28,11 +24,11 @@ export class StepOutputs {
   ) {}
 
   readonly sink = (event: LoopEvent): void => {
-    if (event.type === "step.text") this.enqueue(() => this.storeText(event.step, event.text));
-    // Metadata is only for a reader: with no listener (runTurn) nothing is queued for it.
-    else if (this.listener === undefined) return;
-    else if (event.type === "tool.result") this.enqueue(async () => this.listener?.({ type: "tool", callId: event.callId, name: event.name, isError: event.isError }));
-    else if (event.type === "cost.receipt" && event.receipt.kind === "main") this.enqueue(async () => this.listener?.({ type: "usage", receipt: event.receipt }));
+    const progress = progressOf(event);
+    if (progress === undefined) return;
+    // Text is stored before anyone sees it; metadata is only for a reader (none with runTurn).
+    if (progress.type === "text") this.enqueue(() => this.storeText(progress.step, progress.text));
+    else if (this.listener !== undefined) this.enqueue(async () => this.listener?.(progress));
   };
 
   private enqueue(work: () => Promise<void>): void {

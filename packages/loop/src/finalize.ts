@@ -70,10 +70,10 @@ export async function finalizeCompleted(env: TurnEnv, state: TurnState, ending: 
       turnId: input.turnId,
       at: engine.clock.now(),
       detail: result.terminalReason,
-      messageRevision: state.revision,
+      messageRevision: state.log.revision,
     });
     env.emit({ type: "turn.completed", turnId: input.turnId, outcome: "completed", terminalReason: result.terminalReason });
-    return { status: "completed", result, messages: Object.freeze([...state.added]) };
+    return { status: "completed", result, messages: Object.freeze([...state.log.added]) };
   } catch (error) {
     return finalizeUncertain(env, state, toUncertain(env.signal, error));
   }
@@ -118,7 +118,7 @@ export async function finalizeUncertain(env: TurnEnv, state: TurnState, error: U
     status: "reconciliation_required",
     cause: error.cause_,
     failure,
-    messages: Object.freeze([...state.added]),
+    messages: Object.freeze([...state.log.added]),
     receipts: Object.freeze([...state.receipts]),
   };
 }

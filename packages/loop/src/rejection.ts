@@ -14,7 +14,7 @@ const CONTEXT_EXCEEDED: Ending = Object.freeze({ reply: Object.freeze([]), stopR
  * recorded nothing but its input (no rotation).
  */
 function releasable(env: TurnEnv, state: TurnState, notice: string | undefined): boolean {
-  return env.engine.releasePreStreamRejections && notice === undefined && state.steps === 1 && state.callsUsed === 1 && !state.rotated && state.added.length === 1;
+  return env.engine.releasePreStreamRejections && notice === undefined && state.steps === 1 && state.callsUsed === 1 && !state.log.rotated && state.log.added.length === 1;
 }
 
 /**
@@ -35,7 +35,7 @@ export async function afterRejection(env: TurnEnv, state: TurnState, error: Call
     return rotation.status === "refused" ? rotation.ending : CONTEXT_EXCEEDED;
   }
   if (!releasable(env, state, notice)) throw error;
-  state.discard();
+  state.log.discard();
   // The stored failure names the proof, never the provider's own text.
   const failure = { ...failureOf(error.providerError), message: `the provider refused the call before any stream (${error.proof})` };
   return { reply: [], stopReason: null, terminalReason: "error", failure };

@@ -66,8 +66,8 @@ export function advertisedProviderTools(env: TurnEnv, state: TurnState): readonl
 export function buildRequest(env: TurnEnv, state: TurnState, choice: ModelChoice, notice: string | undefined): ModelRequest {
   const tools = withLoaded(env, state, advertisedTools(env));
   const providerTools = advertisedProviderTools(env, state);
-  const view = state.view();
-  let messages: readonly Msg[] = requestMessages(env, state.history, view.slice(state.history.length), state.media);
+  const view = state.log.view();
+  let messages: readonly Msg[] = requestMessages(env, state.log.history, view.slice(state.log.history.length), state.media);
   if (notice !== undefined && (tools.length > 0 || providerTools.length > 0)) messages = withNotice(messages, notice);
   const system: TextBlock[] = env.engine.system ? [{ type: "text", text: env.engine.system }] : [];
   const { deferred } = advertisedOf(env);

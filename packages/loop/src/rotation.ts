@@ -73,7 +73,7 @@ function reRecorded(msg: Msg): Msg {
  */
 export async function rotate(env: TurnEnv, state: TurnState, parentCallId?: string): Promise<Rotation> {
   const policy = env.engine.longContext;
-  if (!policy || state.rotated) return IMPOSSIBLE;
+  if (!policy || state.log.rotated) return IMPOSSIBLE;
   const history = env.input.history;
   const start = tailStart(history, policy.keepLastMessages);
   if (start === undefined) return IMPOSSIBLE;
@@ -91,7 +91,7 @@ export async function rotate(env: TurnEnv, state: TurnState, parentCallId?: stri
     meta: { rotation: { replaces: start }, turn: env.input.turnId, at: env.engine.clock.now() },
   });
   const log = env.input.log ?? history;
-  state.rotate([marker, ...history.slice(start)], [marker, ...log.slice(start).map(reRecorded)]);
+  state.log.rotate([marker, ...history.slice(start)], [marker, ...log.slice(start).map(reRecorded)]);
   // Loads shown only by the summarized messages end with the rotation (spec: deferred-tools).
   forgetViewScan(state);
   return ROTATED;

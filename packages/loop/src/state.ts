@@ -25,13 +25,12 @@ export function engineMessage(message: Msg): Msg {
 }
 
 /**
- * The thin wrapper around one turn's mutable facts. Messages are versioned: each appended message
- * is frozen and advances `revision` by one, and every snapshot handed out is the frozen message list.
- * `added` is what the turn records (the session batch); the view requests are built from is the
- * session view then the turn's messages, or after a rotation the summary, the kept tail and the
- * turn's messages.
+ * The turn's messages, versioned: each appended message is frozen and advances `revision` by one,
+ * and every snapshot handed out is the frozen message list. `added` is what the turn records (the
+ * session batch); the view requests are built from is the session view then the turn's messages,
+ * or after a rotation the summary, the kept tail and the turn's messages.
  */
-export class TurnState {
+export class MessageLog {
   readonly added: Msg[] = [];
   revision: number;
   /** The view the turn's requests start from: the session's, or the rotated one. */
@@ -40,25 +39,6 @@ export class TurnState {
   #shown = 0;
   /** The turn rotated its context (cold or reactive): it rotates at most once. */
   rotated = false;
-  /** Main steps started. */
-  steps = 0;
-  /** Model calls reserved against `maxCalls` (main and children); a refused call gives its slot back. */
-  callsUsed = 0;
-  /** Operation numbers handed out, so concurrent children never share an operation id. */
-  operations = 0;
-  requestedToolCalls = 0;
-  /** Cumulative reported tokens (prompt, cache and completion) of every call of the turn. */
-  modelTokens = 0;
-  usage: Usage = ZERO_USAGE;
-  readonly callIds = new Set<string>();
-  readonly toolCalls: TurnToolCall[] = [];
-  readonly warned = new Set<string>();
-  readonly warnings: string[] = [];
-  /** Run-scoped permission grants from allowed asks, keyed by action and subject. */
-  readonly grants = new Set<string>();
-  webSearches = 0;
-  /** This turn's resolved media bytes by ref, for requests only; never recorded (spec: media-by-bytes). */
-  media: ReadonlyMap<string, ResolvedMedia> = new Map();
 
   constructor(
     readonly turnId: string,
@@ -66,8 +46,6 @@ export class TurnState {
     private readonly baseRevision: number,
     private readonly emit: (event: LoopEvent) => void,
     private readonly now: () => number,
-    /** The turn's money, moved only by the governed call. */
-    readonly account: TurnAccount,
   ) {
     this.#history = history;
     this.revision = baseRevision;
@@ -114,6 +92,45 @@ export class TurnState {
   view(): readonly Msg[] {
     const own = this.#shown === 0 ? this.added : this.added.slice(this.#shown);
     return Object.freeze([...this.#history, ...own]);
+  }
+}
+
+/**
+ * One turn's mutable facts: its message log, and the counters the limits, budgets and trails read.
+ * Money is not here: the turn's `TurnAccount` is the governed call's, read-only to the loop.
+ */
+export class TurnState {
+  readonly log: MessageLog;
+  /** Main steps started. */
+  steps = 0;
+  /** Model calls reserved against `maxCalls` (main and children); a refused call gives its slot back. */
+  callsUsed = 0;
+  /** Operation numbers handed out, so concurrent children never share an operation id. */
+  operations = 0;
+  requestedToolCalls = 0;
+  /** Cumulative reported tokens (prompt, cache and completion) of every call of the turn. */
+  modelTokens = 0;
+  usage: Usage = ZERO_USAGE;
+  readonly callIds = new Set<string>();
+  readonly toolCalls: TurnToolCall[] = [];
+  readonly warned = new Set<string>();
+  readonly warnings: string[] = [];
+  /** Run-scoped permission grants from allowed asks, keyed by action and subject. */
+  readonly grants = new Set<string>();
+  webSearches = 0;
+  /** This turn's resolved media bytes by ref, for requests only; never recorded (spec: media-by-bytes). */
+  media: ReadonlyMap<string, ResolvedMedia> = new Map();
+
+  constructor(
+    readonly turnId: string,
+    history: readonly Msg[],
+    baseRevision: number,
+    emit: (event: LoopEvent) => void,
+    now: () => number,
+    /** The turn's money, moved only by the governed call. */
+    readonly account: TurnAccount,
+  ) {
+    this.log = new MessageLog(turnId, history, baseRevision, emit, now);
   }
 
   addUsage(usage: Usage): void {

@@ -1,10 +1,9 @@
-import type { CallKind, CostReceipt, ModelChoice, ModelRequest, Sensitivity, Tier } from "@alma-harness/core";
+import { type CallKind, type CostReceipt, deepFreeze, type ModelChoice, type ModelRequest, type Sensitivity, type StepPrePatch, type Tier } from "@alma-harness/core";
 import { CallRefusedError, type StepOutput, UncertainCallError } from "@alma-harness/execution";
-import { durable } from "./audit.js";
+import { commitBefore, durable } from "./audit.js";
 import type { TurnEnv } from "./env.js";
 import { CallRejectedError, UncertainTurnError } from "./errors.js";
 import { CONTEXT_VERSION, type TurnState } from "./state.js";
-import { applyStepPre } from "./step-pre.js";
 
 export interface StepCall {
   readonly kind: CallKind;
@@ -58,11 +57,11 @@ export async function runModelStep(env: TurnEnv, state: TurnState, call: StepCal
       roundTimeoutMs: engine.limits.roundTimeoutMs,
       route: { tier: call.tier, sensitivity: call.sensitivity, ...(call.parentCallId ? { parentCallId: call.parentCallId } : {}) },
       seenCallIds: state.callIds,
-      ...(main ? { lifecycle: { step: call.step, contextVersion: CONTEXT_VERSION, messageRevision: state.revision } } : {}),
+      ...(main ? { lifecycle: { step: call.step, contextVersion: CONTEXT_VERSION, messageRevision: state.log.revision } } : {}),
       ...(main
         ? {
             onDispatch: () =>
-              env.emit({ type: "model.request", turnId: input.turnId, step: call.step, contextVersion: CONTEXT_VERSION, messageRevision: state.revision, model: request.model }),
+              env.emit({ type: "model.request", turnId: input.turnId, step: call.step, contextVersion: CONTEXT_VERSION, messageRevision: state.log.revision, model: request.model }),
           }
         : {}),
     });
@@ -103,4 +102,72 @@ async function recordSearches(env: TurnEnv, done: StepDone): Promise<void> {
       action: "read",
     });
   }
+}
+
+/**
+ * Field names the context trail may carry verbatim: what `step:pre` may return and what a request
+ * holds. Any other key a hook returns is recorded as `unknown_field`, so nothing a hook writes
+ * (a schema, a prompt) reaches the trail through a key.
+ */
+const NAMED_FIELDS: ReadonlySet<string> = new Set([
+  "maxOutputTokens",
+  "model",
+  "clientId",
+  "tools",
+  "output",
+  "toolChoice",
+  "temperature",
+  "cache",
+  "reasoning",
+  "serviceTier",
+  "system",
+  "messages",
+  "providerTools",
+  "deferredTools",
+] satisfies readonly (keyof StepPrePatch | keyof ModelRequest)[]);
+
+/**
+ * The hook boundary. `step:pre` sees a frozen snapshot of the choice and the request; of what it
+ * returns only a lower `maxOutputTokens` is honored. Routing, tools, output schema, tool choice
+ * (its absence included), temperature and cache are pinned: an attempt is refused. Every field it
+ * touched lands on the context trail, by name only, before the request goes out as pinned.
+ */
+async function applyStepPre(env: TurnEnv, call: StepCall): Promise<ModelRequest> {
+  const hook = env.engine.hooks["step:pre"];
+  if (!hook) return call.request;
+  let patch: StepPrePatch | undefined;
+  await commitBefore(env.engine);
+  try {
+    patch = await hook(deepFreeze({ turnId: env.input.turnId, step: call.step, choice: call.choice, request: call.request }));
+  } catch (error) {
+    throw new UncertainTurnError("hook:step:pre", "the step:pre hook threw", error);
+  }
+  if (patch === undefined || patch === null) return call.request;
+  if (typeof patch !== "object" || Array.isArray(patch)) throw new UncertainTurnError("hook:step:pre", "step:pre must return an object or nothing");
+  let request = call.request;
+  const touched: { field: string; honored: boolean }[] = [];
+  for (const key of Object.keys(patch)) {
+    const field = NAMED_FIELDS.has(key) ? key : "unknown_field";
+    let honored = false;
+    if (key === "maxOutputTokens") {
+      // Read once: a getter cannot show the check one value and the request another.
+      const value: unknown = (patch as Record<string, unknown>)[key];
+      honored = typeof value === "number" && Number.isSafeInteger(value) && value >= 1 && value < request.maxOutputTokens;
+      if (honored) request = deepFreeze({ ...request, maxOutputTokens: value as number });
+    }
+    touched.push({ field, honored });
+  }
+  for (const { field, honored } of touched) {
+    await durable(env.engine.audit, {
+      trail: "context",
+      scope: env.input.scope,
+      sessionId: env.input.sessionId,
+      turnId: env.input.turnId,
+      at: env.engine.clock.now(),
+      step: call.step,
+      field,
+      decision: honored ? "honored" : "refused",
+    });
+  }
+  return request;
 }

@@ -2,12 +2,26 @@ import type { CostReceipt } from "@alma-harness/core";
 import type { TurnInput, TurnOutcome } from "./engine.js";
 import { emitTo, type LoopEvent } from "./events.js";
 
-/** What `streamTurn` yields: settled main-step text, tool and usage metadata, then the outcome. */
-export type TurnStreamEvent =
+/**
+ * The one progress vocabulary a person's screen is shown, by the engine's `streamTurn` and by the
+ * conversation's `streamTurn` alike: settled main-step text, tool and usage metadata. Never token
+ * deltas, reasoning or child output.
+ */
+export type ProgressEvent =
   | { readonly type: "text"; readonly step: number; readonly text: string }
   | { readonly type: "tool"; readonly callId: string; readonly name: string; readonly isError: boolean }
-  | { readonly type: "usage"; readonly receipt: CostReceipt }
-  | { readonly type: "result"; readonly outcome: TurnOutcome };
+  | { readonly type: "usage"; readonly receipt: CostReceipt };
+
+/** The progress event a loop event shows, or undefined (most show nothing). One mapping for both streams. */
+export function progressOf(event: LoopEvent): ProgressEvent | undefined {
+  if (event.type === "step.text") return { type: "text", step: event.step, text: event.text };
+  if (event.type === "tool.result") return { type: "tool", callId: event.callId, name: event.name, isError: event.isError };
+  if (event.type === "cost.receipt" && event.receipt.kind === "main") return { type: "usage", receipt: event.receipt };
+  return undefined;
+}
+
+/** What `streamTurn` yields: progress, then the outcome. */
+export type TurnStreamEvent = ProgressEvent | { readonly type: "result"; readonly outcome: TurnOutcome };
 
 export interface StreamedTurn extends AsyncIterable<TurnStreamEvent> {
   readonly result: Promise<TurnOutcome>;
@@ -44,9 +58,8 @@ export function streamFrom(input: TurnInput, run: (input: TurnInput) => Promise<
     wake?.();
   };
   const observe = (event: LoopEvent) => {
-    if (event.type === "step.text") push({ type: "text", step: event.step, text: event.text });
-    else if (event.type === "tool.result") push({ type: "tool", callId: event.callId, name: event.name, isError: event.isError });
-    else if (event.type === "cost.receipt" && event.receipt.kind === "main") push({ type: "usage", receipt: event.receipt });
+    const progress = progressOf(event);
+    if (progress) push(progress);
     emitTo(input?.sink, event);
   };
   let started: Promise<TurnOutcome>;

@@ -34,12 +34,12 @@ export async function toolStep(env: TurnEnv, state: TurnState, calls: readonly S
     } catch (error) {
       if (!(error instanceof InterruptedDispatch)) throw error;
       record(state, calls, error.results);
-      state.append("user", error.results);
+      state.log.append("user", error.results);
       throw error.reason;
     }
   }
   record(state, calls, results);
-  state.append("user", results);
+  state.log.append("user", results);
   await toolWarning(env, state);
   if (last) return limitEnding(env, last, false, "tool_use", []);
   if (spent) return budgetEnding("maxModelTokens", "tool_use");

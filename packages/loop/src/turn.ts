@@ -45,12 +45,12 @@ async function start(env: TurnEnv, state: TurnState, choice: ModelChoice): Promi
     }
   }
   // Media by bytes: resolved before anything is recorded or dispatched; the session keeps the ref.
-  state.media = await resolveMedia(env, state.history);
+  state.media = await resolveMedia(env, state.log.history);
   const blocks: Block[] = storedInput(input.input, state.media);
   const volatileText = await volatileSuffix(env);
   if (volatileText) blocks.push({ type: "text", text: volatileText, origin: "harness" });
-  await mediaEgress(env, choice, [...input.input, ...replayedHistory(env, state.history)], state.media);
-  state.append("user", blocks, input.inputMeta);
+  await mediaEgress(env, choice, [...input.input, ...replayedHistory(env, state.log.history)], state.media);
+  state.log.append("user", blocks, input.inputMeta);
 }
 
 /** `volatile(ctx)` once per turn, joined with the static volatile blocks into one harness block. */
@@ -114,7 +114,7 @@ async function stepLoop(env: TurnEnv, state: TurnState, choice: ModelChoice): Pr
     // max_tokens withholds the step's output: nothing of it is persisted or shown.
     if (output.stopReason === "max_tokens") return { reply: [], stopReason: "max_tokens", terminalReason: "max_tokens" };
     // The stored message's blocks are a frozen, certified copy: the reply and the envelope reuse them.
-    const { blocks } = state.append("assistant", output.blocks);
+    const { blocks } = state.log.append("assistant", output.blocks);
     state.webSearches += output.webSearches;
     await stepPost(env, state, output);
     if (output.text) env.emit({ type: "step.text", turnId: input.turnId, step: state.steps, text: output.text });

@@ -116,10 +116,10 @@ function loadedInView(state: TurnState): ReadonlySet<string> {
   let scan = scans.get(state);
   if (!scan) {
     scan = { scanned: 0, names: new Set() };
-    for (const message of state.history) collect(message, scan.names);
+    for (const message of state.log.history) collect(message, scan.names);
     scans.set(state, scan);
   }
-  for (; scan.scanned < state.added.length; scan.scanned++) collect(state.added[scan.scanned] as Msg, scan.names);
+  for (; scan.scanned < state.log.added.length; scan.scanned++) collect(state.log.added[scan.scanned] as Msg, scan.names);
   return scan.names;
 }
 
