@@ -1,8 +1,10 @@
 // npm run bench:store — a two-step tool turn with the scripted model on memory, SQLite and
 // PostgreSQL (when ALMA_TEST_DATABASE_URL is set) at 1, 8 and 64 concurrent sessions: turns per
-// second, database commits and write statements per turn, and the floor — the same number of plain
-// INSERT statements in the same number of transactions on the same database — as a ratio.
-import { mkdtempSync, rmSync } from "node:fs";
+// second, commits per turn counted from outside (SQLite: the commit frames in the WAL files, each
+// a flush; PostgreSQL: the database's xact_commit once the pools have closed and their backends
+// reported), write statements per turn, and the floor — the same number of plain INSERT
+// transactions on the same database — as a ratio.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,34 +16,33 @@ import pg from "pg";
 const require = createRequire(import.meta.url);
 const Database = require("better-sqlite3") as typeof import("better-sqlite3");
 
-// Count SQLite commits: each immediate transaction, and each write statement run outside one.
-const counter = { commits: 0, writes: 0 };
+// Count SQLite write statements (the commits are counted from outside, in the WAL).
+const counter = { writes: 0 };
 {
   const probe = new Database(":memory:");
   const Statement = Object.getPrototypeOf(probe.prepare("select 1")) as { run: (...a: unknown[]) => unknown };
   const run = Statement.run;
-  Statement.run = function (this: { reader: boolean; database: { inTransaction: boolean } }, ...args: unknown[]) {
-    if (!this.reader) {
-      counter.writes += 1;
-      if (!this.database.inTransaction) counter.commits += 1;
-    }
+  Statement.run = function (this: { reader: boolean }, ...args: unknown[]) {
+    if (!this.reader) counter.writes += 1;
     return run.apply(this, args);
   };
-  const proto = Object.getPrototypeOf(probe) as { transaction: (fn: (...a: unknown[]) => unknown) => unknown };
-  const transaction = proto.transaction;
-  let depth = 0;
-  proto.transaction = function (this: unknown, fn: (...a: unknown[]) => unknown) {
-    return transaction.call(this, function (this: unknown, ...a: unknown[]) {
-      if (depth === 0) counter.commits += 1;
-      depth += 1;
-      try {
-        return fn.apply(this, a);
-      } finally {
-        depth -= 1;
-      }
-    });
-  };
   probe.close();
+}
+
+/** Commit frames in a WAL file (frame header bytes 4-7: the database size after a commit, else 0), with matching salts. */
+function walCommits(path: string): number {
+  if (!existsSync(path)) return 0;
+  const wal = readFileSync(path);
+  if (wal.length < 32) return 0;
+  const pageSize = wal.readUInt32BE(8);
+  const salt1 = wal.readUInt32BE(16);
+  const salt2 = wal.readUInt32BE(20);
+  let commits = 0;
+  for (let at = 32; at + 24 + pageSize <= wal.length; at += 24 + pageSize) {
+    if (wal.readUInt32BE(at + 8) !== salt1 || wal.readUInt32BE(at + 12) !== salt2) break;
+    if (wal.readUInt32BE(at + 4) !== 0) commits += 1;
+  }
+  return commits;
 }
 
 class ScriptedByRequest implements ModelClient {
@@ -97,12 +98,11 @@ function sqliteFloor(path: string, statements: number, transactions: number, tur
   const tx = db.transaction((n: number) => {
     for (let i = 0; i < n; i++) insert.run("x".repeat(200));
   });
-  const before = { ...counter };
+  const before = counter.writes;
   const start = process.hrtime.bigint();
   for (let t = 0; t < turns * transactions; t++) tx.immediate(perTx);
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-  counter.commits = before.commits;
-  counter.writes = before.writes;
+  counter.writes = before;
   db.close();
   return seconds;
 }
@@ -134,7 +134,7 @@ async function pgFloor(url: string, statements: number, transactions: number, tu
   return seconds;
 }
 
-async function pgCommits(url: string): Promise<number> {
+async function pgCommitsNow(url: string): Promise<number> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   const { rows } = await client.query<{ n: string }>("select xact_commit::text as n from pg_stat_database where datname = current_database()");
@@ -142,25 +142,52 @@ async function pgCommits(url: string): Promise<number> {
   return Number(rows[0]?.n ?? 0);
 }
 
+/**
+ * The database's committed transactions, read once every pool has closed: a backend reports its
+ * counts when it exits, so the figure is read until it stops moving. Each read is a transaction of
+ * its own, which `reads` counts so the caller can take them out.
+ */
+async function pgCommits(url: string): Promise<{ readonly n: number; readonly reads: number }> {
+  let last = await pgCommitsNow(url);
+  let reads = 1;
+  for (let i = 0; i < 30; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const n = await pgCommitsNow(url);
+    reads += 1;
+    // Only the previous read itself moved it: everything else has reported.
+    if (n - last <= 1) return { n, reads };
+    last = n;
+  }
+  return { n: last, reads };
+}
+
 const TURNS = Number(process.env.BENCH_TURNS ?? 200);
 const rows: string[] = [];
-const row = (...cells: (string | number)[]) => rows.push(cells.map((c, i) => String(c).padStart(i === 0 ? 0 : 12).padEnd(i === 0 ? 10 : 0)).join(" "));
+const row = (...cells: (string | number)[]) => rows.push(cells.map((c, i) => String(c).padStart(i === 0 ? 0 : 12).padEnd(i === 0 ? 16 : 0)).join(" "));
 row("store", "sessions", "turns/s", "commits/turn", "writes/turn", "floor ×");
+// commits/turn: SQLite counts flushes (a transaction that writes both files is two), PostgreSQL transactions.
 for (const sessions of [1, 8, 64]) {
   const rt = memory(config);
   const seconds = await drive(rt, sessions, TURNS, `m${sessions}`);
   row("memory", sessions, (TURNS / seconds).toFixed(0), "-", "-", "-");
 }
 const dir = mkdtempSync(join(tmpdir(), "alma-bench-"));
-for (const sessions of [1, 8, 64]) {
-  const rt = sqlite({ ...config, store: { path: join(dir, `bench-${sessions}.db`) } });
-  const before = { ...counter };
-  const seconds = await drive(rt, sessions, TURNS, `s${sessions}`);
-  const commits = (counter.commits - before.commits) / TURNS;
-  const writes = (counter.writes - before.writes) / TURNS;
-  await rt.close();
-  const floor = sqliteFloor(join(dir, `floor-${sessions}.db`), Math.round(writes), Math.max(1, Math.round(commits)), TURNS);
-  row("sqlite", sessions, (TURNS / seconds).toFixed(0), commits.toFixed(1), writes.toFixed(1), (seconds / floor).toFixed(2));
+for (const commits of ["each", "grouped"] as const) {
+  for (const sessions of [1, 8, 64]) {
+    const path = join(dir, `bench-${commits}-${sessions}.db`);
+    const rt = sqlite({ ...config, store: { path, commits, walAutoCheckpoint: 0 } });
+    const wals = [`${path}-wal`, `${path.replace(/\.db$/, "")}.root-results.db-wal`];
+    const flushed = () => wals.reduce((sum, wal) => sum + walCommits(wal), 0);
+    const before = { flushes: flushed(), writes: counter.writes };
+    const seconds = await drive(rt, sessions, TURNS, `s${commits}${sessions}`);
+    // Read before closing: the last connection to close checkpoints the WAL away.
+    await new Promise((resolve) => setImmediate(resolve));
+    const flushes = (flushed() - before.flushes) / TURNS;
+    await rt.close();
+    const writes = (counter.writes - before.writes) / TURNS;
+    const floor = sqliteFloor(join(dir, `floor-${commits}-${sessions}.db`), Math.round(writes), Math.max(1, Math.round(flushes)), TURNS);
+    row(`sqlite ${commits}`, sessions, (TURNS / seconds).toFixed(0), flushes.toFixed(1), writes.toFixed(1), (seconds / floor).toFixed(2));
+  }
 }
 rmSync(dir, { recursive: true, force: true });
 const url = process.env.ALMA_TEST_DATABASE_URL;
@@ -170,8 +197,9 @@ if (url) {
     const rt = await postgres({ ...config, store: { connectionString: url, schema, rootSchema: `${schema}_root`, migrate: true } });
     const before = await pgCommits(url);
     const seconds = await drive(rt, sessions, TURNS, `p${sessions}`);
-    const commits = ((await pgCommits(url)) - before) / TURNS;
     await rt.close();
+    const after = await pgCommits(url);
+    const commits = (after.n - before.n - after.reads) / TURNS;
     const floor = await pgFloor(url, Math.round(commits), Math.max(1, Math.round(commits)), TURNS, sessions);
     row("postgres", sessions, (TURNS / seconds).toFixed(0), commits.toFixed(1), "-", (seconds / floor).toFixed(2));
   }

@@ -26,6 +26,11 @@ export interface SqliteStoreOptions {
    * connection then refuses all writes (`StoreUnavailableError`) until it is reopened.
    */
   readonly commits?: "each" | "grouped";
+  /**
+   * WAL pages after which a commit checkpoints (SQLite's default 1000); 0 never checkpoints, which
+   * lets a benchmark count the WAL's commit frames from outside (every flush).
+   */
+  readonly walAutoCheckpoint?: number;
 }
 
 /** One connection, its cached statements and the transaction helpers every store uses. */
@@ -169,6 +174,7 @@ export function openDatabase(options: SqliteStoreOptions): SqliteDb {
       raw.pragma(`${schema}.synchronous = ${options.synchronous === "normal" ? "NORMAL" : "FULL"}`);
     }
     raw.pragma("foreign_keys = ON");
+    if (options.walAutoCheckpoint !== undefined) raw.pragma(`wal_autocheckpoint = ${Math.max(0, Math.trunc(options.walAutoCheckpoint))}`);
     migrate(raw, "main", MAIN_MIGRATIONS);
     migrate(raw, "root", ROOT_MIGRATIONS);
   } catch (error) {
