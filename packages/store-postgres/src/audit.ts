@@ -1,7 +1,7 @@
 import type { AuditEvent, AuditLog, AuditQuery, AuditRecord, Scope } from "@alma-harness/core";
 import { type AuditRow, auditFromRow, normalizeAuditEvent, normalizeAuditQuery, pageOfFetched, RECORD_VERSION, scopeKey } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { run } from "./pg.js";
+import { asConn, type Conn } from "./db.js";
 
 /**
  * The audit log in PostgreSQL. `seq` is an identity column: append order within one connection;
@@ -9,16 +9,16 @@ import { run } from "./pg.js";
  * observation point, not a gap-free offset (the engine's own appends are awaited in order).
  */
 export class PgAuditLog implements AuditLog {
-  readonly #pool: pg.Pool;
+  readonly #db: Conn;
 
-  constructor(pool: pg.Pool) {
-    this.#pool = pool;
+  constructor(pool: pg.Pool | Conn) {
+    this.#db = asConn(pool);
   }
 
   async append(event: AuditEvent): Promise<void> {
     const e = normalizeAuditEvent(event);
     const { key } = scopeKey(e.scope);
-    await run(this.#pool, "INSERT INTO audit_events (scope, session_id, turn_id, trail, v, event) VALUES ($1, $2, $3, $4, $5, $6)", [
+    await this.#db.write("INSERT INTO audit_events (scope, session_id, turn_id, trail, v, event) VALUES ($1, $2, $3, $4, $5, $6)", [
       key,
       e.sessionId,
       e.turnId,
@@ -31,8 +31,7 @@ export class PgAuditLog implements AuditLog {
   async query(scope: Scope, query?: AuditQuery): Promise<{ readonly items: readonly AuditRecord[]; readonly nextCursor?: string }> {
     const { key } = scopeKey(scope);
     const q = normalizeAuditQuery(query);
-    const { rows } = await run<AuditRow>(
-      this.#pool,
+    const { rows } = await this.#db.query<AuditRow>(
       `SELECT seq, v, event FROM audit_events WHERE scope = $1 AND seq > $2
        AND ($3::text IS NULL OR session_id = $3) AND ($4::text IS NULL OR turn_id = $4) AND ($5::text IS NULL OR trail = $5)
        ORDER BY seq LIMIT $6`,

@@ -1,7 +1,6 @@
 import {
   type Admission,
   type ClaimOptions,
-  type ClaimReservation,
   type ClaimResult,
   ConflictError,
   canonicalJson,
@@ -41,7 +40,8 @@ import {
   validateTime,
 } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { atomic, lockKey, type Queryable, RolledBack, run, transaction } from "./pg.js";
+import { asConn, type Conn } from "./db.js";
+import { type Queryable, RolledBack, spendLocks } from "./pg.js";
 
 const BY_ID = "SELECT * FROM execution WHERE scope = $1 AND operation_id = $2";
 
@@ -122,12 +122,12 @@ const CLAIM_SQL = {
  * reservers of one key are serialized across every pool and process on the database.
  */
 export class PgExecutionStore implements ExecutionStore {
-  readonly #pool: pg.Pool;
+  readonly #db: Conn;
   readonly #schema: string;
 
   /** `schema` namespaces the reservation lock keys (they are database-wide). */
-  constructor(pool: pg.Pool, schema: string) {
-    this.#pool = pool;
+  constructor(pool: pg.Pool | Conn, schema: string) {
+    this.#db = asConn(pool);
     this.#schema = schema;
   }
 
@@ -150,27 +150,18 @@ export class PgExecutionStore implements ExecutionStore {
     if (r !== undefined) values.push(c.scope.org, r.day, r.usdMicros, r.expiresAt);
     const sql = o.admissionId === undefined ? (r === undefined ? CLAIM_SQL.plain : CLAIM_SQL.reserving) : r === undefined ? CLAIM_SQL.fenced : CLAIM_SQL.both;
     if (o.admissionId === undefined && r === undefined) {
-      const row = (await run<ClaimRow>(this.#pool, sql, values)).rows[0] ?? (await this.#reread(key, c.operationId));
+      const row = (await this.#db.write<ClaimRow>(sql, values)).rows[0] ?? (await this.#reread(key, c.operationId));
       const result = this.#settleClaim(c, text, row, o);
       // Only a reservation refuses by rolling back, and this claim has none.
       return result instanceof RolledBack ? result.value : result;
     }
-    const begin = r === undefined ? "BEGIN" : `BEGIN; ${this.#locks(c, r)}`;
-    return transaction(
-      this.#pool,
+    return this.#db.transaction(
       async (tx) => {
         const row = (await tx.query<ClaimRow>(sql, values)).rows[0] ?? (await this.#reread(key, c.operationId, tx));
         return this.#settleClaim(c, text, row, o);
       },
-      { begin },
+      r === undefined ? {} : { locks: spendLocks(this.#schema, c.scope.org, r.day, key, c.sessionId) },
     );
-  }
-
-  /** The reservation locks of a claim, tenant-day first, then session: the one order every reserver takes. */
-  #locks(c: ExecutionClaim, r: ClaimReservation): string {
-    const day = lockKey(this.#schema, "spend-day", c.scope.org, r.day);
-    const session = lockKey(this.#schema, "spend-session", scopeKey(c.scope).key, c.sessionId);
-    return `SELECT pg_advisory_xact_lock(${day}); SELECT pg_advisory_xact_lock(${session})`;
   }
 
   /**
@@ -179,7 +170,7 @@ export class PgExecutionStore implements ExecutionStore {
    */
   async #reread(key: string, operationId: string, tx?: Queryable): Promise<ClaimRow> {
     // Inside a transaction the raw error goes to `transaction`, which maps it (and retries a deadlock).
-    const existing = (tx ? await tx.query<ExecutionRow>(BY_ID, [key, operationId]) : await run<ExecutionRow>(this.#pool, BY_ID, [key, operationId])).rows[0];
+    const existing = (tx ? await tx.query<ExecutionRow>(BY_ID, [key, operationId]) : await this.#db.query<ExecutionRow>(BY_ID, [key, operationId])).rows[0];
     if (!existing) throw new StaleFenceError("the operation vanished while claiming");
     return { ...existing, inserted: false };
   }
@@ -206,7 +197,8 @@ export class PgExecutionStore implements ExecutionStore {
   }
 
   async dispatch(fence: Fence, now: number): Promise<ExecutionRecord> {
-    return this.#step(fence, now, "prepared", { state: "dispatching" });
+    // A durability point: egress follows, so the claim and everything before it commit with it.
+    return this.#step(fence, now, "prepared", { state: "dispatching" }, false, true);
   }
 
   async receive(fence: Fence, evidence: UsageEvidence, now: number): Promise<ExecutionRecord> {
@@ -229,7 +221,7 @@ export class PgExecutionStore implements ExecutionStore {
 
   async get(scope: Scope, operationId: string): Promise<ExecutionRecord | undefined> {
     const { key } = scopeKey(scope);
-    const row = (await run<ExecutionRow>(this.#pool, BY_ID, [key, validateId("operationId", operationId)])).rows[0];
+    const row = (await this.#db.query<ExecutionRow>(BY_ID, [key, validateId("operationId", operationId)])).rows[0];
     return row ? executionFromRow(row) : undefined;
   }
 
@@ -238,8 +230,7 @@ export class PgExecutionStore implements ExecutionStore {
     const o = closedObject("opts", opts, ["cursor", "limit"]);
     const limit = pageLimit(o.limit, PAGE.execution.def, PAGE.execution.max);
     const after = decodeCursor(o.cursor, ["number", "string"]) ?? [-1, ""];
-    const { rows } = await run<ExecutionRow>(
-      this.#pool,
+    const { rows } = await this.#db.query<ExecutionRow>(
       `SELECT * FROM execution WHERE scope = $1 AND state NOT IN ('completed', 'not_dispatched')
        AND (created_at, operation_id) > ($2, $3) ORDER BY created_at, operation_id LIMIT $4`,
       [key, after[0], after[1], limit + 1],
@@ -254,8 +245,7 @@ export class PgExecutionStore implements ExecutionStore {
     // commits first (and the record is fenced) or finds its token superseded. A record it makes
     // not_dispatched was never sent: its reservation is deleted in the same statement; a fenced one
     // may have spent, and keeps its reservation until that expires.
-    const { rows } = await atomic<ExecutionRow>(
-      this.#pool,
+    const { rows } = await this.#db.write<ExecutionRow>(
       `WITH swept AS (
          UPDATE execution SET
            state = CASE state WHEN 'prepared' THEN 'not_dispatched' ELSE 'fenced' END,
@@ -268,22 +258,23 @@ export class PgExecutionStore implements ExecutionStore {
        )
        SELECT * FROM swept`,
       [r.now, only, EXPIRED_EVIDENCE_COLUMN],
+      { retry: true, durable: true },
     );
     const records = rows.map(executionFromRow).sort((a, b) => a.createdAt - b.createdAt || (a.operationId < b.operationId ? -1 : 1));
     return Object.freeze(records);
   }
 
   /** One conditional UPDATE; with `release`, the same statement deletes the reservation of the row it moved. */
-  async #step(fence: Fence, now: number, from: ExecutionState, change: ExecutionChange, release = false): Promise<ExecutionRecord> {
+  async #step(fence: Fence, now: number, from: ExecutionState, change: ExecutionChange, release = false, durable = false): Promise<ExecutionRecord> {
     const f = normalizeFence(fence);
     const at = validateTime("now", now);
     const { key } = scopeKey(f.scope);
     const cols = executionChangeColumns(change);
     const values = [cols.state, cols.evidence, cols.not_dispatched_cause, cols.settlement_id, at, key, f.operationId, f.token, from];
-    const updated = release ? await atomic<ExecutionRow>(this.#pool, STEP_RELEASING, values) : await run<ExecutionRow>(this.#pool, STEP, values);
+    const updated = await this.#db.write<ExecutionRow>(release ? STEP_RELEASING : STEP, values, { retry: release, durable });
     const row = updated.rows[0];
     if (row) return executionFromRow(row);
-    const current = (await run<ExecutionRow>(this.#pool, BY_ID, [key, f.operationId])).rows[0];
+    const current = (await this.#db.query<ExecutionRow>(BY_ID, [key, f.operationId])).rows[0];
     if (current && current.fence_token === f.token) throw new StaleFenceError(`the record is ${current.state}, not ${from}`);
     throw new StaleFenceError();
   }

@@ -7,6 +7,7 @@ import {
   type AdmissionStore,
   type AuditLog,
   type CostSettlementStore,
+  type DurabilityBarrier,
   type ExecutionResultStore,
   type ExecutionStore,
   type SessionLabelStore,
@@ -17,6 +18,7 @@ import {
 import type pg from "pg";
 import { PgAdmissionStore } from "./admissions.js";
 import { PgAuditLog } from "./audit.js";
+import { PgDb } from "./db.js";
 import { PgExecutionStore } from "./execution.js";
 import { PgSessionLabelStore } from "./labels.js";
 import { loadMigrations, migrate, resolveSchemas, type SchemaNames, schemaVersion } from "./migrate.js";
@@ -36,6 +38,16 @@ export interface PostgresStoreOptions extends SchemaNames {
   readonly pool?: Omit<pg.PoolConfig, "options" | "types">;
   /** Run `migrate` before opening (default false: the schema must already be at this build's version). */
   readonly migrate?: boolean;
+  /**
+   * `each` (default): every store call is its own transaction, durable when it returns, as the
+   * store contracts say. `grouped`: inside `stores.unit(work)` (the conversation runner runs each
+   * turn in one) writes join one open transaction on one client, each in its own savepoint (a
+   * refused write rolls back alone), committed at a durability point: a journal `dispatch`, an
+   * admission's end, the sweeps, an erasure, `barrier.commit()` and the end of `work`. Outside a
+   * unit every write stands alone, as in `each`. A failed commit loses the unit's pending writes:
+   * every later write or commit of that unit rejects with `StoreUnavailableError`.
+   */
+  readonly commits?: "each" | "grouped";
 }
 
 export interface PostgresStores {
@@ -53,6 +65,14 @@ export interface PostgresStores {
   readonly labels: SessionLabelStore;
   readonly audit: AuditLog;
   readonly schemas: { readonly schema: string; readonly rootSchema: string };
+  /** `grouped` only: the durability point the runner calls before every effect (commits the current unit). */
+  readonly barrier?: DurabilityBarrier;
+  /** `grouped` only: runs `work` (one turn) as one unit of writes; see `PostgresStoreOptions.commits`. */
+  readonly unit?: <T>(work: () => Promise<T>) => Promise<T>;
+  /** Transactions this store set committed (each standalone write, each unit commit). */
+  commitCount(): number;
+  /** Statements this store set sent (round trips), reads included. */
+  roundTripCount(): number;
   /** Ends both pools; later calls reject with `StoreUnavailableError`. Safe to call twice. */
   close(): Promise<void>;
 }
@@ -83,20 +103,38 @@ export async function createPostgresStores(options: PostgresStoreOptions): Promi
     await close();
     throw error instanceof StoreUnavailableError ? error : new StoreUnavailableError("could not open the postgres stores", error);
   }
-  const execution = new PgExecutionStore(main, schemas.schema);
+  return buildStores(main, root, schemas, options.commits ?? "each", close);
+}
+
+/** The store set over two open pools (`createPostgresStores` without the pools' opening and the version check). */
+export function buildStores(
+  main: pg.Pool,
+  root: pg.Pool,
+  schemas: { readonly schema: string; readonly rootSchema: string },
+  commits: "each" | "grouped",
+  close: () => Promise<void>,
+): PostgresStores {
+  if (commits !== "each" && commits !== "grouped") throw new TypeError('commits must be "each" or "grouped"');
+  const db = new PgDb(main, commits);
+  const on = db.on(main);
+  const execution = new PgExecutionStore(on, schemas.schema);
   return Object.freeze({
-    admissions: new PgAdmissionStore(main),
-    sessions: new PgSessionStore(main),
+    admissions: new PgAdmissionStore(on),
+    sessions: new PgSessionStore(on),
     execution,
     journal: execution,
-    results: new PgResultStore(main, schemas.schema),
-    // The root pool reaches the main schema's admissions table by its qualified name, to fence final results.
-    rootResults: new PgResultStore(root, schemas.schema),
-    settlements: new PgCostSettlementStore(main),
-    spend: new PgSpendStore(main),
-    labels: new PgSessionLabelStore(main),
-    audit: new PgAuditLog(main),
+    results: new PgResultStore(on, schemas.schema, schemas.schema),
+    // Alone, root results go through the root pool; in a unit, on the unit's main-pool client, so
+    // the table is named with its schema. The main schema's admissions table fences final results.
+    rootResults: new PgResultStore(db.on(root), schemas.schema, schemas.rootSchema),
+    settlements: new PgCostSettlementStore(on, schemas.schema),
+    spend: new PgSpendStore(on),
+    labels: new PgSessionLabelStore(on),
+    audit: new PgAuditLog(on),
     schemas,
+    ...(db.grouped ? { barrier: Object.freeze({ commit: () => db.commit() }), unit: <T>(work: () => Promise<T>) => db.unit(work) } : {}),
+    commitCount: () => db.count.commits,
+    roundTripCount: () => db.count.roundTrips,
     close,
   });
 }

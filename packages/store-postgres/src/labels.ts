@@ -1,7 +1,8 @@
 import { canonicalJson, normalizeSessionLabels, type Scope, SessionLabelConflictError, SessionLabelErasedError, type SessionLabels, type SessionLabelStore, validateId } from "@alma-harness/core";
 import { labelsFromText, scopeKey } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { type Queryable, run, transaction } from "./pg.js";
+import { asConn, type Conn } from "./db.js";
+import type { Queryable } from "./pg.js";
 
 /** Writes and erasure of one scope's labels serialize on this transaction-scoped advisory lock. */
 async function lockScope(tx: Queryable, key: string): Promise<void> {
@@ -10,10 +11,10 @@ async function lockScope(tx: Queryable, key: string): Promise<void> {
 
 /** Session labels in PostgreSQL. Tombstones and seals are rows; per-scope serialization means a seal can never be outrun by a put. */
 export class PgSessionLabelStore implements SessionLabelStore {
-  readonly #pool: pg.Pool;
+  readonly #db: Conn;
 
-  constructor(pool: pg.Pool) {
-    this.#pool = pool;
+  constructor(pool: pg.Pool | Conn) {
+    this.#db = asConn(pool);
   }
 
   async put(scope: Scope, sessionId: string, labels: SessionLabels): Promise<SessionLabels> {
@@ -21,7 +22,7 @@ export class PgSessionLabelStore implements SessionLabelStore {
     const id = validateId("sessionId", sessionId);
     const normalized = normalizeSessionLabels(labels);
     const text = canonicalJson(normalized);
-    return transaction(this.#pool, async (tx) => {
+    return this.#db.transaction(async (tx) => {
       await lockScope(tx, key);
       if ((await tx.query("SELECT 1 FROM sealed_label_scopes WHERE scope = $1", [key])).rowCount) throw new SessionLabelErasedError();
       const row = (await tx.query<{ labels: string | null; erased: boolean }>("SELECT labels, erased FROM session_labels WHERE scope = $1 AND session_id = $2", [key, id]))
@@ -39,8 +40,7 @@ export class PgSessionLabelStore implements SessionLabelStore {
   async get(scope: Scope, sessionId: string): Promise<SessionLabels | undefined> {
     const { key } = scopeKey(scope);
     const id = validateId("sessionId", sessionId);
-    const { rows } = await run<{ labels: string | null }>(
-      this.#pool,
+    const { rows } = await this.#db.query<{ labels: string | null }>(
       `SELECT l.labels FROM session_labels l WHERE l.scope = $1 AND l.session_id = $2 AND NOT l.erased
        AND NOT EXISTS (SELECT 1 FROM sealed_label_scopes s WHERE s.scope = l.scope)`,
       [key, id],
@@ -52,18 +52,22 @@ export class PgSessionLabelStore implements SessionLabelStore {
   async erase(scope: Scope, sessionId?: string): Promise<void> {
     const { key } = scopeKey(scope);
     const id = sessionId === undefined ? undefined : validateId("sessionId", sessionId);
-    await transaction(this.#pool, async (tx) => {
-      await lockScope(tx, key);
-      if (id === undefined) {
-        await tx.query("INSERT INTO sealed_label_scopes (scope) VALUES ($1) ON CONFLICT (scope) DO NOTHING", [key]);
-        await tx.query("UPDATE session_labels SET labels = NULL, erased = true WHERE scope = $1", [key]);
-        return;
-      }
-      await tx.query(
-        `INSERT INTO session_labels (scope, session_id, labels, erased) VALUES ($1, $2, NULL, true)
-         ON CONFLICT (scope, session_id) DO UPDATE SET labels = NULL, erased = true`,
-        [key, id],
-      );
-    });
+    // An erasure is a durability point.
+    await this.#db.transaction(
+      async (tx) => {
+        await lockScope(tx, key);
+        if (id === undefined) {
+          await tx.query("INSERT INTO sealed_label_scopes (scope) VALUES ($1) ON CONFLICT (scope) DO NOTHING", [key]);
+          await tx.query("UPDATE session_labels SET labels = NULL, erased = true WHERE scope = $1", [key]);
+          return;
+        }
+        await tx.query(
+          `INSERT INTO session_labels (scope, session_id, labels, erased) VALUES ($1, $2, NULL, true)
+           ON CONFLICT (scope, session_id) DO UPDATE SET labels = NULL, erased = true`,
+          [key, id],
+        );
+      },
+      { durable: true },
+    );
   }
 }

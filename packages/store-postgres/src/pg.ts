@@ -32,14 +32,14 @@ export function schemaPool(config: pg.PoolConfig, schema: string): pg.Pool {
   return pool;
 }
 
-const RETRYABLE_TX = new Set(["40001", "40P01"]);
+export const RETRYABLE_TX = new Set(["40001", "40P01"]);
 
-function codeOf(error: unknown): string | undefined {
+export function codeOf(error: unknown): string | undefined {
   return error instanceof pg.DatabaseError ? error.code : undefined;
 }
 
 /** Whether the connection itself failed (its client must be discarded, never reused). */
-function connectionLost(error: unknown): boolean {
+export function connectionLost(error: unknown): boolean {
   const code = codeOf(error);
   if (code !== undefined) return code.startsWith("08") || code.startsWith("57P");
   return error instanceof Error && !(error instanceof AlmaError);
@@ -71,16 +71,42 @@ export async function run<R extends pg.QueryResultRow>(db: Queryable, text: stri
  * hit a serialization failure or deadlock: such a statement was rolled back whole, so running it
  * again cannot apply anything twice. A lost connection is never retried.
  */
-export async function atomic<R extends pg.QueryResultRow>(pool: pg.Pool, text: string, values: readonly unknown[], attempts = 4): Promise<pg.QueryResult<R>> {
+export async function atomic<R extends pg.QueryResultRow>(
+  pool: pg.Pool,
+  text: string,
+  values: readonly unknown[],
+  attempts = 4,
+  count?: Counter,
+): Promise<pg.QueryResult<R>> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await pool.query<R>(text, values as unknown[]);
+      if (count) count.roundTrips += 1;
+      const result = await pool.query<R>(text, values as unknown[]);
+      if (count) count.commits += 1;
+      return result;
     } catch (error) {
       const code = codeOf(error);
       if (code !== undefined && RETRYABLE_TX.has(code) && attempt < attempts) continue;
       throw mapPgError(error);
     }
   }
+}
+
+/** What a store set counts: statements sent (round trips) and transactions committed. */
+export interface Counter {
+  roundTrips: number;
+  commits: number;
+}
+
+/** `client` with every statement counted as one round trip. */
+export function counted(client: Queryable, count: Counter | undefined): Queryable {
+  if (!count) return client;
+  return {
+    query: <R extends pg.QueryResultRow>(text: string, values?: readonly unknown[]) => {
+      count.roundTrips += 1;
+      return values === undefined ? client.query<R>(text) : client.query<R>(text, values);
+    },
+  };
 }
 
 /** What `fn` returns to end its transaction with ROLLBACK and still answer `value` (a refusal that wrote nothing). */
@@ -103,7 +129,7 @@ export class RolledBack<T> {
 export async function transaction<T>(
   pool: pg.Pool,
   fn: (tx: Queryable) => Promise<T | RolledBack<T>>,
-  opts: { readonly begin?: string; readonly attempts?: number } = {},
+  opts: { readonly begin?: string; readonly attempts?: number; readonly count?: Counter } = {},
 ): Promise<T> {
   const attempts = opts.attempts ?? 4;
   for (let attempt = 1; ; attempt++) {
@@ -114,18 +140,20 @@ export async function transaction<T>(
       throw mapPgError(error);
     }
     let broken = false;
+    const tx = counted(client, opts.count);
     try {
-      await client.query(opts.begin ?? "BEGIN");
-      const result = await fn(client);
+      await tx.query(opts.begin ?? "BEGIN");
+      const result = await fn(tx);
       if (result instanceof RolledBack) {
-        await client.query("ROLLBACK");
+        await tx.query("ROLLBACK");
         return result.value;
       }
-      await client.query("COMMIT");
+      await tx.query("COMMIT");
+      if (opts.count) opts.count.commits += 1;
       return result;
     } catch (error) {
       broken = connectionLost(error);
-      if (!broken) await client.query("ROLLBACK").catch(() => (broken = true));
+      if (!broken) await tx.query("ROLLBACK").catch(() => (broken = true));
       const code = codeOf(error);
       if (!broken && code !== undefined && RETRYABLE_TX.has(code) && attempt < attempts) continue;
       throw mapPgError(error);
@@ -142,4 +170,11 @@ export async function transaction<T>(
  */
 export function lockKey(...parts: readonly string[]): string {
   return createHash("sha256").update(parts.join("\0")).digest().readBigInt64BE(0).toString();
+}
+
+/** The reservation locks of one spend key, tenant-day first, then session: the one order every spend writer takes. */
+export function spendLocks(schema: string, org: string, day: string, scope: string, sessionId: string): string {
+  const dayKey = lockKey(schema, "spend-day", org, day);
+  const sessionKey = lockKey(schema, "spend-session", scope, sessionId);
+  return `SELECT pg_advisory_xact_lock(${dayKey}); SELECT pg_advisory_xact_lock(${sessionKey})`;
 }

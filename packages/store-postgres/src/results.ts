@@ -1,9 +1,8 @@
 import { type Admission, ConflictError, type ExecutionResultStore, type JsonValue, type ResultRecord, type ResultReservation, type ReserveResult, type Scope, validateId } from "@alma-harness/core";
 import { fenceRefusal, normalizeEnvelope, normalizeFenceOpts, normalizeReservation, oversize, putRefusal, RECORD_VERSION, type ResultRow, resultFromRow, scopeKey, validateTime } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { run, transaction, validateSchema } from "./pg.js";
-
-const BY_ID = "SELECT * FROM results WHERE scope = $1 AND result_id = $2";
+import { asConn, type Conn } from "./db.js";
+import { validateSchema } from "./pg.js";
 
 /** A put's read: the result row, and with an admission id, what the fence needs of that admission. */
 interface PutRow extends ResultRow {
@@ -21,31 +20,38 @@ interface PutRow extends ResultRow {
  * admission while it writes the final result.
  */
 export class PgResultStore implements ExecutionResultStore {
-  readonly #pool: pg.Pool;
+  readonly #db: Conn;
+  readonly #table: string;
+  readonly #byId: string;
   readonly #fencedRead: string;
 
-  /** `schema`: the main schema, whose `admissions` table fences a put that names an admission. */
-  constructor(pool: pg.Pool, schema: string) {
-    this.#pool = pool;
+  /**
+   * `schema`: the main schema, whose `admissions` table fences a put that names an admission;
+   * `resultsSchema`: the schema of this namespace's `results` table (default: the pool's
+   * search_path). Named, it lets the root namespace's writes run on a unit's main-pool client.
+   */
+  constructor(pool: pg.Pool | Conn, schema: string, resultsSchema?: string) {
+    this.#db = asConn(pool);
+    this.#table = resultsSchema === undefined ? "results" : `${validateSchema(resultsSchema, "resultsSchema")}.results`;
+    this.#byId = `SELECT * FROM ${this.#table} WHERE scope = $1 AND result_id = $2`;
     // Held until commit: the admission cannot end (finish, mark uncertain, release) under the write.
     this.#fencedRead = `WITH fence AS MATERIALIZED (
         SELECT state AS fence_state, session_id AS fence_session_id, deadline_at AS fence_deadline_at
         FROM ${validateSchema(schema)}.admissions WHERE scope = $1 AND admission_id = $3 FOR SHARE)
-      SELECT r.*, fence.* FROM results r LEFT JOIN fence ON true WHERE r.scope = $1 AND r.result_id = $2 FOR UPDATE OF r`;
+      SELECT r.*, fence.* FROM ${this.#table} r LEFT JOIN fence ON true WHERE r.scope = $1 AND r.result_id = $2 FOR UPDATE OF r`;
   }
 
   async reserve(reservation: ResultReservation): Promise<ReserveResult> {
     const r = normalizeReservation(reservation);
     const { key } = scopeKey(r.scope);
-    const inserted = await run<ResultRow>(
-      this.#pool,
-      `INSERT INTO results (scope, result_id, session_id, binding, sensitivity, max_chars, expires_at, created_at, state, v)
+    const inserted = await this.#db.write<ResultRow>(
+      `INSERT INTO ${this.#table} (scope, result_id, session_id, binding, sensitivity, max_chars, expires_at, created_at, state, v)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'reserved', $9) ON CONFLICT (scope, result_id) DO NOTHING RETURNING *`,
       [key, r.resultId, r.sessionId, r.binding, r.sensitivity, r.maxChars, r.expiresAt, r.createdAt, RECORD_VERSION],
     );
     const row = inserted.rows[0];
     if (row) return Object.freeze({ status: "reserved", record: resultFromRow(row, r.createdAt) });
-    const existing = (await run<ResultRow>(this.#pool, BY_ID, [key, r.resultId])).rows[0] as ResultRow;
+    const existing = (await this.#db.query<ResultRow>(this.#byId, [key, r.resultId])).rows[0] as ResultRow;
     return Object.freeze({ status: "exists", record: resultFromRow(existing, r.createdAt) });
   }
 
@@ -55,10 +61,10 @@ export class PgResultStore implements ExecutionResultStore {
     const at = validateTime("now", now);
     const o = normalizeFenceOpts(opts);
     const e = normalizeEnvelope(envelope);
-    return transaction(this.#pool, async (tx) => {
+    return this.#db.transaction(async (tx) => {
       const row =
         o.admissionId === undefined
-          ? (await tx.query<PutRow>(`${BY_ID} FOR UPDATE`, [key, id])).rows[0]
+          ? (await tx.query<PutRow>(`${this.#byId} FOR UPDATE`, [key, id])).rows[0]
           : (await tx.query<PutRow>(this.#fencedRead, [key, id, o.admissionId])).rows[0];
       // The fence first (as the reference store): a stale owner learns it is fenced, whatever the result's state.
       if (row && o.admissionId !== undefined) {
@@ -76,7 +82,7 @@ export class PgResultStore implements ExecutionResultStore {
       const tooBig = oversize(e.text, row.max_chars);
       if (tooBig) throw tooBig;
       const stored = await tx.query<ResultRow>(
-        "UPDATE results SET state = 'stored', envelope = $3, v = $4 WHERE scope = $1 AND result_id = $2 RETURNING *",
+        `UPDATE ${this.#table} SET state = 'stored', envelope = $3, v = $4 WHERE scope = $1 AND result_id = $2 RETURNING *`,
         [key, id, e.text, RECORD_VERSION],
       );
       return resultFromRow(stored.rows[0] as ResultRow, at);
@@ -87,24 +93,25 @@ export class PgResultStore implements ExecutionResultStore {
     const { key } = scopeKey(scope);
     const id = validateId("resultId", resultId);
     const at = validateTime("now", now);
-    const row = (await run<ResultRow>(this.#pool, BY_ID, [key, id])).rows[0];
+    const row = (await this.#db.query<ResultRow>(this.#byId, [key, id])).rows[0];
     return row ? resultFromRow(row, at) : undefined;
   }
 
   async eraseSession(scope: Scope, sessionId: string): Promise<number> {
     const { key } = scopeKey(scope);
     const id = validateId("sessionId", sessionId);
-    const result = await run(
-      this.#pool,
-      "UPDATE results SET state = 'erased', envelope = NULL WHERE scope = $1 AND session_id = $2 AND state <> 'erased'",
-      [key, id],
-    );
+    // An erasure is a durability point.
+    const result = await this.#db.write(`UPDATE ${this.#table} SET state = 'erased', envelope = NULL WHERE scope = $1 AND session_id = $2 AND state <> 'erased'`, [key, id], {
+      durable: true,
+    });
     return result.rowCount ?? 0;
   }
 
   async purgeExpired(now: number): Promise<number> {
     const at = validateTime("now", now);
-    const result = await run(this.#pool, "UPDATE results SET state = 'expired', envelope = NULL WHERE state IN ('reserved', 'stored') AND expires_at <= $1", [at]);
+    const result = await this.#db.write(`UPDATE ${this.#table} SET state = 'expired', envelope = NULL WHERE state IN ('reserved', 'stored') AND expires_at <= $1`, [at], {
+      durable: true,
+    });
     return result.rowCount ?? 0;
   }
 }

@@ -27,7 +27,8 @@ import {
   validateTime,
 } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { type Queryable, run, transaction } from "./pg.js";
+import { asConn, type Conn } from "./db.js";
+import type { Queryable } from "./pg.js";
 
 interface SessionRow {
   readonly revision: number;
@@ -43,18 +44,17 @@ const EMPTY: readonly Msg[] = Object.freeze([]);
  * released until the batch has committed, and appends to one session are serialized.
  */
 export class PgSessionStore implements SessionStore {
-  readonly #pool: pg.Pool;
+  readonly #db: Conn;
 
-  constructor(pool: pg.Pool) {
-    this.#pool = pool;
+  constructor(pool: pg.Pool | Conn) {
+    this.#db = asConn(pool);
   }
 
   async load(scope: Scope, sessionId: string): Promise<SessionView> {
     const { key } = scopeKey(scope);
     const id = validateId("sessionId", sessionId);
     // One statement, one snapshot: the session row and its messages always agree.
-    const { rows } = await run<SessionRow & { v: number | null; body: string | null }>(
-      this.#pool,
+    const { rows } = await this.#db.query<SessionRow & { v: number | null; body: string | null }>(
       `SELECT s.revision, s.view_offset, s.erased, m.v, m.body FROM sessions s
        LEFT JOIN messages m ON NOT s.erased AND m.scope = s.scope AND m.session_id = s.session_id AND m.position >= s.view_offset
        WHERE s.scope = $1 AND s.session_id = $2 ORDER BY m.position`,
@@ -75,7 +75,7 @@ export class PgSessionStore implements SessionStore {
     const batch = normalizeMessages(messages);
     const events = eventIdsOf(batch);
     const bodies = batch.map((m) => JSON.stringify(m));
-    return transaction(this.#pool, async (tx) => {
+    return this.#db.transaction(async (tx) => {
       await holdAdmission(tx, key, id, admissionId, now);
       const session = await lockSession(tx, key, id, now);
       if (session.erased) throw new FenceError("the session was erased");
@@ -106,8 +106,7 @@ export class PgSessionStore implements SessionStore {
     if (!Array.isArray(eventIds)) throw new TypeError("eventIds must be an array");
     const ids = eventIds.map((e, i) => validateId(`eventIds[${i}]`, e));
     if (ids.length === 0) return EMPTY;
-    const { rows } = await run<MessageRow>(
-      this.#pool,
+    const { rows } = await this.#db.query<MessageRow>(
       `SELECT m.v, m.body FROM messages m JOIN sessions s ON s.scope = m.scope AND s.session_id = m.session_id
        WHERE m.scope = $1 AND m.session_id = $2 AND NOT s.erased AND m.event_id = ANY($3::text[]) ORDER BY m.position`,
       [key, id, ids],
@@ -120,8 +119,7 @@ export class PgSessionStore implements SessionStore {
     const o = closedObject("opts", opts, ["cursor", "limit"]);
     const limit = pageLimit(o.limit, PAGE.sessions.def, PAGE.sessions.max);
     const after = decodeCursor(o.cursor, ["string"]);
-    const { rows } = await run<SessionSummaryRow>(
-      this.#pool,
+    const { rows } = await this.#db.query<SessionSummaryRow>(
       `SELECT session_id, revision, updated_at FROM sessions WHERE scope = $1 AND NOT erased AND session_id > $2
        ORDER BY session_id LIMIT $3`,
       [key, after?.[0] ?? "", limit + 1],
@@ -133,14 +131,18 @@ export class PgSessionStore implements SessionStore {
   async erase(scope: Scope, sessionId: string): Promise<void> {
     const { key } = scopeKey(scope);
     const id = validateId("sessionId", sessionId);
-    await transaction(this.#pool, async (tx) => {
-      await tx.query(
-        `INSERT INTO sessions (scope, session_id, revision, view_offset, updated_at, erased) VALUES ($1, $2, 0, 0, 0, true)
-         ON CONFLICT (scope, session_id) DO UPDATE SET revision = 0, view_offset = 0, erased = true`,
-        [key, id],
-      );
-      await tx.query("DELETE FROM messages WHERE scope = $1 AND session_id = $2", [key, id]);
-    });
+    // An erasure is a durability point.
+    await this.#db.transaction(
+      async (tx) => {
+        await tx.query(
+          `INSERT INTO sessions (scope, session_id, revision, view_offset, updated_at, erased) VALUES ($1, $2, 0, 0, 0, true)
+           ON CONFLICT (scope, session_id) DO UPDATE SET revision = 0, view_offset = 0, erased = true`,
+          [key, id],
+        );
+        await tx.query("DELETE FROM messages WHERE scope = $1 AND session_id = $2", [key, id]);
+      },
+      { durable: true },
+    );
   }
 }
 

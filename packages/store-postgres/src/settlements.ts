@@ -11,7 +11,8 @@ import {
 } from "@alma-harness/core";
 import { closedObject, decodeCursor, normalizeSettlement, PAGE, pageLimit, pageOfFetched, RECORD_VERSION, type SettlementRow, scopeKey, settlementFromRow, type TenantDayRow, tenantDayFromRow, validateDay, validateOrg } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { atomic, run } from "./pg.js";
+import { asConn, type Conn } from "./db.js";
+import { spendLocks } from "./pg.js";
 
 /**
  * The whole settlement as one statement (its own transaction): the receipt's insert-or-nothing,
@@ -43,10 +44,13 @@ const SETTLE = `WITH ins AS (
  * incremented in place (`usd_micros + n`), never read and rewritten.
  */
 export class PgCostSettlementStore implements CostSettlementStore {
-  readonly #pool: pg.Pool;
+  readonly #db: Conn;
+  readonly #schema: string | undefined;
 
-  constructor(pool: pg.Pool) {
-    this.#pool = pool;
+  /** `schema` namespaces the reservation lock keys a settlement takes inside a unit (as the execution store's). */
+  constructor(pool: pg.Pool | Conn, schema?: string) {
+    this.#db = asConn(pool);
+    this.#schema = schema;
   }
 
   async settle(input: SettlementInput): Promise<SettlementRecord> {
@@ -54,7 +58,11 @@ export class PgCostSettlementStore implements CostSettlementStore {
     const { key } = scopeKey(s.scope);
     const text = canonicalJson(s as unknown as JsonValue);
     const id = s.receipt.settlementId;
-    const { rows } = await atomic<{ applied: number }>(this.#pool, SETTLE, [
+    // Inside a unit the counters' row locks are held until its next durability point, so the
+    // settlement first takes the reservation locks, in the one order (tenant-day, then session).
+    // Alone, the statement holds its row locks only while it runs, and needs none.
+    const locks = this.#schema === undefined ? undefined : spendLocks(this.#schema, s.scope.org, s.day, key, s.sessionId);
+    const values = [
       key,
       id,
       s.sessionId,
@@ -67,10 +75,11 @@ export class PgCostSettlementStore implements CostSettlementStore {
       s.scope.org,
       s.day,
       s.receipt.usdMicros,
-    ]);
+    ];
+    const { rows } = await this.#db.write<{ applied: number }>(SETTLE, values, { retry: true, ...(locks ? { locks } : {}) });
     if (rows[0]?.applied === 1) return Object.freeze({ ...s, status: "applied" as const });
     // Already there (committed before this statement, or by the concurrent settle it waited on): a new snapshot reads it.
-    const existing = (await run<SettlementRow>(this.#pool, "SELECT v, record FROM settlements WHERE scope = $1 AND settlement_id = $2", [key, id])).rows[0];
+    const existing = (await this.#db.query<SettlementRow>("SELECT v, record FROM settlements WHERE scope = $1 AND settlement_id = $2", [key, id])).rows[0];
     if (existing?.record !== text) throw new SettlementConflictError(id);
     return settlementFromRow(existing, "replayed");
   }
@@ -78,7 +87,7 @@ export class PgCostSettlementStore implements CostSettlementStore {
   async get(scope: Scope, settlementId: string): Promise<SettlementRecord | undefined> {
     const { key } = scopeKey(scope);
     const id = validateId("settlementId", settlementId);
-    const row = (await run<SettlementRow>(this.#pool, "SELECT v, record FROM settlements WHERE scope = $1 AND settlement_id = $2", [key, id])).rows[0];
+    const row = (await this.#db.query<SettlementRow>("SELECT v, record FROM settlements WHERE scope = $1 AND settlement_id = $2", [key, id])).rows[0];
     return row ? settlementFromRow(row) : undefined;
   }
 
@@ -92,8 +101,7 @@ export class PgCostSettlementStore implements CostSettlementStore {
     const turnId = o.turnId === undefined ? null : validateId("turnId", o.turnId);
     const limit = pageLimit(o.limit, PAGE.settlements.def, PAGE.settlements.max);
     const after = decodeCursor(o.cursor, ["number", "string"]) ?? [-1, ""];
-    const { rows } = await run<SettlementRow>(
-      this.#pool,
+    const { rows } = await this.#db.query<SettlementRow>(
       `SELECT v, record FROM settlements WHERE scope = $1 AND ($2::text IS NULL OR session_id = $2) AND ($3::text IS NULL OR turn_id = $3)
        AND (at, settlement_id) > ($4, $5) ORDER BY at, settlement_id LIMIT $6`,
       [key, sessionId, turnId, after[0], after[1], limit + 1],
@@ -105,8 +113,7 @@ export class PgCostSettlementStore implements CostSettlementStore {
     const { key } = scopeKey(scope);
     const c = validateId("consumer", consumer);
     const max = pageLimit(limit, PAGE.pending.def, PAGE.pending.max);
-    const { rows } = await run<SettlementRow>(
-      this.#pool,
+    const { rows } = await this.#db.query<SettlementRow>(
       `SELECT s.v, s.record FROM settlement_obligations o JOIN settlements s ON s.scope = o.scope AND s.settlement_id = o.settlement_id
        WHERE o.scope = $1 AND o.consumer = $2 AND NOT o.acknowledged ORDER BY s.at, s.settlement_id LIMIT $3`,
       [key, c, max],
@@ -118,24 +125,23 @@ export class PgCostSettlementStore implements CostSettlementStore {
     const { key } = scopeKey(scope);
     const c = validateId("consumer", consumer);
     const id = validateId("settlementId", settlementId);
-    await run(this.#pool, "UPDATE settlement_obligations SET acknowledged = true WHERE scope = $1 AND consumer = $2 AND settlement_id = $3", [key, c, id]);
+    await this.#db.write("UPDATE settlement_obligations SET acknowledged = true WHERE scope = $1 AND consumer = $2 AND settlement_id = $3", [key, c, id]);
   }
 }
 
 /** Spend counters in PostgreSQL, shared by every host process; they move only inside settlement. */
 export class PgSpendStore implements SpendStore {
-  readonly #pool: pg.Pool;
+  readonly #db: Conn;
 
-  constructor(pool: pg.Pool) {
-    this.#pool = pool;
+  constructor(pool: pg.Pool | Conn) {
+    this.#db = asConn(pool);
   }
 
   async peek(scope: Scope, sessionId: string, day: string): Promise<{ readonly sessionMicros: number; readonly tenantDayMicros: number }> {
     const { scope: s, key } = scopeKey(scope);
     const id = validateId("sessionId", sessionId);
     const d = validateDay("day", day);
-    const { rows } = await run<{ session: number | null; tenant: number | null }>(
-      this.#pool,
+    const { rows } = await this.#db.query<{ session: number | null; tenant: number | null }>(
       `SELECT (SELECT usd_micros FROM spend_sessions WHERE scope = $1 AND session_id = $2) AS session,
               (SELECT usd_micros FROM spend_tenant_days WHERE org = $3 AND day = $4) AS tenant`,
       [key, id, s.org, d],
@@ -148,8 +154,7 @@ export class PgSpendStore implements SpendStore {
     const o = closedObject("opts", opts, ["from", "to"]);
     const from = o.from === undefined ? "" : validateDay("from", o.from);
     const to = o.to === undefined ? "9999-12-31" : validateDay("to", o.to);
-    const { rows } = await run<TenantDayRow>(
-      this.#pool,
+    const { rows } = await this.#db.query<TenantDayRow>(
       "SELECT day, usd_micros FROM spend_tenant_days WHERE org = $1 AND day >= $2 AND day <= $3 ORDER BY day",
       [tenant, from, to],
     );

@@ -1,0 +1,361 @@
+import { type Fence, SessionLabelConflictError, StoreUnavailableError } from "@alma-harness/core";
+import { admitWith, claimOf, DAY, type GovernedFixture, governedWritesContract, SCOPE_A, type StoreSet, settlementOf, storeContracts, T0, userMsg } from "@alma-harness/testing";
+import pg from "pg";
+import { afterAll, describe, expect, it } from "vitest";
+import { buildStores, createPostgresStores, type PostgresStores } from "../src/index.js";
+import { inline } from "../src/db.js";
+import { schemaPool } from "../src/pg.js";
+import { DATABASE_URL, SKIP_REASON, schemaFactory } from "./support.js";
+
+const schemas = schemaFactory("grouped");
+const url = DATABASE_URL ?? "";
+const admin = DATABASE_URL ? new pg.Pool({ connectionString: url, max: 4 }) : undefined;
+afterAll(async () => {
+  await schemas.dropAll();
+  await admin?.end();
+});
+const skip = `${DATABASE_URL ? "" : ` (${SKIP_REASON})`}`;
+
+const STORES = ["admissions", "sessions", "execution", "journal", "results", "rootResults", "settlements", "spend", "labels", "audit"] as const;
+
+/** `stores` with every method of every store run through `run` (a unit per call, or one shared unit). */
+function through(stores: PostgresStores, run: <T>(call: () => Promise<T>) => Promise<T>, close: () => Promise<void>): Fixture {
+  const wrapped: Record<string, unknown> = { close };
+  for (const name of STORES) {
+    const store = stores[name] as unknown as Record<string, unknown>;
+    wrapped[name] = new Proxy(store, {
+      get(target, key) {
+        const value = Reflect.get(target, key, target);
+        return typeof value === "function" ? (...args: unknown[]) => run(() => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args)) : value;
+      },
+    });
+  }
+  return wrapped as unknown as Fixture;
+}
+
+type Fixture = StoreSet & GovernedFixture;
+
+const open = (commits: "each" | "grouped" = "grouped") => createPostgresStores({ connectionString: url, ...schemas.next(), migrate: true, pool: { max: 6 }, commits });
+
+function unitOf(stores: PostgresStores): <T>(work: () => Promise<T>) => Promise<T> {
+  const unit = stores.unit;
+  if (!unit) throw new Error("grouped stores offer unit");
+  return unit;
+}
+
+/** Every call in its own unit: lazily begun, each write in a savepoint, committed when the call returns. */
+async function unitPerCall(): Promise<Fixture> {
+  const stores = await open();
+  const unit = unitOf(stores);
+  return through(stores, (call) => unit(call), () => stores.close());
+}
+
+/**
+ * Every call of a test inside one long unit (as a turn's calls are): the unit's `work` runs each
+ * call it is handed in its own async context, so the calls join its transaction, which commits only
+ * at the durability points, and when the fixture closes.
+ */
+async function oneUnitPerTest(): Promise<Fixture> {
+  const stores = await open();
+  const jobs: { run: () => Promise<unknown>; done: (v: unknown) => void; fail: (e: unknown) => void }[] = [];
+  let wake: (() => void) | undefined;
+  let closing = false;
+  const ended = unitOf(stores)(async () => {
+    for (;;) {
+      const job = jobs.shift();
+      if (job) {
+        job.run().then(job.done, job.fail);
+        continue;
+      }
+      if (closing) return;
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+      });
+    }
+  });
+  ended.catch(() => {});
+  // Once closed, calls run alone (the contracts check what a closed store answers).
+  const run = <T>(call: () => Promise<T>) =>
+    closing
+      ? call()
+      : new Promise<T>((done, fail) => {
+      jobs.push({ run: call, done: done as (v: unknown) => void, fail });
+      wake?.();
+    });
+  let closed = false;
+  return through(stores, run, async () => {
+    if (closed) return;
+    closed = true;
+    closing = true;
+    wake?.();
+    await ended.catch(() => {});
+    await stores.close();
+  });
+}
+
+describe.skipIf(!DATABASE_URL)(`postgres grouped: the contract suites inside units${skip}`, () => {
+  storeContracts("postgres grouped (a unit per call)", unitPerCall, { describe, it, expect });
+  governedWritesContract("postgres grouped (a unit per call)", unitPerCall, { describe, it, expect });
+  storeContracts("postgres grouped (one unit per test)", oneUnitPerTest, { describe, it, expect });
+  governedWritesContract("postgres grouped (one unit per test)", oneUnitPerTest, { describe, it, expect });
+  // Outside a unit a grouped store set behaves as `each`.
+  storeContracts("postgres grouped (no unit)", () => open(), { describe, it, expect });
+});
+
+const EXPIRES = T0 + 86_400_000;
+
+describe.skipIf(!DATABASE_URL)(`postgres grouped: durable at the durability points, never later${skip}`, () => {
+  it("a claim is pending until dispatch commits it with everything before it; another connection sees it only then", async () => {
+    const names = schemas.next();
+    const a = await createPostgresStores({ connectionString: url, ...names, migrate: true, commits: "grouped" });
+    const other = await createPostgresStores({ connectionString: url, ...names });
+    try {
+      await unitOf(a)(async () => {
+        await admitWith(a.admissions, { admissionId: "adm-1" });
+        const claimed = await a.execution.claim(claimOf("op-1"), {
+          admissionId: "adm-1",
+          reservation: { day: DAY, usdMicros: 1000, limits: { perTenantDayUsd: 1_000_000 }, expiresAt: EXPIRES },
+        });
+        if (claimed.status !== "claimed") throw new Error("expected a claim");
+        await a.audit.append({ trail: "lifecycle", action: "turn.started", scope: SCOPE_A, sessionId: "s1", turnId: "turn-1", at: T0 });
+        // The unit sees its own writes; another connection sees none of them.
+        expect(await a.execution.get(SCOPE_A, "op-1")).toBeDefined();
+        expect(await other.execution.get(SCOPE_A, "op-1")).toBeUndefined();
+        expect(await other.admissions.get(SCOPE_A, "adm-1")).toBeUndefined();
+        const before = a.commitCount();
+        await a.execution.dispatch(claimed.fence, T0 + 1);
+        expect(a.commitCount()).toBe(before + 1);
+        expect((await other.execution.get(SCOPE_A, "op-1"))?.state).toBe("dispatching");
+        expect((await other.admissions.get(SCOPE_A, "adm-1"))?.state).toBe("active");
+        expect((await other.audit.query(SCOPE_A)).items).toHaveLength(1);
+        // A write after the durability point is pending again, until the barrier.
+        await a.audit.append({ trail: "lifecycle", action: "model.request", scope: SCOPE_A, sessionId: "s1", turnId: "turn-1", at: T0 + 2 });
+        expect((await other.audit.query(SCOPE_A)).items).toHaveLength(1);
+        await a.barrier?.commit();
+        expect((await other.audit.query(SCOPE_A)).items).toHaveLength(2);
+      });
+    } finally {
+      await Promise.all([a.close(), other.close()]);
+    }
+  });
+
+  it("a refused write inside a unit rolls back alone: the writes before and after it commit", async () => {
+    const names = schemas.next();
+    const a = await createPostgresStores({ connectionString: url, ...names, migrate: true, commits: "grouped" });
+    const other = await createPostgresStores({ connectionString: url, ...names });
+    try {
+      await unitOf(a)(async () => {
+        await admitWith(a.admissions, { admissionId: "adm-1" });
+        await a.sessions.append(SCOPE_A, "s1", [userMsg("one")], { admissionId: "adm-1", now: T0 + 1 });
+        // A FenceError (no such admission), a refused reservation, a SQL error: each rolls back alone.
+        await expect(a.sessions.append(SCOPE_A, "s1", [userMsg("x")], { admissionId: "adm-missing", now: T0 + 2 })).rejects.toThrow();
+        const refused = await a.execution.claim(claimOf("op-big"), { reservation: { day: DAY, usdMicros: 5_000_000, limits: { perTenantDayUsd: 1_000 }, expiresAt: EXPIRES } });
+        expect(refused.status).toBe("refused");
+        await a.labels.put(SCOPE_A, "s1", { patient: "p-1" });
+        await expect(a.labels.put(SCOPE_A, "s1", { patient: "p-2" })).rejects.toBeInstanceOf(SessionLabelConflictError);
+        await a.sessions.append(SCOPE_A, "s1", [userMsg("two")], { admissionId: "adm-1", now: T0 + 3 });
+      });
+      expect((await other.sessions.load(SCOPE_A, "s1")).messages).toHaveLength(2);
+      expect((await other.admissions.get(SCOPE_A, "adm-1"))?.state).toBe("active");
+      expect(await other.execution.get(SCOPE_A, "op-big")).toBeUndefined();
+      expect(await other.labels.get(SCOPE_A, "s1")).toEqual({ patient: "p-1" });
+    } finally {
+      await Promise.all([a.close(), other.close()]);
+    }
+  });
+
+  it("a statement that fails in the database inside a unit rolls back alone too", async () => {
+    const names = schemas.next();
+    const a = await createPostgresStores({ connectionString: url, ...names, migrate: true, commits: "grouped" });
+    const other = await createPostgresStores({ connectionString: url, ...names });
+    try {
+      // A settlement whose counter would overflow int8 fails in the database (SQLSTATE 22003).
+      await admin!.query(`INSERT INTO ${names.schema}.spend_tenant_days (org, day, usd_micros) VALUES ('org-a', $1, 9223372036854775000)`, [DAY]);
+      await unitOf(a)(async () => {
+        await admitWith(a.admissions, { admissionId: "adm-1" });
+        await expect(a.settlements.settle(settlementOf("set-1", { receipt: { usdMicros: 10_000 } }))).rejects.toBeInstanceOf(StoreUnavailableError);
+        await a.audit.append({ trail: "lifecycle", action: "model.request", scope: SCOPE_A, sessionId: "s1", turnId: "turn-1", at: T0 });
+      });
+      expect((await other.admissions.get(SCOPE_A, "adm-1"))?.state).toBe("active");
+      expect((await other.audit.query(SCOPE_A)).items).toHaveLength(1);
+      expect(await other.settlements.get(SCOPE_A, "set-1")).toBeUndefined();
+    } finally {
+      await Promise.all([a.close(), other.close()]);
+    }
+  });
+
+  it("the end of work commits what is pending, either way; the barrier is a no-op with nothing pending or outside a unit", async () => {
+    const names = schemas.next();
+    const a = await createPostgresStores({ connectionString: url, ...names, migrate: true, commits: "grouped" });
+    const other = await createPostgresStores({ connectionString: url, ...names });
+    try {
+      const count = a.commitCount();
+      await a.barrier?.commit();
+      await unitOf(a)(async () => {
+        await a.barrier?.commit();
+      });
+      expect(a.commitCount()).toBe(count);
+      await unitOf(a)(async () => {
+        await admitWith(a.admissions, { admissionId: "adm-1" });
+        await a.audit.append({ trail: "lifecycle", action: "turn.started", scope: SCOPE_A, sessionId: "s1", turnId: "turn-1", at: T0 });
+        expect(await other.admissions.get(SCOPE_A, "adm-1")).toBeUndefined();
+      });
+      expect(a.commitCount()).toBe(count + 1);
+      expect((await other.admissions.get(SCOPE_A, "adm-1"))?.state).toBe("active");
+      await expect(
+        unitOf(a)(async () => {
+          await a.audit.append({ trail: "lifecycle", action: "model.request", scope: SCOPE_A, sessionId: "s1", turnId: "turn-1", at: T0 + 1 });
+          throw new Error("the turn failed");
+        }),
+      ).rejects.toThrow("the turn failed");
+      expect((await other.audit.query(SCOPE_A)).items).toHaveLength(2);
+      // No transaction stays open: the pool has no client checked out.
+      const { rows } = await admin!.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'");
+      expect(rows[0]?.n).toBe(0);
+    } finally {
+      await Promise.all([a.close(), other.close()]);
+    }
+  });
+
+  it("a failed COMMIT loses the unit's pending writes and refuses every later write and commit of that unit", async () => {
+    const names = schemas.next();
+    const setup = await createPostgresStores({ connectionString: url, ...names, migrate: true });
+    await setup.close();
+    const main = schemaPool({ connectionString: url, max: 4 }, names.schema);
+    const root = schemaPool({ connectionString: url, max: 2 }, names.rootSchema);
+    let failCommit = false;
+    main.on("connect", (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+        if (failCommit && args[0] === "COMMIT") return Promise.reject(new Error("the server went away during COMMIT"));
+        return query(...args);
+      };
+    });
+    const a = buildStores(main, root, names, "grouped", () => Promise.all([main.end(), root.end()]).then(() => {}));
+    const other = await createPostgresStores({ connectionString: url, ...names });
+    try {
+      const outcome = unitOf(a)(async () => {
+        await admitWith(a.admissions, { admissionId: "adm-1" });
+        failCommit = true;
+        await expect(a.barrier?.commit()).rejects.toBeInstanceOf(StoreUnavailableError);
+        failCommit = false;
+        await expect(a.audit.append({ trail: "lifecycle", action: "model.request", scope: SCOPE_A, sessionId: "s1", turnId: "turn-1", at: T0 })).rejects.toBeInstanceOf(
+          StoreUnavailableError,
+        );
+        await expect(a.barrier?.commit()).rejects.toBeInstanceOf(StoreUnavailableError);
+        return "returned";
+      });
+      // The end of work commits too, and reports the loss.
+      await expect(outcome).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(await other.admissions.get(SCOPE_A, "adm-1")).toBeUndefined();
+      expect((await other.audit.query(SCOPE_A)).items).toHaveLength(0);
+      // Another unit starts clean.
+      await unitOf(a)(() => admitWith(a.admissions, { admissionId: "adm-2" }));
+      expect((await other.admissions.get(SCOPE_A, "adm-2"))?.state).toBe("active");
+    } finally {
+      await Promise.all([a.close(), other.close()]);
+    }
+  });
+
+  it("concurrent writes of one unit (a turn's parallel tool children) are serialized on its client", async () => {
+    const names = schemas.next();
+    const a = await createPostgresStores({ connectionString: url, ...names, migrate: true, commits: "grouped" });
+    const other = await createPostgresStores({ connectionString: url, ...names });
+    try {
+      await unitOf(a)(async () => {
+        await admitWith(a.admissions, { admissionId: "adm-1" });
+        const results = await Promise.allSettled(
+          Array.from({ length: 20 }, (_, i) =>
+            i % 5 === 4
+              ? a.sessions.append(SCOPE_A, "s1", [userMsg(`bad ${i}`)], { admissionId: "adm-missing", now: T0 + i })
+              : a.audit.append({ trail: "lifecycle", action: "tool.result", scope: SCOPE_A, sessionId: "s1", turnId: "turn-1", at: T0 + i }),
+          ),
+        );
+        expect(results.filter((r) => r.status === "rejected")).toHaveLength(4);
+      });
+      expect((await other.audit.query(SCOPE_A, { limit: 100 })).items).toHaveLength(16);
+    } finally {
+      await Promise.all([a.close(), other.close()]);
+    }
+  });
+});
+
+describe.skipIf(!DATABASE_URL)(`postgres grouped: a write's first statement rides with its savepoint${skip}`, () => {
+  it("inlined literals read back exactly what the parameters would", async () => {
+    const tricky = ["plain", "it's", "back\\slash \\' both", 'dq " and $1 and $$ and ;', "ünïcödé ✓", "", "E'x'", "-- comment", "\n\t"];
+    const values: unknown[] = [...tricky, 0, -5, Number.MAX_SAFE_INTEGER, true, false, null, [...tricky, null], []];
+    const text = `SELECT ${values.map((v, i) => (Array.isArray(v) ? `$${i + 1}::text[]` : typeof v === "number" ? `$${i + 1}::int8` : typeof v === "boolean" ? `$${i + 1}::bool` : `$${i + 1}::text`)).join(", ")}`;
+    const sql = inline(text, values);
+    if (sql === undefined) throw new Error("expected an inlined statement");
+    const byParams = await admin!.query({ text, values, rowMode: "array" });
+    const byLiterals = await admin!.query({ text: sql, rowMode: "array" });
+    expect(byLiterals.rows).toEqual(byParams.rows);
+    expect(inline("SELECT $1", [1.5])).toBeUndefined();
+    expect(inline("SELECT $1", [{ a: 1 }])).toBeUndefined();
+    expect(inline("SELECT $1, $2", ["a"])).toBeUndefined();
+  });
+});
+
+describe.skipIf(!DATABASE_URL)(`postgres grouped: turns under real concurrency${skip}`, () => {
+  it("64 concurrent turn-shaped units from 2 store sets: no deadlock or serialization error, counters exact", async () => {
+    const names = schemas.next();
+    const setup = await createPostgresStores({ connectionString: url, ...names, migrate: true });
+    await setup.close();
+    const errors: string[] = [];
+    const sets = await Promise.all(
+      [0, 1].map(async () => {
+        const main = schemaPool({ connectionString: url, max: 8 }, names.schema);
+        const root = schemaPool({ connectionString: url, max: 2 }, names.rootSchema);
+        main.on("connect", (client) => {
+          const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+          (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+            const out = query(...args);
+            if (out instanceof Promise) out.catch((e: { code?: string }) => errors.push(e.code ?? String(e)));
+            return out;
+          };
+        });
+        return buildStores(main, root, names, "grouped", () => Promise.all([main.end(), root.end()]).then(() => {}));
+      }),
+    );
+    const [one, two] = sets as [PostgresStores, PostgresStores];
+    try {
+      const price = (i: number) => 100 + (i % 7) * 10;
+      const outcomes = await Promise.all(
+        Array.from({ length: 64 }, (_, i) => {
+          const s = i % 2 === 0 ? one : two;
+          const sessionId = `s${i % 16}-${i}`;
+          return unitOf(s)(async () => {
+            const admitted = await admitWith(s.admissions, { admissionId: `adm-${i}`, sessionId });
+            if (admitted.status !== "admitted") throw new Error("expected an admission");
+            const claimed = await s.execution.claim(claimOf(`op-${i}`, { sessionId }), {
+              admissionId: `adm-${i}`,
+              reservation: { day: DAY, usdMicros: 1_000, limits: { perTenantDayUsd: 100_000_000, perSessionUsd: 10_000 }, expiresAt: EXPIRES },
+            });
+            if (claimed.status !== "claimed") throw new Error(`expected a claim, got ${claimed.status}`);
+            const fence: Fence = claimed.fence;
+            await s.execution.dispatch(fence, T0 + 1);
+            await s.execution.receive(fence, { status: "known", usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0 } }, T0 + 2);
+            await s.settlements.settle(settlementOf(`set-${i}`, { sessionId, receipt: { operationId: `op-${i}`, turnId: `turn-${i}`, usdMicros: price(i) } }));
+            await s.execution.settle(fence, `set-${i}`, T0 + 3);
+            await s.audit.append({ trail: "lifecycle", action: "model.response", scope: SCOPE_A, sessionId, turnId: `turn-${i}`, at: T0 + 3 });
+            await s.sessions.append(SCOPE_A, sessionId, [userMsg(`turn ${i}`)], { admissionId: `adm-${i}`, now: T0 + 4 });
+            await s.admissions.finish(SCOPE_A, `adm-${i}`);
+            return i;
+          });
+        }),
+      );
+      expect(outcomes).toHaveLength(64);
+      const total = Array.from({ length: 64 }, (_, i) => price(i)).reduce((a, b) => a + b, 0);
+      expect(await one.spend.tenantDays("org-a")).toEqual([{ day: DAY, usdMicros: total }]);
+      const held = await admin!.query(`SELECT count(*)::int AS n FROM ${names.schema}.spend_reservations`);
+      expect(held.rows[0]?.n).toBe(0);
+      const finished = await admin!.query(`SELECT count(*)::int AS n FROM ${names.schema}.admissions WHERE state = 'finished'`);
+      expect(finished.rows[0]?.n).toBe(64);
+      expect(errors).toEqual([]);
+      // Two commits a unit (dispatch, finish): nothing retried, nothing left for the end of work.
+      expect(one.commitCount() + two.commitCount()).toBe(128);
+    } finally {
+      await Promise.all([one.close(), two.close()]);
+    }
+  });
+});
