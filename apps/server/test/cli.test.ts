@@ -5,15 +5,11 @@ import { join } from "node:path";
 import { PassThrough, Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { jwtVerify } from "jose";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runCli } from "../src/cli/main.js";
-import { pendingAsk, startHost, type TestHost } from "./helpers.js";
+import { hostPerTest, pendingAsk } from "./helpers.js";
 
-let t: TestHost | undefined;
-afterEach(async () => {
-  await t?.close();
-  t = undefined;
-});
+const startHost = hostPerTest();
 
 function sink(): PassThrough & { text(): string } {
   const stream = new PassThrough() as PassThrough & { text(): string };
@@ -66,7 +62,7 @@ describe("alma CLI", () => {
   });
 
   it("alma chat reads messages from stdin and streams the replies of a running host", async () => {
-    t = await startHost();
+    const t = await startHost();
     const token = await t.token();
     const { code, out, err } = await cli(["chat", "--url", t.url, "--token", token, "--session", "cli-s1"], {
       stdin: ["When are you open on Monday?\n", "\n", "What is on my record?\n"],
@@ -86,7 +82,7 @@ describe("alma CLI", () => {
   });
 
   it("alma chat shows a permission ask, what the terminal tool sent, and operator commands read it back", async () => {
-    t = await startHost();
+    const t = await startHost();
     const host = t;
     const chat = cli(["chat", "--url", host.url, "--token", await host.token(), "--session", "cli-book"], { stdin: ["Please book an appointment\n"] });
     const ask = await pendingAsk(host);
@@ -107,7 +103,7 @@ describe("alma CLI", () => {
   });
 
   it("alma doctor checks the setup; with no key the live check is skipped and says so", async () => {
-    t = await startHost();
+    const t = await startHost();
     const { code, out } = await cli(["doctor", "--url", t.url]);
     expect(code).toBe(0);
     expect(out).toContain("provider  offline demo model (no provider key set)");
@@ -126,7 +122,7 @@ describe("alma CLI", () => {
   });
 
   it("the alma bin drives chat over a piped stdin", async () => {
-    t = await startHost();
+    const t = await startHost();
     const bin = fileURLToPath(new URL("../bin/alma.mjs", import.meta.url));
     const child = spawn(process.execPath, [bin, "chat", "--url", t.url, "--token", await t.token(), "--session", "bin-s1"], { stdio: ["pipe", "pipe", "pipe"] });
     let out = "";

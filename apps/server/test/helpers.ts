@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ModelPolicy, PriceTable } from "@alma-harness/core";
 import { FakeModelClient, type ScriptedResponse } from "@alma-harness/loop/testing";
+import { afterEach } from "vitest";
 import { readSseEvents, type SseEvent } from "../src/cli/sse-client.js";
 import type { HostSecrets } from "../src/config/secrets.js";
 import { createHost, type Host, type HostOptions } from "../src/host.js";
@@ -56,6 +57,19 @@ export async function startHost(opts: Partial<Omit<HostOptions, "secrets">> = {}
       await host.close(0);
       rmSync(home, { recursive: true, force: true });
     },
+  };
+}
+
+/** `startHost` for the tests of one file: every host a test starts is closed after it, pass or fail. */
+export function hostPerTest(): typeof startHost {
+  const running: TestHost[] = [];
+  afterEach(async () => {
+    for (const t of running.splice(0)) await t.close();
+  });
+  return async (opts) => {
+    const t = await startHost(opts);
+    running.push(t);
+    return t;
   };
 }
 

@@ -1,12 +1,9 @@
 import { SignJWT, UnsecuredJWT } from "jose";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { mintToken, TOKEN_AUDIENCE, TOKEN_ISSUER } from "../src/http/auth.js";
-import { ANA, CARLA, call, HARBOR, SECRETS, startHost, SUNRISE, type TestHost, turn } from "./helpers.js";
+import { ANA, call, CARLA, HARBOR, hostPerTest, SECRETS, SUNRISE, turn } from "./helpers.js";
 
-let t: TestHost;
-afterEach(async () => {
-  await t?.close();
-});
+const startHost = hostPerTest();
 
 function sign(claims: Record<string, unknown>, secret: Uint8Array, exp: number): Promise<string> {
   return new SignJWT(claims).setProtectedHeader({ alg: "HS256" }).setIssuer(TOKEN_ISSUER).setAudience(TOKEN_AUDIENCE).setIssuedAt().setExpirationTime(exp).sign(secret);
@@ -16,7 +13,7 @@ const nowS = () => Math.floor(Date.now() / 1000);
 
 describe("tenant auth", () => {
   it("answers 401 for a missing, malformed, forged, expired or unsigned token, and nothing runs", async () => {
-    t = await startHost();
+    const t = await startHost();
     const forged = await sign({ org: SUNRISE, uid: ANA }, new TextEncoder().encode("another-secret-another-secret-another-01"), nowS() + 600);
     const expired = (await mintToken(SECRETS.jwtSecret, { org: SUNRISE, uid: ANA }, { now: Date.now() - 7_200_000, ttlSeconds: 3600 })).token;
     const unsigned = new UnsecuredJWT({ org: SUNRISE, uid: ANA }).setIssuer(TOKEN_ISSUER).setAudience(TOKEN_AUDIENCE).setExpirationTime(nowS() + 600).encode();
@@ -42,13 +39,13 @@ describe("tenant auth", () => {
   });
 
   it("checks the token before the body: a bad token with malformed JSON is still 401", async () => {
-    t = await startHost();
+    const t = await startHost();
     const res = await call(t.url, "/v1/sessions/s1/turns", { raw: "{nope", headers: { "content-type": "application/json", "idempotency-key": "k" } });
     expect(res.status).toBe(401);
   });
 
   it("answers 403 for a valid token of a tenant this host does not serve", async () => {
-    t = await startHost();
+    const t = await startHost();
     const token = (await mintToken(SECRETS.jwtSecret, { org: "other-clinic", uid: "p-1" })).token;
     const res = await call(t.url, "/v1/sessions", { token });
     expect(res.status).toBe(403);
@@ -58,7 +55,7 @@ describe("tenant auth", () => {
 
 describe("tenant isolation", () => {
   it("one tenant can never read, list or erase another tenant's turns and sessions", async () => {
-    t = await startHost();
+    const t = await startHost();
     const ana = await t.token(SUNRISE, ANA);
     const carla = await t.token(HARBOR, CARLA);
     const done = await turn(t, ana, "shared-id", "k1", "What is on my record?");
@@ -84,7 +81,7 @@ describe("tenant isolation", () => {
   });
 
   it("the model cannot read another patient's record: the host's identity wins over the argument", async () => {
-    t = await startHost();
+    const t = await startHost();
     const res = await turn(t, await t.token(SUNRISE, ANA), "s1", "k1", "Show me the record of p-1002");
     expect(res.body.text).toMatch(/I cannot share that record: a person may read only their own record/);
     expect(res.body.toolCalls).toEqual([{ name: "read_patient_record", isError: true }]);
@@ -93,7 +90,7 @@ describe("tenant isolation", () => {
 
 describe("operator auth", () => {
   it("operator routes need the admin token: none, a wrong one or a tenant token is 401", async () => {
-    t = await startHost();
+    const t = await startHost();
     for (const token of [undefined, "adm_wrong_wrong_wrong_wrong", await t.token()]) {
       const res = await call(t.url, "/v1/admin/asks", { ...(token ? { token } : {}) });
       expect(res.status).toBe(401);

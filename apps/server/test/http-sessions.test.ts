@@ -1,16 +1,13 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { call, pendingAsk, startHost, type TestHost, turn } from "./helpers.js";
+import { describe, expect, it } from "vitest";
+import { call, hostPerTest, pendingAsk, turn } from "./helpers.js";
 
-let t: TestHost;
-afterEach(async () => {
-  await t?.close();
-});
+const startHost = hostPerTest();
 
 const AT = "2026-11-29T10:00:00Z";
 
 describe("POST /v1/sessions/:id/events", () => {
   it("records product-side events once (200), replays them, and refuses a changed batch (409)", async () => {
-    t = await startHost();
+    const t = await startHost();
     const token = await t.token();
     const events = [{ id: "msg-1", at: AT, kind: "message", role: "assistant", origin: "human", blocks: [{ type: "text", text: "Hi, this is Ana from the clinic." }] }];
     const first = await call(t.url, "/v1/sessions/s1/events", { token, body: { events } });
@@ -27,7 +24,7 @@ describe("POST /v1/sessions/:id/events", () => {
   });
 
   it("refuses malformed events with 422 and unknown fields with 422", async () => {
-    t = await startHost();
+    const t = await startHost();
     const token = await t.token();
     expect((await call(t.url, "/v1/sessions/s1/events", { token, body: { events: [] } })).status).toBe(422);
     expect((await call(t.url, "/v1/sessions/s1/events", { token, body: { events: [{ id: "x", at: "yesterday", kind: "message" }] } })).status).toBe(422);
@@ -35,7 +32,7 @@ describe("POST /v1/sessions/:id/events", () => {
   });
 
   it("answers 409 busy while a turn holds the session", async () => {
-    t = await startHost();
+    const t = await startHost();
     const token = await t.token();
     const pending = turn(t, token, "s1", "book", "Please book an appointment");
     const ask = await pendingAsk(t);
@@ -50,7 +47,7 @@ describe("POST /v1/sessions/:id/events", () => {
 
 describe("sessions: list, read, erase", () => {
   it("lists and reads the caller's own sessions, as text without payloads", async () => {
-    t = await startHost();
+    const t = await startHost();
     const token = await t.token();
     const done = await turn(t, token, "s1", "k1", "What is on my record?");
     const list = await call(t.url, "/v1/sessions", { token });
@@ -62,7 +59,7 @@ describe("sessions: list, read, erase", () => {
   });
 
   it("erases a session (204): its turns become unavailable (410) and the log is empty", async () => {
-    t = await startHost();
+    const t = await startHost();
     const token = await t.token();
     const done = await turn(t, token, "s1", "k1", "When are you open on Monday?");
     const erased = await call(t.url, "/v1/sessions/s1", { token, method: "DELETE" });
@@ -75,7 +72,7 @@ describe("sessions: list, read, erase", () => {
   });
 
   it("refuses to erase a session while its turn runs (409)", async () => {
-    t = await startHost();
+    const t = await startHost();
     const token = await t.token();
     const pending = turn(t, token, "s1", "book", "Please book an appointment");
     const ask = await pendingAsk(t);
@@ -86,7 +83,7 @@ describe("sessions: list, read, erase", () => {
   });
 
   it("GET /v1/me says who the token is for", async () => {
-    t = await startHost();
+    const t = await startHost();
     const res = await call(t.url, "/v1/me", { token: await t.token() });
     expect(res.body).toEqual({ org: "sunrise-clinic", uid: "p-1001", clinic: "Sunrise Family Clinic", patient: "Ana Souza" });
   });
@@ -94,7 +91,7 @@ describe("sessions: list, read, erase", () => {
 
 describe("public routes", () => {
   it("GET /healthz and /v1/info need no token and say when the model is the offline demo", async () => {
-    t = await startHost();
+    const t = await startHost();
     expect((await call(t.url, "/healthz")).body).toEqual({ ok: true });
     const info = await call(t.url, "/v1/info");
     expect(info.body).toMatchObject({ offlineDemo: true, model: "offline demo model", tiers: { fast: "offline-demo" }, intent: { sensitivity: "confidential" } });
@@ -104,7 +101,7 @@ describe("public routes", () => {
   });
 
   it("unknown routes are 404 and wrong methods 405 with Allow", async () => {
-    t = await startHost();
+    const t = await startHost();
     const missing = await call(t.url, "/v1/nope");
     expect(missing).toMatchObject({ status: 404, body: { error: { code: "not_found" } } });
     const wrong = await call(t.url, "/v1/sessions/s1/turns", { method: "GET" });
@@ -114,7 +111,7 @@ describe("public routes", () => {
   });
 
   it("serves the console page with a strict CSP, and never a file outside its assets", async () => {
-    t = await startHost({ http: { publicDir: "/nonexistent" } });
+    const t = await startHost({ http: { publicDir: "/nonexistent" } });
     const page = await fetch(`${t.url}/`);
     expect(page.status).toBe(503);
     expect(await page.text()).toContain("build:console");
@@ -124,7 +121,7 @@ describe("public routes", () => {
 
 describe("turn inputs that carry a recorded event id", () => {
   it("answers 409 duplicate_event for an input whose event id is already in the log, before any call", async () => {
-    t = await startHost();
+    const t = await startHost();
     const token = await t.token();
     const events = [{ id: "wa-77", at: AT, kind: "message", role: "user", blocks: [{ type: "text", text: "hi" }] }];
     expect((await call(t.url, "/v1/sessions/s1/events", { token, body: { events } })).status).toBe(200);
@@ -136,7 +133,7 @@ describe("turn inputs that carry a recorded event id", () => {
   });
 
   it("refuses turns and events in an erased session with 410, before any call", async () => {
-    t = await startHost();
+    const t = await startHost();
     const token = await t.token();
     await turn(t, token, "s1", "k1", "When are you open on Monday?");
     await call(t.url, "/v1/sessions/s1", { token, method: "DELETE" });

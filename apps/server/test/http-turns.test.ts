@@ -1,15 +1,12 @@
 import { scriptedText, scriptedTorn } from "@alma-harness/loop/testing";
-import { afterEach, describe, expect, it } from "vitest";
-import { call, fakeSetup, pendingAsk, startHost, type TestHost, turn } from "./helpers.js";
+import { describe, expect, it } from "vitest";
+import { call, fakeSetup, hostPerTest, pendingAsk, turn } from "./helpers.js";
 
-let t: TestHost;
-afterEach(async () => {
-  await t?.close();
-});
+const startHost = hostPerTest();
 
 describe("POST /v1/sessions/:id/turns", () => {
   it("answers a completed turn with 200 and text only, after a tool call", async () => {
-    t = await startHost();
+    const t = await startHost();
     const res = await turn(t, await t.token(), "s1", "k1", "When are you open on Monday?");
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: "completed", replayed: false, terminalReason: "answered", toolCalls: [{ name: "opening_hours", isError: false }] });
@@ -18,7 +15,7 @@ describe("POST /v1/sessions/:id/turns", () => {
   });
 
   it("retries under the same Idempotency-Key replay the outcome: one model dispatch", async () => {
-    t = await startHost();
+    const t = await startHost();
     const token = await t.token();
     const first = await turn(t, token, "s1", "same-key", "When are you open on Monday?");
     const calls = t.calls();
@@ -29,7 +26,7 @@ describe("POST /v1/sessions/:id/turns", () => {
   });
 
   it("refuses the same key with different input as a 409 conflict, running nothing", async () => {
-    t = await startHost();
+    const t = await startHost();
     const token = await t.token();
     await turn(t, token, "s1", "k1", "When are you open on Monday?");
     const calls = t.calls();
@@ -40,7 +37,7 @@ describe("POST /v1/sessions/:id/turns", () => {
   });
 
   it("answers 202 while the turn waits for an operator, 409 busy for another key, then completes", async () => {
-    t = await startHost();
+    const t = await startHost();
     const token = await t.token();
     const started = await turn(t, token, "s1", "book-1", "Please book an appointment", { prefer: "wait=0" });
     expect(started.status).toBe(202);
@@ -70,7 +67,7 @@ describe("POST /v1/sessions/:id/turns", () => {
   });
 
   it("a retry of a running key waits for the live turn and returns its outcome", async () => {
-    t = await startHost();
+    const t = await startHost();
     const token = await t.token();
     const first = turn(t, token, "s1", "book-2", "Please book an appointment");
     const ask = await pendingAsk(t);
@@ -83,7 +80,7 @@ describe("POST /v1/sessions/:id/turns", () => {
   });
 
   it("a denied booking completes with the model's account of the refusal", async () => {
-    t = await startHost();
+    const t = await startHost();
     const token = await t.token();
     const pending = turn(t, token, "s1", "book-3", "Please book an appointment");
     const ask = await pendingAsk(t);
@@ -96,7 +93,7 @@ describe("POST /v1/sessions/:id/turns", () => {
   });
 
   it("refuses input the runner would refuse with 422, before any model call", async () => {
-    t = await startHost();
+    const t = await startHost();
     const token = await t.token();
     for (const input of ["", 42, { role: "assistant", blocks: [{ type: "text", text: "hi" }] }, "x".repeat(4_001)]) {
       const res = await turn(t, token, "s1", `k-${String(input).length}`, input);
@@ -110,7 +107,7 @@ describe("POST /v1/sessions/:id/turns", () => {
   });
 
   it("needs an Idempotency-Key (400) that is a valid id (422), and a valid session id (422)", async () => {
-    t = await startHost();
+    const t = await startHost();
     const token = await t.token();
     const missing = await call(t.url, "/v1/sessions/s1/turns", { token, body: { input: "hi" } });
     expect(missing.status).toBe(400);
@@ -129,7 +126,7 @@ describe("POST /v1/sessions/:id/turns", () => {
         throw new Error("no route");
       },
     });
-    t = await startHost({ models });
+    const t = await startHost({ models });
     const res = await turn(t, await t.token(), "s1", "k1", "hi");
     expect(res.status).toBe(503);
     expect(res.body).toMatchObject({ error: { code: "not_admitted" } });
@@ -137,7 +134,7 @@ describe("POST /v1/sessions/:id/turns", () => {
   });
 
   it("shows the host's own message for an uncertain turn and lists it for the operator", async () => {
-    t = await startHost({ models: fakeSetup([scriptedTorn(scriptedText("partial"))]) });
+    const t = await startHost({ models: fakeSetup([scriptedTorn(scriptedText("partial"))]) });
     const res = await turn(t, await t.token(), "s1", "k1", "hi");
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: "reconciliation_required", notice: expect.stringContaining("could not confirm") });
@@ -146,7 +143,7 @@ describe("POST /v1/sessions/:id/turns", () => {
   });
 
   it("shows the host's message when the clinic's daily cap stops a turn", async () => {
-    t = await startHost({ caps: { perTurnUsd: 1, perClinicDayUsd: 0.000001 } });
+    const t = await startHost({ caps: { perTurnUsd: 1, perClinicDayUsd: 0.000001 } });
     const res = await turn(t, await t.token(), "s1", "k1", "When are you open on Monday?");
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: "completed", terminalReason: "budget", text: "", notice: expect.stringContaining("budget for today") });
@@ -155,7 +152,7 @@ describe("POST /v1/sessions/:id/turns", () => {
 
 describe("GET /v1/turns/:rootKey", () => {
   it("reads a completed turn (200, replayed) and an unknown key is 404", async () => {
-    t = await startHost();
+    const t = await startHost();
     const token = await t.token();
     const done = await turn(t, token, "s1", "k1", "What is on my record?");
     const read = await call(t.url, `/v1/turns/${done.body.rootKey}`, { token });

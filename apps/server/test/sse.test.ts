@@ -1,16 +1,13 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readSseEvents } from "../src/cli/sse-client.js";
 import { sseFrame } from "../src/http/sse.js";
-import { call, collect, pendingAsk, pull, startHost, type TestHost, sseTurn, turn } from "./helpers.js";
+import { call, collect, hostPerTest, pendingAsk, pull, sseTurn, turn } from "./helpers.js";
 
-let t: TestHost;
-afterEach(async () => {
-  await t?.close();
-});
+const startHost = hostPerTest();
 
 describe("SSE turns", () => {
   it("streams settled step text, tools and usage with increasing ids, then one result", async () => {
-    t = await startHost();
+    const t = await startHost();
     const res = await sseTurn(t, await t.token(), "s1", "k1", "What is on my record?");
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
@@ -24,7 +21,7 @@ describe("SSE turns", () => {
   });
 
   it("frames each event as id, event and one data line of JSON", async () => {
-    t = await startHost();
+    const t = await startHost();
     const res = await sseTurn(t, await t.token(), "s1", "k1", "When are you open on Monday?\nThanks");
     const raw = await res.text();
     expect(raw.startsWith(": stream open\n\n")).toBe(true);
@@ -47,7 +44,7 @@ describe("SSE turns", () => {
   });
 
   it("sends keepalive pings and permission events while the turn waits for the operator", async () => {
-    t = await startHost({ http: { pingMs: 5 } });
+    const t = await startHost({ http: { pingMs: 5 } });
     const res = await sseTurn(t, await t.token(), "s1", "k1", "Please book an appointment");
     const comments: string[] = [];
     const events = readSseEvents(res.body as ReadableStream<Uint8Array>, (c) => comments.push(c));
@@ -68,7 +65,7 @@ describe("SSE turns", () => {
   });
 
   it("a client that disconnects mid-stream detaches only: the turn runs to completion", async () => {
-    t = await startHost();
+    const t = await startHost();
     const token = await t.token();
     const controller = new AbortController();
     const res = await sseTurn(t, token, "s1", "k1", "Please book an appointment", controller.signal);
@@ -85,14 +82,14 @@ describe("SSE turns", () => {
   });
 
   it("input errors are JSON 4xx before the stream opens", async () => {
-    t = await startHost();
+    const t = await startHost();
     const res = await sseTurn(t, await t.token(), "s1", "k1", "");
     expect(res.status).toBe(422);
     expect(res.headers.get("content-type")).toContain("application/json");
   });
 
   it("a refusal after the stream opened is an error event with the status the JSON API uses", async () => {
-    t = await startHost();
+    const t = await startHost();
     const token = await t.token();
     const pending = turn(t, token, "s1", "book", "Please book an appointment");
     const ask = await pendingAsk(t);
@@ -106,7 +103,7 @@ describe("SSE turns", () => {
   });
 
   it("a retry of a settled key over SSE replays only the final view", async () => {
-    t = await startHost();
+    const t = await startHost();
     const token = await t.token();
     await collect(await sseTurn(t, token, "s1", "k1", "When are you open on Monday?"));
     const calls = t.calls();

@@ -1,8 +1,7 @@
 import { ValidationError } from "./errors.js";
-import type { Msg, TextBlock } from "./messages.js";
+import type { Msg, ProviderToolCallBlock, ProviderToolResultBlock, TextBlock } from "./messages.js";
 import type { CacheTtl, ReasoningEffort, ServiceTier } from "./routing.js";
 import type { JsonSchema } from "./json-schema.js";
-import type { JsonValue } from "./snapshot.js";
 import type { ProviderToolSpec, ToolSpec } from "./tools.js";
 import type { Usage, UsageEvidence } from "./usage.js";
 
@@ -67,15 +66,8 @@ export type ModelStreamEvent =
   | { readonly type: "text_delta"; readonly text: string }
   | { readonly type: "reasoning_delta"; readonly text: string; readonly signature?: string; readonly redacted?: string }
   | ({ readonly type: "tool_call" } & StreamToolCall)
-  | { readonly type: "provider_tool_call"; readonly provider: string; readonly id: string; readonly name: string; readonly payload: JsonValue }
-  | {
-      readonly type: "provider_tool_result";
-      readonly provider: string;
-      readonly callId: string;
-      readonly name: string;
-      readonly resultCount: number;
-      readonly payload: JsonValue;
-    }
+  | ProviderToolCallBlock
+  | ProviderToolResultBlock
   | { readonly type: "usage"; readonly evidence: UsageEvidence }
   | {
       readonly type: "response_completed";

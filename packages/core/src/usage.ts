@@ -33,7 +33,8 @@ export type UsageEvidence =
 
 export type NotDispatchedCause = "aborted" | "audit" | "store" | "input" | "invalid" | "expired";
 
-const COUNTERS = [
+/** The counters of a `Usage` record (all but `serviceTier`). */
+export const USAGE_COUNTERS = [
   "inputTokens",
   "outputTokens",
   "cacheWrite5mTokens",
@@ -45,7 +46,7 @@ const COUNTERS = [
 
 /** Problem with a usage record, or undefined when every counter is a safe non-negative integer. */
 export function usageProblem(usage: Usage): string | undefined {
-  for (const key of COUNTERS) {
+  for (const key of USAGE_COUNTERS) {
     const value = usage[key];
     if (value === undefined && (key === "inputTokens" || key === "outputTokens")) return `${key} is required`;
     if (value !== undefined && (!Number.isSafeInteger(value) || value < 0)) return `${key} must be a safe non-negative integer`;
@@ -58,7 +59,7 @@ export function usageProblem(usage: Usage): string | undefined {
 
 export function addUsage(a: Usage, b: Usage): Usage {
   const out: Record<string, number> = {};
-  for (const key of COUNTERS) {
+  for (const key of USAGE_COUNTERS) {
     const x = a[key];
     const y = b[key];
     if (x !== undefined || y !== undefined) out[key] = (x ?? 0) + (y ?? 0);

@@ -1,28 +1,10 @@
-import {
-  admissionStoreContract,
-  auditLogContract,
-  DAY,
-  recallEvent,
-  SCOPE_A,
-  settlementOf,
-  costSettlementStoreContract,
-  executionResultStoreContract,
-  executionStoreContract,
-  governedWritesContract,
-  sessionLabelStoreContract,
-  sessionStoreContract,
-  spendStoreContract,
-} from "@alma-harness/testing";
+import { DAY, governedWritesContract, recallEvent, SCOPE_A, settlementOf, storeContracts } from "@alma-harness/testing";
 import { describe, expect, it } from "vitest";
 import { ValidationError } from "../src/index.js";
 import {
-  InMemoryAdmissionStore,
   InMemoryCostSettlementStore,
-  InMemoryExecutionResultStore,
-  InMemoryExecutionStore,
-  InMemorySessionLabelStore,
-  InMemorySessionStore,
   InMemorySpendStore,
+  inMemoryStores,
   MANUAL_CLOCK_START,
   ManualClock,
   RecordingAuditLog,
@@ -31,40 +13,13 @@ import {
 
 const t = { describe, it, expect };
 
-admissionStoreContract("memory", () => ({ admissions: new InMemoryAdmissionStore() }), t);
-sessionStoreContract(
-  "memory",
-  () => {
-    const admissions = new InMemoryAdmissionStore();
-    return { admissions, sessions: new InMemorySessionStore(admissions) };
-  },
-  t,
-);
-executionStoreContract("memory", () => ({ execution: new InMemoryExecutionStore() }), t);
-executionResultStoreContract("memory", () => ({ results: new InMemoryExecutionResultStore(), rootResults: new InMemoryExecutionResultStore() }), t);
-const settlementFixture = () => {
-  const settlements = new InMemoryCostSettlementStore();
-  return { settlements, spend: settlements.spend };
+/** One linked set, as the runtime composes it; the journal is the suites' `execution`. */
+const linked = () => {
+  const stores = inMemoryStores({ audit: new RecordingAuditLog() });
+  return { ...stores, execution: stores.journal };
 };
-costSettlementStoreContract("memory", settlementFixture, t);
-spendStoreContract("memory", settlementFixture, t);
-sessionLabelStoreContract("memory", () => ({ labels: new InMemorySessionLabelStore() }), t);
-auditLogContract("memory", () => ({ audit: new RecordingAuditLog() }), t);
-governedWritesContract(
-  "memory",
-  () => {
-    const admissions = new InMemoryAdmissionStore();
-    const settlements = new InMemoryCostSettlementStore();
-    return {
-      admissions,
-      execution: new InMemoryExecutionStore({ admissions, spend: settlements.spend }),
-      rootResults: new InMemoryExecutionResultStore({ admissions }),
-      settlements,
-      spend: settlements.spend,
-    };
-  },
-  t,
-);
+storeContracts("memory", linked, t);
+governedWritesContract("memory", linked, t);
 
 describe("memory doubles beyond the contracts", () => {
   it("InMemoryCostSettlementStore moves the spend store it was given", async () => {

@@ -1,22 +1,6 @@
-import {
-  normalizeTemperature,
-  normalizeToolChoice,
-  type ToolChoice,
-  type ToolSpec,
-  ValidationError,
-  validateToolChoice,
-} from "@alma-harness/core";
+import { normalizeTemperature, normalizeToolChoice, type ToolChoice, type ToolSpec, validateToolChoice } from "@alma-harness/core";
 import { describe, expect, it } from "vitest";
-
-function validationError(fn: () => unknown): ValidationError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return error as ValidationError;
-  }
-  throw new Error("expected a ValidationError, nothing was thrown");
-}
+import { validationError } from "./thrown.js";
 
 const schema = { type: "object" } as const;
 const TOOLS: ToolSpec[] = [

@@ -1,22 +1,6 @@
-import {
-  normalizeIntent,
-  normalizeModelChoice,
-  SENSITIVITIES,
-  sensitivityRank,
-  TIERS,
-  ValidationError,
-} from "@alma-harness/core";
+import { normalizeIntent, normalizeModelChoice, SENSITIVITIES, sensitivityRank, TIERS } from "@alma-harness/core";
 import { describe, expect, it } from "vitest";
-
-function validationError(fn: () => unknown): ValidationError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return error as ValidationError;
-  }
-  throw new Error("expected a ValidationError, nothing was thrown");
-}
+import { validationError } from "./thrown.js";
 
 const CHOICE = { clientId: "anthropic", model: "sonnet", maxOutputTokens: 1024, cache: { ttl: "5m" } };
 

@@ -11,17 +11,10 @@ import {
   ValidationError,
 } from "@alma-harness/core";
 import { describe, expect, it } from "vitest";
+import { thrown } from "./thrown.js";
 
 /** Runs `fn`, expects a SnapshotError, and returns it for further checks. */
-function rejection(fn: () => unknown): SnapshotError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(SnapshotError);
-    return error as SnapshotError;
-  }
-  throw new Error("expected a SnapshotError, nothing was thrown");
-}
+const rejection = (fn: () => unknown): SnapshotError => thrown(SnapshotError, fn);
 
 function expectRule(value: unknown, rule: SnapshotRule, path: string): SnapshotError {
   const error = rejection(() => snapshot(value));

@@ -13,10 +13,10 @@ import {
   type ToolConfig,
   toolError,
   toolSpec,
-  ValidationError,
   validateToolName,
 } from "@alma-harness/core";
 import { describe, expect, it } from "vitest";
+import { validationError } from "./thrown.js";
 
 const LOOKUP_SCHEMA = {
   type: "object",
@@ -33,16 +33,6 @@ function config(overrides: Partial<Record<keyof ToolConfig, unknown>> = {}): Too
     handler: () => "ok",
     ...overrides,
   } as ToolConfig;
-}
-
-function validationError(fn: () => unknown): ValidationError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return error as ValidationError;
-  }
-  throw new Error("expected a ValidationError, nothing was thrown");
 }
 
 /** A Standard Schema that can describe itself as JSON Schema, recording how it was asked. */

@@ -62,37 +62,22 @@ describe("routing: the trail", () => {
   it("records tier, sensitivity, client, model, cache ttl, reasoning and tier asked of the wire, per call", async () => {
     const h = harness({ policy: () => MAIN, script: [scriptedText("ok")] });
     completed(await h.run({ intent: { tier: "deep", sensitivity: "confidential" } }));
-    expect(h.trail("routing").map(({ seq: _s, at: _a, scope: _sc, ...e }) => e)).toEqual([
-      {
-        trail: "routing",
-        sessionId: "s1",
-        turnId: "turn-1",
-        callId: "turn-1:main:1",
-        kind: "main",
-        tier: "deep",
-        sensitivity: "confidential",
-        clientId: "fake",
-        model: "fake-main",
-        cacheTtl: "1h",
-        reasoning: "medium",
-        requestedTier: "standard",
-      },
-      {
-        trail: "routing",
-        sessionId: "s1",
-        turnId: "turn-1",
-        callId: "turn-1:main:1",
-        kind: "main",
-        tier: "deep",
-        sensitivity: "confidential",
-        clientId: "fake",
-        model: "fake-main",
-        cacheTtl: "1h",
-        reasoning: "medium",
-        requestedTier: "standard",
-        servedTier: "standard",
-      },
-    ]);
+    const asked = {
+      trail: "routing",
+      sessionId: "s1",
+      turnId: "turn-1",
+      callId: "turn-1:main:1",
+      kind: "main",
+      tier: "deep",
+      sensitivity: "confidential",
+      clientId: "fake",
+      model: "fake-main",
+      cacheTtl: "1h",
+      reasoning: "medium",
+      requestedTier: "standard",
+    };
+    // The record of the ask, then the same with the tier the wire served.
+    expect(h.trail("routing").map(({ seq: _s, at: _a, scope: _sc, ...e }) => e)).toEqual([asked, { ...asked, servedTier: "standard" }]);
   });
 
   it("records the tier the wire says served the call, after settlement, when it differs from the one asked", async () => {

@@ -1,19 +1,12 @@
 import type { ModelRequest, Msg, ToolSpec } from "@alma-harness/core";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createAnthropicClient } from "../src/index.js";
 import { baseRequest, collect, userText } from "./helpers/collect.js";
-import { cassette, chunkLines, toSse } from "./helpers/fixtures.js";
-import { type LocalServer, startServer } from "./helpers/server.js";
+import { ANTHROPIC_TEXT as TEXT, cassette } from "./helpers/fixtures.js";
+import { serverPerTest } from "./helpers/server.js";
 
-let server: LocalServer;
-beforeEach(async () => {
-  server = await startServer();
-});
-afterEach(async () => {
-  await server.close();
-});
+const server = serverPerTest();
 
-const TEXT = toSse(chunkLines("anthropic/anthropic-text.chunks.txt"), { named: true });
 const client = () => createAnthropicClient({ apiKey: "sk-ant-test", baseURL: `${server.url}/v1` });
 
 async function sent(request: ModelRequest): Promise<Record<string, unknown>> {

@@ -1,17 +1,11 @@
 import type { ModelStreamEvent } from "@alma-harness/core";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createAnthropicClient } from "../src/index.js";
 import { assistantMessage, baseRequest, collect, terminal, textOfEvents, usageEvidence, userText } from "./helpers/collect.js";
 import { cassette, chunkLines, readFixture, toSse } from "./helpers/fixtures.js";
-import { type LocalServer, startServer } from "./helpers/server.js";
+import { serverPerTest } from "./helpers/server.js";
 
-let server: LocalServer;
-beforeEach(async () => {
-  server = await startServer();
-});
-afterEach(async () => {
-  await server.close();
-});
+const server = serverPerTest();
 
 const client = () => createAnthropicClient({ apiKey: "test-key", baseURL: `${server.url}/v1` });
 const request = (overrides = {}) => baseRequest("claude-sonnet-4-5", overrides);

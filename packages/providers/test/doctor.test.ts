@@ -1,15 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { doctorCli, type FetchLike, formatDoctor, runDoctor } from "../src/index.js";
-import { chunkLines, toSse } from "./helpers/fixtures.js";
-import { type LocalServer, startServer } from "./helpers/server.js";
+import { ANTHROPIC_TEXT, chunkLines, toSse } from "./helpers/fixtures.js";
+import { serverPerTest } from "./helpers/server.js";
 
-let server: LocalServer;
-beforeEach(async () => {
-  server = await startServer();
-});
-afterEach(async () => {
-  await server.close();
-});
+const server = serverPerTest();
 
 /** Sends every provider's request to the local server instead of the internet. */
 const local = (): FetchLike => (url, init) => globalThis.fetch(`${server.url}${new URL(url).pathname}`, init);
@@ -28,7 +22,7 @@ describe("doctor (live check)", () => {
 
   it("sends one tiny request per configured provider and reports what worked", async () => {
     server.enqueue(
-      { body: toSse(chunkLines("anthropic/anthropic-text.chunks.txt"), { named: true }) },
+      { body: ANTHROPIC_TEXT },
       { status: 401, headers: { "content-type": "application/json" }, body: JSON.stringify({ error: { message: "Incorrect API key provided" } }) },
       { body: toSse(chunkLines("openai/openai-text.chunks.txt"), { named: false, done: true }) },
       { body: toSse(chunkLines("openai/openai-text.chunks.txt"), { named: false, done: true }) },

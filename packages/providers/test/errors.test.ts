@@ -1,17 +1,11 @@
 import type { ModelClient } from "@alma-harness/core";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createAnthropicClient, createOpenAIChatClient, createOpenAICompatibleClient, createOpenAIResponsesClient } from "../src/index.js";
 import { baseRequest, collect, collectError } from "./helpers/collect.js";
-import { cassette, chunkLines, toSse } from "./helpers/fixtures.js";
-import { type LocalServer, startServer } from "./helpers/server.js";
+import { ANTHROPIC_TEXT, cassette, chunkLines, toSse } from "./helpers/fixtures.js";
+import { serverPerTest } from "./helpers/server.js";
 
-let server: LocalServer;
-beforeEach(async () => {
-  server = await startServer();
-});
-afterEach(async () => {
-  await server.close();
-});
+const server = serverPerTest();
 
 const anthropic = (): ModelClient => createAnthropicClient({ apiKey: "k", baseURL: `${server.url}/v1`, now: () => Date.parse("2026-11-29T10:00:00Z") });
 const openai = (): ModelClient => createOpenAIChatClient({ apiKey: "k", baseURL: `${server.url}/v1` });
@@ -149,7 +143,6 @@ describe("transport failures", () => {
     const client = createOpenAIChatClient({ apiKey: "k", baseURL: `${url}/v1` });
     const { error } = await collectError(client, baseRequest("gpt-4.1"));
     expect(error).toMatchObject({ kind: "network", retryable: true, provider: "openai" });
-    server = await startServer();
   });
 
   it("an injected fetch is used, and its failure is a network error", async () => {
@@ -165,7 +158,7 @@ describe("transport failures", () => {
   });
 
   it("usage in a completed stream survives an unrelated trailing event", async () => {
-    server.enqueue({ body: toSse(chunkLines("anthropic/anthropic-text.chunks.txt"), { named: true }) + "event: ping\ndata: {}\n\n" });
+    server.enqueue({ body: ANTHROPIC_TEXT + "event: ping\ndata: {}\n\n" });
     const events = await collect(anthropic(), baseRequest("claude-haiku-4-5"));
     expect(events.at(-1)?.type).toBe("response_completed");
   });

@@ -1,18 +1,11 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createAnthropicClient, type ProviderClient } from "../src/index.js";
 import { baseRequest } from "./helpers/collect.js";
-import { chunkLines, toSse } from "./helpers/fixtures.js";
-import { type LocalServer, startServer } from "./helpers/server.js";
+import { ANTHROPIC_TEXT as TEXT } from "./helpers/fixtures.js";
+import { serverPerTest } from "./helpers/server.js";
 
-let server: LocalServer;
-beforeEach(async () => {
-  server = await startServer();
-});
-afterEach(async () => {
-  await server.close();
-});
+const server = serverPerTest();
 
-const TEXT = toSse(chunkLines("anthropic/anthropic-text.chunks.txt"), { named: true });
 const client = (): ProviderClient => createAnthropicClient({ apiKey: "k", baseURL: `${server.url}/v1` });
 
 async function drain(iterable: AsyncIterable<unknown>): Promise<void> {

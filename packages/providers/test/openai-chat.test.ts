@@ -1,17 +1,11 @@
 import type { ModelRequest } from "@alma-harness/core";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createOpenAIChatClient, createOpenAICompatibleClient } from "../src/index.js";
 import { baseRequest, collect, terminal, textOfEvents, usageEvidence, userText } from "./helpers/collect.js";
 import { cassette, chunkLines, readFixture, toSse } from "./helpers/fixtures.js";
-import { type LocalServer, startServer } from "./helpers/server.js";
+import { serverPerTest } from "./helpers/server.js";
 
-let server: LocalServer;
-beforeEach(async () => {
-  server = await startServer();
-});
-afterEach(async () => {
-  await server.close();
-});
+const server = serverPerTest();
 
 const openai = () => createOpenAIChatClient({ apiKey: "sk-test", baseURL: `${server.url}/v1`, organization: "org-1" });
 const TEXT = toSse(chunkLines("openai/openai-text.chunks.txt"), { named: false, done: true });

@@ -1,17 +1,11 @@
 import type { ModelRequest } from "@alma-harness/core";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createOpenAIResponsesClient } from "../src/index.js";
 import { assistantMessage, baseRequest, collect, collectError, terminal, textOfEvents, usageEvidence, userText } from "./helpers/collect.js";
 import { cassette, chunkLines, toSse } from "./helpers/fixtures.js";
-import { type LocalServer, startServer } from "./helpers/server.js";
+import { serverPerTest } from "./helpers/server.js";
 
-let server: LocalServer;
-beforeEach(async () => {
-  server = await startServer();
-});
-afterEach(async () => {
-  await server.close();
-});
+const server = serverPerTest();
 
 const client = () => createOpenAIResponsesClient({ apiKey: "sk-test", baseURL: `${server.url}/v1` });
 

@@ -1,16 +1,10 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createOpenRouterClient } from "../src/index.js";
 import { assistantMessage, baseRequest, collect, collectError, terminal, textOfEvents, usageEvidence, userText } from "./helpers/collect.js";
 import { cassette } from "./helpers/fixtures.js";
-import { type LocalServer, startServer } from "./helpers/server.js";
+import { serverPerTest } from "./helpers/server.js";
 
-let server: LocalServer;
-beforeEach(async () => {
-  server = await startServer();
-});
-afterEach(async () => {
-  await server.close();
-});
+const server = serverPerTest();
 
 const client = () => createOpenRouterClient({ apiKey: "sk-or-test", baseURL: `${server.url}/api/v1`, appUrl: "https://alma.example", appName: "Alma tests" });
 

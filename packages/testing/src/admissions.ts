@@ -1,29 +1,5 @@
-import {
-  type Admission,
-  type AdmissionKind,
-  type AdmissionStore,
-  ConflictError,
-  InvalidIdError,
-  InvalidScopeError,
-  type Scope,
-  ValidationError,
-} from "@alma-harness/core";
-import {
-  BAD_IDS,
-  BAD_SCOPES,
-  type Closable,
-  deepFrozen,
-  type Factory,
-  fixtureTest,
-  rejects,
-  SCOPE_A,
-  SCOPE_A2,
-  SCOPE_B,
-  settleAll,
-  T0,
-  type TestApi,
-  unsafe,
-} from "./harness.js";
+import { type Admission, type AdmissionKind, type AdmissionStore, ConflictError, type Scope, ValidationError } from "@alma-harness/core";
+import { type Closable, contractSuite, deepFrozen, type Factory, type FixtureTest, refusesBadIds, refusesBadScopeFilters, refusesBadScopes, rejects, SCOPE_A, SCOPE_A2, SCOPE_B, settleAll, T0, type TestApi, unsafe } from "./harness.js";
 
 export interface AdmissionFixture extends Closable {
   readonly admissions: AdmissionStore;
@@ -60,16 +36,10 @@ async function admitted(store: AdmissionStore, a: AdmitArgs): Promise<Admission>
 
 /** The `AdmissionStore` contract: one turn or event batch per session at a time. */
 export function admissionStoreContract(name: string, factory: Factory<AdmissionFixture>, t: TestApi): void {
-  const test = fixtureTest(t, factory);
-  t.describe(`${name}: AdmissionStore contract`, () => {
-    admitTests(t, test);
-    transitionTests(t, test);
-    expiryTests(t, test);
-    isolationTests(t, test);
-  });
+  contractSuite(t, `${name}: AdmissionStore contract`, factory, [admitTests, transitionTests, expiryTests, isolationTests]);
 }
 
-type Declare = ReturnType<typeof fixtureTest<AdmissionFixture>>;
+type Declare = FixtureTest<AdmissionFixture>;
 
 function admitTests(t: TestApi, test: Declare): void {
   test("admits a free session as active, with the given deadline and kind", async ({ admissions }) => {
@@ -249,21 +219,21 @@ function isolationTests(t: TestApi, test: Declare): void {
 
   test("invalid scopes, ids and inputs are refused before any I/O (even on a closed store)", async ({ admissions }, closeNow) => {
     await closeNow();
-    for (const scope of BAD_SCOPES) {
-      await rejects(t, () => admitWith(admissions, { scope: unsafe(scope), admissionId: "a1" }), InvalidScopeError);
-      await rejects(t, () => admissions.get(unsafe(scope), "a1"), InvalidScopeError);
-      if (scope !== undefined) {
-        await rejects(t, () => admissions.releaseExpired({ scope: unsafe(scope), now: T0, graceMs: 0 }), InvalidScopeError);
-      }
-    }
-    for (const id of BAD_IDS) {
-      await rejects(t, () => admitWith(admissions, { admissionId: unsafe(id) }), InvalidIdError);
-      await rejects(t, () => admitWith(admissions, { sessionId: unsafe(id), admissionId: "a1" }), InvalidIdError);
-      await rejects(t, () => admissions.holder(SCOPE_A, unsafe(id)), InvalidIdError);
-      await rejects(t, () => admissions.markUncertain(SCOPE_A, unsafe(id)), InvalidIdError);
-      await rejects(t, () => admissions.finish(SCOPE_A, unsafe(id)), InvalidIdError);
-      await rejects(t, () => admissions.releaseFailed(SCOPE_A, unsafe(id)), InvalidIdError);
-    }
+    await refusesBadScopes(
+      t,
+      (scope) => admitWith(admissions, { scope, admissionId: "a1" }),
+      (scope) => admissions.get(scope, "a1"),
+    );
+    await refusesBadScopeFilters(t, (scope) => admissions.releaseExpired({ scope, now: T0, graceMs: 0 }));
+    await refusesBadIds(
+      t,
+      (id) => admitWith(admissions, { admissionId: id }),
+      (id) => admitWith(admissions, { sessionId: id, admissionId: "a1" }),
+      (id) => admissions.holder(SCOPE_A, id),
+      (id) => admissions.markUncertain(SCOPE_A, id),
+      (id) => admissions.finish(SCOPE_A, id),
+      (id) => admissions.releaseFailed(SCOPE_A, id),
+    );
     await rejects(t, () => admitWith(admissions, { admissionId: "a1", kind: unsafe("meeting") }), ValidationError);
     await rejects(t, () => admitWith(admissions, { admissionId: "a1", deadlineAt: T0 }), ValidationError);
     await rejects(t, () => admitWith(admissions, { admissionId: "a1", now: unsafe(1.5) }), ValidationError);

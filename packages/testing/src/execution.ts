@@ -1,38 +1,12 @@
-import {
-  ConflictError,
-  type ExecutionClaim,
-  type ExecutionRecord,
-  type ExecutionStore,
-  type Fence,
-  InvalidIdError,
-  InvalidScopeError,
-  type Scope,
-  StaleFenceError,
-  ValidationError,
-} from "@alma-harness/core";
-import {
-  BAD_IDS,
-  BAD_SCOPES,
-  type Closable,
-  deepFrozen,
-  type Factory,
-  fixtureTest,
-  rejects,
-  SCOPE_A,
-  SCOPE_A2,
-  SCOPE_B,
-  settleAll,
-  T0,
-  type TestApi,
-  unsafe,
-} from "./harness.js";
+import { ConflictError, type ExecutionClaim, type ExecutionRecord, type ExecutionStore, type Fence, StaleFenceError, ValidationError } from "@alma-harness/core";
+import { type Closable, contractSuite, deepFrozen, type Factory, type FixtureTest, refusesBadIds, refusesBadScopeFilters, refusesBadScopes, rejects, SCOPE_A, SCOPE_A2, SCOPE_B, settleAll, T0, type TestApi, unsafe } from "./harness.js";
 import { listingTests } from "./listing.js";
 
 export interface ExecutionFixture extends Closable {
   readonly execution: ExecutionStore;
 }
 
-type Declare = ReturnType<typeof fixtureTest<ExecutionFixture>>;
+type Declare = FixtureTest<ExecutionFixture>;
 
 export function claimOf(operationId: string, over: Partial<ExecutionClaim> = {}): ExecutionClaim {
   return {
@@ -62,14 +36,7 @@ const KNOWN = { status: "known", usage: { inputTokens: 100, outputTokens: 20, ca
 
 /** The `ExecutionStore` contract: first claim wins the fence; fenced transitions; the sweep never re-sends. */
 export function executionStoreContract(name: string, factory: Factory<ExecutionFixture>, t: TestApi): void {
-  const test = fixtureTest(t, factory);
-  t.describe(`${name}: ExecutionStore contract`, () => {
-    claimTests(t, test);
-    transitionTests(t, test);
-    sweepTests(t, test);
-    readTests(t, test);
-    validationTests(t, test);
-  });
+  contractSuite(t, `${name}: ExecutionStore contract`, factory, [claimTests, transitionTests, sweepTests, readTests, validationTests]);
 }
 
 function claimTests(t: TestApi, test: Declare): void {
@@ -273,22 +240,22 @@ function validationTests(t: TestApi, test: Declare): void {
   test("invalid scopes, ids and claims are refused before any I/O (even on a closed store)", async ({ execution }, closeNow) => {
     await closeNow();
     const fence: Fence = { scope: SCOPE_A, operationId: "op-1", token: 1 };
-    for (const scope of BAD_SCOPES) {
-      const s = unsafe<Scope>(scope);
-      await rejects(t, () => execution.claim(claimOf("op-1", { scope: s })), InvalidScopeError);
-      await rejects(t, () => execution.dispatch({ ...fence, scope: s }, T0), InvalidScopeError);
-      await rejects(t, () => execution.get(s, "op-1"), InvalidScopeError);
-      await rejects(t, () => execution.list(s), InvalidScopeError);
-      if (scope !== undefined) await rejects(t, () => execution.reconcileExpired({ scope: s, now: T0 }), InvalidScopeError);
-    }
-    for (const id of BAD_IDS) {
-      const bad = unsafe<string>(id);
-      await rejects(t, () => execution.claim(claimOf(bad)), InvalidIdError);
-      await rejects(t, () => execution.claim(claimOf("op-1", { sessionId: bad })), InvalidIdError);
-      await rejects(t, () => execution.dispatch({ ...fence, operationId: bad }, T0), InvalidIdError);
-      await rejects(t, () => execution.settle(fence, bad, T0), InvalidIdError);
-      await rejects(t, () => execution.get(SCOPE_A, bad), InvalidIdError);
-    }
+    await refusesBadScopes(
+      t,
+      (scope) => execution.claim(claimOf("op-1", { scope })),
+      (scope) => execution.dispatch({ ...fence, scope }, T0),
+      (scope) => execution.get(scope, "op-1"),
+      (scope) => execution.list(scope),
+    );
+    await refusesBadScopeFilters(t, (scope) => execution.reconcileExpired({ scope, now: T0 }));
+    await refusesBadIds(
+      t,
+      (id) => execution.claim(claimOf(id)),
+      (id) => execution.claim(claimOf("op-1", { sessionId: id })),
+      (id) => execution.dispatch({ ...fence, operationId: id }, T0),
+      (id) => execution.settle(fence, id, T0),
+      (id) => execution.get(SCOPE_A, id),
+    );
     const bad: unknown[] = [{ kind: "chat" }, { createdAt: -1 }, { deadlineAt: 1.5 }, { extra: true }];
     for (const over of bad) await rejects(t, () => execution.claim(claimOf("op-1", unsafe(over))), ValidationError);
     await rejects(t, () => execution.dispatch({ ...fence, token: 0 }, T0), ValidationError);

@@ -1,7 +1,7 @@
 import { type ClaimReservation, type ClaimResult, type ExecutionResultStore, FenceError, InvalidIdError, ValidationError } from "@alma-harness/core";
 import { admitWith } from "./admissions.js";
 import { claimOf } from "./execution.js";
-import { type Closable, type Factory, fixtureTest, rejects, SCOPE_A, SCOPE_A2, SCOPE_B, T0, type TestApi } from "./harness.js";
+import { type Closable, contractSuite, type Factory, type FixtureTest, rejects, SCOPE_A, SCOPE_A2, SCOPE_B, T0, type TestApi } from "./harness.js";
 import type { AdmissionFixture } from "./admissions.js";
 import type { ExecutionFixture } from "./execution.js";
 import { reservationOf } from "./results.js";
@@ -27,16 +27,10 @@ function status(result: ClaimResult): string {
  * transaction, never passes a limit, and is released by settlement, cancellation or the sweep.
  */
 export function governedWritesContract(name: string, factory: Factory<GovernedFixture>, t: TestApi): void {
-  const test = fixtureTest(t, factory);
-  t.describe(`${name}: fenced writes and reservations`, () => {
-    fenceTests(t, test);
-    reservationTests(t, test);
-    releaseTests(t, test);
-    concurrencyTests(t, test);
-  });
+  contractSuite(t, `${name}: fenced writes and reservations`, factory, [fenceTests, reservationTests, releaseTests, concurrencyTests]);
 }
 
-type Declare = ReturnType<typeof fixtureTest<GovernedFixture>>;
+type Declare = FixtureTest<GovernedFixture>;
 
 function fenceTests(t: TestApi, test: Declare): void {
   test("a claim fenced by an active admission commits; after the admission ends it claims nothing", async ({ admissions, execution }) => {

@@ -1,4 +1,4 @@
-import type { Msg, Scope } from "@alma-harness/core";
+import { InvalidIdError, InvalidScopeError, type Msg, type Scope } from "@alma-harness/core";
 
 /**
  * The slice of a test framework the suites use, passed in by the caller so this package imports
@@ -10,13 +10,16 @@ export interface Matchers {
   toBeUndefined(): void;
   toBeInstanceOf(expected: abstract new (...args: never[]) => unknown): void;
   toHaveLength(length: number): void;
+  toMatchObject(expected: object): void;
+  toContain(item: unknown): void;
   readonly not: Matchers;
 }
 
 export interface TestApi {
   describe(name: string, body: () => void): void;
   it(name: string, body: () => Promise<void>): void;
-  expect(actual: unknown): Matchers;
+  /** `message` names the check in a failure. */
+  expect(actual: unknown, message?: string): Matchers;
   beforeEach?(body: () => Promise<void> | void): void;
   afterEach?(body: () => Promise<void> | void): void;
 }
@@ -31,8 +34,11 @@ export type Factory<F extends Closable> = () => F | Promise<F>;
 /** A test body gets a fresh fixture, and `closeNow` for tests that need a closed store. */
 export type Body<F> = (fx: F, closeNow: () => Promise<void>) => Promise<void>;
 
+/** Declares one test (its title and body) on a fresh fixture: what a suite's `test` is. */
+export type FixtureTest<F> = (title: string, body: Body<F>) => void;
+
 /** Declares one test that builds a fresh fixture, runs the body and always closes the fixture. */
-export function fixtureTest<F extends Closable>(t: TestApi, factory: Factory<F>): (title: string, body: Body<F>) => void {
+export function fixtureTest<F extends Closable>(t: TestApi, factory: Factory<F>): FixtureTest<F> {
   return (title, body) =>
     t.it(title, async () => {
       const fx = await factory();
@@ -48,6 +54,17 @@ export function fixtureTest<F extends Closable>(t: TestApi, factory: Factory<F>)
         await closeNow();
       }
     });
+}
+
+/** One group of a suite's tests, declared with the suite's `test`. */
+export type TestGroup<F> = (t: TestApi, test: FixtureTest<F>) => void;
+
+/** Declares the suite `title` of the groups, every test of them on a fresh fixture from `factory`. */
+export function contractSuite<F extends Closable>(t: TestApi, title: string, factory: Factory<F>, groups: readonly TestGroup<F>[]): void {
+  const test = fixtureTest(t, factory);
+  t.describe(title, () => {
+    for (const group of groups) group(t, test);
+  });
 }
 
 export type ErrorClass = abstract new (...args: never[]) => Error;
@@ -119,6 +136,30 @@ export const BAD_SCOPES: readonly unknown[] = Object.freeze([
 
 /** Ids every store must refuse before any I/O. */
 export const BAD_IDS: readonly unknown[] = Object.freeze(["", "has space", "x".repeat(201), "tab\there", "é", 42, null]);
+
+/** Asserts that each call refuses each of `BAD_SCOPES` with `InvalidScopeError` (before any I/O). */
+export async function refusesBadScopes(t: TestApi, ...calls: readonly ((scope: Scope) => Promise<unknown>)[]): Promise<void> {
+  await refusesAll(t, BAD_SCOPES, InvalidScopeError, calls);
+}
+
+/** As `refusesBadScopes`, for a scope filter: there `undefined` means every scope, so it is not bad. */
+export async function refusesBadScopeFilters(t: TestApi, ...calls: readonly ((scope: Scope) => Promise<unknown>)[]): Promise<void> {
+  await refusesAll(
+    t,
+    BAD_SCOPES.filter((scope) => scope !== undefined),
+    InvalidScopeError,
+    calls,
+  );
+}
+
+/** Asserts that each call refuses each of `BAD_IDS` with `InvalidIdError` (before any I/O). */
+export async function refusesBadIds(t: TestApi, ...calls: readonly ((id: string) => Promise<unknown>)[]): Promise<void> {
+  await refusesAll(t, BAD_IDS, InvalidIdError, calls);
+}
+
+async function refusesAll<T>(t: TestApi, values: readonly unknown[], type: ErrorClass, calls: readonly ((value: T) => Promise<unknown>)[]): Promise<void> {
+  for (const value of values) for (const call of calls) await rejects(t, () => call(value as T), type);
+}
 
 /** Lets a test pass a deliberately wrong value where the types forbid it. */
 export function unsafe<T>(value: unknown): T {

@@ -15,42 +15,23 @@ import { costSettlementStoreContract, type SettlementFixture, spendStoreContract
 export { type AdmissionFixture, admissionStoreContract, admitWith } from "./admissions.js";
 export { type AuditFixture, auditLogContract, recallEvent } from "./audit.js";
 export { claimOf, type ExecutionFixture, executionStoreContract } from "./execution.js";
+export { type V1Reads, type V1Stores, v1FixtureReadsContract, v1FixtureReopened, v1FixtureWrites } from "./fixtures-v1.js";
 export { type GovernedFixture, governedWritesContract } from "./governance.js";
-export {
-  assistantMsg,
-  BAD_IDS,
-  BAD_SCOPES,
-  type Body,
-  type Closable,
-  deepFrozen,
-  type ErrorClass,
-  type Factory,
-  fixtureTest,
-  type Matchers,
-  rejects,
-  rotationMsg,
-  SCOPE_A,
-  SCOPE_A2,
-  SCOPE_B,
-  settleAll,
-  T0,
-  type TestApi,
-  unsafe,
-  userMsg,
-} from "./harness.js";
+/** The shared harness: the test API slice, fixture tests, assertions, scopes, ids and messages. */
+export * from "./harness.js";
 export { type LabelFixture, sessionLabelStoreContract } from "./labels.js";
 export { executionResultStoreContract, reservationOf, type ResultFixture } from "./results.js";
 export { type SessionFixture, sessionStoreContract } from "./sessions.js";
 export { costSettlementStoreContract, DAY, type SettlementFixture, settlementOf, spendStoreContract } from "./settlements.js";
 
-/** Every store of one implementation, as a composition hands them out. */
+/** Every store of one implementation, as a composition hands them out (root results included). */
 export type StoreSet = AdmissionFixture &
   SessionFixture &
   ExecutionFixture &
   ResultFixture &
   SettlementFixture &
   LabelFixture &
-  AuditFixture;
+  AuditFixture & { readonly rootResults: NonNullable<ResultFixture["rootResults"]> };
 
 /** Runs every contract suite against one implementation; the factory builds a fresh, isolated set per test. */
 export function storeContracts(name: string, factory: Factory<StoreSet>, t: TestApi): void {

@@ -1,27 +1,5 @@
-import {
-  InvalidIdError,
-  InvalidScopeError,
-  type Scope,
-  SessionLabelConflictError,
-  SessionLabelErasedError,
-  type SessionLabelStore,
-  ValidationError,
-} from "@alma-harness/core";
-import {
-  BAD_IDS,
-  BAD_SCOPES,
-  type Closable,
-  deepFrozen,
-  type Factory,
-  fixtureTest,
-  rejects,
-  SCOPE_A,
-  SCOPE_A2,
-  SCOPE_B,
-  settleAll,
-  type TestApi,
-  unsafe,
-} from "./harness.js";
+import { SessionLabelConflictError, SessionLabelErasedError, type SessionLabelStore, ValidationError } from "@alma-harness/core";
+import { type Closable, deepFrozen, type Factory, fixtureTest, type FixtureTest, refusesBadIds, refusesBadScopes, rejects, SCOPE_A, SCOPE_A2, SCOPE_B, settleAll, type TestApi, unsafe } from "./harness.js";
 
 export interface LabelFixture extends Closable {
   readonly labels: SessionLabelStore;
@@ -61,7 +39,7 @@ export function sessionLabelStoreContract(name: string, factory: Factory<LabelFi
   });
 }
 
-function erasureAndScopeTests(t: TestApi, test: ReturnType<typeof fixtureTest<LabelFixture>>): void {
+function erasureAndScopeTests(t: TestApi, test: FixtureTest<LabelFixture>): void {
   test("erase(scope, sessionId) tombstones the session: get reads nothing and put throws SessionLabelErasedError", async ({ labels }) => {
     await labels.put(SCOPE_A, "s1", LABELS);
     await labels.put(SCOPE_A, "s2", LABELS);
@@ -98,18 +76,19 @@ function erasureAndScopeTests(t: TestApi, test: ReturnType<typeof fixtureTest<La
 
   test("invalid scopes, ids and labels are refused before any I/O (even on a closed store)", async ({ labels }, closeNow) => {
     await closeNow();
-    for (const scope of BAD_SCOPES) {
-      const s = unsafe<Scope>(scope);
-      await rejects(t, () => labels.put(s, "s1", LABELS), InvalidScopeError);
-      await rejects(t, () => labels.get(s, "s1"), InvalidScopeError);
-      await rejects(t, () => labels.erase(s, "s1"), InvalidScopeError);
-      await rejects(t, () => labels.erase(s), InvalidScopeError);
-    }
-    for (const id of BAD_IDS) {
-      await rejects(t, () => labels.put(SCOPE_A, unsafe(id), LABELS), InvalidIdError);
-      await rejects(t, () => labels.get(SCOPE_A, unsafe(id)), InvalidIdError);
-      await rejects(t, () => labels.erase(SCOPE_A, unsafe(id)), InvalidIdError);
-    }
+    await refusesBadScopes(
+      t,
+      (scope) => labels.put(scope, "s1", LABELS),
+      (scope) => labels.get(scope, "s1"),
+      (scope) => labels.erase(scope, "s1"),
+      (scope) => labels.erase(scope),
+    );
+    await refusesBadIds(
+      t,
+      (id) => labels.put(SCOPE_A, id, LABELS),
+      (id) => labels.get(SCOPE_A, id),
+      (id) => labels.erase(SCOPE_A, id),
+    );
     const bad: unknown[] = [{}, { Upper: "x" }, { key: "has space" }, { key: 1 }, Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`k${i}`, "v"])), []];
     for (const value of bad) await rejects(t, () => labels.put(SCOPE_A, "s1", unsafe(value)), ValidationError);
   });

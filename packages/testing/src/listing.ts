@@ -1,6 +1,5 @@
 import { type Scope, ValidationError } from "@alma-harness/core";
-import type { Closable, fixtureTest, TestApi } from "./harness.js";
-import { rejects, SCOPE_A, SCOPE_B } from "./harness.js";
+import { type Closable, type FixtureTest, rejects, SCOPE_A, SCOPE_B, type TestApi } from "./harness.js";
 
 export interface Page {
   readonly items: readonly unknown[];
@@ -19,7 +18,7 @@ export interface ListingSpec<F> {
 }
 
 /** The cursor-listing guarantees shared by every listing: default and maximum page, one over, cursors, scope. */
-export function listingTests<F extends Closable>(t: TestApi, test: ReturnType<typeof fixtureTest<F>>, spec: ListingSpec<F>): void {
+export function listingTests<F extends Closable>(t: TestApi, test: FixtureTest<F>, spec: ListingSpec<F>): void {
   test(`${spec.what}: list pages ${spec.def} by default, ascending, with a cursor only while more remain`, async (fx) => {
     await spec.seed(fx, spec.def + 1, SCOPE_A);
     const first = await spec.list(fx, SCOPE_A, {});

@@ -1,29 +1,5 @@
-import {
-  ConflictError,
-  ErasedError,
-  type ExecutionResultStore,
-  InvalidIdError,
-  InvalidScopeError,
-  type ResultReservation,
-  type Scope,
-  ValidationError,
-} from "@alma-harness/core";
-import {
-  BAD_IDS,
-  BAD_SCOPES,
-  type Closable,
-  deepFrozen,
-  type Factory,
-  fixtureTest,
-  rejects,
-  SCOPE_A,
-  SCOPE_A2,
-  SCOPE_B,
-  settleAll,
-  T0,
-  type TestApi,
-  unsafe,
-} from "./harness.js";
+import { ConflictError, ErasedError, type ExecutionResultStore, type ResultReservation, ValidationError } from "@alma-harness/core";
+import { type Closable, contractSuite, deepFrozen, type Factory, type FixtureTest, refusesBadIds, refusesBadScopes, rejects, SCOPE_A, SCOPE_A2, SCOPE_B, settleAll, T0, type TestApi, unsafe } from "./harness.js";
 
 export interface ResultFixture extends Closable {
   readonly results: ExecutionResultStore;
@@ -31,7 +7,7 @@ export interface ResultFixture extends Closable {
   readonly rootResults?: ExecutionResultStore;
 }
 
-type Declare = ReturnType<typeof fixtureTest<ResultFixture>>;
+type Declare = FixtureTest<ResultFixture>;
 
 const EXPIRES = T0 + 10_000;
 
@@ -53,13 +29,7 @@ const ENVELOPE = { view: "completed", reply: [{ type: "text", text: "hello" }], 
 
 /** The `ExecutionResultStore` contract: first-wins identities, one envelope each, tombstones never revived. */
 export function executionResultStoreContract(name: string, factory: Factory<ResultFixture>, t: TestApi): void {
-  const test = fixtureTest(t, factory);
-  t.describe(`${name}: ExecutionResultStore contract`, () => {
-    reserveTests(t, test);
-    putTests(t, test);
-    expiryTests(t, test);
-    isolationTests(t, test);
-  });
+  contractSuite(t, `${name}: ExecutionResultStore contract`, factory, [reserveTests, putTests, expiryTests, isolationTests]);
 }
 
 function reserveTests(t: TestApi, test: Declare): void {
@@ -196,21 +166,21 @@ function isolationTests(t: TestApi, test: Declare): void {
 
   test("invalid scopes, ids and reservations are refused before any I/O (even on a closed store)", async ({ results }, closeNow) => {
     await closeNow();
-    for (const scope of BAD_SCOPES) {
-      const s = unsafe<Scope>(scope);
-      await rejects(t, () => results.reserve(reservationOf("r1", { scope: s })), InvalidScopeError);
-      await rejects(t, () => results.put(s, "r1", ENVELOPE, T0), InvalidScopeError);
-      await rejects(t, () => results.get(s, "r1", T0), InvalidScopeError);
-      await rejects(t, () => results.eraseSession(s, "s1"), InvalidScopeError);
-    }
-    for (const id of BAD_IDS) {
-      const bad = unsafe<string>(id);
-      await rejects(t, () => results.reserve(reservationOf(bad)), InvalidIdError);
-      await rejects(t, () => results.reserve(reservationOf("r1", { sessionId: bad })), InvalidIdError);
-      await rejects(t, () => results.put(SCOPE_A, bad, ENVELOPE, T0), InvalidIdError);
-      await rejects(t, () => results.get(SCOPE_A, bad, T0), InvalidIdError);
-      await rejects(t, () => results.eraseSession(SCOPE_A, bad), InvalidIdError);
-    }
+    await refusesBadScopes(
+      t,
+      (scope) => results.reserve(reservationOf("r1", { scope })),
+      (scope) => results.put(scope, "r1", ENVELOPE, T0),
+      (scope) => results.get(scope, "r1", T0),
+      (scope) => results.eraseSession(scope, "s1"),
+    );
+    await refusesBadIds(
+      t,
+      (id) => results.reserve(reservationOf(id)),
+      (id) => results.reserve(reservationOf("r1", { sessionId: id })),
+      (id) => results.put(SCOPE_A, id, ENVELOPE, T0),
+      (id) => results.get(SCOPE_A, id, T0),
+      (id) => results.eraseSession(SCOPE_A, id),
+    );
     const bad: unknown[] = [{ sensitivity: "secret" }, { maxChars: 0 }, { expiresAt: T0 }, { createdAt: -5 }, { extra: 1 }];
     for (const over of bad) await rejects(t, () => results.reserve(reservationOf("r1", unsafe(over))), ValidationError);
     await rejects(t, () => results.purgeExpired(unsafe(Number.NaN)), ValidationError);

@@ -1,34 +1,6 @@
-import {
-  type AdmissionStore,
-  DuplicateEventError,
-  FenceError,
-  InvalidIdError,
-  InvalidScopeError,
-  type Msg,
-  type Scope,
-  type SessionStore,
-  ValidationError,
-} from "@alma-harness/core";
+import { type AdmissionStore, DuplicateEventError, FenceError, InvalidIdError, type Msg, type Scope, type SessionStore, ValidationError } from "@alma-harness/core";
 import { admitWith } from "./admissions.js";
-import {
-  assistantMsg,
-  BAD_IDS,
-  BAD_SCOPES,
-  type Closable,
-  deepFrozen,
-  type Factory,
-  fixtureTest,
-  rejects,
-  rotationMsg,
-  SCOPE_A,
-  SCOPE_A2,
-  SCOPE_B,
-  settleAll,
-  T0,
-  type TestApi,
-  unsafe,
-  userMsg,
-} from "./harness.js";
+import { assistantMsg, type Closable, deepFrozen, type Factory, fixtureTest, type FixtureTest, refusesBadIds, refusesBadScopes, rejects, rotationMsg, SCOPE_A, SCOPE_A2, SCOPE_B, settleAll, T0, type TestApi, unsafe, userMsg } from "./harness.js";
 import { listingTests } from "./listing.js";
 
 export interface SessionFixture extends Closable {
@@ -37,7 +9,7 @@ export interface SessionFixture extends Closable {
   readonly admissions: AdmissionStore;
 }
 
-type Declare = ReturnType<typeof fixtureTest<SessionFixture>>;
+type Declare = FixtureTest<SessionFixture>;
 
 /** Admits `admissionId` on the session (deadline one minute out) and returns it. */
 async function open(fx: SessionFixture, admissionId: string, sessionId = "s1", scope: Scope = SCOPE_A): Promise<string> {
@@ -263,22 +235,22 @@ function validationTests(t: TestApi, test: Declare): void {
   test("invalid scopes and ids are refused before any I/O (even on a closed store)", async ({ sessions }, closeNow) => {
     await closeNow();
     const opts = { admissionId: "a1", now: T0 };
-    for (const scope of BAD_SCOPES) {
-      const s = unsafe<Scope>(scope);
-      await rejects(t, () => sessions.load(s, "s1"), InvalidScopeError);
-      await rejects(t, () => sessions.append(s, "s1", [userMsg("x")], opts), InvalidScopeError);
-      await rejects(t, () => sessions.findEvents(s, "s1", ["e1"]), InvalidScopeError);
-      await rejects(t, () => sessions.list(s), InvalidScopeError);
-      await rejects(t, () => sessions.erase(s, "s1"), InvalidScopeError);
-    }
-    for (const id of BAD_IDS) {
-      const bad = unsafe<string>(id);
-      await rejects(t, () => sessions.load(SCOPE_A, bad), InvalidIdError);
-      await rejects(t, () => sessions.append(SCOPE_A, bad, [userMsg("x")], opts), InvalidIdError);
-      await rejects(t, () => sessions.append(SCOPE_A, "s1", [userMsg("x")], { ...opts, admissionId: bad }), InvalidIdError);
-      await rejects(t, () => sessions.findEvents(SCOPE_A, "s1", [bad]), InvalidIdError);
-      await rejects(t, () => sessions.erase(SCOPE_A, bad), InvalidIdError);
-    }
+    await refusesBadScopes(
+      t,
+      (scope) => sessions.load(scope, "s1"),
+      (scope) => sessions.append(scope, "s1", [userMsg("x")], opts),
+      (scope) => sessions.findEvents(scope, "s1", ["e1"]),
+      (scope) => sessions.list(scope),
+      (scope) => sessions.erase(scope, "s1"),
+    );
+    await refusesBadIds(
+      t,
+      (id) => sessions.load(SCOPE_A, id),
+      (id) => sessions.append(SCOPE_A, id, [userMsg("x")], opts),
+      (id) => sessions.append(SCOPE_A, "s1", [userMsg("x")], { ...opts, admissionId: id }),
+      (id) => sessions.findEvents(SCOPE_A, "s1", [id]),
+      (id) => sessions.erase(SCOPE_A, id),
+    );
   });
 
   test("malformed batches are refused whole, before the fence is even read", async (fx) => {

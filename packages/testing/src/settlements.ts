@@ -1,31 +1,14 @@
 import {
   type CostReceipt,
   type CostSettlementStore,
-  InvalidIdError,
   InvalidScopeError,
-  type Scope,
   SettlementConflictError,
   type SettlementInput,
   type SettlementRecord,
   type SpendStore,
   ValidationError,
 } from "@alma-harness/core";
-import {
-  BAD_IDS,
-  BAD_SCOPES,
-  type Closable,
-  deepFrozen,
-  type Factory,
-  fixtureTest,
-  rejects,
-  SCOPE_A,
-  SCOPE_A2,
-  SCOPE_B,
-  settleAll,
-  T0,
-  type TestApi,
-  unsafe,
-} from "./harness.js";
+import { type Closable, contractSuite, deepFrozen, type Factory, fixtureTest, type FixtureTest, refusesBadIds, refusesBadScopes, rejects, SCOPE_A, SCOPE_A2, SCOPE_B, settleAll, T0, type TestApi, unsafe } from "./harness.js";
 import { listingTests } from "./listing.js";
 
 export interface SettlementFixture extends Closable {
@@ -34,7 +17,7 @@ export interface SettlementFixture extends Closable {
   readonly spend: SpendStore;
 }
 
-type Declare = ReturnType<typeof fixtureTest<SettlementFixture>>;
+type Declare = FixtureTest<SettlementFixture>;
 
 export const DAY = "2026-01-01";
 
@@ -71,13 +54,7 @@ const ids = (records: readonly SettlementRecord[]) => records.map((r) => r.recei
 
 /** The `CostSettlementStore` contract: one receipt per id, counters moved once, obligations acknowledged once. */
 export function costSettlementStoreContract(name: string, factory: Factory<SettlementFixture>, t: TestApi): void {
-  const test = fixtureTest(t, factory);
-  t.describe(`${name}: CostSettlementStore contract`, () => {
-    settleTests(t, test);
-    readTests(t, test);
-    pendingTests(t, test);
-    validationTests(t, test);
-  });
+  contractSuite(t, `${name}: CostSettlementStore contract`, factory, [settleTests, readTests, pendingTests, validationTests]);
 }
 
 function settleTests(t: TestApi, test: Declare): void {
@@ -199,22 +176,22 @@ function pendingTests(t: TestApi, test: Declare): void {
 function validationTests(t: TestApi, test: Declare): void {
   test("invalid scopes, ids and settlement input are refused before any I/O (even on a closed store)", async ({ settlements }, closeNow) => {
     await closeNow();
-    for (const scope of BAD_SCOPES) {
-      const s = unsafe<Scope>(scope);
-      await rejects(t, () => settlements.settle(settlementOf("st-1", { scope: s })), InvalidScopeError);
-      await rejects(t, () => settlements.get(s, "st-1"), InvalidScopeError);
-      await rejects(t, () => settlements.list(s), InvalidScopeError);
-      await rejects(t, () => settlements.pending(s, "ledger"), InvalidScopeError);
-      await rejects(t, () => settlements.acknowledge(s, "ledger", "st-1"), InvalidScopeError);
-    }
-    for (const id of BAD_IDS) {
-      const bad = unsafe<string>(id);
-      await rejects(t, () => settlements.settle(settlementOf(bad)), InvalidIdError);
-      await rejects(t, () => settlements.settle(settlementOf("st-1", { consumers: [bad] })), InvalidIdError);
-      await rejects(t, () => settlements.get(SCOPE_A, bad), InvalidIdError);
-      await rejects(t, () => settlements.pending(SCOPE_A, bad), InvalidIdError);
-      await rejects(t, () => settlements.acknowledge(SCOPE_A, "ledger", bad), InvalidIdError);
-    }
+    await refusesBadScopes(
+      t,
+      (scope) => settlements.settle(settlementOf("st-1", { scope })),
+      (scope) => settlements.get(scope, "st-1"),
+      (scope) => settlements.list(scope),
+      (scope) => settlements.pending(scope, "ledger"),
+      (scope) => settlements.acknowledge(scope, "ledger", "st-1"),
+    );
+    await refusesBadIds(
+      t,
+      (id) => settlements.settle(settlementOf(id)),
+      (id) => settlements.settle(settlementOf("st-1", { consumers: [id] })),
+      (id) => settlements.get(SCOPE_A, id),
+      (id) => settlements.pending(SCOPE_A, id),
+      (id) => settlements.acknowledge(SCOPE_A, "ledger", id),
+    );
     const bad: unknown[] = [
       { day: "2026-02-30" },
       { day: "01/01/2026" },
@@ -270,9 +247,9 @@ export function spendStoreContract(name: string, factory: Factory<SettlementFixt
 
     test("invalid scopes, orgs, ids and days are refused before any I/O (even on a closed store)", async ({ spend }, closeNow) => {
       await closeNow();
-      for (const scope of BAD_SCOPES) await rejects(t, () => spend.peek(unsafe(scope), "s1", DAY), InvalidScopeError);
+      await refusesBadScopes(t, (scope) => spend.peek(scope, "s1", DAY));
       for (const org of ["", "org a", ".org", 7]) await rejects(t, () => spend.tenantDays(unsafe(org)), InvalidScopeError);
-      for (const id of BAD_IDS) await rejects(t, () => spend.peek(SCOPE_A, unsafe(id), DAY), InvalidIdError);
+      await refusesBadIds(t, (id) => spend.peek(SCOPE_A, id, DAY));
       await rejects(t, () => spend.peek(SCOPE_A, "s1", "2026-13-01"), ValidationError);
       await rejects(t, () => spend.tenantDays("org-a", { from: "yesterday" }), ValidationError);
     });

@@ -11,3 +11,4 @@ export { InMemorySessionLabelStore } from "./labels.js";
 export { InMemoryExecutionResultStore } from "./results.js";
 export { InMemorySessionStore } from "./sessions.js";
 export { InMemoryCostSettlementStore, InMemorySpendStore } from "./settlements.js";
+export { type InMemoryStores, inMemoryStores } from "./stores.js";

@@ -9,7 +9,7 @@ import type { AuditEvent, Trail } from "./audit.js";
 import type { ClaimOptions, ClaimReservation, ExecutionClaim, Fence } from "./execution.js";
 import type { ResultReservation } from "./results.js";
 import type { SettlementInput } from "./settlements.js";
-import { type NotDispatchedCause, type Usage, type UsageEvidence, usageProblem } from "../usage.js";
+import { type NotDispatchedCause, USAGE_COUNTERS, type Usage, type UsageEvidence, usageProblem } from "../usage.js";
 import {
   closedObject,
   decodeCursor,
@@ -29,16 +29,7 @@ const BLOCK_TYPES = ["text", "media", "tool_call", "tool_result", "provider_tool
 const CALL_KINDS: readonly CallKind[] = ["main", "direct", "delegate", "summary"];
 const SERVICE_TIERS = ["standard", "priority", "flex", "batch"] as const;
 const CAP_NAMES = ["perTurnUsd", "perSessionUsd", "perTenantDayUsd"] as const;
-const USAGE_FIELDS = [
-  "inputTokens",
-  "outputTokens",
-  "cacheWrite5mTokens",
-  "cacheWrite1hTokens",
-  "cacheReadTokens",
-  "reasoningTokens",
-  "webSearchRequests",
-  "serviceTier",
-];
+const USAGE_FIELDS = [...USAGE_COUNTERS, "serviceTier"];
 
 /** A batch of 1+ messages, snapshotted (plain, bounded JSON) and checked for shape. */
 export function normalizeMessages(messages: unknown): readonly Msg[] {

@@ -1,10 +1,10 @@
 import type { ModelRequest, ProviderError } from "@alma-harness/core";
-import { createProviderClient, type WireRequest } from "../shared/client.js";
+import { type AdapterSpec, createProviderClient, type WireRequest } from "../shared/client.js";
 import { baseKind, type Classified, type ErrorFacts, toProviderError, unsupported } from "../shared/errors.js";
 import { joinUrl } from "../shared/http.js";
 import { IMAGE_TYPES } from "../shared/media.js";
 import type { StreamTransform } from "../shared/neutral.js";
-import type { BaseClientOptions, FetchLike, ProviderClient } from "../shared/types.js";
+import type { BaseClientOptions, ProviderClient } from "../shared/types.js";
 import { openaiServedTier } from "../shared/usage.js";
 import { type Capabilities, validateCommon } from "../shared/validate.js";
 import { buildChatBody } from "./request.js";
@@ -53,39 +53,64 @@ export function classifyOpenAI(facts: ErrorFacts, provider = OPENAI_PROVIDER): P
 }
 
 /** What a Chat Completions dialect (OpenAI, OpenRouter, a compatible server) plugs in. */
-export interface ChatAdapterConfig {
-  readonly id: string;
-  readonly provider: string;
+export interface ChatAdapterConfig extends Pick<AdapterSpec, "id" | "provider" | "fetch" | "now" | "requestIdHeaders" | "transform" | "classify"> {
   readonly url: string;
   readonly headers: Readonly<Record<string, string>>;
-  readonly fetch: FetchLike;
-  readonly now: () => number;
-  readonly requestIdHeaders: readonly string[];
   capabilities(model: string): Capabilities;
   body(request: ModelRequest): unknown;
-  transform(request: ModelRequest): StreamTransform;
-  classify(facts: ErrorFacts): ProviderError;
   /** Checks beyond the shared ones. */
   validateMore?(request: ModelRequest): void;
 }
 
 export function createChatAdapter(config: ChatAdapterConfig): ProviderClient {
+  const { id, provider, fetch, now, requestIdHeaders } = config;
   return createProviderClient({
-    id: config.id,
-    provider: config.provider,
-    fetch: config.fetch,
-    now: config.now,
-    requestIdHeaders: config.requestIdHeaders,
+    id,
+    provider,
+    fetch,
+    now,
+    requestIdHeaders,
     validate(request) {
-      validateCommon(config.provider, request, config.capabilities(request.model));
+      validateCommon(provider, request, config.capabilities(request.model));
       if (request.output && !SCHEMA_NAME.test(request.output.name)) {
-        throw unsupported(config.provider, "output.name must be 1-64 characters of [A-Za-z0-9_-]");
+        throw unsupported(provider, "output.name must be 1-64 characters of [A-Za-z0-9_-]");
       }
       config.validateMore?.(request);
     },
     prepare: (request): WireRequest => ({ url: config.url, headers: config.headers, body: config.body(request) }),
     transform: (request) => config.transform(request),
     classify: (facts) => config.classify(facts),
+  });
+}
+
+/** What one OpenAI API (Chat Completions, Responses) adds to the parts both share. */
+export interface OpenAIApi {
+  /** The client id when the options name none. */
+  readonly id: string;
+  /** The endpoint, below the base URL. */
+  readonly path: string;
+  /** The Responses API (web search, documents by URL). */
+  readonly responses: boolean;
+  body(request: ModelRequest, reasoning: boolean): unknown;
+  transform(request: ModelRequest, classify: (facts: ErrorFacts) => ProviderError): StreamTransform;
+}
+
+/** An OpenAI adapter: the base URL, headers, transport, capabilities and classification both APIs share. */
+export function createOpenAIAdapter(options: OpenAIClientOptions, api: OpenAIApi): ProviderClient {
+  const reasons = options.reasoningModels ?? defaultReasoningModel;
+  const classify = (facts: ErrorFacts) => classifyOpenAI(facts);
+  return createChatAdapter({
+    id: options.id ?? api.id,
+    provider: OPENAI_PROVIDER,
+    url: joinUrl(options.baseURL ?? DEFAULT_OPENAI_BASE_URL, api.path),
+    headers: openaiHeaders(options),
+    fetch: options.fetch ?? globalThis.fetch,
+    now: options.now ?? Date.now,
+    requestIdHeaders: ["x-request-id"],
+    capabilities: (model) => openaiCapabilities(reasons(model), api.responses),
+    body: (request) => api.body(request, reasons(request.model)),
+    transform: (request) => api.transform(request, classify),
+    classify,
   });
 }
 
@@ -96,26 +121,18 @@ export function fallbackCallId(completionId: string | undefined, position: numbe
 
 /** The OpenAI Chat Completions adapter (`POST /v1/chat/completions`, streaming). */
 export function createOpenAIChatClient(options: OpenAIClientOptions = {}): ProviderClient {
-  const reasons = options.reasoningModels ?? defaultReasoningModel;
-  const classify = (facts: ErrorFacts) => classifyOpenAI(facts);
-  return createChatAdapter({
-    id: options.id ?? "openai",
-    provider: OPENAI_PROVIDER,
-    url: joinUrl(options.baseURL ?? DEFAULT_OPENAI_BASE_URL, "chat/completions"),
-    headers: openaiHeaders(options),
-    fetch: options.fetch ?? globalThis.fetch,
-    now: options.now ?? Date.now,
-    requestIdHeaders: ["x-request-id"],
-    capabilities: (model) => openaiCapabilities(reasons(model), false),
+  return createOpenAIAdapter(options, {
+    id: "openai",
+    path: "chat/completions",
+    responses: false,
     body(request) {
       const body = buildChatBody(request, { maxTokensField: "max_completion_tokens", streamUsage: true });
       if (request.reasoning) body.reasoning_effort = request.reasoning;
       if (request.serviceTier) body.service_tier = request.serviceTier === "standard" ? "default" : (request.serviceTier as "flex" | "priority");
       return body;
     },
-    transform: () =>
+    transform: (_request, classify) =>
       new ChatTransform({ provider: OPENAI_PROVIDER, classify, reasoning: plainReasoning(), servedTier: openaiServedTier, callId: fallbackCallId }),
-    classify,
   });
 }
 

@@ -1,6 +1,6 @@
 import type { ServiceTier, UsageEvidence } from "@alma-harness/core";
 import { asCount } from "../shared/neutral.js";
-import { compactUsage, evidenceOf } from "../shared/usage.js";
+import { promptCountsEvidence } from "../shared/usage.js";
 import type { ChatWireUsage } from "./wire.js";
 
 /**
@@ -12,19 +12,15 @@ import type { ChatWireUsage } from "./wire.js";
  */
 export function chatEvidence(raw: ChatWireUsage | undefined, tier: { tier?: ServiceTier; unresolved?: string }): UsageEvidence {
   if (!raw) return { status: "unknown" };
-  const prompt = asCount(raw.prompt_tokens);
-  const output = asCount(raw.completion_tokens);
-  if (prompt === undefined || output === undefined) return { status: "unknown" };
-  const cached = asCount(raw.prompt_tokens_details?.cached_tokens);
-  const written = asCount(raw.prompt_tokens_details?.cache_write_tokens);
-  const usage = compactUsage({
-    inputTokens: prompt - (cached ?? 0) - (written ?? 0),
-    outputTokens: output,
-    cacheReadTokens: cached,
-    cacheWrite5mTokens: written,
-    reasoningTokens: asCount(raw.completion_tokens_details?.reasoning_tokens),
-    webSearchRequests: asCount(raw.server_tool_use_details?.web_search_requests),
-    serviceTier: tier.tier,
-  });
-  return evidenceOf(usage, tier.unresolved);
+  return promptCountsEvidence(
+    {
+      prompt: raw.prompt_tokens,
+      output: raw.completion_tokens,
+      cached: raw.prompt_tokens_details?.cached_tokens,
+      written: raw.prompt_tokens_details?.cache_write_tokens,
+      reasoning: raw.completion_tokens_details?.reasoning_tokens,
+      webSearches: asCount(raw.server_tool_use_details?.web_search_requests),
+    },
+    tier,
+  );
 }

@@ -42,3 +42,6 @@ export interface Interaction {
 export function cassette(name: string): Interaction[] {
   return (parseYaml(readFixture(name)) as { interactions: Interaction[] }).interactions;
 }
+
+/** The recorded Anthropic text reply, as its SSE body: the default answer of many tests. */
+export const ANTHROPIC_TEXT = toSse(chunkLines("anthropic/anthropic-text.chunks.txt"), { named: true });

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { afterEach, beforeEach } from "vitest";
 
 /** One scripted answer of the local server. */
 export interface Exchange {
@@ -114,5 +115,37 @@ export async function startServer(): Promise<LocalServer> {
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+/**
+ * A fresh local server for each test of the file: started before the test, closed after it. The
+ * returned server reads through to the current test's one; closing it early is allowed.
+ */
+export function serverPerTest(): LocalServer {
+  let current: LocalServer | undefined;
+  beforeEach(async () => {
+    current = await startServer();
+  });
+  afterEach(async () => {
+    await current?.close();
+    current = undefined;
+  });
+  const now = (): LocalServer => {
+    if (!current) throw new Error("the local server runs only during a test");
+    return current;
+  };
+  return {
+    get url() {
+      return now().url;
+    },
+    get requests() {
+      return now().requests;
+    },
+    get closedByClient() {
+      return now().closedByClient;
+    },
+    enqueue: (...exchanges) => now().enqueue(...exchanges),
+    close: () => now().close(),
   };
 }

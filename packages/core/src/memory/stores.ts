@@ -1,0 +1,49 @@
+import type { AuditLog } from "../stores/audit.js";
+import { InMemoryAdmissionStore } from "./admissions.js";
+import { InMemoryAuditLog } from "./audit.js";
+import { InMemoryExecutionStore } from "./execution.js";
+import { InMemorySessionLabelStore } from "./labels.js";
+import { InMemoryExecutionResultStore } from "./results.js";
+import { InMemorySessionStore } from "./sessions.js";
+import { InMemoryCostSettlementStore, InMemorySpendStore } from "./settlements.js";
+
+/** One linked set of the in-memory stores, as a composition hands them out. */
+export interface InMemoryStores<A extends AuditLog = InMemoryAuditLog> {
+  readonly admissions: InMemoryAdmissionStore;
+  /** Fenced by `admissions`. */
+  readonly sessions: InMemorySessionStore;
+  /** The step results. */
+  readonly results: InMemoryExecutionResultStore;
+  /** The root (final) results, fenced by `admissions`. */
+  readonly rootResults: InMemoryExecutionResultStore;
+  /** The execution journal, fenced by `admissions`, holding reservations in `spend`. */
+  readonly journal: InMemoryExecutionStore;
+  /** Moves `spend`. */
+  readonly settlements: InMemoryCostSettlementStore;
+  readonly spend: InMemorySpendStore;
+  readonly labels: InMemorySessionLabelStore;
+  readonly audit: A;
+}
+
+/**
+ * Fresh in-memory stores, linked as the durable stores are: the sessions, the root results and the
+ * journal checked against one admission store, the journal and the settlements on one spend store.
+ * `audit` replaces the default `InMemoryAuditLog` (a test passes a `RecordingAuditLog`).
+ */
+export function inMemoryStores(): InMemoryStores;
+export function inMemoryStores<A extends AuditLog>(opts: { readonly audit: A }): InMemoryStores<A>;
+export function inMemoryStores(opts: { readonly audit?: AuditLog } = {}): InMemoryStores<AuditLog> {
+  const admissions = new InMemoryAdmissionStore();
+  const spend = new InMemorySpendStore();
+  return {
+    admissions,
+    sessions: new InMemorySessionStore(admissions),
+    results: new InMemoryExecutionResultStore(),
+    rootResults: new InMemoryExecutionResultStore({ admissions }),
+    journal: new InMemoryExecutionStore({ admissions, spend }),
+    settlements: new InMemoryCostSettlementStore({ spend }),
+    spend,
+    labels: new InMemorySessionLabelStore(),
+    audit: opts.audit ?? new InMemoryAuditLog(),
+  };
+}
