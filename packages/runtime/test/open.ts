@@ -1,9 +1,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ModelClient } from "@alma-harness/core";
+import { conversationRootKey } from "@alma-harness/conversation";
+import { defineTool, type ModelClient } from "@alma-harness/core";
+import type { DurableStores } from "@alma-harness/core/stores";
 import { memory, postgres, type Runtime, type RuntimeConfig, sqlite } from "@alma-harness/runtime";
-import { afterAll } from "vitest";
+import { afterAll, expect } from "vitest";
 
 const DATABASE_URL = process.env.ALMA_TEST_DATABASE_URL;
 
@@ -58,4 +60,45 @@ export function clinicConfig(model: ModelClient, over: Partial<RuntimeConfig> = 
     maxInputChars: 20_000,
     ...over,
   };
+}
+
+export const TURN_SCOPE = { org: "clinic-a", uid: "u1" };
+
+/** `clinicConfig` with one tool, `opening_hours` (its `handler` given), under a blocking $5 tenant-day cap. */
+export function openingHoursConfig(model: ModelClient, handler: () => unknown): RuntimeConfig {
+  return clinicConfig(model, {
+    tools: [defineTool({ name: "opening_hours", description: "Opening hours.", input: { type: "object", properties: {} }, handler })],
+    caps: { perTenantDayUsd: { usd: 5, onExceeded: "block" } },
+  });
+}
+
+/** A store set beside the runner's (another connection, another process): it sees only what is committed. */
+export type OutsideStores = Pick<DurableStores, "audit" | "spend" | "rootResults" | "sessions" | "admissions">;
+
+/** What a tool handler records of what `outside` sees while it runs: the trails written so far and whether spend is counted. */
+export async function seenFromOutside(outside: OutsideStores): Promise<string[]> {
+  const trail = await outside.audit.query(TURN_SCOPE, { limit: 500 });
+  const spend = await outside.spend.tenantDays(TURN_SCOPE.org);
+  return [...trail.items.map((e) => (e.trail === "policy" ? `policy:${e.action}` : e.trail)), `spent:${spend.reduce((s, d) => s + d.usdMicros, 0) > 0}`];
+}
+
+/** One tool turn of session `s1` (key `k1`), checked to complete. */
+export async function runToolTurn(rt: Runtime): Promise<void> {
+  const view = await rt.runner.runTurn({ scope: TURN_SCOPE, sessionId: "s1", idempotencyKey: "k1", input: "When are you open?", intent: { tier: "balanced", sensitivity: "internal" } });
+  expect(view.status).toBe("completed");
+}
+
+/**
+ * The whole-turn check: what the handler depended on (routing, cost, policy trails, counted spend)
+ * was committed before it ran, and once the turn has returned `outside` sees all of it: the root
+ * result stored, the four messages, the admission released and the turn completed.
+ */
+export async function expectWholeTurn(outside: OutsideStores, seenByHandler: readonly string[]): Promise<void> {
+  expect(seenByHandler).toEqual(expect.arrayContaining(["routing", "cost", "policy:intent", "policy:decision", "spent:true"]));
+  const root = await outside.rootResults.get(TURN_SCOPE, conversationRootKey(TURN_SCOPE, "s1", "k1"), Date.now());
+  expect(root?.state).toBe("stored");
+  expect((await outside.sessions.load(TURN_SCOPE, "s1")).messages).toHaveLength(4);
+  expect(await outside.admissions.holder(TURN_SCOPE, "s1")).toBeUndefined();
+  const lifecycle = (await outside.audit.query(TURN_SCOPE, { limit: 500 })).items.flatMap((e) => (e.trail === "lifecycle" ? [e.action] : []));
+  expect(lifecycle).toContain("turn.completed");
 }

@@ -1,20 +1,10 @@
-import { conversationRootKey } from "@alma-harness/conversation";
-import { defineTool } from "@alma-harness/core";
 import { FakeModelClient, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
-import { postgres, type RuntimeConfig } from "@alma-harness/runtime";
+import { postgres } from "@alma-harness/runtime";
 import { createPostgresStores } from "@alma-harness/store-postgres";
 import { describe, expect, it } from "vitest";
-import { clinicConfig } from "./open.js";
+import { expectWholeTurn, openingHoursConfig as config, runToolTurn, seenFromOutside } from "./open.js";
 
 const DATABASE_URL = process.env.ALMA_TEST_DATABASE_URL;
-const SCOPE = { org: "clinic-a", uid: "u1" };
-
-function config(model: FakeModelClient, handler: () => unknown): RuntimeConfig {
-  return clinicConfig(model, {
-    tools: [defineTool({ name: "opening_hours", description: "Opening hours.", input: { type: "object", properties: {} }, handler })],
-    caps: { perTenantDayUsd: { usd: 5, onExceeded: "block" } },
-  });
-}
 
 interface Counted {
   commitCount(): number;
@@ -31,11 +21,7 @@ describe.skipIf(!DATABASE_URL)(`the runner on PostgreSQL with grouped commits (t
     const rt = await postgres({
       ...config(model, async () => {
         // Another store set (another process) sees only what is committed.
-        const other = outside as NonNullable<typeof outside>;
-        const trail = await other.audit.query(SCOPE, { limit: 500 });
-        seenByHandler.push(...trail.items.map((e) => (e.trail === "policy" ? `policy:${e.action}` : e.trail)));
-        const spend = await other.spend.tenantDays("clinic-a");
-        seenByHandler.push(`spent:${spend.reduce((s, d) => s + d.usdMicros, 0) > 0}`);
+        seenByHandler.push(...(await seenFromOutside(outside as NonNullable<typeof outside>)));
         return { open: "09:00-17:00" };
       }),
       store: { connectionString: DATABASE_URL, ...names, migrate: true },
@@ -44,18 +30,11 @@ describe.skipIf(!DATABASE_URL)(`the runner on PostgreSQL with grouped commits (t
     try {
       const stores = rt.stores as unknown as Counted;
       const [commits, trips] = [stores.commitCount(), stores.roundTripCount()];
-      const view = await rt.runner.runTurn({ scope: SCOPE, sessionId: "s1", idempotencyKey: "k1", input: "When are you open?", intent: { tier: "balanced", sensitivity: "internal" } });
-      expect(view.status).toBe("completed");
+      await runToolTurn(rt);
       const perTurn = { commits: stores.commitCount() - commits, roundTrips: stores.roundTripCount() - trips };
       console.info(`postgres grouped tool turn: ${perTurn.commits} commits, ${perTurn.roundTrips} round trips`);
       expect(perTurn.commits).toBeLessThanOrEqual(5);
-      expect(seenByHandler).toEqual(expect.arrayContaining(["routing", "cost", "policy:intent", "policy:decision", "spent:true"]));
-      const root = await outside.rootResults.get(SCOPE, conversationRootKey(SCOPE, "s1", "k1"), Date.now());
-      expect(root?.state).toBe("stored");
-      expect((await outside.sessions.load(SCOPE, "s1")).messages).toHaveLength(4);
-      expect(await outside.admissions.holder(SCOPE, "s1")).toBeUndefined();
-      const lifecycle = (await outside.audit.query(SCOPE, { limit: 500 })).items.flatMap((e) => (e.trail === "lifecycle" ? [e.action] : []));
-      expect(lifecycle).toContain("turn.completed");
+      await expectWholeTurn(outside, seenByHandler);
     } finally {
       await rt.close();
       await outside.close();
@@ -73,8 +52,7 @@ describe.skipIf(!DATABASE_URL)(`the runner on PostgreSQL with grouped commits (t
       const stores = rt.stores as unknown as Counted & { unit?: unknown };
       expect(stores.unit).toBeUndefined();
       const [commits, trips] = [stores.commitCount(), stores.roundTripCount()];
-      const view = await rt.runner.runTurn({ scope: SCOPE, sessionId: "s1", idempotencyKey: "k1", input: "When are you open?", intent: { tier: "balanced", sensitivity: "internal" } });
-      expect(view.status).toBe("completed");
+      await runToolTurn(rt);
       console.info(`postgres each tool turn: ${stores.commitCount() - commits} commits, ${stores.roundTripCount() - trips} round trips`);
       expect(stores.commitCount() - commits).toBeGreaterThan(5);
     } finally {

@@ -1,44 +1,5 @@
-import {
-  type Admission,
-  type ClaimOptions,
-  type ClaimResult,
-  ConflictError,
-  canonicalJson,
-  type ExecutionClaim,
-  type ExecutionRecord,
-  type ExecutionState,
-  type ExecutionStore,
-  type Fence,
-  type JsonValue,
-  type NotDispatchedCause,
-  type Scope,
-  StaleFenceError,
-  type UsageEvidence,
-  validateId,
-} from "@alma-harness/core";
-import {
-  closedObject,
-  decodeCursor,
-  EXPIRED_EVIDENCE_COLUMN,
-  type ExecutionChange,
-  type ExecutionRow,
-  executionChangeColumns,
-  executionFromRow,
-  fenceRefusal,
-  normalizeCancelCause,
-  normalizeClaim,
-  normalizeClaimOptions,
-  normalizeFence,
-  normalizeReceivedEvidence,
-  normalizeReconcile,
-  PAGE,
-  pageLimit,
-  pageOfFetched,
-  RECORD_VERSION,
-  reservationRefusal,
-  scopeKey,
-  validateTime,
-} from "@alma-harness/core/stores";
+import { type Admission, type ClaimOptions, type ClaimResult, type ExecutionClaim, type ExecutionRecord, type ExecutionStore, type Fence, type Scope, StaleFenceError } from "@alma-harness/core";
+import { claimedResult, EXPIRED_EVIDENCE_COLUMN, type ExecutionRow, type ExecutionStep, executionFromRow, executionOf, executionPage, existingClaim, FencedJournal, fenceRefusal, prepareClaim, prepareExecutionList, prepareKeyed, prepareReconcile, prepareStep, RECORD_VERSION, reconciledRecords, reservationRefusal, staleStep } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
 import { type Queryable, RolledBack, spendLocks } from "./pg.js";
@@ -121,12 +82,13 @@ const CLAIM_SQL = {
  * the transaction advisory locks of its tenant-day and then of its session (always that order), so
  * reservers of one key are serialized across every pool and process on the database.
  */
-export class PgExecutionStore implements ExecutionStore {
+export class PgExecutionStore extends FencedJournal implements ExecutionStore {
   readonly #db: Conn;
   readonly #schema: string;
 
   /** `schema` namespaces the reservation lock keys (they are database-wide). */
   constructor(pool: pg.Pool | Conn, schema: string) {
+    super();
     this.#db = asConn(pool);
     this.#schema = schema;
   }
@@ -140,10 +102,7 @@ export class PgExecutionStore implements ExecutionStore {
    * fence, reservation), with core's rules, and a refusal rolls everything back.
    */
   async claim(claim: ExecutionClaim, opts?: ClaimOptions): Promise<ClaimResult> {
-    const c = normalizeClaim(claim);
-    const o = normalizeClaimOptions(opts);
-    const { key } = scopeKey(c.scope);
-    const text = canonicalJson(c as unknown as JsonValue);
+    const { c, o, key, text } = prepareClaim(claim, opts);
     const values: unknown[] = [key, c.operationId, c.sessionId, c.turnId, text, c.createdAt, c.deadlineAt, RECORD_VERSION];
     if (o.admissionId !== undefined) values.push(o.admissionId);
     const r = o.reservation;
@@ -177,10 +136,7 @@ export class PgExecutionStore implements ExecutionStore {
 
   /** The contract's checks, in its order, on what the claim statement read. */
   #settleClaim(c: ExecutionClaim, text: string, row: ClaimRow, o: ClaimOptions): ClaimResult | RolledBack<ClaimResult> {
-    if (!row.inserted) {
-      if (row.claim !== text) throw new ConflictError("execution_conflict", `operation "${c.operationId}" was claimed with different input`);
-      return Object.freeze({ status: "exists", record: executionFromRow(row) });
-    }
+    if (!row.inserted) return existingClaim(row, c, text);
     if (o.admissionId !== undefined) {
       const admission =
         row.fence_state == null ? undefined : { state: row.fence_state, sessionId: row.fence_session_id as string, deadlineAt: row.fence_deadline_at as number };
@@ -192,55 +148,41 @@ export class PgExecutionStore implements ExecutionStore {
       const cap = reservationRefusal(o.reservation.limits, use, o.reservation.usdMicros);
       if (cap) return new RolledBack<ClaimResult>(Object.freeze({ status: "refused", cap }));
     }
-    const fence: Fence = Object.freeze({ scope: c.scope, operationId: c.operationId, token: 1 });
-    return Object.freeze({ status: "claimed", fence, record: executionFromRow(row) });
+    return claimedResult(c, row);
   }
 
-  async dispatch(fence: Fence, now: number): Promise<ExecutionRecord> {
-    // A durability point: egress follows, so the claim and everything before it commit with it.
-    return this.#step(fence, now, "prepared", { state: "dispatching" }, false, true);
-  }
-
-  async receive(fence: Fence, evidence: UsageEvidence, now: number): Promise<ExecutionRecord> {
-    return this.#step(fence, now, "dispatching", { state: "received", evidence: normalizeReceivedEvidence(evidence) });
-  }
-
-  async settle(fence: Fence, settlementId: string, now: number): Promise<ExecutionRecord> {
-    return this.#step(fence, now, "received", { state: "settled", settlementId: validateId("settlementId", settlementId) });
-  }
-
-  async complete(fence: Fence, now: number): Promise<ExecutionRecord> {
-    return this.#step(fence, now, "settled", { state: "completed" });
-  }
-
-  async cancelPrepared(fence: Fence, cause: Exclude<NotDispatchedCause, "expired">, now: number): Promise<ExecutionRecord> {
-    const c = normalizeCancelCause(cause);
-    // Never sent: the money it held is released in the same statement as the transition.
-    return this.#step(fence, now, "prepared", { state: "not_dispatched", cause: c, evidence: { status: "not_dispatched", cause: c } }, true);
+  /**
+   * One conditional UPDATE. A cancelled claim was never sent: the money it held is released in the
+   * same statement as the transition. A dispatch is a durability point: egress follows, so the claim
+   * and everything before it commit with it.
+   */
+  protected async step(fence: Fence, now: number, step: ExecutionStep): Promise<ExecutionRecord> {
+    const release = step.name === "cancelPrepared";
+    const { f, at, key, cols } = prepareStep(fence, now, step);
+    const values = [cols.state, cols.evidence, cols.not_dispatched_cause, cols.settlement_id, at, key, f.operationId, f.token, step.from];
+    const updated = await this.#db.write<ExecutionRow>(release ? STEP_RELEASING : STEP, values, { retry: release, durable: step.name === "dispatch" });
+    const row = updated.rows[0];
+    if (row) return executionFromRow(row);
+    throw staleStep((await this.#db.query<ExecutionRow>(BY_ID, [key, f.operationId])).rows[0], f.token, step.from);
   }
 
   async get(scope: Scope, operationId: string): Promise<ExecutionRecord | undefined> {
-    const { key } = scopeKey(scope);
-    const row = (await this.#db.query<ExecutionRow>(BY_ID, [key, validateId("operationId", operationId)])).rows[0];
-    return row ? executionFromRow(row) : undefined;
+    const { key, id } = prepareKeyed(scope, "operationId", operationId);
+    return executionOf((await this.#db.query<ExecutionRow>(BY_ID, [key, id])).rows[0]);
   }
 
   async list(scope: Scope, opts: { readonly cursor?: string; readonly limit?: number } = {}): Promise<{ readonly items: readonly ExecutionRecord[]; readonly nextCursor?: string }> {
-    const { key } = scopeKey(scope);
-    const o = closedObject("opts", opts, ["cursor", "limit"]);
-    const limit = pageLimit(o.limit, PAGE.execution.def, PAGE.execution.max);
-    const after = decodeCursor(o.cursor, ["number", "string"]) ?? [-1, ""];
+    const { key, limit, after } = prepareExecutionList(scope, opts);
     const { rows } = await this.#db.query<ExecutionRow>(
       `SELECT * FROM execution WHERE scope = $1 AND state NOT IN ('completed', 'not_dispatched')
        AND (created_at, operation_id) > ($2, $3) ORDER BY created_at, operation_id LIMIT $4`,
       [key, after[0], after[1], limit + 1],
     );
-    return Object.freeze(pageOfFetched(rows.map(executionFromRow), limit, (r) => [r.createdAt, r.operationId]));
+    return executionPage(rows, limit);
   }
 
   async reconcileExpired(input: { readonly now: number; readonly scope?: Scope }): Promise<readonly ExecutionRecord[]> {
-    const r = normalizeReconcile(input);
-    const only = r.scope === undefined ? null : scopeKey(r.scope).key;
+    const r = prepareReconcile(input);
     // One statement: each row is re-checked under its lock, so a dispatch racing the sweep either
     // commits first (and the record is fenced) or finds its token superseded. A record it makes
     // not_dispatched was never sent: its reservation is deleted in the same statement; a fenced one
@@ -257,25 +199,9 @@ export class PgExecutionStore implements ExecutionStore {
          DELETE FROM spend_reservations h USING swept s WHERE s.state = 'not_dispatched' AND h.scope = s.scope AND h.operation_id = s.operation_id
        )
        SELECT * FROM swept`,
-      [r.now, only, EXPIRED_EVIDENCE_COLUMN],
+      [r.now, r.only, EXPIRED_EVIDENCE_COLUMN],
       { retry: true, durable: true },
     );
-    const records = rows.map(executionFromRow).sort((a, b) => a.createdAt - b.createdAt || (a.operationId < b.operationId ? -1 : 1));
-    return Object.freeze(records);
-  }
-
-  /** One conditional UPDATE; with `release`, the same statement deletes the reservation of the row it moved. */
-  async #step(fence: Fence, now: number, from: ExecutionState, change: ExecutionChange, release = false, durable = false): Promise<ExecutionRecord> {
-    const f = normalizeFence(fence);
-    const at = validateTime("now", now);
-    const { key } = scopeKey(f.scope);
-    const cols = executionChangeColumns(change);
-    const values = [cols.state, cols.evidence, cols.not_dispatched_cause, cols.settlement_id, at, key, f.operationId, f.token, from];
-    const updated = await this.#db.write<ExecutionRow>(release ? STEP_RELEASING : STEP, values, { retry: release, durable });
-    const row = updated.rows[0];
-    if (row) return executionFromRow(row);
-    const current = (await this.#db.query<ExecutionRow>(BY_ID, [key, f.operationId])).rows[0];
-    if (current && current.fence_token === f.token) throw new StaleFenceError(`the record is ${current.state}, not ${from}`);
-    throw new StaleFenceError();
+    return reconciledRecords(rows);
   }
 }

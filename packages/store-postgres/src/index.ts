@@ -3,18 +3,8 @@
  * database. Fences, claims and admissions are decided inside the database's transactions; root
  * results live in their own schema behind their own pool.
  */
-import {
-  type AdmissionStore,
-  type AuditLog,
-  type CostSettlementStore,
-  type DurabilityBarrier,
-  type ExecutionResultStore,
-  type ExecutionStore,
-  type SessionLabelStore,
-  type SessionStore,
-  type SpendStore,
-  StoreUnavailableError,
-} from "@alma-harness/core";
+import { type DurabilityBarrier, StoreUnavailableError } from "@alma-harness/core";
+import type { DurableStores } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { PgAdmissionStore } from "./admissions.js";
 import { PgAuditLog } from "./audit.js";
@@ -50,20 +40,8 @@ export interface PostgresStoreOptions extends SchemaNames {
   readonly commits?: "each" | "grouped";
 }
 
-export interface PostgresStores {
-  readonly admissions: AdmissionStore;
-  readonly sessions: SessionStore;
-  readonly execution: ExecutionStore;
-  /** The same execution store, under the name `ConversationStores` gives it. */
-  readonly journal: ExecutionStore;
-  /** Step results, in the main schema. */
-  readonly results: ExecutionResultStore;
-  /** Conversation roots' final results, in the root schema through the root pool. */
-  readonly rootResults: ExecutionResultStore;
-  readonly settlements: CostSettlementStore;
-  readonly spend: SpendStore;
-  readonly labels: SessionLabelStore;
-  readonly audit: AuditLog;
+/** Every store: step results in the main schema, root results in the root schema through the root pool. */
+export interface PostgresStores extends DurableStores {
   readonly schemas: { readonly schema: string; readonly rootSchema: string };
   /** `grouped` only: the durability point the runner calls before every effect (commits the current unit). */
   readonly barrier?: DurabilityBarrier;

@@ -1,5 +1,5 @@
-import { type Admission, ConflictError, type ExecutionResultStore, type JsonValue, type ResultRecord, type ResultReservation, type ReserveResult, type Scope, validateId } from "@alma-harness/core";
-import { fenceRefusal, normalizeEnvelope, normalizeFenceOpts, normalizeReservation, oversize, putRefusal, RECORD_VERSION, type ResultRow, resultFromRow, scopeKey, validateTime } from "@alma-harness/core/stores";
+import type { Admission, ExecutionResultStore, JsonValue, ResultRecord, ResultReservation, ReserveResult, Scope } from "@alma-harness/core";
+import { fenceRefusal, prepareKeyed, preparePut, prepareReserve, prepareResultGet, putOutcome, RECORD_VERSION, type ResultRow, reserveResult, resultFromRow, validateTime } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
 import { validateSchema } from "./pg.js";
@@ -42,64 +42,50 @@ export class PgResultStore implements ExecutionResultStore {
   }
 
   async reserve(reservation: ResultReservation): Promise<ReserveResult> {
-    const r = normalizeReservation(reservation);
-    const { key } = scopeKey(r.scope);
+    const { r, key } = prepareReserve(reservation);
     const inserted = await this.#db.write<ResultRow>(
       `INSERT INTO ${this.#table} (scope, result_id, session_id, binding, sensitivity, max_chars, expires_at, created_at, state, v)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'reserved', $9) ON CONFLICT (scope, result_id) DO NOTHING RETURNING *`,
       [key, r.resultId, r.sessionId, r.binding, r.sensitivity, r.maxChars, r.expiresAt, r.createdAt, RECORD_VERSION],
     );
     const row = inserted.rows[0];
-    if (row) return Object.freeze({ status: "reserved", record: resultFromRow(row, r.createdAt) });
+    if (row) return reserveResult("reserved", row, r.createdAt);
     const existing = (await this.#db.query<ResultRow>(this.#byId, [key, r.resultId])).rows[0] as ResultRow;
-    return Object.freeze({ status: "exists", record: resultFromRow(existing, r.createdAt) });
+    return reserveResult("exists", existing, r.createdAt);
   }
 
   async put(scope: Scope, resultId: string, envelope: JsonValue, now: number, opts?: { readonly admissionId?: string }): Promise<ResultRecord> {
-    const { key } = scopeKey(scope);
-    const id = validateId("resultId", resultId);
-    const at = validateTime("now", now);
-    const o = normalizeFenceOpts(opts);
-    const e = normalizeEnvelope(envelope);
+    const { key, id, at, admissionId, text } = preparePut(scope, resultId, envelope, now, opts);
     return this.#db.transaction(async (tx) => {
       const row =
-        o.admissionId === undefined
+        admissionId === undefined
           ? (await tx.query<PutRow>(`${this.#byId} FOR UPDATE`, [key, id])).rows[0]
-          : (await tx.query<PutRow>(this.#fencedRead, [key, id, o.admissionId])).rows[0];
+          : (await tx.query<PutRow>(this.#fencedRead, [key, id, admissionId])).rows[0];
       // The fence first (as the reference store): a stale owner learns it is fenced, whatever the result's state.
-      if (row && o.admissionId !== undefined) {
+      if (row && admissionId !== undefined) {
         const admission =
           row.fence_state == null ? undefined : { state: row.fence_state, sessionId: row.fence_session_id as string, deadlineAt: row.fence_deadline_at as number };
         const refused = fenceRefusal(admission, row.session_id, at);
         if (refused) throw refused;
       }
-      const refusal = putRefusal(id, row?.state, row?.expires_at ?? 0, at);
-      if (refusal || !row) throw refusal;
-      if (row.state === "stored") {
-        if (row.envelope === e.text) return resultFromRow(row, at);
-        throw new ConflictError("result_conflict", `result "${id}" was stored with a different envelope`);
-      }
-      const tooBig = oversize(e.text, row.max_chars);
-      if (tooBig) throw tooBig;
+      const done = putOutcome(id, row, text, at);
+      if (done) return done;
       const stored = await tx.query<ResultRow>(
         `UPDATE ${this.#table} SET state = 'stored', envelope = $3, v = $4 WHERE scope = $1 AND result_id = $2 RETURNING *`,
-        [key, id, e.text, RECORD_VERSION],
+        [key, id, text, RECORD_VERSION],
       );
       return resultFromRow(stored.rows[0] as ResultRow, at);
     });
   }
 
   async get(scope: Scope, resultId: string, now: number): Promise<ResultRecord | undefined> {
-    const { key } = scopeKey(scope);
-    const id = validateId("resultId", resultId);
-    const at = validateTime("now", now);
+    const { key, id, at } = prepareResultGet(scope, resultId, now);
     const row = (await this.#db.query<ResultRow>(this.#byId, [key, id])).rows[0];
     return row ? resultFromRow(row, at) : undefined;
   }
 
   async eraseSession(scope: Scope, sessionId: string): Promise<number> {
-    const { key } = scopeKey(scope);
-    const id = validateId("sessionId", sessionId);
+    const { key, id } = prepareKeyed(scope, "sessionId", sessionId);
     // An erasure is a durability point.
     const result = await this.#db.write(`UPDATE ${this.#table} SET state = 'erased', envelope = NULL WHERE scope = $1 AND session_id = $2 AND state <> 'erased'`, [key, id], {
       durable: true,

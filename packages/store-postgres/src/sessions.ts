@@ -1,31 +1,5 @@
-import {
-  type AppendOpts,
-  DuplicateEventError,
-  FenceError,
-  type Msg,
-  type Scope,
-  type SessionStore,
-  type SessionSummary,
-  type SessionView,
-  validateId,
-} from "@alma-harness/core";
-import {
-  closedObject,
-  decodeCursor,
-  eventIdsOf,
-  lastRotation,
-  type MessageRow,
-  messageFromRow,
-  normalizeMessages,
-  PAGE,
-  pageLimit,
-  pageOfFetched,
-  RECORD_VERSION,
-  type SessionSummaryRow,
-  scopeKey,
-  sessionSummaryFromRow,
-  validateTime,
-} from "@alma-harness/core/stores";
+import { type AppendOpts, DuplicateEventError, FenceError, type Msg, type Scope, type SessionStore, type SessionSummary, type SessionView } from "@alma-harness/core";
+import { appendedPositions, emptySessionView, type MessageRow, messageFromRow, NO_EVENTS, prepareAppend, prepareFindEvents, prepareKeyed, prepareSessionList, RECORD_VERSION, type SessionSummaryRow, sessionPage } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
 import type { Queryable } from "./pg.js";
@@ -35,8 +9,6 @@ interface SessionRow {
   readonly view_offset: number;
   readonly erased: boolean;
 }
-
-const EMPTY: readonly Msg[] = Object.freeze([]);
 
 /**
  * Sessions in PostgreSQL. An append reads its admission `FOR SHARE` and the session `FOR UPDATE`
@@ -51,8 +23,7 @@ export class PgSessionStore implements SessionStore {
   }
 
   async load(scope: Scope, sessionId: string): Promise<SessionView> {
-    const { key } = scopeKey(scope);
-    const id = validateId("sessionId", sessionId);
+    const { key, id } = prepareKeyed(scope, "sessionId", sessionId);
     // One statement, one snapshot: the session row and its messages always agree.
     const { rows } = await this.#db.query<SessionRow & { v: number | null; body: string | null }>(
       `SELECT s.revision, s.view_offset, s.erased, m.v, m.body FROM sessions s
@@ -61,20 +32,13 @@ export class PgSessionStore implements SessionStore {
       [key, id],
     );
     const head = rows[0];
-    if (!head || head.erased) return Object.freeze({ messages: EMPTY, revision: 0, offset: 0, erased: head !== undefined });
+    if (!head || head.erased) return emptySessionView(head !== undefined);
     const messages = rows.flatMap((r) => (r.body === null ? [] : [messageFromRow({ v: r.v ?? 0, body: r.body })]));
     return Object.freeze({ messages: Object.freeze(messages), revision: head.revision, offset: head.view_offset, erased: false });
   }
 
   async append(scope: Scope, sessionId: string, messages: readonly Msg[], opts: AppendOpts & { readonly now: number }): Promise<{ readonly revision: number }> {
-    const { key } = scopeKey(scope);
-    const id = validateId("sessionId", sessionId);
-    const o = closedObject("opts", opts, ["admissionId", "now"]);
-    const admissionId = validateId("admissionId", o.admissionId);
-    const now = validateTime("now", o.now);
-    const batch = normalizeMessages(messages);
-    const events = eventIdsOf(batch);
-    const bodies = batch.map((m) => JSON.stringify(m));
+    const { key, id, admissionId, now, batch, events, bodies } = prepareAppend(scope, sessionId, messages, opts);
     return this.#db.transaction(async (tx) => {
       await holdAdmission(tx, key, id, admissionId, now);
       const session = await lockSession(tx, key, id, now);
@@ -86,9 +50,7 @@ export class PgSessionStore implements SessionStore {
          SELECT $1, $2, $3 + i - 1, e, $4, b FROM unnest($5::text[], $6::text[]) WITH ORDINALITY AS x(e, b, i)`,
         [key, id, start, RECORD_VERSION, batch.map((m) => m.meta?.event?.id ?? null), bodies],
       );
-      const marker = lastRotation(batch);
-      const offset = marker >= 0 ? start + marker : session.view_offset;
-      const revision = start + batch.length;
+      const { revision, offset } = appendedPositions(batch, start, session.view_offset);
       await tx.query("UPDATE sessions SET revision = $3, view_offset = $4, updated_at = $5 WHERE scope = $1 AND session_id = $2", [
         key,
         id,
@@ -101,11 +63,8 @@ export class PgSessionStore implements SessionStore {
   }
 
   async findEvents(scope: Scope, sessionId: string, eventIds: readonly string[]): Promise<readonly Msg[]> {
-    const { key } = scopeKey(scope);
-    const id = validateId("sessionId", sessionId);
-    if (!Array.isArray(eventIds)) throw new TypeError("eventIds must be an array");
-    const ids = eventIds.map((e, i) => validateId(`eventIds[${i}]`, e));
-    if (ids.length === 0) return EMPTY;
+    const { key, id, ids } = prepareFindEvents(scope, sessionId, eventIds);
+    if (ids.length === 0) return NO_EVENTS;
     const { rows } = await this.#db.query<MessageRow>(
       `SELECT m.v, m.body FROM messages m JOIN sessions s ON s.scope = m.scope AND s.session_id = m.session_id
        WHERE m.scope = $1 AND m.session_id = $2 AND NOT s.erased AND m.event_id = ANY($3::text[]) ORDER BY m.position`,
@@ -115,22 +74,17 @@ export class PgSessionStore implements SessionStore {
   }
 
   async list(scope: Scope, opts: { readonly cursor?: string; readonly limit?: number } = {}): Promise<{ readonly items: readonly SessionSummary[]; readonly nextCursor?: string }> {
-    const { key } = scopeKey(scope);
-    const o = closedObject("opts", opts, ["cursor", "limit"]);
-    const limit = pageLimit(o.limit, PAGE.sessions.def, PAGE.sessions.max);
-    const after = decodeCursor(o.cursor, ["string"]);
+    const { key, limit, after } = prepareSessionList(scope, opts);
     const { rows } = await this.#db.query<SessionSummaryRow>(
       `SELECT session_id, revision, updated_at FROM sessions WHERE scope = $1 AND NOT erased AND session_id > $2
        ORDER BY session_id LIMIT $3`,
-      [key, after?.[0] ?? "", limit + 1],
+      [key, after, limit + 1],
     );
-    const items = rows.map(sessionSummaryFromRow);
-    return Object.freeze(pageOfFetched(items, limit, (s) => [s.sessionId]));
+    return sessionPage(rows, limit);
   }
 
   async erase(scope: Scope, sessionId: string): Promise<void> {
-    const { key } = scopeKey(scope);
-    const id = validateId("sessionId", sessionId);
+    const { key, id } = prepareKeyed(scope, "sessionId", sessionId);
     // An erasure is a durability point.
     await this.#db.transaction(
       async (tx) => {

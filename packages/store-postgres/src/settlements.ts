@@ -1,15 +1,5 @@
-import {
-  type CostSettlementStore,
-  canonicalJson,
-  type JsonValue,
-  type Scope,
-  SettlementConflictError,
-  type SettlementInput,
-  type SettlementRecord,
-  type SpendStore,
-  validateId,
-} from "@alma-harness/core";
-import { closedObject, decodeCursor, normalizeSettlement, PAGE, pageLimit, pageOfFetched, RECORD_VERSION, type SettlementRow, scopeKey, settlementFromRow, type TenantDayRow, tenantDayFromRow, validateDay, validateOrg } from "@alma-harness/core/stores";
+import type { CostSettlementStore, Scope, SettlementInput, SettlementRecord, SpendStore } from "@alma-harness/core";
+import { appliedSettlement, prepareAcknowledge, prepareKeyed, preparePeek, preparePending, prepareSettle, prepareSettlementList, prepareTenantDays, RECORD_VERSION, replayedSettlement, type SettlementRow, settlementOf, settlementPage, settlementsOf, spendView, type TenantDayRow, tenantDaysOf } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
 import { spendLocks } from "./pg.js";
@@ -54,10 +44,7 @@ export class PgCostSettlementStore implements CostSettlementStore {
   }
 
   async settle(input: SettlementInput): Promise<SettlementRecord> {
-    const s = normalizeSettlement(input);
-    const { key } = scopeKey(s.scope);
-    const text = canonicalJson(s as unknown as JsonValue);
-    const id = s.receipt.settlementId;
+    const { s, key, text, id } = prepareSettle(input);
     // Inside a unit the counters' row locks are held until its next durability point, so the
     // settlement first takes the reservation locks, in the one order (tenant-day, then session).
     // Alone, the statement holds its row locks only while it runs, and needs none.
@@ -77,54 +64,42 @@ export class PgCostSettlementStore implements CostSettlementStore {
       s.receipt.usdMicros,
     ];
     const { rows } = await this.#db.write<{ applied: number }>(SETTLE, values, { retry: true, ...(locks ? { locks } : {}) });
-    if (rows[0]?.applied === 1) return Object.freeze({ ...s, status: "applied" as const });
+    if (rows[0]?.applied === 1) return appliedSettlement(s);
     // Already there (committed before this statement, or by the concurrent settle it waited on): a new snapshot reads it.
     const existing = (await this.#db.query<SettlementRow>("SELECT v, record FROM settlements WHERE scope = $1 AND settlement_id = $2", [key, id])).rows[0];
-    if (existing?.record !== text) throw new SettlementConflictError(id);
-    return settlementFromRow(existing, "replayed");
+    return replayedSettlement(existing, text, id);
   }
 
   async get(scope: Scope, settlementId: string): Promise<SettlementRecord | undefined> {
-    const { key } = scopeKey(scope);
-    const id = validateId("settlementId", settlementId);
-    const row = (await this.#db.query<SettlementRow>("SELECT v, record FROM settlements WHERE scope = $1 AND settlement_id = $2", [key, id])).rows[0];
-    return row ? settlementFromRow(row) : undefined;
+    const { key, id } = prepareKeyed(scope, "settlementId", settlementId);
+    return settlementOf((await this.#db.query<SettlementRow>("SELECT v, record FROM settlements WHERE scope = $1 AND settlement_id = $2", [key, id])).rows[0]);
   }
 
   async list(
     scope: Scope,
     opts: { readonly sessionId?: string; readonly turnId?: string; readonly cursor?: string; readonly limit?: number } = {},
   ): Promise<{ readonly items: readonly SettlementRecord[]; readonly nextCursor?: string }> {
-    const { key } = scopeKey(scope);
-    const o = closedObject("opts", opts, ["sessionId", "turnId", "cursor", "limit"]);
-    const sessionId = o.sessionId === undefined ? null : validateId("sessionId", o.sessionId);
-    const turnId = o.turnId === undefined ? null : validateId("turnId", o.turnId);
-    const limit = pageLimit(o.limit, PAGE.settlements.def, PAGE.settlements.max);
-    const after = decodeCursor(o.cursor, ["number", "string"]) ?? [-1, ""];
+    const { key, sessionId, turnId, limit, after } = prepareSettlementList(scope, opts);
     const { rows } = await this.#db.query<SettlementRow>(
       `SELECT v, record FROM settlements WHERE scope = $1 AND ($2::text IS NULL OR session_id = $2) AND ($3::text IS NULL OR turn_id = $3)
        AND (at, settlement_id) > ($4, $5) ORDER BY at, settlement_id LIMIT $6`,
       [key, sessionId, turnId, after[0], after[1], limit + 1],
     );
-    return Object.freeze(pageOfFetched(rows.map((r) => settlementFromRow(r)), limit, (r) => [r.at, r.receipt.settlementId]));
+    return settlementPage(rows, limit);
   }
 
   async pending(scope: Scope, consumer: string, limit?: number): Promise<readonly SettlementRecord[]> {
-    const { key } = scopeKey(scope);
-    const c = validateId("consumer", consumer);
-    const max = pageLimit(limit, PAGE.pending.def, PAGE.pending.max);
+    const { key, consumer: c, max } = preparePending(scope, consumer, limit);
     const { rows } = await this.#db.query<SettlementRow>(
       `SELECT s.v, s.record FROM settlement_obligations o JOIN settlements s ON s.scope = o.scope AND s.settlement_id = o.settlement_id
        WHERE o.scope = $1 AND o.consumer = $2 AND NOT o.acknowledged ORDER BY s.at, s.settlement_id LIMIT $3`,
       [key, c, max],
     );
-    return Object.freeze(rows.map((r) => settlementFromRow(r)));
+    return settlementsOf(rows);
   }
 
   async acknowledge(scope: Scope, consumer: string, settlementId: string): Promise<void> {
-    const { key } = scopeKey(scope);
-    const c = validateId("consumer", consumer);
-    const id = validateId("settlementId", settlementId);
+    const { key, consumer: c, id } = prepareAcknowledge(scope, consumer, settlementId);
     await this.#db.write("UPDATE settlement_obligations SET acknowledged = true WHERE scope = $1 AND consumer = $2 AND settlement_id = $3", [key, c, id]);
   }
 }
@@ -138,26 +113,21 @@ export class PgSpendStore implements SpendStore {
   }
 
   async peek(scope: Scope, sessionId: string, day: string): Promise<{ readonly sessionMicros: number; readonly tenantDayMicros: number }> {
-    const { scope: s, key } = scopeKey(scope);
-    const id = validateId("sessionId", sessionId);
-    const d = validateDay("day", day);
+    const { key, org, id, day: d } = preparePeek(scope, sessionId, day);
     const { rows } = await this.#db.query<{ session: number | null; tenant: number | null }>(
       `SELECT (SELECT usd_micros FROM spend_sessions WHERE scope = $1 AND session_id = $2) AS session,
               (SELECT usd_micros FROM spend_tenant_days WHERE org = $3 AND day = $4) AS tenant`,
-      [key, id, s.org, d],
+      [key, id, org, d],
     );
-    return Object.freeze({ sessionMicros: rows[0]?.session ?? 0, tenantDayMicros: rows[0]?.tenant ?? 0 });
+    return spendView(rows[0]?.session, rows[0]?.tenant);
   }
 
   async tenantDays(org: string, opts: { readonly from?: string; readonly to?: string } = {}): Promise<readonly { readonly day: string; readonly usdMicros: number }[]> {
-    const tenant = validateOrg(org);
-    const o = closedObject("opts", opts, ["from", "to"]);
-    const from = o.from === undefined ? "" : validateDay("from", o.from);
-    const to = o.to === undefined ? "9999-12-31" : validateDay("to", o.to);
+    const { org: tenant, from, to } = prepareTenantDays(org, opts);
     const { rows } = await this.#db.query<TenantDayRow>(
       "SELECT day, usd_micros FROM spend_tenant_days WHERE org = $1 AND day >= $2 AND day <= $3 ORDER BY day",
       [tenant, from, to],
     );
-    return Object.freeze(rows.map(tenantDayFromRow));
+    return tenantDaysOf(rows);
   }
 }

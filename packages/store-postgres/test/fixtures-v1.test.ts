@@ -5,7 +5,7 @@ import { type V1Reads, v1FixtureReadsContract, v1FixtureReopened, v1FixtureWrite
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPostgresStores, loadMigrations, type PostgresStores, schemaVersion } from "../src/index.js";
-import { DATABASE_URL, SKIP_REASON, schemaFactory } from "./support.js";
+import { DATABASE_URL, pgSuite } from "./support.js";
 
 /**
  * Rows written by the schema and code as released at commit f53caac (migrations 0001-0002, record
@@ -20,14 +20,7 @@ const READS = JSON.parse(readFileSync(join(FIXTURES, "reads.json"), "utf8")) as 
 const DUMPED = { schema: "alma_fx", rootSchema: "alma_fx_root" };
 const t = { describe, it, expect };
 
-const schemas = schemaFactory("fixv1");
-const url = DATABASE_URL ?? "";
-const admin = DATABASE_URL ? new pg.Pool({ connectionString: url, max: 2 }) : undefined;
-afterAll(async () => {
-  await schemas.dropAll();
-  await admin?.end();
-});
-const skip = `${DATABASE_URL ? "" : ` (${SKIP_REASON})`}`;
+const { schemas, url, admin, skip } = pgSuite("fixv1", 2);
 
 interface Names {
   readonly schema: string;

@@ -1,20 +1,12 @@
 import { type Fence, SessionLabelConflictError, StoreUnavailableError } from "@alma-harness/core";
 import { admitWith, claimOf, DAY, type GovernedFixture, governedWritesContract, SCOPE_A, type StoreSet, settlementOf, storeContracts, T0, userMsg } from "@alma-harness/testing";
-import pg from "pg";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { buildStores, createPostgresStores, type PostgresStores } from "../src/index.js";
 import { inline } from "../src/db.js";
 import { schemaPool } from "../src/pg.js";
-import { DATABASE_URL, SKIP_REASON, schemaFactory } from "./support.js";
+import { DATABASE_URL, hookQueries, pgSuite, type QueryHook } from "./support.js";
 
-const schemas = schemaFactory("grouped");
-const url = DATABASE_URL ?? "";
-const admin = DATABASE_URL ? new pg.Pool({ connectionString: url, max: 4 }) : undefined;
-afterAll(async () => {
-  await schemas.dropAll();
-  await admin?.end();
-});
-const skip = `${DATABASE_URL ? "" : ` (${SKIP_REASON})`}`;
+const { schemas, url, admin, skip } = pgSuite("grouped");
 
 const STORES = ["admissions", "sessions", "execution", "journal", "results", "rootResults", "settlements", "spend", "labels", "audit"] as const;
 
@@ -104,46 +96,64 @@ describe.skipIf(!DATABASE_URL)(`postgres grouped: the contract suites inside uni
 
 const EXPIRES = T0 + 86_400_000;
 
+type Names = ReturnType<typeof schemas.next>;
+
+const openGrouped = (names: Names) => createPostgresStores({ connectionString: url, ...names, migrate: true, commits: "grouped" });
+
+/** A store set on two schema pools of `names` (`max` main-pool clients), each main-pool statement through `hook`. */
+function hookedStores(names: Names, max: number, hook: QueryHook): PostgresStores {
+  const main = schemaPool({ connectionString: url, max }, names.schema);
+  const root = schemaPool({ connectionString: url, max: 2 }, names.rootSchema);
+  hookQueries(main, hook);
+  return buildStores(main, root, names, "grouped", () => Promise.all([main.end(), root.end()]).then(() => {}));
+}
+
+/** Runs `work` on a grouped store set `a` (by default migrated on fresh schemas) and `other`, a second set on them (another process); closes both. */
+async function withGrouped(work: (a: PostgresStores, other: PostgresStores, names: Names) => Promise<void>, open: (names: Names) => Promise<PostgresStores> = openGrouped): Promise<void> {
+  const names = schemas.next();
+  const a = await open(names);
+  const other = await createPostgresStores({ connectionString: url, ...names });
+  try {
+    await work(a, other, names);
+  } finally {
+    await Promise.all([a.close(), other.close()]);
+  }
+}
+
+/** What another store set sees of an admission, and how many audit events. */
+const admissionState = async (stores: PostgresStores, admissionId = "adm-1") => (await stores.admissions.get(SCOPE_A, admissionId))?.state;
+const auditCount = async (stores: PostgresStores) => (await stores.audit.query(SCOPE_A)).items.length;
+const lifecycle = (action: "turn.started" | "model.request", at = T0) => ({ trail: "lifecycle", action, scope: SCOPE_A, sessionId: "s1", turnId: "turn-1", at }) as const;
+
 describe.skipIf(!DATABASE_URL)(`postgres grouped: durable at the durability points, never later${skip}`, () => {
-  it("a claim is pending until dispatch commits it with everything before it; another connection sees it only then", async () => {
-    const names = schemas.next();
-    const a = await createPostgresStores({ connectionString: url, ...names, migrate: true, commits: "grouped" });
-    const other = await createPostgresStores({ connectionString: url, ...names });
-    try {
-      await unitOf(a)(async () => {
+  it("a claim is pending until dispatch commits it with everything before it; another connection sees it only then", () =>
+    withGrouped((a, other) =>
+      unitOf(a)(async () => {
         await admitWith(a.admissions, { admissionId: "adm-1" });
         const claimed = await a.execution.claim(claimOf("op-1"), {
           admissionId: "adm-1",
           reservation: { day: DAY, usdMicros: 1000, limits: { perTenantDayUsd: 1_000_000 }, expiresAt: EXPIRES },
         });
         if (claimed.status !== "claimed") throw new Error("expected a claim");
-        await a.audit.append({ trail: "lifecycle", action: "turn.started", scope: SCOPE_A, sessionId: "s1", turnId: "turn-1", at: T0 });
+        await a.audit.append(lifecycle("turn.started"));
         // The unit sees its own writes; another connection sees none of them.
         expect(await a.execution.get(SCOPE_A, "op-1")).toBeDefined();
         expect(await other.execution.get(SCOPE_A, "op-1")).toBeUndefined();
-        expect(await other.admissions.get(SCOPE_A, "adm-1")).toBeUndefined();
+        expect(await admissionState(other)).toBeUndefined();
         const before = a.commitCount();
         await a.execution.dispatch(claimed.fence, T0 + 1);
         expect(a.commitCount()).toBe(before + 1);
-        expect((await other.execution.get(SCOPE_A, "op-1"))?.state).toBe("dispatching");
-        expect((await other.admissions.get(SCOPE_A, "adm-1"))?.state).toBe("active");
-        expect((await other.audit.query(SCOPE_A)).items).toHaveLength(1);
+        expect([(await other.execution.get(SCOPE_A, "op-1"))?.state, await admissionState(other), await auditCount(other)]).toEqual(["dispatching", "active", 1]);
         // A write after the durability point is pending again, until the barrier.
-        await a.audit.append({ trail: "lifecycle", action: "model.request", scope: SCOPE_A, sessionId: "s1", turnId: "turn-1", at: T0 + 2 });
-        expect((await other.audit.query(SCOPE_A)).items).toHaveLength(1);
+        await a.audit.append(lifecycle("model.request", T0 + 2));
+        expect(await auditCount(other)).toBe(1);
         await a.barrier?.commit();
-        expect((await other.audit.query(SCOPE_A)).items).toHaveLength(2);
-      });
-    } finally {
-      await Promise.all([a.close(), other.close()]);
-    }
-  });
+        expect(await auditCount(other)).toBe(2);
+      }),
+    ));
 
-  it("a refused write inside a unit rolls back alone: the writes before and after it commit", async () => {
-    const names = schemas.next();
-    const a = await createPostgresStores({ connectionString: url, ...names, migrate: true, commits: "grouped" });
-    const other = await createPostgresStores({ connectionString: url, ...names });
-    try {
+  it("a refused write inside a unit rolls back alone: the writes before and after it commit", () =>
+    withGrouped(async (a, other) => {
       await unitOf(a)(async () => {
         await admitWith(a.admissions, { admissionId: "adm-1" });
         await a.sessions.append(SCOPE_A, "s1", [userMsg("one")], { admissionId: "adm-1", now: T0 + 1 });
@@ -156,39 +166,26 @@ describe.skipIf(!DATABASE_URL)(`postgres grouped: durable at the durability poin
         await a.sessions.append(SCOPE_A, "s1", [userMsg("two")], { admissionId: "adm-1", now: T0 + 3 });
       });
       expect((await other.sessions.load(SCOPE_A, "s1")).messages).toHaveLength(2);
-      expect((await other.admissions.get(SCOPE_A, "adm-1"))?.state).toBe("active");
+      expect(await admissionState(other)).toBe("active");
       expect(await other.execution.get(SCOPE_A, "op-big")).toBeUndefined();
       expect(await other.labels.get(SCOPE_A, "s1")).toEqual({ patient: "p-1" });
-    } finally {
-      await Promise.all([a.close(), other.close()]);
-    }
-  });
+    }));
 
-  it("a statement that fails in the database inside a unit rolls back alone too", async () => {
-    const names = schemas.next();
-    const a = await createPostgresStores({ connectionString: url, ...names, migrate: true, commits: "grouped" });
-    const other = await createPostgresStores({ connectionString: url, ...names });
-    try {
+  it("a statement that fails in the database inside a unit rolls back alone too", () =>
+    withGrouped(async (a, other, names) => {
       // A settlement whose counter would overflow int8 fails in the database (SQLSTATE 22003).
       await admin!.query(`INSERT INTO ${names.schema}.spend_tenant_days (org, day, usd_micros) VALUES ('org-a', $1, 9223372036854775000)`, [DAY]);
       await unitOf(a)(async () => {
         await admitWith(a.admissions, { admissionId: "adm-1" });
         await expect(a.settlements.settle(settlementOf("set-1", { receipt: { usdMicros: 10_000 } }))).rejects.toBeInstanceOf(StoreUnavailableError);
-        await a.audit.append({ trail: "lifecycle", action: "model.request", scope: SCOPE_A, sessionId: "s1", turnId: "turn-1", at: T0 });
+        await a.audit.append(lifecycle("model.request"));
       });
-      expect((await other.admissions.get(SCOPE_A, "adm-1"))?.state).toBe("active");
-      expect((await other.audit.query(SCOPE_A)).items).toHaveLength(1);
+      expect([await admissionState(other), await auditCount(other)]).toEqual(["active", 1]);
       expect(await other.settlements.get(SCOPE_A, "set-1")).toBeUndefined();
-    } finally {
-      await Promise.all([a.close(), other.close()]);
-    }
-  });
+    }));
 
-  it("the end of work commits what is pending, either way; the barrier is a no-op with nothing pending or outside a unit", async () => {
-    const names = schemas.next();
-    const a = await createPostgresStores({ connectionString: url, ...names, migrate: true, commits: "grouped" });
-    const other = await createPostgresStores({ connectionString: url, ...names });
-    try {
+  it("the end of work commits what is pending, either way; the barrier is a no-op with nothing pending or outside a unit", () =>
+    withGrouped(async (a, other) => {
       const count = a.commitCount();
       await a.barrier?.commit();
       await unitOf(a)(async () => {
@@ -197,71 +194,50 @@ describe.skipIf(!DATABASE_URL)(`postgres grouped: durable at the durability poin
       expect(a.commitCount()).toBe(count);
       await unitOf(a)(async () => {
         await admitWith(a.admissions, { admissionId: "adm-1" });
-        await a.audit.append({ trail: "lifecycle", action: "turn.started", scope: SCOPE_A, sessionId: "s1", turnId: "turn-1", at: T0 });
-        expect(await other.admissions.get(SCOPE_A, "adm-1")).toBeUndefined();
+        await a.audit.append(lifecycle("turn.started"));
+        expect(await admissionState(other)).toBeUndefined();
       });
       expect(a.commitCount()).toBe(count + 1);
-      expect((await other.admissions.get(SCOPE_A, "adm-1"))?.state).toBe("active");
+      expect(await admissionState(other)).toBe("active");
       await expect(
         unitOf(a)(async () => {
-          await a.audit.append({ trail: "lifecycle", action: "model.request", scope: SCOPE_A, sessionId: "s1", turnId: "turn-1", at: T0 + 1 });
+          await a.audit.append(lifecycle("model.request", T0 + 1));
           throw new Error("the turn failed");
         }),
       ).rejects.toThrow("the turn failed");
-      expect((await other.audit.query(SCOPE_A)).items).toHaveLength(2);
+      expect(await auditCount(other)).toBe(2);
       // No transaction stays open: the pool has no client checked out.
       const { rows } = await admin!.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'");
       expect(rows[0]?.n).toBe(0);
-    } finally {
-      await Promise.all([a.close(), other.close()]);
-    }
-  });
+    }));
 
   it("a failed COMMIT loses the unit's pending writes and refuses every later write and commit of that unit", async () => {
-    const names = schemas.next();
-    const setup = await createPostgresStores({ connectionString: url, ...names, migrate: true });
-    await setup.close();
-    const main = schemaPool({ connectionString: url, max: 4 }, names.schema);
-    const root = schemaPool({ connectionString: url, max: 2 }, names.rootSchema);
     let failCommit = false;
-    main.on("connect", (client) => {
-      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-      (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-        if (failCommit && args[0] === "COMMIT") return Promise.reject(new Error("the server went away during COMMIT"));
-        return query(...args);
-      };
-    });
-    const a = buildStores(main, root, names, "grouped", () => Promise.all([main.end(), root.end()]).then(() => {}));
-    const other = await createPostgresStores({ connectionString: url, ...names });
-    try {
+    const failing = async (names: Names) => {
+      await (await createPostgresStores({ connectionString: url, ...names, migrate: true })).close();
+      return hookedStores(names, 4, (args, query) => (failCommit && args[0] === "COMMIT" ? Promise.reject(new Error("the server went away during COMMIT")) : query(...args)));
+    };
+    await withGrouped(async (a, other) => {
       const outcome = unitOf(a)(async () => {
         await admitWith(a.admissions, { admissionId: "adm-1" });
         failCommit = true;
         await expect(a.barrier?.commit()).rejects.toBeInstanceOf(StoreUnavailableError);
         failCommit = false;
-        await expect(a.audit.append({ trail: "lifecycle", action: "model.request", scope: SCOPE_A, sessionId: "s1", turnId: "turn-1", at: T0 })).rejects.toBeInstanceOf(
-          StoreUnavailableError,
-        );
+        await expect(a.audit.append(lifecycle("model.request"))).rejects.toBeInstanceOf(StoreUnavailableError);
         await expect(a.barrier?.commit()).rejects.toBeInstanceOf(StoreUnavailableError);
         return "returned";
       });
       // The end of work commits too, and reports the loss.
       await expect(outcome).rejects.toBeInstanceOf(StoreUnavailableError);
-      expect(await other.admissions.get(SCOPE_A, "adm-1")).toBeUndefined();
-      expect((await other.audit.query(SCOPE_A)).items).toHaveLength(0);
+      expect([await admissionState(other), await auditCount(other)]).toEqual([undefined, 0]);
       // Another unit starts clean.
       await unitOf(a)(() => admitWith(a.admissions, { admissionId: "adm-2" }));
-      expect((await other.admissions.get(SCOPE_A, "adm-2"))?.state).toBe("active");
-    } finally {
-      await Promise.all([a.close(), other.close()]);
-    }
+      expect(await admissionState(other, "adm-2")).toBe("active");
+    }, failing);
   });
 
-  it("concurrent writes of one unit (a turn's parallel tool children) are serialized on its client", async () => {
-    const names = schemas.next();
-    const a = await createPostgresStores({ connectionString: url, ...names, migrate: true, commits: "grouped" });
-    const other = await createPostgresStores({ connectionString: url, ...names });
-    try {
+  it("concurrent writes of one unit (a turn's parallel tool children) are serialized on its client", () =>
+    withGrouped(async (a, other) => {
       await unitOf(a)(async () => {
         await admitWith(a.admissions, { admissionId: "adm-1" });
         const results = await Promise.allSettled(
@@ -274,10 +250,7 @@ describe.skipIf(!DATABASE_URL)(`postgres grouped: durable at the durability poin
         expect(results.filter((r) => r.status === "rejected")).toHaveLength(4);
       });
       expect((await other.audit.query(SCOPE_A, { limit: 100 })).items).toHaveLength(16);
-    } finally {
-      await Promise.all([a.close(), other.close()]);
-    }
-  });
+    }));
 });
 
 describe.skipIf(!DATABASE_URL)(`postgres grouped: a write's first statement rides with its savepoint${skip}`, () => {
@@ -299,25 +272,14 @@ describe.skipIf(!DATABASE_URL)(`postgres grouped: a write's first statement ride
 describe.skipIf(!DATABASE_URL)(`postgres grouped: turns under real concurrency${skip}`, () => {
   it("64 concurrent turn-shaped units from 2 store sets: no deadlock or serialization error, counters exact", async () => {
     const names = schemas.next();
-    const setup = await createPostgresStores({ connectionString: url, ...names, migrate: true });
-    await setup.close();
+    await (await createPostgresStores({ connectionString: url, ...names, migrate: true })).close();
     const errors: string[] = [];
-    const sets = await Promise.all(
-      [0, 1].map(async () => {
-        const main = schemaPool({ connectionString: url, max: 8 }, names.schema);
-        const root = schemaPool({ connectionString: url, max: 2 }, names.rootSchema);
-        main.on("connect", (client) => {
-          const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-          (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-            const out = query(...args);
-            if (out instanceof Promise) out.catch((e: { code?: string }) => errors.push(e.code ?? String(e)));
-            return out;
-          };
-        });
-        return buildStores(main, root, names, "grouped", () => Promise.all([main.end(), root.end()]).then(() => {}));
-      }),
-    );
-    const [one, two] = sets as [PostgresStores, PostgresStores];
+    const recording: QueryHook = (args, query) => {
+      const out = query(...args);
+      if (out instanceof Promise) out.catch((e: { code?: string }) => errors.push(e.code ?? String(e)));
+      return out;
+    };
+    const [one, two] = [hookedStores(names, 8, recording), hookedStores(names, 8, recording)];
     try {
       const price = (i: number) => 100 + (i % 7) * 10;
       const outcomes = await Promise.all(

@@ -1,22 +1,14 @@
 import { type ClaimReservation, type ClaimResult, type ExecutionClaim, FenceError, type Fence } from "@alma-harness/core";
 import { admitWith, claimOf, DAY, SCOPE_A, SCOPE_A2, settlementOf, T0 } from "@alma-harness/testing";
-import pg from "pg";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { PgAdmissionStore } from "../src/admissions.js";
 import { PgExecutionStore } from "../src/execution.js";
 import { createPostgresStores, migrate } from "../src/index.js";
 import { lockKey, schemaPool } from "../src/pg.js";
 import { PgCostSettlementStore } from "../src/settlements.js";
-import { DATABASE_URL, SKIP_REASON, schemaFactory } from "./support.js";
+import { DATABASE_URL, hookQueries, pgSuite } from "./support.js";
 
-const schemas = schemaFactory("reserve");
-const url = DATABASE_URL ?? "";
-const admin = DATABASE_URL ? new pg.Pool({ connectionString: url, max: 4 }) : undefined;
-afterAll(async () => {
-  await schemas.dropAll();
-  await admin?.end();
-});
-const skip = `${DATABASE_URL ? "" : ` (${SKIP_REASON})`}`;
+const { schemas, url, admin, skip } = pgSuite("reserve");
 
 const EXPIRES = T0 + 86_400_000;
 
@@ -41,25 +33,21 @@ function sizes(n: number, seed: number, lo: number, hi: number): number[] {
 function watchedPool(schema: string, max: number) {
   const pool = schemaPool({ connectionString: url, max }, schema);
   const seen = { statements: 0, errors: [] as string[], inFlight: 0, maxInFlight: 0 };
-  pool.on("connect", (client) => {
-    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-    const record = (error: unknown) => seen.errors.push((error as { code?: string }).code ?? String(error));
-    // `pool.query` calls `client.query` with a callback; the stores' transactions use its promise.
-    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-      seen.statements += 1;
-      const last = args[args.length - 1];
-      if (typeof last === "function") {
-        args[args.length - 1] = (error: unknown, result: unknown) => {
-          if (error) record(error);
-          (last as (e: unknown, r: unknown) => void)(error, result);
-        };
-        return query(...args);
-      }
-      return (query(...args) as Promise<unknown>).catch((error: unknown) => {
-        record(error);
-        throw error;
-      });
-    };
+  const record = (error: unknown) => seen.errors.push((error as { code?: string }).code ?? String(error));
+  hookQueries(pool, (args, query) => {
+    seen.statements += 1;
+    const last = args[args.length - 1];
+    if (typeof last === "function") {
+      args[args.length - 1] = (error: unknown, result: unknown) => {
+        if (error) record(error);
+        (last as (e: unknown, r: unknown) => void)(error, result);
+      };
+      return query(...args);
+    }
+    return (query(...args) as Promise<unknown>).catch((error: unknown) => {
+      record(error);
+      throw error;
+    });
   });
   pool.on("acquire", () => {
     seen.inFlight += 1;

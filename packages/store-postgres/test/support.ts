@@ -1,4 +1,5 @@
 import pg from "pg";
+import { afterAll } from "vitest";
 
 /** The database the Postgres suites run against; unset means they are skipped, visibly. */
 export const DATABASE_URL = process.env.ALMA_TEST_DATABASE_URL;
@@ -30,4 +31,34 @@ export function schemaFactory(tag: string): { next(): { schema: string; rootSche
       }
     },
   };
+}
+
+/**
+ * A test file's PostgreSQL setup: its schema factory, the URL, an admin pool for direct SQL (`max`
+ * clients) and the skip note for its suite titles; after the file, its schemas are dropped and the
+ * pool ended.
+ */
+export function pgSuite(
+  tag: string,
+  max = 4,
+): { readonly schemas: ReturnType<typeof schemaFactory>; readonly url: string; readonly admin: pg.Pool | undefined; readonly skip: string } {
+  const schemas = schemaFactory(tag);
+  const url = DATABASE_URL ?? "";
+  const admin = DATABASE_URL ? new pg.Pool({ connectionString: url, max }) : undefined;
+  afterAll(async () => {
+    await schemas.dropAll();
+    await admin?.end();
+  });
+  return { schemas, url, admin, skip: DATABASE_URL ? "" : ` (${SKIP_REASON})` };
+}
+
+/** What `hookQueries` calls with each statement's arguments and the client's own `query`. */
+export type QueryHook = (args: unknown[], query: (...args: unknown[]) => unknown) => unknown;
+
+/** Routes every statement the clients of `pool` send through `hook` (`pool.query` passes a callback; the stores' transactions use the promise). */
+export function hookQueries(pool: pg.Pool, hook: QueryHook): void {
+  pool.on("connect", (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => hook(args, query);
+  });
 }

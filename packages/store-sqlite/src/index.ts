@@ -3,17 +3,8 @@
  * a second, attached file. The embedded default: zero setup, safe for one process with many
  * concurrent turns (and for several processes on one file, through SQLite's write lock).
  */
-import type {
-  AdmissionStore,
-  AuditLog,
-  CostSettlementStore,
-  DurabilityBarrier,
-  ExecutionResultStore,
-  ExecutionStore,
-  SessionLabelStore,
-  SessionStore,
-  SpendStore,
-} from "@alma-harness/core";
+import type { DurabilityBarrier } from "@alma-harness/core";
+import type { DurableStores } from "@alma-harness/core/stores";
 import { SqliteAdmissionStore } from "./admissions.js";
 import { SqliteAuditLog } from "./audit.js";
 import { openDatabase, type SqliteStoreOptions, schemaVersion } from "./db.js";
@@ -27,20 +18,8 @@ export { RECORD_VERSION } from "@alma-harness/core/stores";
 export { defaultRootPath, type SqliteStoreOptions } from "./db.js";
 export { MAIN_MIGRATIONS, type Migration, ROOT_MIGRATIONS } from "./migrations.js";
 
-export interface SqliteStores {
-  readonly admissions: AdmissionStore;
-  readonly sessions: SessionStore;
-  readonly execution: ExecutionStore;
-  /** The same execution store, under the name `ConversationStores` gives it. */
-  readonly journal: ExecutionStore;
-  /** Step results, in the main file. */
-  readonly results: ExecutionResultStore;
-  /** Conversation roots' final results, in the attached root-results file. */
-  readonly rootResults: ExecutionResultStore;
-  readonly settlements: CostSettlementStore;
-  readonly spend: SpendStore;
-  readonly labels: SessionLabelStore;
-  readonly audit: AuditLog;
+/** Every store over one connection: step results in the main file, root results in the attached root-results file. */
+export interface SqliteStores extends DurableStores {
   /** The durability point of `commits: "grouped"` (a no-op in `each` mode). */
   readonly barrier: DurabilityBarrier;
   /** Commits made by this connection so far (the benchmark reads it). */

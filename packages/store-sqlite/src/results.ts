@@ -1,5 +1,5 @@
-import { type ExecutionResultStore, type JsonValue, type ResultRecord, type ResultReservation, type ReserveResult, type Scope, ConflictError, validateId } from "@alma-harness/core";
-import { normalizeEnvelope, normalizeFenceOpts, normalizeReservation, oversize, putRefusal, RECORD_VERSION, type ResultRow, resultFromRow, scopeKey, validateTime } from "@alma-harness/core/stores";
+import type { ExecutionResultStore, JsonValue, ResultRecord, ResultReservation, ReserveResult, Scope } from "@alma-harness/core";
+import { prepareKeyed, preparePut, prepareReserve, prepareResultGet, putOutcome, RECORD_VERSION, type ResultRow, reserveResult, resultFromRow, validateTime } from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
 import { checkFence } from "./spend.js";
 
@@ -17,57 +17,43 @@ export class SqliteResultStore implements ExecutionResultStore {
   }
 
   async reserve(reservation: ResultReservation): Promise<ReserveResult> {
-    const r = normalizeReservation(reservation);
-    const { key } = scopeKey(r.scope);
+    const { r, key } = prepareReserve(reservation);
     return this.#db.write((): ReserveResult => {
       const existing = this.#row(key, r.resultId);
-      if (existing) return Object.freeze({ status: "exists", record: resultFromRow(existing, r.createdAt) });
+      if (existing) return reserveResult("exists", existing, r.createdAt);
       const row = this.#db
         .stmt(
           `INSERT INTO ${this.#table} (scope, result_id, session_id, binding, sensitivity, max_chars, expires_at, created_at, state, v)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'reserved', ?) RETURNING *`,
         )
         .get(key, r.resultId, r.sessionId, r.binding, r.sensitivity, r.maxChars, r.expiresAt, r.createdAt, RECORD_VERSION) as ResultRow;
-      return Object.freeze({ status: "reserved", record: resultFromRow(row, r.createdAt) });
+      return reserveResult("reserved", row, r.createdAt);
     });
   }
 
   async put(scope: Scope, resultId: string, envelope: JsonValue, now: number, opts?: { readonly admissionId?: string }): Promise<ResultRecord> {
-    const { key } = scopeKey(scope);
-    const id = validateId("resultId", resultId);
-    const at = validateTime("now", now);
-    const o = normalizeFenceOpts(opts);
-    const e = normalizeEnvelope(envelope);
+    const { key, id, at, admissionId, text } = preparePut(scope, resultId, envelope, now, opts);
     return this.#db.write(() => {
       const row = this.#row(key, id);
       // The fence and the write share the transaction (the admissions live in the main file).
-      if (o.admissionId !== undefined && row) checkFence(this.#db, key, o.admissionId, row.session_id, at);
-      const refusal = putRefusal(id, row?.state, row?.expires_at ?? 0, at);
-      if (refusal || !row) throw refusal;
-      if (row.state === "stored") {
-        if (row.envelope === e.text) return resultFromRow(row, at);
-        throw new ConflictError("result_conflict", `result "${id}" was stored with a different envelope`);
-      }
-      const tooBig = oversize(e.text, row.max_chars);
-      if (tooBig) throw tooBig;
+      if (admissionId !== undefined && row) checkFence(this.#db, key, admissionId, row.session_id, at);
+      const done = putOutcome(id, row, text, at);
+      if (done) return done;
       const stored = this.#db
         .stmt(`UPDATE ${this.#table} SET state = 'stored', envelope = ?, v = ? WHERE scope = ? AND result_id = ? RETURNING *`)
-        .get(e.text, RECORD_VERSION, key, id) as ResultRow;
+        .get(text, RECORD_VERSION, key, id) as ResultRow;
       return resultFromRow(stored, at);
     });
   }
 
   async get(scope: Scope, resultId: string, now: number): Promise<ResultRecord | undefined> {
-    const { key } = scopeKey(scope);
-    const id = validateId("resultId", resultId);
-    const at = validateTime("now", now);
+    const { key, id, at } = prepareResultGet(scope, resultId, now);
     const row = this.#db.guard(() => this.#row(key, id));
     return row ? resultFromRow(row, at) : undefined;
   }
 
   async eraseSession(scope: Scope, sessionId: string): Promise<number> {
-    const { key } = scopeKey(scope);
-    const id = validateId("sessionId", sessionId);
+    const { key, id } = prepareKeyed(scope, "sessionId", sessionId);
     const sql = `UPDATE ${this.#table} SET state = 'erased', envelope = NULL WHERE scope = ? AND session_id = ? AND state != 'erased'`;
     return this.#db.durable(() => this.#db.stmt(sql).run(key, id).changes);
   }

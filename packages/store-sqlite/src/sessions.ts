@@ -1,31 +1,5 @@
-import {
-  type AppendOpts,
-  DuplicateEventError,
-  FenceError,
-  type Msg,
-  type Scope,
-  type SessionStore,
-  type SessionSummary,
-  type SessionView,
-  validateId,
-} from "@alma-harness/core";
-import {
-  closedObject,
-  decodeCursor,
-  eventIdsOf,
-  lastRotation,
-  type MessageRow,
-  messageFromRow,
-  normalizeMessages,
-  PAGE,
-  pageLimit,
-  pageOfFetched,
-  RECORD_VERSION,
-  type SessionSummaryRow,
-  scopeKey,
-  sessionSummaryFromRow,
-  validateTime,
-} from "@alma-harness/core/stores";
+import { type AppendOpts, DuplicateEventError, FenceError, type Msg, type Scope, type SessionStore, type SessionSummary, type SessionView } from "@alma-harness/core";
+import { appendedPositions, emptySessionView, type MessageRow, messageFromRow, NO_EVENTS, prepareAppend, prepareFindEvents, prepareKeyed, prepareSessionList, RECORD_VERSION, type SessionSummaryRow, sessionPage } from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
 import { checkFence } from "./spend.js";
 
@@ -36,7 +10,6 @@ interface SessionRow {
   readonly erased: number;
 }
 
-const EMPTY: readonly Msg[] = Object.freeze([]);
 const SESSION = "SELECT revision, view_offset, updated_at, erased FROM sessions WHERE scope = ? AND session_id = ?";
 
 /** Sessions in SQLite: the fence check, the duplicate check and the batch insert share one immediate transaction. */
@@ -48,11 +21,10 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   async load(scope: Scope, sessionId: string): Promise<SessionView> {
-    const { key } = scopeKey(scope);
-    const id = validateId("sessionId", sessionId);
+    const { key, id } = prepareKeyed(scope, "sessionId", sessionId);
     return this.#db.guard(() => {
       const session = this.#db.stmt(SESSION).get(key, id) as SessionRow | undefined;
-      if (!session || session.erased) return Object.freeze({ messages: EMPTY, revision: 0, offset: 0, erased: session !== undefined });
+      if (!session || session.erased) return emptySessionView(session !== undefined);
       const rows = this.#db
         .stmt("SELECT v, body FROM messages WHERE scope = ? AND session_id = ? AND position >= ? ORDER BY position")
         .all(key, id, session.view_offset) as MessageRow[];
@@ -62,14 +34,7 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   async append(scope: Scope, sessionId: string, messages: readonly Msg[], opts: AppendOpts & { readonly now: number }): Promise<{ readonly revision: number }> {
-    const { key } = scopeKey(scope);
-    const id = validateId("sessionId", sessionId);
-    const o = closedObject("opts", opts, ["admissionId", "now"]);
-    const admissionId = validateId("admissionId", o.admissionId);
-    const now = validateTime("now", o.now);
-    const batch = normalizeMessages(messages);
-    const events = eventIdsOf(batch);
-    const bodies = batch.map((m) => JSON.stringify(m));
+    const { key, id, admissionId, now, batch, events, bodies } = prepareAppend(scope, sessionId, messages, opts);
     return this.#db.write(() => {
       checkFence(this.#db, key, admissionId, id, now);
       const session = this.#db.stmt(SESSION).get(key, id) as SessionRow | undefined;
@@ -80,9 +45,7 @@ export class SqliteSessionStore implements SessionStore {
       batch.forEach((msg, i) => {
         insert.run(key, id, start + i, msg.meta?.event?.id ?? null, RECORD_VERSION, bodies[i]);
       });
-      const marker = lastRotation(batch);
-      const offset = marker >= 0 ? start + marker : (session?.view_offset ?? 0);
-      const revision = start + batch.length;
+      const { revision, offset } = appendedPositions(batch, start, session?.view_offset ?? 0);
       this.#db
         .stmt(
           `INSERT INTO sessions (scope, session_id, revision, view_offset, updated_at) VALUES (?, ?, ?, ?, ?)
@@ -103,11 +66,8 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   async findEvents(scope: Scope, sessionId: string, eventIds: readonly string[]): Promise<readonly Msg[]> {
-    const { key } = scopeKey(scope);
-    const id = validateId("sessionId", sessionId);
-    if (!Array.isArray(eventIds)) throw new TypeError("eventIds must be an array");
-    const ids = eventIds.map((e, i) => validateId(`eventIds[${i}]`, e));
-    if (ids.length === 0) return EMPTY;
+    const { key, id, ids } = prepareFindEvents(scope, sessionId, eventIds);
+    if (ids.length === 0) return NO_EVENTS;
     const rows = this.#db.guard(
       () =>
         this.#db
@@ -122,10 +82,7 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   async list(scope: Scope, opts: { readonly cursor?: string; readonly limit?: number } = {}): Promise<{ readonly items: readonly SessionSummary[]; readonly nextCursor?: string }> {
-    const { key } = scopeKey(scope);
-    const o = closedObject("opts", opts, ["cursor", "limit"]);
-    const limit = pageLimit(o.limit, PAGE.sessions.def, PAGE.sessions.max);
-    const after = decodeCursor(o.cursor, ["string"]);
+    const { key, limit, after } = prepareSessionList(scope, opts);
     const rows = this.#db.guard(
       () =>
         this.#db
@@ -133,15 +90,13 @@ export class SqliteSessionStore implements SessionStore {
             `SELECT session_id, revision, updated_at FROM sessions
              WHERE scope = ? AND erased = 0 AND session_id > ? ORDER BY session_id LIMIT ?`,
           )
-          .all(key, after?.[0] ?? "", limit + 1) as SessionSummaryRow[],
+          .all(key, after, limit + 1) as SessionSummaryRow[],
     );
-    const items = rows.map(sessionSummaryFromRow);
-    return Object.freeze(pageOfFetched(items, limit, (s) => [s.sessionId]));
+    return sessionPage(rows, limit);
   }
 
   async erase(scope: Scope, sessionId: string): Promise<void> {
-    const { key } = scopeKey(scope);
-    const id = validateId("sessionId", sessionId);
+    const { key, id } = prepareKeyed(scope, "sessionId", sessionId);
     this.#db.durable(() => {
       this.#db.stmt("DELETE FROM messages WHERE scope = ? AND session_id = ?").run(key, id);
       this.#db

@@ -1,30 +1,5 @@
-import {
-  type CostSettlementStore,
-  canonicalJson,
-  type JsonValue,
-  type Scope,
-  SettlementConflictError,
-  type SettlementInput,
-  type SettlementRecord,
-  type SpendStore,
-  validateId,
-} from "@alma-harness/core";
-import {
-  closedObject,
-  decodeCursor,
-  normalizeSettlement,
-  PAGE,
-  pageLimit,
-  pageOfFetched,
-  RECORD_VERSION,
-  type SettlementRow,
-  scopeKey,
-  settlementFromRow,
-  type TenantDayRow,
-  tenantDayFromRow,
-  validateDay,
-  validateOrg,
-} from "@alma-harness/core/stores";
+import type { CostSettlementStore, Scope, SettlementInput, SettlementRecord, SpendStore } from "@alma-harness/core";
+import { appliedSettlement, prepareAcknowledge, prepareKeyed, preparePeek, preparePending, prepareSettle, prepareSettlementList, prepareTenantDays, RECORD_VERSION, replayedSettlement, type SettlementRow, settlementOf, settlementPage, settlementsOf, spendView, type TenantDayRow, tenantDaysOf } from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
 import { release } from "./spend.js";
 
@@ -37,16 +12,10 @@ export class SqliteCostSettlementStore implements CostSettlementStore {
   }
 
   async settle(input: SettlementInput): Promise<SettlementRecord> {
-    const s = normalizeSettlement(input);
-    const { key } = scopeKey(s.scope);
-    const text = canonicalJson(s as unknown as JsonValue);
-    const id = s.receipt.settlementId;
+    const { s, key, text, id } = prepareSettle(input);
     return this.#db.write(() => {
       const existing = this.#db.stmt("SELECT v, record FROM settlements WHERE scope = ? AND settlement_id = ?").get(key, id) as SettlementRow | undefined;
-      if (existing) {
-        if (existing.record !== text) throw new SettlementConflictError(id);
-        return settlementFromRow(existing, "replayed");
-      }
+      if (existing) return replayedSettlement(existing, text, id);
       this.#db
         .stmt("INSERT INTO settlements (scope, settlement_id, session_id, turn_id, at, v, record) VALUES (?, ?, ?, ?, ?, ?, ?)")
         .run(key, id, s.sessionId, s.receipt.turnId, s.at, RECORD_VERSION, text);
@@ -67,29 +36,20 @@ export class SqliteCostSettlementStore implements CostSettlementStore {
            ON CONFLICT (org, day) DO UPDATE SET usd_micros = usd_micros + excluded.usd_micros`,
         )
         .run(s.scope.org, s.day, micros);
-      return Object.freeze({ ...s, status: "applied" as const });
+      return appliedSettlement(s);
     });
   }
 
   async get(scope: Scope, settlementId: string): Promise<SettlementRecord | undefined> {
-    const { key } = scopeKey(scope);
-    const id = validateId("settlementId", settlementId);
-    const row = this.#db.guard(
-      () => this.#db.stmt("SELECT v, record FROM settlements WHERE scope = ? AND settlement_id = ?").get(key, id) as SettlementRow | undefined,
-    );
-    return row ? settlementFromRow(row) : undefined;
+    const { key, id } = prepareKeyed(scope, "settlementId", settlementId);
+    return settlementOf(this.#db.guard(() => this.#db.stmt("SELECT v, record FROM settlements WHERE scope = ? AND settlement_id = ?").get(key, id) as SettlementRow | undefined));
   }
 
   async list(
     scope: Scope,
     opts: { readonly sessionId?: string; readonly turnId?: string; readonly cursor?: string; readonly limit?: number } = {},
   ): Promise<{ readonly items: readonly SettlementRecord[]; readonly nextCursor?: string }> {
-    const { key } = scopeKey(scope);
-    const o = closedObject("opts", opts, ["sessionId", "turnId", "cursor", "limit"]);
-    const sessionId = o.sessionId === undefined ? null : validateId("sessionId", o.sessionId);
-    const turnId = o.turnId === undefined ? null : validateId("turnId", o.turnId);
-    const limit = pageLimit(o.limit, PAGE.settlements.def, PAGE.settlements.max);
-    const after = decodeCursor(o.cursor, ["number", "string"]) ?? [-1, ""];
+    const { key, sessionId, turnId, limit, after } = prepareSettlementList(scope, opts);
     const rows = this.#db.guard(
       () =>
         this.#db
@@ -99,13 +59,11 @@ export class SqliteCostSettlementStore implements CostSettlementStore {
           )
           .all(key, sessionId, sessionId, turnId, turnId, after[0], after[1], limit + 1) as SettlementRow[],
     );
-    return Object.freeze(pageOfFetched(rows.map((r) => settlementFromRow(r)), limit, (r) => [r.at, r.receipt.settlementId]));
+    return settlementPage(rows, limit);
   }
 
   async pending(scope: Scope, consumer: string, limit?: number): Promise<readonly SettlementRecord[]> {
-    const { key } = scopeKey(scope);
-    const c = validateId("consumer", consumer);
-    const max = pageLimit(limit, PAGE.pending.def, PAGE.pending.max);
+    const { key, consumer: c, max } = preparePending(scope, consumer, limit);
     const rows = this.#db.guard(
       () =>
         this.#db
@@ -116,13 +74,11 @@ export class SqliteCostSettlementStore implements CostSettlementStore {
           )
           .all(key, c, max) as SettlementRow[],
     );
-    return Object.freeze(rows.map((r) => settlementFromRow(r)));
+    return settlementsOf(rows);
   }
 
   async acknowledge(scope: Scope, consumer: string, settlementId: string): Promise<void> {
-    const { key } = scopeKey(scope);
-    const c = validateId("consumer", consumer);
-    const id = validateId("settlementId", settlementId);
+    const { key, consumer: c, id } = prepareAcknowledge(scope, consumer, settlementId);
     this.#db.write(() =>
       this.#db.stmt("UPDATE settlement_obligations SET acknowledged = 1 WHERE scope = ? AND consumer = ? AND settlement_id = ?").run(key, c, id),
     );
@@ -138,27 +94,22 @@ export class SqliteSpendStore implements SpendStore {
   }
 
   async peek(scope: Scope, sessionId: string, day: string): Promise<{ readonly sessionMicros: number; readonly tenantDayMicros: number }> {
-    const { scope: s, key } = scopeKey(scope);
-    const id = validateId("sessionId", sessionId);
-    const d = validateDay("day", day);
+    const { key, org, id, day: d } = preparePeek(scope, sessionId, day);
     return this.#db.guard(() => {
       const session = this.#db.stmt("SELECT usd_micros FROM spend_sessions WHERE scope = ? AND session_id = ?").get(key, id) as
         | { usd_micros: number }
         | undefined;
-      const tenant = this.#db.stmt("SELECT usd_micros FROM spend_tenant_days WHERE org = ? AND day = ?").get(s.org, d) as { usd_micros: number } | undefined;
-      return Object.freeze({ sessionMicros: session?.usd_micros ?? 0, tenantDayMicros: tenant?.usd_micros ?? 0 });
+      const tenant = this.#db.stmt("SELECT usd_micros FROM spend_tenant_days WHERE org = ? AND day = ?").get(org, d) as { usd_micros: number } | undefined;
+      return spendView(session?.usd_micros, tenant?.usd_micros);
     });
   }
 
   async tenantDays(org: string, opts: { readonly from?: string; readonly to?: string } = {}): Promise<readonly { readonly day: string; readonly usdMicros: number }[]> {
-    const tenant = validateOrg(org);
-    const o = closedObject("opts", opts, ["from", "to"]);
-    const from = o.from === undefined ? "" : validateDay("from", o.from);
-    const to = o.to === undefined ? "9999-12-31" : validateDay("to", o.to);
+    const { org: tenant, from, to } = prepareTenantDays(org, opts);
     const rows = this.#db.guard(
       () =>
         this.#db.stmt("SELECT day, usd_micros FROM spend_tenant_days WHERE org = ? AND day >= ? AND day <= ? ORDER BY day").all(tenant, from, to) as TenantDayRow[],
     );
-    return Object.freeze(rows.map(tenantDayFromRow));
+    return tenantDaysOf(rows);
   }
 }

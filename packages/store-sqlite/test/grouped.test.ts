@@ -15,6 +15,16 @@ const path = () => {
   return join(dir, `db-${n}`, "alma.db");
 };
 
+/** What a fresh connection on `file` sees of an admission. */
+async function admissionStateOn(file: string, admissionId = "adm-1"): Promise<string | undefined> {
+  const b = createSqliteStores({ path: file });
+  try {
+    return (await b.admissions.get(SCOPE_A, admissionId))?.state;
+  } finally {
+    b.close();
+  }
+}
+
 // Every contract holds in grouped mode too: a store set sees its own pending writes.
 const grouped = () => createSqliteStores({ path: path(), synchronous: "normal", commits: "grouped" });
 storeContracts("sqlite grouped", grouped, { describe, it, expect });
@@ -35,9 +45,8 @@ describe("grouped commits: durable at the durability points, never later", () =>
       const before = a.commitCount();
       await a.execution.dispatch(claimed.fence, T0 + 1);
       expect(a.commitCount()).toBe(before + 1);
-      expect((await other.execution.get(SCOPE_A, "op-1"))?.state).toBe("dispatching");
-      expect((await other.admissions.get(SCOPE_A, "adm-1"))?.state).toBe("active");
-      expect((await other.audit.query(SCOPE_A)).items).toHaveLength(1);
+      const seen = [(await other.execution.get(SCOPE_A, "op-1"))?.state, (await other.admissions.get(SCOPE_A, "adm-1"))?.state, (await other.audit.query(SCOPE_A)).items.length];
+      expect(seen).toEqual(["dispatching", "active", 1]);
     } finally {
       a.close();
       other.close();
@@ -54,12 +63,7 @@ describe("grouped commits: durable at the durability points, never later", () =>
     } finally {
       a.close();
     }
-    const b = createSqliteStores({ path: file });
-    try {
-      expect((await b.admissions.get(SCOPE_A, "adm-1"))?.state).toBe("active");
-    } finally {
-      b.close();
-    }
+    expect(await admissionStateOn(file)).toBe("active");
   });
 
   it("close commits what is pending; the barrier is a no-op when nothing is", async () => {
@@ -70,12 +74,7 @@ describe("grouped commits: durable at the durability points, never later", () =>
     expect(a.commitCount()).toBe(count);
     await admitWith(a.admissions, { admissionId: "adm-1" });
     a.close();
-    const b = createSqliteStores({ path: file });
-    try {
-      expect((await b.admissions.get(SCOPE_A, "adm-1"))?.state).toBe("active");
-    } finally {
-      b.close();
-    }
+    expect(await admissionStateOn(file)).toBe("active");
   });
 
   it("a failed commit loses the pending writes and refuses every later write until reopened", async () => {
