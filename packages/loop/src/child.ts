@@ -1,6 +1,7 @@
 import {
   addUsage,
   type DelegateCompleted,
+  type DelegateRequest,
   deepFreeze,
   type ModelChoice,
   type ModelRequest,
@@ -19,13 +20,7 @@ import type { TurnState } from "./state.js";
 import { runModelStep } from "./step.js";
 
 /** A snapshotted, validated child request (direct or delegate). */
-export interface ChildRequest {
-  readonly tier: Tier;
-  readonly sensitivity: Sensitivity;
-  readonly prompt: string;
-  readonly system?: string;
-  readonly tools?: readonly string[];
-  readonly maxSteps?: number;
+export interface ChildRequest extends DelegateRequest {
   readonly maxOutputTokens?: number;
 }
 
