@@ -1,14 +1,17 @@
+import type { AlmaErrorCode } from "./vocabulary.js";
+
 /**
  * One small base class for every error Alma throws: a stable string `code` a host can switch on,
  * `retryable` fixed at construction (whether the same request, unchanged, may succeed later), and
  * the original `cause` kept. Outcomes a host acts on are data, not exceptions; these are for misuse
  * and for the uncertain.
  */
-export class AlmaError extends Error {
-  readonly code: string;
+export class AlmaError<Code extends string = AlmaErrorCode> extends Error {
+  /** Alma's own errors carry one of the closed `AlmaErrorCode` vocabulary (`vocabulary.ts`); a host's subclass names its own. */
+  readonly code: Code;
   readonly retryable: boolean;
 
-  constructor(code: string, message: string, options: { retryable?: boolean; cause?: unknown } = {}) {
+  constructor(code: Code, message: string, options: { retryable?: boolean; cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;

@@ -39,8 +39,7 @@ export function statusOf(code: ErrorCode): number {
 }
 
 /** A failure the host reports as `{error: {code, message}}`; `retryable` is fixed at construction. */
-export class HttpError extends AlmaError {
-  declare readonly code: ErrorCode;
+export class HttpError extends AlmaError<ErrorCode> {
   readonly headers: Readonly<Record<string, string>>;
   constructor(code: ErrorCode, message: string, options: { retryable?: boolean; cause?: unknown; headers?: Record<string, string> } = {}) {
     super(code, message, options);
@@ -55,7 +54,7 @@ export interface ErrorBody {
 /** The code and message a client may see for any thrown value. */
 export function describe(error: unknown): { code: ErrorCode; message: string; headers: Readonly<Record<string, string>> } {
   if (error instanceof HttpError) return { code: error.code, message: error.message, headers: error.headers };
-  if (error instanceof AlmaError && isErrorCode(error.code) && error.code !== "internal") return { code: error.code, message: error.message, headers: {} };
+  if (error instanceof AlmaError && isErrorCode(error.code) && (error.code as string) !== "internal") return { code: error.code, message: error.message, headers: {} };
   return { code: "internal", message: "internal error", headers: {} };
 }
 
