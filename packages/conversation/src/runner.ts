@@ -70,7 +70,7 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
       );
     },
     read: (scope, rootKey) => read(config, scope, rootKey),
-    recordEvents: (request) => events.record(request),
+    recordEvents: (request) => inUnit(config, () => events.record(request)),
     eraseSession: async (scope, sessionId) => {
       await stores.sessions.erase(scope, sessionId);
       await stores.results.eraseSession(scope, sessionId);
