@@ -1,4 +1,5 @@
 import type { Scope } from "@alma-harness/core";
+import { StreamQueue } from "@alma-harness/loop";
 import type { ResolvedConfig } from "./config.js";
 import { ConversationStreamResyncError, type ResyncReason } from "./errors.js";
 import type { NormalizedRequest } from "./input.js";
@@ -29,45 +30,38 @@ export function streamConversation(
 ): ConversationStream {
   const rootKey = conversationRootKey(request.scope, request.sessionId, request.idempotencyKey);
   const outputs = new StepOutputs(config, request, rootKey);
-  const queue: ConversationStreamEvent[] = [];
+  const queue = new StreamQueue<ConversationStreamEvent>(STREAM_QUEUE_LIMIT);
   let bytes = 0;
   let state: "open" | "detached" | "resync" = "open";
   let resync: ResyncReason | undefined;
   let settled = false;
   let iterated = false;
-  let waiter: (() => void) | undefined;
-  const wake = () => {
-    const w = waiter;
-    waiter = undefined;
-    w?.();
-  };
   const detach = (reason: ResyncReason) => {
     if (state !== "open") return;
     state = "resync";
     resync = reason;
-    queue.length = 0;
-    wake();
+    queue.clear();
+    queue.wake();
   };
   outputs.listener = (event) => {
     if (state !== "open") return;
     if (event.type === "unavailable") return detach("unavailable");
     if (event.type === "read_failed") return detach("read_failed");
     const size = JSON.stringify(event).length;
-    if (queue.length + 1 > STREAM_QUEUE_LIMIT || bytes + size > STREAM_METADATA_LIMIT) return detach("overflow");
+    // Full (by count or by bytes), the reader is detached with a resync error: never waited for.
+    if (bytes + size > STREAM_METADATA_LIMIT || !queue.offer(event)) return detach("overflow");
     bytes += size;
-    queue.push(event);
-    wake();
   };
   const result = run(outputs).then(
     (view) => {
       settled = true;
-      if (state === "open" && iterated) queue.push({ type: "result", view });
-      wake();
+      if (state === "open" && iterated) queue.offer({ type: "result", view }, true);
+      queue.wake();
       return view;
     },
     (error: unknown) => {
       settled = true;
-      wake();
+      queue.wake();
       throw error;
     },
   );
@@ -98,7 +92,7 @@ export function streamConversation(
             }
             for (;;) {
               if (state !== "open") return finishOrThrow();
-              const event = queue.shift();
+              const event = queue.take();
               if (event) {
                 bytes -= JSON.stringify(event).length;
                 if (event.type === "result") state = "detached";
@@ -109,9 +103,7 @@ export function streamConversation(
                 if (queue.length === 0) return { done: true, value: undefined };
                 continue;
               }
-              await new Promise<void>((resolve) => {
-                waiter = resolve;
-              });
+              await queue.wait();
             }
           } finally {
             pending = false;
@@ -119,14 +111,14 @@ export function streamConversation(
         },
         return: async () => {
           if (state === "open") state = "detached";
-          queue.length = 0;
-          wake();
+          queue.clear();
+          queue.wake();
           return { done: true, value: undefined };
         },
         throw: async (error?: unknown) => {
           if (state === "open") state = "detached";
-          queue.length = 0;
-          wake();
+          queue.clear();
+          queue.wake();
           throw error;
         },
       };

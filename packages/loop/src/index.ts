@@ -21,4 +21,5 @@ export { DEFAULT_COLD_AFTER_MS, DEFAULT_SUMMARY_FRAME, measuredText, SUMMARY_INS
 export type { PermissionController, PermissionDecision, PermissionRequest } from "./permission.js";
 export { formatSse, loopEventToSse, type SseFrame } from "./sse.js";
 export { CONTEXT_VERSION } from "./state.js";
+export { StreamQueue } from "./stream-queue.js";
 export { type ProgressEvent, progressOf, STREAM_QUEUE_LIMIT, type StreamedTurn, type TurnStreamEvent } from "./stream-turn.js";

@@ -1,6 +1,7 @@
 import type { CostReceipt } from "@alma-harness/core";
 import type { TurnInput, TurnOutcome } from "./engine.js";
 import { emitTo, type LoopEvent } from "./events.js";
+import { StreamQueue } from "./stream-queue.js";
 
 /**
  * The one progress vocabulary a person's screen is shown, by the engine's `streamTurn` and by the
@@ -38,24 +39,23 @@ export const STREAM_QUEUE_LIMIT = 1024;
  * and the iterator alike.
  */
 export function streamFrom(input: TurnInput, run: (input: TurnInput) => Promise<TurnOutcome>): StreamedTurn {
-  const queue: TurnStreamEvent[] = [];
-  let wake: (() => void) | undefined;
+  const queue = new StreamQueue<TurnStreamEvent>(STREAM_QUEUE_LIMIT);
   let attached = true;
   let overflowed = false;
   let ended = false;
   let failed: { readonly error: unknown } | undefined;
   const push = (event: TurnStreamEvent) => {
     if (!attached) return;
-    if (event.type !== "result") {
-      if (overflowed) return;
-      if (queue.length >= STREAM_QUEUE_LIMIT) {
-        overflowed = true;
-        queue.length = 0;
-        return;
-      }
+    // The result always fits; live events stop for good once the reader fell behind.
+    if (event.type === "result") {
+      queue.offer(event, true);
+      return;
     }
-    queue.push(event);
-    wake?.();
+    if (overflowed) return;
+    if (!queue.offer(event)) {
+      overflowed = true;
+      queue.clear();
+    }
   };
   const observe = (event: LoopEvent) => {
     const progress = progressOf(event);
@@ -72,13 +72,13 @@ export function streamFrom(input: TurnInput, run: (input: TurnInput) => Promise<
     (outcome) => {
       push({ type: "result", outcome });
       ended = true;
-      wake?.();
+      queue.wake();
       return outcome;
     },
     (error: unknown) => {
       failed = { error };
       ended = true;
-      wake?.();
+      queue.wake();
       throw error;
     },
   );
@@ -90,22 +90,19 @@ export function streamFrom(input: TurnInput, run: (input: TurnInput) => Promise<
       next: async (): Promise<IteratorResult<TurnStreamEvent>> => {
         for (;;) {
           if (!attached) return { done: true, value: undefined };
-          const event = queue.shift();
+          const event = queue.take();
           if (event) return { done: false, value: event };
           if (failed) {
             attached = false;
             throw failed.error;
           }
           if (ended) return { done: true, value: undefined };
-          await new Promise<void>((resolve) => {
-            wake = resolve;
-          });
-          wake = undefined;
+          await queue.wait();
         }
       },
       return: async (): Promise<IteratorResult<TurnStreamEvent>> => {
         attached = false;
-        queue.length = 0;
+        queue.clear();
         return { done: true, value: undefined };
       },
     }),
