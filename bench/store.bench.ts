@@ -12,6 +12,7 @@ import { defineTool, type ModelClient, type ModelRequest, type ModelStreamEvent 
 import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { memory, postgres, type Runtime, type RuntimeConfig, sqlite } from "@alma-harness/runtime";
 import pg from "pg";
+import { benchConfig } from "./config.js";
 
 const require = createRequire(import.meta.url);
 const Database = require("better-sqlite3") as typeof import("better-sqlite3");
@@ -57,20 +58,7 @@ class ScriptedByRequest implements ModelClient {
 }
 
 const note = defineTool({ name: "note", description: "Takes a note.", input: { type: "object" }, handler: () => "ok" });
-const config: RuntimeConfig = {
-  clients: [new ScriptedByRequest()],
-  policy: { resolve: () => ({ clientId: "fake", model: "m", maxOutputTokens: 256, cache: false }) },
-  prompt: "bench",
-  tools: [note],
-  prices: { version: "p", models: { m: { rates: { input: 1, output: 2 } } } },
-  policyVersion: "p",
-  priceVersion: "p",
-  configRevision: "r",
-  resultRetentionMs: 3_600_000,
-  runTimeoutMs: 600_000,
-  maxCalls: 4,
-  maxInputChars: 10_000,
-};
+const config: RuntimeConfig = benchConfig(new ScriptedByRequest(), [note], 4);
 
 async function drive(rt: Runtime, sessions: number, turns: number, tag: string): Promise<number> {
   let next = 0;

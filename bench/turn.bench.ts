@@ -3,6 +3,7 @@
 // scripted model and tool driven by a bare loop with no governance, no stores, no trails.
 import { defineTool, type Msg } from "@alma-harness/core";
 import { FakeModelClient, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
+import { benchConfig } from "./config.js";
 import { memory } from "@alma-harness/runtime";
 
 const tool = defineTool({
@@ -22,20 +23,7 @@ function script(n: number) {
 }
 
 function runtime(model: FakeModelClient, tools = [tool]) {
-  return memory({
-    clients: [model],
-    policy: { resolve: () => ({ clientId: "fake", model: "m", maxOutputTokens: 256, cache: false }) },
-    prompt: "bench",
-    tools,
-    prices: { version: "p", models: { m: { rates: { input: 1, output: 2 } } } },
-    policyVersion: "p",
-    priceVersion: "p",
-    configRevision: "r",
-    resultRetentionMs: 3_600_000,
-    runTimeoutMs: 600_000,
-    maxCalls: 8,
-    maxInputChars: 10_000,
-  });
+  return memory(benchConfig(model, tools));
 }
 
 const request = (i: number, session = `s${i}`) => ({

@@ -11,6 +11,7 @@ import { InMemoryCostSettlementStore, InMemoryExecutionStore, InMemorySpendStore
 import { GovernedCalls } from "@alma-harness/execution";
 import { createEngine, type TurnInput } from "@alma-harness/loop";
 import { memory } from "@alma-harness/runtime";
+import { benchConfig } from "../config.js";
 import { Agent as PiAgent, type AgentMessage, type AgentTool } from "@mariozechner/pi-agent-core";
 import { type AssistantMessage, createAssistantMessageEventStream, type Model as PiModel } from "@mariozechner/pi-ai";
 import { Agent as OaiAgent, type AgentInputItem, type Model as OaiModel, type ModelRequest as OaiModelRequest, type ModelResponse as OaiModelResponse, Runner as OaiRunner, setTracingDisabled, tool as oaiTool, Usage as OaiUsage } from "@openai/agents";
@@ -80,20 +81,7 @@ const almaRuntime: Runner = {
   name: "alma runtime",
   async batch(w, n) {
     const b = ++batchSeq;
-    const rt = memory({
-      clients: [new ScriptedAlmaModel()],
-      policy: { resolve: () => choice },
-      prompt: "bench",
-      tools: almaTools(w),
-      prices,
-      policyVersion: "p",
-      priceVersion: "p",
-      configRevision: "r",
-      resultRetentionMs: 3_600_000,
-      runTimeoutMs: 600_000,
-      maxCalls: 8,
-      maxInputChars: 10_000,
-    });
+    const rt = memory(benchConfig(new ScriptedAlmaModel(), almaTools(w)));
     const session = (i: number) => `b${b}-s${i}`;
     if (w === "w3") {
       // Seeded the way bench/turn.bench.ts does: one events admission appends the prior messages.
