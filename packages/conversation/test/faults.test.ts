@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { conversationRootKey } from "@alma-harness/conversation";
-import { defineTool } from "@alma-harness/core";
+import { defineTool, type ModelRequest, worstCaseMicros } from "@alma-harness/core";
 import { scriptedHang, scriptedText, scriptedToolCall, scriptedTorn } from "@alma-harness/loop/testing";
-import { SCOPE, setup, withFaulty } from "./harness.js";
+import { PRICES, SCOPE, setup, withFaulty } from "./harness.js";
 
 const thrower = defineTool({
   name: "broken",
@@ -117,5 +117,52 @@ describe("release", () => {
     expect(await t.runner.releaseExpired(SCOPE)).toBe(1);
     expect((await t.runner.runTurn(t.request("k3"))).status).toBe("completed");
     expect((await t.runner.read(SCOPE, conversationRootKey(SCOPE, "s1", "k1")))?.status).toBe("reconciliation_required");
+  });
+});
+
+describe("money held through store faults (spec: caps under concurrency)", () => {
+  // Each turn: one answer at the main model's prices. The cap holds one call's worst case, not two.
+  const ask = (t: ReturnType<typeof setup>, key: string, sessionId: string) => t.runner.runTurn(t.request(key, "When are you open on Monday?", sessionId));
+  async function oneWorstCase(): Promise<number> {
+    const dry = setup({ script: [scriptedText("a")] });
+    await dry.runner.runTurn(dry.request("k0"));
+    const request = dry.model.requests[0] as ModelRequest;
+    return worstCaseMicros(PRICES, { clientId: "fake", model: request.model, maxOutputTokens: request.maxOutputTokens, cache: false }, request) ?? 0;
+  }
+
+  it("a claim that took effect and then reported a failure sends nothing, and its reservation keeps counting", async () => {
+    const worst = await oneWorstCase();
+    const caps = { perTenantDayUsd: { usd: Math.floor(worst * 1.5) / 1e6, onExceeded: "block" as const } };
+    const { t, store: journal } = withFaulty("journal", { script: [scriptedText("a"), scriptedText("b")], config: { caps } });
+    journal.failNext("claim", "after");
+    expect((await ask(t, "k1", "s1")).status).toBe("reconciliation_required");
+    expect(t.uncertain.map((u) => u.cause)).toEqual(["call:main:error"]);
+    expect(t.model.calls).toBe(0);
+    // The lost acknowledgement may have reserved: fail closed, the next call's worst case does not fit beside it.
+    const next = await ask(t, "k2", "s2");
+    expect(next.status === "completed" && next.result.budget?.metric).toBe("perTenantDayUsd");
+    expect(t.model.calls).toBe(0);
+  });
+
+  it("a claim refused before its effect reserves nothing: the next turn fits", async () => {
+    const worst = await oneWorstCase();
+    const caps = { perTenantDayUsd: { usd: Math.floor(worst * 1.5) / 1e6, onExceeded: "block" as const } };
+    const { t, store: journal } = withFaulty("journal", { script: [scriptedText("a")], config: { caps } });
+    journal.failNext("claim", "before");
+    expect((await ask(t, "k1", "s1")).status).toBe("reconciliation_required");
+    const next = await ask(t, "k2", "s2");
+    expect(next.status === "completed" && next.result.terminalReason).toBe("answered");
+  });
+
+  it("a settlement that took effect and then reported a failure counts once and frees its reservation", async () => {
+    const worst = await oneWorstCase();
+    const caps = { perTenantDayUsd: { usd: Math.floor(worst * 1.5) / 1e6, onExceeded: "block" as const } };
+    const { t, store: settlements } = withFaulty("settlements", { script: [scriptedText("a"), scriptedText("b")], config: { caps } });
+    settlements.failNext("settle", "after");
+    expect((await ask(t, "k1", "s1")).status).toBe("reconciliation_required");
+    const day = await t.stores.spend.tenantDays(SCOPE.org);
+    expect(day.map((d) => d.usdMicros)).toHaveLength(1);
+    const next = await ask(t, "k2", "s2");
+    expect(next.status === "completed" && next.result.terminalReason).toBe("answered");
   });
 });
