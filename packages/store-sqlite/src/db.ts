@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { AlmaError, ConflictError, StoreUnavailableError } from "@alma-harness/core";
 import Database from "better-sqlite3";
@@ -31,12 +31,40 @@ export interface SqliteStoreOptions {
    * lets a benchmark count the WAL's commit frames from outside (every flush).
    */
   readonly walAutoCheckpoint?: number;
+  /**
+   * Where the root results live: `attached` — a second file attached as `root` (backed up and
+   * erased apart, but every transaction that writes it flushes both files); `main` — their own
+   * table set (`root_results`) in the main file, one flush per commit. Default: `attached` when a
+   * root-results file already exists or `rootResultsPath` is given, else `main`. Either way they
+   * are a separate namespace: no step-result statement reads or writes them.
+   */
+  readonly rootResults?: "attached" | "main";
+}
+
+/** Where root results live, as the stores and the migrations name it. */
+export interface RootLayout {
+  readonly mode: "attached" | "main";
+  /** The qualified table. */
+  readonly table: string;
+  /** The qualified table that records the root migrations applied. */
+  readonly versions: string;
+}
+
+const ATTACHED: RootLayout = Object.freeze({ mode: "attached", table: "root.results", versions: "root.schema_version" });
+const IN_MAIN: RootLayout = Object.freeze({ mode: "main", table: "main.root_results", versions: "main.root_schema_version" });
+
+/** A root migration's SQL for the layout (written for `attached`, re-targeted to the main file's table set). */
+function rootSql(layout: RootLayout, sql: string): string {
+  if (layout.mode === "attached") return sql;
+  return sql.replace(/\broot\.results(_\w+)?\b/g, (_, suffix: string | undefined) => `main.root_results${suffix ?? ""}`).replace(/\bON results \(/g, "ON root_results (");
 }
 
 /** One connection, its cached statements and the transaction helpers every store uses. */
 export class SqliteDb {
   readonly raw: Database.Database;
   readonly grouped: boolean;
+  /** Where this file's root results live. */
+  root: RootLayout = ATTACHED;
   readonly #statements = new Map<string, Database.Statement>();
   readonly #immediate: (run: () => unknown) => unknown;
   readonly #nested: (run: () => unknown) => unknown;
@@ -161,34 +189,38 @@ export function defaultRootPath(path: string): string {
   return `${match?.[1] ?? path}.root-results${match?.[2] ?? ".db"}`;
 }
 
-/** Opens the main file, attaches the root-results file as `root`, sets WAL and migrates both. */
+/** Opens the main file, attaches the root-results file as `root` (or keeps them in the main file), sets WAL and migrates. */
 export function openDatabase(options: SqliteStoreOptions): SqliteDb {
   const rootPath = options.rootResultsPath ?? defaultRootPath(options.path);
-  for (const file of [options.path, rootPath]) if (file !== ":memory:") mkdirSync(dirname(file), { recursive: true });
+  const attached =
+    (options.rootResults ?? (options.rootResultsPath !== undefined || options.path === ":memory:" || existsSync(rootPath) ? "attached" : "main")) === "attached";
+  const layout = attached ? ATTACHED : IN_MAIN;
+  for (const file of attached ? [options.path, rootPath] : [options.path]) if (file !== ":memory:") mkdirSync(dirname(file), { recursive: true });
   const raw = new Database(options.path);
   try {
     raw.pragma(`busy_timeout = ${Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5000))}`);
-    raw.prepare("ATTACH DATABASE ? AS root").run(rootPath);
-    for (const schema of ["main", "root"]) {
+    if (attached) raw.prepare("ATTACH DATABASE ? AS root").run(rootPath);
+    for (const schema of attached ? ["main", "root"] : ["main"]) {
       raw.pragma(`${schema}.journal_mode = WAL`);
       raw.pragma(`${schema}.synchronous = ${options.synchronous === "normal" ? "NORMAL" : "FULL"}`);
     }
     raw.pragma("foreign_keys = ON");
     if (options.walAutoCheckpoint !== undefined) raw.pragma(`wal_autocheckpoint = ${Math.max(0, Math.trunc(options.walAutoCheckpoint))}`);
     migrate(raw, "main", MAIN_MIGRATIONS);
-    migrate(raw, "root", ROOT_MIGRATIONS);
+    migrate(raw, layout.versions, ROOT_MIGRATIONS.map((step) => ({ ...step, sql: rootSql(layout, step.sql) })));
   } catch (error) {
     raw.close();
     throw mapSqliteError(error);
   }
-  return new SqliteDb(raw, options.commits);
+  const db = new SqliteDb(raw, options.commits);
+  db.root = layout;
+  return db;
 }
 
 /** Applies the steps newer than the schema's recorded version, each in its own immediate transaction. */
-export function migrate(raw: Database.Database, schema: "main" | "root", steps: readonly Migration[]): void {
-  raw.exec(
-    `CREATE TABLE IF NOT EXISTS ${schema}.schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)`,
-  );
+export function migrate(raw: Database.Database, schema: "main" | "root" | RootLayout["versions"], steps: readonly Migration[]): void {
+  const versions = versionsTable(schema);
+  raw.exec(`CREATE TABLE IF NOT EXISTS ${versions} (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)`);
   const latest = steps[steps.length - 1]?.version ?? 0;
   const current = schemaVersion(raw, schema);
   if (current > latest) {
@@ -199,13 +231,18 @@ export function migrate(raw: Database.Database, schema: "main" | "root", steps: 
       // Re-read under the write lock: another process may have applied the step meanwhile.
       if (schemaVersion(raw, schema) >= step.version) return;
       raw.exec(step.sql);
-      raw.prepare(`INSERT INTO ${schema}.schema_version (version, name) VALUES (?, ?)`).run(step.version, step.name);
+      raw.prepare(`INSERT INTO ${versions} (version, name) VALUES (?, ?)`).run(step.version, step.name);
     });
     if (step.version > current) apply.immediate();
   }
 }
 
-export function schemaVersion(raw: Database.Database, schema: "main" | "root"): number {
-  const row = raw.prepare(`SELECT COALESCE(MAX(version), 0) AS version FROM ${schema}.schema_version`).get() as { version: number };
+/** `main` and `root` name their own `schema_version`; a qualified table names itself. */
+function versionsTable(schema: string): string {
+  return schema === "main" || schema === "root" ? `${schema}.schema_version` : schema;
+}
+
+export function schemaVersion(raw: Database.Database, schema: "main" | "root" | RootLayout["versions"]): number {
+  const row = raw.prepare(`SELECT COALESCE(MAX(version), 0) AS version FROM ${versionsTable(schema)}`).get() as { version: number };
   return row.version;
 }

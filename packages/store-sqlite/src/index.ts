@@ -24,6 +24,8 @@ export interface SqliteStores extends DurableStores {
   readonly barrier: DurabilityBarrier;
   /** Commits made by this connection so far (the benchmark reads it). */
   commitCount(): number;
+  /** Where the root results live: the attached file, or their own table set in the main file. */
+  readonly rootResultsIn: "attached" | "main";
   /** Schema versions of the two files, as migrated on open. */
   readonly schema: { readonly main: number; readonly root: number };
   /** Closes the connection; later calls reject with `StoreUnavailableError`. Safe to call twice. */
@@ -47,7 +49,8 @@ export function createSqliteStores(options: SqliteStoreOptions): SqliteStores {
     audit: new SqliteAuditLog(db),
     barrier: Object.freeze({ commit: async () => db.commit() }),
     commitCount: () => db.commits,
-    schema: Object.freeze({ main: schemaVersion(db.raw, "main"), root: schemaVersion(db.raw, "root") }),
+    schema: Object.freeze({ main: schemaVersion(db.raw, "main"), root: schemaVersion(db.raw, db.root.versions) }),
+    rootResultsIn: db.root.mode,
     close: () => db.close(),
   });
 }

@@ -29,6 +29,10 @@ async function admissionStateOn(file: string, admissionId = "adm-1"): Promise<st
 const grouped = () => createSqliteStores({ path: path(), synchronous: "normal", commits: "grouped" });
 storeContracts("sqlite grouped", grouped, { describe, it, expect });
 governedWritesContract("sqlite grouped", grouped, { describe, it, expect });
+// Attached root results, grouped: every root write commits alone, after what is pending in the main file.
+const groupedAttached = () => createSqliteStores({ path: path(), synchronous: "normal", commits: "grouped", rootResults: "attached" });
+storeContracts("sqlite grouped attached", groupedAttached, { describe, it, expect });
+governedWritesContract("sqlite grouped attached", groupedAttached, { describe, it, expect });
 
 describe("grouped commits: durable at the durability points, never later", () => {
   it("a claim is pending until dispatch commits it with everything before it; another connection sees it only then", async () => {

@@ -16,9 +16,10 @@ let n = 0;
 const fresh = () => join(dir, `case-${++n}`, "alma.db");
 
 describe("sqlite: files, WAL and migrations", () => {
-  it("creates the main file and the root-results file beside it, both in WAL mode", () => {
+  it("attached: creates the main file and the root-results file beside it, both in WAL mode", () => {
     const path = fresh();
-    const stores = createSqliteStores({ path });
+    const stores = createSqliteStores({ path, rootResults: "attached" });
+    expect(stores.rootResultsIn).toBe("attached");
     stores.close();
     const rootPath = join(dir, `case-${n}`, "alma.root-results.db");
     expect([existsSync(path), existsSync(rootPath)]).toEqual([true, true]);
@@ -75,9 +76,37 @@ describe("sqlite: files, WAL and migrations", () => {
 });
 
 describe("sqlite: namespaces, closing and driver errors", () => {
-  it("root results live only in the attached file, step results only in the main one", async () => {
+  it("by default a new database keeps root results in their own table set of the main file, and stays so on reopen", async () => {
     const path = fresh();
     const stores = createSqliteStores({ path });
+    expect(stores.rootResultsIn).toBe("main");
+    await stores.rootResults.reserve(reservationOf("final-1"));
+    await stores.results.reserve(reservationOf("step-1"));
+    expect(await stores.results.get(SCOPE_A, "final-1", T0)).toBeUndefined();
+    expect(await stores.rootResults.get(SCOPE_A, "step-1", T0)).toBeUndefined();
+    stores.close();
+    expect(existsSync(join(dir, `case-${n}`, "alma.root-results.db"))).toBe(false);
+    const main = new Database(path, { readonly: true });
+    expect(main.prepare("SELECT result_id FROM results").all()).toEqual([{ result_id: "step-1" }]);
+    expect(main.prepare("SELECT result_id FROM root_results").all()).toEqual([{ result_id: "final-1" }]);
+    main.close();
+    const again = createSqliteStores({ path });
+    expect(again.rootResultsIn).toBe("main");
+    expect((await again.rootResults.get(SCOPE_A, "final-1", T0))?.state).toBe("reserved");
+    again.close();
+  });
+
+  it("an existing root-results file is attached, whatever the default", async () => {
+    const path = fresh();
+    createSqliteStores({ path, rootResults: "attached" }).close();
+    const stores = createSqliteStores({ path });
+    expect(stores.rootResultsIn).toBe("attached");
+    stores.close();
+  });
+
+  it("attached: root results live only in the attached file, step results only in the main one", async () => {
+    const path = fresh();
+    const stores = createSqliteStores({ path, rootResults: "attached" });
     await stores.rootResults.reserve(reservationOf("final-1"));
     await stores.results.reserve(reservationOf("step-1"));
     stores.close();
