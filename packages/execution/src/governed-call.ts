@@ -63,6 +63,8 @@ export interface ResolvedCallsConfig extends Omit<GovernedCallsConfig, "consumer
   readonly peeks: boolean;
   /** Whether any block cap applies, so each call's worst case is measured and held. */
   readonly blocks: boolean;
+  /** Whether a session or tenant-day block cap applies, so the claim reserves in the store. */
+  readonly reserves: boolean;
 }
 
 export interface CallIdentity {
@@ -129,6 +131,7 @@ function resolveConfig(config: GovernedCallsConfig): ResolvedCallsConfig {
   }
   const caps = checkNormalizedCaps(config.caps);
   const limits = persistentBlockLimits(caps);
+  const reserves = limits.perSessionUsd !== undefined || limits.perTenantDayUsd !== undefined;
   return Object.freeze({
     ...config,
     prices: normalizePriceTable(config.prices),
@@ -140,7 +143,8 @@ function resolveConfig(config: GovernedCallsConfig): ResolvedCallsConfig {
     clock: config.clock ?? systemClock,
     limits,
     peeks: caps.perSessionUsd !== undefined || caps.perTenantDayUsd !== undefined,
-    blocks: caps.perTurnUsd?.onExceeded === "block" || limits.perSessionUsd !== undefined || limits.perTenantDayUsd !== undefined,
+    blocks: caps.perTurnUsd?.onExceeded === "block" || reserves,
+    reserves,
   });
 }
 
@@ -233,7 +237,6 @@ export class GovernedCalls {
   async #claim(identity: CallIdentity, choice: ModelChoice, now: number, worst: number) {
     const config = this.#config;
     const deadlineAt = now + config.dispatchDeadlineMs;
-    const reserve = config.limits.perSessionUsd !== undefined || config.limits.perTenantDayUsd !== undefined;
     let claim: Awaited<ReturnType<ExecutionStore["claim"]>>;
     try {
       claim = await config.journal.claim(
@@ -253,7 +256,7 @@ export class GovernedCalls {
         },
         {
           ...(identity.admissionId !== undefined ? { admissionId: identity.admissionId } : {}),
-          ...(reserve ? { reservation: { day: utcDay(now), usdMicros: worst, limits: config.limits, expiresAt: deadlineAt + config.reservationHoldMs } } : {}),
+          ...(config.reserves ? { reservation: { day: utcDay(now), usdMicros: worst, limits: config.limits, expiresAt: deadlineAt + config.reservationHoldMs } } : {}),
         },
       );
     } catch (error) {
