@@ -83,7 +83,13 @@ export interface ReasoningBlock {
   readonly signature?: string;
   /** Opaque redacted reasoning (Anthropic redacted_thinking, OpenAI encrypted content). */
   readonly redacted?: string;
+  /**
+   * Provenance, stamped by the call that streamed the block: the client's provider and the
+   * request's model. An adapter replays only reasoning its own provider produced (Anthropic and
+   * OpenRouter: the same model too); a block without provenance is treated as foreign and dropped.
+   */
   readonly provider?: string;
+  readonly model?: string;
 }
 
 export type Block =

@@ -71,7 +71,7 @@ export async function dispatchAndSettle(call: ClaimedCall): Promise<CallOutcome>
     }
     // Committed before any byte leaves: a crash after this line is a `dispatching` record the sweep fences.
     await config.journal.dispatch(fence, now);
-    output = await collectStep(client.stream(request, round.signal), options.seenCallIds, racer.race, seen);
+    output = await collectStep(client.stream(request, round.signal), options.seenCallIds, racer.race, seen, { provider: client.provider, model: request.model });
   } catch (error) {
     const proof = attestedRejection(error, client, choice, seen, turn);
     if (proof === undefined) {

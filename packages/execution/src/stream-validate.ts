@@ -17,7 +17,7 @@ import {
 } from "@alma-harness/core";
 import { StreamInvalidError, StreamTornError } from "./errors.js";
 
-/** What one validated model round produced, blocks in arrival order (reasoning bursts aggregated). */
+/** What one validated model round produced, blocks in arrival order (reasoning blocks as the provider closed them). */
 export interface StepOutput {
   readonly blocks: readonly Block[];
   readonly text: string;
@@ -36,7 +36,14 @@ export interface StreamSeen {
 const EVENT_LIMITS = Object.freeze({ maxDepth: 64, maxNodes: 100_000, maxStringBytes: 4 * 1024 * 1024, maxTotalBytes: 8 * 1024 * 1024 });
 const MAX_ID = 200;
 
+/** Who produced a round: stamped on its reasoning blocks, so an adapter replays only its own. */
+export interface StepOrigin {
+  readonly provider: string;
+  readonly model: string;
+}
+
 interface Acc {
+  origin: StepOrigin | undefined;
   blocks: Block[];
   text: string;
   reasoning: { text: string; signature?: string; redacted?: string } | undefined;
@@ -53,15 +60,18 @@ interface Acc {
  * calls, a stop reason that agrees with the calls, safe usage. `turnCallIds` holds the ids seen
  * earlier in the turn. Throws `StreamInvalidError` or `StreamTornError`; the iterator is always closed.
  * `seen` counts what the stream showed, so a failure can tell a refusal before anything streamed.
+ * A reasoning block ends at a delta carrying a signature or redacted data (consecutive provider
+ * blocks stay separate, as replay requires); `origin` is stamped on every reasoning block.
  */
 export async function collectStep(
   stream: AsyncIterable<ModelStreamEvent>,
   turnCallIds: ReadonlySet<string>,
   pull: <T>(p: Promise<T>) => Promise<T>,
   seen?: StreamSeen,
+  origin?: StepOrigin,
 ): Promise<StepOutput> {
   const iterator = stream[Symbol.asyncIterator]();
-  const acc: Acc = { blocks: [], text: "", reasoning: undefined, calls: [], ids: new Set(), evidence: undefined, providerCalls: 0 };
+  const acc: Acc = { origin, blocks: [], text: "", reasoning: undefined, calls: [], ids: new Set(), evidence: undefined, providerCalls: 0 };
   try {
     for (;;) {
       const next = await pull(iterator.next());
@@ -108,6 +118,7 @@ function flushReasoning(acc: Acc): void {
     text: r.text,
     ...(r.signature !== undefined ? { signature: r.signature } : {}),
     ...(r.redacted !== undefined ? { redacted: r.redacted } : {}),
+    ...(acc.origin ? { provider: acc.origin.provider, model: acc.origin.model } : {}),
   };
   acc.blocks.push(block);
   acc.reasoning = undefined;
@@ -135,6 +146,8 @@ function take(acc: Acc, event: ModelStreamEvent, turnCallIds: ReadonlySet<string
       if (event.signature !== undefined) r.signature = event.signature;
       if (event.redacted !== undefined) r.redacted = event.redacted;
       acc.reasoning = r;
+      // The replay data closes the provider's block: the next delta starts another one.
+      if (event.signature !== undefined || event.redacted !== undefined) flushReasoning(acc);
       return;
     }
     case "tool_call": {

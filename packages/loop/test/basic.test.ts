@@ -49,7 +49,7 @@ describe("a turn", () => {
     const outcome = await h.run();
     if (outcome.status !== "completed") throw new Error(outcome.status);
     expect(log(outcome)[1]?.blocks).toEqual([
-      { type: "reasoning", text: "think more", signature: "sig" },
+      { type: "reasoning", text: "think more", signature: "sig", provider: "fake", model: "fake-main" },
       { type: "text", text: "answer" },
     ]);
     expect(outcome.result.reply).toEqual([{ type: "text", text: "answer" }]);

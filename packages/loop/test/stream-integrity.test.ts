@@ -164,16 +164,18 @@ describe("model-stream integrity: what a valid stream may do", () => {
     const outcome = await h.run();
     const result = completed(outcome);
     expect(log(outcome)[1]?.blocks).toEqual([
-      { type: "reasoning", text: "hmm" },
+      { type: "reasoning", text: "hmm", provider: "fake", model: "fake-main" },
       { type: "text", text: "answer" },
     ]);
     expect(result.reply).toEqual([{ type: "text", text: "answer" }]);
   });
 
-  it("reasoning aggregates into one block per contiguous burst, before what it precedes, never narrated", async () => {
+  it("reasoning closes at its replay data: consecutive provider blocks stay separate, stamped with provenance, never narrated", async () => {
     const events: ModelStreamEvent[] = [
       { type: "reasoning_delta", text: "a" },
       { type: "reasoning_delta", text: "b", signature: "s1" },
+      { type: "reasoning_delta", text: "", redacted: "r1" },
+      { type: "reasoning_delta", text: "", redacted: "r2" },
       { type: "text_delta", text: "Let me check. " },
       { type: "reasoning_delta", text: "c" },
       call("c1", "probe"),
@@ -183,16 +185,23 @@ describe("model-stream integrity: what a valid stream may do", () => {
     const h = harness({ tools: [tool("probe", () => "ok")], script: [scriptedEvents(events), scriptedReasoning("d", scriptedText("Done."))] });
     const outcome = await h.run();
     const result = completed(outcome);
+    const origin = { provider: "fake", model: "fake-main" };
     expect(log(outcome)[1]?.blocks).toEqual([
-      { type: "reasoning", text: "ab", signature: "s1" },
+      { type: "reasoning", text: "ab", signature: "s1", ...origin },
+      { type: "reasoning", text: "", redacted: "r1", ...origin },
+      { type: "reasoning", text: "", redacted: "r2", ...origin },
       { type: "text", text: "Let me check. " },
-      { type: "reasoning", text: "c" },
+      { type: "reasoning", text: "c", ...origin },
       { type: "tool_call", id: "c1", name: "probe", input: {} },
     ]);
     expect(result.reply).toEqual([{ type: "text", text: "Done." }]);
     expect(h.eventsOf("step.text").map((e) => e.text)).toEqual(["Let me check. ", "Done."]);
-    // replayed to the provider on the next step
-    expect(h.model.requests[1]?.messages[1]?.blocks[0]).toEqual({ type: "reasoning", text: "ab", signature: "s1" });
+    // replayed to the provider on the next step, the sequence unchanged
+    expect(h.model.requests[1]?.messages[1]?.blocks.slice(0, 3)).toEqual([
+      { type: "reasoning", text: "ab", signature: "s1", ...origin },
+      { type: "reasoning", text: "", redacted: "r1", ...origin },
+      { type: "reasoning", text: "", redacted: "r2", ...origin },
+    ]);
   });
 
   it("a stream that ends without usage cannot be settled: uncertain, never a guessed zero", async () => {

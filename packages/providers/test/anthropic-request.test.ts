@@ -124,7 +124,7 @@ describe("Anthropic request bodies", () => {
     });
   });
 
-  it("replays thinking with its signature and redacted thinking, drops other providers' reasoning", async () => {
+  it("replays thinking with its signature and redacted thinking, drops other providers' and models' reasoning", async () => {
     const body = await sent(
       baseRequest("claude-sonnet-4-5", {
         reasoning: "low",
@@ -134,10 +134,12 @@ describe("Anthropic request bodies", () => {
           {
             role: "assistant",
             blocks: [
-              { type: "reasoning", text: "Let me think.", signature: "sig-1", provider: "anthropic" },
-              { type: "reasoning", text: "", redacted: "opaque-data" },
-              { type: "reasoning", text: "foreign", signature: "[{}]", provider: "openrouter" },
-              { type: "reasoning", text: "no signature" },
+              { type: "reasoning", text: "Let me think.", signature: "sig-1", provider: "anthropic", model: "claude-sonnet-4-5" },
+              { type: "reasoning", text: "", redacted: "opaque-data", provider: "anthropic", model: "claude-sonnet-4-5" },
+              { type: "reasoning", text: "foreign", signature: "[{}]", provider: "openrouter", model: "claude-sonnet-4-5" },
+              { type: "reasoning", text: "other model", signature: "sig-opus", provider: "anthropic", model: "claude-opus-4-1" },
+              { type: "reasoning", text: "", redacted: "unstamped-data" },
+              { type: "reasoning", text: "no signature", provider: "anthropic", model: "claude-sonnet-4-5" },
               { type: "tool_call", id: "toolu_9", name: "calc", input: { x: 1 } },
             ],
           },

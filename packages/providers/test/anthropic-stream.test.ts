@@ -185,7 +185,7 @@ describe("Anthropic stream, recorded traffic over a local socket", () => {
     checkContract(events);
     expect(terminal(events).stopReason).toBe("pause_turn");
     expect(usageEvidence(events)).toMatchObject({ status: "known", usage: { webSearchRequests: 10 } });
-    const continued = await collect(client(), { ...base, messages: [...base.messages, assistantMessage(events, "anthropic")] });
+    const continued = await collect(client(), { ...base, messages: [...base.messages, assistantMessage(events, "anthropic", base.model)] });
     expect(terminal(continued).stopReason).toBe("end_turn");
     const sent = server.requests[1]?.body as { messages: unknown[] };
     expect(replayProjection(sent.messages)).toEqual(replayProjection((second!.request.parsed_body as { messages: unknown[] }).messages));

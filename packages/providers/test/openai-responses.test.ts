@@ -40,7 +40,7 @@ describe("OpenAI Responses, recorded traffic", () => {
     const tool = { name: "calculator", description: "Calculate", inputSchema: { type: "object" } };
     const request: ModelRequest = { ...baseRequest("gpt-5.1-codex-max"), tools: [tool], reasoning: "low", system: [{ type: "text", text: "Use the tool." }] };
     const events = await collect(client(), request);
-    const answer = assistantMessage(events, "openai");
+    const answer = assistantMessage(events, "openai", request.model);
     const call = terminal(events).toolCalls[0];
     await collect(client(), {
       ...request,
@@ -98,7 +98,7 @@ describe("OpenAI Responses, recorded traffic", () => {
       include: ["reasoning.encrypted_content", "web_search_call.action.sources"],
     });
     server.enqueue({ body: exchange?.response.body?.string ?? "" });
-    await collect(client(), { ...request, messages: [...request.messages, assistantMessage(events, "openai"), userText("And tomorrow?")] });
+    await collect(client(), { ...request, messages: [...request.messages, assistantMessage(events, "openai", request.model), userText("And tomorrow?")] });
     const input = (server.requests[1]!.body as { input: { type?: string }[] }).input;
     expect(input.map((i) => i.type ?? "message")).toEqual(["message", "reasoning", "web_search_call", "reasoning", "message", "message"]);
     expect(input[2]).toEqual((call as { payload: unknown }).payload);

@@ -37,7 +37,7 @@ describe("OpenRouter, recorded traffic", () => {
     });
 
     server.enqueue({ body: exchange?.response.body?.string ?? "" });
-    await collect(client(), { ...request, messages: [...request.messages, assistantMessage(events, "openrouter"), userText("And 3+3?")] });
+    await collect(client(), { ...request, messages: [...request.messages, assistantMessage(events, "openrouter", request.model), userText("And 3+3?")] });
     expect((server.requests[1]!.body as { messages: unknown[] }).messages[1]).toEqual({ role: "assistant", content: "2 + 2 = 4", reasoning_details: details });
   });
 

@@ -7,16 +7,16 @@ export const ANTHROPIC_PROVIDER = "anthropic";
 
 /**
  * Neutral messages → Anthropic messages, one for one and in order (consecutive same-role messages
- * are sent as the log has them; the provider merges them). Blocks another provider produced
- * (reasoning without an Anthropic signature, foreign provider tool blocks) are left out; a message
- * left with no content is dropped, since the API refuses empty content.
+ * are sent as the log has them; the provider merges them). Blocks another provider or model
+ * produced (reasoning not stamped `anthropic` and `model`, foreign provider tool blocks) are left
+ * out; a message left with no content is dropped, since the API refuses empty content.
  */
-export function toAnthropicMessages(messages: readonly Msg[]): MessageParam[] {
+export function toAnthropicMessages(messages: readonly Msg[], model: string): MessageParam[] {
   const out: MessageParam[] = [];
   for (const msg of messages) {
     const content: ContentParam[] = [];
     for (const block of msg.blocks) {
-      const param = toContent(block);
+      const param = toContent(block, model);
       if (param) content.push(param);
     }
     if (content.length > 0) out.push({ role: msg.role, content });
@@ -24,7 +24,7 @@ export function toAnthropicMessages(messages: readonly Msg[]): MessageParam[] {
   return out;
 }
 
-function toContent(block: Block): ContentParam | undefined {
+function toContent(block: Block, model: string): ContentParam | undefined {
   switch (block.type) {
     case "text": {
       const text = renderText(block);
@@ -37,7 +37,7 @@ function toContent(block: Block): ContentParam | undefined {
     case "tool_result":
       return { type: "tool_result", tool_use_id: block.callId, content: renderToolOutput(block.output), is_error: block.isError };
     case "reasoning":
-      return toThinking(block);
+      return toThinking(block, model);
     case "provider_tool_call":
     case "provider_tool_result":
       return block.provider === ANTHROPIC_PROVIDER ? verbatim(block.payload) : undefined;
@@ -56,11 +56,13 @@ function toMedia(block: MediaBlock): ContentParam | undefined {
 }
 
 /**
- * Thinking is replayed verbatim with its signature, redacted thinking with its data. A reasoning
- * block from another provider (or without a signature) cannot be verified by Anthropic: left out.
+ * Thinking is replayed verbatim with its signature, redacted thinking with its data. A signature
+ * binds a block to the model that wrote it (a foreign block is a non-retryable 400 "Invalid
+ * signature in thinking block"), so only blocks stamped with this provider and the request's model
+ * are sent; any other reasoning (another provider, another model, no provenance) is left out.
  */
-function toThinking(block: ReasoningBlock): ContentParam | undefined {
-  if (block.provider !== undefined && block.provider !== ANTHROPIC_PROVIDER) return undefined;
+export function toThinking(block: ReasoningBlock, model: string): ContentParam | undefined {
+  if (block.provider !== ANTHROPIC_PROVIDER || block.model !== model) return undefined;
   if (block.redacted) return { type: "redacted_thinking", data: block.redacted };
   if (block.signature) return { type: "thinking", thinking: block.text, signature: block.signature };
   return undefined;

@@ -15,7 +15,7 @@ export function buildAnthropicBody(request: ModelRequest, options: BodyOptions):
   const body: RequestBody = {
     model: request.model,
     max_tokens: request.maxOutputTokens,
-    messages: toAnthropicMessages(request.messages),
+    messages: toAnthropicMessages(request.messages, request.model),
     stream: true,
   };
   const system = request.system.map((b) => ({ type: "text" as const, text: renderText(b) })).filter((b) => b.text.length > 0);

@@ -76,9 +76,12 @@ function pushAssistant(blocks: readonly Block[], items: InputItem[]): void {
   flush();
 }
 
-/** Only reasoning this adapter streamed can be replayed: its item id and encrypted content. */
+/**
+ * Only reasoning this provider streamed can be replayed: its item id and encrypted content. A
+ * block stamped with another provider, or with no provenance, is left out.
+ */
 function reasoningItem(block: ReasoningBlock): InputItem | undefined {
-  if (block.provider !== undefined && block.provider !== RESPONSES_PROVIDER) return undefined;
+  if (block.provider !== RESPONSES_PROVIDER) return undefined;
   if (!block.signature?.startsWith("rs_") || !block.redacted) return undefined;
   return {
     type: "reasoning",

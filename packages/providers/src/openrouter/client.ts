@@ -60,7 +60,7 @@ export function createOpenRouterClient(options: OpenRouterClientOptions = {}): P
       temperature: () => "any",
     }),
     body: (request: ModelRequest) => {
-      const body = buildChatBody(request, { maxTokensField: "max_completion_tokens", streamUsage: true, assistantExtras: reasoningDetailsExtra });
+      const body = buildChatBody(request, { maxTokensField: "max_completion_tokens", streamUsage: true, assistantExtras: reasoningDetailsExtra(request.model) });
       const tools = toOpenRouterTools(request);
       if (tools.length > 0) body.tools = tools as unknown as typeof body.tools;
       if (request.reasoning) body.reasoning = { effort: request.reasoning };

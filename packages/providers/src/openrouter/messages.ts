@@ -19,13 +19,19 @@ export function detailsOf(signature: string | undefined): ReasoningDetail[] | un
 
 /**
  * OpenRouter keeps reasoning across tool-use turns when the assistant message carries its
- * `reasoning_details` back. Blocks from another provider, or without details, are left out.
+ * `reasoning_details` back. The details are the upstream model's own (signed thinking, encrypted
+ * blobs), so only blocks stamped `openrouter` with the request's model are replayed; blocks from
+ * another provider or model, without provenance, or without details are left out.
  */
-export function reasoningDetailsExtra(msg: Msg): Record<string, JsonValue> | undefined {
+export function reasoningDetailsExtra(model: string): (msg: Msg) => Record<string, JsonValue> | undefined {
+  return (msg) => detailsFor(msg, model);
+}
+
+function detailsFor(msg: Msg, model: string): Record<string, JsonValue> | undefined {
   const details: ReasoningDetail[] = [];
   for (const block of msg.blocks) {
     if (block.type !== "reasoning") continue;
-    if (block.provider !== undefined && block.provider !== OPENROUTER_PROVIDER) continue;
+    if (block.provider !== OPENROUTER_PROVIDER || block.model !== model) continue;
     details.push(...(detailsOf(block.signature) ?? []));
   }
   return details.length > 0 ? { reasoning_details: details as unknown as JsonValue } : undefined;

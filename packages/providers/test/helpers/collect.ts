@@ -35,9 +35,10 @@ export function usageEvidence(events: readonly ModelStreamEvent[]) {
 
 /**
  * What a loop would persist from a stream, in arrival order: text runs, reasoning blocks closed by
- * a signature or redacted data, complete tool calls (input parsed), provider tool blocks.
+ * a signature or redacted data and stamped with their provenance (as the governed call stamps
+ * them), complete tool calls (input parsed), provider tool blocks.
  */
-export function assistantMessage(events: readonly ModelStreamEvent[], provider: string): Msg {
+export function assistantMessage(events: readonly ModelStreamEvent[], provider: string, model: string): Msg {
   const blocks: Block[] = [];
   let text = "";
   let reasoning = "";
@@ -51,7 +52,7 @@ export function assistantMessage(events: readonly ModelStreamEvent[], provider: 
       flushText();
       reasoning += e.text;
       if (e.signature || e.redacted) {
-        blocks.push({ type: "reasoning", text: reasoning, provider, ...(e.signature ? { signature: e.signature } : {}), ...(e.redacted ? { redacted: e.redacted } : {}) });
+        blocks.push({ type: "reasoning", text: reasoning, provider, model, ...(e.signature ? { signature: e.signature } : {}), ...(e.redacted ? { redacted: e.redacted } : {}) });
         reasoning = "";
       }
     } else if (e.type === "tool_call") {
