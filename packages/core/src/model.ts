@@ -16,6 +16,19 @@ export type KnownStopReason =
   | "context_window_exceeded";
 export type StopReason = KnownStopReason | (string & { readonly __unknownStopReason?: never });
 
+/**
+ * Why a provider refused (a `refusal` stop), as a closed vocabulary a host can show and a trail can
+ * keep: Anthropic's `stop_details.category` values, and `unspecified` for a refusal without a
+ * named category (OpenAI's refusal part, a null or unknown category). Never the provider's text.
+ */
+export type RefusalCategory = "cyber" | "bio" | "frontier_llm" | "reasoning_extraction" | "general_harms" | "unspecified";
+export const REFUSAL_CATEGORIES: readonly RefusalCategory[] = Object.freeze(["cyber", "bio", "frontier_llm", "reasoning_extraction", "general_harms", "unspecified"]);
+
+/** A provider's category as the closed vocabulary: an absent, null or unknown one is `unspecified`. */
+export function refusalCategory(value: unknown): RefusalCategory {
+  return typeof value === "string" && (REFUSAL_CATEGORIES as readonly string[]).includes(value) ? (value as RefusalCategory) : "unspecified";
+}
+
 export type ToolChoice =
   | { readonly type: "auto" }
   | { readonly type: "none" }
@@ -75,6 +88,8 @@ export type ModelStreamEvent =
       readonly text: string;
       readonly toolCalls: readonly StreamToolCall[];
       readonly usage?: Usage;
+      /** With a `refusal` stop: the closed category (absent reads as `unspecified`). */
+      readonly refusal?: RefusalCategory;
     };
 
 /** The version of the model seam below: bumped when its request, stream or error contract changes. */

@@ -92,7 +92,7 @@ export async function dispatchAndSettle(call: ClaimedCall): Promise<CallOutcome>
     return { status: "rejected", proof, error, receipt };
   }
   const receipt = await settle(call, output.evidence, output.stopReason);
-  await servedTrail(config.audit, call.identity, choice, options, receipt, now);
+  await servedTrail(config.audit, call.identity, choice, options, receipt, now, output.refusal !== undefined ? { refusal: output.refusal } : {});
   return { status: "settled", output, receipt };
 }
 

@@ -7,6 +7,8 @@ import {
   type ProviderToolCallBlock,
   type ProviderToolResultBlock,
   type ReasoningBlock,
+  type RefusalCategory,
+  refusalCategory,
   type StopReason,
   type StreamToolCall,
   SnapshotError,
@@ -25,6 +27,8 @@ export interface StepOutput {
   readonly stopReason: StopReason;
   readonly evidence: UsageEvidence;
   readonly webSearches: number;
+  /** With a `refusal` stop: the provider's category in the closed vocabulary (`unspecified` when it named none). */
+  readonly refusal?: RefusalCategory;
 }
 
 /** What a stream showed before it failed: content events, and the last usage evidence reported. */
@@ -245,7 +249,8 @@ function finish(acc: Acc, event: Extract<ModelStreamEvent, { type: "response_com
   });
   const hasCalls = terminal.length > 0;
   if (event.stopReason === "tool_use" && !hasCalls) throw new StreamInvalidError("stop_reason", "tool_use without a tool call");
-  if (hasCalls && event.stopReason !== "tool_use" && event.stopReason !== "max_tokens") {
+  // A cut or refused step may have released calls: the loop withholds them with the rest.
+  if (hasCalls && event.stopReason !== "tool_use" && event.stopReason !== "max_tokens" && event.stopReason !== "refusal") {
     throw new StreamInvalidError("stop_reason", `tool calls with stop reason ${event.stopReason}`);
   }
   const evidence = reconcileUsage(acc.evidence, event.usage);
@@ -257,6 +262,7 @@ function finish(acc: Acc, event: Extract<ModelStreamEvent, { type: "response_com
     stopReason: event.stopReason,
     evidence,
     webSearches: Math.max(reported, acc.providerCalls),
+    ...(event.stopReason === "refusal" ? { refusal: refusalCategory(event.refusal) } : {}),
   };
 }
 

@@ -1,4 +1,4 @@
-import type { AuditEvent, AuditLog, CostEvent, CostReceipt, ModelChoice } from "@alma-harness/core";
+import type { AuditEvent, AuditLog, CostEvent, CostReceipt, ModelChoice, RefusalCategory } from "@alma-harness/core";
 import type { Ledger } from "./account.js";
 import { UncertainCallError } from "./errors.js";
 import type { CallIdentity, CallOptions } from "./governed-call.js";
@@ -52,9 +52,24 @@ export async function requestTrails(audit: AuditLog, identity: CallIdentity, cho
   });
 }
 
-/** After settlement: the routing trail's second record, the tier the wire says served the call (pricing followed it). */
-export async function servedTrail(audit: AuditLog, identity: CallIdentity, choice: ModelChoice, options: CallOptions, receipt: CostReceipt, at: number): Promise<void> {
-  await durable(audit, { ...routingBase(identity, choice, options, at), servedTier: receipt.serviceTier });
+/** What the wire said about a settled call beyond its usage: the serving upstream, a refusal's category. */
+export interface ServedFacts {
+  readonly upstream?: string;
+  readonly refusal?: RefusalCategory;
+}
+
+/**
+ * After settlement: the routing trail's second record, the tier the wire says served the call
+ * (pricing followed it), the upstream that served it when the wire names one, and a refusal's
+ * closed category.
+ */
+export async function servedTrail(audit: AuditLog, identity: CallIdentity, choice: ModelChoice, options: CallOptions, receipt: CostReceipt, at: number, facts: ServedFacts = {}): Promise<void> {
+  await durable(audit, {
+    ...routingBase(identity, choice, options, at),
+    servedTier: receipt.serviceTier,
+    ...(facts.upstream !== undefined ? { upstream: facts.upstream } : {}),
+    ...(facts.refusal !== undefined ? { refusal: facts.refusal } : {}),
+  });
 }
 
 /** The cost event of a call: who and what, at what price, under which settlement. */

@@ -80,7 +80,8 @@ export async function runChild(env: TurnEnv, state: TurnState, req: ChildRequest
     const done = await runModelStep(env, state, { kind, step, choice, request, parentCallId: spec.parentCallId, tier: req.tier, sensitivity: req.sensitivity });
     usage = addUsage(usage, done.receipt.usage);
     const { output } = done;
-    if (output.stopReason === "max_tokens") return { status: "completed", text: "", usage };
+    // A cut or refused child step gives the parent no text: its output is withheld.
+    if (output.stopReason === "max_tokens" || output.stopReason === "refusal") return { status: "completed", text: "", usage };
     if (output.toolCalls.length === 0) return { status: "completed", text: output.text, usage };
     if (step >= maxSteps) throw new UncertainTurnError(`call:${kind}:step_limit`, `the ${kind} exceeded its ${maxSteps} steps`);
     if (state.callsUsed >= env.engine.limits.maxCalls) throw new UncertainTurnError(`call:${kind}:call_limit`, `no call is left to read the ${kind}'s tool results`);

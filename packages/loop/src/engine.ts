@@ -13,6 +13,7 @@ import type {
   Msg,
   MsgMeta,
   ProviderToolSpec,
+  RefusalCategory,
   RoutingIntent,
   Scope,
   StopReason,
@@ -161,6 +162,7 @@ export type TerminalReason =
   | "time_limit"
   | "budget"
   | "max_tokens"
+  | "refused"
   | "context_window"
   | "error";
 
@@ -180,6 +182,8 @@ export interface TurnResult {
   readonly stepLimit?: { readonly maxSteps: number; readonly answered: boolean };
   readonly timeLimit?: { readonly answered: boolean };
   readonly budget?: { readonly metric: BudgetMetric; readonly answered: boolean };
+  /** With terminal reason `refused`: the provider's category, closed (the refused output is neither shown nor kept). */
+  readonly refusal?: { readonly category: RefusalCategory };
   readonly warnings: readonly string[];
   readonly failure?: TurnFailure;
 }

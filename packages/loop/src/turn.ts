@@ -113,6 +113,9 @@ async function stepLoop(env: TurnEnv, state: TurnState, choice: ModelChoice): Pr
     await tokenWarning(env, state);
     // max_tokens withholds the step's output: nothing of it is persisted or shown.
     if (output.stopReason === "max_tokens") return { reply: [], stopReason: "max_tokens", terminalReason: "max_tokens" };
+    // A refusal is not an answer: withheld like a cut step (kept, it would refuse every later call),
+    // its closed category on the routing trail and in the result.
+    if (output.stopReason === "refusal") return { reply: [], stopReason: "refusal", terminalReason: "refused", refusal: { category: output.refusal ?? "unspecified" } };
     // The stored message's blocks are a frozen, certified copy: the reply and the envelope reuse them.
     const { blocks } = state.log.append("assistant", output.blocks);
     state.webSearches += output.webSearches;

@@ -1,4 +1,5 @@
 import type { BudgetCapName, CallKind } from "../caps.js";
+import type { RefusalCategory } from "../model.js";
 import type { CacheTtl, ReasoningEffort, Sensitivity, ServiceTier, Tier } from "../routing.js";
 import type { Scope } from "../scope.js";
 
@@ -33,6 +34,10 @@ export interface RoutingEvent extends Base {
   readonly requestedTier?: ServiceTier;
   /** The tier the wire says served the call: present on the record written after settlement. */
   readonly servedTier?: ServiceTier;
+  /** The upstream the wire says served the call (OpenRouter's `provider`): on the record written after settlement. */
+  readonly upstream?: string;
+  /** A refused call's category (closed, never the provider's text): on the record written after settlement. */
+  readonly refusal?: RefusalCategory;
   readonly parentCallId?: string;
 }
 

@@ -1,6 +1,7 @@
 import type { CallKind, CostReceipt } from "../caps.js";
 import { ValidationError } from "../errors.js";
 import type { Msg } from "../messages.js";
+import { REFUSAL_CATEGORIES } from "../model.js";
 import { SENSITIVITIES } from "../routing.js";
 import { type Scope, validateId } from "../scope.js";
 import { canonicalJson, type JsonValue, snapshot, snapshotOnce } from "../snapshot.js";
@@ -254,7 +255,7 @@ function normalizeReceipt(receipt: unknown): CostReceipt {
 const BASE_FIELDS = ["trail", "scope", "sessionId", "turnId", "callId", "at"];
 const TRAIL_FIELDS: Readonly<Record<Trail, readonly string[]>> = {
   access: ["tool", "resource", "action"],
-  routing: ["kind", "tier", "sensitivity", "clientId", "model", "cacheTtl", "reasoning", "requestedTier", "servedTier", "parentCallId"],
+  routing: ["kind", "tier", "sensitivity", "clientId", "model", "cacheTtl", "reasoning", "requestedTier", "servedTier", "upstream", "refusal", "parentCallId"],
   cost: ["operationId", "model", "usdMicros", "settlementId", "capsCrossed", "warning", "refused"],
   recall: ["source", "items"],
   context: ["step", "field", "decision"],
@@ -276,6 +277,8 @@ export function normalizeAuditEvent(event: unknown): AuditEvent {
   validateId("event.turnId", e.turnId);
   if (e.callId !== undefined) validateId("event.callId", e.callId);
   validateTime("event.at", e.at);
+  if (e.refusal !== undefined) validateOneOf("event.refusal", e.refusal, REFUSAL_CATEGORIES);
+  if (e.upstream !== undefined) validateName("event.upstream", e.upstream);
   const copy = snapshotOnce(event) as Record<string, JsonValue>;
   // The engine passes the normalized scope itself, which the snapshot keeps: nothing to replace.
   if ((copy.scope as unknown) === scope) return copy as unknown as AuditEvent;

@@ -1,4 +1,4 @@
-import type { CacheTtl, JsonObject, JsonValue, ModelStreamEvent, ProviderError, StopReason, UsageEvidence } from "@alma-harness/core";
+import { type CacheTtl, type JsonObject, type JsonValue, type ModelStreamEvent, type ProviderError, type RefusalCategory, refusalCategory, type StopReason, type UsageEvidence } from "@alma-harness/core";
 import type { EventSourceMessage } from "eventsource-parser";
 import { type ErrorFacts, errorFields, invalidStreamError, tornError } from "../shared/errors.js";
 import { asCount, asRecord, asString, NeutralStream, parseData, type StreamTransform } from "../shared/neutral.js";
@@ -28,6 +28,7 @@ export class AnthropicTransform implements StreamTransform {
   private started = false;
   private finalUsage = false;
   private stopReason: StopReason | undefined;
+  private refusal: RefusalCategory | undefined;
   private result: UsageEvidence = { status: "unknown" };
 
   constructor(
@@ -138,9 +139,13 @@ export class AnthropicTransform implements StreamTransform {
     }
   }
 
+  /** `stop_details` (a refusal's category) arrives beside `stop_reason`; its explanation is never kept. */
   private messageDelta(data: Record<string, unknown>): void {
-    const reason = asString(asRecord(data.delta)?.stop_reason);
+    const delta = asRecord(data.delta);
+    const reason = asString(delta?.stop_reason);
     if (reason) this.stopReason = anthropicStopReason(reason);
+    const details = asRecord(delta?.stop_details) ?? asRecord(data.stop_details);
+    if (reason === "refusal") this.refusal = refusalCategory(details?.category);
     const usage = asRecord(data.usage);
     if (usage) {
       mergeUsage(this.usage, usage);
@@ -151,7 +156,7 @@ export class AnthropicTransform implements StreamTransform {
   private finish(): ModelStreamEvent[] {
     if (!this.stopReason) throw invalidStreamError(ANTHROPIC_PROVIDER, "message_stop without a stop_reason");
     this.result = anthropicEvidence(this.usage, this.finalUsage, this.requestTtl);
-    return this.neutral.finish(this.stopReason, this.result);
+    return this.neutral.finish(this.stopReason, this.result, this.refusal);
   }
 
   private streamError(data: Record<string, unknown>): ProviderError {

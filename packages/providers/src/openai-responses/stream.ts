@@ -20,6 +20,7 @@ export class ResponsesTransform implements StreamTransform {
   private lastSummary = new Map<string, number>();
   private searches = 0;
   private started = false;
+  private refused = false;
   private result: UsageEvidence = { status: "unknown" };
 
   constructor(
@@ -49,7 +50,11 @@ export class ResponsesTransform implements StreamTransform {
         this.started = true;
         break;
       case "response.output_text.delta":
+        this.neutral.textDelta(asString(data.delta) ?? "", out);
+        break;
       case "response.refusal.delta":
+        // A refusal part is the model declining, not an answer: the response stops as `refusal`.
+        this.refused = true;
         this.neutral.textDelta(asString(data.delta) ?? "", out);
         break;
       case "response.reasoning_summary_text.delta":
@@ -122,14 +127,23 @@ export class ResponsesTransform implements StreamTransform {
 
   private finish(response: Record<string, unknown> | undefined, status: "completed" | "incomplete"): ModelStreamEvent[] {
     const reason = asString(asRecord(response?.incomplete_details)?.reason);
-    const stop = responsesStopReason(status, reason, this.neutral.hasToolCalls);
+    const stop = this.refused || refusalPart(response) ? "refusal" : responsesStopReason(status, reason, this.neutral.hasToolCalls);
     const usage = asRecord(response?.usage) as ResponsesWireUsage | undefined;
     this.result = responsesEvidence(usage, response?.service_tier, this.countSearches ? this.searches : undefined);
-    return this.neutral.finish(stop, this.result);
+    return this.neutral.finish(stop, this.result, stop === "refusal" ? "unspecified" : undefined);
   }
 
   private failure(error: Record<string, unknown>): ProviderError {
     const fields = errorFields({ error: asRecord(error.error) ?? error });
     return this.classify({ provider: RESPONSES_PROVIDER, ...fields, message: fields.message ?? "response failed", pristine: this.pristine });
   }
+}
+
+/** Whether the final response holds a `refusal` content part (when no refusal delta streamed). */
+function refusalPart(response: Record<string, unknown> | undefined): boolean {
+  const output = Array.isArray(response?.output) ? response.output : [];
+  return output.some((item) => {
+    const content = asRecord(item)?.content;
+    return Array.isArray(content) && content.some((part) => asRecord(part)?.type === "refusal");
+  });
 }

@@ -1,4 +1,4 @@
-import type { JsonValue, ModelStreamEvent, StopReason, StreamToolCall, UsageEvidence } from "@alma-harness/core";
+import type { JsonValue, ModelStreamEvent, RefusalCategory, StopReason, StreamToolCall, UsageEvidence } from "@alma-harness/core";
 import type { EventSourceMessage } from "eventsource-parser";
 import { invalidStreamError } from "./errors.js";
 
@@ -77,14 +77,15 @@ export class NeutralStream {
     out.push({ type: "provider_tool_result", provider: this.provider, callId, name, resultCount, payload });
   }
 
-  /** The closing frames: buffered tool calls, the usage evidence, the one terminal event. */
-  finish(stopReason: StopReason, evidence: UsageEvidence): ModelStreamEvent[] {
+  /** The closing frames: buffered tool calls, the usage evidence, the one terminal event (a refusal carries its category). */
+  finish(stopReason: StopReason, evidence: UsageEvidence, refusal?: RefusalCategory): ModelStreamEvent[] {
     if (this.finished) throw invalidStreamError(this.provider, "a second terminal frame");
     this.finished = true;
     const out: ModelStreamEvent[] = this.calls.map((c) => ({ type: "tool_call", ...c }));
     out.push({ type: "usage", evidence });
     const usage = evidence.status === "known" || evidence.status === "unpriced" ? evidence.usage : undefined;
-    out.push({ type: "response_completed", stopReason, text: this.text, toolCalls: [...this.calls], ...(usage ? { usage } : {}) });
+    const category = stopReason === "refusal" ? { refusal: refusal ?? "unspecified" } : {};
+    out.push({ type: "response_completed", stopReason, text: this.text, toolCalls: [...this.calls], ...(usage ? { usage } : {}), ...category });
     return out;
   }
 }
