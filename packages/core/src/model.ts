@@ -1,6 +1,6 @@
 import { ValidationError } from "./errors.js";
 import type { Msg, ProviderToolCallBlock, ProviderToolResultBlock, TextBlock } from "./messages.js";
-import type { CacheTtl, ReasoningEffort, ServiceTier } from "./routing.js";
+import type { CacheTtl, ReasoningEffort, Sensitivity, ServiceTier } from "./routing.js";
 import type { JsonSchema } from "./json-schema.js";
 import type { ProviderToolSpec, ToolSpec } from "./tools.js";
 import type { Usage, UsageEvidence } from "./usage.js";
@@ -61,6 +61,12 @@ export interface ModelRequest {
   readonly cache?: CacheControls | false;
   readonly reasoning?: ReasoningEffort;
   readonly serviceTier?: ServiceTier;
+  /**
+   * The route's sensitivity, stamped by the governed call: an adapter whose wire routes data by
+   * policy (OpenRouter) picks its data policy from it, and refuses in `validate` a sensitivity its
+   * policy may not carry. Absent when a host calls a client directly.
+   */
+  readonly sensitivity?: Sensitivity;
 }
 
 /** A complete tool-call intention: `arguments` is the raw JSON text the model produced. */

@@ -24,10 +24,11 @@ export interface Usage {
  * - `unpriced`: counts known but attribution unresolved (never priced);
  * - `unknown`: the stream ended without usage (never a fabricated zero);
  * - `not_dispatched`: no byte left; `cause` says why when the transition saw it.
+ * `upstream` names who actually served the call when a router says so (OpenRouter's `provider`).
  */
 export type UsageEvidence =
-  | { readonly status: "known"; readonly usage: Usage }
-  | { readonly status: "unpriced"; readonly usage: Usage; readonly reason: string }
+  | { readonly status: "known"; readonly usage: Usage; readonly upstream?: string }
+  | { readonly status: "unpriced"; readonly usage: Usage; readonly reason: string; readonly upstream?: string }
   | { readonly status: "unknown" }
   | { readonly status: "not_dispatched"; readonly cause?: NotDispatchedCause };
 

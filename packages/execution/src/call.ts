@@ -92,7 +92,11 @@ export async function dispatchAndSettle(call: ClaimedCall): Promise<CallOutcome>
     return { status: "rejected", proof, error, receipt };
   }
   const receipt = await settle(call, output.evidence, output.stopReason);
-  await servedTrail(config.audit, call.identity, choice, options, receipt, now, output.refusal !== undefined ? { refusal: output.refusal } : {});
+  const upstream = output.evidence.status === "known" || output.evidence.status === "unpriced" ? output.evidence.upstream : undefined;
+  await servedTrail(config.audit, call.identity, choice, options, receipt, now, {
+    ...(upstream !== undefined ? { upstream } : {}),
+    ...(output.refusal !== undefined ? { refusal: output.refusal } : {}),
+  });
   return { status: "settled", output, receipt };
 }
 

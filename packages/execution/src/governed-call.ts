@@ -178,8 +178,11 @@ export class GovernedCalls {
     return new TurnAccount();
   }
 
-  async run(identity: CallIdentity, client: ModelClient, choice: ModelChoice, request: ModelRequest, options: CallOptions): Promise<CallOutcome> {
+  async run(identity: CallIdentity, client: ModelClient, choice: ModelChoice, asked: ModelRequest, options: CallOptions): Promise<CallOutcome> {
     const config = this.#config;
+    // The route's sensitivity travels with the request: an adapter that routes by data policy
+    // refuses in `validate`, before the claim, a sensitivity its policy may not carry.
+    const request = withSensitivity(asked, options.route.sensitivity);
     const books = ledger(options.account);
     const now = config.clock.now();
     const missing = unpricedBeforeDispatch(config.prices, choice, request);
@@ -268,4 +271,10 @@ export class GovernedCalls {
     }
     return claim;
   }
+}
+
+/** The request stamped with the route's sensitivity (a frozen copy; the same request when it already carries it). */
+function withSensitivity(request: ModelRequest, sensitivity: Sensitivity): ModelRequest {
+  if (request.sensitivity === sensitivity) return request;
+  return Object.freeze({ ...request, sensitivity });
 }

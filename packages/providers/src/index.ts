@@ -8,6 +8,7 @@ export { DEFAULT_WEB_SEARCH_TOOL as ANTHROPIC_WEB_SEARCH_TOOL } from "./anthropi
 export { createOpenAIChatClient, DEFAULT_OPENAI_BASE_URL, defaultReasoningModel, type OpenAIClientOptions } from "./openai-chat/client.js";
 export { createOpenAIResponsesClient } from "./openai-responses/client.js";
 export { createOpenRouterClient, DEFAULT_OPENROUTER_BASE_URL, type OpenRouterClientOptions } from "./openrouter/client.js";
+export { type OpenRouterCall, type OpenRouterProviderPreferences, type OpenRouterRouting, protectsData } from "./openrouter/routing.js";
 export type { OpenAICompatibleCapabilities } from "./openai-compatible/capabilities.js";
 export { createOpenAICompatibleClient, type OpenAICompatibleClientOptions } from "./openai-compatible/client.js";
 export { ANTHROPIC_PRICE_VERSION, ANTHROPIC_PRICES } from "./prices/anthropic.js";

@@ -21,7 +21,7 @@ describe("OpenRouter, recorded traffic", () => {
       { type: "reasoning.text", text: "This is a simple arithmetic question. 2+2 equals 4.", signature: expect.stringMatching(/^Et0BCkgI/), format: "anthropic-claude-v1", index: 0 },
     ]);
     expect(terminal(events)).toMatchObject({ stopReason: "end_turn", text: "2 + 2 = 4" });
-    expect(usageEvidence(events)).toEqual({ status: "known", usage: { inputTokens: 43, outputTokens: 36, cacheReadTokens: 0, reasoningTokens: 13 } });
+    expect(usageEvidence(events)).toEqual({ status: "known", upstream: "google", usage: { inputTokens: 43, outputTokens: 36, cacheReadTokens: 0, reasoningTokens: 13 } });
     const captured = server.requests[0];
     expect(captured?.path).toBe("/api/v1/chat/completions");
     expect(captured?.headers.authorization).toBe("Bearer sk-or-test");
@@ -49,6 +49,7 @@ describe("OpenRouter, recorded traffic", () => {
     expect(textOfEvents(events)).toBe("https://github.com/pydantic/pydantic-ai ");
     expect(usageEvidence(events)).toEqual({
       status: "known",
+      upstream: "openai",
       usage: { inputTokens: 8174, outputTokens: 30, cacheReadTokens: 0, cacheWrite5mTokens: 0, reasoningTokens: 0, webSearchRequests: 1, serviceTier: "standard" },
     });
     expect((server.requests[0]!.body as { tools: unknown }).tools).toEqual([{ type: "openrouter:web_search", parameters: { max_uses: 1 } }]);

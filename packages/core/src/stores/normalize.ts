@@ -148,21 +148,22 @@ export function normalizeUsage(usage: unknown, path = "usage"): Usage {
 
 /** Evidence a `receive` may record: known, unpriced or unknown (never not_dispatched, which ends a prepared record). */
 export function normalizeReceivedEvidence(evidence: unknown): UsageEvidence {
-  const e = closedObject("evidence", evidence, ["status", "usage", "reason"]);
+  const e = closedObject("evidence", evidence, ["status", "usage", "reason", "upstream"]);
   const status = validateOneOf("evidence.status", e.status, ["known", "unpriced", "unknown"]);
   if (status === "unknown") {
     closedObject("evidence", evidence, ["status"]);
     return Object.freeze({ status });
   }
   const usage = normalizeUsage(e.usage, "evidence.usage");
+  const upstream = e.upstream === undefined ? {} : { upstream: validateName("evidence.upstream", e.upstream) };
   if (status === "known") {
-    closedObject("evidence", evidence, ["status", "usage"]);
-    return Object.freeze({ status, usage });
+    closedObject("evidence", evidence, ["status", "usage", "upstream"]);
+    return Object.freeze({ status, usage, ...upstream });
   }
   if (typeof e.reason !== "string" || e.reason.length === 0 || e.reason.length > 500) {
     throw new ValidationError("evidence.reason", "reason", "an unpriced evidence needs a reason of 1-500 characters");
   }
-  return Object.freeze({ status, usage, reason: e.reason });
+  return Object.freeze({ status, usage, reason: e.reason, ...upstream });
 }
 
 export function normalizeCancelCause(cause: unknown): Exclude<NotDispatchedCause, "expired"> {

@@ -31,6 +31,10 @@ export interface ChatTransformOptions {
   readonly servedTier: (value: unknown) => { tier?: ServiceTier; unresolved?: string };
   /** Fallback call ids for servers that omit them, unique per completion. */
   readonly callId: (completionId: string | undefined, position: number) => string;
+  /** A router's name of the upstream that served a chunk (OpenRouter's `provider`). */
+  readonly upstream?: (chunk: Record<string, unknown>) => string | undefined;
+  /** A dialect's last word on the evidence (OpenRouter: the upstream, the reported cost). */
+  readonly refine?: (evidence: UsageEvidence, seen: { readonly usage: ChatWireUsage | undefined; readonly upstream: string | undefined }) => UsageEvidence;
 }
 
 interface PendingCall {
@@ -55,6 +59,7 @@ export class ChatTransform implements StreamTransform {
   private usage: ChatWireUsage | undefined;
   private tier: unknown;
   private completionId: string | undefined;
+  private upstream: string | undefined;
   private result: UsageEvidence = { status: "unknown" };
 
   constructor(private readonly options: ChatTransformOptions) {
@@ -78,6 +83,7 @@ export class ChatTransform implements StreamTransform {
     const data = parseData(message, this.options.provider);
     if (data.error !== undefined && data.error !== null) throw this.streamError(data);
     this.completionId ??= asString(data.id);
+    this.upstream ??= this.options.upstream?.(data);
     const usage = asRecord(data.usage);
     if (usage) this.usage = usage as ChatWireUsage;
     if (data.service_tier !== undefined && data.service_tier !== null) this.tier = data.service_tier;
@@ -102,9 +108,14 @@ export class ChatTransform implements StreamTransform {
       this.neutral.toolCall({ id: call.id ?? this.options.callId(this.completionId, position), name: call.name, arguments: call.args });
     });
     const stop = this.refused ? "refusal" : chatStopReason(this.finishReason, this.calls.length > 0);
-    this.result = chatEvidence(this.usage, this.options.servedTier(this.tier));
+    this.result = this.settled();
     out.push(...this.neutral.finish(stop, this.result));
     return out;
+  }
+
+  private settled(): UsageEvidence {
+    const evidence = chatEvidence(this.usage, this.options.servedTier(this.tier));
+    return this.options.refine ? this.options.refine(evidence, { usage: this.usage, upstream: this.upstream }) : evidence;
   }
 
   private readDelta(delta: Record<string, unknown>, out: ModelStreamEvent[]): void {

@@ -8,6 +8,7 @@ import { IMAGE_TYPES } from "../shared/media.js";
 import type { BaseClientOptions, ProviderClient } from "../shared/types.js";
 import { openaiServedTier } from "../shared/usage.js";
 import { OPENROUTER_PROVIDER, reasoningDetailsExtra } from "./messages.js";
+import { normalizePreferences, type OpenRouterRouting, preferencesFor, upstreamSlug } from "./routing.js";
 import { openRouterReasoning } from "./stream.js";
 import { toOpenRouterTools } from "./tools.js";
 
@@ -16,6 +17,13 @@ export interface OpenRouterClientOptions extends BaseClientOptions {
   readonly appUrl?: string;
   /** Sent as `X-Title`. */
   readonly appName?: string;
+  /**
+   * Where OpenRouter may send prompts (`provider`: `zdr`, `data_collection`, `order`, `only`,
+   * `ignore`, `allow_fallbacks`, `require_parameters`): one object for every call, or a function
+   * of the call's model and sensitivity. Required (with `zdr: true` or `data_collection: "deny"`)
+   * for any call above `internal` sensitivity, which is refused before I/O otherwise.
+   */
+  readonly providerRouting?: OpenRouterRouting;
 }
 
 export const DEFAULT_OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1";
@@ -36,6 +44,7 @@ export function classifyOpenRouter(facts: ErrorFacts): ProviderError {
 
 /** The OpenRouter adapter: Chat Completions at `openrouter.ai/api/v1` with OpenRouter's fields. */
 export function createOpenRouterClient(options: OpenRouterClientOptions = {}): ProviderClient {
+  const routing = typeof options.providerRouting === "function" || options.providerRouting === undefined ? options.providerRouting : normalizePreferences(options.providerRouting);
   const headers: Record<string, string> = { ...options.headers };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
   if (options.appUrl) headers["http-referer"] = options.appUrl;
@@ -59,11 +68,16 @@ export function createOpenRouterClient(options: OpenRouterClientOptions = {}): P
       documents: { url: false, base64: true, types: new Set(["application/pdf"]) },
       temperature: () => "any",
     }),
+    validateMore: (request: ModelRequest) => {
+      preferencesFor(routing, request);
+    },
     body: (request: ModelRequest) => {
       const body = buildChatBody(request, { maxTokensField: "max_completion_tokens", streamUsage: true, assistantExtras: reasoningDetailsExtra(request.model) });
       const tools = toOpenRouterTools(request);
       if (tools.length > 0) body.tools = tools as unknown as typeof body.tools;
       if (request.reasoning) body.reasoning = { effort: request.reasoning };
+      const prefs = preferencesFor(routing, request);
+      if (prefs && Object.keys(prefs).length > 0) body.provider = prefs;
       return body;
     },
     transform: () =>
@@ -73,6 +87,8 @@ export function createOpenRouterClient(options: OpenRouterClientOptions = {}): P
         reasoning: openRouterReasoning(),
         servedTier: openaiServedTier,
         callId: fallbackCallId,
+        upstream: (chunk) => upstreamSlug(chunk.provider),
+        refine: (evidence, seen) => (seen.upstream !== undefined && evidence.status !== "unknown" && evidence.status !== "not_dispatched" ? { ...evidence, upstream: seen.upstream } : evidence),
       }),
     classify: classifyOpenRouter,
   });

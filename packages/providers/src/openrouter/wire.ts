@@ -1,4 +1,5 @@
 import type { JsonObject } from "@alma-harness/core";
+import type { OpenRouterProviderPreferences } from "./routing.js";
 
 /** OpenRouter's additions to the Chat Completions wire. */
 
@@ -22,5 +23,6 @@ export interface OpenRouterWebSearchTool {
 
 export interface OpenRouterBodyExtras {
   reasoning?: { effort: "low" | "medium" | "high" };
+  provider?: OpenRouterProviderPreferences;
   tools?: (JsonObject | OpenRouterWebSearchTool)[];
 }
