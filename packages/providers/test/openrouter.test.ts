@@ -55,14 +55,32 @@ describe("OpenRouter, recorded traffic", () => {
     expect((server.requests[0]!.body as { tools: unknown }).tools).toEqual([{ type: "openrouter:web_search", parameters: { max_uses: 1 } }]);
   });
 
-  it("throws the error chunk that follows a finish inside a 200 stream", async () => {
+  it("an error chunk right after finish_reason length completes as max_tokens with the usage it carried (was provider_error, unknown usage)", async () => {
     const [exchange] = cassette("openrouter/test_openrouter_stream_error.yaml");
     server.enqueue({ body: exchange?.response.body?.string ?? "" });
-    const { error, events } = await collectError(client(), baseRequest("minimax/minimax-m2:free", { maxOutputTokens: 10 }));
+    const events = await collect(client(), baseRequest("minimax/minimax-m2:free", { maxOutputTokens: 10 }));
+    expect(server.requests[0]?.body).toMatchObject({ model: "minimax/minimax-m2:free", max_completion_tokens: 10, stream_options: { include_usage: true } });
     expect(events.some((e) => e.type === "reasoning_delta")).toBe(true);
-    expect(events.some((e) => e.type === "response_completed")).toBe(false);
-    expect(error).toMatchObject({ kind: "provider_error", provider: "openrouter", retryable: false });
-    expect(error.message).toContain("Token limit reached");
+    expect(terminal(events)).toMatchObject({ stopReason: "max_tokens" });
+    // The recorded counts say 11 reasoning tokens of 10 output: known, but malformed, so never priced.
+    expect(usageEvidence(events)).toMatchObject({ status: "unpriced", upstream: "minimax", usage: { inputTokens: 43, outputTokens: 10 } });
+  });
+
+  it("an error chunk that ends a stream keeps the billed usage it carried as the call's evidence", async () => {
+    const [exchange] = cassette("openrouter/test_openrouter_stream_error.yaml");
+    // The recording without its finish reason: the error is then a failure of the call.
+    const body = (exchange?.response.body?.string ?? "").replaceAll('_reason":"length"', '_reason":null');
+    expect(body).not.toContain('"finish_reason":"length"');
+    server.enqueue({ body });
+    const dispatch = client().streamEvidence(baseRequest("minimax/minimax-m2:free", { maxOutputTokens: 10 }), new AbortController().signal);
+    const seen: string[] = [];
+    const failure = await (async () => {
+      for await (const e of dispatch.events) seen.push(e.type);
+    })().catch((e: unknown) => e);
+    expect(failure).toMatchObject({ kind: "provider_error", provider: "openrouter", retryable: false });
+    expect(String((failure as Error).message)).toContain("Token limit reached");
+    expect(seen).not.toContain("response_completed");
+    expect(await dispatch.evidence).toMatchObject({ status: "unpriced", upstream: "minimax", usage: { inputTokens: 43, outputTokens: 10 } });
   });
 
   it("maps an upstream 429 body, without a rejection proof", async () => {

@@ -81,11 +81,12 @@ export class ChatTransform implements StreamTransform {
   push(message: EventSourceMessage): ModelStreamEvent[] {
     if (message.data.trim() === "[DONE]") return this.end();
     const data = parseData(message, this.options.provider);
-    if (data.error !== undefined && data.error !== null) throw this.streamError(data);
-    this.completionId ??= asString(data.id);
-    this.upstream ??= this.options.upstream?.(data);
+    // Usage first: an error chunk may carry the billed counts (OpenRouter), known before it throws.
     const usage = asRecord(data.usage);
     if (usage) this.usage = usage as ChatWireUsage;
+    this.upstream ??= this.options.upstream?.(data);
+    if (data.error !== undefined && data.error !== null) return this.failed(data);
+    this.completionId ??= asString(data.id);
     if (data.service_tier !== undefined && data.service_tier !== null) this.tier = data.service_tier;
     const out: ModelStreamEvent[] = [];
     const choice = Array.isArray(data.choices) ? asRecord(data.choices[0]) : undefined;
@@ -111,6 +112,17 @@ export class ChatTransform implements StreamTransform {
     this.result = this.settled();
     out.push(...this.neutral.finish(stop, this.result));
     return out;
+  }
+
+  /**
+   * An error chunk. After `finish_reason: "length"` it only says why the output was cut (OpenRouter's
+   * "Token limit reached"): the stream completes as `max_tokens` with its usage. Otherwise it throws,
+   * the usage it carried kept as the call's evidence.
+   */
+  private failed(data: Record<string, unknown>): ModelStreamEvent[] {
+    if (this.finishReason === "length") return this.end();
+    if (this.usage) this.result = this.settled();
+    throw this.streamError(data);
   }
 
   private settled(): UsageEvidence {

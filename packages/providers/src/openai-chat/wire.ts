@@ -49,5 +49,7 @@ export interface ChatWireUsage {
   prompt_tokens_details?: { cached_tokens?: number | null; cache_write_tokens?: number | null } | null;
   completion_tokens_details?: { reasoning_tokens?: number | null } | null;
   server_tool_use_details?: { web_search_requests?: number | null } | null;
+  /** OpenRouter: the charge of the call in USD credits; with `is_byok`, OpenRouter's fee only. */
   cost?: number;
+  is_byok?: boolean;
 }

@@ -1,4 +1,4 @@
-import type { ModelRequest, ProviderError } from "@alma-harness/core";
+import type { ModelRequest, PriceTable, ProviderError, UsageEvidence } from "@alma-harness/core";
 import { createChatAdapter, fallbackCallId } from "../openai-chat/client.js";
 import { buildChatBody } from "../openai-chat/request.js";
 import { ChatTransform } from "../openai-chat/stream.js";
@@ -11,6 +11,8 @@ import { OPENROUTER_PROVIDER, reasoningDetailsExtra } from "./messages.js";
 import { normalizePreferences, type OpenRouterRouting, preferencesFor, upstreamSlug } from "./routing.js";
 import { openRouterReasoning } from "./stream.js";
 import { toOpenRouterTools } from "./tools.js";
+import { crossCheckCost } from "./usage.js";
+import { OPENROUTER_PRICES } from "../prices/openrouter.js";
 
 export interface OpenRouterClientOptions extends BaseClientOptions {
   /** Sent as `HTTP-Referer` for OpenRouter's app attribution. */
@@ -24,6 +26,8 @@ export interface OpenRouterClientOptions extends BaseClientOptions {
    * for any call above `internal` sensitivity, which is refused before I/O otherwise.
    */
   readonly providerRouting?: OpenRouterRouting;
+  /** The table `usage.cost` is checked against: the one the host's policy prices with (default `OPENROUTER_PRICES`). */
+  readonly prices?: PriceTable;
 }
 
 export const DEFAULT_OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1";
@@ -44,6 +48,7 @@ export function classifyOpenRouter(facts: ErrorFacts): ProviderError {
 
 /** The OpenRouter adapter: Chat Completions at `openrouter.ai/api/v1` with OpenRouter's fields. */
 export function createOpenRouterClient(options: OpenRouterClientOptions = {}): ProviderClient {
+  const prices = options.prices ?? OPENROUTER_PRICES;
   const routing = typeof options.providerRouting === "function" || options.providerRouting === undefined ? options.providerRouting : normalizePreferences(options.providerRouting);
   const headers: Record<string, string> = { ...options.headers };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
@@ -80,7 +85,7 @@ export function createOpenRouterClient(options: OpenRouterClientOptions = {}): P
       if (prefs && Object.keys(prefs).length > 0) body.provider = prefs;
       return body;
     },
-    transform: () =>
+    transform: (request: ModelRequest) =>
       new ChatTransform({
         provider: OPENROUTER_PROVIDER,
         classify: classifyOpenRouter,
@@ -88,8 +93,14 @@ export function createOpenRouterClient(options: OpenRouterClientOptions = {}): P
         servedTier: openaiServedTier,
         callId: fallbackCallId,
         upstream: (chunk) => upstreamSlug(chunk.provider),
-        refine: (evidence, seen) => (seen.upstream !== undefined && evidence.status !== "unknown" && evidence.status !== "not_dispatched" ? { ...evidence, upstream: seen.upstream } : evidence),
+        refine: (evidence, seen) => crossCheckCost(withUpstream(evidence, seen.upstream), seen.usage, request.model, prices),
       }),
     classify: classifyOpenRouter,
   });
+}
+
+/** The serving upstream on counted evidence. */
+function withUpstream(evidence: UsageEvidence, upstream: string | undefined): UsageEvidence {
+  if (upstream === undefined || (evidence.status !== "known" && evidence.status !== "unpriced")) return evidence;
+  return { ...evidence, upstream };
 }

@@ -85,7 +85,11 @@ async function* run(spec: AdapterSpec, request: ModelRequest, signal: AbortSigna
     track.settle(transform.evidence());
   } catch (error) {
     if (signal.aborted) throw abortedError(spec.provider, signal, error);
-    if (error instanceof ProviderError) throw error;
+    if (error instanceof ProviderError) {
+      // An in-stream error may come with the counts already billed (the transform kept them).
+      track.settle(transform.evidence());
+      throw error;
+    }
     throw tornError(spec.provider, "the body could not be read", error);
   } finally {
     // An early return() or a failure: billing is unresolved. A settled tracker ignores this.
