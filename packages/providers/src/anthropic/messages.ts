@@ -21,14 +21,34 @@ export function toAnthropicMessages(messages: readonly Msg[], model: string): Me
     }
     if (content.length > 0) out.push({ role: msg.role, content });
   }
+  trimFinalAssistant(out);
   return out;
+}
+
+/**
+ * The API refuses a final assistant turn whose text ends in whitespace (a prefill, a `pause_turn`
+ * continuation): its last text block is right-trimmed, and dropped (with the message, if nothing
+ * is left) when only whitespace was there.
+ */
+function trimFinalAssistant(out: MessageParam[]): void {
+  const last = out.at(-1);
+  if (last?.role !== "assistant") return;
+  const content = last.content as ContentParam[];
+  const at = content.length - 1;
+  const block = content[at] as { type: string; text?: unknown } | undefined;
+  if (block?.type !== "text" || typeof block.text !== "string") return;
+  const text = block.text.trimEnd();
+  if (text.length > 0) content[at] = { ...(block as ContentParam), text } as ContentParam;
+  else content.splice(at, 1);
+  if (content.length === 0) out.pop();
 }
 
 function toContent(block: Block, model: string): ContentParam | undefined {
   switch (block.type) {
     case "text": {
+      // The API refuses a text block with only whitespace ("text content blocks must contain non-whitespace text").
       const text = renderText(block);
-      return text.length > 0 ? { type: "text", text } : undefined;
+      return text.trim().length > 0 ? { type: "text", text } : undefined;
     }
     case "media":
       return toMedia(block);

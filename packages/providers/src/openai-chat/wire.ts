@@ -21,7 +21,7 @@ export type ChatMessage =
 
 export interface ChatTool {
   type: "function";
-  function: { name: string; description: string; parameters: JsonObject };
+  function: { name: string; description: string; parameters: JsonObject; strict?: boolean };
 }
 
 export type ChatToolChoice = "auto" | "none" | "required" | { type: "function"; function: { name: string } };

@@ -1,4 +1,5 @@
 import { createOpenAIAdapter, type OpenAIClientOptions } from "../openai-chat/client.js";
+import { ValidationError } from "@alma-harness/core";
 import type { ProviderClient } from "../shared/types.js";
 import { buildResponsesBody } from "./request.js";
 import { ResponsesTransform } from "./stream.js";
@@ -7,12 +8,25 @@ import { ResponsesTransform } from "./stream.js";
  * The OpenAI Responses adapter (`POST /v1/responses`, streaming, stateless). Shares the provider
  * tag `openai` with the Chat Completions adapter, so its 429s carry the same rejection proof.
  */
-export function createOpenAIResponsesClient(options: OpenAIClientOptions = {}): ProviderClient {
+export interface OpenAIResponsesClientOptions extends OpenAIClientOptions {
+  /**
+   * `reasoning.summary` on reasoning calls: `auto` (default), `concise`, `detailed`, or `none` to
+   * send no summary request (an organization that is not verified gets a 400 for any summary).
+   */
+  readonly reasoningSummary?: ReasoningSummary;
+}
+
+export type ReasoningSummary = "auto" | "concise" | "detailed" | "none";
+const SUMMARIES: readonly ReasoningSummary[] = ["auto", "concise", "detailed", "none"];
+
+export function createOpenAIResponsesClient(options: OpenAIResponsesClientOptions = {}): ProviderClient {
+  const summary = options.reasoningSummary ?? "auto";
+  if (!SUMMARIES.includes(summary)) throw new ValidationError("reasoningSummary", "closed", `reasoningSummary must be one of ${SUMMARIES.join(", ")}`);
   return createOpenAIAdapter(options, {
     id: "openai-responses",
     path: "responses",
     responses: true,
-    body: (request, reasoning) => buildResponsesBody(request, reasoning),
+    body: (request, reasoning) => buildResponsesBody(request, reasoning, summary),
     transform: (request, classify) => new ResponsesTransform(classify, (request.providerTools ?? []).some((p) => p.kind === "web_search")),
   });
 }

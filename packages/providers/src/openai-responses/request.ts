@@ -3,11 +3,14 @@ import { toInputItems, toInstructions } from "./messages.js";
 import { toResponsesToolChoice, toResponsesTools } from "./tools.js";
 import type { ResponsesRequestBody } from "./wire.js";
 
+/** `reasoning.summary`, or `none` for no summary request. */
+export type SummaryRequest = "auto" | "concise" | "detailed" | "none";
+
 /**
  * The exact `/v1/responses` body. Always stateless (`store: false`: nothing kept at the provider,
  * history travels in `input`), so a reasoning model is asked for its encrypted reasoning to replay.
  */
-export function buildResponsesBody(request: ModelRequest, reasoningModel: boolean): ResponsesRequestBody {
+export function buildResponsesBody(request: ModelRequest, reasoningModel: boolean, summary: SummaryRequest = "auto"): ResponsesRequestBody {
   const body: ResponsesRequestBody = {
     model: request.model,
     input: toInputItems(request.messages),
@@ -23,7 +26,7 @@ export function buildResponsesBody(request: ModelRequest, reasoningModel: boolea
   const search = (request.providerTools ?? []).find((p) => p.kind === "web_search");
   if (search?.maxUses !== undefined) body.max_tool_calls = search.maxUses;
   if (request.temperature !== undefined) body.temperature = request.temperature;
-  if (request.reasoning) body.reasoning = { effort: request.reasoning, summary: "auto" };
+  if (request.reasoning) body.reasoning = { effort: request.reasoning, ...(summary !== "none" ? { summary } : {}) };
   const include = [...(reasoningModel ? ["reasoning.encrypted_content"] : []), ...(search ? ["web_search_call.action.sources"] : [])];
   if (include.length > 0) body.include = include;
   if (request.output) body.text = { format: { type: "json_schema", name: request.output.name, schema: request.output.schema, strict: false } };

@@ -34,7 +34,7 @@ export interface ResponsesRequestBody {
   tool_choice?: ResponsesToolChoice;
   max_tool_calls?: number;
   temperature?: number;
-  reasoning?: { effort: "low" | "medium" | "high"; summary: "auto" };
+  reasoning?: { effort: "low" | "medium" | "high"; summary?: "auto" | "concise" | "detailed" };
   include?: string[];
   text?: { format: { type: "json_schema"; name: string; schema: JsonObject; strict: false } };
   service_tier?: "default" | "flex" | "priority";

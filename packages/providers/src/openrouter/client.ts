@@ -38,6 +38,16 @@ export const DEFAULT_OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1";
  * OpenRouter is not one of the providers a `RejectionProof` may come from.
  */
 export function classifyOpenRouter(facts: ErrorFacts): ProviderError {
+  // 403 is also OpenRouter's answer to input its moderation or a guardrail flagged: a refusal of
+  // the content, not a bad key (openrouter.ai/docs/api/reference/errors-and-debugging).
+  if (facts.status === 403 && (facts.flagged === true || /moderation|flagged|guardrail/i.test(facts.message))) {
+    return toProviderError(facts, { kind: "invalid_request", retryable: false });
+  }
+  // 503 "no available model provider that meets your routing requirements": the same request
+  // under the same constraints cannot succeed.
+  if (facts.status === 503 && /routing requirements|no (available )?(model )?provider/i.test(facts.message)) {
+    return toProviderError(facts, { kind: "invalid_request", retryable: false });
+  }
   if (facts.status === 402) {
     return facts.retryAfterMs !== undefined
       ? toProviderError(facts, { kind: "rate_limited", retryable: true })

@@ -13,6 +13,10 @@ export interface ErrorFacts {
   readonly detail?: string;
   readonly message: string;
   readonly retryAfterMs?: number;
+  /** The provider's own `x-should-retry` header: it wins over the classification's `retryable`. */
+  readonly shouldRetry?: boolean;
+  /** The error's metadata names flagged input or moderation reasons (OpenRouter's 403). */
+  readonly flagged?: boolean;
   /** True when nothing was streamed and no usage was reported (pre-stream refusal). */
   readonly pristine: boolean;
 }
@@ -26,17 +30,24 @@ export interface Classified {
 
 const MAX_MESSAGE = 500;
 
+/** The overflow messages the providers document (Anthropic's two shapes, OpenAI's, servers'). */
 const CONTEXT_PATTERNS = [
+  /prompt is too long: \d+ tokens > \d+ maximum/i,
   /prompt is too long/i,
   /input length and `?max_tokens`? exceed context limit/i,
   /maximum context length/i,
   /context[_ ]length[_ ]exceeded/i,
-  /context window/i,
   /too many tokens in (the )?(prompt|request|input)/i,
 ];
 
+/**
+ * A context overflow: the dedicated code, or a documented overflow message under the provider's
+ * own error type for it (`invalid_request_error`, Anthropic and OpenAI) or under no type (routers
+ * and servers that send none). A message that merely mentions a "context window" is not one.
+ */
 export function isContextOverflow(facts: Pick<ErrorFacts, "code" | "type" | "message">): boolean {
   if (facts.code === "context_length_exceeded" || facts.type === "context_length_exceeded") return true;
+  if (facts.type !== undefined && facts.type !== "invalid_request_error") return false;
   return CONTEXT_PATTERNS.some((p) => p.test(facts.message));
 }
 
@@ -47,6 +58,8 @@ export function baseKind(f: ErrorFacts): FailureKind {
   if (f.type === "overloaded_error" || status === 529) return "overloaded";
   if (status === 429 || f.type === "rate_limit_error" || f.code === "rate_limit_exceeded") return "rate_limited";
   if (status === 408 || f.type === "timeout_error") return "timeout";
+  // 409 (a conflict at the provider): transient, retried by the official SDKs like a 5xx.
+  if (status === 409) return "server";
   if (status === undefined) {
     if (f.type === "api_error" || f.type === "server_error" || f.code === "server_error") return "server";
     return "provider_error";
@@ -65,7 +78,7 @@ export function toProviderError(f: ErrorFacts, c: Classified, cause?: unknown): 
     kind: c.kind,
     provider: f.provider,
     ...(f.status !== undefined ? { status: f.status } : {}),
-    ...(c.retryable !== undefined ? { retryable: c.retryable } : {}),
+    ...(f.shouldRetry !== undefined ? { retryable: f.shouldRetry } : c.retryable !== undefined ? { retryable: c.retryable } : {}),
     ...(f.retryAfterMs !== undefined ? { retryAfterMs: f.retryAfterMs } : {}),
     ...(c.rejection ? { rejection: c.rejection } : {}),
     ...(cause !== undefined ? { cause } : {}),
@@ -126,7 +139,7 @@ export function retryAfterMs(headers: Headers, now: () => number): number | unde
 }
 
 /** Reads the common `{error: {type, code, message}}` shapes; tolerant of anything else. */
-export function errorFields(body: unknown): { type?: string; code?: string; detail?: string; message?: string } {
+export function errorFields(body: unknown): { type?: string; code?: string; detail?: string; message?: string; flagged?: boolean } {
   if (typeof body !== "object" || body === null) return {};
   const outer = body as Record<string, unknown>;
   const inner = typeof outer.error === "object" && outer.error !== null ? (outer.error as Record<string, unknown>) : outer;
@@ -136,5 +149,7 @@ export function errorFields(body: unknown): { type?: string; code?: string; deta
   const message = str(inner.message) ?? (typeof outer.error === "string" ? outer.error : undefined);
   const details = typeof inner.details === "object" && inner.details !== null ? (inner.details as Record<string, unknown>) : {};
   const detail = str(details.error_code);
-  return { ...(type ? { type } : {}), ...(code ? { code } : {}), ...(detail ? { detail } : {}), ...(message ? { message } : {}) };
+  const metadata = typeof inner.metadata === "object" && inner.metadata !== null ? (inner.metadata as Record<string, unknown>) : {};
+  const flagged = Array.isArray(metadata.reasons) || metadata.flagged_input !== undefined;
+  return { ...(type ? { type } : {}), ...(code ? { code } : {}), ...(detail ? { detail } : {}), ...(message ? { message } : {}), ...(flagged ? { flagged } : {}) };
 }

@@ -55,12 +55,14 @@ export async function postJson(spec: PostSpec): Promise<Response> {
   }
   const fields = errorFields(parsed);
   const retryAfter = retryAfterMs(response.headers, spec.now);
+  const should = response.headers.get("x-should-retry")?.trim().toLowerCase();
   const facts: ErrorFacts = {
     provider: spec.provider,
     status: response.status,
     ...fields,
     message: fields.message ?? (text.trim().slice(0, 200) || response.statusText || "no error body"),
     ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}),
+    ...(should === "true" || should === "false" ? { shouldRetry: should === "true" } : {}),
     pristine: true,
   };
   throw new HttpRefusal(spec.classify(facts));
