@@ -39,6 +39,13 @@ export interface CacheControls {
   readonly ttl: CacheTtl;
   /** `false` keeps only the stable system prefix cached; default true (the conversation tail too). */
   readonly conversationTail?: boolean;
+  /**
+   * The TTL of the conversation-tail markers; default `ttl`. `5m` under `ttl: "1h"` keeps the
+   * stable prefix for an hour while the moving tail is written at the 5-minute rate (each at its
+   * own price row). A tail longer than the prefix (`5m` prefix, `1h` tail) breaks the provider's
+   * ordering rule and is refused.
+   */
+  readonly tailTtl?: CacheTtl;
 }
 
 /**
@@ -67,6 +74,12 @@ export interface ModelRequest {
    * policy may not carry. Absent when a host calls a client directly.
    */
   readonly sensitivity?: Sensitivity;
+  /**
+   * A scoped, pseudonymous prompt-cache routing key (OpenAI `prompt_cache_key`), stamped by the
+   * governed call from its `cacheKey` hook: 1-64 characters of `[A-Za-z0-9._:-]`, never a raw
+   * tenant, user or session id. Adapters without such a key ignore it.
+   */
+  readonly cacheKey?: string;
 }
 
 /** A complete tool-call intention: `arguments` is the raw JSON text the model produced. */

@@ -45,8 +45,11 @@ export interface ModelChoice {
   readonly model: string;
   readonly reasoning?: ReasoningEffort;
   readonly maxOutputTokens: number;
-  /** Prompt-cache duration for adapters that support explicit breakpoints; `false` disables them. */
-  readonly cache: { readonly ttl: CacheTtl } | false;
+  /**
+   * Prompt-cache duration for adapters that support explicit breakpoints; `false` disables them.
+   * `tailTtl` (default `ttl`) is the moving conversation tail's own duration (`5m` under `1h`).
+   */
+  readonly cache: { readonly ttl: CacheTtl; readonly tailTtl?: CacheTtl } | false;
   readonly serviceTier?: ServiceTier;
 }
 
@@ -99,14 +102,16 @@ export function normalizeModelChoice(choice: unknown): ModelChoice {
   if (typeof maxOutputTokens !== "number" || !Number.isSafeInteger(maxOutputTokens) || maxOutputTokens < 1) {
     throw new ValidationError("choice.maxOutputTokens", "positive_integer", "choice.maxOutputTokens must be a positive integer");
   }
-  let cache: { readonly ttl: CacheTtl } | false = false;
+  let cache: { readonly ttl: CacheTtl; readonly tailTtl?: CacheTtl } | false = false;
   if (c.cache !== false) {
     if (c.cache === null || typeof c.cache !== "object") {
-      throw new ValidationError("choice.cache", "closed", 'choice.cache must be false or {ttl: "5m" | "1h"}');
+      throw new ValidationError("choice.cache", "closed", 'choice.cache must be false or {ttl: "5m" | "1h", tailTtl?}');
     }
-    const { ttl } = readFields(c.cache, ["ttl"], "choice.cache", "the cache choice");
-    if (ttl !== "5m" && ttl !== "1h") throw new ValidationError("choice.cache", "closed", 'choice.cache must be false or {ttl: "5m" | "1h"}');
-    cache = Object.freeze({ ttl });
+    const { ttl, tailTtl } = readFields(c.cache, ["ttl", "tailTtl"], "choice.cache", "the cache choice");
+    if (ttl !== "5m" && ttl !== "1h") throw new ValidationError("choice.cache", "closed", 'choice.cache must be false or {ttl: "5m" | "1h", tailTtl?}');
+    if (tailTtl !== undefined && tailTtl !== "5m" && tailTtl !== "1h") throw new ValidationError("choice.cache.tailTtl", "closed", 'choice.cache.tailTtl must be "5m" or "1h"');
+    if (ttl === "5m" && tailTtl === "1h") throw new ValidationError("choice.cache.tailTtl", "ordering", "a 1h tail cannot follow a 5m prefix");
+    cache = Object.freeze({ ttl, ...(tailTtl !== undefined && tailTtl !== ttl ? { tailTtl } : {}) });
   }
   if (reasoning !== undefined && reasoning !== "low" && reasoning !== "medium" && reasoning !== "high") {
     throw new ValidationError("choice.reasoning", "closed", "choice.reasoning must be low, medium or high");

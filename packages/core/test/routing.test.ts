@@ -99,6 +99,13 @@ describe("normalizeModelChoice", () => {
     expect(choice.cache).toEqual({ ttl: "1h" });
   });
 
+  it("takes a tail TTL of its own, never longer than the prefix's (issue 19)", () => {
+    expect(normalizeModelChoice({ ...CHOICE, cache: { ttl: "1h", tailTtl: "5m" } }).cache).toEqual({ ttl: "1h", tailTtl: "5m" });
+    expect(normalizeModelChoice({ ...CHOICE, cache: { ttl: "1h", tailTtl: "1h" } }).cache).toEqual({ ttl: "1h" });
+    expect(validationError(() => normalizeModelChoice({ ...CHOICE, cache: { ttl: "5m", tailTtl: "1h" } })).path).toBe("choice.cache.tailTtl");
+    expect(validationError(() => normalizeModelChoice({ ...CHOICE, cache: { ttl: "1h", tailTtl: "24h" } })).path).toBe("choice.cache.tailTtl");
+  });
+
   it("accepts cache off", () => {
     expect(normalizeModelChoice({ ...CHOICE, cache: false }).cache).toBe(false);
   });

@@ -49,6 +49,12 @@ export interface GovernedCallsConfig {
   /** A reservation of a call that may have been sent stays held this long past its journal deadline. */
   readonly reservationHoldMs?: number;
   readonly clock?: Clock;
+  /**
+   * The prompt-cache routing key of a call (OpenAI `prompt_cache_key`), scoped and pseudonymous:
+   * the host derives it, for example a keyed pseudonym of the tenant, and never returns a raw id.
+   * Absent: no key is sent. A throw makes the call uncertain before anything is claimed.
+   */
+  readonly cacheKey?: (call: { readonly scope: Scope; readonly sessionId: string; readonly kind: CallKind }) => string | undefined;
 }
 
 /** The validated configuration every call reads. */
@@ -130,6 +136,7 @@ function resolveConfig(config: GovernedCallsConfig): ResolvedCallsConfig {
     if (!store || methods.some((m) => typeof store[m] !== "function")) throw new TypeError(`GovernedCalls: ${name} is not a ${name} store`);
   }
   const caps = checkNormalizedCaps(config.caps);
+  if (config.cacheKey !== undefined && typeof config.cacheKey !== "function") throw new TypeError("GovernedCalls: cacheKey must be a function");
   const limits = persistentBlockLimits(caps);
   const reserves = limits.perSessionUsd !== undefined || limits.perTenantDayUsd !== undefined;
   return Object.freeze({
@@ -182,7 +189,7 @@ export class GovernedCalls {
     const config = this.#config;
     // The route's sensitivity travels with the request: an adapter that routes by data policy
     // refuses in `validate`, before the claim, a sensitivity its policy may not carry.
-    const request = withSensitivity(asked, options.route.sensitivity);
+    const request = routed(asked, options.route.sensitivity, this.#cacheKey(identity));
     const books = ledger(options.account);
     const now = config.clock.now();
     const missing = unpricedBeforeDispatch(config.prices, choice, request);
@@ -229,6 +236,18 @@ export class GovernedCalls {
     return dispatchAndSettle(call);
   }
 
+  #cacheKey(identity: CallIdentity): string | undefined {
+    const hook = this.#config.cacheKey;
+    if (!hook) return undefined;
+    try {
+      const key = hook({ scope: identity.scope, sessionId: identity.sessionId, kind: identity.kind });
+      if (key !== undefined && typeof key !== "string") throw new TypeError("cacheKey must return a string or nothing");
+      return key;
+    } catch (error) {
+      throw new UncertainCallError(`call:${identity.kind}:error`, "the cache key could not be derived", error);
+    }
+  }
+
   async #peek(identity: CallIdentity, now: number): Promise<{ readonly sessionMicros: number; readonly tenantDayMicros: number }> {
     try {
       return await this.#config.spend.peek(identity.scope, identity.sessionId, utcDay(now));
@@ -273,8 +292,8 @@ export class GovernedCalls {
   }
 }
 
-/** The request stamped with the route's sensitivity (a frozen copy; the same request when it already carries it). */
-function withSensitivity(request: ModelRequest, sensitivity: Sensitivity): ModelRequest {
-  if (request.sensitivity === sensitivity) return request;
-  return Object.freeze({ ...request, sensitivity });
+/** The request stamped with the route's sensitivity and the cache key (a frozen copy; the same request when it already carries them). */
+function routed(request: ModelRequest, sensitivity: Sensitivity, cacheKey: string | undefined): ModelRequest {
+  if (request.sensitivity === sensitivity && request.cacheKey === cacheKey) return request;
+  return Object.freeze({ ...request, sensitivity, ...(cacheKey !== undefined ? { cacheKey } : {}) });
 }

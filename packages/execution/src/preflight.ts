@@ -24,9 +24,10 @@ export function unpricedBeforeDispatch(prices: PriceTable, choice: ModelChoice, 
   if (rows === undefined) return "tier";
   const cache = request.cache;
   if (cache) {
-    const write = cache.ttl === "1h" ? "cacheWrite1h" : "cacheWrite5m";
+    // Each duration the request writes (the prefix's, and the tail's when it has its own) needs its row.
+    const ttls = new Set([cache.ttl, cache.tailTtl ?? cache.ttl]);
     for (const rates of rows) {
-      if (rates[write] === undefined) return cache.ttl === "1h" ? "cache_write_1h" : "cache_write_5m";
+      for (const ttl of ttls) if (rates[ttl === "1h" ? "cacheWrite1h" : "cacheWrite5m"] === undefined) return ttl === "1h" ? "cache_write_1h" : "cache_write_5m";
       if (rates.cacheRead === undefined) return "cache_read";
     }
   }

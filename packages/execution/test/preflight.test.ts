@@ -27,6 +27,13 @@ describe("unpricedBeforeDispatch: every row a request can reach", () => {
     expect(unpricedBeforeDispatch(prices, CHOICE, { ...REQUEST, cache: { ttl: "5m" } })).toBeUndefined();
   });
 
+  it("a tail of its own duration needs its own write row too (issue 19: 1h prefix, 5m tail)", () => {
+    const only1h: PriceTable = { version: "v", models: { m: { rates: { input: 1, output: 1, cacheWrite1h: 2, cacheRead: 1 } } } };
+    expect(unpricedBeforeDispatch(only1h, CHOICE, { ...REQUEST, cache: { ttl: "1h" } })).toBeUndefined();
+    expect(unpricedBeforeDispatch(only1h, CHOICE, { ...REQUEST, cache: { ttl: "1h", tailTtl: "5m" } })).toBe("cache_write_5m");
+    expect(unpricedBeforeDispatch(PRICES, CHOICE, { ...REQUEST, cache: { ttl: "1h", tailTtl: "5m" } })).toBeUndefined();
+  });
+
   it("a cache needs the read row too", () => {
     const prices: PriceTable = { version: "v", models: { m: { rates: { input: 1, output: 1, cacheWrite5m: 1 } } } };
     expect(unpricedBeforeDispatch(prices, CHOICE, { ...REQUEST, cache: { ttl: "5m" } })).toBe("cache_read");

@@ -54,7 +54,7 @@ function childRequest(choice: ModelChoice, req: ChildRequest, messages: readonly
     messages: [...messages],
     tools: tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema })),
     maxOutputTokens: Math.min(choice.maxOutputTokens, req.maxOutputTokens ?? choice.maxOutputTokens),
-    ...(choice.cache !== false ? { cache: { ttl: choice.cache.ttl } } : {}),
+    ...(choice.cache !== false ? { cache: { ttl: choice.cache.ttl, ...(choice.cache.tailTtl ? { tailTtl: choice.cache.tailTtl } : {}) } } : {}),
     ...(choice.reasoning ? { reasoning: choice.reasoning } : {}),
     ...(choice.serviceTier ? { serviceTier: choice.serviceTier } : {}),
   });

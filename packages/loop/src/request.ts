@@ -79,7 +79,7 @@ export function buildRequest(env: TurnEnv, state: TurnState, choice: ModelChoice
     ...(providerTools.length > 0 ? { providerTools } : {}),
     ...(deferred.length > 0 ? { deferredTools: deferred } : {}),
     maxOutputTokens: choice.maxOutputTokens,
-    ...(choice.cache !== false ? { cache: { ttl: choice.cache.ttl } } : {}),
+    ...(choice.cache !== false ? { cache: { ttl: choice.cache.ttl, ...(choice.cache.tailTtl ? { tailTtl: choice.cache.tailTtl } : {}) } } : {}),
     ...(choice.reasoning ? { reasoning: choice.reasoning } : {}),
     ...(choice.serviceTier ? { serviceTier: choice.serviceTier } : {}),
   });

@@ -34,7 +34,7 @@ async function summarize(env: TurnEnv, state: TurnState, policy: CompiledLongCon
     messages: [{ role: "user", blocks: [{ type: "text", text: transcript }] }],
     tools: [],
     maxOutputTokens: choice.maxOutputTokens,
-    ...(choice.cache !== false ? { cache: { ttl: choice.cache.ttl } } : {}),
+    ...(choice.cache !== false ? { cache: { ttl: choice.cache.ttl, ...(choice.cache.tailTtl ? { tailTtl: choice.cache.tailTtl } : {}) } } : {}),
     ...(choice.reasoning ? { reasoning: choice.reasoning } : {}),
     ...(choice.serviceTier ? { serviceTier: choice.serviceTier } : {}),
   });

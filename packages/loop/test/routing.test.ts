@@ -50,6 +50,12 @@ describe("routing: the main route is chosen once per turn", () => {
     expect(absent.audit.events).toEqual([]);
   });
 
+  it("a tail TTL of the policy's own reaches the request (1h prefix, 5m tail)", async () => {
+    const h = harness({ policy: () => ({ ...MAIN, cache: { ttl: "1h", tailTtl: "5m" } }), script: [scriptedText("ok")] });
+    completed(await h.run());
+    expect(h.model.requests[0]?.cache).toEqual({ ttl: "1h", tailTtl: "5m" });
+  });
+
   it("a snapshotted choice is used as given, and an absent client in it refuses the turn", async () => {
     const h = harness({ script: [scriptedText("ok")] });
     completed(await h.run({ choice: { ...MAIN, cache: false } }));

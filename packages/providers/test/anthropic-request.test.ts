@@ -217,7 +217,7 @@ describe("Anthropic request bodies", () => {
     expect(JSON.stringify(body)).not.toContain("media:1");
   });
 
-  it("places cache breakpoints on the system prefix and the conversation tail", async () => {
+  it("places cache breakpoints on the system prefix, the conversation tail (not on a harness block) and the previous tail", async () => {
     const request = baseRequest("claude-haiku-4-5", {
       system: [{ type: "text", text: "Stable instructions." }, { type: "text", text: "More stable text." }],
       tools: [weather],
@@ -233,9 +233,9 @@ describe("Anthropic request bodies", () => {
     expect(body.system).toEqual([{ type: "text", text: "Stable instructions." }, { type: "text", text: "More stable text.", cache_control: marker }]);
     expect(body.tools).toEqual([{ name: "get_weather", description: "Weather for a city", input_schema: weather.inputSchema }]);
     expect(body.messages).toEqual([
-      { role: "user", content: [{ type: "text", text: "first" }] },
+      { role: "user", content: [{ type: "text", text: "first", cache_control: marker }] },
       { role: "assistant", content: [{ type: "text", text: "answer" }] },
-      { role: "user", content: [{ type: "text", text: "second" }, { type: "text", text: "Today is Monday.", cache_control: marker }] },
+      { role: "user", content: [{ type: "text", text: "second", cache_control: marker }, { type: "text", text: "Today is Monday." }] },
     ]);
 
     const prefixOnly = await sent({ ...request, cache: { ttl: "5m", conversationTail: false } });

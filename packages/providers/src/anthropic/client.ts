@@ -42,7 +42,8 @@ export function createAnthropicClient(options: AnthropicClientOptions = {}): Pro
     requestIdHeaders: ["request-id", "x-request-id"],
     validate: (request) => validateAnthropic(request, traitsOf(request.model)),
     prepare: (request) => ({ url, headers, body: buildAnthropicBody(request, { traits: traitsOf(request.model), webSearchType }) }),
-    transform: (request) => new AnthropicTransform(classifyAnthropic, request.cache ? request.cache.ttl : undefined),
+    // One requested duration lets writes without the 5m/1h split be attributed; two (a tail of its own) cannot.
+    transform: (request) => new AnthropicTransform(classifyAnthropic, request.cache && (request.cache.tailTtl ?? request.cache.ttl) === request.cache.ttl ? request.cache.ttl : undefined),
     classify: classifyAnthropic,
   });
 }

@@ -11,13 +11,16 @@ export const ANTHROPIC_PROVIDER = "anthropic";
  * produced (reasoning not stamped `anthropic` and `model`, foreign provider tool blocks) are left
  * out; a message left with no content is dropped, since the API refuses empty content.
  */
-export function toAnthropicMessages(messages: readonly Msg[], model: string): MessageParam[] {
+export function toAnthropicMessages(messages: readonly Msg[], model: string, harness?: WeakSet<object>): MessageParam[] {
   const out: MessageParam[] = [];
   for (const msg of messages) {
     const content: ContentParam[] = [];
     for (const block of msg.blocks) {
       const param = toContent(block, model);
-      if (param) content.push(param);
+      if (!param) continue;
+      content.push(param);
+      // A harness notice or volatile suffix is carried by one request only: never a cache breakpoint.
+      if (block.type === "text" && block.origin === "harness") harness?.add(param);
     }
     if (content.length > 0) out.push({ role: msg.role, content });
   }

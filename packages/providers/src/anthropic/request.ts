@@ -1,4 +1,4 @@
-import type { CacheControls, ModelRequest } from "@alma-harness/core";
+import type { CacheControls, CacheTtl, ModelRequest } from "@alma-harness/core";
 import { renderText } from "../shared/text.js";
 import { toAnthropicMessages } from "./messages.js";
 import { type AnthropicModelTraits, thinkingBudget } from "./models.js";
@@ -15,9 +15,11 @@ export function buildAnthropicBody(request: ModelRequest, options: BodyOptions):
   const body: RequestBody = {
     model: request.model,
     max_tokens: request.maxOutputTokens,
-    messages: toAnthropicMessages(request.messages, request.model),
+    messages: [],
     stream: true,
   };
+  const harness = new WeakSet<object>();
+  body.messages = toAnthropicMessages(request.messages, request.model, harness);
   const system = request.system.map((b) => ({ type: "text" as const, text: renderText(b) })).filter((b) => b.text.length > 0);
   if (system.length > 0) body.system = system;
   const tools = toAnthropicTools(request, options.webSearchType);
@@ -34,33 +36,49 @@ export function buildAnthropicBody(request: ModelRequest, options: BodyOptions):
   }
   if (request.output) body.output_config = { ...body.output_config, format: { type: "json_schema", schema: request.output.schema } };
   if (request.serviceTier) body.service_tier = request.serviceTier === "standard" ? "standard_only" : "auto";
-  if (request.cache) applyCacheBreakpoints(body, request.cache);
+  if (request.cache) applyCacheBreakpoints(body, request.cache, harness);
   return body;
 }
 
 const CACHEABLE = new Set(["text", "image", "document", "tool_use", "tool_result"]);
 
 /**
- * Cache breakpoints (seed 001, provider-request-controls): one on the stable prefix — the last
- * system block, or the last tool when there is no system — and, unless `conversationTail` is
- * false, one on the last cacheable block of the last message, so the next step reads the whole
- * conversation from cache. Two of the four allowed markers, one TTL, so the TTL ordering rule
- * (1h before 5m) always holds.
+ * Cache breakpoints (seed 001, provider-request-controls), at most three of the four allowed:
+ * - the stable prefix: the last system block, or the last tool when there is no system (`ttl`);
+ * - unless `conversationTail` is false, the moving tail: the last cacheable block of the last
+ *   message that is not a harness notice or volatile suffix (which only this request carries, so a
+ *   write there would never be read), and a rolling mark on the previous request's tail, the last
+ *   cacheable block of the message before the last assistant message, so a step that added more
+ *   blocks than a breakpoint looks back (about 20) still reads the previous entry. Both `tailTtl`
+ *   (default `ttl`); a 1h prefix before 5m tails keeps the ordering rule (longer TTLs first).
  */
-export function applyCacheBreakpoints(body: RequestBody, cache: CacheControls): void {
-  const marker = (): CacheControl => ({ type: "ephemeral", ttl: cache.ttl });
+export function applyCacheBreakpoints(body: RequestBody, cache: CacheControls, harness: WeakSet<object> = new WeakSet()): void {
+  const marker = (ttl: CacheTtl): CacheControl => ({ type: "ephemeral", ttl });
   const lastSystem = body.system?.at(-1);
   const lastTool = body.tools?.at(-1);
-  if (lastSystem) lastSystem.cache_control = marker();
-  else if (lastTool) lastTool.cache_control = marker();
+  if (lastSystem) lastSystem.cache_control = marker(cache.ttl);
+  else if (lastTool) lastTool.cache_control = marker(cache.ttl);
   if (cache.conversationTail === false) return;
-  const tail = body.messages.at(-1)?.content;
-  if (!tail) return;
-  for (let i = tail.length - 1; i >= 0; i -= 1) {
-    const block = tail[i] as ContentParam;
-    if (CACHEABLE.has(block.type)) {
-      (block as { cache_control?: CacheControl }).cache_control = marker();
-      return;
+  const tailTtl = cache.tailTtl ?? cache.ttl;
+  const messages = body.messages;
+  const tail = lastCacheable(messages.at(-1)?.content, harness);
+  if (tail) tail.cache_control = marker(tailTtl);
+  let lastAssistant = -1;
+  for (let i = messages.length - 1; i >= 0; i -= 1) {
+    if (messages[i]?.role === "assistant") {
+      lastAssistant = i;
+      break;
     }
   }
+  const previous = lastAssistant > 0 ? lastCacheable(messages[lastAssistant - 1]?.content, harness) : undefined;
+  if (previous && previous !== tail) previous.cache_control = marker(tailTtl);
+}
+
+function lastCacheable(content: readonly ContentParam[] | undefined, harness: WeakSet<object>): { cache_control?: CacheControl } | undefined {
+  if (!content) return undefined;
+  for (let i = content.length - 1; i >= 0; i -= 1) {
+    const block = content[i] as ContentParam;
+    if (CACHEABLE.has(block.type) && !harness.has(block)) return block as { cache_control?: CacheControl };
+  }
+  return undefined;
 }

@@ -25,6 +25,9 @@ export function defaultReasoningModel(model: string): boolean {
   return /^(o\d|gpt-5)/.test(model) && !/^gpt-5(\.\d+)?-chat/.test(model);
 }
 
+/** What `prompt_cache_key` may be: a short opaque token (never an id a person could be found by). */
+const CACHE_KEY = /^[A-Za-z0-9._:-]{1,64}$/;
+
 /** The JSON-schema `name` Chat Completions and Responses accept. */
 export const SCHEMA_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -108,7 +111,14 @@ export function createOpenAIAdapter(options: OpenAIClientOptions, api: OpenAIApi
     now: options.now ?? Date.now,
     requestIdHeaders: ["x-request-id"],
     capabilities: (model) => openaiCapabilities(reasons(model), api.responses),
-    body: (request) => api.body(request, reasons(request.model)),
+    validateMore: (request) => {
+      if (request.cacheKey !== undefined && !CACHE_KEY.test(request.cacheKey)) throw unsupported(OPENAI_PROVIDER, "cacheKey must be 1-64 characters of [A-Za-z0-9._:-]");
+    },
+    // A scoped, pseudonymous key routes requests that share a prefix to the same cache (prompt-caching guide).
+    body: (request) => {
+      const body = api.body(request, reasons(request.model)) as Record<string, unknown>;
+      return request.cacheKey !== undefined ? { ...body, prompt_cache_key: request.cacheKey } : body;
+    },
     transform: (request) => api.transform(request, classify),
     classify,
   });

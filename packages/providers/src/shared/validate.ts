@@ -85,6 +85,9 @@ function checkCache(provider: string, cache: CacheControls | false | undefined, 
   if (cache === undefined || cache === false) return;
   if (!caps.cache) throw unsupported(provider, "explicit cache controls are not supported (set cache: false)");
   if (cache.ttl !== "5m" && cache.ttl !== "1h") throw unsupported(provider, 'cache.ttl must be "5m" or "1h"');
+  if (cache.tailTtl !== undefined && cache.tailTtl !== "5m" && cache.tailTtl !== "1h") throw unsupported(provider, 'cache.tailTtl must be "5m" or "1h"');
+  // A longer-lived marker must come before a shorter one in the prompt: a 1h tail after a 5m prefix cannot.
+  if (cache.ttl === "5m" && cache.tailTtl === "1h") throw unsupported(provider, "a 1h conversation tail cannot follow a 5m prefix");
 }
 
 function checkMessage(provider: string, msg: Msg, index: number, caps: Capabilities): void {
