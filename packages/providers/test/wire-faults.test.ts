@@ -113,6 +113,9 @@ describe("classification", () => {
     expect(await failure(anthropic(), 409, { type: "error", error: { type: "conflict_error", message: "conflict" } }, { "x-should-retry": "false" })).toMatchObject({ retryable: false });
     expect(await failure(anthropic(), 500, { type: "error", error: { type: "api_error", message: "boom" } }, { "x-should-retry": "false" })).toMatchObject({ kind: "server", retryable: false });
     expect(await failure(anthropic(), 400, { type: "error", error: { type: "invalid_request_error", message: "bad" } }, { "x-should-retry": "true" })).toMatchObject({ kind: "invalid_request", retryable: true });
+    // never revives a failure ruled final: a spent OpenAI quota stays final
+    const openai = createOpenAIChatClient({ apiKey: "k", baseURL: `${server.url}/v1` });
+    expect(await failure(openai, 429, { error: { message: "You exceeded your current quota", type: "insufficient_quota", code: "insufficient_quota" } }, { "x-should-retry": "true" })).toMatchObject({ kind: "rate_limited", retryable: false });
   });
 
   it("context overflow is anchored to the provider's overflow type and messages (P6: a mention of a context window is not one)", async () => {

@@ -13,7 +13,7 @@ export interface ErrorFacts {
   readonly detail?: string;
   readonly message: string;
   readonly retryAfterMs?: number;
-  /** The provider's own `x-should-retry` header: it wins over the classification's `retryable`. */
+  /** The provider's own `x-should-retry` header: it wins over the kind's default `retryable`. */
   readonly shouldRetry?: boolean;
   /** The error's metadata names flagged input or moderation reasons (OpenRouter's 403). */
   readonly flagged?: boolean;
@@ -78,11 +78,21 @@ export function toProviderError(f: ErrorFacts, c: Classified, cause?: unknown): 
     kind: c.kind,
     provider: f.provider,
     ...(f.status !== undefined ? { status: f.status } : {}),
-    ...(f.shouldRetry !== undefined ? { retryable: f.shouldRetry } : c.retryable !== undefined ? { retryable: c.retryable } : {}),
+    ...retryableOf(f, c),
     ...(f.retryAfterMs !== undefined ? { retryAfterMs: f.retryAfterMs } : {}),
     ...(c.rejection ? { rejection: c.rejection } : {}),
     ...(cause !== undefined ? { cause } : {}),
   });
+}
+
+/**
+ * The provider's `x-should-retry` wins over the kind's default, as the official SDKs do, except
+ * that it never revives a failure the adapter ruled final (a spent quota, a spend limit).
+ */
+function retryableOf(f: ErrorFacts, c: Classified): { retryable?: boolean } {
+  if (c.retryable === false) return { retryable: false };
+  if (f.shouldRetry !== undefined) return { retryable: f.shouldRetry };
+  return c.retryable !== undefined ? { retryable: c.retryable } : {};
 }
 
 /** `validate` refusals: a control this adapter cannot honor, refused before any I/O. */
