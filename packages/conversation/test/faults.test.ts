@@ -112,9 +112,12 @@ describe("release", () => {
     expect(t.uncertain[0]).toMatchObject({ released: false });
     expect((await t.runner.runTurn(t.request("k2"))).status).toBe("busy");
     t.clock.advance(120_000 + 15 * 60_000 - 1);
-    expect(await t.runner.releaseExpired(SCOPE)).toBe(0);
+    expect(await t.runner.releaseExpired(SCOPE)).toEqual([]);
     t.clock.advance(1);
-    expect(await t.runner.releaseExpired(SCOPE)).toBe(1);
+    const released = await t.runner.releaseExpired(SCOPE);
+    expect(released.map((r) => [r.kind, r.rootKey])).toEqual([["turn", conversationRootKey(SCOPE, "s1", "k1")]]);
+    // The turn whose own release failed is told again when maintenance frees it, this time released.
+    expect(t.uncertain.map((u) => [u.cause, u.released])).toEqual([["tool:broken", false], ["expired", true]]);
     expect((await t.runner.runTurn(t.request("k3"))).status).toBe("completed");
     expect((await t.runner.read(SCOPE, conversationRootKey(SCOPE, "s1", "k1")))?.status).toBe("reconciliation_required");
   });
