@@ -49,15 +49,12 @@ export async function claimTurn(config: ResolvedConfig, request: NormalizedReque
   return { status: "claimed", turn };
 }
 
-/** An admit that threw: absent means nothing happened; present is ours and is released before the error is rethrown. */
+/**
+ * An admit that threw: nothing of the turn is durable but, perhaps, its admission. Releasing it by
+ * its id is safe whether or not it landed (an absent admission holds nothing), so a confirmed
+ * release rethrows the error; an unconfirmed one is uncertain.
+ */
 async function afterFailedAdmit(config: ResolvedConfig, turn: TurnRef, error: unknown): Promise<ConversationView> {
-  let found: Awaited<ReturnType<ResolvedConfig["stores"]["admissions"]["get"]>>;
-  try {
-    found = await config.stores.admissions.get(turn.scope, turn.admissionId);
-  } catch {
-    return uncertain(config, turn, "admit");
-  }
-  if (found === undefined) throw error;
   if (await freeAdmission(config, turn.scope, turn.admissionId)) throw error;
   return uncertain(config, turn, "admit");
 }
