@@ -71,13 +71,15 @@ interface Tally {
   faults: number;
   before: number;
   after: number;
+  /** The distinct `store.method`s that received a fault. */
+  methods: string[];
 }
 
 const totals: Record<string, Tally> = {};
 afterAll(() => {
   const all = Object.values(totals);
   const sum = (f: (t: Tally) => number) => all.reduce((s, t) => s + f(t), 0);
-  for (const [kind, t] of Object.entries(totals)) console.log(`store faults on ${kind}: ${JSON.stringify(t)}`);
+  for (const [kind, t] of Object.entries(totals)) console.log(`store faults on ${kind}: ${JSON.stringify({ ...t, methods: t.methods.length })}; faulted methods: ${t.methods.join(" ")}`);
   console.log(`store faults in total: ${sum((t) => t.faults)} injected (${sum((t) => t.before)} before, ${sum((t) => t.after)} after the effect) over ${sum((t) => t.turns)} runTurn calls`);
 });
 
@@ -129,7 +131,7 @@ async function drive(kind: "memory" | "sqlite" | "postgres", opts: { readonly se
     onUncertainTurn: (e) => reports.push(e),
   });
   const h: Harness = { runner, faults, clock, reports, base: opened.stores };
-  const tally: Tally = { turns: 0, rounds: 0, rejected: 0, views: {}, expiredReleases: 0, faults: 0, before: 0, after: 0 };
+  const tally: Tally = { turns: 0, rounds: 0, rejected: 0, views: {}, expiredReleases: 0, faults: 0, before: 0, after: 0, methods: [] };
   const pick = choices(opts.seed ^ 0x5bd1e995);
   const completed = new Map<string, { call: Call; view: ConversationView }>();
   const problems: string[] = [];
@@ -163,7 +165,7 @@ async function drive(kind: "memory" | "sqlite" | "postgres", opts: { readonly se
     await opened.close();
   }
   const counts = faults.counts();
-  Object.assign(tally, { faults: counts.before + counts.after, before: counts.before, after: counts.after });
+  Object.assign(tally, { faults: counts.before + counts.after, before: counts.before, after: counts.after, methods: Object.keys(counts.byMethod).sort() });
   totals[kind] = tally;
   expect(problems.slice(0, 10)).toEqual([]);
   return tally;
@@ -229,6 +231,10 @@ for (const [kind, enabled] of KINDS) {
       expect(tally.faults).toBeGreaterThan(0);
       expect(tally.after).toBeGreaterThan(0);
       expect(tally.views.completed ?? 0).toBeGreaterThan(0);
+      // Every store a turn touches took faults, the first durable writes and the last among them.
+      const hit = new Set(tally.methods.map((m) => m.split(".")[0]));
+      for (const store of ["admissions", "rootResults", "results", "sessions", "journal", "settlements", "audit"]) expect(hit, store).toContain(store);
+      for (const method of ["admissions.admit", "rootResults.reserve", "rootResults.put", "sessions.append", "admissions.finish", "journal.claim"]) expect(tally.methods).toContain(method);
     }, 240_000);
   });
 }
