@@ -245,3 +245,23 @@ describe("maintenance reports what it frees", () => {
     expect((await t.stores.journal.list(SCOPE)).items).toEqual([]);
   });
 });
+
+describe("an event batch's admission under store faults", () => {
+  const batch = { scope: SCOPE, sessionId: "s1", events: [{ id: "m1", at: "2026-01-01T00:00:00Z", kind: "message" as const, role: "user" as const, blocks: [{ type: "text" as const, text: "Hello" }] }] };
+
+  it("an admit that landed and lost its acknowledgement is released and rethrown; the retry records the batch once", async () => {
+    const { t, store: admissions } = withFaulty("admissions");
+    admissions.failNext("admit", "after");
+    await expect(t.runner.recordEvents(batch)).rejects.toThrow("injected failure after admit");
+    expect(await t.stores.admissions.holder(SCOPE, "s1")).toBeUndefined();
+    expect(await t.runner.recordEvents(batch)).toEqual({ status: "recorded", appended: 1, replayed: 0 });
+  });
+
+  it("a finish that fails after the batch landed is read back: recorded, and the session is free", async () => {
+    const { t, store: admissions } = withFaulty("admissions");
+    admissions.failNext("finish", "before");
+    expect(await t.runner.recordEvents(batch)).toEqual({ status: "recorded", appended: 1, replayed: 0 });
+    expect(await t.stores.admissions.holder(SCOPE, "s1")).toBeUndefined();
+    expect((await t.stores.sessions.load(SCOPE, "s1")).messages).toHaveLength(1);
+  });
+});
