@@ -1,4 +1,4 @@
-import { type ConversationRunner, type ConversationView, conversationRootKey, createConversationRunner, type UncertainTurnEvent } from "@alma-harness/conversation";
+import { type ConversationRunner, ConversationStreamResyncError, type ConversationView, conversationRootKey, createConversationRunner, type UncertainTurnEvent } from "@alma-harness/conversation";
 import { canonicalJson, defineTool, type Msg, MODEL_SPECIFICATION_VERSION, type ModelClient, type ModelRequest, type ModelStreamEvent, textOf } from "@alma-harness/core";
 import { ManualClock, SequentialIds } from "@alma-harness/core/testing";
 import { InjectedStoreFault, StoreFaults } from "@alma-harness/testing";
@@ -9,7 +9,7 @@ import { KINDS, openStores } from "./store-kit.js";
 /**
  * The seeded-fault harness (issue 14, item 3): faults on every method of every store the runner is
  * given, before the effect, after it (the acknowledgement lost) or none, while many turns run,
- * concurrently on one session, with and without a tool call. For every call: a documented view or
+ * concurrently on one session, with and without a tool call, a quarter through `streamTurn`. For every call: a documented view or
  * the injected error; no session held afterwards without an `onUncertainTurn` report; no message
  * lost or duplicated; a completed key replays the same answer.
  */
@@ -56,6 +56,8 @@ function choices(seed: number): (n: number) => number {
 }
 
 interface Call {
+  /** Through `streamTurn` (its iterator read to the end), else `runTurn`. */
+  readonly stream: boolean;
   readonly sessionId: string;
   readonly key: string;
   readonly input: string;
@@ -66,6 +68,8 @@ interface Tally {
   turns: number;
   rounds: number;
   rejected: number;
+  streams: number;
+  resyncs: number;
   views: Record<string, number>;
   expiredReleases: number;
   faults: number;
@@ -103,12 +107,25 @@ async function round(h: Harness, pick: (n: number) => number, n: number, session
       const sessionId = `s${pick(sessions)}`;
       const key = `r${n}-${i}`;
       const input = `${pick(2) === 0 ? "[tool] " : ""}question ${n}.${i}`;
-      calls.push({ sessionId, key, input, rootKey: conversationRootKey(SCOPE, sessionId, key) });
+      calls.push({ stream: pick(4) === 0, sessionId, key, input, rootKey: conversationRootKey(SCOPE, sessionId, key) });
     }
   }
-  const settled = await Promise.allSettled(calls.map((c) => h.runner.runTurn(request(c))));
+  const settled = await Promise.allSettled(calls.map((c) => (c.stream ? streamed(h, c, tally) : h.runner.runTurn(request(c)))));
   tally.turns += calls.length;
   return calls.map((call, i) => ({ call, settled: settled[i] as PromiseSettledResult<ConversationView> }));
+}
+
+/** A stream read to its end: a reader detached with `ConversationStreamResyncError` is documented; any other throw is not. */
+async function streamed(h: Harness, c: Call, tally: Tally): Promise<ConversationView> {
+  const stream = h.runner.streamTurn(request(c));
+  tally.streams += 1;
+  try {
+    for await (const event of stream) if (event.type === "result" && event.view.status !== (await stream.result).status) throw new Error("the result event differs from the result");
+  } catch (error) {
+    if (!(error instanceof ConversationStreamResyncError)) throw error;
+    tally.resyncs += 1;
+  }
+  return stream.result;
 }
 
 function request(c: Call) {
@@ -131,7 +148,7 @@ async function drive(kind: "memory" | "sqlite" | "postgres", opts: { readonly se
     onUncertainTurn: (e) => reports.push(e),
   });
   const h: Harness = { runner, faults, clock, reports, base: opened.stores };
-  const tally: Tally = { turns: 0, rounds: 0, rejected: 0, views: {}, expiredReleases: 0, faults: 0, before: 0, after: 0, methods: [] };
+  const tally: Tally = { turns: 0, rounds: 0, rejected: 0, streams: 0, resyncs: 0, views: {}, expiredReleases: 0, faults: 0, before: 0, after: 0, methods: [] };
   const pick = choices(opts.seed ^ 0x5bd1e995);
   const completed = new Map<string, { call: Call; view: ConversationView }>();
   const problems: string[] = [];
