@@ -94,9 +94,12 @@ export class StoreFaults {
   /** One store with every method (own or inherited) faulted under `name`; other properties pass through. */
   wrap<T extends object>(name: string, store: T): T {
     const cache = new Map<PropertyKey, unknown>();
-    return new Proxy(store, {
-      get: (target, prop, receiver) => {
-        const value: unknown = Reflect.get(target, prop, receiver);
+    const target = store;
+    // The proxy's own target is a fresh object inheriting from the store: a frozen store (a
+    // composition's `barrier`) would make a proxy over itself refuse to return a wrapped method.
+    return new Proxy(Object.create(store) as T, {
+      get: (_shell, prop) => {
+        const value: unknown = Reflect.get(target, prop, target);
         if (typeof value !== "function" || prop === "constructor") return value;
         let wrapped = cache.get(prop);
         if (wrapped === undefined) {
