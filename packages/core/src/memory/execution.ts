@@ -6,7 +6,7 @@ import { type InMemorySpendStore, releaseSpend, reserveSpend } from "./settlemen
 import type { NotDispatchedCause, UsageEvidence } from "../usage.js";
 import { normalizeCancelCause, normalizeClaim, normalizeClaimOptions, normalizeFence, normalizeReceivedEvidence, normalizeReconcile } from "../stores/normalize.js";
 import { prepareExecutionList } from "../stores/prepare.js";
-import { decodeCursor, pageOf, scopeKey, validateTime } from "../stores/rules.js";
+import { pageOf, scopeKey, validateTime } from "../stores/rules.js";
 import { expiryChange, fenceRefusal, sameClaim } from "../stores/transitions.js";
 
 const RESOLVED: readonly ExecutionState[] = ["completed", "not_dispatched"];
@@ -93,9 +93,9 @@ export class InMemoryExecutionStore implements ExecutionStore {
     scope: Scope,
     opts: { readonly cursor?: string; readonly limit?: number; readonly resolved?: boolean } = {},
   ): Promise<{ readonly items: readonly ExecutionRecord[]; readonly nextCursor?: string }> {
-    const { key, limit, resolved } = prepareExecutionList(scope, opts);
+    // The one owner of the listing's rules (closed options, page limits, cursor): what SQLite and PostgreSQL use.
+    const { key, limit, after, resolved } = prepareExecutionList(scope, opts);
     const prefix = `${key} `;
-    const after = decodeCursor((opts as { cursor?: string }).cursor, ["number", "string"]);
     const open = [...this.#rows].filter(([k, r]) => k.startsWith(prefix) && (resolved || !RESOLVED.includes(r.state))).map(([, r]) => r);
     open.sort(byCreated);
     return Object.freeze(pageOf(open, (r) => [r.createdAt, r.operationId], after, limit));
