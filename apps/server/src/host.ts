@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
+import type { ExpiredRelease } from "@alma-harness/conversation";
 import { type Clock, type IdSource, randomIds, systemClock } from "@alma-harness/core";
 import { BOOK_TOOL, clinicAgent, FRONT_DESK_INTENT } from "./agent/agent.js";
 import { CLINICS, type Clinic, ClinicDesk } from "./agent/clinics.js";
@@ -37,7 +38,7 @@ export interface Host {
   /** Serves on `port` (0 picks one) and resolves with the bound address. */
   listen(port: number, hostname: string): Promise<{ readonly url: string; readonly server: Server }>;
   /** Runs the runtime's maintenance now (also what the timer runs). */
-  maintain(): Promise<{ readonly released: number; readonly fenced: number }>;
+  maintain(): Promise<{ readonly released: readonly ExpiredRelease[]; readonly fenced: number }>;
   /** Starts the maintenance timer; returns its stop function. */
   startMaintenance(everyMs: number, onError?: (error: unknown) => void): () => void;
   /** Resolves once no turn is running. */

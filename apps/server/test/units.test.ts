@@ -152,7 +152,7 @@ describe("configuration", () => {
 describe("maintenance", () => {
   it("runs the runtime's maintenance on demand and on its timer, one run at a time", async () => {
     const host = await createHost({ models: demoSetup(), secrets: SECRETS, store: { home: mkdtempSync(join(tmpdir(), "alma-m-")), databaseUrl: undefined } });
-    expect(await host.maintain()).toEqual({ released: 0, fenced: 0 });
+    expect(await host.maintain()).toEqual({ released: [], fenced: 0 });
     vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
     try {
       const maintain = vi.spyOn(host.context.runtime, "maintain");

@@ -95,6 +95,11 @@ export interface ConversationConfig extends EngineOptions {
   readonly limits?: Omit<LoopLimits, "maxCalls">;
   readonly eventLabels?: EventLabels;
   readonly facts?: Readonly<Record<string, string | number | boolean>>;
+  /**
+   * Told once per invocation whose turn ends `reconciliation_required` after it claimed (or may
+   * have claimed) the session, and once more by `releaseExpired` for each turn it frees (cause
+   * `expired`, `released: true`). A throw from it is swallowed; it is not behavior.
+   */
   readonly onUncertainTurn?: (event: UncertainTurnEvent) => void;
   readonly clock?: Clock;
   readonly ids?: IdSource;

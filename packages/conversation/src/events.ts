@@ -15,6 +15,7 @@ import type { ResolvedConfig } from "./config.js";
 import { EventRefusedError } from "./errors.js";
 import { bindingOf } from "./keys.js";
 import { DEFAULT_EVENT_LABELS } from "./render.js";
+import { freeAdmission } from "./uncertain.js";
 
 export type RecordedEvent =
   | {
@@ -90,6 +91,16 @@ function sameContent(a: Msg, b: Msg): boolean {
     canonicalJson({ role: b.role, blocks: b.blocks, event: b.meta?.event ?? null } as unknown as JsonValue);
 }
 
+/** Finishes an event batch's admission; after a failure, whether a read-back (or a release) shows the session free. */
+async function finishedOrFreed(config: ResolvedConfig, scope: Scope, admissionId: string): Promise<boolean> {
+  try {
+    if ((await config.stores.admissions.finish(scope, admissionId))?.state === "finished") return true;
+  } catch {
+    // read back below
+  }
+  return freeAdmission(config, scope, admissionId);
+}
+
 /** Recorded events: idempotent by id over the whole log, fenced on their own admission. */
 export function eventsApi(config: ResolvedConfig): EventsApi {
   const { stores, clock } = config;
@@ -123,9 +134,16 @@ export function eventsApi(config: ResolvedConfig): EventsApi {
       }
       const now = clock.now();
       const rootKey = `ev_${bindingOf(events.map((e) => e.id)).slice(3, 40)}`;
-      const admitted = await stores.admissions.admit({ scope, sessionId, rootKey, kind: "events", admissionId: config.ids.next("adm"), now, deadlineAt: now + 60_000 });
+      const admissionId = config.ids.next("adm");
+      let admitted: Awaited<ReturnType<typeof stores.admissions.admit>>;
+      try {
+        admitted = await stores.admissions.admit({ scope, sessionId, rootKey, kind: "events", admissionId, now, deadlineAt: now + 60_000 });
+      } catch (error) {
+        // Landed or not, the admission is released by its id: confirmed, nothing happened.
+        if (await freeAdmission(config, scope, admissionId)) throw error;
+        return { status: "reconciliation_required" };
+      }
       if (admitted.status === "busy") return { status: "busy", holder: admitted.holder.rootKey };
-      const admissionId = admitted.admission.admissionId;
       try {
         await stores.sessions.append(scope, sessionId, fresh, { admissionId, now });
       } catch (error) {
@@ -135,7 +153,8 @@ export function eventsApi(config: ResolvedConfig): EventsApi {
         if (after.length === events.length) return { status: "recorded", appended: fresh.length, replayed: prefix };
         throw error;
       }
-      await stores.admissions.finish(scope, admissionId);
+      // The batch is in the log; a lost finish acknowledgement is read back, never left holding the session.
+      if (!(await finishedOrFreed(config, scope, admissionId))) return { status: "reconciliation_required" };
       return { status: "recorded", appended: fresh.length, replayed: prefix };
     },
   };

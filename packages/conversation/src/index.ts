@@ -12,6 +12,7 @@ export type { RecordedEvent, RecordEventsRequest, RecordEventsResult } from "./e
 export type { RunTurnRequest } from "./input.js";
 export { conversationRootKey } from "./keys.js";
 export { DEFAULT_EVENT_LABELS, renderEvents } from "./render.js";
+export type { ExpiredRelease, UnresolvedPage } from "./maintenance.js";
 export { type ConversationRunner, createConversationRunner } from "./runner.js";
 export type { ProgressEvent } from "./step-outputs.js";
 export { type ConversationStream, type ConversationStreamEvent, STREAM_METADATA_LIMIT, STREAM_QUEUE_LIMIT } from "./stream.js";

@@ -1,14 +1,18 @@
-import { type Msg, normalizeModelChoice, type ModelChoice, type Scope, utf8Length, type UncertainCause } from "@alma-harness/core";
+import { type Msg, normalizeModelChoice, type ModelChoice, type Scope, utf8Length } from "@alma-harness/core";
 import { GovernedCalls } from "@alma-harness/execution";
 import { createEngine, type Engine, type TurnOutcome, type TurnResult } from "@alma-harness/loop";
-import { type ConversationConfig, type EngineOptions, EXPIRED_RELEASE_GRACE_MS, type ResolvedConfig, resolveConfig } from "./config.js";
+import { claimTurn } from "./claim.js";
+import { type ConversationConfig, type EngineOptions, type ResolvedConfig, resolveConfig } from "./config.js";
 import { ConversationConflictError } from "./errors.js";
 import { type EventsApi, eventsApi, type RecordEventsRequest, type RecordEventsResult } from "./events.js";
 import { type NormalizedRequest, normalizeRequest, type RunTurnRequest } from "./input.js";
 import { bindingOf, conversationRootKey } from "./keys.js";
+import { type ExpiredRelease, listUnresolved, releaseExpired, type UnresolvedPage } from "./maintenance.js";
+import { readRoot } from "./read.js";
 import { renderEvents } from "./render.js";
 import { StepOutputs } from "./step-outputs.js";
 import { type ConversationStream, streamConversation } from "./stream.js";
+import { type TurnRef, uncertain } from "./uncertain.js";
 import type { ConversationView, FinalEnvelope } from "./views.js";
 
 export interface ConversationRunner {
@@ -17,8 +21,13 @@ export interface ConversationRunner {
   read(scope: Scope, rootKey: string): Promise<ConversationView | null>;
   recordEvents(request: RecordEventsRequest): Promise<RecordEventsResult>;
   eraseSession(scope: Scope, sessionId: string): Promise<void>;
-  /** Frees admissions fifteen minutes past their deadline (turns and event batches). */
-  releaseExpired(scope?: Scope): Promise<number>;
+  /**
+   * Frees admissions fifteen minutes past their deadline (turns and event batches) and returns them;
+   * each turn among them is reported to `onUncertainTurn` (cause `expired`).
+   */
+  releaseExpired(scope?: Scope): Promise<readonly ExpiredRelease[]>;
+  /** Journal records whose turn has no stored final result (in every state), a journal page at a time. */
+  listUnresolved(scope: Scope, opts?: { readonly cursor?: string; readonly limit?: number }): Promise<UnresolvedPage>;
   /** Fences expired journal records; never re-sends. */
   reconcileExpired(scope?: Scope): Promise<number>;
 }
@@ -66,10 +75,10 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
         config,
         normalized,
         (outputs) => inUnit(config, () => execute(config, engine, events, normalized, request.signal, outputs)),
-        (scope, key) => read(config, scope, key),
+        (scope, key) => readRoot(config, scope, key),
       );
     },
-    read: (scope, rootKey) => read(config, scope, rootKey),
+    read: (scope, rootKey) => readRoot(config, scope, rootKey),
     recordEvents: (request) => inUnit(config, () => events.record(request)),
     eraseSession: async (scope, sessionId) => {
       await stores.sessions.erase(scope, sessionId);
@@ -77,8 +86,8 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
       await stores.rootResults.eraseSession(scope, sessionId);
       await stores.labels.erase(scope, sessionId);
     },
-    releaseExpired: async (scope) =>
-      (await stores.admissions.releaseExpired({ ...(scope ? { scope } : {}), now: clock.now(), graceMs: EXPIRED_RELEASE_GRACE_MS })).length,
+    releaseExpired: (scope) => releaseExpired(config, scope),
+    listUnresolved: (scope, opts) => listUnresolved(config, scope, opts),
     reconcileExpired: async (scope) => (await stores.journal.reconcileExpired({ now: clock.now(), ...(scope ? { scope } : {}) })).length,
   };
   return Object.freeze(runner);
@@ -103,26 +112,11 @@ function bindingFor(config: ResolvedConfig, request: NormalizedRequest): string 
   return bindingOf({ bound: request.bound, configRevision: config.configRevision, resultContractVersion: config.resultContractVersion });
 }
 
-/** Reads a root without dispatching or loading context. */
-async function read(config: ResolvedConfig, scope: Scope, rootKey: string): Promise<ConversationView | null> {
-  const { stores, clock } = config;
-  const record = await stores.rootResults.get(scope, rootKey, clock.now());
-  if (!record) return null;
-  if (record.state === "erased" || record.state === "expired") return { status: "unavailable", rootKey };
-  if (record.state === "stored") {
-    const envelope = record.envelope as unknown as FinalEnvelope;
-    return { status: "completed", rootKey, replayed: true, result: envelope.result };
-  }
-  const holder = await stores.admissions.holder(scope, record.sessionId);
-  if (holder && holder.rootKey === rootKey && holder.state === "active") return { status: "in_progress", rootKey };
-  return { status: "reconciliation_required", rootKey };
-}
-
 async function existingView(config: ResolvedConfig, request: NormalizedRequest, rootKey: string, binding: string): Promise<ConversationView | undefined> {
   const record = await config.stores.rootResults.get(request.scope, rootKey, config.clock.now());
   if (!record) return undefined;
   if (record.binding !== binding) throw new ConversationConflictError(rootKey);
-  return (await read(config, request.scope, rootKey)) ?? undefined;
+  return (await readRoot(config, request.scope, rootKey)) ?? undefined;
 }
 
 async function execute(
@@ -133,7 +127,7 @@ async function execute(
   signal: AbortSignal | undefined,
   outputs?: StepOutputs,
 ): Promise<ConversationView> {
-  const { stores, clock } = config;
+  const { clock } = config;
   const rootKey = conversationRootKey(request.scope, request.sessionId, request.idempotencyKey);
   const binding = bindingFor(config, request);
   const seen = await existingView(config, request, rootKey, binding);
@@ -148,41 +142,18 @@ async function execute(
   if (request.meta?.event) await events.assertNewInputEvent(request.scope, request.sessionId, request.meta.event.id);
   const now = clock.now();
   const deadlineAt = now + config.runTimeoutMs;
-  const admitted = await stores.admissions.admit({
-    scope: request.scope,
-    sessionId: request.sessionId,
-    rootKey,
-    kind: "turn",
-    admissionId: config.ids.next("adm"),
-    now,
-    deadlineAt,
-  });
-  if (admitted.status === "busy") {
-    if (admitted.holder.rootKey === rootKey) return { status: "in_progress", rootKey };
-    return { status: "busy", rootKey, holder: admitted.holder.rootKey };
+  const claim = await claimTurn(config, request, rootKey, binding, now, deadlineAt);
+  if (claim.status === "answered") return claim.view;
+  const a: Admitted = { ...claim.turn, deadlineAt, choice, signal, outputs };
+  try {
+    return await runAdmitted(config, engine, request, a);
+  } catch {
+    // Every path after the first durable write ends through uncertainty, even one nobody foresaw.
+    return uncertain(config, a, "loop");
   }
-  const admissionId = admitted.admission.admissionId;
-  const reserved = await stores.rootResults.reserve({
-    scope: request.scope,
-    resultId: rootKey,
-    sessionId: request.sessionId,
-    binding,
-    sensitivity: request.intent.sensitivity,
-    maxChars: config.maxResultChars,
-    expiresAt: now + config.resultRetentionMs,
-    createdAt: now,
-  });
-  if (reserved.status === "exists") {
-    await stores.admissions.finish(request.scope, admissionId);
-    if (reserved.record.binding !== binding) throw new ConversationConflictError(rootKey);
-    return (await read(config, request.scope, rootKey)) ?? { status: "reconciliation_required", rootKey };
-  }
-  return await runAdmitted(config, engine, request, { rootKey, admissionId, deadlineAt, choice, signal, outputs });
 }
 
-interface Admitted {
-  readonly rootKey: string;
-  readonly admissionId: string;
+interface Admitted extends TurnRef {
   readonly deadlineAt: number;
   readonly choice: ModelChoice;
   readonly signal: AbortSignal | undefined;
@@ -201,7 +172,7 @@ async function runAdmitted(config: ResolvedConfig, engine: Engine, request: Norm
     history = renderEvents(log, config.eventLabels);
     revision = view.revision;
   } catch {
-    return uncertain(config, request, a, "session_load");
+    return uncertain(config, a, "session_load");
   }
   const outputs = a.outputs ?? new StepOutputs(config, request, a.rootKey);
   const grant = request.toolProfile ? config.profiles?.[request.toolProfile] : undefined;
@@ -225,10 +196,10 @@ async function runAdmitted(config: ResolvedConfig, engine: Engine, request: Norm
     deadlineAt: a.deadlineAt,
     sink: outputs.sink,
   });
-  if (outcome.status === "not_admitted") return uncertain(config, request, a, "loop");
-  if (outcome.status === "reconciliation_required") return uncertain(config, request, a, outcome.cause);
+  if (outcome.status === "not_admitted") return uncertain(config, a, "loop");
+  if (outcome.status === "reconciliation_required") return uncertain(config, a, outcome.cause);
   const stored = await outputs.drain();
-  if (!stored) return uncertain(config, request, a, "result_store");
+  if (!stored) return uncertain(config, a, "result_store");
   return complete(config, request, a, outcome.messages, outcome.result);
 }
 
@@ -239,27 +210,27 @@ async function complete(config: ResolvedConfig, request: NormalizedRequest, a: A
     try {
       await stores.sessions.append(request.scope, request.sessionId, messages, { admissionId: a.admissionId, now: clock.now() });
     } catch {
-      return uncertain(config, request, a, "session_append");
+      return uncertain(config, a, "session_append");
     }
   }
   const envelope: FinalEnvelope = { version: config.resultContractVersion, result };
-  if (utf8Length(JSON.stringify(envelope)) > config.maxResultChars) return uncertain(config, request, a, "result_store");
+  if (utf8Length(JSON.stringify(envelope)) > config.maxResultChars) return uncertain(config, a, "result_store");
   try {
     await stores.rootResults.put(request.scope, a.rootKey, envelope as never, clock.now(), { admissionId: a.admissionId });
     const back = await stores.rootResults.get(request.scope, a.rootKey, clock.now());
-    if (back?.state !== "stored") return uncertain(config, request, a, "root_store");
+    if (back?.state !== "stored") return uncertain(config, a, "root_store");
   } catch {
-    return uncertain(config, request, a, "root_store");
+    return uncertain(config, a, "root_store");
   }
   try {
     const finished = await stores.admissions.finish(request.scope, a.admissionId);
     if (finished?.state !== "finished") {
       const current = await stores.admissions.get(request.scope, a.admissionId);
-      if (current?.state !== "finished") return uncertain(config, request, a, "admission_store");
+      if (current?.state !== "finished") return uncertain(config, a, "admission_store");
     }
   } catch {
     const current = await stores.admissions.get(request.scope, a.admissionId).catch(() => undefined);
-    if (current?.state !== "finished") return uncertain(config, request, a, "admission_store");
+    if (current?.state !== "finished") return uncertain(config, a, "admission_store");
   }
   return { status: "completed", rootKey: a.rootKey, replayed: false, result };
 }
@@ -271,33 +242,7 @@ async function refuseErased(config: ResolvedConfig, request: NormalizedRequest, 
     await stores.rootResults.eraseSession(request.scope, request.sessionId);
     await stores.admissions.finish(request.scope, a.admissionId);
   } catch {
-    return uncertain(config, request, a, "session_load");
+    return uncertain(config, a, "session_load");
   }
   return { status: "unavailable", rootKey: a.rootKey };
-}
-
-/** Marks the admission uncertain, reads whether the turn persisted, releases the session, tells the host once. */
-async function uncertain(config: ResolvedConfig, request: NormalizedRequest, a: Admitted, cause: UncertainCause): Promise<ConversationView> {
-  const { stores } = config;
-  await stores.admissions.markUncertain(request.scope, a.admissionId).catch(() => undefined);
-  let persisted: boolean | null;
-  try {
-    const view = await stores.sessions.load(request.scope, request.sessionId);
-    persisted = view.messages.some((m) => m.meta?.turn === a.rootKey);
-  } catch {
-    persisted = null;
-  }
-  let released = false;
-  try {
-    const after = await stores.admissions.releaseFailed(request.scope, a.admissionId);
-    released = after?.state === "released" || after?.state === "finished";
-  } catch {
-    released = false;
-  }
-  try {
-    config.onUncertainTurn?.({ scope: request.scope, sessionId: request.sessionId, rootKey: a.rootKey, cause, persisted, released });
-  } catch {
-    // the observer is not behavior; its throw is swallowed
-  }
-  return { status: "reconciliation_required", rootKey: a.rootKey };
 }

@@ -112,9 +112,12 @@ describe("release", () => {
     expect(t.uncertain[0]).toMatchObject({ released: false });
     expect((await t.runner.runTurn(t.request("k2"))).status).toBe("busy");
     t.clock.advance(120_000 + 15 * 60_000 - 1);
-    expect(await t.runner.releaseExpired(SCOPE)).toBe(0);
+    expect(await t.runner.releaseExpired(SCOPE)).toEqual([]);
     t.clock.advance(1);
-    expect(await t.runner.releaseExpired(SCOPE)).toBe(1);
+    const released = await t.runner.releaseExpired(SCOPE);
+    expect(released.map((r) => [r.kind, r.rootKey])).toEqual([["turn", conversationRootKey(SCOPE, "s1", "k1")]]);
+    // The turn whose own release failed is told again when maintenance frees it, this time released.
+    expect(t.uncertain.map((u) => [u.cause, u.released])).toEqual([["tool:broken", false], ["expired", true]]);
     expect((await t.runner.runTurn(t.request("k3"))).status).toBe("completed");
     expect((await t.runner.read(SCOPE, conversationRootKey(SCOPE, "s1", "k1")))?.status).toBe("reconciliation_required");
   });
@@ -164,5 +167,101 @@ describe("money held through store faults (spec: caps under concurrency)", () =>
     expect(day.map((d) => d.usdMicros)).toHaveLength(1);
     const next = await ask(t, "k2", "s2");
     expect(next.status === "completed" && next.result.terminalReason).toBe("answered");
+  });
+});
+
+describe("the turn's first durable writes (spec: every outcome after the first durable write goes through uncertainty)", () => {
+  const key1 = conversationRootKey(SCOPE, "s1", "k1");
+
+  for (const when of ["before", "after"] as const) {
+    it(`an admit that fails ${when} its effect is released and rethrown: nothing held, nothing reported, the key runs once later`, async () => {
+      const { t, store: admissions } = withFaulty("admissions", { script: [scriptedText("a")] });
+      admissions.failNext("admit", when);
+      await expect(t.runner.runTurn(t.request("k1"))).rejects.toThrow(`injected failure ${when} admit`);
+      expect(await t.stores.admissions.holder(SCOPE, "s1")).toBeUndefined();
+      expect(t.uncertain).toEqual([]);
+      expect(await t.runner.read(SCOPE, key1)).toBeNull();
+      expect((await t.runner.runTurn(t.request("k1"))).status).toBe("completed");
+      expect(t.model.calls).toBe(1);
+    });
+  }
+
+  it("an admit whose release cannot be confirmed is uncertain (cause admit): marked, released on the second try, reported", async () => {
+    const { t, store: admissions } = withFaulty("admissions", { script: [scriptedText("a")] });
+    admissions.failNext("admit", "after");
+    admissions.failNext("releaseFailed", "before");
+    admissions.failNext("get", "before");
+    expect((await t.runner.runTurn(t.request("k1"))).status).toBe("reconciliation_required");
+    expect(t.uncertain).toMatchObject([{ cause: "admit", persisted: false, released: true }]);
+    expect(await t.stores.admissions.holder(SCOPE, "s1")).toBeUndefined();
+  });
+
+  it("a reserve that fails before its effect frees the session and rethrows", async () => {
+    const { t, store: roots } = withFaulty("rootResults", { script: [scriptedText("a")] });
+    roots.failNext("reserve", "before");
+    await expect(t.runner.runTurn(t.request("k1"))).rejects.toThrow("injected failure before reserve");
+    expect(await t.stores.admissions.holder(SCOPE, "s1")).toBeUndefined();
+    expect(t.uncertain).toEqual([]);
+    expect((await t.runner.runTurn(t.request("k1"))).status).toBe("completed");
+  });
+
+  it("a reserve that took effect and lost its acknowledgement is uncertain (cause root_reserve), released, and stays so", async () => {
+    const { t, store: roots } = withFaulty("rootResults", { script: [scriptedText("a")] });
+    roots.failNext("reserve", "after");
+    expect((await t.runner.runTurn(t.request("k1"))).status).toBe("reconciliation_required");
+    expect(t.uncertain).toMatchObject([{ cause: "root_reserve", persisted: false, released: true }]);
+    expect(await t.stores.admissions.holder(SCOPE, "s1")).toBeUndefined();
+    expect((await t.runner.read(SCOPE, key1))?.status).toBe("reconciliation_required");
+    expect((await t.runner.runTurn(t.request("k1"))).status).toBe("reconciliation_required");
+    expect(t.model.calls).toBe(0);
+  });
+});
+
+describe("maintenance reports what it frees", () => {
+  it("releaseExpired returns each release and reports each turn (cause expired, released, persisted as read)", async () => {
+    const { t, store: admissions } = withFaulty("admissions", { tools: [thrower], script: [scriptedToolCall({ id: "c1", name: "broken" })] });
+    admissions.failNext("releaseFailed", "before");
+    admissions.failNext("get", "before");
+    expect((await t.runner.runTurn(t.request("k1"))).status).toBe("reconciliation_required");
+    expect(t.uncertain).toMatchObject([{ cause: "tool:broken", persisted: false, released: false }]);
+    t.clock.advance(120_000 + 15 * 60_000);
+    const released = await t.runner.releaseExpired();
+    expect(released).toEqual([{ scope: SCOPE, sessionId: "s1", rootKey: conversationRootKey(SCOPE, "s1", "k1"), kind: "turn", deadlineAt: expect.any(Number) }]);
+    expect(t.uncertain.slice(1)).toEqual([{ scope: SCOPE, sessionId: "s1", rootKey: conversationRootKey(SCOPE, "s1", "k1"), cause: "expired", persisted: false, released: true }]);
+    expect(await t.runner.releaseExpired()).toEqual([]);
+  });
+
+  it("listUnresolved shows every journal record of a turn without a stored final result, completed calls included", async () => {
+    const { t, store: roots } = withFaulty("rootResults", { script: [scriptedToolCall({ id: "c1", name: "lookup", input: { day: "mon" } }), scriptedText("a"), scriptedText("b")] });
+    roots.failNext("put", "before");
+    expect((await t.runner.runTurn(t.request("k1"))).status).toBe("reconciliation_required");
+    expect((await t.runner.runTurn(t.request("k2"))).status).toBe("completed");
+    const unresolved = await t.runner.listUnresolved(SCOPE);
+    expect(unresolved.items.map((r) => [r.rootKey, r.state])).toEqual([
+      [conversationRootKey(SCOPE, "s1", "k1"), "completed"],
+      [conversationRootKey(SCOPE, "s1", "k1"), "completed"],
+    ]);
+    // The journal's own listing shows only calls left open: none here.
+    expect((await t.stores.journal.list(SCOPE)).items).toEqual([]);
+  });
+});
+
+describe("an event batch's admission under store faults", () => {
+  const batch = { scope: SCOPE, sessionId: "s1", events: [{ id: "m1", at: "2026-01-01T00:00:00Z", kind: "message" as const, role: "user" as const, blocks: [{ type: "text" as const, text: "Hello" }] }] };
+
+  it("an admit that landed and lost its acknowledgement is released and rethrown; the retry records the batch once", async () => {
+    const { t, store: admissions } = withFaulty("admissions");
+    admissions.failNext("admit", "after");
+    await expect(t.runner.recordEvents(batch)).rejects.toThrow("injected failure after admit");
+    expect(await t.stores.admissions.holder(SCOPE, "s1")).toBeUndefined();
+    expect(await t.runner.recordEvents(batch)).toEqual({ status: "recorded", appended: 1, replayed: 0 });
+  });
+
+  it("a finish that fails after the batch landed is read back: recorded, and the session is free", async () => {
+    const { t, store: admissions } = withFaulty("admissions");
+    admissions.failNext("finish", "before");
+    expect(await t.runner.recordEvents(batch)).toEqual({ status: "recorded", appended: 1, replayed: 0 });
+    expect(await t.stores.admissions.holder(SCOPE, "s1")).toBeUndefined();
+    expect((await t.stores.sessions.load(SCOPE, "s1")).messages).toHaveLength(1);
   });
 });

@@ -80,8 +80,13 @@ export type CallCause =
   | `unavailable:${KnownStopReason | "none" | "unknown"}`
   | `unsettled:${KnownStopReason | "none" | "unknown"}`;
 
-/** What the durable runner itself could not make certain. */
-export type RunnerCause = "session_load" | "session_append" | "result_store" | "root_store" | "admission_store" | "loop";
+/**
+ * What the durable runner itself could not make certain. `admit` and `root_reserve`: the session's
+ * admission or the root's reservation failed or lost its acknowledgement and the read-back could not
+ * prove that nothing happened (or could not free the session); `expired`: maintenance released a
+ * turn fifteen minutes past its deadline.
+ */
+export type RunnerCause = "session_load" | "session_append" | "result_store" | "root_store" | "admission_store" | "admit" | "root_reserve" | "expired" | "loop";
 
 /**
  * Why a turn ended `reconciliation_required`, as `onUncertainTurn` and the lifecycle trail carry
@@ -119,6 +124,9 @@ const SIMPLE: ReadonlySet<string> = new Set([
   "result_store",
   "root_store",
   "admission_store",
+  "admit",
+  "root_reserve",
+  "expired",
   "loop",
 ]);
 

@@ -1,4 +1,4 @@
-import type { ConversationConfig, ConversationRunner, ConversationStores } from "@alma-harness/conversation";
+import type { ConversationConfig, ConversationRunner, ConversationStores, ExpiredRelease } from "@alma-harness/conversation";
 import { createConversationRunner } from "@alma-harness/conversation";
 import type { Scope } from "@alma-harness/core";
 
@@ -9,8 +9,11 @@ export type RuntimeConfig = Omit<ConversationConfig, "stores">;
 export interface Runtime {
   readonly runner: ConversationRunner;
   readonly stores: ConversationStores;
-  /** Frees admissions fifteen minutes past their deadline, then fences expired journal records. */
-  maintain(scope?: Scope): Promise<{ readonly released: number; readonly fenced: number }>;
+  /**
+   * Frees admissions fifteen minutes past their deadline (each turn reported to `onUncertainTurn`,
+   * cause `expired`; `released.length` is the count), then fences expired journal records.
+   */
+  maintain(scope?: Scope): Promise<{ readonly released: readonly ExpiredRelease[]; readonly fenced: number }>;
   erase(scope: Scope, sessionId: string): Promise<void>;
   close(): Promise<void>;
 }

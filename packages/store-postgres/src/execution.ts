@@ -171,12 +171,12 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
     return executionOf((await this.#db.query<ExecutionRow>(BY_ID, [key, id])).rows[0]);
   }
 
-  async list(scope: Scope, opts: { readonly cursor?: string; readonly limit?: number } = {}): Promise<{ readonly items: readonly ExecutionRecord[]; readonly nextCursor?: string }> {
-    const { key, limit, after } = prepareExecutionList(scope, opts);
+  async list(scope: Scope, opts: { readonly cursor?: string; readonly limit?: number; readonly resolved?: boolean } = {}): Promise<{ readonly items: readonly ExecutionRecord[]; readonly nextCursor?: string }> {
+    const { key, limit, after, resolved } = prepareExecutionList(scope, opts);
     const { rows } = await this.#db.query<ExecutionRow>(
-      `SELECT * FROM execution WHERE scope = $1 AND state NOT IN ('completed', 'not_dispatched')
+      `SELECT * FROM execution WHERE scope = $1 AND ($5::boolean OR state NOT IN ('completed', 'not_dispatched'))
        AND (created_at, operation_id) > ($2, $3) ORDER BY created_at, operation_id LIMIT $4`,
-      [key, after[0], after[1], limit + 1],
+      [key, after[0], after[1], limit + 1, resolved],
     );
     return executionPage(rows, limit);
   }

@@ -48,16 +48,16 @@ export class SqliteExecutionStore extends FencedJournal implements ExecutionStor
     return executionOf(this.#db.guard(() => this.#db.stmt(BY_ID).get(key, id) as ExecutionRow | undefined));
   }
 
-  async list(scope: Scope, opts: { readonly cursor?: string; readonly limit?: number } = {}): Promise<{ readonly items: readonly ExecutionRecord[]; readonly nextCursor?: string }> {
-    const { key, limit, after } = prepareExecutionList(scope, opts);
+  async list(scope: Scope, opts: { readonly cursor?: string; readonly limit?: number; readonly resolved?: boolean } = {}): Promise<{ readonly items: readonly ExecutionRecord[]; readonly nextCursor?: string }> {
+    const { key, limit, after, resolved } = prepareExecutionList(scope, opts);
     const rows = this.#db.guard(
       () =>
         this.#db
           .stmt(
-            `SELECT * FROM execution WHERE scope = ? AND state NOT IN ('completed', 'not_dispatched')
+            `SELECT * FROM execution WHERE scope = ? AND (? = 1 OR state NOT IN ('completed', 'not_dispatched'))
              AND (created_at, operation_id) > (?, ?) ORDER BY created_at, operation_id LIMIT ?`,
           )
-          .all(key, after[0], after[1], limit + 1) as ExecutionRow[],
+          .all(key, resolved ? 1 : 0, after[0], after[1], limit + 1) as ExecutionRow[],
     );
     return executionPage(rows, limit);
   }

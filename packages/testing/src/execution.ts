@@ -215,6 +215,12 @@ function readTests(t: TestApi, test: Declare): void {
     const { items } = await execution.list(SCOPE_A);
     t.expect(items.map((r) => r.operationId)).toEqual(["op-z", "op-a", "op-b", "op-fenced"]);
     t.expect((await execution.list(SCOPE_B)).items).toEqual([]);
+    // With resolved: true, every record in the same order, the completed and the not dispatched included.
+    const all = await execution.list(SCOPE_A, { resolved: true });
+    t.expect(all.items.map((r) => r.operationId)).toEqual(["op-done", "op-cancel", "op-z", "op-a", "op-b", "op-fenced"]);
+    t.expect((await execution.list(SCOPE_A, { resolved: false })).items.map((r) => r.operationId)).toEqual(["op-z", "op-a", "op-b", "op-fenced"]);
+    t.expect((await execution.list(SCOPE_B, { resolved: true })).items).toEqual([]);
+    await rejects(t, () => execution.list(SCOPE_A, unsafe({ resolved: "yes" })), ValidationError);
   });
 
   test("get reads only the caller's scope", async ({ execution }) => {

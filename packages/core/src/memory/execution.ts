@@ -5,7 +5,8 @@ import { currentAdmission, type InMemoryAdmissionStore } from "./admissions.js";
 import { type InMemorySpendStore, releaseSpend, reserveSpend } from "./settlements.js";
 import type { NotDispatchedCause, UsageEvidence } from "../usage.js";
 import { normalizeCancelCause, normalizeClaim, normalizeClaimOptions, normalizeFence, normalizeReceivedEvidence, normalizeReconcile } from "../stores/normalize.js";
-import { closedObject, decodeCursor, PAGE, pageLimit, pageOf, scopeKey, validateTime } from "../stores/rules.js";
+import { prepareExecutionList } from "../stores/prepare.js";
+import { pageOf, scopeKey, validateTime } from "../stores/rules.js";
 import { expiryChange, fenceRefusal, sameClaim } from "../stores/transitions.js";
 
 const RESOLVED: readonly ExecutionState[] = ["completed", "not_dispatched"];
@@ -90,13 +91,12 @@ export class InMemoryExecutionStore implements ExecutionStore {
 
   async list(
     scope: Scope,
-    opts: { readonly cursor?: string; readonly limit?: number } = {},
+    opts: { readonly cursor?: string; readonly limit?: number; readonly resolved?: boolean } = {},
   ): Promise<{ readonly items: readonly ExecutionRecord[]; readonly nextCursor?: string }> {
-    const prefix = `${scopeKey(scope).key} `;
-    const o = closedObject("opts", opts, ["cursor", "limit"]);
-    const limit = pageLimit(o.limit, PAGE.execution.def, PAGE.execution.max);
-    const after = decodeCursor(o.cursor, ["number", "string"]);
-    const open = [...this.#rows].filter(([k, r]) => k.startsWith(prefix) && !RESOLVED.includes(r.state)).map(([, r]) => r);
+    // The one owner of the listing's rules (closed options, page limits, cursor): what SQLite and PostgreSQL use.
+    const { key, limit, after, resolved } = prepareExecutionList(scope, opts);
+    const prefix = `${key} `;
+    const open = [...this.#rows].filter(([k, r]) => k.startsWith(prefix) && (resolved || !RESOLVED.includes(r.state))).map(([, r]) => r);
     open.sort(byCreated);
     return Object.freeze(pageOf(open, (r) => [r.createdAt, r.operationId], after, limit));
   }

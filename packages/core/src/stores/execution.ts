@@ -95,7 +95,11 @@ export interface ExecutionStore {
   complete(fence: Fence, now: number): Promise<ExecutionRecord>;
   cancelPrepared(fence: Fence, cause: Exclude<NotDispatchedCause, "expired">, now: number): Promise<ExecutionRecord>;
   get(scope: Scope, operationId: string): Promise<ExecutionRecord | undefined>;
-  /** Unresolved records (not completed / not_dispatched) of a scope, ascending by (createdAt, operationId). */
-  list(scope: Scope, opts?: { readonly cursor?: string; readonly limit?: number }): Promise<{ readonly items: readonly ExecutionRecord[]; readonly nextCursor?: string }>;
+  /**
+   * Unresolved records (not completed / not_dispatched) of a scope, ascending by (createdAt,
+   * operationId); with `resolved: true`, the records in every state (the runner's `listUnresolved`
+   * needs the completed calls of a turn that never stored its final result).
+   */
+  list(scope: Scope, opts?: { readonly cursor?: string; readonly limit?: number; readonly resolved?: boolean }): Promise<{ readonly items: readonly ExecutionRecord[]; readonly nextCursor?: string }>;
   reconcileExpired(input: { readonly now: number; readonly scope?: Scope }): Promise<readonly ExecutionRecord[]>;
 }

@@ -1,4 +1,5 @@
 import type { Msg } from "../messages.js";
+import { ValidationError } from "../errors.js";
 import { type Scope, validateId } from "../scope.js";
 import { canonicalJson, type JsonValue } from "../snapshot.js";
 import type { NotDispatchedCause, UsageEvidence } from "../usage.js";
@@ -181,12 +182,14 @@ export function staleStep(current: ExecutionRow | undefined, token: number, from
 }
 
 /** `after`: (createdAt, operationId) the page starts after. */
-export function prepareExecutionList(scope: Scope, opts: unknown): Page<readonly [number, string]> {
+/** `resolved`: whether completed and not_dispatched records are listed too (a boolean, default false). */
+export function prepareExecutionList(scope: Scope, opts: unknown): Page<readonly [number, string]> & { readonly resolved: boolean } {
   const { key } = scopeKey(scope);
-  const o = closedObject("opts", opts, ["cursor", "limit"]);
+  const o = closedObject("opts", opts, ["cursor", "limit", "resolved"]);
   const limit = pageLimit(o.limit, PAGE.execution.def, PAGE.execution.max);
   const after = decodeCursor(o.cursor, ["number", "string"]) ?? [-1, ""];
-  return { key, limit, after: after as readonly [number, string] };
+  if (o.resolved !== undefined && typeof o.resolved !== "boolean") throw new ValidationError("opts.resolved", "boolean", "resolved must be a boolean");
+  return { key, limit, after: after as readonly [number, string], resolved: o.resolved === true };
 }
 
 export function executionPage(rows: readonly ExecutionRow[], limit: number): { readonly items: readonly ExecutionRecord[]; readonly nextCursor?: string } {

@@ -1,11 +1,15 @@
 // A host process for the multi-process test: runs the turns it is given on one PostgreSQL database
 // with a scripted model, and prints one JSON line per event on stdout.
-//   argv[2]: JSON {schema, rootSchema, jobs: [{sessionId, key}], hang?: boolean}
+//   argv[2]: JSON {schema, rootSchema, jobs: [{sessionId, key}], hang?: true | "call1" | "tool" | "call2"}
+//   hang: stop (until killed) inside the first model call (true or "call1"), inside the tool handler
+//   (the first call's journal record completed) or inside the second model call.
 import { defineTool, type ModelClient, type ModelRequest, type ModelStreamEvent } from "@alma-harness/core";
 import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { postgres } from "@alma-harness/runtime";
 
-const spec = JSON.parse(process.argv[2] ?? "{}") as { schema: string; rootSchema: string; jobs: { sessionId: string; key: string }[]; hang?: boolean };
+const spec = JSON.parse(process.argv[2] ?? "{}") as { schema: string; rootSchema: string; jobs: { sessionId: string; key: string }[]; hang?: true | "call1" | "tool" | "call2" };
+const hangAt = spec.hang === true ? "call1" : spec.hang;
+const forever = () => new Promise<never>(() => undefined);
 const out = (line: object) => process.stdout.write(`${JSON.stringify({ pid: process.pid, ...line })}\n`);
 
 /** Tool call first, then an answer, decided by the request so concurrent turns cannot mix scripts. */
@@ -17,17 +21,28 @@ class ScriptedByRequest implements ModelClient {
     const last = request.messages.at(-1);
     const key = request.messages.map((m) => m.blocks.map((b) => (b.type === "text" ? b.text : "")).join("")).find((t) => t.startsWith("job "));
     out({ type: "dispatch", key });
-    if (spec.hang) {
+    const afterTool = last?.blocks.some((b) => b.type === "tool_result");
+    if ((hangAt === "call1" && !afterTool) || (hangAt === "call2" && afterTool)) {
       out({ type: "hanging", key });
       await new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }));
     }
-    const afterTool = last?.blocks.some((b) => b.type === "tool_result");
-    const script = afterTool ? scriptedText(`answer to ${key}`) : scriptedToolCall({ id: `call-${key}-${process.pid}`, name: "note", input: { text: key ?? "" } });
+    const script = afterTool ? scriptedText(`answer to ${key}`) : scriptedToolCall({ id: `call-${(key ?? "").replace(/\W/g, "_")}-${process.pid}`, name: "note", input: { text: key ?? "" } });
     for (const event of script.events) yield event;
   }
 }
 
-const note = defineTool({ name: "note", description: "Takes a note.", input: { type: "object", properties: { text: { type: "string" } } }, handler: (i) => ({ noted: i.text as string }) });
+const note = defineTool({
+  name: "note",
+  description: "Takes a note.",
+  input: { type: "object", properties: { text: { type: "string" } } },
+  handler: async (i) => {
+    if (hangAt === "tool") {
+      out({ type: "hanging" });
+      await forever();
+    }
+    return { noted: i.text as string };
+  },
+});
 
 const rt = await postgres({
   clients: [new ScriptedByRequest()],

@@ -1,0 +1,45 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ConversationStores } from "@alma-harness/conversation";
+import { inMemoryStores } from "@alma-harness/core/memory";
+import { createPostgresStores } from "@alma-harness/store-postgres";
+import { createSqliteStores } from "@alma-harness/store-sqlite";
+
+export const DATABASE_URL = process.env.ALMA_TEST_DATABASE_URL;
+
+export interface OpenedStores {
+  readonly stores: ConversationStores;
+  close(): Promise<void>;
+}
+
+let schemas = 0;
+
+/**
+ * A fresh store set of one kind, as the runtime composes it (SQLite and PostgreSQL with grouped
+ * commits), built here so a test can wrap it before the runner sees it.
+ */
+export async function openStores(kind: "memory" | "sqlite" | "postgres", prefix: string): Promise<OpenedStores> {
+  if (kind === "memory") return { stores: inMemoryStores(), close: async () => undefined };
+  if (kind === "sqlite") {
+    const dir = mkdtempSync(join(tmpdir(), `alma-${prefix}-`));
+    const stores = createSqliteStores({ path: join(dir, "alma.db"), commits: "grouped" });
+    return {
+      stores,
+      close: async () => {
+        stores.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  }
+  schemas += 1;
+  const suffix = `${process.pid}_${schemas}`;
+  const stores = await createPostgresStores({ connectionString: DATABASE_URL, schema: `${prefix}_${suffix}`, rootSchema: `${prefix}_root_${suffix}`, migrate: true, commits: "grouped" });
+  return { stores, close: () => stores.close() };
+}
+
+export const KINDS = [
+  ["memory", true],
+  ["sqlite", true],
+  ["postgres", DATABASE_URL !== undefined],
+] as const;
