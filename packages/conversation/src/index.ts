@@ -15,4 +15,5 @@ export { DEFAULT_EVENT_LABELS, renderEvents } from "./render.js";
 export { type ConversationRunner, createConversationRunner } from "./runner.js";
 export type { ProgressEvent } from "./step-outputs.js";
 export { type ConversationStream, type ConversationStreamEvent, STREAM_METADATA_LIMIT, STREAM_QUEUE_LIMIT } from "./stream.js";
+export type { AuditPage, SessionTrailQuery } from "./trails.js";
 export type { ConversationView, FinalEnvelope } from "./views.js";

@@ -9,6 +9,7 @@ import { bindingOf, conversationRootKey } from "./keys.js";
 import { renderEvents } from "./render.js";
 import { StepOutputs } from "./step-outputs.js";
 import { type ConversationStream, streamConversation } from "./stream.js";
+import { type AuditPage, readTrails, type SessionTrailQuery } from "./trails.js";
 import type { ConversationView, FinalEnvelope } from "./views.js";
 
 export interface ConversationRunner {
@@ -17,6 +18,11 @@ export interface ConversationRunner {
   read(scope: Scope, rootKey: string): Promise<ConversationView | null>;
   recordEvents(request: RecordEventsRequest): Promise<RecordEventsResult>;
   eraseSession(scope: Scope, sessionId: string): Promise<void>;
+  /**
+   * A scope's trail records, filtered by the real session id: the one place a session id is
+   * translated to the pseudonym the trails store (`sessionPseudonym` with this runner's key).
+   */
+  trails(scope: Scope, query?: SessionTrailQuery): Promise<AuditPage>;
   /** Frees admissions fifteen minutes past their deadline (turns and event batches). */
   releaseExpired(scope?: Scope): Promise<number>;
   /** Fences expired journal records; never re-sends. */
@@ -70,6 +76,7 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
       );
     },
     read: (scope, rootKey) => read(config, scope, rootKey),
+    trails: (scope, query) => readTrails(config, scope, query),
     recordEvents: (request) => inUnit(config, () => events.record(request)),
     eraseSession: async (scope, sessionId) => {
       await stores.sessions.erase(scope, sessionId);
@@ -84,7 +91,20 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
   return Object.freeze(runner);
 }
 
-const ENGINE_OPTIONS = ["clients", "policy", "tools", "providerTools", "terminalTools", "hooks", "permissions", "volatile", "longContext", "media", "releasePreStreamRejections"] as const satisfies readonly (keyof EngineOptions)[];
+const ENGINE_OPTIONS = [
+  "clients",
+  "policy",
+  "tools",
+  "providerTools",
+  "terminalTools",
+  "hooks",
+  "permissions",
+  "volatile",
+  "longContext",
+  "media",
+  "releasePreStreamRejections",
+  "trailKey",
+] as const satisfies readonly (keyof EngineOptions)[];
 
 /** The engine's own options out of the runner's configuration (absent ones stay absent). */
 function engineOptions(config: ResolvedConfig): EngineOptions {
