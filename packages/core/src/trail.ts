@@ -131,8 +131,25 @@ function mac(key: TrailKey | TrailKeyMaterial, domain: string, scope: Scope, val
  */
 export function sessionPseudonym(key: TrailKey | TrailKeyMaterial, scope: Scope, sessionId: string): TrailValue {
   validateId("sessionId", sessionId);
-  return `sp_${mac(key, "session", scope, sessionId)}` as TrailValue;
+  const k = trailKey(key);
+  const s = normalizeScope(scope);
+  // A session takes many turns: its pseudonym is remembered per key (bounded), one HMAC per session, not per turn.
+  let seen = pseudonyms.get(k);
+  if (!seen) {
+    seen = new Map();
+    pseudonyms.set(k, seen);
+  }
+  const at = `${s.org}\u0000${s.uid}\u0000${sessionId}`;
+  const known = seen.get(at);
+  if (known !== undefined) return known;
+  const value = `sp_${mac(k, "session", s, sessionId)}` as TrailValue;
+  if (seen.size >= PSEUDONYM_CACHE) seen.clear();
+  seen.set(at, value);
+  return value;
 }
+
+const PSEUDONYM_CACHE = 4096;
+const pseudonyms = new WeakMap<TrailKey, Map<string, TrailValue>>();
 
 /** A keyed, scope-bound hash of a value the trail may only hold hashed (a tool's subject or resource): `kh_` and 128 bits. */
 export function trailHash(key: TrailKey | TrailKeyMaterial, scope: Scope, value: string): TrailValue {

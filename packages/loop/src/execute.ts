@@ -77,13 +77,13 @@ export async function admitAndRun(env: TurnEnv, state: TurnState, call: StreamTo
 }
 
 /**
- * The authorization as the policy trail records it: the action the tool derived (kept when
- * identifier-shaped, else hashed) and the subject's keyed hash, unless the tool declares its
+ * The authorization as the policy trail records it: the action the tool derived (kept when it is
+ * a vocabulary word, else hashed) and the subject's keyed hash, unless the tool declares its
  * subjects non-sensitive. The default subject `*` is the kernel's own and stays `*`.
  */
 function recordedAuthorization(trail: TurnTrail, tool: ToolDefinition, a: { action: string; subject: string }): { action: TrailValue; subject: TrailValue } {
   const subject = a.subject === "*" ? trailId("*") : tool.nonSensitiveTrail ? trail.idOrHash(a.subject) : trail.hash(a.subject);
-  return { action: trail.idOrHash(a.action), subject };
+  return { action: trail.kindOrHash(a.action), subject };
 }
 
 async function recordAccess(env: TurnEnv, tool: ToolDefinition, args: JsonObject, callId: string): Promise<void> {

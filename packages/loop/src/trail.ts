@@ -8,6 +8,9 @@ export const UNREGISTERED_TOOL = trailKind("unregistered");
  * session id itself is never on a trail), the turn id, and the keyed hash every sensitive value
  * goes through. Every trail writer of the loop builds its record from here.
  */
+/** `trailKind`'s shape, tested without a throw on the hot path. */
+const KIND_SHAPED = /^[A-Za-z][A-Za-z0-9_.:-]{0,127}$/;
+
 export interface TurnTrail {
   readonly scope: Scope;
   readonly session: TrailValue;
@@ -16,14 +19,17 @@ export interface TurnTrail {
   hash(value: string): TrailValue;
   /** A provider-issued call id: as it is when identifier-shaped, else its keyed hash (the same everywhere, so records still join). */
   callId(id: string): TrailValue;
-  /** A value kept verbatim when identifier-shaped, else hashed: an action, a non-sensitive subject or resource. */
+  /** A value kept verbatim when identifier-shaped, else hashed: a non-sensitive subject or resource, a provider id. */
   idOrHash(value: string): TrailValue;
+  /** A value kept verbatim when it is a vocabulary word (`trailKind`), else hashed: an authorization action. */
+  kindOrHash(value: string): TrailValue;
 }
 
 export function turnTrail(key: TrailKey, scope: Scope, sessionId: string, turnId: string): TurnTrail {
   const hash = (value: string) => trailHash(key, scope, value);
   const idOrHash = (value: string) => (isTrailShaped(value) ? value : hash(value));
-  return Object.freeze({ scope, session: sessionPseudonym(key, scope, sessionId), turnId: trailId(turnId), hash, callId: idOrHash, idOrHash });
+  const kindOrHash = (value: string) => (KIND_SHAPED.test(value) ? (value as TrailValue) : hash(value));
+  return Object.freeze({ scope, session: sessionPseudonym(key, scope, sessionId), turnId: trailId(turnId), hash, callId: idOrHash, idOrHash, kindOrHash });
 }
 
 /** The fields every record of the turn shares, at `at`. */
