@@ -1,4 +1,5 @@
 import { sessionPseudonym, trailHash } from "@alma-harness/core";
+import { CANARIES, canariesIn } from "@alma-harness/testing";
 import { jwtVerify } from "jose";
 import { afterEach, describe, expect, it } from "vitest";
 import { ANA, call, HARBOR, pendingAsk, SECRETS, startHost, SUNRISE, type TestHost, turn } from "./helpers.js";
@@ -83,6 +84,21 @@ describe("operator routes", () => {
     // The turn's timeline names the real session (from the turn's root record), never from the trail.
     expect((await admin(`/v1/admin/turns/${first.body.rootKey}`)).body.sessionId).toBe("s-phone-5551234");
     expect((await admin(`/v1/admin/tenants/${SUNRISE}/sessions/${ANA}/nobody/trails`)).body.events).toEqual([]);
+  });
+
+  it("no canary the person sent (a name, an API key, a search, a phone number as the session id) is on the trails the operator reads", async () => {
+    t = await startHost();
+    const text = `I am ${CANARIES.patientName}, key ${CANARIES.apiKey}. ${CANARIES.searchQuery}. What is on my record?`;
+    const done = await turn(t, await t.token(), encodeURIComponent(CANARIES.phoneSessionId), "k1", text);
+    expect(done.status).toBe(200);
+    const bySession = await admin(`/v1/admin/tenants/${SUNRISE}/sessions/${ANA}/${encodeURIComponent(CANARIES.phoneSessionId)}/trails`);
+    const byTurn = await admin(`/v1/admin/turns/${done.body.rootKey}`);
+    expect((bySession.body.events as unknown[]).length).toBeGreaterThan(0);
+    expect(canariesIn(JSON.stringify(bySession.body.events))).toEqual([]);
+    expect(canariesIn(JSON.stringify(byTurn.body.events))).toEqual([]);
+    // The transcript, which is session content, does hold them: the scan is not vacuous.
+    const transcript = await admin(`/v1/admin/tenants/${SUNRISE}/sessions/${ANA}/${encodeURIComponent(CANARIES.phoneSessionId)}`);
+    expect(canariesIn(JSON.stringify(transcript.body.messages))).not.toEqual([]);
   });
 
   it("reports spend per clinic per day against the caps", async () => {
