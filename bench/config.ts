@@ -16,5 +16,7 @@ export function benchConfig(model: ModelClient, tools: readonly ToolDefinition[]
     runTimeoutMs: 600_000,
     maxCalls,
     maxInputChars: 10_000,
+    // A fixed key: the runs compare with each other, and PostgreSQL requires one.
+    trailKey: "bench-trail-key-at-least-32-bytes-long",
   };
 }

@@ -68,7 +68,7 @@ async function assemble(options: HostOptions): Promise<HostContext> {
     ids,
     ...(options.permissionTimeoutMs ? { permissionTimeoutMs: options.permissionTimeoutMs } : {}),
   });
-  const { runtime, store } = await openRuntime(options.store, config);
+  const { runtime, store } = await openRuntime(options.store, options.secrets.trailKey ? { ...config, trailKey: options.secrets.trailKey } : config);
   return {
     runtime,
     turns,

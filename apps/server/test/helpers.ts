@@ -18,7 +18,8 @@ export const CARLA = "p-2001";
 export const SECRETS: HostSecrets = {
   jwtSecret: new TextEncoder().encode("test-secret-test-secret-test-secret-0123"),
   adminToken: "adm_test_operator_token_0123456789",
-  source: { jwt: "test", admin: "test" },
+  trailKey: "test-trail-key-test-trail-key-0123456789",
+  source: { jwt: "test", admin: "test", trail: "test" },
 };
 
 export const FAKE_PRICES: PriceTable = { version: "fake-1", models: { "fake-main": { rates: { input: 3, output: 15 } } } };

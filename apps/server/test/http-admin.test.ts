@@ -1,3 +1,5 @@
+import { sessionPseudonym, trailHash } from "@alma-harness/core";
+import { CANARIES, canariesIn } from "@alma-harness/testing";
 import { jwtVerify } from "jose";
 import { afterEach, describe, expect, it } from "vitest";
 import { ANA, call, HARBOR, pendingAsk, SECRETS, startHost, SUNRISE, type TestHost, turn } from "./helpers.js";
@@ -59,7 +61,44 @@ describe("operator routes", () => {
     t = await startHost();
     const done = await turn(t, await t.token(), "s1", "k1", "What is on my record?");
     const trails = await admin(`/v1/admin/turns/${done.body.rootKey}?org=${SUNRISE}&uid=${ANA}`);
-    expect(trails.body.events).toContainEqual(expect.objectContaining({ trail: "access", tool: "read_patient_record", resource: "patients/p-1001", action: "read" }));
+    // A patient record's id is personal data: the trail keeps its keyed hash (the host's trail key), never the id.
+    const resource = trailHash(SECRETS.trailKey as string, { org: SUNRISE, uid: ANA }, "patients/p-1001");
+    expect(trails.body.events).toContainEqual(expect.objectContaining({ trail: "access", tool: "read_patient_record", resource, action: "read" }));
+    for (const raw of ["patients/p-1001", "patient:p-1001"]) expect(JSON.stringify(trails.body.events)).not.toContain(raw);
+  });
+
+  it("reads a session's trails by its real session id, though the trails store only its pseudonym", async () => {
+    t = await startHost();
+    const first = await turn(t, await t.token(), "s-phone-5551234", "k1", "When are you open on Monday?");
+    await turn(t, await t.token(), "s-phone-5551234", "k2", "And on Tuesday?");
+    await turn(t, await t.token(), "s-other", "k1", "When are you open on Monday?");
+    const trails = await admin(`/v1/admin/tenants/${SUNRISE}/sessions/${ANA}/s-phone-5551234/trails`);
+    expect(trails.status).toBe(200);
+    const events = trails.body.events as { turnId: string; sessionId: string; action?: string }[];
+    const pseudonym = sessionPseudonym(SECRETS.trailKey as string, { org: SUNRISE, uid: ANA }, "s-phone-5551234");
+    expect(events.length).toBeGreaterThan(0);
+    expect(events.every((e) => e.sessionId === pseudonym)).toBe(true);
+    expect(events.filter((e) => e.action === "turn.started")).toHaveLength(2);
+    expect(events.some((e) => e.turnId === first.body.rootKey)).toBe(true);
+    expect(JSON.stringify(events)).not.toContain("5551234");
+    // The turn's timeline names the real session (from the turn's root record), never from the trail.
+    expect((await admin(`/v1/admin/turns/${first.body.rootKey}`)).body.sessionId).toBe("s-phone-5551234");
+    expect((await admin(`/v1/admin/tenants/${SUNRISE}/sessions/${ANA}/nobody/trails`)).body.events).toEqual([]);
+  });
+
+  it("no canary the person sent (a name, an API key, a search, a phone number as the session id) is on the trails the operator reads", async () => {
+    t = await startHost();
+    const text = `I am ${CANARIES.patientName}, key ${CANARIES.apiKey}. ${CANARIES.searchQuery}. What is on my record?`;
+    const done = await turn(t, await t.token(), encodeURIComponent(CANARIES.phoneSessionId), "k1", text);
+    expect(done.status).toBe(200);
+    const bySession = await admin(`/v1/admin/tenants/${SUNRISE}/sessions/${ANA}/${encodeURIComponent(CANARIES.phoneSessionId)}/trails`);
+    const byTurn = await admin(`/v1/admin/turns/${done.body.rootKey}`);
+    expect((bySession.body.events as unknown[]).length).toBeGreaterThan(0);
+    expect(canariesIn(JSON.stringify(bySession.body.events))).toEqual([]);
+    expect(canariesIn(JSON.stringify(byTurn.body.events))).toEqual([]);
+    // The transcript, which is session content, does hold them: the scan is not vacuous.
+    const transcript = await admin(`/v1/admin/tenants/${SUNRISE}/sessions/${ANA}/${encodeURIComponent(CANARIES.phoneSessionId)}`);
+    expect(canariesIn(JSON.stringify(transcript.body.messages))).not.toEqual([]);
   });
 
   it("reports spend per clinic per day against the caps", async () => {

@@ -18,6 +18,8 @@ import {
   type SessionStore,
   type SpendStore,
   systemClock,
+  resolveTrailKey,
+  type TrailKey,
   type UncertainCause,
 } from "@alma-harness/core";
 import type { EngineConfig, LoopLimits } from "@alma-harness/loop";
@@ -68,7 +70,18 @@ export interface EventLabels {
  */
 export type EngineOptions = Pick<
   EngineConfig,
-  "clients" | "policy" | "tools" | "providerTools" | "terminalTools" | "hooks" | "permissions" | "volatile" | "longContext" | "media" | "releasePreStreamRejections"
+  | "clients"
+  | "policy"
+  | "tools"
+  | "providerTools"
+  | "terminalTools"
+  | "hooks"
+  | "permissions"
+  | "volatile"
+  | "longContext"
+  | "media"
+  | "releasePreStreamRejections"
+  | "trailKey"
 >;
 
 /** The runner's configuration: the engine's options plus what only the runner owns (stores, versions, retention, timeouts). */
@@ -106,6 +119,8 @@ export interface ConversationConfig extends EngineOptions {
 }
 
 export interface ResolvedConfig extends ConversationConfig {
+  /** The deployment's trail key, validated once (the per-process key when none was given): the engine and `trails` share it. */
+  readonly trailKey: TrailKey;
   readonly capsNormalized: BudgetCaps;
   readonly clock: Clock;
   readonly ids: IdSource;
@@ -166,8 +181,15 @@ export function resolveConfig(config: ConversationConfig): ResolvedConfig {
   if (config.eventLabels) for (const [k, v] of Object.entries(config.eventLabels)) {
     if (typeof v !== "string" || v.length < 1 || v.length > 500 || hasControl(v)) throw new ConversationConfigError(`eventLabels.${k} must be 1-500 characters without control characters`);
   }
+  let trailKey: TrailKey;
+  try {
+    trailKey = resolveTrailKey(config.trailKey);
+  } catch (error) {
+    throw new ConversationConfigError((error as Error).message);
+  }
   return {
     ...config,
+    trailKey,
     prices,
     capsNormalized,
     clock: config.clock ?? systemClock,

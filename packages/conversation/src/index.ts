@@ -16,4 +16,5 @@ export type { ExpiredRelease, UnresolvedPage } from "./maintenance.js";
 export { type ConversationRunner, createConversationRunner } from "./runner.js";
 export type { ProgressEvent } from "./step-outputs.js";
 export { type ConversationStream, type ConversationStreamEvent, STREAM_METADATA_LIMIT, STREAM_QUEUE_LIMIT } from "./stream.js";
+export type { AuditPage, SessionTrailQuery } from "./trails.js";
 export type { ConversationView, FinalEnvelope } from "./views.js";

@@ -1,4 +1,4 @@
-import { type Msg, normalizeModelChoice, type ModelChoice, type Scope, utf8Length } from "@alma-harness/core";
+import { type Msg, normalizeModelChoice, type ModelChoice, type Scope, trailHash, utf8Length } from "@alma-harness/core";
 import { GovernedCalls } from "@alma-harness/execution";
 import { createEngine, type Engine, type TurnOutcome, type TurnResult } from "@alma-harness/loop";
 import { claimTurn } from "./claim.js";
@@ -13,6 +13,7 @@ import { renderEvents } from "./render.js";
 import { StepOutputs } from "./step-outputs.js";
 import { type ConversationStream, streamConversation } from "./stream.js";
 import { type TurnRef, uncertain } from "./uncertain.js";
+import { type AuditPage, readTrails, type SessionTrailQuery } from "./trails.js";
 import type { ConversationView, FinalEnvelope } from "./views.js";
 
 export interface ConversationRunner {
@@ -21,6 +22,11 @@ export interface ConversationRunner {
   read(scope: Scope, rootKey: string): Promise<ConversationView | null>;
   recordEvents(request: RecordEventsRequest): Promise<RecordEventsResult>;
   eraseSession(scope: Scope, sessionId: string): Promise<void>;
+  /**
+   * A scope's trail records, filtered by the real session id: the one place a session id is
+   * translated to the pseudonym the trails store (`sessionPseudonym` with this runner's key).
+   */
+  trails(scope: Scope, query?: SessionTrailQuery): Promise<AuditPage>;
   /**
    * Frees admissions fifteen minutes past their deadline (turns and event batches) and returns them;
    * each turn among them is reported to `onUncertainTurn` (cause `expired`).
@@ -46,6 +52,9 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
     audit: stores.audit,
     consumers: config.consumers ?? [],
     clock,
+    // OpenAI's `prompt_cache_key`: the scope's keyed hash, so requests of one person share a cache
+    // route without the provider ever seeing the tenant's or the person's id.
+    cacheKey: ({ scope }) => trailHash(config.trailKey, scope, "prompt_cache_key"),
   });
   // The engine's options go to the engine as they came, compiled once there; the runner adds its own seams.
   const engine = createEngine({
@@ -79,6 +88,7 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
       );
     },
     read: (scope, rootKey) => readRoot(config, scope, rootKey),
+    trails: (scope, query) => readTrails(config, scope, query),
     recordEvents: (request) => inUnit(config, () => events.record(request)),
     eraseSession: async (scope, sessionId) => {
       await stores.sessions.erase(scope, sessionId);
@@ -93,7 +103,20 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
   return Object.freeze(runner);
 }
 
-const ENGINE_OPTIONS = ["clients", "policy", "tools", "providerTools", "terminalTools", "hooks", "permissions", "volatile", "longContext", "media", "releasePreStreamRejections"] as const satisfies readonly (keyof EngineOptions)[];
+const ENGINE_OPTIONS = [
+  "clients",
+  "policy",
+  "tools",
+  "providerTools",
+  "terminalTools",
+  "hooks",
+  "permissions",
+  "volatile",
+  "longContext",
+  "media",
+  "releasePreStreamRejections",
+  "trailKey",
+] as const satisfies readonly (keyof EngineOptions)[];
 
 /** The engine's own options out of the runner's configuration (absent ones stay absent). */
 function engineOptions(config: ResolvedConfig): EngineOptions {

@@ -42,4 +42,21 @@ export * from "./stores/results.js";
 export * from "./stores/settlements.js";
 export * from "./stores/labels.js";
 export * from "./stores/audit.js";
+export {
+  isTrailShaped,
+  processTrailKey,
+  resolveTrailKey,
+  sessionPseudonym,
+  TRAIL_KEY_MIN_BYTES,
+  TRAIL_VALUE_MAX,
+  TrailKey,
+  type TrailKeyMaterial,
+  trailHash,
+  trailId,
+  trailJoin,
+  trailKey,
+  trailKind,
+  type TrailValue,
+  TrailValueError,
+} from "./trail.js";
 export { type AlmaErrorCode, type CallCause, isUncertainCause, type RunnerCause, type StreamRule, stopTag, type UncertainCause } from "./vocabulary.js";

@@ -34,6 +34,14 @@ export interface ToolConfig {
   readonly authorize?: (input: JsonObject) => AuthorizationIntent;
   /** Declares the resource the call reads or writes, for the access trail. */
   readonly access?: (input: JsonObject) => ToolAccess;
+  /**
+   * Declares that the authorization subject and the access resource this tool derives are not
+   * sensitive (a catalog code, a public resource): the trails record them as they are, when they
+   * are identifier-shaped. Default `false`: the trails record their keyed hash (HMAC with the
+   * deployment's trail key), never the value, since a subject is often derived from what the model
+   * or a person wrote (a patient's name).
+   */
+  readonly nonSensitiveTrail?: boolean;
   readonly handler: ToolHandler;
 }
 
@@ -48,6 +56,8 @@ export interface ToolDefinition {
   readonly deferred: boolean;
   readonly authorize: (input: JsonObject) => AuthorizationIntent;
   readonly access?: (input: JsonObject) => ToolAccess;
+  /** Whether the trails may record its subject and resource verbatim (see `ToolConfig.nonSensitiveTrail`). */
+  readonly nonSensitiveTrail: boolean;
   readonly handler: ToolHandler;
 }
 
@@ -91,6 +101,9 @@ export function defineTool(config: ToolConfig): ToolDefinition {
       throw new ValidationError(`${where}.${key}`, "function", `${where}: ${key} must be a function`);
     }
   }
+  if (config.nonSensitiveTrail !== undefined && typeof config.nonSensitiveTrail !== "boolean") {
+    throw new ValidationError(`${where}.nonSensitiveTrail`, "boolean", `${where}: nonSensitiveTrail must be a boolean`);
+  }
   const validator = compileSchema(config.input, `${where}.input`);
   const definition: ToolDefinition = {
     name,
@@ -102,6 +115,7 @@ export function defineTool(config: ToolConfig): ToolDefinition {
     deferred: config.deferred === true,
     authorize: config.authorize ?? (() => ({ action: name, subject: "*" })),
     ...(config.access ? { access: config.access } : {}),
+    nonSensitiveTrail: config.nonSensitiveTrail === true,
     handler: config.handler,
   };
   return Object.freeze(definition);

@@ -25,6 +25,7 @@ export type AlmaErrorCode =
   | "invalid_id"
   | "invalid_input"
   | "invalid_scope"
+  | "invalid_trail_value"
   | "settlement_conflict"
   | "session_label_conflict"
   | "session_label_erased"

@@ -22,6 +22,9 @@ import {
   type SpendStore,
   systemClock,
   type Tier,
+  type TrailValue,
+  trailJoin,
+  trailKind,
   type UnpricedReason,
   utcDay,
   validateId,
@@ -76,6 +79,8 @@ export interface ResolvedCallsConfig extends Omit<GovernedCallsConfig, "consumer
 export interface CallIdentity {
   readonly scope: Scope;
   readonly sessionId: string;
+  /** The session's keyed pseudonym (`sessionPseudonym`): what the call's trail records carry instead of `sessionId`. */
+  readonly trailSession: TrailValue;
   readonly rootKey: string;
   readonly turnId: string;
   readonly operationId: string;
@@ -91,7 +96,7 @@ export interface CallOptions {
   readonly signal: AbortSignal;
   /** The round's own deadline; past it the call is aborted (cause `call:<kind>:aborted`). */
   readonly roundTimeoutMs: number;
-  readonly route: { readonly tier: Tier; readonly sensitivity: Sensitivity; readonly parentCallId?: string };
+  readonly route: { readonly tier: Tier; readonly sensitivity: Sensitivity; readonly parentCallId?: TrailValue };
   /** Tool-call ids seen earlier in the turn: a stream that repeats one is invalid. */
   readonly seenCallIds: ReadonlySet<string>;
   /** A main step: its lifecycle `model.request` record goes on the trail before egress. */
@@ -194,14 +199,14 @@ export class GovernedCalls {
     const now = config.clock.now();
     const missing = unpricedBeforeDispatch(config.prices, choice, request);
     if (missing) {
-      await refusedTrail(config.audit, identity, choice, now, "unpriced", `no price for ${missing}`);
+      await refusedTrail(config.audit, identity, choice, now, "unpriced", trailJoin(trailKind("no_price"), trailKind(missing)));
       return { status: "refused", reason: "unpriced", missing };
     }
     // Measured only under a block cap: without one, nothing is held and the request is not sized.
     const worst = config.blocks ? (worstCaseMicros(config.prices, choice, request) ?? Number.POSITIVE_INFINITY) : 0;
     const turnCap = config.caps.perTurnUsd;
     if (turnCap?.onExceeded === "block" && books.spentMicros + books.reservedMicros + worst > turnCap.usdMicros) {
-      await refusedTrail(config.audit, identity, choice, now, "cap", "perTurnUsd");
+      await refusedTrail(config.audit, identity, choice, now, "cap", trailKind("perTurnUsd"));
       return { status: "refused", reason: "cap", cap: "perTurnUsd" };
     }
     try {
@@ -219,7 +224,7 @@ export class GovernedCalls {
     });
     if (claim.status === "refused") {
       books.reservedMicros -= worst;
-      await refusedTrail(config.audit, identity, choice, now, "cap", claim.cap);
+      await refusedTrail(config.audit, identity, choice, now, "cap", trailKind(claim.cap));
       return { status: "refused", reason: "cap", cap: claim.cap };
     }
     books.calls += 1;

@@ -1,4 +1,4 @@
-import type { AuditEvent, AuditLog, CostEvent, CostReceipt, ModelChoice, RefusalCategory } from "@alma-harness/core";
+import { type AuditEvent, type AuditLog, type CostEvent, type CostReceipt, isTrailShaped, type ModelChoice, type RefusalCategory, type TrailValue, trailId, trailKind } from "@alma-harness/core";
 import type { Ledger } from "./account.js";
 import { UncertainCallError } from "./errors.js";
 import type { CallIdentity, CallOptions } from "./governed-call.js";
@@ -12,20 +12,21 @@ export async function durable(audit: AuditLog, event: AuditEvent): Promise<void>
   }
 }
 
+/** The fields every record of the call shares: the session's pseudonym, never its id. */
+function baseOf(identity: CallIdentity, at: number) {
+  return { scope: identity.scope, sessionId: identity.trailSession, turnId: trailId(identity.turnId), callId: trailId(identity.operationId), at };
+}
+
 function routingBase(identity: CallIdentity, choice: ModelChoice, options: CallOptions, at: number) {
   const route = options.route;
   return {
-    scope: identity.scope,
-    sessionId: identity.sessionId,
-    turnId: identity.turnId,
-    callId: identity.operationId,
-    at,
+    ...baseOf(identity, at),
     trail: "routing" as const,
     kind: identity.kind,
     tier: route.tier,
     sensitivity: route.sensitivity,
-    clientId: choice.clientId,
-    model: choice.model,
+    clientId: trailId(choice.clientId),
+    model: trailId(choice.model),
     cacheTtl: choice.cache === false ? ("off" as const) : choice.cache.ttl,
     ...(choice.reasoning ? { reasoning: choice.reasoning } : {}),
     ...(choice.serviceTier ? { requestedTier: choice.serviceTier } : {}),
@@ -39,11 +40,7 @@ export async function requestTrails(audit: AuditLog, identity: CallIdentity, cho
   const step = options.lifecycle;
   if (step === undefined) return;
   await durable(audit, {
-    scope: identity.scope,
-    sessionId: identity.sessionId,
-    turnId: identity.turnId,
-    callId: identity.operationId,
-    at,
+    ...baseOf(identity, at),
     trail: "lifecycle",
     action: "model.request",
     step: step.step,
@@ -67,7 +64,8 @@ export async function servedTrail(audit: AuditLog, identity: CallIdentity, choic
   await durable(audit, {
     ...routingBase(identity, choice, options, at),
     servedTier: receipt.serviceTier,
-    ...(facts.upstream !== undefined ? { upstream: facts.upstream } : {}),
+    // The upstream is the wire's word: kept only when it has an identifier's shape (a slug).
+    ...(isTrailShaped(facts.upstream) ? { upstream: facts.upstream } : {}),
     ...(facts.refusal !== undefined ? { refusal: facts.refusal } : {}),
   });
 }
@@ -76,22 +74,21 @@ export async function servedTrail(audit: AuditLog, identity: CallIdentity, choic
 function costEvent(identity: CallIdentity, at: number, receipt: Pick<CostReceipt, "model" | "usdMicros" | "settlementId" | "capsCrossed">): CostEvent {
   return {
     trail: "cost",
-    scope: identity.scope,
-    sessionId: identity.sessionId,
-    turnId: identity.turnId,
-    callId: identity.operationId,
-    at,
-    operationId: identity.operationId,
-    model: receipt.model,
+    ...baseOf(identity, at),
+    operationId: trailId(identity.operationId),
+    model: trailId(receipt.model),
     usdMicros: receipt.usdMicros,
-    settlementId: receipt.settlementId,
+    settlementId: trailId(receipt.settlementId),
     capsCrossed: receipt.capsCrossed,
   };
 }
 
+/** The settlement id of a refusal's cost record: nothing was settled. */
+const NO_SETTLEMENT = trailKind("none");
+
 /** A call refused before anything was claimed or sent: one cost event at zero, with the reason. */
-export async function refusedTrail(audit: AuditLog, identity: CallIdentity, choice: ModelChoice, at: number, reason: "unpriced" | "cap", detail: string): Promise<void> {
-  await durable(audit, { ...costEvent(identity, at, { model: choice.model, usdMicros: 0, settlementId: "", capsCrossed: [] }), refused: { reason, detail } });
+export async function refusedTrail(audit: AuditLog, identity: CallIdentity, choice: ModelChoice, at: number, reason: "unpriced" | "cap", detail: TrailValue): Promise<void> {
+  await durable(audit, { ...costEvent(identity, at, { model: choice.model, usdMicros: 0, settlementId: NO_SETTLEMENT, capsCrossed: [] }), refused: { reason, detail } });
 }
 
 /** One cost event per receipt; a cap crossed for the first time in the turn adds its warning. */

@@ -7,6 +7,8 @@ import {
   type ModelStreamEvent,
   normalizeBudgetCaps,
   type PriceTable,
+  sessionPseudonym,
+  trailKey,
 } from "@alma-harness/core";
 import { type AuditFailure, InMemoryCostSettlementStore, InMemoryExecutionStore, MANUAL_CLOCK_START, ManualClock, RecordingAuditLog } from "@alma-harness/core/testing";
 import { type CallIdentity, type CallOptions, GovernedCalls, type GovernedCallsConfig, type TurnAccount } from "@alma-harness/execution";
@@ -20,6 +22,8 @@ export const PRICES: PriceTable = {
 };
 
 export const SCOPE = { org: "acme", uid: "u1" } as const;
+/** A fixed trail key for the tests: the session's pseudonym is deterministic. */
+export const TEST_TRAIL_KEY = trailKey("test-trail-key-of-at-least-32-bytes!");
 export const NOW = MANUAL_CLOCK_START;
 export const CHOICE: ModelChoice = { clientId: "c", model: "m", maxOutputTokens: 100, cache: false };
 export const REQUEST: ModelRequest = { model: "m", system: [], messages: [{ role: "user", blocks: [{ type: "text", text: "hi" }] }], tools: [], maxOutputTokens: 100 };
@@ -56,7 +60,7 @@ export function client(
 }
 
 export function identity(n = 1, overrides: Partial<CallIdentity> = {}): CallIdentity {
-  return { scope: SCOPE, sessionId: "s1", rootKey: "r1", turnId: "t1", operationId: `t1:main:${n}`, kind: "main", ...overrides };
+  return { scope: SCOPE, sessionId: "s1", trailSession: sessionPseudonym(TEST_TRAIL_KEY, SCOPE, "s1"), rootKey: "r1", turnId: "t1", operationId: `t1:main:${n}`, kind: "main", ...overrides };
 }
 
 export function setup(opts: { caps?: BudgetCapsInput; prices?: PriceTable; auditFail?: AuditFailure; settlements?: InMemoryCostSettlementStore } = {}) {

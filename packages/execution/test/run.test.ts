@@ -14,7 +14,7 @@ describe("GovernedCalls.run: refused before anything is claimed or sent", () => 
     expect(c.validated).toEqual([]);
     expect(await s.journal.get(SCOPE, "t1:main:1")).toBeUndefined();
     expect(s.account.calls).toBe(0);
-    expect(s.audit.trail("cost").map((e) => [e.usdMicros, e.refused])).toEqual([[0, { reason: "unpriced", detail: "no price for model" }]]);
+    expect(s.audit.trail("cost").map((e) => [e.usdMicros, e.refused])).toEqual([[0, { reason: "unpriced", detail: "no_price:model" }]]);
   });
 
   it("a per-turn block cap: a call whose worst case fits exactly goes out; one micro-dollar less is refused at zero cost", async () => {

@@ -1,4 +1,4 @@
-import { MODEL_SPECIFICATION_VERSION, type ModelChoice, type ModelClient, type ProviderToolSpec, SEARCH_TOOLS_NAME, type ToolDefinition, type ToolSpec, toolSpec } from "@alma-harness/core";
+import { MODEL_SPECIFICATION_VERSION, type ModelChoice, resolveTrailKey, type TrailKey, type ModelClient, type ProviderToolSpec, SEARCH_TOOLS_NAME, type ToolDefinition, type ToolSpec, toolSpec } from "@alma-harness/core";
 import { AbortedError, startTimer } from "./cancel.js";
 import type { EngineConfig, TurnInput, TurnOutcome } from "./engine.js";
 import { type CompiledEngine, makeEmitter, type TurnEnv } from "./env.js";
@@ -10,6 +10,7 @@ import { TurnState } from "./state.js";
 import { type StreamedTurn, streamFrom } from "./stream-turn.js";
 import { runTurnCore } from "./turn.js";
 import { compileMedia } from "./media.js";
+import { turnTrail } from "./trail.js";
 
 export const MAX_TERMINAL_TOOLS = 64;
 
@@ -107,11 +108,20 @@ function compile(config: EngineConfig): CompiledEngine {
     releasePreStreamRejections: config.releasePreStreamRejections ?? false,
     calls: config.calls,
     audit: config.audit,
+    trailKey: compileTrailKey(config),
     barrier: config.barrier,
     clock: config.clock,
     ids: config.ids,
     sink: config.sink,
   };
+}
+
+function compileTrailKey(config: EngineConfig): TrailKey {
+  try {
+    return resolveTrailKey(config.trailKey);
+  } catch (error) {
+    throw new EngineConfigError((error as Error).message);
+  }
 }
 
 /** Builds the turn engine. Bad configuration throws `EngineConfigError` here, naming what is wrong. */
@@ -138,6 +148,7 @@ export function createEngine(config: EngineConfig): Engine {
       grant,
       grantMap: grant === engine.toolOrder ? engine.tools : new Map(grant.map((t) => [t.name, t])),
       emit: makeEmitter(engine, input),
+      trail: turnTrail(engine.trailKey, input.scope, input.sessionId, input.turnId),
     };
     const state = new TurnState(input.turnId, input.history, input.revision, env.emit, () => engine.clock.now(), engine.calls.account());
     try {

@@ -1,9 +1,10 @@
-import type { Sensitivity, StreamToolCall, ToolDefinition, ToolResultBlock } from "@alma-harness/core";
+import { SEARCH_TOOLS_NAME, type Sensitivity, type StreamToolCall, type ToolDefinition, type ToolResultBlock, type TrailValue, trailId } from "@alma-harness/core";
 import { durable } from "./audit.js";
 import { abortReason, CANCELLED_BEFORE_EXECUTION, CLEANUP_GRACE_MS, checkpoint, linkedController, raceOwned, settleWithin } from "./cancel.js";
 import type { TurnEnv } from "./env.js";
 import { admitAndRun } from "./execute.js";
 import type { TurnState } from "./state.js";
+import { kindOrUnknown, trailBase, UNREGISTERED_TOOL } from "./trail.js";
 
 export interface DispatchOptions {
   /** Calls at this index or later exceed `maxToolCalls`: their intent is recorded, nothing else. */
@@ -87,16 +88,21 @@ function interrupted(env: TurnEnv, calls: readonly StreamToolCall[], results: re
   return new InterruptedDispatch(reason, [...real, ...synthesized]);
 }
 
+/** A tool name as the trail records it: a registered name (or the engine's own search), else `unregistered`, never what the model wrote. */
+export function trailToolName(env: TurnEnv, name: string): TrailValue {
+  return env.engine.tools.has(name) || name === SEARCH_TOOLS_NAME ? trailId(name) : UNREGISTERED_TOOL;
+}
+
 async function recordIntent(env: TurnEnv, call: StreamToolCall): Promise<void> {
   const { engine, input } = env;
-  await durable(engine.audit, { trail: "lifecycle", action: "tool.call", scope: input.scope, sessionId: input.sessionId, turnId: input.turnId, callId: call.id, at: engine.clock.now(), detail: call.name });
+  await durable(engine.audit, { trail: "lifecycle", action: "tool.call", ...trailBase(env.trail, engine.clock.now(), call.id), detail: trailToolName(env, call.name) });
   env.emit({ type: "tool.call", turnId: input.turnId, callId: call.id, name: call.name });
 }
 
 async function recordResult(env: TurnEnv, call: StreamToolCall, block: ToolResultBlock): Promise<void> {
   const { engine, input } = env;
-  const detail = block.code ?? (block.isError ? "error" : "ok");
-  await durable(engine.audit, { trail: "lifecycle", action: "tool.result", scope: input.scope, sessionId: input.sessionId, turnId: input.turnId, callId: call.id, at: engine.clock.now(), detail });
+  const detail = kindOrUnknown(block.code ?? (block.isError ? "error" : "ok"));
+  await durable(engine.audit, { trail: "lifecycle", action: "tool.result", ...trailBase(env.trail, engine.clock.now(), call.id), detail });
   env.emit({ type: "tool.result", turnId: input.turnId, callId: call.id, name: call.name, isError: block.isError, ...(block.code ? { code: block.code } : {}) });
 }
 

@@ -19,6 +19,8 @@ import type {
   StopReason,
   Tier,
   ToolDefinition,
+  TrailKey,
+  TrailKeyMaterial,
   TurnFailure,
   UncertainCause,
   Usage,
@@ -107,6 +109,13 @@ export interface EngineConfig {
   readonly releasePreStreamRejections?: boolean;
   readonly calls: GovernedCalls;
   readonly audit: AuditLog;
+  /**
+   * The deployment's trail key (HMAC-SHA256): the session id on every trail is its keyed
+   * pseudonym, and a tool's subject and resource its keyed hash. At least 32 bytes, validated
+   * here once. Absent: a random key made once per process (trails stay content-free but are
+   * joinable only within the process); a host that keeps trails supplies a persistent one.
+   */
+  readonly trailKey?: TrailKey | TrailKeyMaterial;
   /** The store set's durability point, committed before host code runs (hooks, permissions, handlers, media). */
   readonly barrier?: DurabilityBarrier;
   readonly clock: Clock;

@@ -1,4 +1,4 @@
-import type { AuditLog, Clock, DurabilityBarrier, IdSource, LifecycleHooks, ModelClient, ModelPolicy, ProviderToolSpec, ToolDefinition, ToolSpec } from "@alma-harness/core";
+import type { AuditLog, Clock, TrailKey, DurabilityBarrier, IdSource, LifecycleHooks, ModelClient, ModelPolicy, ProviderToolSpec, ToolDefinition, ToolSpec } from "@alma-harness/core";
 import type { GovernedCalls } from "@alma-harness/execution";
 import type { TurnInput, VolatileContext } from "./engine.js";
 import type { LoopEvent, LoopEventSink } from "./events.js";
@@ -7,6 +7,7 @@ import type { ResolvedLimits } from "./limits.js";
 import type { CompiledLongContext } from "./long-context.js";
 import type { CompiledMedia } from "./media.js";
 import type { PermissionController } from "./permission.js";
+import type { TurnTrail } from "./trail.js";
 
 /** The engine's configuration, validated and compiled once at construction. */
 export interface CompiledEngine {
@@ -29,6 +30,7 @@ export interface CompiledEngine {
   readonly releasePreStreamRejections: boolean;
   readonly calls: GovernedCalls;
   readonly audit: AuditLog;
+  readonly trailKey: TrailKey;
   readonly barrier: DurabilityBarrier | undefined;
   readonly clock: Clock;
   readonly ids: IdSource;
@@ -45,6 +47,8 @@ export interface TurnEnv {
   readonly grant: readonly ToolDefinition[];
   readonly grantMap: ReadonlyMap<string, ToolDefinition>;
   readonly emit: (event: LoopEvent) => void;
+  /** The turn's trail values: the session pseudonym, the turn id, the keyed hash. */
+  readonly trail: TurnTrail;
 }
 
 /** One emitter for the engine's sink and the turn's; neither is awaited, neither can throw into the turn. */

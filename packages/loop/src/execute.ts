@@ -1,4 +1,4 @@
-import { isToolError, type JsonObject, type JsonValue, type StreamToolCall, type ToolDefinition, type ToolResultBlock } from "@alma-harness/core";
+import { isToolError, type JsonObject, type JsonValue, type StreamToolCall, type ToolDefinition, type ToolResultBlock, type TrailValue, trailId } from "@alma-harness/core";
 import { commitBefore, durable } from "./audit.js";
 import { checkpoint, raceOwned } from "./cancel.js";
 import { isExactRefusal, openGateways } from "./delegate.js";
@@ -10,6 +10,7 @@ import { permissionFence } from "./permission.js";
 import { isSearchCall } from "./search/loads.js";
 import { runSearch } from "./search/run.js";
 import type { TurnState } from "./state.js";
+import { trailBase, type TurnTrail } from "./trail.js";
 import { argumentsOf } from "@alma-harness/execution";
 
 /**
@@ -38,8 +39,7 @@ export async function admitAndRun(env: TurnEnv, state: TurnState, call: StreamTo
   checkpoint(signal);
   const verdict = await permissionFence(
     {
-      scope: env.input.scope,
-      sessionId: env.input.sessionId,
+      trail: env.trail,
       turnId: env.input.turnId,
       audit: env.engine.audit,
       clock: env.engine.clock,
@@ -51,6 +51,7 @@ export async function admitAndRun(env: TurnEnv, state: TurnState, call: StreamTo
       commit: () => commitBefore(env.engine),
     },
     Object.freeze({ turnId: env.input.turnId, callId: call.id, tool: tool.name, action: authorization.action, subject: authorization.subject, input: args }),
+    recordedAuthorization(env.trail, tool, authorization),
   );
   if (!verdict.allowed) return errorResult(call, "TOOL_DENIED", `permission denied: ${verdict.reason}`);
   const preHook = env.engine.hooks["tool:pre"];
@@ -75,6 +76,16 @@ export async function admitAndRun(env: TurnEnv, state: TurnState, call: StreamTo
   return block;
 }
 
+/**
+ * The authorization as the policy trail records it: the action the tool derived (kept when it is
+ * a vocabulary word, else hashed) and the subject's keyed hash, unless the tool declares its
+ * subjects non-sensitive. The default subject `*` is the kernel's own and stays `*`.
+ */
+function recordedAuthorization(trail: TurnTrail, tool: ToolDefinition, a: { action: string; subject: string }): { action: TrailValue; subject: TrailValue } {
+  const subject = a.subject === "*" ? trailId("*") : tool.nonSensitiveTrail ? trail.idOrHash(a.subject) : trail.hash(a.subject);
+  return { action: trail.kindOrHash(a.action), subject };
+}
+
 async function recordAccess(env: TurnEnv, tool: ToolDefinition, args: JsonObject, callId: string): Promise<void> {
   let resource: unknown;
   try {
@@ -87,13 +98,9 @@ async function recordAccess(env: TurnEnv, tool: ToolDefinition, args: JsonObject
   }
   await durable(env.engine.audit, {
     trail: "access",
-    scope: env.input.scope,
-    sessionId: env.input.sessionId,
-    turnId: env.input.turnId,
-    callId,
-    at: env.engine.clock.now(),
-    tool: tool.name,
-    resource,
+    ...trailBase(env.trail, env.engine.clock.now(), callId),
+    tool: trailId(tool.name),
+    resource: tool.nonSensitiveTrail ? env.trail.idOrHash(resource) : env.trail.hash(resource),
     action: "read",
   });
 }

@@ -1,4 +1,4 @@
-import { type BudgetCapName, failureOf, ProviderError, type TurnFailure } from "@alma-harness/core";
+import { type BudgetCapName, failureOf, ProviderError, trailKind, type TurnFailure } from "@alma-harness/core";
 import { commitBefore, durable } from "./audit.js";
 import { AbortedError, abortReason } from "./cancel.js";
 import type { TurnOutcome, TurnResult } from "./engine.js";
@@ -6,6 +6,7 @@ import type { TurnEnv } from "./env.js";
 import { StreamInvalidError, StreamTornError, UncertainTurnError } from "./errors.js";
 import type { Ending } from "./limits.js";
 import type { TurnState } from "./state.js";
+import { kindOrUnknown, trailBase } from "./trail.js";
 
 function capWarnings(state: TurnState): string[] {
   const seen = new Set<BudgetCapName>();
@@ -65,11 +66,8 @@ export async function finalizeCompleted(env: TurnEnv, state: TurnState, ending: 
     await durable(engine.audit, {
       trail: "lifecycle",
       action: "turn.completed",
-      scope: input.scope,
-      sessionId: input.sessionId,
-      turnId: input.turnId,
-      at: engine.clock.now(),
-      detail: result.terminalReason,
+      ...trailBase(env.trail, engine.clock.now()),
+      detail: trailKind(result.terminalReason),
       messageRevision: state.log.revision,
     });
     env.emit({ type: "turn.completed", turnId: input.turnId, outcome: "completed", terminalReason: result.terminalReason });
@@ -89,15 +87,7 @@ export async function finalizeUncertain(env: TurnEnv, state: TurnState, error: U
     failure = { kind: "unknown", message: "the turn failed", retryable: false };
   }
   try {
-    await engine.audit.append({
-      trail: "lifecycle",
-      action: "turn.uncertain",
-      scope: input.scope,
-      sessionId: input.sessionId,
-      turnId: input.turnId,
-      at: engine.clock.now(),
-      detail: error.cause_,
-    });
+    await engine.audit.append({ trail: "lifecycle", action: "turn.uncertain", ...trailBase(env.trail, engine.clock.now()), detail: kindOrUnknown(error.cause_) });
   } catch {
     // the audit log may be what failed; the outcome is already uncertain
   }

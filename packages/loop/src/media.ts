@@ -1,7 +1,8 @@
 import { commitBefore } from "./audit.js";
-import { type Block, type MediaBlock, type ModelChoice, type Msg, type Scope, ValidationError } from "@alma-harness/core";
+import { type Block, type MediaBlock, type ModelChoice, type Msg, type Scope, trailJoin, trailKind, ValidationError } from "@alma-harness/core";
 import { durable } from "./audit.js";
 import type { TurnEnv } from "./env.js";
+import { kindOrUnknown, trailBase } from "./trail.js";
 import { EngineConfigError, UncertainTurnError } from "./errors.js";
 
 /** The hard ceiling and the default of `media.maxBytes`: 32 MiB. */
@@ -166,15 +167,12 @@ export async function mediaEgress(env: TurnEnv, choice: ModelChoice, blocks: rea
   for (const block of blocks) {
     if (block.type !== "media") continue;
     const bytes = resolved.get(block.ref)?.size ?? block.sizeBytes;
-    const size = typeof bytes === "number" ? `${bytes} bytes` : "unknown size";
+    const size = typeof bytes === "number" && Number.isSafeInteger(bytes) && bytes >= 0 ? trailJoin(trailKind("bytes"), bytes) : trailKind("unknown_size");
     await durable(env.engine.audit, {
       trail: "access",
-      scope: env.input.scope,
-      sessionId: env.input.sessionId,
-      turnId: env.input.turnId,
-      at: env.engine.clock.now(),
-      tool: "media",
-      resource: `provider:${provider}:${block.kind}:${size}`,
+      ...trailBase(env.trail, env.engine.clock.now()),
+      tool: trailKind("media"),
+      resource: trailJoin(trailKind("provider"), env.trail.idOrHash(provider), kindOrUnknown(block.kind), size),
       action: "egress",
     });
   }

@@ -1,7 +1,8 @@
-import type { AuditLog, AuthorizationIntent, Clock, JsonObject, Scope } from "@alma-harness/core";
+import { type AuditLog, type AuthorizationIntent, type Clock, type JsonObject, type PolicyReason, type PolicyRule, type TrailValue, trailId } from "@alma-harness/core";
 import { durable } from "./audit.js";
 import { raceAbort } from "./cancel.js";
 import type { LoopEvent } from "./events.js";
+import { trailBase, type TurnTrail } from "./trail.js";
 
 export type PermissionDecision = "allow" | "ask" | "deny";
 
@@ -26,8 +27,8 @@ export interface PermissionController {
 }
 
 export interface FenceContext {
-  readonly scope: Scope;
-  readonly sessionId: string;
+  /** The turn's trail values (the session pseudonym, the keyed hash). */
+  readonly trail: TurnTrail;
   readonly turnId: string;
   readonly audit: AuditLog;
   readonly clock: Clock;
@@ -49,48 +50,54 @@ export type FenceVerdict = { readonly allowed: true } | { readonly allowed: fals
  * is awaited: if one fails, this throws and the tool does not run. A hard deny is final; a grant
  * from an earlier allowed ask satisfies a later matching ask, never a deny.
  */
-export async function permissionFence(ctx: FenceContext, request: PermissionRequest): Promise<FenceVerdict> {
-  const base = { trail: "policy" as const, scope: ctx.scope, sessionId: ctx.sessionId, turnId: ctx.turnId, callId: request.callId, tool: request.tool };
-  const authorization = { action: request.action, subject: request.subject };
-  await durable(ctx.audit, { ...base, at: ctx.clock.now(), action: "intent", authorization });
+export async function permissionFence(ctx: FenceContext, request: PermissionRequest, recorded: { readonly action: TrailValue; readonly subject: TrailValue }): Promise<FenceVerdict> {
+  const record = () => ({ trail: "policy" as const, ...trailBase(ctx.trail, ctx.clock.now(), request.callId), tool: trailId(request.tool), authorization: recorded });
+  await durable(ctx.audit, { ...record(), action: "intent" });
   if (ctx.controller) await ctx.commit();
   const { decision, by, rule } = await decide(ctx, request);
-  await durable(ctx.audit, { ...base, at: ctx.clock.now(), action: "decision", authorization, decision, by, rule });
+  await durable(ctx.audit, { ...record(), action: "decision", decision, by, rule });
   ctx.emit({ type: "policy.decision", turnId: ctx.turnId, callId: request.callId, decision, by });
   if (decision === "allow") return { allowed: true };
   if (decision === "deny") return { allowed: false, reason: "denied by policy" };
 
-  const key = grantKey(authorization);
+  const key = grantKey(request);
   if (ctx.grants.has(key)) {
-    await durable(ctx.audit, { ...base, at: ctx.clock.now(), action: "grant.used", authorization, decision: "allow", by: "kernel", rule: "run_grant" });
+    await durable(ctx.audit, { ...record(), action: "grant.used", decision: "allow", by: "kernel", rule: "run_grant" });
     return { allowed: true };
   }
-  await durable(ctx.audit, { ...base, at: ctx.clock.now(), action: "permission.requested", authorization, decision: "ask" });
+  await durable(ctx.audit, { ...record(), action: "permission.requested", decision: "ask" });
   // The ask is shown to an operator and may wait long: it is durable first, and no write stays open.
   await ctx.commit();
-  ctx.emit({ type: "permission.requested", turnId: ctx.turnId, callId: request.callId, ...authorization });
+  ctx.emit({ type: "permission.requested", turnId: ctx.turnId, callId: request.callId, action: request.action, subject: request.subject });
   const answer = await askResolver(ctx, request);
   await durable(ctx.audit, {
-    ...base,
-    at: ctx.clock.now(),
+    ...record(),
     action: "permission.resolved",
-    authorization,
     decision: answer.allowed ? "allow" : "deny",
     by: answer.by,
     ...(answer.reason ? { reason: answer.reason } : {}),
   });
   ctx.emit({ type: "permission.resolved", turnId: ctx.turnId, callId: request.callId, allowed: answer.allowed, by: answer.by });
-  if (!answer.allowed) return { allowed: false, reason: answer.reason ?? "denied by the operator" };
+  if (!answer.allowed) return { allowed: false, reason: REASON_TEXT[answer.reason ?? "operator_denied"] };
   ctx.grants.add(key);
   return { allowed: true };
 }
+
+/** What the model reads of a denied ask (its tool result, not a trail): the trail keeps the closed reason. */
+const REASON_TEXT: Readonly<Record<PolicyReason, string>> = {
+  operator_denied: "denied by the operator",
+  no_resolver: "no permission resolver",
+  resolver_failed: "resolver failed",
+  resolver_timeout: "resolver timed out",
+  cancelled: "cancelled",
+};
 
 /**
  * The decision, attributed: the built-in rule (no controller: a registered tool is allowed) and a
  * controller that failed or answered outside the vocabulary (deny, fail closed) are the kernel's;
  * a controller's answer is the operator's policy.
  */
-async function decide(ctx: FenceContext, request: PermissionRequest): Promise<{ decision: PermissionDecision; by: "operator" | "kernel"; rule: string }> {
+async function decide(ctx: FenceContext, request: PermissionRequest): Promise<{ decision: PermissionDecision; by: "operator" | "kernel"; rule: PolicyRule }> {
   if (!ctx.controller) return { decision: "allow", by: "kernel", rule: "kernel.registered" };
   try {
     const controller = ctx.controller;
@@ -102,26 +109,28 @@ async function decide(ctx: FenceContext, request: PermissionRequest): Promise<{ 
   }
 }
 
-function grantKey(a: AuthorizationIntent): string {
+function grantKey(a: Pick<AuthorizationIntent, "action" | "subject">): string {
   return `${a.action}\u0000${a.subject}`;
 }
 
-async function askResolver(ctx: FenceContext, request: PermissionRequest): Promise<{ allowed: boolean; by: "operator" | "kernel"; reason?: string }> {
+type Answer = { allowed: boolean; by: "operator" | "kernel"; reason?: PolicyReason };
+
+async function askResolver(ctx: FenceContext, request: PermissionRequest): Promise<Answer> {
   const resolve = ctx.controller?.resolve;
-  if (!resolve) return { allowed: false, by: "kernel", reason: "no permission resolver" };
+  if (!resolve) return { allowed: false, by: "kernel", reason: "no_resolver" };
   if (ctx.signal.aborted) return { allowed: false, by: "kernel", reason: "cancelled" };
   const local = new AbortController();
   const onAbort = () => local.abort(ctx.signal.reason);
   ctx.signal.addEventListener("abort", onAbort, { once: true });
   const timeout = ctx.clock.sleep(ctx.timeoutMs, local.signal).then(
-    () => ({ allowed: false, by: "kernel" as const, reason: "resolver timed out" }),
-    () => ({ allowed: false, by: "kernel" as const, reason: "cancelled" }),
+    (): Answer => ({ allowed: false, by: "kernel", reason: "resolver_timeout" }),
+    (): Answer => ({ allowed: false, by: "kernel", reason: "cancelled" }),
   );
   const answer = Promise.resolve()
     .then(() => resolve.call(ctx.controller, request, local.signal))
     .then(
-      (allowed) => (allowed === true ? { allowed: true, by: "operator" as const } : { allowed: false, by: "operator" as const, reason: "denied by the operator" }),
-      () => ({ allowed: false, by: "kernel" as const, reason: "resolver failed" }),
+      (allowed): Answer => (allowed === true ? { allowed: true, by: "operator" } : { allowed: false, by: "operator", reason: "operator_denied" }),
+      (): Answer => ({ allowed: false, by: "kernel", reason: "resolver_failed" }),
     );
   try {
     return await Promise.race([answer, timeout]);

@@ -1,9 +1,10 @@
-import { type CallKind, type CostReceipt, deepFreeze, type ModelChoice, type ModelRequest, type Sensitivity, type StepPrePatch, type Tier } from "@alma-harness/core";
+import { type CallKind, type CostReceipt, deepFreeze, type ModelChoice, type ModelRequest, type Sensitivity, type StepPrePatch, type Tier, trailJoin, trailKind } from "@alma-harness/core";
 import { CallRefusedError, type StepOutput, UncertainCallError } from "@alma-harness/execution";
 import { commitBefore, durable } from "./audit.js";
 import type { TurnEnv } from "./env.js";
 import { CallRejectedError, UncertainTurnError } from "./errors.js";
 import { CONTEXT_VERSION, type TurnState } from "./state.js";
+import { trailBase } from "./trail.js";
 
 export interface StepCall {
   readonly kind: CallKind;
@@ -42,6 +43,7 @@ export async function runModelStep(env: TurnEnv, state: TurnState, call: StepCal
   const identity = {
     scope: input.scope,
     sessionId: input.sessionId,
+    trailSession: env.trail.session,
     rootKey: input.rootKey,
     turnId: input.turnId,
     operationId,
@@ -55,7 +57,7 @@ export async function runModelStep(env: TurnEnv, state: TurnState, call: StepCal
       account: state.account,
       signal: env.signal,
       roundTimeoutMs: engine.limits.roundTimeoutMs,
-      route: { tier: call.tier, sensitivity: call.sensitivity, ...(call.parentCallId ? { parentCallId: call.parentCallId } : {}) },
+      route: { tier: call.tier, sensitivity: call.sensitivity, ...(call.parentCallId ? { parentCallId: env.trail.callId(call.parentCallId) } : {}) },
       seenCallIds: state.callIds,
       ...(main ? { lifecycle: { step: call.step, contextVersion: CONTEXT_VERSION, messageRevision: state.log.revision } } : {}),
       ...(main
@@ -92,13 +94,9 @@ async function recordSearches(env: TurnEnv, done: StepDone): Promise<void> {
     if (block.type !== "provider_tool_result") continue;
     await durable(env.engine.audit, {
       trail: "access",
-      scope: env.input.scope,
-      sessionId: env.input.sessionId,
-      turnId: env.input.turnId,
-      callId: done.operationId,
-      at: env.engine.clock.now(),
-      tool: "web_search",
-      resource: `provider:${block.provider}:${block.resultCount} results`,
+      ...trailBase(env.trail, env.engine.clock.now(), done.operationId),
+      tool: trailKind("web_search"),
+      resource: trailJoin(trailKind("provider"), env.trail.idOrHash(block.provider), trailKind("results"), block.resultCount),
       action: "read",
     });
   }
@@ -160,12 +158,9 @@ async function applyStepPre(env: TurnEnv, call: StepCall): Promise<ModelRequest>
   for (const { field, honored } of touched) {
     await durable(env.engine.audit, {
       trail: "context",
-      scope: env.input.scope,
-      sessionId: env.input.sessionId,
-      turnId: env.input.turnId,
-      at: env.engine.clock.now(),
+      ...trailBase(env.trail, env.engine.clock.now()),
       step: call.step,
-      field,
+      field: trailKind(field),
       decision: honored ? "honored" : "refused",
     });
   }

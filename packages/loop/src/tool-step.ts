@@ -1,9 +1,10 @@
-import { type Block, replyBlocks, type StreamToolCall, type ToolResultBlock } from "@alma-harness/core";
+import { type Block, replyBlocks, type StreamToolCall, type ToolResultBlock, trailJoin, trailKind } from "@alma-harness/core";
 import { durable } from "./audit.js";
 import { answerUnrun, dispatchCalls, InterruptedDispatch } from "./dispatch.js";
 import type { TurnEnv } from "./env.js";
 import { budgetEnding, type Ending, type LastKind, limitEnding, tokensSpent } from "./limits.js";
 import type { TurnState } from "./state.js";
+import { trailBase } from "./trail.js";
 import { argumentsOf } from "@alma-harness/execution";
 
 /**
@@ -66,11 +67,8 @@ async function warn(env: TurnEnv, state: TurnState, metric: "maxModelTokens" | "
   await durable(env.engine.audit, {
     trail: "lifecycle",
     action: "budget.warning",
-    scope: env.input.scope,
-    sessionId: env.input.sessionId,
-    turnId: env.input.turnId,
-    at: env.engine.clock.now(),
-    detail: `${metric} ${used}/${limit}`,
+    ...trailBase(env.trail, env.engine.clock.now()),
+    detail: trailJoin(trailKind(metric), used, limit),
   });
   env.emit({ type: "budget.warning", turnId: env.input.turnId, metric, used, limit });
 }

@@ -7,6 +7,7 @@ import type { TurnEnv } from "./env.js";
 import { CallRejectedError, UncertainTurnError } from "./errors.js";
 import { finalizeCompleted, finalizeUncertain, toUncertain } from "./finalize.js";
 import { budgetEnding, type Ending, lastKind, limitEnding, noticeFor, tokensSpent } from "./limits.js";
+import { trailBase } from "./trail.js";
 import { mediaEgress, replayedHistory, resolveMedia, storedInput } from "./media.js";
 import { afterRejection } from "./rejection.js";
 import { advertisedProviderTools, advertisedTools, buildRequest } from "./request.js";
@@ -32,7 +33,7 @@ export async function runTurnCore(env: TurnEnv, state: TurnState, choice: ModelC
 async function start(env: TurnEnv, state: TurnState, choice: ModelChoice): Promise<void> {
   const { engine, input } = env;
   checkpoint(env.signal);
-  await durable(engine.audit, { trail: "lifecycle", action: "turn.started", scope: input.scope, sessionId: input.sessionId, turnId: input.turnId, at: engine.clock.now() });
+  await durable(engine.audit, { trail: "lifecycle", action: "turn.started", ...trailBase(env.trail, engine.clock.now()) });
   env.emit({ type: "turn.started", turnId: input.turnId, sessionId: input.sessionId });
   const hook = engine.hooks["turn:start"];
   if (hook) {

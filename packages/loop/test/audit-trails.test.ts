@@ -1,7 +1,7 @@
 import { type AuditEvent, defineProviderTool, defineTool } from "@alma-harness/core";
 import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
-import { completed, echoTool, harness, type HarnessOptions, uncertain } from "./harness.js";
+import { completed, echoTool, harness, type HarnessOptions, hashed, pseudonym, uncertain } from "./harness.js";
 import { SECRET_QUERY, scriptedSearch } from "./search-fixtures.js";
 
 const MEDIA_URI = "https://media.clinic.example/patients/4411/xray.png?token=SECRET";
@@ -81,13 +81,13 @@ describe("trail contents", () => {
   it("access: each tool's declared resource, by call", async () => {
     const h = harness({ tools: [lookup], script: [scriptedToolCall({ id: "c1", name: "lookup", input: { id: "7", [SCHEMA_WORD]: "x" } }), scriptedText("ok")] });
     completed(await h.run());
-    expect(h.trail("access").map((e) => [e.tool, e.resource, e.action, e.callId, e.turnId])).toEqual([["lookup", "patients/7", "read", "c1", "turn-1"]]);
+    expect(h.trail("access").map((e) => [e.tool, e.resource, e.action, e.callId, e.turnId])).toEqual([["lookup", hashed("patients/7"), "read", "c1", "turn-1"]]);
   });
 
   it("access: each web search result is one event by provider and count, never the query", async () => {
     const h = harness({ providerTools: [defineProviderTool({ kind: "web_search" })], script: [scriptedSearch("found", { count: 4 })] });
     completed(await h.run());
-    expect(h.trail("access").map((e) => [e.tool, e.resource, e.action, e.callId])).toEqual([["web_search", "provider:fake:4 results", "read", "turn-1:main:1"]]);
+    expect(h.trail("access").map((e) => [e.tool, e.resource, e.action, e.callId])).toEqual([["web_search", "provider:fake:results:4", "read", "turn-1:main:1"]]);
     expect(JSON.stringify(h.audit.events)).not.toContain(SECRET_QUERY);
   });
 
@@ -103,8 +103,8 @@ describe("trail contents", () => {
       }),
     );
     expect(h.trail("access").map((e) => [e.tool, e.resource, e.action])).toEqual([
-      ["media", "provider:fake:image:2048 bytes", "egress"],
-      ["media", "provider:fake:document:unknown size", "egress"],
+      ["media", "provider:fake:image:bytes:2048", "egress"],
+      ["media", "provider:fake:document:unknown_size", "egress"],
     ]);
     expect(JSON.stringify(h.audit.events)).not.toContain(MEDIA_URI);
     expect(JSON.stringify(h.audit.events)).not.toContain("doc-ref-9");
@@ -120,7 +120,7 @@ describe("trail contents", () => {
     completed(await h.run({ input: [{ type: "media", kind: "image", ref: MEDIA_URI, contentType: "image/png", sizeBytes: 10 }] }));
     const text = JSON.stringify(h.audit.events);
     for (const secret of [SECRET_QUERY, MEDIA_URI, SCHEMA_WORD, "J45", "example.org"]) expect(text).not.toContain(secret);
-    expect(h.audit.events.every((e) => e.turnId === "turn-1" && e.sessionId === "s1")).toBe(true);
+    expect(h.audit.events.every((e) => e.turnId === "turn-1" && e.sessionId === pseudonym("s1"))).toBe(true);
     const byCall = h.audit.events.filter((e) => e.trail === "policy" || (e.trail === "lifecycle" && e.action.startsWith("tool.")));
     expect(byCall.every((e) => e.callId === "c1")).toBe(true);
   });

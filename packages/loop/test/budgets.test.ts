@@ -51,7 +51,7 @@ describe("maxToolCalls: requested intentions, even invalid ones", () => {
     const h = harness({ tools: [echoTool], limits: { maxToolCalls: 4 }, script: [scriptedToolCall(echo("c1")), scriptedToolCall(echo("c2")), scriptedToolCall(echo("c3")), scriptedText("ok")] });
     const result = completed(await h.run());
     expect(h.eventsOf("budget.warning").map((e) => [e.metric, e.used, e.limit])).toEqual([["maxToolCalls", 2, 4]]);
-    expect(h.trail("lifecycle").filter((e) => e.action === "budget.warning").map((e) => e.detail)).toEqual(["maxToolCalls 2/4"]);
+    expect(h.trail("lifecycle").filter((e) => e.action === "budget.warning").map((e) => e.detail)).toEqual(["maxToolCalls:2:4"]);
     expect(result.warnings).toEqual(["maxToolCalls:50%"]);
   });
 

@@ -1,4 +1,4 @@
-import { InvalidIdError, InvalidScopeError, ValidationError } from "@alma-harness/core";
+import { InvalidIdError, InvalidScopeError, trailKey, ValidationError } from "@alma-harness/core";
 import { createEngine, EngineConfigError, type EngineConfig } from "@alma-harness/loop";
 import { FakeModelClient, scriptedText } from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
@@ -55,6 +55,15 @@ describe("bad configuration is a construction error", () => {
     expect(() => createEngine({ ...base(), clients: [] })).toThrow(EngineConfigError);
     expect(() => createEngine({ ...base(), clients: [new FakeModelClient(), new FakeModelClient()] })).toThrow(/two clients/);
     expect(() => createEngine({ ...base(), clients: [{ id: "x" } as never] })).toThrow(EngineConfigError);
+  });
+
+  it("a trail key under 32 bytes, at 31 and at 32; a TrailKey or none (the per-process key) is accepted", () => {
+    expect(() => createEngine({ ...base(), trailKey: "x".repeat(31) })).toThrow(EngineConfigError);
+    expect(() => createEngine({ ...base(), trailKey: new Uint8Array(31) })).toThrow(/at least 32 bytes/);
+    expect(() => createEngine({ ...base(), trailKey: 7 as never })).toThrow(EngineConfigError);
+    expect(() => createEngine({ ...base(), trailKey: "x".repeat(32) })).not.toThrow();
+    expect(() => createEngine({ ...base(), trailKey: trailKey(new Uint8Array(64)) })).not.toThrow();
+    expect(() => createEngine(base())).not.toThrow();
   });
 
   it("a client built for another version of the model seam", () => {

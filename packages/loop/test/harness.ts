@@ -9,7 +9,11 @@ import {
   type PriceTable,
   type ProviderToolSpec,
   type RoutingIntent,
+  type Scope,
+  sessionPseudonym,
   type ToolDefinition,
+  trailHash,
+  trailKey,
 } from "@alma-harness/core";
 import {
   type AuditFailure,
@@ -44,6 +48,12 @@ export const PRICES: PriceTable = {
 };
 
 export const SCOPE = { org: "clinic-a", uid: "patient-1" } as const;
+/** The engine's trail key in tests: pseudonyms and hashes are deterministic, so a test can name the one it expects. */
+export const TEST_TRAIL_KEY = trailKey("loop-test-trail-key-of-32-bytes-or-more");
+/** The stored pseudonym of a session of `SCOPE` (or another scope). */
+export const pseudonym = (sessionId = "s1", scope: Scope = SCOPE) => sessionPseudonym(TEST_TRAIL_KEY, scope, sessionId);
+/** The keyed hash the trails record for a sensitive value of `SCOPE`. */
+export const hashed = (value: string, scope: Scope = SCOPE) => trailHash(TEST_TRAIL_KEY, scope, value);
 
 /** The default child route: the small client on the small model. */
 export const SMALL_CHOICE: ModelChoice = { clientId: "small", model: "fake-small", maxOutputTokens: 256, cache: false };
@@ -114,6 +124,7 @@ export function harness(opts: HarnessOptions = {}) {
     ...(opts.media ? { media: opts.media } : {}),
     calls,
     audit,
+    trailKey: TEST_TRAIL_KEY,
     clock,
     ids,
     sink: (e) => {

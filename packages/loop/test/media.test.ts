@@ -47,7 +47,7 @@ describe("media by bytes (spec: media-by-bytes)", () => {
     const src = source();
     const h = harness({ media: { source: src.fn }, script: [scriptedText("ok")] });
     completed(await h.run({ input: [image()] }));
-    expect(h.trail("access").map((e) => [e.tool, e.resource, e.action])).toEqual([["media", "provider:fake:image:5 bytes", "egress"]]);
+    expect(h.trail("access").map((e) => [e.tool, e.resource, e.action])).toEqual([["media", "provider:fake:image:bytes:5", "egress"]]);
     expect(JSON.stringify(h.audit.events)).not.toContain(REF);
     expect(JSON.stringify(h.audit.events)).not.toContain("SECRET");
   });
@@ -111,7 +111,7 @@ describe("media by bytes (spec: media-by-bytes)", () => {
     completed(second);
     expect(src.asked.map((a) => a.ref)).toEqual([REF, REF]);
     expect(mediaOf(h.model.requests[1]?.messages[0])).toEqual([{ type: "media", kind: "image", ref: REF, contentType: "image/png", sizeBytes: 5, data: B64 }]);
-    expect(h.trail("access").map((e) => e.resource)).toEqual(["provider:fake:image:5 bytes", "provider:fake:image:5 bytes"]);
+    expect(h.trail("access").map((e) => e.resource)).toEqual(["provider:fake:image:bytes:5", "provider:fake:image:bytes:5"]);
     expect(JSON.stringify(log(second))).not.toContain(B64);
   });
 

@@ -2,7 +2,7 @@ import { defineTool } from "@alma-harness/core";
 import type { PermissionController, PermissionDecision } from "@alma-harness/loop";
 import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
-import { completed, flush, harness, type HarnessOptions, uncertain, until, log } from "./harness.js";
+import { completed, flush, harness, type HarnessOptions, hashed, uncertain, until, log } from "./harness.js";
 
 /** A tool whose authorization intent is `{action: "read", subject: input.patient}`; it counts its runs. */
 function records() {
@@ -55,7 +55,8 @@ describe("tool permission: policy before effect", () => {
       ["decision", "allow", "kernel", "kernel.registered", "c1"],
     ]);
     expect(state.trailAtRun[0]).toEqual(["intent", "decision"]);
-    expect(h.trail("policy")[0]?.authorization).toEqual({ action: "read", subject: "patient:7" });
+    // The subject is derived from the input: the trail keeps its keyed hash and the action, never the value.
+    expect(h.trail("policy")[0]?.authorization).toEqual({ action: "read", subject: hashed("patient:7") });
   });
 
   it("allow: the controller's decision is the operator's, and the tool runs", async () => {
@@ -90,14 +91,14 @@ describe("tool permission: policy before effect", () => {
     const { h, state, policy } = setup(ask(() => false));
     completed(await h.run());
     expect(state.runs).toBe(0);
-    expect(policy().at(-1)).toEqual(["permission.resolved", "deny", "operator", "denied by the operator", "c1"]);
+    expect(policy().at(-1)).toEqual(["permission.resolved", "deny", "operator", "operator_denied", "c1"]);
   });
 
   it("ask without a resolver: denied by the kernel (fail closed)", async () => {
     const { h, state, policy } = setup(ask());
     completed(await h.run());
     expect(state.runs).toBe(0);
-    expect(policy().at(-1)).toEqual(["permission.resolved", "deny", "kernel", "no permission resolver", "c1"]);
+    expect(policy().at(-1)).toEqual(["permission.resolved", "deny", "kernel", "no_resolver", "c1"]);
   });
 
   it("a resolver that throws denies (kernel)", async () => {
@@ -106,7 +107,7 @@ describe("tool permission: policy before effect", () => {
     }));
     completed(await h.run());
     expect(state.runs).toBe(0);
-    expect(policy().at(-1)).toEqual(["permission.resolved", "deny", "kernel", "resolver failed", "c1"]);
+    expect(policy().at(-1)).toEqual(["permission.resolved", "deny", "kernel", "resolver_failed", "c1"]);
   });
 
   it("a resolver answering anything but true denies (operator)", async () => {
@@ -130,7 +131,7 @@ describe("tool permission: policy before effect", () => {
     h.clock.advance(1);
     completed(await turn);
     expect(state.runs).toBe(0);
-    expect(policy().at(-1)).toEqual(["permission.resolved", "deny", "kernel", "resolver timed out", "c1"]);
+    expect(policy().at(-1)).toEqual(["permission.resolved", "deny", "kernel", "resolver_timeout", "c1"]);
   });
 
   it("a controller whose decide throws denies (kernel), fail closed", async () => {

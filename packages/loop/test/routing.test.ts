@@ -1,7 +1,7 @@
 import { defineProviderTool, type ModelChoice } from "@alma-harness/core";
 import { scriptedText, scriptedToolCall, scriptedUsage } from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
-import { completed, echoTool, harness, tool, log } from "./harness.js";
+import { completed, echoTool, harness, log, pseudonym, tool } from "./harness.js";
 import { scriptedSearch } from "./search-fixtures.js";
 
 const MAIN: ModelChoice = { clientId: "fake", model: "fake-main", maxOutputTokens: 1024, cache: { ttl: "1h" }, reasoning: "medium", serviceTier: "standard" };
@@ -70,7 +70,7 @@ describe("routing: the trail", () => {
     completed(await h.run({ intent: { tier: "deep", sensitivity: "confidential" } }));
     const asked = {
       trail: "routing",
-      sessionId: "s1",
+      sessionId: pseudonym("s1"),
       turnId: "turn-1",
       callId: "turn-1:main:1",
       kind: "main",

@@ -1,7 +1,7 @@
 import { defineTool, type Msg, toolError } from "@alma-harness/core";
 import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
-import { completed, echoTool, harness, tool, uncertain, log } from "./harness.js";
+import { completed, echoTool, harness, hashed, log, tool, uncertain } from "./harness.js";
 
 /** A permission controller that records every call it was asked about. */
 function spyPolicy() {
@@ -18,6 +18,8 @@ function outputOf(messages: readonly Msg[], index: number): unknown {
   const block = messages[index]?.blocks[0];
   return block?.type === "tool_result" ? block.output : undefined;
 }
+
+const catalogConfig = () => ({ name: "c", description: "c", input: { type: "object" as const, properties: {} }, handler: () => "ok" });
 
 describe("tool admission: unknown and invalid calls are observations, never authorization questions", () => {
   it("an unknown tool is TOOL_NOT_FOUND, reaches no policy, and the model recovers next step", async () => {
@@ -75,7 +77,7 @@ describe("tool admission: unknown and invalid calls are observations, never auth
     const h = harness({ tools: [echoTool], script: [scriptedToolCall([{ id: "c1", name: "nope" }, { id: "c2", name: "echo", input: { text: "x" } }]), scriptedText("ok")] });
     await h.run();
     const life = h.trail("lifecycle").filter((e) => e.action === "tool.call" || e.action === "tool.result");
-    expect(life.map((e) => `${e.action}:${e.callId}:${e.detail}`)).toEqual(["tool.call:c1:nope", "tool.call:c2:echo", "tool.result:c1:TOOL_NOT_FOUND", "tool.result:c2:ok"]);
+    expect(life.map((e) => `${e.action}:${e.callId}:${e.detail}`)).toEqual(["tool.call:c1:unregistered", "tool.call:c2:echo", "tool.result:c1:TOOL_NOT_FOUND", "tool.result:c2:ok"]);
   });
 });
 
@@ -198,9 +200,29 @@ describe("multi-step tool turns", () => {
     const h = harness({ tools: [read], sink: (e) => void (e.type === "tool.result" && order.push("result")), script: [scriptedToolCall({ id: "c1", name: "read_record", input: { id: "7" } }), scriptedText("ok")] });
     await h.run();
     expect(h.trail("access").map((e) => ({ tool: e.tool, resource: e.resource, action: e.action, callId: e.callId }))).toEqual([
-      { tool: "read_record", resource: "patients/7", action: "read", callId: "c1" },
+      { tool: "read_record", resource: hashed("patients/7"), action: "read", callId: "c1" },
     ]);
     expect(order).toEqual(["handler", "result"]);
+  });
+
+  it("a tool that declares nonSensitiveTrail keeps an identifier-shaped resource and subject as they are, and hashes one that is not", async () => {
+    const catalog = defineTool({
+      name: "read_catalog",
+      description: "Reads a catalog entry.",
+      input: { type: "object", properties: { id: { type: "string" } } },
+      nonSensitiveTrail: true,
+      authorize: (input) => ({ action: "read", subject: `catalog/${String(input.id)}` }),
+      access: (input) => ({ resource: `catalog/${String(input.id)}` }),
+      handler: () => "ok",
+    });
+    const h = harness({
+      tools: [catalog],
+      script: [scriptedToolCall([{ id: "c1", name: "read_catalog", input: { id: "A-12" } }, { id: "c2", name: "read_catalog", input: { id: "free text" } }]), scriptedText("ok")],
+    });
+    await h.run();
+    expect(h.trail("access").map((e) => e.resource)).toEqual(["catalog/A-12", hashed("catalog/free text")]);
+    expect(h.trail("policy").filter((e) => e.action === "intent").map((e) => e.authorization?.subject)).toEqual(["catalog/A-12", hashed("catalog/free text")]);
+    expect(() => defineTool({ ...catalogConfig(), nonSensitiveTrail: "yes" as unknown as boolean })).toThrow(/nonSensitiveTrail must be a boolean/);
   });
 
   it("tool:pre may deny a call (an error observation), the handler never runs", async () => {

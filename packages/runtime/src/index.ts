@@ -2,3 +2,4 @@ export { compose, type Runtime, type RuntimeConfig } from "./compose.js";
 export { memory, memoryStores } from "./memory.js";
 export { postgres } from "./postgres.js";
 export { sqlite } from "./sqlite.js";
+export { TRAIL_KEY_FILE } from "./trail-key.js";

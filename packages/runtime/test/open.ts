@@ -42,6 +42,9 @@ export function compositions(prefix: string): readonly [string, (cfg: RuntimeCon
   ];
 }
 
+/** The trail key of the runtime tests (PostgreSQL requires one; a fixed one makes pseudonyms predictable). */
+export const RUNTIME_TRAIL_KEY = "runtime-test-trail-key-of-32-bytes-or-more";
+
 export const skipNote = (enabled: boolean) => (enabled ? "" : " (skipped: ALMA_TEST_DATABASE_URL is not set)");
 
 /** A clinic's runner configuration around one model on the `demo` price row ($3 / $15 per Mtok). */
@@ -58,6 +61,7 @@ export function clinicConfig(model: ModelClient, over: Partial<RuntimeConfig> = 
     runTimeoutMs: 120_000,
     maxCalls: 6,
     maxInputChars: 20_000,
+    trailKey: RUNTIME_TRAIL_KEY,
     ...over,
   };
 }

@@ -1,3 +1,4 @@
+import { processTrailKey, sessionPseudonym } from "@alma-harness/core";
 import { type ModelChoice, type ModelRequest, normalizeBudgetCaps, ProviderError } from "@alma-harness/core";
 import { InMemoryCostSettlementStore, InMemoryExecutionStore, ManualClock, RecordingAuditLog } from "@alma-harness/core/testing";
 import { type CallOptions, GovernedCalls, UncertainCallError } from "@alma-harness/execution";
@@ -26,7 +27,7 @@ function setup() {
   return { calls, journal, audit };
 }
 
-const identity = (n: number) => ({ scope: SCOPE, sessionId: "s1", rootKey: "r1", turnId: "t1", operationId: `t1:main:${n}`, kind: "main" as const });
+const identity = (n: number) => ({ scope: SCOPE, sessionId: "s1", trailSession: sessionPseudonym(processTrailKey(), SCOPE, "s1"), rootKey: "r1", turnId: "t1", operationId: `t1:main:${n}`, kind: "main" as const });
 const options = (calls: GovernedCalls, sensitivity: CallOptions["route"]["sensitivity"]): CallOptions => ({
   account: calls.account(),
   signal: new AbortController().signal,

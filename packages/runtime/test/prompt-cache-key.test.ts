@@ -1,3 +1,4 @@
+import { processTrailKey, sessionPseudonym } from "@alma-harness/core";
 import { createHmac } from "node:crypto";
 import { type ModelChoice, type ModelClient, type ModelRequest, normalizeBudgetCaps, type PriceTable } from "@alma-harness/core";
 import { InMemoryCostSettlementStore, InMemoryExecutionStore, ManualClock, RecordingAuditLog } from "@alma-harness/core/testing";
@@ -24,7 +25,7 @@ function setup(cacheKey?: GovernedCallsConfig["cacheKey"]) {
   return new GovernedCalls({ journal, settlements, spend: settlements.spend, prices: PRICES, caps: normalizeBudgetCaps({}), policyVersion: "p1", audit: new RecordingAuditLog(), clock: new ManualClock(), ...(cacheKey ? { cacheKey } : {}) });
 }
 const options = (calls: GovernedCalls): CallOptions => ({ account: calls.account(), signal: new AbortController().signal, roundTimeoutMs: 60_000, route: { tier: "balanced", sensitivity: "internal" }, seenCallIds: new Set() });
-const identity = (org: string, sessionId: string, n: number) => ({ scope: { org, uid: "u1" }, sessionId, rootKey: `r${n}`, turnId: `t${n}`, operationId: `t${n}:main:1`, kind: "main" as const });
+const identity = (org: string, sessionId: string, n: number) => ({ scope: { org, uid: "u1" }, sessionId, trailSession: sessionPseudonym(processTrailKey(), { org, uid: "u1" }, sessionId), rootKey: `r${n}`, turnId: `t${n}`, operationId: `t${n}:main:1`, kind: "main" as const });
 const request = (model: string): ModelRequest => ({ model, system: [], messages: [{ role: "user", blocks: [{ type: "text", text: "hi" }] }], tools: [], maxOutputTokens: 100 });
 const choice = (clientId: string, model: string): ModelChoice => ({ clientId, model, maxOutputTokens: 100, cache: false });
 

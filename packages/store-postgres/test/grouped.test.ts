@@ -1,4 +1,4 @@
-import { type Fence, SessionLabelConflictError, StoreUnavailableError } from "@alma-harness/core";
+import { type Fence, SessionLabelConflictError, StoreUnavailableError, trailId } from "@alma-harness/core";
 import { admitWith, claimOf, DAY, type GovernedFixture, governedWritesContract, SCOPE_A, type StoreSet, settlementOf, storeContracts, T0, userMsg } from "@alma-harness/testing";
 import { describe, expect, it } from "vitest";
 import { buildStores, createPostgresStores, type PostgresStores } from "../src/index.js";
@@ -123,7 +123,7 @@ async function withGrouped(work: (a: PostgresStores, other: PostgresStores, name
 /** What another store set sees of an admission, and how many audit events. */
 const admissionState = async (stores: PostgresStores, admissionId = "adm-1") => (await stores.admissions.get(SCOPE_A, admissionId))?.state;
 const auditCount = async (stores: PostgresStores) => (await stores.audit.query(SCOPE_A)).items.length;
-const lifecycle = (action: "turn.started" | "model.request", at = T0) => ({ trail: "lifecycle", action, scope: SCOPE_A, sessionId: "s1", turnId: "turn-1", at }) as const;
+const lifecycle = (action: "turn.started" | "model.request", at = T0) => ({ trail: "lifecycle", action, scope: SCOPE_A, sessionId: trailId("s1"), turnId: trailId("turn-1"), at }) as const;
 
 describe.skipIf(!DATABASE_URL)(`postgres grouped: durable at the durability points, never later${skip}`, () => {
   it("a claim is pending until dispatch commits it with everything before it; another connection sees it only then", () =>
@@ -244,7 +244,7 @@ describe.skipIf(!DATABASE_URL)(`postgres grouped: durable at the durability poin
           Array.from({ length: 20 }, (_, i) =>
             i % 5 === 4
               ? a.sessions.append(SCOPE_A, "s1", [userMsg(`bad ${i}`)], { admissionId: "adm-missing", now: T0 + i })
-              : a.audit.append({ trail: "lifecycle", action: "tool.result", scope: SCOPE_A, sessionId: "s1", turnId: "turn-1", at: T0 + i }),
+              : a.audit.append({ trail: "lifecycle", action: "tool.result", scope: SCOPE_A, sessionId: trailId("s1"), turnId: trailId("turn-1"), at: T0 + i }),
           ),
         );
         expect(results.filter((r) => r.status === "rejected")).toHaveLength(4);
@@ -299,7 +299,7 @@ describe.skipIf(!DATABASE_URL)(`postgres grouped: turns under real concurrency${
             await s.execution.receive(fence, { status: "known", usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0 } }, T0 + 2);
             await s.settlements.settle(settlementOf(`set-${i}`, { sessionId, receipt: { operationId: `op-${i}`, turnId: `turn-${i}`, usdMicros: price(i) } }));
             await s.execution.settle(fence, `set-${i}`, T0 + 3);
-            await s.audit.append({ trail: "lifecycle", action: "model.response", scope: SCOPE_A, sessionId, turnId: `turn-${i}`, at: T0 + 3 });
+            await s.audit.append({ trail: "lifecycle", action: "model.response", scope: SCOPE_A, sessionId: trailId(sessionId), turnId: trailId(`turn-${i}`), at: T0 + 3 });
             await s.sessions.append(SCOPE_A, sessionId, [userMsg(`turn ${i}`)], { admissionId: `adm-${i}`, now: T0 + 4 });
             await s.admissions.finish(SCOPE_A, `adm-${i}`);
             return i;

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { StoreUnavailableError } from "@alma-harness/core";
+import { StoreUnavailableError, trailId } from "@alma-harness/core";
 import { admitWith, claimOf, governedWritesContract, SCOPE_A, storeContracts, T0 } from "@alma-harness/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { openDatabase } from "../src/db.js";
@@ -43,7 +43,7 @@ describe("grouped commits: durable at the durability points, never later", () =>
       await admitWith(a.admissions, { admissionId: "adm-1" });
       const claimed = await a.execution.claim(claimOf("op-1"), { admissionId: "adm-1" });
       if (claimed.status !== "claimed") throw new Error("expected a claim");
-      await a.audit.append({ trail: "lifecycle", action: "turn.started", scope: SCOPE_A, sessionId: "s1", turnId: "turn-1", at: T0 });
+      await a.audit.append({ trail: "lifecycle", action: "turn.started", scope: SCOPE_A, sessionId: trailId("s1"), turnId: trailId("turn-1"), at: T0 });
       expect(await a.execution.get(SCOPE_A, "op-1")).toBeDefined();
       expect(await other.execution.get(SCOPE_A, "op-1")).toBeUndefined();
       const before = a.commitCount();

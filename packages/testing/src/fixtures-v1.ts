@@ -15,6 +15,7 @@ import {
   SettlementConflictError,
   type SettlementInput,
   type SettlementRecord,
+  trailId,
 } from "@alma-harness/core";
 import type { AdmissionFixture } from "./admissions.js";
 import type { AuditFixture } from "./audit.js";
@@ -262,7 +263,7 @@ export async function v1FixtureWrites(s: V1Stores, READS: V1Reads, held: () => u
   t.expect(await s.rootResults.put(SCOPE_A, "root-new", { reply: "Yes." }, NOW + 11, { admissionId: "adm-new" })).toMatchObject({ state: "stored", envelope: { reply: "Yes." } });
   t.expect((await s.admissions.finish(SCOPE_A, "adm-new"))?.state).toBe("finished");
 
-  await s.audit.append({ trail: "lifecycle", action: "turn.started", scope: SCOPE_A, sessionId: "s1", turnId: "root-new", at: NOW + 12 });
+  await s.audit.append({ trail: "lifecycle", action: "turn.started", scope: SCOPE_A, sessionId: trailId("s1"), turnId: trailId("root-new"), at: NOW + 12 });
   t.expect((await s.audit.query(SCOPE_A, { turnId: "root-new" })).items).toEqual([
     { trail: "lifecycle", action: "turn.started", scope: SCOPE_A, sessionId: "s1", turnId: "root-new", at: NOW + 12, seq: 37 },
   ]);

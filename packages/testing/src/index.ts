@@ -14,6 +14,7 @@ import { costSettlementStoreContract, type SettlementFixture, spendStoreContract
 
 export { type AdmissionFixture, admissionStoreContract, admitWith } from "./admissions.js";
 export { type AuditFixture, auditLogContract, recallEvent } from "./audit.js";
+export { CANARIES, CANARY_FRAGMENTS, canariesIn } from "./canaries.js";
 export { claimOf, type ExecutionFixture, executionStoreContract } from "./execution.js";
 export { type FaultCounts, type FaultMode, type FaultOptions, InjectedStoreFault, StoreFaults } from "./faults.js";
 export { type V1Reads, type V1Stores, v1FixtureReadsContract, v1FixtureReopened, v1FixtureWrites } from "./fixtures-v1.js";

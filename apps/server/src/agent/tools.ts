@@ -52,6 +52,8 @@ export function clinicTools(desk: ClinicDesk, owner: OwnerOf): ToolDefinition[] 
     description: "Books a free slot for the person. The clinic approves each booking before it is made.",
     input: { type: "object", properties: { slotId: { type: "string", pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}$" } }, required: ["slotId"], additionalProperties: false },
     authorize: (input) => ({ action: "book", subject: `slot:${input.slotId as string}` }),
+    // A slot id is the clinic's own calendar key (a date and time, pattern-checked), not personal data: the trail keeps it.
+    nonSensitiveTrail: true,
     handler: (input, ctx) => {
       const scope = ownerOf(owner, ctx);
       const result = desk.book(scope.org, scope.uid, input.slotId as string, `${ctx.turnId}:${ctx.callId}`);

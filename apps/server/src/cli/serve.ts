@@ -36,7 +36,7 @@ function banner(io: CliIo, env: HostEnv, host: Host, url: string, store: StoreIn
   out("caps", `$${ctx.caps.perTurnUsd} per turn, $${ctx.caps.perClinicDayUsd} per clinic per day (block)`);
   out("token", "npx alma token --org sunrise-clinic --uid p-1001   (then: Authorization: Bearer <token>)");
   out("chat", "npx alma chat   (as p-1001 at sunrise-clinic; --org/--uid for someone else)");
-  out("secrets", `JWT secret ${ctx.secrets.source.jwt}; operator token ${ctx.secrets.source.admin}`);
+  out("secrets", `JWT secret ${ctx.secrets.source.jwt}; operator token ${ctx.secrets.source.admin}; trail key ${ctx.secrets.source.trail ?? "beside the database"}`);
 }
 
 /** Starts the host and serves until `io.stopSignal` resolves (SIGINT/SIGTERM from `main`). */

@@ -32,6 +32,8 @@ export interface HostEnv {
   readonly maintainEveryMs: number;
   readonly jwtSecret: string | undefined;
   readonly adminToken: string | undefined;
+  /** The trail key (`ALMA_TRAIL_KEY`, at least 32 bytes); else the `trail-key` file under `home`. */
+  readonly trailKey?: string | undefined;
 }
 
 export class EnvError extends Error {
@@ -101,5 +103,6 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd(
     maintainEveryMs: int(env, "ALMA_MAINTAIN_MS", 60_000, 1_000, 86_400_000),
     jwtSecret: nonEmpty(env.ALMA_JWT_SECRET),
     adminToken: nonEmpty(env.ALMA_ADMIN_TOKEN),
+    trailKey: nonEmpty(env.ALMA_TRAIL_KEY),
   };
 }

@@ -8,8 +8,15 @@ export interface HostSecrets {
   readonly jwtSecret: Uint8Array;
   /** The operator's bearer token for `/v1/admin/*`. */
   readonly adminToken: string;
+  /**
+   * The trail key (HMAC-SHA256, at least 32 bytes): session pseudonyms and hashed subjects on the
+   * audit trails. Kept across restarts so trails stay joinable; every process on one PostgreSQL
+   * database needs the same one (`ALMA_TRAIL_KEY`). Absent (a host built by hand): the runtime's
+   * own rule applies (SQLite keeps one beside the database; PostgreSQL requires one).
+   */
+  readonly trailKey?: string;
   /** Where each came from, for the start banner (never the value). */
-  readonly source: { readonly jwt: string; readonly admin: string };
+  readonly source: { readonly jwt: string; readonly admin: string; readonly trail?: string };
 }
 
 /**
@@ -32,11 +39,13 @@ function loadOrCreate(home: string, file: string, fromEnv: string | undefined, f
   return { value, source: `${path} (created)` };
 }
 
-export function loadSecrets(home: string, env: { readonly jwtSecret: string | undefined; readonly adminToken: string | undefined }): HostSecrets {
+export function loadSecrets(home: string, env: { readonly jwtSecret: string | undefined; readonly adminToken: string | undefined; readonly trailKey?: string | undefined }): HostSecrets {
   const jwt = loadOrCreate(home, "jwt-secret", env.jwtSecret, () => randomBytes(32).toString("hex"));
   const admin = loadOrCreate(home, "admin-token", env.adminToken, () => `adm_${randomBytes(24).toString("base64url")}`);
   const key = new TextEncoder().encode(jwt.value);
   if (key.length < 32) throw new EnvError("ALMA_JWT_SECRET must be at least 32 bytes");
   if (admin.value.length < 16) throw new EnvError("ALMA_ADMIN_TOKEN must be at least 16 characters");
-  return { jwtSecret: key, adminToken: admin.value, source: { jwt: jwt.source, admin: admin.source } };
+  const trail = loadOrCreate(home, "trail-key", env.trailKey, () => randomBytes(32).toString("hex"));
+  if (new TextEncoder().encode(trail.value).length < 32) throw new EnvError("ALMA_TRAIL_KEY must be at least 32 bytes");
+  return { jwtSecret: key, adminToken: admin.value, trailKey: trail.value, source: { jwt: jwt.source, admin: admin.source, trail: trail.source } };
 }

@@ -24,11 +24,15 @@ async function sessionsOf(host: HostContext, org: string) {
   return rows.sort((a, b) => b.updatedAt - a.updatedAt);
 }
 
-async function trailOf(host: HostContext, scope: Scope, rootKey: string): Promise<AuditRecord[]> {
+/**
+ * A scope's trail records of one turn or one session, through the runner's `trails`: a session is
+ * asked by its real id, which the runner translates to the pseudonym the trails store.
+ */
+async function trailOf(host: HostContext, scope: Scope, filter: { readonly turnId: string } | { readonly sessionId: string }): Promise<AuditRecord[]> {
   const out: AuditRecord[] = [];
   let cursor: string | undefined;
   do {
-    const page = await host.runtime.stores.audit.query(scope, { turnId: rootKey, limit: 500, ...(cursor ? { cursor } : {}) });
+    const page = await host.runtime.runner.trails(scope, { ...filter, limit: 500, ...(cursor ? { cursor } : {}) });
     out.push(...page.items);
     cursor = page.nextCursor;
   } while (cursor && out.length < MAX_TRAIL_EVENTS);
@@ -42,12 +46,14 @@ async function getTurnTrails(host: HostContext, route: RouteRequest): Promise<Re
   const uid = route.url.searchParams.get("uid") ?? undefined;
   const scopes = host.directory.scopes(org).filter((s) => uid === undefined || s.uid === uid);
   for (const scope of scopes) {
-    const events = await trailOf(host, scope, rootKey);
+    const events = await trailOf(host, scope, { turnId: rootKey });
     if (events.length === 0) continue;
     const view = await host.runtime.runner.read(scope, rootKey);
     const outcome = view ? safeView(view) : null;
     const uncertain = host.directory.uncertainTurns(scope.org).find((u) => u.rootKey === rootKey) ?? null;
-    return json(200, { rootKey, org: scope.org, uid: scope.uid, sessionId: events[0]?.sessionId, outcome, uncertain, events });
+    // The trails hold the session's pseudonym only; the real id comes from the turn's own root record.
+    const root = await host.runtime.stores.rootResults.get(scope, rootKey, host.clock.now()).catch(() => undefined);
+    return json(200, { rootKey, org: scope.org, uid: scope.uid, sessionId: root?.sessionId ?? null, outcome, uncertain, events });
   }
   throw new HttpError("not_found", "no trails for this turn among the people this host knows");
 }
@@ -124,6 +130,11 @@ export function adminRoutes(router: Router, host: HostContext): void {
     const view = await host.runtime.stores.sessions.load(scope, sessionId);
     const messages = transcriptOf(view.messages);
     return json(200, { org: scope.org, uid: scope.uid, sessionId, revision: view.revision, erased: view.erased, messages, turns: turnsOf(messages) });
+  });
+  on("GET", "/v1/admin/tenants/:org/sessions/:uid/:sessionId/trails", async (r) => {
+    const scope = normalizeScope({ org: clinicOf(host, r.params.org as string), uid: r.params.uid });
+    const sessionId = validateId("sessionId", r.params.sessionId);
+    return json(200, { org: scope.org, uid: scope.uid, sessionId, events: await trailOf(host, scope, { sessionId }) });
   });
   on("GET", "/v1/admin/turns/:rootKey", (r) => getTurnTrails(host, r));
   on("GET", "/v1/admin/spend", (r) => getSpend(host, r));

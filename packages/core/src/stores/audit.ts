@@ -2,22 +2,34 @@ import type { BudgetCapName, CallKind } from "../caps.js";
 import type { RefusalCategory } from "../model.js";
 import type { CacheTtl, ReasoningEffort, Sensitivity, ServiceTier, Tier } from "../routing.js";
 import type { Scope } from "../scope.js";
+import type { TrailValue } from "../trail.js";
 
 export type Trail = "access" | "routing" | "cost" | "recall" | "context" | "policy" | "lifecycle";
 
+/*
+ * The trail rule (`../trail.ts`): every string field below is a closed literal union or a
+ * `TrailValue`, which only identifiers, kinds, counts, sizes and keyed hashes inhabit. A new field
+ * takes one of the two; the stores refuse any string of another shape on append.
+ */
+
 interface Base {
   readonly scope: Scope;
-  readonly sessionId: string;
-  readonly turnId: string;
-  readonly callId?: string;
+  /** The session's keyed pseudonym (`sessionPseudonym(key, scope, sessionId)`), never the session id. */
+  readonly sessionId: TrailValue;
+  readonly turnId: TrailValue;
+  readonly callId?: TrailValue;
   readonly at: number;
 }
 
-/** A resource a turn touched: by tool, media egress (kind and size, never URI), search results (count, never query). */
+/**
+ * A resource a turn touched: by tool (a registered name; the resource a keyed hash unless the tool
+ * declares it non-sensitive), media egress (provider, kind and size, never URI), search results
+ * (provider and count, never query), deferred-tool loads (the registered name).
+ */
 export interface AccessEvent extends Base {
   readonly trail: "access";
-  readonly tool: string;
-  readonly resource: string;
+  readonly tool: TrailValue;
+  readonly resource: TrailValue;
   readonly action: "read" | "write" | "egress" | "load";
 }
 
@@ -26,8 +38,8 @@ export interface RoutingEvent extends Base {
   readonly kind: CallKind;
   readonly tier: Tier;
   readonly sensitivity: Sensitivity;
-  readonly clientId: string;
-  readonly model: string;
+  readonly clientId: TrailValue;
+  readonly model: TrailValue;
   readonly cacheTtl: CacheTtl | "off";
   readonly reasoning?: ReasoningEffort;
   /** The service tier the route asked for (written before egress). */
@@ -35,26 +47,27 @@ export interface RoutingEvent extends Base {
   /** The tier the wire says served the call: present on the record written after settlement. */
   readonly servedTier?: ServiceTier;
   /** The upstream the wire says served the call (OpenRouter's `provider`): on the record written after settlement. */
-  readonly upstream?: string;
+  readonly upstream?: TrailValue;
   /** A refused call's category (closed, never the provider's text): on the record written after settlement. */
   readonly refusal?: RefusalCategory;
-  readonly parentCallId?: string;
+  readonly parentCallId?: TrailValue;
 }
 
 export interface CostEvent extends Base {
   readonly trail: "cost";
-  readonly operationId: string;
-  readonly model: string;
+  readonly operationId: TrailValue;
+  readonly model: TrailValue;
   readonly usdMicros: number;
-  readonly settlementId: string;
+  /** The settlement's id; `none` on a refusal (nothing was settled). */
+  readonly settlementId: TrailValue;
   readonly capsCrossed: readonly BudgetCapName[];
   readonly warning?: { readonly cap: BudgetCapName; readonly action: "warn" | "block" };
-  readonly refused?: { readonly reason: "unpriced" | "cap"; readonly detail: string };
+  readonly refused?: { readonly reason: "unpriced" | "cap"; readonly detail: TrailValue };
 }
 
 export interface RecallEvent extends Base {
   readonly trail: "recall";
-  readonly source: string;
+  readonly source: TrailValue;
   readonly items: number;
 }
 
@@ -62,20 +75,29 @@ export interface RecallEvent extends Base {
 export interface ContextEvent extends Base {
   readonly trail: "context";
   readonly step: number;
-  readonly field: string;
+  readonly field: TrailValue;
   readonly decision: "honored" | "refused";
 }
 
 export type PolicyAction = "intent" | "decision" | "permission.requested" | "permission.resolved" | "grant.used";
+/** Which rule made a decision: the kernel's built-ins, or the host's controller. */
+export type PolicyRule = "kernel.registered" | "kernel.decision_invalid" | "kernel.decide_failed" | "controller" | "run_grant";
+/** Why an ask was denied or not answered by an operator. */
+export type PolicyReason = "operator_denied" | "no_resolver" | "resolver_failed" | "resolver_timeout" | "cancelled";
+/**
+ * A policy record. `authorization.action` is the action the tool's `authorize` derived (kept when
+ * it is identifier-shaped, else hashed); `subject` is a keyed hash unless the tool declares
+ * `nonSensitiveTrail` (and the default subject `*` stays `*`).
+ */
 export interface PolicyEvent extends Base {
   readonly trail: "policy";
   readonly action: PolicyAction;
-  readonly tool: string;
-  readonly authorization?: { readonly action: string; readonly subject: string };
+  readonly tool: TrailValue;
+  readonly authorization?: { readonly action: TrailValue; readonly subject: TrailValue };
   readonly decision?: "allow" | "ask" | "deny";
   readonly by?: "operator" | "kernel";
-  readonly rule?: string;
-  readonly reason?: string;
+  readonly rule?: PolicyRule;
+  readonly reason?: PolicyReason;
 }
 
 export type LifecycleAction =
@@ -93,7 +115,8 @@ export interface LifecycleEvent extends Base {
   readonly step?: number;
   readonly contextVersion?: number;
   readonly messageRevision?: number;
-  readonly detail?: string;
+  /** A kind: the registered tool name (`unregistered` for a name the turn's tools do not have), a result code, a terminal reason, a cause. */
+  readonly detail?: TrailValue;
 }
 
 export type AuditEvent = AccessEvent | RoutingEvent | CostEvent | RecallEvent | ContextEvent | PolicyEvent | LifecycleEvent;
@@ -102,7 +125,8 @@ export type AuditEvent = AccessEvent | RoutingEvent | CostEvent | RecallEvent | 
 export type AuditRecord = AuditEvent & { readonly seq: number };
 
 export interface AuditQuery {
-  readonly sessionId?: string;
+  /** The stored session pseudonym (`sessionPseudonym`); a host with the real id asks the runner's `trails`. */
+  readonly sessionId?: TrailValue;
   readonly turnId?: string;
   readonly trail?: Trail;
   readonly cursor?: string;

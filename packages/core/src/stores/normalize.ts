@@ -4,6 +4,7 @@ import type { Msg } from "../messages.js";
 import { REFUSAL_CATEGORIES } from "../model.js";
 import { SENSITIVITIES } from "../routing.js";
 import { type Scope, validateId } from "../scope.js";
+import { isTrailShaped, TrailValueError } from "../trail.js";
 import { canonicalJson, type JsonValue, snapshot, snapshotOnce } from "../snapshot.js";
 import type { AdmissionKind } from "./admissions.js";
 import type { AuditEvent, Trail } from "./audit.js";
@@ -281,9 +282,24 @@ export function normalizeAuditEvent(event: unknown): AuditEvent {
   if (e.refusal !== undefined) validateOneOf("event.refusal", e.refusal, REFUSAL_CATEGORIES);
   if (e.upstream !== undefined) validateName("event.upstream", e.upstream);
   const copy = snapshotOnce(event) as Record<string, JsonValue>;
+  trailShaped("event", copy);
   // The engine passes the normalized scope itself, which the snapshot keeps: nothing to replace.
   if ((copy.scope as unknown) === scope) return copy as unknown as AuditEvent;
   return Object.freeze({ ...copy, scope }) as unknown as AuditEvent;
+}
+
+/**
+ * The trail rule, checked again where every store accepts an event: each string in it has a trail
+ * value's shape (no spaces or control characters, at most 200). The error names the field, never the value.
+ */
+function trailShaped(path: string, value: JsonValue): void {
+  if (typeof value === "string") {
+    if (!isTrailShaped(value)) throw new TrailValueError("identifier", `${path}: a trail holds identifiers, kinds, counts and hashes (1-200 printable ASCII characters without spaces)`);
+  } else if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) trailShaped(`${path}[${i}]`, value[i] as JsonValue);
+  } else if (value !== null && typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) trailShaped(`${path}.${k}`, v);
+  }
 }
 
 /** A validated audit query: filters, page size and the position after which to read. */

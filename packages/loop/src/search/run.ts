@@ -1,10 +1,11 @@
-import { compileSchema, type JsonObject, type JsonValue, SEARCH_TOOLS_NAME, type StreamToolCall, type ToolResultBlock } from "@alma-harness/core";
+import { compileSchema, type JsonObject, type JsonValue, SEARCH_TOOLS_NAME, type StreamToolCall, type ToolResultBlock, trailId } from "@alma-harness/core";
 import { durable, commitBefore } from "../audit.js";
 import { checkpoint } from "../cancel.js";
 import { errorResult } from "../dispatch.js";
 import type { TurnEnv } from "../env.js";
 import { runHook } from "../execute.js";
 import type { TurnState } from "../state.js";
+import { trailBase } from "../trail.js";
 import { argumentsOf } from "@alma-harness/execution";
 import { callableNow, grantCatalog, SEARCH_INPUT_SCHEMA } from "./loads.js";
 import { findTools, type SearchFindings, type SearchRequest } from "./tool-search.js";
@@ -36,13 +37,9 @@ export async function runSearch(env: TurnEnv, state: TurnState, call: StreamTool
   for (const name of findings.loaded) {
     await durable(env.engine.audit, {
       trail: "access",
-      scope: env.input.scope,
-      sessionId: env.input.sessionId,
-      turnId: env.input.turnId,
-      callId: call.id,
-      at: env.engine.clock.now(),
-      tool: SEARCH_TOOLS_NAME,
-      resource: name,
+      ...trailBase(env.trail, env.engine.clock.now(), call.id),
+      tool: trailId(SEARCH_TOOLS_NAME),
+      resource: trailId(name),
       action: "load",
     });
   }

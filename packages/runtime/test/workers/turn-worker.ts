@@ -48,6 +48,8 @@ const rt = await postgres({
   clients: [new ScriptedByRequest()],
   policy: { resolve: () => ({ clientId: "fake", model: "demo", maxOutputTokens: 256, cache: false }) },
   prompt: "worker",
+  // Every worker process shares one key, as every host process on one database must.
+  trailKey: "worker-trail-key-shared-by-every-process",
   tools: [note],
   prices: { version: "p1", models: { demo: { rates: { input: 1, output: 2 } } } },
   policyVersion: "p",
