@@ -42,4 +42,5 @@ export * from "./stores/results.js";
 export * from "./stores/settlements.js";
 export * from "./stores/labels.js";
 export * from "./stores/audit.js";
+export * from "./stores/erasure.js";
 export { type AlmaErrorCode, type CallCause, isUncertainCause, type RunnerCause, type StreamRule, stopTag, type UncertainCause } from "./vocabulary.js";

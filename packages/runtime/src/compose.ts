@@ -1,6 +1,6 @@
 import type { ConversationConfig, ConversationRunner, ConversationStores } from "@alma-harness/conversation";
 import { createConversationRunner } from "@alma-harness/conversation";
-import type { Scope } from "@alma-harness/core";
+import type { ErasureReport, Scope } from "@alma-harness/core";
 
 /** Everything a runner needs except its stores. */
 export type RuntimeConfig = Omit<ConversationConfig, "stores">;
@@ -11,7 +11,10 @@ export interface Runtime {
   readonly stores: ConversationStores;
   /** Frees admissions fifteen minutes past their deadline, then fences expired journal records. */
   maintain(scope?: Scope): Promise<{ readonly released: number; readonly fenced: number }>;
-  erase(scope: Scope, sessionId: string): Promise<void>;
+  /** The runner's `eraseSession`: every store, one transaction where the store allows. */
+  erase(scope: Scope, sessionId: string): Promise<ErasureReport>;
+  /** The runner's `eraseScope`. */
+  eraseScope(scope: Scope): Promise<ErasureReport>;
   close(): Promise<void>;
 }
 
@@ -22,6 +25,7 @@ export function compose(config: RuntimeConfig, stores: ConversationStores, close
     stores,
     maintain: async (scope) => ({ released: await runner.releaseExpired(scope), fenced: await runner.reconcileExpired(scope) }),
     erase: (scope, sessionId) => runner.eraseSession(scope, sessionId),
+    eraseScope: (scope) => runner.eraseScope(scope),
     close,
   };
 }

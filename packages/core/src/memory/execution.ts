@@ -7,6 +7,7 @@ import type { NotDispatchedCause, UsageEvidence } from "../usage.js";
 import { normalizeCancelCause, normalizeClaim, normalizeClaimOptions, normalizeFence, normalizeReceivedEvidence, normalizeReconcile } from "../stores/normalize.js";
 import { closedObject, decodeCursor, PAGE, pageLimit, pageOf, scopeKey, validateTime } from "../stores/rules.js";
 import { expiryChange, fenceRefusal, sameClaim } from "../stores/transitions.js";
+import { covers, ERASE, type Erasable, type EraseTarget, MEMORY_STATE } from "./erase.js";
 
 const RESOLVED: readonly ExecutionState[] = ["completed", "not_dispatched"];
 
@@ -14,7 +15,7 @@ const RESOLVED: readonly ExecutionState[] = ["completed", "not_dispatched"];
  * The reference execution journal. Each method validates, then runs synchronously to its end, so a
  * claim or a fenced transition is one atomic step; records are frozen and replaced, never mutated.
  */
-export class InMemoryExecutionStore implements ExecutionStore {
+export class InMemoryExecutionStore implements ExecutionStore, Erasable {
   readonly #rows = new Map<string, ExecutionRecord>();
   readonly #links: { readonly admissions?: InMemoryAdmissionStore; readonly spend?: InMemorySpendStore };
 
@@ -116,6 +117,16 @@ export class InMemoryExecutionStore implements ExecutionStore {
       out.push(next);
     }
     return Object.freeze(out.sort(byCreated));
+  }
+
+  /** Drops the target's journal records (their reservations go with the spend store's part of the erasure). */
+  [ERASE](target: EraseTarget): number {
+    for (const [key, row] of this.#rows) if (key.startsWith(`${target.key} `) && covers(target, target.key, row.sessionId)) this.#rows.delete(key);
+    return 0;
+  }
+
+  [MEMORY_STATE](): unknown {
+    return this.#rows;
   }
 
   #release(row: ExecutionRecord): void {
