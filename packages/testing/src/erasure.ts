@@ -1,0 +1,154 @@
+import type { ErasureReport, Scope, SessionLabelStore, SessionStore, SpendStore } from "@alma-harness/core";
+import type { ScanHit } from "./erasure-scan.js";
+import type { Closable, Factory, TestApi } from "./harness.js";
+
+/**
+ * One session's canaries: values a careful auditor plants and then looks for. Each holds its tag,
+ * so two sessions' canaries never overlap. `sessionId` is a phone number, as hosts use them.
+ */
+export interface Canaries {
+  readonly patient: string;
+  readonly sessionId: string;
+  readonly apiKey: string;
+  readonly query: string;
+  readonly mediaUri: string;
+  /** A tool name the model invents (not registered). */
+  readonly tool: string;
+  /** A label value the host attaches (labels allow only `[A-Za-z0-9_.:-]`). */
+  readonly label: string;
+}
+
+const PHONES = { alpha: "+15550001001", bravo: "+15550002002", charlie: "+15550003003" } as const;
+
+export function canariesOf(tag: keyof typeof PHONES): Canaries {
+  const T = tag.toUpperCase();
+  return Object.freeze({
+    patient: `Zebulon Quackenbush-${T}`,
+    sessionId: PHONES[tag],
+    apiKey: `sk-live-${tag}-9f8e7d6c5b4a3921`,
+    query: `insulin dosage for quackenbush ${tag}`,
+    mediaUri: `https://media.example/scans/${tag}-7731.png`,
+    tool: `exfiltrate_${tag}_records`,
+    label: `mrn-${T}-77310`,
+  });
+}
+
+export const needlesOf = (c: Canaries): readonly string[] => [c.patient, c.sessionId, c.apiKey, c.query, c.mediaUri, c.tool, c.label];
+
+/**
+ * A runner over one real store set (memory, SQLite or PostgreSQL), and a generic scan of everything
+ * that set holds. `seed` writes a session full of canaries through the runner (a turn that puts
+ * each canary in its input, a tool call, the tool's output, an unregistered tool call and the
+ * reply) plus its labels; `retry` runs the session's turn again (its first key, then a new one) and
+ * answers the views' statuses (the model must not be called).
+ */
+export interface ErasureFixture extends Closable {
+  seed(scope: Scope, c: Canaries): Promise<void>;
+  retry(scope: Scope, c: Canaries): Promise<readonly string[]>;
+  eraseSession(scope: Scope, sessionId: string): Promise<ErasureReport>;
+  eraseScope(scope: Scope): Promise<ErasureReport>;
+  /** Every stored value holding a needle: every table and column (SQL), or a deep walk of the stores' state (memory). */
+  scan(needles: readonly string[]): Promise<readonly ScanHit[]>;
+  /** The store files whose raw bytes must hold no erased canary (SQLite: the databases and their WALs). */
+  files?(): readonly string[];
+  /** Reads the raw bytes of `files()` for the needles. */
+  scanFiles?(needles: readonly string[]): readonly ScanHit[];
+  readonly stores: { readonly sessions: SessionStore; readonly labels: SessionLabelStore; readonly spend: SpendStore };
+}
+
+const A: Scope = Object.freeze({ org: "clinic-erase", uid: "desk-1" });
+const B: Scope = Object.freeze({ org: "clinic-erase", uid: "desk-2" });
+
+/** Hits as a sorted multiset of `where|needle`, for "untouched" comparisons. */
+const multiset = (hits: readonly ScanHit[]) => hits.map((h) => `${h.where}|${h.needle}`).sort();
+
+/**
+ * Erasure leaves nothing: after `eraseSession` (or `eraseScope`) no stored value anywhere holds the
+ * erased session's content or id, every other session is untouched (its hits are exactly what they
+ * were), the tenant-day spend is unchanged, a second erasure changes nothing, and an unknown
+ * session erases without error.
+ */
+export function erasureContract(name: string, factory: Factory<ErasureFixture>, t: TestApi): void {
+  const alpha = canariesOf("alpha");
+  const bravo = canariesOf("bravo");
+  const charlie = canariesOf("charlie");
+
+  const test = (title: string, body: (fx: ErasureFixture) => Promise<void>) =>
+    t.it(title, async () => {
+      const fx = await factory();
+      try {
+        await body(fx);
+      } finally {
+        await fx.close?.();
+      }
+    });
+
+  /** Seeds alpha and bravo in scope A and charlie in scope B, and checks the scan sees every canary. */
+  const seedAll = async (fx: ErasureFixture) => {
+    await fx.seed(A, alpha);
+    await fx.seed(A, bravo);
+    await fx.seed(B, charlie);
+    for (const c of [alpha, bravo, charlie]) {
+      const found = new Set((await fx.scan(needlesOf(c))).map((h) => h.needle));
+      t.expect([...found].sort(), "the scan finds every planted canary before erasure").toEqual([...needlesOf(c)].sort());
+    }
+    return { bravo: multiset(await fx.scan(needlesOf(bravo))), charlie: multiset(await fx.scan(needlesOf(charlie))), spend: await fx.stores.spend.tenantDays(A.org) };
+  };
+
+  const expectUntouched = async (fx: ErasureFixture, before: Awaited<ReturnType<typeof seedAll>>, keepBravo: boolean) => {
+    if (keepBravo) {
+      t.expect(multiset(await fx.scan(needlesOf(bravo))), "the other session of the scope is untouched").toEqual(before.bravo);
+      t.expect((await fx.stores.sessions.load(A, bravo.sessionId)).messages.length > 0, "the other session still loads").toBe(true);
+      t.expect(await fx.stores.labels.get(A, bravo.sessionId), "the other session keeps its labels").toEqual({ mrn: bravo.label });
+    }
+    t.expect(multiset(await fx.scan(needlesOf(charlie))), "the other scope is untouched").toEqual(before.charlie);
+    t.expect(await fx.stores.spend.tenantDays(A.org), "the tenant-day spend is unchanged").toEqual(before.spend);
+  };
+
+  const expectGone = async (fx: ErasureFixture, c: Canaries) => {
+    t.expect(await fx.scan(needlesOf(c)), `no stored value holds ${c.sessionId}'s content or id`).toEqual([]);
+    if (fx.scanFiles) t.expect(fx.scanFiles(needlesOf(c)), "no file byte holds an erased canary").toEqual([]);
+    t.expect(await fx.stores.sessions.load(A, c.sessionId)).toEqual({ messages: [], revision: 0, offset: 0, erased: true });
+    t.expect(await fx.stores.labels.get(A, c.sessionId)).toBeUndefined();
+  };
+
+  t.describe(`${name}: erasure leaves nothing`, () => {
+    test("eraseSession: no table, column or value holds the session's content or id; the other session and scope are untouched", async (fx) => {
+      const before = await seedAll(fx);
+      const report = await fx.eraseSession(A, alpha.sessionId);
+      t.expect(report).toEqual({ fencedAdmissions: 0 });
+      await expectGone(fx, alpha);
+      await expectUntouched(fx, before, true);
+    });
+
+    test("erasing twice changes nothing more, and a late turn of the erased session is refused and writes nothing", async (fx) => {
+      const before = await seedAll(fx);
+      await fx.eraseSession(A, alpha.sessionId);
+      const afterFirst = multiset(await fx.scan([...needlesOf(bravo), ...needlesOf(charlie)]));
+      t.expect(await fx.eraseSession(A, alpha.sessionId)).toEqual({ fencedAdmissions: 0 });
+      t.expect(await fx.retry(A, alpha), "a retry under the old key and a new turn are both refused").toEqual(["unavailable", "unavailable"]);
+      await expectGone(fx, alpha);
+      t.expect(multiset(await fx.scan([...needlesOf(bravo), ...needlesOf(charlie)]))).toEqual(afterFirst);
+      await expectUntouched(fx, before, true);
+    });
+
+    test("erasing a session never seen is no error and touches nothing", async (fx) => {
+      const before = await seedAll(fx);
+      const all = multiset(await fx.scan([...needlesOf(alpha), ...needlesOf(bravo), ...needlesOf(charlie)]));
+      t.expect(await fx.eraseSession(A, "+15559999999")).toEqual({ fencedAdmissions: 0 });
+      t.expect(multiset(await fx.scan([...needlesOf(alpha), ...needlesOf(bravo), ...needlesOf(charlie)]))).toEqual(all);
+      await expectUntouched(fx, before, true);
+    });
+
+    test("eraseScope: no value holds any session of the scope; the other scope is untouched; twice changes nothing", async (fx) => {
+      const before = await seedAll(fx);
+      t.expect(await fx.eraseScope(A)).toEqual({ fencedAdmissions: 0 });
+      await expectGone(fx, alpha);
+      await expectGone(fx, bravo);
+      await expectUntouched(fx, before, false);
+      t.expect(await fx.eraseScope(A)).toEqual({ fencedAdmissions: 0 });
+      t.expect(await fx.scan([...needlesOf(alpha), ...needlesOf(bravo)])).toEqual([]);
+      await expectUntouched(fx, before, false);
+    });
+  });
+}
