@@ -17,12 +17,21 @@ afterAll(() => {
 });
 
 /** The runner every fixture builds: one registered tool, `lookup`, answering with the current session's patient and media URI. */
-function canaryRuntimeConfig(model: FakeModelClient, current: { c?: Canaries }): RuntimeConfig {
+/** What the fixture's tool handler knows: the session being seeded, and an erasure to run mid-turn. */
+interface Current {
+  c?: Canaries;
+  during?: () => Promise<unknown>;
+}
+
+function canaryRuntimeConfig(model: FakeModelClient, current: Current): RuntimeConfig {
   const lookup = defineTool({
     name: "lookup",
     description: "Looks a patient record up.",
     input: { type: "object", properties: { query: { type: "string" } }, required: ["query"] },
-    handler: () => ({ patient: current.c?.patient ?? "", scan: current.c?.mediaUri ?? "" }),
+    handler: async () => {
+      await current.during?.();
+      return { patient: current.c?.patient ?? "", scan: current.c?.mediaUri ?? "" };
+    },
   });
   return clinicConfig(model, { tools: [lookup] });
 }
@@ -42,7 +51,7 @@ async function fixture(
   files?: () => readonly string[],
 ): Promise<ErasureFixture> {
   const model = new FakeModelClient();
-  const current: { c?: Canaries } = {};
+  const current: Current = {};
   const rt = await open(canaryRuntimeConfig(model, current));
   return {
     seed: async (scope, c) => {
@@ -61,6 +70,20 @@ async function fixture(
       await rt.stores.barrier?.commit();
     },
     retry: async (scope, c) => [(await rt.runner.runTurn(request(scope, c, "k1"))).status, (await rt.runner.runTurn(request(scope, c, "k2"))).status],
+    eraseMidTurn: async (scope, c) => {
+      current.c = c;
+      let report: Awaited<ReturnType<Runtime["erase"]>> | undefined;
+      current.during = async () => {
+        report = await rt.erase(scope, c.sessionId);
+      };
+      model.push(scriptedToolCall({ name: "lookup", input: { query: c.query } }), scriptedText(`Booked ${c.patient}.`));
+      try {
+        const view = await rt.runner.runTurn(request(scope, c, "k3"));
+        return { status: view.status, report: report ?? { fencedAdmissions: -1 } };
+      } finally {
+        current.during = undefined;
+      }
+    },
     eraseSession: (scope, sessionId) => rt.erase(scope, sessionId),
     eraseScope: (scope) => rt.eraseScope(scope),
     scan: (needles) => scan(rt, needles),

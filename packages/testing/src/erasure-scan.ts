@@ -69,8 +69,10 @@ export function scanValue(root: unknown, needles: readonly string[], where = "$"
   const out: ScanHit[] = [];
   const seen = new Set<object>();
   const walk = (value: unknown, path: string): void => {
-    if (typeof value === "string") return hitsIn(value, path, needles, out);
-    if (typeof value === "number" || typeof value === "bigint") return hitsIn(String(value), path, needles, out);
+    if (typeof value === "string" || typeof value === "number" || typeof value === "bigint") {
+      hitsIn(String(value), path, needles, out);
+      return;
+    }
     if (value === null || (typeof value !== "object" && typeof value !== "function")) return;
     if (seen.has(value)) return;
     seen.add(value);

@@ -1,4 +1,4 @@
-import type { ErasureReport, Scope, SessionLabelStore, SessionStore, SpendStore } from "@alma-harness/core";
+import type { CostSettlementStore, ErasureReport, Scope, SessionLabelStore, SessionStore, SpendStore } from "@alma-harness/core";
 import type { ScanHit } from "./erasure-scan.js";
 import type { Closable, Factory, TestApi } from "./harness.js";
 
@@ -45,6 +45,11 @@ export const needlesOf = (c: Canaries): readonly string[] => [c.patient, c.sessi
 export interface ErasureFixture extends Closable {
   seed(scope: Scope, c: Canaries): Promise<void>;
   retry(scope: Scope, c: Canaries): Promise<readonly string[]>;
+  /**
+   * Runs a new turn of the (seeded) session whose tool handler erases the session while the turn is
+   * running: answers the turn's view status and the erasure's report.
+   */
+  eraseMidTurn(scope: Scope, c: Canaries): Promise<{ readonly status: string; readonly report: ErasureReport }>;
   eraseSession(scope: Scope, sessionId: string): Promise<ErasureReport>;
   eraseScope(scope: Scope): Promise<ErasureReport>;
   /** Every stored value holding a needle: every table and column (SQL), or a deep walk of the stores' state (memory). */
@@ -53,11 +58,23 @@ export interface ErasureFixture extends Closable {
   files?(): readonly string[];
   /** Reads the raw bytes of `files()` for the needles. */
   scanFiles?(needles: readonly string[]): readonly ScanHit[];
-  readonly stores: { readonly sessions: SessionStore; readonly labels: SessionLabelStore; readonly spend: SpendStore };
+  readonly stores: { readonly sessions: SessionStore; readonly labels: SessionLabelStore; readonly spend: SpendStore; readonly settlements: CostSettlementStore };
 }
 
 const A: Scope = Object.freeze({ org: "clinic-erase", uid: "desk-1" });
 const B: Scope = Object.freeze({ org: "clinic-erase", uid: "desk-2" });
+
+/** The scope's receipts as (settlement id, amount) pairs, every page. */
+async function receipts(settlements: CostSettlementStore, scope: Scope): Promise<readonly string[]> {
+  const out: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await settlements.list(scope, { limit: 100, ...(cursor ? { cursor } : {}) });
+    for (const r of page.items) out.push(`${r.receipt.settlementId}:${r.receipt.usdMicros}`);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return out.sort();
+}
 
 /** Hits as a sorted multiset of `where|needle`, for "untouched" comparisons. */
 const multiset = (hits: readonly ScanHit[]) => hits.map((h) => `${h.where}|${h.needle}`).sort();
@@ -92,7 +109,14 @@ export function erasureContract(name: string, factory: Factory<ErasureFixture>, 
       const found = new Set((await fx.scan(needlesOf(c))).map((h) => h.needle));
       t.expect([...found].sort(), "the scan finds every planted canary before erasure").toEqual([...needlesOf(c)].sort());
     }
-    return { bravo: multiset(await fx.scan(needlesOf(bravo))), charlie: multiset(await fx.scan(needlesOf(charlie))), spend: await fx.stores.spend.tenantDays(A.org) };
+    const spend = await fx.stores.spend.tenantDays(A.org);
+    t.expect(spend.reduce((sum, d) => sum + d.usdMicros, 0) > 0, "the seeded turns spent").toBe(true);
+    return {
+      bravo: multiset(await fx.scan(needlesOf(bravo))),
+      charlie: multiset(await fx.scan(needlesOf(charlie))),
+      spend,
+      receipts: await receipts(fx.stores.settlements, A),
+    };
   };
 
   const expectUntouched = async (fx: ErasureFixture, before: Awaited<ReturnType<typeof seedAll>>, keepBravo: boolean) => {
@@ -103,6 +127,7 @@ export function erasureContract(name: string, factory: Factory<ErasureFixture>, 
     }
     t.expect(multiset(await fx.scan(needlesOf(charlie))), "the other scope is untouched").toEqual(before.charlie);
     t.expect(await fx.stores.spend.tenantDays(A.org), "the tenant-day spend is unchanged").toEqual(before.spend);
+    t.expect(await receipts(fx.stores.settlements, A), "the scope's receipts keep their amounts (under pseudonymous session ids)").toEqual(before.receipts);
   };
 
   const expectGone = async (fx: ErasureFixture, c: Canaries) => {
@@ -138,6 +163,23 @@ export function erasureContract(name: string, factory: Factory<ErasureFixture>, 
       t.expect(await fx.eraseSession(A, "+15559999999")).toEqual({ fencedAdmissions: 0 });
       t.expect(multiset(await fx.scan([...needlesOf(alpha), ...needlesOf(bravo), ...needlesOf(charlie)]))).toEqual(all);
       await expectUntouched(fx, before, true);
+    });
+
+    test("a turn running at erasure is fenced: it appends nothing and stores no result; erasing again after it leaves nothing", async (fx) => {
+      const before = await seedAll(fx);
+      const { status, report } = await fx.eraseMidTurn(A, alpha);
+      t.expect(report, "the erasure fenced the running turn's admission").toEqual({ fencedAdmissions: 1 });
+      t.expect(status, "the fenced turn ends uncertain").toBe("reconciliation_required");
+      t.expect(await fx.stores.sessions.load(A, alpha.sessionId), "the fenced turn appended nothing").toEqual({ messages: [], revision: 0, offset: 0, erased: true });
+      // What no store fences on the admission, the audit events the turn wrote after the erasure, is all that may be left.
+      const left = (await fx.scan(needlesOf(alpha))).filter((h) => !/audit/.test(h.where));
+      t.expect(left, "the fenced turn wrote nothing but audit events after the erasure").toEqual([]);
+      t.expect(await fx.retry(A, alpha)).toEqual(["unavailable", "unavailable"]);
+      // The fenced turn's first call was settled before the erasure: its money counts from now on.
+      const after = { ...before, spend: await fx.stores.spend.tenantDays(A.org), receipts: await receipts(fx.stores.settlements, A) };
+      t.expect(await fx.eraseSession(A, alpha.sessionId)).toEqual({ fencedAdmissions: 0 });
+      await expectGone(fx, alpha);
+      await expectUntouched(fx, after, true);
     });
 
     test("eraseScope: no value holds any session of the scope; the other scope is untouched; twice changes nothing", async (fx) => {
