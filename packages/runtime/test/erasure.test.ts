@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { defineTool, type Scope } from "@alma-harness/core";
+import { defineTool, FenceError, type Scope } from "@alma-harness/core";
 import { FakeModelClient, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { memory, postgres, type Runtime, type RuntimeConfig, sqlite } from "@alma-harness/runtime";
 import { type Canaries, type ErasureFixture, erasureContract, type ScanHit, scanFiles, scanPostgres, scanSqlite, scanValue } from "@alma-harness/testing";
@@ -69,7 +69,13 @@ async function fixture(
       // A grouped store set commits the put at its next durability point: the scan reads from outside.
       await rt.stores.barrier?.commit();
     },
-    retry: async (scope, c) => [(await rt.runner.runTurn(request(scope, c, "k1"))).status, (await rt.runner.runTurn(request(scope, c, "k2"))).status],
+    retry: async (scope, c) => {
+      const statuses = [(await rt.runner.runTurn(request(scope, c, "k1"))).status, (await rt.runner.runTurn(request(scope, c, "k2"))).status];
+      // A late event of the erased session is refused before it is admitted.
+      const event = { id: `ev-${c.sessionId}`, at: "2026-01-01T00:00:00Z", kind: "message" as const, role: "user" as const, blocks: [{ type: "text" as const, text: c.patient }] };
+      await expect(rt.runner.recordEvents({ scope, sessionId: c.sessionId, events: [event] })).rejects.toBeInstanceOf(FenceError);
+      return statuses;
+    },
     eraseMidTurn: async (scope, c) => {
       current.c = c;
       let report: Awaited<ReturnType<Runtime["erase"]>> | undefined;
