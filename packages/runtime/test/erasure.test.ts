@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { defineTool, FenceError, type Scope } from "@alma-harness/core";
 import { FakeModelClient, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { memory, postgres, type Runtime, type RuntimeConfig, sqlite } from "@alma-harness/runtime";
-import { type Canaries, type ErasureFixture, erasureContract, type ScanHit, scanFiles, scanPostgres, scanSqlite, scanValue } from "@alma-harness/testing";
+import { type Canaries, canariesOf, type ErasureFixture, erasureContract, needlesOf, type ScanHit, scanFiles, scanPostgres, scanSqlite, scanValue } from "@alma-harness/testing";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
@@ -110,11 +110,13 @@ function scanSqliteFiles(main: string, root: string | undefined, needles: readon
   }
 }
 
-function sqliteFixture(layout: "main" | "attached"): Promise<ErasureFixture> {
+function sqliteFixture(layout: "main" | "attached", paths: { main?: string; root?: string } = {}): Promise<ErasureFixture> {
   const dir = mkdtempSync(join(tmpdir(), "alma-erase-"));
   dirs.push(dir);
   const main = join(dir, "alma.db");
   const root = layout === "attached" ? join(dir, "alma.root-results.db") : undefined;
+  paths.main = main;
+  paths.root = root;
   return fixture(
     async (cfg) => sqlite({ ...cfg, store: { path: main, rootResults: layout } }),
     async (_rt, needles) => scanSqliteFiles(main, root, needles),
@@ -143,4 +145,73 @@ describe.skipIf(!DATABASE_URL)(`postgres${skipNote(DATABASE_URL !== undefined)}`
     },
     { describe, it, expect },
   );
+});
+
+/** Seeds the three sessions; `fault` makes the next erasure fail at its last table; `heal` undoes it. */
+async function failedMidway(fx: ErasureFixture, fault: () => Promise<void>, heal: () => Promise<void>): Promise<void> {
+  const alpha = canariesOf("alpha");
+  const scope = { org: "clinic-erase", uid: "desk-1" };
+  await fx.seed(scope, alpha);
+  await fx.seed(scope, canariesOf("bravo"));
+  const planted = multisetOf(await fx.scan(needlesOf(alpha)));
+  await fault();
+  await expect(fx.eraseSession(scope, alpha.sessionId)).rejects.toThrow();
+  expect(multisetOf(await fx.scan(needlesOf(alpha))), "a failed erasure rolled back whole: every row as it was").toEqual(planted);
+  await heal();
+  expect(await fx.eraseSession(scope, alpha.sessionId)).toEqual({ fencedAdmissions: 0 });
+  expect(await fx.scan(needlesOf(alpha)), "running it again finished the job").toEqual([]);
+}
+
+const multisetOf = (hits: readonly ScanHit[]) => hits.map((h) => `${h.where}|${h.needle}`).sort();
+
+describe("an erasure that fails at its last table (the root results) changes nothing, and running it again finishes it", () => {
+  for (const layout of ["main", "attached"] as const) {
+    it(`sqlite, root results ${layout === "main" ? "in the main file" : "in the attached file"}`, async () => {
+      const paths: { main?: string; root?: string } = {};
+      const fx = await sqliteFixture(layout, paths);
+      const ddl = (sql: string) => {
+        const db = new Database(layout === "main" ? (paths.main as string) : (paths.root as string));
+        try {
+          db.exec(sql);
+        } finally {
+          db.close();
+        }
+      };
+      const table = layout === "main" ? "root_results" : "results";
+      try {
+        await failedMidway(
+          fx,
+          async () => ddl(`CREATE TRIGGER fail_erase BEFORE UPDATE ON ${table} BEGIN SELECT RAISE(ABORT, 'injected'); END`),
+          async () => ddl("DROP TRIGGER fail_erase"),
+        );
+      } finally {
+        await fx.close?.();
+      }
+    });
+  }
+
+  it.skipIf(!DATABASE_URL)(`postgres${skipNote(DATABASE_URL !== undefined)}`, async () => {
+    const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 1 });
+    const schema = `erase_fault_${process.pid}`;
+    const rootSchema = `erase_fault_root_${process.pid}`;
+    const fx = await fixture(
+      (cfg) => postgres({ ...cfg, store: { connectionString: DATABASE_URL, schema, rootSchema, migrate: true } }),
+      (_rt, needles) => scanPostgres(pool, [schema, rootSchema], needles),
+    );
+    try {
+      await failedMidway(
+        fx,
+        async () => {
+          await pool.query(`CREATE FUNCTION ${rootSchema}.fail_erase() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected'; END $$`);
+          await pool.query(`CREATE TRIGGER fail_erase BEFORE UPDATE ON ${rootSchema}.results FOR EACH ROW EXECUTE FUNCTION ${rootSchema}.fail_erase()`);
+        },
+        async () => {
+          await pool.query(`DROP TRIGGER fail_erase ON ${rootSchema}.results`);
+        },
+      );
+    } finally {
+      await fx.close?.();
+      await pool.end();
+    }
+  });
 });

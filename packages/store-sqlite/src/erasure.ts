@@ -85,14 +85,14 @@ export class SqliteErasure implements SessionErasure {
     const id = validateId("sessionId", sessionId);
     const audit = validateId("auditSessionId", opts?.auditSessionId);
     const session: ErasedSession = { id, mark: erasedSessionMark(s, id), audit };
-    const fencedAdmissions = this.#db.durable(() => this.#erase(key, session));
+    const fencedAdmissions = this.#transaction(() => this.#erase(key, session));
     this.#truncate();
     return Object.freeze({ fencedAdmissions });
   }
 
   async eraseScope(scope: Scope): Promise<ErasureReport> {
     const { scope: s, key } = scopeKey(scope);
-    const fencedAdmissions = this.#db.durable(() => {
+    const fencedAdmissions = this.#transaction(() => {
       let fenced = 0;
       for (const id of sessionsOf(this.#db, key)) fenced += this.#erase(key, { id, mark: erasedSessionMark(s, id) });
       this.#db.stmt("DELETE FROM audit_events WHERE scope = ?").run(key);
@@ -101,6 +101,24 @@ export class SqliteErasure implements SessionErasure {
     });
     this.#truncate();
     return Object.freeze({ fencedAdmissions });
+  }
+
+  /**
+   * `fn` as one durable transaction. A failure rolls the erasure back whole (its savepoint, in
+   * `grouped` mode) and still ends the group transaction at once, so the write lock is not held
+   * until the next tick.
+   */
+  #transaction(fn: () => number): number {
+    try {
+      return this.#db.durable(fn);
+    } catch (error) {
+      try {
+        this.#db.commit();
+      } catch {
+        // a poisoned connection reports itself on the next call
+      }
+      throw error;
+    }
   }
 
   #erase(key: string, s: ErasedSession): number {
