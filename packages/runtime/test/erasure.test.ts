@@ -78,14 +78,26 @@ async function fixture(
     },
     eraseMidTurn: async (scope, c) => {
       current.c = c;
-      let report: Awaited<ReturnType<Runtime["erase"]>> | undefined;
+      // The handler waits at a gate: the host erases from outside the turn (another request), then it goes on.
+      let entered: () => void = () => undefined;
+      const inHandler = new Promise<void>((resolve) => {
+        entered = resolve;
+      });
+      let release: () => void = () => undefined;
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
       current.during = async () => {
-        report = await rt.erase(scope, c.sessionId);
+        entered();
+        await gate;
       };
       model.push(scriptedToolCall({ name: "lookup", input: { query: c.query } }), scriptedText(`Booked ${c.patient}.`));
       try {
-        const view = await rt.runner.runTurn(request(scope, c, "k3"));
-        return { status: view.status, report: report ?? { fencedAdmissions: -1 } };
+        const turn = rt.runner.runTurn(request(scope, c, "k3"));
+        await inHandler;
+        const report = await rt.erase(scope, c.sessionId);
+        release();
+        return { status: (await turn).status, report };
       } finally {
         current.during = undefined;
       }

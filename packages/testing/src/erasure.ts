@@ -46,8 +46,9 @@ export interface ErasureFixture extends Closable {
   seed(scope: Scope, c: Canaries): Promise<void>;
   retry(scope: Scope, c: Canaries): Promise<readonly string[]>;
   /**
-   * Runs a new turn of the (seeded) session whose tool handler erases the session while the turn is
-   * running: answers the turn's view status and the erasure's report.
+   * Runs a new turn of the (seeded) session and, while its tool handler runs, erases the session
+   * from outside the turn (as another request of the host would): answers the turn's view status
+   * and the erasure's report.
    */
   eraseMidTurn(scope: Scope, c: Canaries): Promise<{ readonly status: string; readonly report: ErasureReport }>;
   eraseSession(scope: Scope, sessionId: string): Promise<ErasureReport>;
