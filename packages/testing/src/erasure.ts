@@ -1,6 +1,6 @@
-import type { CostSettlementStore, ErasureReport, Scope, SessionLabelStore, SessionStore, SpendStore } from "@alma-harness/core";
+import type { CostSettlementStore, ErasureReport, Scope, SessionErasure, SessionLabelStore, SessionStore, SpendStore } from "@alma-harness/core";
 import type { ScanHit } from "./erasure-scan.js";
-import type { Closable, Factory, TestApi } from "./harness.js";
+import { type Closable, type Factory, refusesBadIds, refusesBadScopes, type TestApi } from "./harness.js";
 
 /**
  * One session's canaries: values a careful auditor plants and then looks for. Each holds its tag,
@@ -59,7 +59,7 @@ export interface ErasureFixture extends Closable {
   files?(): readonly string[];
   /** Reads the raw bytes of `files()` for the needles. */
   scanFiles?(needles: readonly string[]): readonly ScanHit[];
-  readonly stores: { readonly sessions: SessionStore; readonly labels: SessionLabelStore; readonly spend: SpendStore; readonly settlements: CostSettlementStore };
+  readonly stores: { readonly sessions: SessionStore; readonly labels: SessionLabelStore; readonly spend: SpendStore; readonly settlements: CostSettlementStore; readonly erasure: SessionErasure };
 }
 
 const A: Scope = Object.freeze({ org: "clinic-erase", uid: "desk-1" });
@@ -181,6 +181,23 @@ export function erasureContract(name: string, factory: Factory<ErasureFixture>, 
       t.expect(await fx.eraseSession(A, alpha.sessionId)).toEqual({ fencedAdmissions: 0 });
       await expectGone(fx, alpha);
       await expectUntouched(fx, after, true);
+    });
+
+    test("bad scopes and ids (the audit value too) are refused with typed errors, and nothing is erased", async (fx) => {
+      const before = await seedAll(fx);
+      const planted = multiset(await fx.scan(needlesOf(alpha)));
+      await refusesBadScopes(
+        t,
+        (scope) => fx.eraseSession(scope, alpha.sessionId),
+        (scope) => fx.eraseScope(scope),
+      );
+      await refusesBadIds(
+        t,
+        (id) => fx.eraseSession(A, id),
+        (id) => fx.stores.erasure.eraseSession(A, alpha.sessionId, { auditSessionId: id }),
+      );
+      t.expect(multiset(await fx.scan(needlesOf(alpha)))).toEqual(planted);
+      await expectUntouched(fx, before, true);
     });
 
     test("eraseScope: no value holds any session of the scope; the other scope is untouched; twice changes nothing", async (fx) => {
