@@ -102,6 +102,14 @@ async function fixture(
         current.during = undefined;
       }
     },
+    turnsWhile: async (scope, sessionIds, during) => {
+      for (const _ of sessionIds) model.push(scriptedText("We open at nine."));
+      const turns = sessionIds.map((sessionId) =>
+        rt.runner.runTurn({ scope, sessionId, idempotencyKey: "k1", input: "When do you open?", intent: { tier: "balanced", sensitivity: "internal" } }),
+      );
+      const [views] = await Promise.all([Promise.all(turns), during()]);
+      return views.map((v) => v.status);
+    },
     eraseSession: (scope, sessionId) => rt.erase(scope, sessionId),
     eraseScope: (scope) => rt.eraseScope(scope),
     scan: (needles) => scan(rt, needles),

@@ -51,6 +51,8 @@ export interface ErasureFixture extends Closable {
    * and the erasure's report.
    */
   eraseMidTurn(scope: Scope, c: Canaries): Promise<{ readonly status: string; readonly report: ErasureReport }>;
+  /** Starts one plain turn (one model call, a text reply) of each of `sessionIds` at once, runs `during` alongside, and answers the turns' statuses. */
+  turnsWhile(scope: Scope, sessionIds: readonly string[], during: () => Promise<unknown>): Promise<readonly string[]>;
   eraseSession(scope: Scope, sessionId: string): Promise<ErasureReport>;
   eraseScope(scope: Scope): Promise<ErasureReport>;
   /** Every stored value holding a needle: every table and column (SQL), or a deep walk of the stores' state (memory). */
@@ -181,6 +183,21 @@ export function erasureContract(name: string, factory: Factory<ErasureFixture>, 
       t.expect(await fx.eraseSession(A, alpha.sessionId)).toEqual({ fencedAdmissions: 0 });
       await expectGone(fx, alpha);
       await expectUntouched(fx, after, true);
+    });
+
+    test("erasing one session while eight other sessions' turns run: they all complete, and nothing of the erased one is left", async (fx) => {
+      const before = await seedAll(fx);
+      const others = Array.from({ length: 8 }, (_, i) => `+1555010${String(i).padStart(4, "0")}`);
+      let report: ErasureReport | undefined;
+      const statuses = await fx.turnsWhile(A, others, async () => {
+        report = await fx.eraseSession(A, alpha.sessionId);
+      });
+      t.expect(statuses).toEqual(others.map(() => "completed"));
+      t.expect(report).toEqual({ fencedAdmissions: 0 });
+      for (const id of others) t.expect((await fx.stores.sessions.load(A, id)).messages.length, "each concurrent turn persisted").toBe(2);
+      await expectGone(fx, alpha);
+      t.expect(multiset(await fx.scan(needlesOf(bravo)))).toEqual(before.bravo);
+      t.expect(multiset(await fx.scan(needlesOf(charlie)))).toEqual(before.charlie);
     });
 
     test("bad scopes and ids (the audit value too) are refused with typed errors, and nothing is erased", async (fx) => {
