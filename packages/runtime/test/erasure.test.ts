@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { defineTool, FenceError, type Scope } from "@alma-harness/core";
+import { defineTool, FenceError, type ModelClient, type Scope } from "@alma-harness/core";
 import { FakeModelClient, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { memory, postgres, type Runtime, type RuntimeConfig, sqlite } from "@alma-harness/runtime";
 import { type Canaries, canariesOf, type ErasureFixture, erasureContract, needlesOf, type ScanHit, scanFiles, scanPostgres, scanSqlite, scanValue } from "@alma-harness/testing";
@@ -21,6 +21,23 @@ afterAll(() => {
 interface Current {
   c?: Canaries;
   during?: () => Promise<unknown>;
+  /** Awaited before the model's stream starts (after the call's claim, reservation and dispatch). */
+  beforeStream?: () => Promise<unknown>;
+}
+
+/** The scripted model, behind a stream that waits for `current.beforeStream` when set. */
+function gatedModel(model: FakeModelClient, current: Current): ModelClient {
+  return {
+    id: model.id,
+    provider: model.provider,
+    validate: (request) => model.validate(request),
+    stream: (request, signal) => ({
+      async *[Symbol.asyncIterator]() {
+        await current.beforeStream?.();
+        yield* model.stream(request, signal);
+      },
+    }),
+  };
 }
 
 function canaryRuntimeConfig(model: FakeModelClient, current: Current): RuntimeConfig {
@@ -33,7 +50,7 @@ function canaryRuntimeConfig(model: FakeModelClient, current: Current): RuntimeC
       return { patient: current.c?.patient ?? "", scan: current.c?.mediaUri ?? "" };
     },
   });
-  return clinicConfig(model, { tools: [lookup] });
+  return clinicConfig(gatedModel(model, current), { tools: [lookup] });
 }
 
 const request = (scope: Scope, c: Canaries, key: string) => ({
@@ -43,6 +60,19 @@ const request = (scope: Scope, c: Canaries, key: string) => ({
   input: `Patient ${c.patient}, callback ${c.sessionId}, portal key ${c.apiKey}, scan at ${c.mediaUri}`,
   intent: { tier: "balanced" as const, sensitivity: "internal" as const },
 });
+
+/** A gate a step waits at (`gate`, opened by `release`) and a signal that it got there (`inGate`, sent by `entered`). */
+function gates() {
+  let entered: () => void = () => undefined;
+  const inGate = new Promise<void>((resolve) => {
+    entered = resolve;
+  });
+  let release: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  return { gate, release, entered, inGate };
+}
 
 /** The fixture over one runtime: `scan` and `files` are the composition's own. */
 async function fixture(
@@ -100,6 +130,25 @@ async function fixture(
         return { status: (await turn).status, report };
       } finally {
         current.during = undefined;
+      }
+    },
+    eraseMidCall: async (scope, c) => {
+      current.c = c;
+      const { gate, release, entered, inGate } = gates();
+      current.beforeStream = async () => {
+        entered();
+        await gate;
+      };
+      model.push(scriptedText(`Booked ${c.patient}.`));
+      try {
+        const turn = rt.runner.runTurn(request(scope, c, "k4"));
+        await inGate;
+        const report = await rt.erase(scope, c.sessionId);
+        current.beforeStream = undefined;
+        release();
+        return { status: (await turn).status, report };
+      } finally {
+        current.beforeStream = undefined;
       }
     },
     turnsWhile: async (scope, sessionIds, during) => {

@@ -48,12 +48,17 @@ export async function eraseResultRows(tx: Queryable, table: string, key: string,
   return Number(rows[0]?.n ?? 0);
 }
 
-/** Admissions, journal, per-session spend and reservations gone; receipts kept under the mark. Returns the holding admissions. */
+/** Admissions and per-session spend gone; journal records, reservations and receipts kept under the mark. Returns the holding admissions. */
 async function eraseAccountRows(tx: Queryable, key: string, s: ErasedSession): Promise<number> {
   const { rows } = await tx.query<{ state: string }>("DELETE FROM admissions WHERE scope = $1 AND session_id = $2 RETURNING state", [key, s.id]);
-  await tx.query("DELETE FROM execution WHERE scope = $1 AND session_id = $2", [key, s.id]);
+  // Journal records and held reservations stay under the mark: a call in flight can still settle.
+  await tx.query("UPDATE execution SET session_id = $3, claim = jsonb_set(claim::jsonb, '{sessionId}', to_jsonb($3::text))::text WHERE scope = $1 AND session_id = $2", [
+    key,
+    s.id,
+    s.mark,
+  ]);
   await tx.query("DELETE FROM spend_sessions WHERE scope = $1 AND session_id = $2", [key, s.id]);
-  await tx.query("DELETE FROM spend_reservations WHERE scope = $1 AND session_id = $2", [key, s.id]);
+  await tx.query("UPDATE spend_reservations SET session_id = $3 WHERE scope = $1 AND session_id = $2", [key, s.id, s.mark]);
   await tx.query("UPDATE settlements SET session_id = $3, record = jsonb_set(record::jsonb, '{sessionId}', to_jsonb($3::text))::text WHERE scope = $1 AND session_id = $2", [
     key,
     s.id,

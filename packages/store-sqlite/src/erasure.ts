@@ -36,15 +36,16 @@ export function eraseResultRows(db: SqliteDb, table: string, key: string, s: Era
   return fresh.n;
 }
 
-/** Every other row of the session: admissions, journal, per-session spend and reservations gone; receipts kept under the mark. Returns the holding admissions. */
+/** Every other row of the session: admissions and per-session spend gone; journal records, reservations and receipts kept under the mark. Returns the holding admissions. */
 function eraseAccountRows(db: SqliteDb, key: string, s: ErasedSession): number {
   const holding = db
     .stmt("SELECT COUNT(*) AS n FROM admissions WHERE scope = ? AND session_id = ? AND state IN ('active', 'uncertain')")
     .get(key, s.id) as { n: number };
   db.stmt("DELETE FROM admissions WHERE scope = ? AND session_id = ?").run(key, s.id);
-  db.stmt("DELETE FROM execution WHERE scope = ? AND json_extract(claim, '$.sessionId') = ?").run(key, s.id);
+  // Journal records and held reservations stay under the mark: a call in flight can still settle.
+  db.stmt("UPDATE execution SET claim = json_set(claim, '$.sessionId', ?) WHERE scope = ? AND json_extract(claim, '$.sessionId') = ?").run(s.mark, key, s.id);
   db.stmt("DELETE FROM spend_sessions WHERE scope = ? AND session_id = ?").run(key, s.id);
-  db.stmt("DELETE FROM spend_reservations WHERE scope = ? AND session_id = ?").run(key, s.id);
+  db.stmt("UPDATE spend_reservations SET session_id = ? WHERE scope = ? AND session_id = ?").run(s.mark, key, s.id);
   db.stmt("UPDATE settlements SET session_id = ?, record = json_set(record, '$.sessionId', ?) WHERE scope = ? AND session_id = ?").run(s.mark, s.mark, key, s.id);
   if (s.audit !== undefined) db.stmt("DELETE FROM audit_events WHERE scope = ? AND session_id = ?").run(key, s.audit);
   return holding.n;

@@ -51,6 +51,12 @@ export interface ErasureFixture extends Closable {
    * and the erasure's report.
    */
   eraseMidTurn(scope: Scope, c: Canaries): Promise<{ readonly status: string; readonly report: ErasureReport }>;
+  /**
+   * Runs a new turn of the (seeded) session whose one model call (a text reply) waits after its
+   * claim, reservation and dispatch; erases the session from outside meanwhile, then lets the call
+   * finish: answers the turn's view status and the erasure's report.
+   */
+  eraseMidCall(scope: Scope, c: Canaries): Promise<{ readonly status: string; readonly report: ErasureReport }>;
   /** Starts one plain turn (one model call, a text reply) of each of `sessionIds` at once, runs `during` alongside, and answers the turns' statuses. */
   turnsWhile(scope: Scope, sessionIds: readonly string[], during: () => Promise<unknown>): Promise<readonly string[]>;
   eraseSession(scope: Scope, sessionId: string): Promise<ErasureReport>;
@@ -180,6 +186,21 @@ export function erasureContract(name: string, factory: Factory<ErasureFixture>, 
       t.expect(await fx.retry(A, alpha)).toEqual(["unavailable", "unavailable"]);
       // The fenced turn's first call was settled before the erasure: its money counts from now on.
       const after = { ...before, spend: await fx.stores.spend.tenantDays(A.org), receipts: await receipts(fx.stores.settlements, A) };
+      t.expect(await fx.eraseSession(A, alpha.sessionId)).toEqual({ fencedAdmissions: 0 });
+      await expectGone(fx, alpha);
+      await expectUntouched(fx, after, true);
+    });
+
+    test("a model call in flight at erasure still settles: its cost is counted, and erasing again leaves nothing", async (fx) => {
+      const before = await seedAll(fx);
+      const total = (days: readonly { readonly usdMicros: number }[]) => days.reduce((sum, d) => sum + d.usdMicros, 0);
+      const { status, report } = await fx.eraseMidCall(A, alpha);
+      t.expect(report, "the erasure fenced the running turn").toEqual({ fencedAdmissions: 1 });
+      t.expect(status, "the fenced turn ends uncertain").toBe("reconciliation_required");
+      const spent = await fx.stores.spend.tenantDays(A.org);
+      t.expect(total(spent) > total(before.spend), "the call sent before the erasure settled and counts toward the tenant-day").toBe(true);
+      const after = { ...before, spend: spent, receipts: await receipts(fx.stores.settlements, A) };
+      t.expect(after.receipts.length, "its receipt is kept").toBe(before.receipts.length + 1);
       t.expect(await fx.eraseSession(A, alpha.sessionId)).toEqual({ fencedAdmissions: 0 });
       await expectGone(fx, alpha);
       await expectUntouched(fx, after, true);

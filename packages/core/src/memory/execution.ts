@@ -7,7 +7,8 @@ import type { NotDispatchedCause, UsageEvidence } from "../usage.js";
 import { normalizeCancelCause, normalizeClaim, normalizeClaimOptions, normalizeFence, normalizeReceivedEvidence, normalizeReconcile } from "../stores/normalize.js";
 import { closedObject, decodeCursor, PAGE, pageLimit, pageOf, scopeKey, validateTime } from "../stores/rules.js";
 import { expiryChange, fenceRefusal, sameClaim } from "../stores/transitions.js";
-import { covers, ERASE, type Erasable, type EraseTarget, MEMORY_STATE } from "./erase.js";
+import { isErasedMark } from "../stores/erasure.js";
+import { covers, ERASE, type Erasable, type EraseTarget, MEMORY_STATE, markOf } from "./erase.js";
 
 const RESOLVED: readonly ExecutionState[] = ["completed", "not_dispatched"];
 
@@ -119,9 +120,15 @@ export class InMemoryExecutionStore implements ExecutionStore, Erasable {
     return Object.freeze(out.sort(byCreated));
   }
 
-  /** Drops the target's journal records (their reservations go with the spend store's part of the erasure). */
+  /**
+   * Keeps the target's journal records (content-free: ids, model, prices, usage) with the session id
+   * replaced by its mark: a call still in flight can settle, and a sent call is never sent again.
+   */
   [ERASE](target: EraseTarget): number {
-    for (const [key, row] of this.#rows) if (key.startsWith(`${target.key} `) && covers(target, target.key, row.sessionId)) this.#rows.delete(key);
+    for (const [key, row] of this.#rows) {
+      if (!key.startsWith(`${target.key} `) || isErasedMark(row.sessionId) || !covers(target, target.key, row.sessionId)) continue;
+      this.#rows.set(key, Object.freeze({ ...row, sessionId: markOf(target, row.sessionId) }));
+    }
     return 0;
   }
 

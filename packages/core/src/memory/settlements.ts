@@ -70,11 +70,19 @@ export class InMemorySpendStore implements SpendStore, Erasable {
     countersOf = (store) => store.#counters;
   }
 
-  /** Drops the target's per-session spend and the reservations its calls hold; tenant-day totals stay as they are. */
+  /**
+   * Drops the target's per-session spend; the reservations its calls hold stay (under the session's
+   * mark) until they settle or expire, so the tenant-day caps still count them. Tenant-day totals
+   * stay as they are.
+   */
   [ERASE](target: EraseTarget): number {
-    const inTarget = (session: string) => session.startsWith(`${target.key} `) && covers(target, target.key, session.slice(target.key.length + 1));
-    for (const session of [...this.#counters.sessions.keys()]) if (inTarget(session)) this.#counters.sessions.delete(session);
-    for (const [key, held] of this.#counters.held) if (inTarget(held.session)) this.#counters.held.delete(key);
+    const idOf = (session: string) => (session.startsWith(`${target.key} `) ? session.slice(target.key.length + 1) : undefined);
+    const inTarget = (id: string | undefined): id is string => id !== undefined && !isErasedMark(id) && covers(target, target.key, id);
+    for (const session of [...this.#counters.sessions.keys()]) if (inTarget(idOf(session))) this.#counters.sessions.delete(session);
+    for (const [key, held] of this.#counters.held) {
+      const id = idOf(held.session);
+      if (inTarget(id)) this.#counters.held.set(key, { ...held, session: `${target.key} ${markOf(target, id)}` });
+    }
     return 0;
   }
 
