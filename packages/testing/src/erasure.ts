@@ -95,11 +95,7 @@ const multiset = (hits: readonly ScanHit[]) => hits.map((h) => `${h.where}|${h.n
  * session erases without error.
  */
 export function erasureContract(name: string, factory: Factory<ErasureFixture>, t: TestApi): void {
-  const alpha = canariesOf("alpha");
-  const bravo = canariesOf("bravo");
-  const charlie = canariesOf("charlie");
-
-  const test = (title: string, body: (fx: ErasureFixture) => Promise<void>) =>
+  const test: ErasureTest = (title, body) =>
     t.it(title, async () => {
       const fx = await factory();
       try {
@@ -108,9 +104,34 @@ export function erasureContract(name: string, factory: Factory<ErasureFixture>, 
         await fx.close?.();
       }
     });
+  const checks = erasureChecks(t);
+  t.describe(`${name}: erasure leaves nothing`, () => {
+    erasureAtRest(checks, test);
+    erasureWhileRunning(checks, test);
+    erasureInputsAndScope(checks, test);
+  });
+}
 
+type ErasureTest = (title: string, body: (fx: ErasureFixture) => Promise<void>) => void;
+
+const alpha = canariesOf("alpha");
+const bravo = canariesOf("bravo");
+const charlie = canariesOf("charlie");
+
+/** What every test starts from: the hits of the sessions that must stay, the spend and the receipts. */
+interface Baseline {
+  readonly bravo: readonly string[];
+  readonly charlie: readonly string[];
+  readonly spend: readonly { readonly day: string; readonly usdMicros: number }[];
+  readonly receipts: readonly string[];
+}
+
+type Checks = ReturnType<typeof erasureChecks>;
+
+/** The seeding and the assertions the tests share. */
+function erasureChecks(t: TestApi) {
   /** Seeds alpha and bravo in scope A and charlie in scope B, and checks the scan sees every canary. */
-  const seedAll = async (fx: ErasureFixture) => {
+  const seedAll = async (fx: ErasureFixture): Promise<Baseline> => {
     await fx.seed(A, alpha);
     await fx.seed(A, bravo);
     await fx.seed(B, charlie);
@@ -128,7 +149,7 @@ export function erasureContract(name: string, factory: Factory<ErasureFixture>, 
     };
   };
 
-  const expectUntouched = async (fx: ErasureFixture, before: Awaited<ReturnType<typeof seedAll>>, keepBravo: boolean) => {
+  const expectUntouched = async (fx: ErasureFixture, before: Baseline, keepBravo: boolean) => {
     if (keepBravo) {
       t.expect(multiset(await fx.scan(needlesOf(bravo))), "the other session of the scope is untouched").toEqual(before.bravo);
       t.expect((await fx.stores.sessions.load(A, bravo.sessionId)).messages.length > 0, "the other session still loads").toBe(true);
@@ -146,107 +167,117 @@ export function erasureContract(name: string, factory: Factory<ErasureFixture>, 
     t.expect(await fx.stores.labels.get(A, c.sessionId)).toBeUndefined();
   };
 
-  t.describe(`${name}: erasure leaves nothing`, () => {
-    test("eraseSession: no table, column or value holds the session's content or id; the other session and scope are untouched", async (fx) => {
-      const before = await seedAll(fx);
-      const report = await fx.eraseSession(A, alpha.sessionId);
-      t.expect(report).toEqual({ fencedAdmissions: 0 });
-      await expectGone(fx, alpha);
-      await expectUntouched(fx, before, true);
-    });
+  return { t, seedAll, expectUntouched, expectGone };
+}
 
-    test("erasing twice changes nothing more, and a late turn of the erased session is refused and writes nothing", async (fx) => {
-      const before = await seedAll(fx);
-      await fx.eraseSession(A, alpha.sessionId);
-      const afterFirst = multiset(await fx.scan([...needlesOf(bravo), ...needlesOf(charlie)]));
-      t.expect(await fx.eraseSession(A, alpha.sessionId)).toEqual({ fencedAdmissions: 0 });
-      t.expect(await fx.retry(A, alpha), "a retry under the old key and a new turn are both refused").toEqual(["unavailable", "unavailable"]);
-      await expectGone(fx, alpha);
-      t.expect(multiset(await fx.scan([...needlesOf(bravo), ...needlesOf(charlie)]))).toEqual(afterFirst);
-      await expectUntouched(fx, before, true);
-    });
-
-    test("erasing a session never seen is no error and touches nothing", async (fx) => {
-      const before = await seedAll(fx);
-      const all = multiset(await fx.scan([...needlesOf(alpha), ...needlesOf(bravo), ...needlesOf(charlie)]));
-      t.expect(await fx.eraseSession(A, "+15559999999")).toEqual({ fencedAdmissions: 0 });
-      t.expect(multiset(await fx.scan([...needlesOf(alpha), ...needlesOf(bravo), ...needlesOf(charlie)]))).toEqual(all);
-      await expectUntouched(fx, before, true);
-    });
-
-    test("a turn running at erasure is fenced: it appends nothing and stores no result; erasing again after it leaves nothing", async (fx) => {
-      const before = await seedAll(fx);
-      const { status, report } = await fx.eraseMidTurn(A, alpha);
-      t.expect(report, "the erasure fenced the running turn's admission").toEqual({ fencedAdmissions: 1 });
-      t.expect(status, "the fenced turn ends uncertain").toBe("reconciliation_required");
-      t.expect(await fx.stores.sessions.load(A, alpha.sessionId), "the fenced turn appended nothing").toEqual({ messages: [], revision: 0, offset: 0, erased: true });
-      // What no store fences on the admission, the audit events the turn wrote after the erasure, is all that may be left.
-      const left = (await fx.scan(needlesOf(alpha))).filter((h) => !/audit/.test(h.where));
-      t.expect(left, "the fenced turn wrote nothing but audit events after the erasure").toEqual([]);
-      t.expect(await fx.retry(A, alpha)).toEqual(["unavailable", "unavailable"]);
-      // The fenced turn's first call was settled before the erasure: its money counts from now on.
-      const after = { ...before, spend: await fx.stores.spend.tenantDays(A.org), receipts: await receipts(fx.stores.settlements, A) };
-      t.expect(await fx.eraseSession(A, alpha.sessionId)).toEqual({ fencedAdmissions: 0 });
-      await expectGone(fx, alpha);
-      await expectUntouched(fx, after, true);
-    });
-
-    test("a model call in flight at erasure still settles: its cost is counted, and erasing again leaves nothing", async (fx) => {
-      const before = await seedAll(fx);
-      const total = (days: readonly { readonly usdMicros: number }[]) => days.reduce((sum, d) => sum + d.usdMicros, 0);
-      const { status, report } = await fx.eraseMidCall(A, alpha);
-      t.expect(report, "the erasure fenced the running turn").toEqual({ fencedAdmissions: 1 });
-      t.expect(status, "the fenced turn ends uncertain").toBe("reconciliation_required");
-      const spent = await fx.stores.spend.tenantDays(A.org);
-      t.expect(total(spent) > total(before.spend), "the call sent before the erasure settled and counts toward the tenant-day").toBe(true);
-      const after = { ...before, spend: spent, receipts: await receipts(fx.stores.settlements, A) };
-      t.expect(after.receipts.length, "its receipt is kept").toBe(before.receipts.length + 1);
-      t.expect(await fx.eraseSession(A, alpha.sessionId)).toEqual({ fencedAdmissions: 0 });
-      await expectGone(fx, alpha);
-      await expectUntouched(fx, after, true);
-    });
-
-    test("erasing one session while eight other sessions' turns run: they all complete, and nothing of the erased one is left", async (fx) => {
-      const before = await seedAll(fx);
-      const others = Array.from({ length: 8 }, (_, i) => `+1555010${String(i).padStart(4, "0")}`);
-      let report: ErasureReport | undefined;
-      const statuses = await fx.turnsWhile(A, others, async () => {
-        report = await fx.eraseSession(A, alpha.sessionId);
-      });
-      t.expect(statuses).toEqual(others.map(() => "completed"));
-      t.expect(report).toEqual({ fencedAdmissions: 0 });
-      for (const id of others) t.expect((await fx.stores.sessions.load(A, id)).messages.length, "each concurrent turn persisted").toBe(2);
-      await expectGone(fx, alpha);
-      t.expect(multiset(await fx.scan(needlesOf(bravo)))).toEqual(before.bravo);
-      t.expect(multiset(await fx.scan(needlesOf(charlie)))).toEqual(before.charlie);
-    });
-
-    test("bad scopes and ids (the audit value too) are refused with typed errors, and nothing is erased", async (fx) => {
-      const before = await seedAll(fx);
-      const planted = multiset(await fx.scan(needlesOf(alpha)));
-      await refusesBadScopes(
-        t,
-        (scope) => fx.eraseSession(scope, alpha.sessionId),
-        (scope) => fx.eraseScope(scope),
-      );
-      await refusesBadIds(
-        t,
-        (id) => fx.eraseSession(A, id),
-        (id) => fx.stores.erasure.eraseSession(A, alpha.sessionId, { auditSessionId: id }),
-      );
-      t.expect(multiset(await fx.scan(needlesOf(alpha)))).toEqual(planted);
-      await expectUntouched(fx, before, true);
-    });
-
-    test("eraseScope: no value holds any session of the scope; the other scope is untouched; twice changes nothing", async (fx) => {
-      const before = await seedAll(fx);
-      t.expect(await fx.eraseScope(A)).toEqual({ fencedAdmissions: 0 });
-      await expectGone(fx, alpha);
-      await expectGone(fx, bravo);
-      await expectUntouched(fx, before, false);
-      t.expect(await fx.eraseScope(A)).toEqual({ fencedAdmissions: 0 });
-      t.expect(await fx.scan([...needlesOf(alpha), ...needlesOf(bravo)])).toEqual([]);
-      await expectUntouched(fx, before, false);
-    });
+/** Erasure of a session no turn holds: once, twice, and of a session never seen. */
+function erasureAtRest({ t, seedAll, expectUntouched, expectGone }: Checks, test: ErasureTest): void {
+  test("eraseSession: no table, column or value holds the session's content or id; the other session and scope are untouched", async (fx) => {
+    const before = await seedAll(fx);
+    const report = await fx.eraseSession(A, alpha.sessionId);
+    t.expect(report).toEqual({ fencedAdmissions: 0 });
+    await expectGone(fx, alpha);
+    await expectUntouched(fx, before, true);
   });
+
+  test("erasing twice changes nothing more, and a late turn of the erased session is refused and writes nothing", async (fx) => {
+    const before = await seedAll(fx);
+    await fx.eraseSession(A, alpha.sessionId);
+    const afterFirst = multiset(await fx.scan([...needlesOf(bravo), ...needlesOf(charlie)]));
+    t.expect(await fx.eraseSession(A, alpha.sessionId)).toEqual({ fencedAdmissions: 0 });
+    t.expect(await fx.retry(A, alpha), "a retry under the old key and a new turn are both refused").toEqual(["unavailable", "unavailable"]);
+    await expectGone(fx, alpha);
+    t.expect(multiset(await fx.scan([...needlesOf(bravo), ...needlesOf(charlie)]))).toEqual(afterFirst);
+    await expectUntouched(fx, before, true);
+  });
+
+  test("erasing a session never seen is no error and touches nothing", async (fx) => {
+    const before = await seedAll(fx);
+    const all = multiset(await fx.scan([...needlesOf(alpha), ...needlesOf(bravo), ...needlesOf(charlie)]));
+    t.expect(await fx.eraseSession(A, "+15559999999")).toEqual({ fencedAdmissions: 0 });
+    t.expect(multiset(await fx.scan([...needlesOf(alpha), ...needlesOf(bravo), ...needlesOf(charlie)]))).toEqual(all);
+    await expectUntouched(fx, before, true);
+  });
+}
+
+/** Erasure while turns run: the session's own (fenced, mid-tool and mid-call) and other sessions'. */
+function erasureWhileRunning({ t, seedAll, expectUntouched, expectGone }: Checks, test: ErasureTest): void {
+  test("a turn running at erasure is fenced: it appends nothing and stores no result; erasing again after it leaves nothing", async (fx) => {
+    const before = await seedAll(fx);
+    const { status, report } = await fx.eraseMidTurn(A, alpha);
+    t.expect(report, "the erasure fenced the running turn's admission").toEqual({ fencedAdmissions: 1 });
+    t.expect(status, "the fenced turn ends uncertain").toBe("reconciliation_required");
+    t.expect(await fx.stores.sessions.load(A, alpha.sessionId), "the fenced turn appended nothing").toEqual({ messages: [], revision: 0, offset: 0, erased: true });
+    // What no store fences on the admission, the audit events the turn wrote after the erasure, is all that may be left.
+    const left = (await fx.scan(needlesOf(alpha))).filter((h) => !/audit/.test(h.where));
+    t.expect(left, "the fenced turn wrote nothing but audit events after the erasure").toEqual([]);
+    t.expect(await fx.retry(A, alpha)).toEqual(["unavailable", "unavailable"]);
+    // The fenced turn's first call was settled before the erasure: its money counts from now on.
+    const after = { ...before, spend: await fx.stores.spend.tenantDays(A.org), receipts: await receipts(fx.stores.settlements, A) };
+    t.expect(await fx.eraseSession(A, alpha.sessionId)).toEqual({ fencedAdmissions: 0 });
+    await expectGone(fx, alpha);
+    await expectUntouched(fx, after, true);
+  });
+
+  test("a model call in flight at erasure still settles: its cost is counted, and erasing again leaves nothing", async (fx) => {
+    const before = await seedAll(fx);
+    const total = (days: readonly { readonly usdMicros: number }[]) => days.reduce((sum, d) => sum + d.usdMicros, 0);
+    const { status, report } = await fx.eraseMidCall(A, alpha);
+    t.expect(report, "the erasure fenced the running turn").toEqual({ fencedAdmissions: 1 });
+    t.expect(status, "the fenced turn ends uncertain").toBe("reconciliation_required");
+    const spent = await fx.stores.spend.tenantDays(A.org);
+    t.expect(total(spent) > total(before.spend), "the call sent before the erasure settled and counts toward the tenant-day").toBe(true);
+    const after = { ...before, spend: spent, receipts: await receipts(fx.stores.settlements, A) };
+    t.expect(after.receipts.length, "its receipt is kept").toBe(before.receipts.length + 1);
+    t.expect(await fx.eraseSession(A, alpha.sessionId)).toEqual({ fencedAdmissions: 0 });
+    await expectGone(fx, alpha);
+    await expectUntouched(fx, after, true);
+  });
+
+  test("erasing one session while eight other sessions' turns run: they all complete, and nothing of the erased one is left", async (fx) => {
+    const before = await seedAll(fx);
+    const others = Array.from({ length: 8 }, (_, i) => `+1555010${String(i).padStart(4, "0")}`);
+    let report: ErasureReport | undefined;
+    const statuses = await fx.turnsWhile(A, others, async () => {
+      report = await fx.eraseSession(A, alpha.sessionId);
+    });
+    t.expect(statuses).toEqual(others.map(() => "completed"));
+    t.expect(report).toEqual({ fencedAdmissions: 0 });
+    for (const id of others) t.expect((await fx.stores.sessions.load(A, id)).messages.length, "each concurrent turn persisted").toBe(2);
+    await expectGone(fx, alpha);
+    t.expect(multiset(await fx.scan(needlesOf(bravo)))).toEqual(before.bravo);
+    t.expect(multiset(await fx.scan(needlesOf(charlie)))).toEqual(before.charlie);
+  });
+}
+
+/** Bad input, and the whole scope. */
+function erasureInputsAndScope({ t, seedAll, expectUntouched, expectGone }: Checks, test: ErasureTest): void {
+  test("bad scopes and ids (the audit value too) are refused with typed errors, and nothing is erased", async (fx) => {
+    const before = await seedAll(fx);
+    const planted = multiset(await fx.scan(needlesOf(alpha)));
+    await refusesBadScopes(
+      t,
+      (scope) => fx.eraseSession(scope, alpha.sessionId),
+      (scope) => fx.eraseScope(scope),
+    );
+    await refusesBadIds(
+      t,
+      (id) => fx.eraseSession(A, id),
+      (id) => fx.stores.erasure.eraseSession(A, alpha.sessionId, { auditSessionId: id }),
+    );
+    t.expect(multiset(await fx.scan(needlesOf(alpha)))).toEqual(planted);
+    await expectUntouched(fx, before, true);
+  });
+
+  test("eraseScope: no value holds any session of the scope; the other scope is untouched; twice changes nothing", async (fx) => {
+    const before = await seedAll(fx);
+    t.expect(await fx.eraseScope(A)).toEqual({ fencedAdmissions: 0 });
+    await expectGone(fx, alpha);
+    await expectGone(fx, bravo);
+    await expectUntouched(fx, before, false);
+    t.expect(await fx.eraseScope(A)).toEqual({ fencedAdmissions: 0 });
+    t.expect(await fx.scan([...needlesOf(alpha), ...needlesOf(bravo)])).toEqual([]);
+    await expectUntouched(fx, before, false);
+  });
+
 }
