@@ -198,6 +198,18 @@ erasureContract("sqlite", () => sqliteFixture("main"), { describe, it, expect })
 erasureContract("sqlite attached", () => sqliteFixture("attached"), { describe, it, expect });
 
 let schemas = 0;
+/** Every schema these tests made, dropped after the file. */
+const made: string[] = [];
+afterAll(async () => {
+  if (!DATABASE_URL || made.length === 0) return;
+  const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 1 });
+  try {
+    for (const name of made) await pool.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
+  } finally {
+    await pool.end();
+  }
+}, 120_000);
+
 describe.skipIf(!DATABASE_URL)(`postgres${skipNote(DATABASE_URL !== undefined)}`, () => {
   const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 2 });
   afterAll(() => pool.end());
@@ -207,6 +219,7 @@ describe.skipIf(!DATABASE_URL)(`postgres${skipNote(DATABASE_URL !== undefined)}`
       schemas += 1;
       const schema = `erase_${process.pid}_${schemas}`;
       const rootSchema = `erase_root_${process.pid}_${schemas}`;
+      made.push(schema, rootSchema);
       return fixture(
         (cfg) => postgres({ ...cfg, store: { connectionString: DATABASE_URL, schema, rootSchema, migrate: true } }),
         (_rt, needles) => scanPostgres(pool, [schema, rootSchema], needles),
@@ -263,6 +276,7 @@ describe("an erasure that fails at its last table (the root results) changes not
     const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 1 });
     const schema = `erase_fault_${process.pid}`;
     const rootSchema = `erase_fault_root_${process.pid}`;
+    made.push(schema, rootSchema);
     const fx = await fixture(
       (cfg) => postgres({ ...cfg, store: { connectionString: DATABASE_URL, schema, rootSchema, migrate: true } }),
       (_rt, needles) => scanPostgres(pool, [schema, rootSchema], needles),
