@@ -189,7 +189,7 @@ function sqliteFixture(layout: "main" | "attached", paths: { main?: string; root
   return fixture(
     async (cfg) => sqlite({ ...cfg, store: { path: main, rootResults: layout } }),
     async (_rt, needles) => scanSqliteFiles(main, root, needles),
-    () => [main, `${main}-wal`, ...(root ? [root, `${root}-wal`] : [])],
+    () => [main, `${main}-wal`, `${main}-shm`, ...(root ? [root, `${root}-wal`, `${root}-shm`] : [])],
   );
 }
 

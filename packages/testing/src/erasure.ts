@@ -176,6 +176,7 @@ function erasureAtRest({ t, seedAll, expectUntouched, expectGone }: Checks, test
     const before = await seedAll(fx);
     const report = await fx.eraseSession(A, alpha.sessionId);
     t.expect(report).toEqual({ fencedAdmissions: 0 });
+    if (fx.scanFiles) t.expect(fx.scanFiles(needlesOf(bravo)).length > 0, "the byte scan finds what was not erased").toBe(true);
     await expectGone(fx, alpha);
     await expectUntouched(fx, before, true);
   });
