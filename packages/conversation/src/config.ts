@@ -14,6 +14,7 @@ import {
   type PriceTable,
   randomIds,
   type Scope,
+  type SessionErasure,
   type SessionLabelStore,
   type SessionStore,
   type SpendStore,
@@ -37,6 +38,8 @@ export interface ConversationStores {
   readonly spend: SpendStore;
   readonly labels: SessionLabelStore;
   readonly audit: AuditLog;
+  /** Erasure over every store above, atomic where the store allows (`eraseSession`, `eraseScope`). */
+  readonly erasure: SessionErasure;
   /** A store set that groups its writes offers its durability point; the runner commits before every effect. */
   readonly barrier?: DurabilityBarrier;
   /**
@@ -154,7 +157,7 @@ export function resolveConfig(config: ConversationConfig): ResolvedConfig {
   if (!config || typeof config !== "object") throw new ConversationConfigError("a configuration object is required");
   const stores = config.stores;
   if (!stores) throw new ConversationConfigError("stores are required");
-  for (const key of ["admissions", "sessions", "results", "rootResults", "journal", "settlements", "spend", "labels", "audit"] as const) {
+  for (const key of ["admissions", "sessions", "results", "rootResults", "journal", "settlements", "spend", "labels", "audit", "erasure"] as const) {
     if (!stores[key]) throw new ConversationConfigError(`stores.${key} is required`);
   }
   if (stores.results === stores.rootResults) throw new ConversationConfigError("stores.rootResults must be a separate namespace from stores.results");

@@ -2,6 +2,7 @@ import {
   type Block,
   canonicalJson,
   DuplicateEventError,
+  FenceError,
   type JsonValue,
   type Msg,
   normalizeScope,
@@ -127,6 +128,8 @@ export function eventsApi(config: ResolvedConfig): EventsApi {
       const fresh = messages.slice(prefix);
       if (fresh.length === 0) return { status: "recorded", appended: 0, replayed: prefix };
       const view = await stores.sessions.load(scope, sessionId);
+      // An erased session takes no event: refused before an admission would write its id again.
+      if (view.erased) throw new FenceError("the session was erased");
       for (const event of events.slice(prefix)) {
         if (event.kind !== "undelivered") continue;
         const replied = view.messages.some((m) => m.meta?.turn === event.turn && m.role === "assistant" && textOf(m.blocks).length > 0);

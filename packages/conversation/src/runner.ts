@@ -1,8 +1,9 @@
-import { type Msg, normalizeModelChoice, type ModelChoice, type Scope, trailHash, utf8Length } from "@alma-harness/core";
+import { type ErasureReport, type Msg, normalizeModelChoice, type ModelChoice, type Scope, trailHash, utf8Length } from "@alma-harness/core";
 import { GovernedCalls } from "@alma-harness/execution";
 import { createEngine, type Engine, type TurnOutcome, type TurnResult } from "@alma-harness/loop";
 import { claimTurn } from "./claim.js";
 import { type ConversationConfig, type EngineOptions, type ResolvedConfig, resolveConfig } from "./config.js";
+import { eraseScope, eraseSession } from "./erasure.js";
 import { ConversationConflictError } from "./errors.js";
 import { type EventsApi, eventsApi, type RecordEventsRequest, type RecordEventsResult } from "./events.js";
 import { type NormalizedRequest, normalizeRequest, type RunTurnRequest } from "./input.js";
@@ -21,7 +22,10 @@ export interface ConversationRunner {
   streamTurn(request: RunTurnRequest): ConversationStream;
   read(scope: Scope, rootKey: string): Promise<ConversationView | null>;
   recordEvents(request: RecordEventsRequest): Promise<RecordEventsResult>;
-  eraseSession(scope: Scope, sessionId: string): Promise<void>;
+  /** Erases the session in every store (see `SessionErasure`): a turn holding it is fenced; idempotent. */
+  eraseSession(scope: Scope, sessionId: string): Promise<ErasureReport>;
+  /** Erases everything of the scope in every store, the same way. */
+  eraseScope(scope: Scope): Promise<ErasureReport>;
   /**
    * A scope's trail records, filtered by the real session id: the one place a session id is
    * translated to the pseudonym the trails store (`sessionPseudonym` with this runner's key).
@@ -90,12 +94,8 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
     read: (scope, rootKey) => readRoot(config, scope, rootKey),
     trails: (scope, query) => readTrails(config, scope, query),
     recordEvents: (request) => inUnit(config, () => events.record(request)),
-    eraseSession: async (scope, sessionId) => {
-      await stores.sessions.erase(scope, sessionId);
-      await stores.results.eraseSession(scope, sessionId);
-      await stores.rootResults.eraseSession(scope, sessionId);
-      await stores.labels.erase(scope, sessionId);
-    },
+    eraseSession: (scope, sessionId) => eraseSession(config, scope, sessionId),
+    eraseScope: (scope) => eraseScope(config, scope),
     releaseExpired: (scope) => releaseExpired(config, scope),
     listUnresolved: (scope, opts) => listUnresolved(config, scope, opts),
     reconcileExpired: async (scope) => (await stores.journal.reconcileExpired({ now: clock.now(), ...(scope ? { scope } : {}) })).length,
@@ -258,12 +258,12 @@ async function complete(config: ResolvedConfig, request: NormalizedRequest, a: A
   return { status: "completed", rootKey: a.rootKey, replayed: false, result };
 }
 
-/** An erased session takes no new turn: the reservation is tombstoned with it and the session freed. */
+/** An erased session takes no new turn: the session is freed, then erased again (the reservation and the admission go). */
 async function refuseErased(config: ResolvedConfig, request: NormalizedRequest, a: Admitted): Promise<ConversationView> {
   const { stores } = config;
   try {
-    await stores.rootResults.eraseSession(request.scope, request.sessionId);
     await stores.admissions.finish(request.scope, a.admissionId);
+    await eraseSession(config, request.scope, request.sessionId);
   } catch {
     return uncertain(config, a, "session_load");
   }

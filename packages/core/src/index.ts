@@ -59,4 +59,5 @@ export {
   type TrailValue,
   TrailValueError,
 } from "./trail.js";
+export * from "./stores/erasure.js";
 export { type AlmaErrorCode, type CallCause, isUncertainCause, type RunnerCause, type StreamRule, stopTag, type UncertainCause } from "./vocabulary.js";

@@ -1,6 +1,6 @@
 import type { ConversationConfig, ConversationRunner, ConversationStores, ExpiredRelease } from "@alma-harness/conversation";
 import { createConversationRunner } from "@alma-harness/conversation";
-import type { Scope } from "@alma-harness/core";
+import type { ErasureReport, Scope } from "@alma-harness/core";
 
 /** Everything a runner needs except its stores. */
 export type RuntimeConfig = Omit<ConversationConfig, "stores">;
@@ -14,7 +14,10 @@ export interface Runtime {
    * cause `expired`; `released.length` is the count), then fences expired journal records.
    */
   maintain(scope?: Scope): Promise<{ readonly released: readonly ExpiredRelease[]; readonly fenced: number }>;
-  erase(scope: Scope, sessionId: string): Promise<void>;
+  /** The runner's `eraseSession`: every store, one transaction where the store allows. */
+  erase(scope: Scope, sessionId: string): Promise<ErasureReport>;
+  /** The runner's `eraseScope`. */
+  eraseScope(scope: Scope): Promise<ErasureReport>;
   close(): Promise<void>;
 }
 
@@ -25,6 +28,7 @@ export function compose(config: RuntimeConfig, stores: ConversationStores, close
     stores,
     maintain: async (scope) => ({ released: await runner.releaseExpired(scope), fenced: await runner.reconcileExpired(scope) }),
     erase: (scope, sessionId) => runner.eraseSession(scope, sessionId),
+    eraseScope: (scope) => runner.eraseScope(scope),
     close,
   };
 }

@@ -9,6 +9,7 @@ import type pg from "pg";
 import { PgAdmissionStore } from "./admissions.js";
 import { PgAuditLog } from "./audit.js";
 import { PgDb } from "./db.js";
+import { PgErasure } from "./erasure.js";
 import { PgExecutionStore } from "./execution.js";
 import { PgSessionLabelStore } from "./labels.js";
 import { loadMigrations, migrate, resolveSchemas, type SchemaNames, schemaVersion } from "./migrate.js";
@@ -109,6 +110,7 @@ export function buildStores(
     spend: new PgSpendStore(on),
     labels: new PgSessionLabelStore(on),
     audit: new PgAuditLog(on),
+    erasure: new PgErasure(on, schemas),
     schemas,
     ...(db.grouped ? { barrier: Object.freeze({ commit: () => db.commit() }), unit: <T>(work: () => Promise<T>) => db.unit(work) } : {}),
     commitCount: () => db.count.commits,

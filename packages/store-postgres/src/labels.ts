@@ -1,13 +1,8 @@
-import { canonicalJson, normalizeSessionLabels, type Scope, SessionLabelConflictError, SessionLabelErasedError, type SessionLabels, type SessionLabelStore, validateId } from "@alma-harness/core";
+import { canonicalJson, erasedSessionMark, normalizeSessionLabels, type Scope, SessionLabelConflictError, SessionLabelErasedError, type SessionLabels, type SessionLabelStore, validateId } from "@alma-harness/core";
 import { labelsFromText, scopeKey } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
-import type { Queryable } from "./pg.js";
-
-/** Writes and erasure of one scope's labels serialize on this transaction-scoped advisory lock. */
-async function lockScope(tx: Queryable, key: string): Promise<void> {
-  await tx.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`alma:labels:${key}`]);
-}
+import { eraseLabelRows, lockLabelScope as lockScope } from "./erasure.js";
 
 /** Session labels in PostgreSQL. Tombstones and seals are rows; per-scope serialization means a seal can never be outrun by a put. */
 export class PgSessionLabelStore implements SessionLabelStore {
@@ -25,8 +20,12 @@ export class PgSessionLabelStore implements SessionLabelStore {
     return this.#db.transaction(async (tx) => {
       await lockScope(tx, key);
       if ((await tx.query("SELECT 1 FROM sealed_label_scopes WHERE scope = $1", [key])).rowCount) throw new SessionLabelErasedError();
-      const row = (await tx.query<{ labels: string | null; erased: boolean }>("SELECT labels, erased FROM session_labels WHERE scope = $1 AND session_id = $2", [key, id]))
-        .rows[0];
+      // The row under the id, or the tombstone under the session's mark.
+      const found = await tx.query<{ labels: string | null; erased: boolean }>(
+        "SELECT labels, erased FROM session_labels WHERE scope = $1 AND session_id IN ($2, $3) ORDER BY erased DESC",
+        [key, id, erasedSessionMark(scope, id)],
+      );
+      const row = found.rows[0];
       if (row?.erased) throw new SessionLabelErasedError();
       if (row) {
         if (row.labels === text) return normalized;
@@ -58,14 +57,11 @@ export class PgSessionLabelStore implements SessionLabelStore {
         await lockScope(tx, key);
         if (id === undefined) {
           await tx.query("INSERT INTO sealed_label_scopes (scope) VALUES ($1) ON CONFLICT (scope) DO NOTHING", [key]);
-          await tx.query("UPDATE session_labels SET labels = NULL, erased = true WHERE scope = $1", [key]);
+          // The seal refuses every later put: no row of the scope, no tombstone, is kept.
+          await tx.query("DELETE FROM session_labels WHERE scope = $1", [key]);
           return;
         }
-        await tx.query(
-          `INSERT INTO session_labels (scope, session_id, labels, erased) VALUES ($1, $2, NULL, true)
-           ON CONFLICT (scope, session_id) DO UPDATE SET labels = NULL, erased = true`,
-          [key, id],
-        );
+        await eraseLabelRows(tx, key, { id, mark: erasedSessionMark(scope, id) });
       },
       { durable: true },
     );

@@ -1,7 +1,8 @@
-import type { Admission, ExecutionResultStore, JsonValue, ResultRecord, ResultReservation, ReserveResult, Scope } from "@alma-harness/core";
+import { type Admission, erasedSessionMark, type ExecutionResultStore, type JsonValue, type ResultRecord, type ResultReservation, type ReserveResult, type Scope } from "@alma-harness/core";
 import { fenceRefusal, prepareKeyed, preparePut, prepareReserve, prepareResultGet, putOutcome, RECORD_VERSION, type ResultRow, reserveResult, resultFromRow, validateTime } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
+import { eraseResultRows } from "./erasure.js";
 import { validateSchema } from "./pg.js";
 
 /** A put's read: the result row, and with an admission id, what the fence needs of that admission. */
@@ -87,10 +88,7 @@ export class PgResultStore implements ExecutionResultStore {
   async eraseSession(scope: Scope, sessionId: string): Promise<number> {
     const { key, id } = prepareKeyed(scope, "sessionId", sessionId);
     // An erasure is a durability point.
-    const result = await this.#db.write(`UPDATE ${this.#table} SET state = 'erased', envelope = NULL WHERE scope = $1 AND session_id = $2 AND state <> 'erased'`, [key, id], {
-      durable: true,
-    });
-    return result.rowCount ?? 0;
+    return this.#db.transaction((tx) => eraseResultRows(tx, this.#table, key, { id, mark: erasedSessionMark(scope, id) }), { durable: true });
   }
 
   async purgeExpired(now: number): Promise<number> {

@@ -1,7 +1,8 @@
-import { type AppendOpts, DuplicateEventError, FenceError, type Msg, type Scope, type SessionStore, type SessionSummary, type SessionView } from "@alma-harness/core";
+import { type AppendOpts, DuplicateEventError, erasedSessionMark, FenceError, type Msg, type Scope, type SessionStore, type SessionSummary, type SessionView } from "@alma-harness/core";
 import { appendedPositions, emptySessionView, type MessageRow, messageFromRow, NO_EVENTS, prepareAppend, prepareFindEvents, prepareKeyed, prepareSessionList, RECORD_VERSION, type SessionSummaryRow, sessionPage } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
+import { eraseSessionRows } from "./erasure.js";
 import type { Queryable } from "./pg.js";
 
 interface SessionRow {
@@ -32,7 +33,7 @@ export class PgSessionStore implements SessionStore {
       [key, id],
     );
     const head = rows[0];
-    if (!head || head.erased) return emptySessionView(head !== undefined);
+    if (!head || head.erased) return emptySessionView(head !== undefined || (await this.#tombstoned(key, erasedSessionMark(scope, id))));
     const messages = rows.flatMap((r) => (r.body === null ? [] : [messageFromRow({ v: r.v ?? 0, body: r.body })]));
     return Object.freeze({ messages: Object.freeze(messages), revision: head.revision, offset: head.view_offset, erased: false });
   }
@@ -41,8 +42,8 @@ export class PgSessionStore implements SessionStore {
     const { key, id, admissionId, now, batch, events, bodies } = prepareAppend(scope, sessionId, messages, opts);
     return this.#db.transaction(async (tx) => {
       await holdAdmission(tx, key, id, admissionId, now);
-      const session = await lockSession(tx, key, id, now);
-      if (session.erased) throw new FenceError("the session was erased");
+      const session = await lockSession(tx, key, id, erasedSessionMark(scope, id), now);
+      if (!session || session.erased) throw new FenceError("the session was erased");
       await checkEvents(tx, key, id, events);
       const start = session.revision;
       await tx.query(
@@ -86,17 +87,12 @@ export class PgSessionStore implements SessionStore {
   async erase(scope: Scope, sessionId: string): Promise<void> {
     const { key, id } = prepareKeyed(scope, "sessionId", sessionId);
     // An erasure is a durability point.
-    await this.#db.transaction(
-      async (tx) => {
-        await tx.query(
-          `INSERT INTO sessions (scope, session_id, revision, view_offset, updated_at, erased) VALUES ($1, $2, 0, 0, 0, true)
-           ON CONFLICT (scope, session_id) DO UPDATE SET revision = 0, view_offset = 0, erased = true`,
-          [key, id],
-        );
-        await tx.query("DELETE FROM messages WHERE scope = $1 AND session_id = $2", [key, id]);
-      },
-      { durable: true },
-    );
+    await this.#db.transaction((tx) => eraseSessionRows(tx, key, { id, mark: erasedSessionMark(scope, id) }), { durable: true });
+  }
+
+  /** Whether an erased session (no row under its id) has its tombstone under `mark`. */
+  async #tombstoned(key: string, mark: string): Promise<boolean> {
+    return ((await this.#db.query("SELECT 1 FROM sessions WHERE scope = $1 AND session_id = $2 AND erased", [key, mark])).rowCount ?? 0) > 0;
   }
 }
 
@@ -110,18 +106,22 @@ async function holdAdmission(tx: Queryable, key: string, sessionId: string, admi
   if (admission?.state !== "active" || admission.session_id !== sessionId || now >= admission.deadline_at) throw new FenceError();
 }
 
-/** Creates the session row when absent and locks it, serializing appends and erasure per session. */
-async function lockSession(tx: Queryable, key: string, sessionId: string, now: number): Promise<SessionRow> {
+/**
+ * Creates the session row when absent (unless the session's tombstone is under `mark`: then there is
+ * no row, and the append is refused) and locks it, serializing appends and erasure per session.
+ */
+async function lockSession(tx: Queryable, key: string, sessionId: string, mark: string, now: number): Promise<SessionRow | undefined> {
   await tx.query(
-    `INSERT INTO sessions (scope, session_id, revision, view_offset, updated_at) VALUES ($1, $2, 0, 0, $3)
+    `INSERT INTO sessions (scope, session_id, revision, view_offset, updated_at)
+     SELECT $1, $2, 0, 0, $3 WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE scope = $1 AND session_id = $4 AND erased)
      ON CONFLICT (scope, session_id) DO NOTHING`,
-    [key, sessionId, now],
+    [key, sessionId, now, mark],
   );
   const { rows } = await tx.query<SessionRow>(
     "SELECT revision, view_offset, erased FROM sessions WHERE scope = $1 AND session_id = $2 FOR UPDATE",
     [key, sessionId],
   );
-  return rows[0] as SessionRow;
+  return rows[0];
 }
 
 async function checkEvents(tx: Queryable, key: string, sessionId: string, events: readonly string[]): Promise<void> {

@@ -203,6 +203,8 @@ export function openDatabase(options: SqliteStoreOptions): SqliteDb {
     for (const schema of attached ? ["main", "root"] : ["main"]) {
       raw.pragma(`${schema}.journal_mode = WAL`);
       raw.pragma(`${schema}.synchronous = ${options.synchronous === "normal" ? "NORMAL" : "FULL"}`);
+      // Deleted content is overwritten in the pages, so an erasure leaves nothing in the file's bytes.
+      raw.pragma(`${schema}.secure_delete = ON`);
     }
     raw.pragma("foreign_keys = ON");
     if (options.walAutoCheckpoint !== undefined) raw.pragma(`wal_autocheckpoint = ${Math.max(0, Math.trunc(options.walAutoCheckpoint))}`);

@@ -8,6 +8,7 @@ import type { DurableStores } from "@alma-harness/core/stores";
 import { SqliteAdmissionStore } from "./admissions.js";
 import { SqliteAuditLog } from "./audit.js";
 import { openDatabase, type SqliteStoreOptions, schemaVersion } from "./db.js";
+import { SqliteErasure } from "./erasure.js";
 import { SqliteExecutionStore } from "./execution.js";
 import { SqliteSessionLabelStore } from "./labels.js";
 import { SqliteResultStore } from "./results.js";
@@ -47,6 +48,7 @@ export function createSqliteStores(options: SqliteStoreOptions): SqliteStores {
     spend: new SqliteSpendStore(db),
     labels: new SqliteSessionLabelStore(db),
     audit: new SqliteAuditLog(db),
+    erasure: new SqliteErasure(db),
     barrier: Object.freeze({ commit: async () => db.commit() }),
     commitCount: () => db.commits,
     schema: Object.freeze({ main: schemaVersion(db.raw, "main"), root: schemaVersion(db.raw, db.root.versions) }),

@@ -1,6 +1,7 @@
-import { canonicalJson, normalizeSessionLabels, type Scope, SessionLabelConflictError, SessionLabelErasedError, type SessionLabels, type SessionLabelStore, validateId } from "@alma-harness/core";
+import { canonicalJson, erasedSessionMark, normalizeSessionLabels, type Scope, SessionLabelConflictError, SessionLabelErasedError, type SessionLabels, type SessionLabelStore, validateId } from "@alma-harness/core";
 import { labelsFromText, scopeKey } from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
+import { eraseLabelRows } from "./erasure.js";
 
 interface LabelRow {
   readonly labels: string | null;
@@ -22,8 +23,9 @@ export class SqliteSessionLabelStore implements SessionLabelStore {
     const text = canonicalJson(normalized);
     return this.#db.write(() => {
       if (this.#db.stmt("SELECT 1 FROM sealed_label_scopes WHERE scope = ?").get(key)) throw new SessionLabelErasedError();
-      const row = this.#db.stmt("SELECT labels, erased FROM session_labels WHERE scope = ? AND session_id = ?").get(key, id) as LabelRow | undefined;
-      if (row?.erased) throw new SessionLabelErasedError();
+      const byId = this.#db.stmt("SELECT labels, erased FROM session_labels WHERE scope = ? AND session_id = ?");
+      const row = byId.get(key, id) as LabelRow | undefined;
+      if (row ? row.erased : (byId.get(key, erasedSessionMark(scope, id)) as LabelRow | undefined)?.erased) throw new SessionLabelErasedError();
       if (row) {
         if (row.labels === text) return normalized;
         throw new SessionLabelConflictError();
@@ -54,18 +56,12 @@ export class SqliteSessionLabelStore implements SessionLabelStore {
     if (sessionId === undefined) {
       this.#db.durable(() => {
         this.#db.stmt("INSERT INTO sealed_label_scopes (scope) VALUES (?) ON CONFLICT (scope) DO NOTHING").run(key);
-        this.#db.stmt("UPDATE session_labels SET labels = NULL, erased = 1 WHERE scope = ?").run(key);
+        // The seal refuses every later put: no row of the scope, no tombstone, is kept.
+        this.#db.stmt("DELETE FROM session_labels WHERE scope = ?").run(key);
       });
       return;
     }
     const id = validateId("sessionId", sessionId);
-    this.#db.durable(() =>
-      this.#db
-        .stmt(
-          `INSERT INTO session_labels (scope, session_id, labels, erased) VALUES (?, ?, NULL, 1)
-           ON CONFLICT (scope, session_id) DO UPDATE SET labels = NULL, erased = 1`,
-        )
-        .run(key, id),
-    );
+    this.#db.durable(() => eraseLabelRows(this.#db, key, { id, mark: erasedSessionMark(scope, id) }));
   }
 }

@@ -1,6 +1,7 @@
-import type { ExecutionResultStore, JsonValue, ResultRecord, ResultReservation, ReserveResult, Scope } from "@alma-harness/core";
+import { erasedSessionMark, type ExecutionResultStore, type JsonValue, type ResultRecord, type ResultReservation, type ReserveResult, type Scope } from "@alma-harness/core";
 import { prepareKeyed, preparePut, prepareReserve, prepareResultGet, putOutcome, RECORD_VERSION, type ResultRow, reserveResult, resultFromRow, validateTime } from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
+import { eraseResultRows } from "./erasure.js";
 import { checkFence } from "./spend.js";
 
 /**
@@ -70,9 +71,8 @@ export class SqliteResultStore implements ExecutionResultStore {
 
   async eraseSession(scope: Scope, sessionId: string): Promise<number> {
     const { key, id } = prepareKeyed(scope, "sessionId", sessionId);
-    const sql = `UPDATE ${this.#table} SET state = 'erased', envelope = NULL WHERE scope = ? AND session_id = ? AND state != 'erased'`;
     if (this.#apart) this.#db.commit();
-    return this.#db.durable(() => this.#db.stmt(sql).run(key, id).changes);
+    return this.#db.durable(() => eraseResultRows(this.#db, this.#table, key, { id, mark: erasedSessionMark(scope, id) }));
   }
 
   async purgeExpired(now: number): Promise<number> {

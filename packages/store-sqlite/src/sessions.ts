@@ -1,6 +1,7 @@
-import { type AppendOpts, DuplicateEventError, FenceError, type Msg, type Scope, type SessionStore, type SessionSummary, type SessionView } from "@alma-harness/core";
+import { type AppendOpts, DuplicateEventError, erasedSessionMark, FenceError, type Msg, type Scope, type SessionStore, type SessionSummary, type SessionView } from "@alma-harness/core";
 import { appendedPositions, emptySessionView, type MessageRow, messageFromRow, NO_EVENTS, prepareAppend, prepareFindEvents, prepareKeyed, prepareSessionList, RECORD_VERSION, type SessionSummaryRow, sessionPage } from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
+import { eraseSessionRows } from "./erasure.js";
 import { checkFence } from "./spend.js";
 
 interface SessionRow {
@@ -24,7 +25,7 @@ export class SqliteSessionStore implements SessionStore {
     const { key, id } = prepareKeyed(scope, "sessionId", sessionId);
     return this.#db.guard(() => {
       const session = this.#db.stmt(SESSION).get(key, id) as SessionRow | undefined;
-      if (!session || session.erased) return emptySessionView(session !== undefined);
+      if (!session || session.erased) return emptySessionView(session !== undefined || this.#tombstoned(scope, key, id));
       const rows = this.#db
         .stmt("SELECT v, body FROM messages WHERE scope = ? AND session_id = ? AND position >= ? ORDER BY position")
         .all(key, id, session.view_offset) as MessageRow[];
@@ -38,7 +39,7 @@ export class SqliteSessionStore implements SessionStore {
     return this.#db.write(() => {
       checkFence(this.#db, key, admissionId, id, now);
       const session = this.#db.stmt(SESSION).get(key, id) as SessionRow | undefined;
-      if (session?.erased) throw new FenceError("the session was erased");
+      if (session ? session.erased : this.#tombstoned(scope, key, id)) throw new FenceError("the session was erased");
       this.#checkEvents(key, id, events);
       const start = session?.revision ?? 0;
       const insert = this.#db.stmt("INSERT INTO messages (scope, session_id, position, event_id, v, body) VALUES (?, ?, ?, ?, ?, ?)");
@@ -97,14 +98,11 @@ export class SqliteSessionStore implements SessionStore {
 
   async erase(scope: Scope, sessionId: string): Promise<void> {
     const { key, id } = prepareKeyed(scope, "sessionId", sessionId);
-    this.#db.durable(() => {
-      this.#db.stmt("DELETE FROM messages WHERE scope = ? AND session_id = ?").run(key, id);
-      this.#db
-        .stmt(
-          `INSERT INTO sessions (scope, session_id, revision, view_offset, updated_at, erased) VALUES (?, ?, 0, 0, 0, 1)
-           ON CONFLICT (scope, session_id) DO UPDATE SET revision = 0, view_offset = 0, erased = 1`,
-        )
-        .run(key, id);
-    });
+    this.#db.durable(() => eraseSessionRows(this.#db, key, { id, mark: erasedSessionMark(scope, id) }));
+  }
+
+  /** Whether the session (no row under its id) has a tombstone under its mark. */
+  #tombstoned(scope: Scope, key: string, id: string): boolean {
+    return (this.#db.stmt(SESSION).get(key, erasedSessionMark(scope, id)) as SessionRow | undefined)?.erased === 1;
   }
 }

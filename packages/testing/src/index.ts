@@ -46,3 +46,5 @@ export function storeContracts(name: string, factory: Factory<StoreSet>, t: Test
   sessionLabelStoreContract(name, factory, t);
   auditLogContract(name, factory, t);
 }
+export { type Canaries, canariesOf, type ErasureFixture, erasureContract, needlesOf } from "./erasure.js";
+export { type PgReader, type ScanHit, scanFiles, scanPostgres, scanSqlite, scanValue, type SqliteReader } from "./erasure-scan.js";

@@ -3,6 +3,7 @@ import type { Admission, AdmissionState, AdmissionStore, AdmitResult } from "../
 import { ConflictError } from "../stores/errors.js";
 import { normalizeAdmit, normalizeReleaseExpired } from "../stores/normalize.js";
 import { scopeKey } from "../stores/rules.js";
+import { covers, ERASE, type Erasable, type EraseTarget, MEMORY_STATE } from "./erase.js";
 
 const HOLDING: readonly AdmissionState[] = ["active", "uncertain"];
 
@@ -13,7 +14,7 @@ let readRow: (store: InMemoryAdmissionStore, rowKey: string) => Admission | unde
  * end, so each call is one atomic step: concurrent admits on one session admit exactly one.
  * Records are frozen; the store replaces them, never mutates them.
  */
-export class InMemoryAdmissionStore implements AdmissionStore {
+export class InMemoryAdmissionStore implements AdmissionStore, Erasable {
   readonly #rows = new Map<string, Admission>();
   /** `scope session` → admission id of the holder (active or uncertain). */
   readonly #holders = new Map<string, string>();
@@ -95,6 +96,22 @@ export class InMemoryAdmissionStore implements AdmissionStore {
     const row = this.#rows.get(rowKey);
     if (!row || !from.includes(row.state)) return row;
     return this.#replace(rowKey, row, to, reason);
+  }
+
+  /** Removes the target's admissions, holding ones included (their turns are fenced from now on); returns how many were holding. */
+  [ERASE](target: EraseTarget): number {
+    let holding = 0;
+    for (const [rowKey, row] of this.#rows) {
+      if (!covers(target, rowKey.slice(0, rowKey.indexOf(" ")), row.sessionId)) continue;
+      if (HOLDING.includes(row.state)) holding += 1;
+      this.#rows.delete(rowKey);
+      this.#holders.delete(`${target.key} ${row.sessionId}`);
+    }
+    return holding;
+  }
+
+  [MEMORY_STATE](): unknown {
+    return [this.#rows, this.#holders];
   }
 
   #replace(rowKey: string, row: Admission, state: AdmissionState, reason?: "failed" | "expired"): Admission {

@@ -8,6 +8,8 @@ import { normalizeCancelCause, normalizeClaim, normalizeClaimOptions, normalizeF
 import { prepareExecutionList } from "../stores/prepare.js";
 import { pageOf, scopeKey, validateTime } from "../stores/rules.js";
 import { expiryChange, fenceRefusal, sameClaim } from "../stores/transitions.js";
+import { isErasedMark } from "../stores/erasure.js";
+import { covers, ERASE, type Erasable, type EraseTarget, MEMORY_STATE, markOf } from "./erase.js";
 
 const RESOLVED: readonly ExecutionState[] = ["completed", "not_dispatched"];
 
@@ -15,7 +17,7 @@ const RESOLVED: readonly ExecutionState[] = ["completed", "not_dispatched"];
  * The reference execution journal. Each method validates, then runs synchronously to its end, so a
  * claim or a fenced transition is one atomic step; records are frozen and replaced, never mutated.
  */
-export class InMemoryExecutionStore implements ExecutionStore {
+export class InMemoryExecutionStore implements ExecutionStore, Erasable {
   readonly #rows = new Map<string, ExecutionRecord>();
   readonly #links: { readonly admissions?: InMemoryAdmissionStore; readonly spend?: InMemorySpendStore };
 
@@ -116,6 +118,22 @@ export class InMemoryExecutionStore implements ExecutionStore {
       out.push(next);
     }
     return Object.freeze(out.sort(byCreated));
+  }
+
+  /**
+   * Keeps the target's journal records (content-free: ids, model, prices, usage) with the session id
+   * replaced by its mark: a call still in flight can settle, and a sent call is never sent again.
+   */
+  [ERASE](target: EraseTarget): number {
+    for (const [key, row] of this.#rows) {
+      if (!key.startsWith(`${target.key} `) || isErasedMark(row.sessionId) || !covers(target, target.key, row.sessionId)) continue;
+      this.#rows.set(key, Object.freeze({ ...row, sessionId: markOf(target, row.sessionId) }));
+    }
+    return 0;
+  }
+
+  [MEMORY_STATE](): unknown {
+    return this.#rows;
   }
 
   #release(row: ExecutionRecord): void {

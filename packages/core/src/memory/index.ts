@@ -6,6 +6,7 @@
  */
 export { InMemoryAdmissionStore } from "./admissions.js";
 export { InMemoryAuditLog } from "./audit.js";
+export { InMemoryErasure, MEMORY_STATE } from "./erase.js";
 export { InMemoryExecutionStore } from "./execution.js";
 export { InMemorySessionLabelStore } from "./labels.js";
 export { InMemoryExecutionResultStore } from "./results.js";

@@ -6,6 +6,8 @@ import { normalizeFenceOpts, normalizeReservation } from "../stores/normalize.js
 import { currentAdmission, type InMemoryAdmissionStore } from "./admissions.js";
 import { scopeKey, validateTime } from "../stores/rules.js";
 import { fenceRefusal, oversize, putRefusal, resultView } from "../stores/transitions.js";
+import { erasedSessionMark } from "../stores/erasure.js";
+import { covers, ERASE, type Erasable, type EraseTarget, MEMORY_STATE, markOf } from "./erase.js";
 
 interface Row {
   readonly reservation: ResultReservation;
@@ -17,7 +19,7 @@ interface Row {
  * The reference result store: one instance is one namespace. Build two for step results and root
  * results; nothing is shared between instances. Erased and expired rows stay as tombstones.
  */
-export class InMemoryExecutionResultStore implements ExecutionResultStore {
+export class InMemoryExecutionResultStore implements ExecutionResultStore, Erasable {
   readonly #rows = new Map<string, Row>();
   readonly #admissions: InMemoryAdmissionStore | undefined;
 
@@ -72,12 +74,27 @@ export class InMemoryExecutionResultStore implements ExecutionResultStore {
   }
 
   async eraseSession(scope: Scope, sessionId: string): Promise<number> {
-    const prefix = `${scopeKey(scope).key} `;
-    const session = validateId("sessionId", sessionId);
+    const { scope: s, key } = scopeKey(scope);
+    const id = validateId("sessionId", sessionId);
+    return this.#erase({ scope: s, key, session: { id, mark: erasedSessionMark(s, id), audit: id } });
+  }
+
+  [ERASE](target: EraseTarget): number {
+    this.#erase(target);
+    return 0;
+  }
+
+  [MEMORY_STATE](): unknown {
+    return this.#rows;
+  }
+
+  /** Tombstones the target's results: the envelope dropped, the session id replaced by its mark. */
+  #erase(target: EraseTarget): number {
     let count = 0;
     for (const [key, row] of this.#rows) {
-      if (!key.startsWith(prefix) || row.reservation.sessionId !== session || row.state === "erased") continue;
-      this.#rows.set(key, { reservation: row.reservation, state: "erased" });
+      if (!key.startsWith(`${target.key} `) || row.state === "erased" || !covers(target, target.key, row.reservation.sessionId)) continue;
+      const reservation = Object.freeze({ ...row.reservation, sessionId: markOf(target, row.reservation.sessionId) });
+      this.#rows.set(key, { reservation, state: "erased" });
       count++;
     }
     return count;

@@ -4,6 +4,8 @@ import { type Scope, validateId } from "../scope.js";
 import { DuplicateEventError, FenceError } from "../stores/errors.js";
 import type { AppendOpts, SessionStore, SessionSummary, SessionView } from "../stores/sessions.js";
 import { currentAdmission, type InMemoryAdmissionStore } from "./admissions.js";
+import { covers, ERASE, type Erasable, type EraseTarget, MEMORY_STATE, markOf } from "./erase.js";
+import { erasedSessionMark } from "../stores/erasure.js";
 import { eventIdsOf, lastRotation, normalizeMessages } from "../stores/normalize.js";
 import { closedObject, decodeCursor, PAGE, pageLimit, pageOf, scopeKey, validateTime } from "../stores/rules.js";
 
@@ -27,9 +29,11 @@ const EMPTY: readonly Msg[] = Object.freeze([]);
  * admission in between. An append writes only while the admission is `active`, names this scope
  * and session, and `now` is before its deadline.
  */
-export class InMemorySessionStore implements SessionStore {
+export class InMemorySessionStore implements SessionStore, Erasable {
   readonly #admissions: InMemoryAdmissionStore;
   readonly #logs = new Map<string, Log>();
+  /** `scope mark` of every erased session: a tombstone that holds no session id (see `erasedSessionMark`). */
+  readonly #erased = new Set<string>();
 
   constructor(admissions: InMemoryAdmissionStore) {
     this.#admissions = admissions;
@@ -37,7 +41,7 @@ export class InMemorySessionStore implements SessionStore {
 
   async load(scope: Scope, sessionId: string): Promise<SessionView> {
     const log = this.#logs.get(sessionKey(scope, sessionId));
-    if (!log || log.erased) return Object.freeze({ messages: EMPTY, revision: 0, offset: 0, erased: log?.erased ?? false });
+    if (!log || log.erased) return Object.freeze({ messages: EMPTY, revision: 0, offset: 0, erased: log?.erased ?? this.#isErased(scope, sessionId) });
     log.view ??= Object.freeze(log.messages.slice(log.offset));
     return Object.freeze({ messages: log.view, revision: log.messages.length, offset: log.offset, erased: false });
   }
@@ -58,7 +62,7 @@ export class InMemorySessionStore implements SessionStore {
     const admission = currentAdmission(this.#admissions, scopeKey(scope).key, admissionId);
     const refused = fenceRefusal(admission, sessionId, now);
     if (refused) throw refused;
-    const log = this.#logs.get(key) ?? emptyLog(now, false);
+    const log = this.#logs.get(key) ?? emptyLog(now, this.#isErased(scope, sessionId));
     if (log.erased) throw new FenceError("the session was erased");
     const seen = new Set<string>();
     for (const id of ids) {
@@ -103,8 +107,30 @@ export class InMemorySessionStore implements SessionStore {
 
   async erase(scope: Scope, sessionId: string): Promise<void> {
     const key = sessionKey(scope, sessionId);
-    const log = this.#logs.get(key);
-    this.#logs.set(key, emptyLog(log?.updatedAt ?? 0, true));
+    const { scope: s, key: scopeText } = scopeKey(scope);
+    this[ERASE]({ scope: s, key: scopeText, session: { id: key.slice(scopeText.length + 1), mark: erasedSessionMark(s, sessionId), audit: sessionId } });
+  }
+
+  /** Drops the target's logs and keeps a tombstone per session under its mark. */
+  [ERASE](target: EraseTarget): number {
+    const prefix = `${target.key} `;
+    for (const key of [...this.#logs.keys()]) {
+      const id = key.slice(prefix.length);
+      if (!key.startsWith(prefix) || !covers(target, target.key, id)) continue;
+      this.#logs.delete(key);
+      this.#erased.add(`${prefix}${markOf(target, id)}`);
+    }
+    if (target.session) this.#erased.add(`${prefix}${target.session.mark}`);
+    return 0;
+  }
+
+  [MEMORY_STATE](): unknown {
+    return [this.#logs, this.#erased];
+  }
+
+  /** Whether the session has a tombstone (the mark is hashed only once some session was erased). */
+  #isErased(scope: Scope, sessionId: string): boolean {
+    return this.#erased.size > 0 && this.#erased.has(`${scopeKey(scope).key} ${erasedSessionMark(scope, sessionId)}`);
   }
 }
 

@@ -6,6 +6,8 @@ import { closedObject, decodeCursor, PAGE, pageLimit, pageOf, sameJson, scopeKey
 import type { PersistentCapName } from "../caps.js";
 import type { ClaimReservation } from "../stores/execution.js";
 import { reservationRefusal } from "../stores/transitions.js";
+import { isErasedMark } from "../stores/erasure.js";
+import { covers, ERASE, type Erasable, type EraseTarget, MEMORY_STATE, markOf } from "./erase.js";
 
 interface Held {
   readonly session: string;
@@ -61,11 +63,31 @@ export function releaseSpend(spend: InMemorySpendStore, scopeKeyText: string, op
  * Spend counters in memory. They move only when an `InMemoryCostSettlementStore` built on this
  * store applies a receipt; reservations are held by an `InMemoryExecutionStore` built on it.
  */
-export class InMemorySpendStore implements SpendStore {
+export class InMemorySpendStore implements SpendStore, Erasable {
   readonly #counters: Counters = { sessions: new Map(), tenantDays: new Map(), held: new Map() };
 
   static {
     countersOf = (store) => store.#counters;
+  }
+
+  /**
+   * Drops the target's per-session spend; the reservations its calls hold stay (under the session's
+   * mark) until they settle or expire, so the tenant-day caps still count them. Tenant-day totals
+   * stay as they are.
+   */
+  [ERASE](target: EraseTarget): number {
+    const idOf = (session: string) => (session.startsWith(`${target.key} `) ? session.slice(target.key.length + 1) : undefined);
+    const inTarget = (id: string | undefined): id is string => id !== undefined && !isErasedMark(id) && covers(target, target.key, id);
+    for (const session of [...this.#counters.sessions.keys()]) if (inTarget(idOf(session))) this.#counters.sessions.delete(session);
+    for (const [key, held] of this.#counters.held) {
+      const id = idOf(held.session);
+      if (inTarget(id)) this.#counters.held.set(key, { ...held, session: `${target.key} ${markOf(target, id)}` });
+    }
+    return 0;
+  }
+
+  [MEMORY_STATE](): unknown {
+    return this.#counters;
   }
 
   async peek(scope: Scope, sessionId: string, day: string): Promise<{ readonly sessionMicros: number; readonly tenantDayMicros: number }> {
@@ -103,7 +125,7 @@ interface Stored {
  * The reference settlement store. `settle` validates, then in one synchronous step records the
  * receipt and moves the spend store's counters, so a receipt is counted exactly once.
  */
-export class InMemoryCostSettlementStore implements CostSettlementStore {
+export class InMemoryCostSettlementStore implements CostSettlementStore, Erasable {
   /** The counters this store moves (the one given, or its own). */
   readonly spend: InMemorySpendStore;
   readonly #rows = new Map<string, Stored>();
@@ -171,6 +193,20 @@ export class InMemoryCostSettlementStore implements CostSettlementStore {
     const c = validateId("consumer", consumer);
     const row = this.#rows.get(`${key} ${validateId("settlementId", settlementId)}`);
     if (row?.record.consumers.includes(c)) row.acknowledged.add(c);
+  }
+
+  /** Keeps the target's receipts (amounts, usage, ids) with the session id replaced by its mark. */
+  [ERASE](target: EraseTarget): number {
+    for (const [key, row] of this.#rows) {
+      const { sessionId } = row.record;
+      if (!key.startsWith(`${target.key} `) || isErasedMark(sessionId) || !covers(target, target.key, sessionId)) continue;
+      this.#rows.set(key, { record: Object.freeze({ ...row.record, sessionId: markOf(target, sessionId) }), acknowledged: row.acknowledged });
+    }
+    return 0;
+  }
+
+  [MEMORY_STATE](): unknown {
+    return this.#rows;
   }
 
   #scoped(prefix: string): SettlementRecord[] {

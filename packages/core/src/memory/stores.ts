@@ -1,6 +1,7 @@
 import type { AuditLog } from "../stores/audit.js";
 import { InMemoryAdmissionStore } from "./admissions.js";
 import { InMemoryAuditLog } from "./audit.js";
+import { InMemoryErasure } from "./erase.js";
 import { InMemoryExecutionStore } from "./execution.js";
 import { InMemorySessionLabelStore } from "./labels.js";
 import { InMemoryExecutionResultStore } from "./results.js";
@@ -23,6 +24,8 @@ export interface InMemoryStores<A extends AuditLog = InMemoryAuditLog> {
   readonly spend: InMemorySpendStore;
   readonly labels: InMemorySessionLabelStore;
   readonly audit: A;
+  /** Erasure over every store of the set, in one synchronous step. */
+  readonly erasure: InMemoryErasure;
 }
 
 /**
@@ -35,7 +38,7 @@ export function inMemoryStores<A extends AuditLog>(opts: { readonly audit: A }):
 export function inMemoryStores(opts: { readonly audit?: AuditLog } = {}): InMemoryStores<AuditLog> {
   const admissions = new InMemoryAdmissionStore();
   const spend = new InMemorySpendStore();
-  return {
+  const stores = {
     admissions,
     sessions: new InMemorySessionStore(admissions),
     results: new InMemoryExecutionResultStore(),
@@ -46,4 +49,8 @@ export function inMemoryStores(opts: { readonly audit?: AuditLog } = {}): InMemo
     labels: new InMemorySessionLabelStore(),
     audit: opts.audit ?? new InMemoryAuditLog(),
   };
+  // An audit log of the host's own (not the in-memory one) keeps its events: it is erased by its owner.
+  const audit = stores.audit instanceof InMemoryAuditLog ? [stores.audit] : [];
+  const { admissions: _a, audit: _l, ...rest } = stores;
+  return { ...stores, erasure: new InMemoryErasure([admissions, ...Object.values(rest), ...audit]) };
 }

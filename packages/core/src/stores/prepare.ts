@@ -5,6 +5,7 @@ import { canonicalJson, type JsonValue } from "../snapshot.js";
 import type { NotDispatchedCause, UsageEvidence } from "../usage.js";
 import type { Admission, AdmissionStore, AdmitResult } from "./admissions.js";
 import type { AuditLog } from "./audit.js";
+import type { SessionErasure } from "./erasure.js";
 import { type AdmissionRow, admissionFromRow, type ExecutionChange, type ExecutionChangeColumns, type ExecutionRow, executionChangeColumns, executionFromRow, type ResultRow, resultFromRow, type SessionSummaryRow, type SettlementRow, sessionSummaryFromRow, settlementFromRow, type TenantDayRow, tenantDayFromRow } from "./codecs.js";
 import { ConflictError, SettlementConflictError, StaleFenceError } from "./errors.js";
 import type { ClaimOptions, ClaimResult, ExecutionClaim, ExecutionRecord, ExecutionState, ExecutionStore, Fence } from "./execution.js";
@@ -389,4 +390,6 @@ export interface DurableStores {
   readonly spend: SpendStore;
   readonly labels: SessionLabelStore;
   readonly audit: AuditLog;
+  /** Erasure over every store above, in one transaction. */
+  readonly erasure: SessionErasure;
 }

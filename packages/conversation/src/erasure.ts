@@ -1,0 +1,24 @@
+import { type ErasureReport, type Scope, sessionPseudonym } from "@alma-harness/core";
+import type { ResolvedConfig } from "./config.js";
+
+/**
+ * The value the audit trail stores as `sessionId` for this session: its keyed pseudonym under the
+ * runner's trail key (`sessionPseudonym`, the function the trails themselves use), so the audit part
+ * of an erasure finds exactly the events the session's turns wrote.
+ */
+export function auditSessionValue(config: ResolvedConfig, scope: Scope, sessionId: string): string {
+  return sessionPseudonym(config.trailKey, scope, sessionId);
+}
+
+/**
+ * Erases one session in every store of the runner (one transaction where the store allows; see
+ * `SessionErasure`). A turn holding the session is fenced: its admission goes with the erasure.
+ */
+export function eraseSession(config: ResolvedConfig, scope: Scope, sessionId: string): Promise<ErasureReport> {
+  return config.stores.erasure.eraseSession(scope, sessionId, { auditSessionId: auditSessionValue(config, scope, sessionId) });
+}
+
+/** Erases everything of a scope in every store of the runner. */
+export function eraseScope(config: ResolvedConfig, scope: Scope): Promise<ErasureReport> {
+  return config.stores.erasure.eraseScope(scope);
+}
