@@ -175,8 +175,16 @@ export async function createHost(options: HostOptions): Promise<Host> {
       shutdown.abortTurns();
       await boundedWait(turns.idle(), CANCEL_SETTLE_MS);
     }
+    // The settled turns' answers are still being written: let each connection finish its response,
+    // closing every one that falls idle, for a moment; then cut what is left.
+    const drained = Promise.all(closed);
+    const sweep = setInterval(() => {
+      for (const server of servers) server.closeIdleConnections();
+    }, 25);
+    await boundedWait(drained, CANCEL_SETTLE_MS);
+    clearInterval(sweep);
     for (const server of servers) server.closeAllConnections();
-    await Promise.all(closed);
+    await drained;
     await runtime.close();
     return { asksDenied, turnsCancelled };
   };
