@@ -1,8 +1,14 @@
 import { once } from "node:events";
+import { mkdtempSync, rmSync } from "node:fs";
 import { connect, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { scriptedHang } from "@alma-harness/loop/testing";
+import { createSqliteStores } from "@alma-harness/store-sqlite";
 import { describe, expect, it } from "vitest";
 import { defaultAllowedHosts, parseAllowedHosts, SECURITY_HEADERS } from "../src/http/hardening.js";
-import { ANA, call, hostPerTest, pendingAsk, SUNRISE, type TestHost, turn } from "./helpers.js";
+import { sqlitePath } from "../src/runtime.js";
+import { ANA, call, fakeSetup, hostPerTest, pendingAsk, SUNRISE, type TestHost, turn } from "./helpers.js";
 
 const startHost = hostPerTest();
 
@@ -179,5 +185,29 @@ describe("graceful shutdown (in process)", () => {
     expect(report).toEqual({ asksDenied: 1, turnsCancelled: 0 });
     expect(t.host.context.asks.pending()).toHaveLength(0);
     expect(ask.rootKey).toBeTruthy();
+  });
+});
+
+describe("graceful shutdown: past the grace period", () => {
+  it("cancels a turn still running when the grace period ends, and no admission is left held", async () => {
+    const home = mkdtempSync(join(tmpdir(), "alma-grace-"));
+    try {
+      const t = await startHost({ models: fakeSetup([scriptedHang()]), store: { home, databaseUrl: undefined } });
+      const token = await t.token();
+      const started = await turn(t, token, "s1", "hang-1", "hello", { prefer: "respond-async" });
+      expect(started.status).toBe(202);
+      while (t.calls() < 1) await new Promise((resolve) => setTimeout(resolve, 10));
+      const report = await t.host.close(50);
+      expect(report).toEqual({ asksDenied: 0, turnsCancelled: 1 });
+      expect(t.host.context.turns.size).toBe(0);
+      const stores = createSqliteStores({ path: sqlitePath(home) });
+      try {
+        expect(await stores.admissions.holder({ org: SUNRISE, uid: ANA }, "s1")).toBeUndefined();
+      } finally {
+        stores.close();
+      }
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 });
