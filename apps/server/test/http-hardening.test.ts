@@ -142,6 +142,12 @@ describe("allowed hosts", () => {
     expect(client.received()).toMatch(/^HTTP\/1\.1 421/);
     expect(client.received()).toContain('"code":"host_not_allowed"');
     expect(client.received()).not.toContain("attacker");
+    // A Host no URL can be built from is the client's error, typed, with the standard headers.
+    const broken = rawClient(t);
+    broken.socket.write(head("GET", "/healthz", { host: "bad host^name", connection: "close" }));
+    await broken.closed;
+    expect(broken.received()).toMatch(/^HTTP\/1\.1 400/);
+    expect(broken.received().toLowerCase()).toContain("x-content-type-options: nosniff");
   });
 
   it("takes a configured list, or any name", async () => {
