@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# Stops the throw-away cluster started by scripts/pg-up.sh and deletes its directory.
+# Stops one throw-away cluster started by scripts/pg-up.sh and deletes its directory: only its own,
+# never another run's.
 #
-#   scripts/pg-down.sh            # the cluster on ALMA_PG_PORT (default 54329)
-#   scripts/pg-down.sh /tmp/alma-pg.XXXXXX
+#   scripts/pg-down.sh /tmp/alma-pg.XXXXXX   # the directory pg-up.sh printed (ALMA_PG_DIR)
+#   scripts/pg-down.sh                       # ALMA_PG_DIR, else the cluster recorded for ALMA_PG_PORT
 set -euo pipefail
 
 PGBIN="${PGBIN:-/usr/lib/postgresql/15/bin}"
-PORT="${ALMA_PG_PORT:-54329}"
-STATE="${ALMA_PG_STATE:-${TMPDIR:-/tmp}/alma-pg-${PORT}.state}"
+TMP="${TMPDIR:-/tmp}"
 
 log() { echo "pg-down: $*" >&2; }
 
-DIR="${1:-}"
-if [[ -z "$DIR" && -f "$STATE" ]]; then DIR="$(cat "$STATE")"; fi
+DIR="${1:-${ALMA_PG_DIR:-}}"
+STATE=""
+if [[ -n "${ALMA_PG_STATE:-}" ]]; then STATE="$ALMA_PG_STATE"; elif [[ -n "${ALMA_PG_PORT:-}" ]]; then STATE="${TMP}/alma-pg-${ALMA_PG_PORT}.state"; fi
+if [[ -z "$DIR" && -n "$STATE" && -f "$STATE" ]]; then DIR="$(cat "$STATE")"; fi
 if [[ -z "$DIR" ]]; then
-  log "no cluster recorded in $STATE (nothing to stop)"
+  # Guessing (a default port, the newest directory) could stop another run's cluster: never.
+  log "no cluster named (pass the directory pg-up.sh printed, or set ALMA_PG_DIR or ALMA_PG_PORT); nothing to stop"
   exit 0
 fi
 # Only ever delete a directory pg-up.sh made.
@@ -30,6 +33,10 @@ if [[ -d "$DIR/data" ]]; then
     "$PGBIN/pg_ctl" -D "$DIR/data" -m fast -w stop >/dev/null 2>&1 || true
   fi
 fi
+# The state file that records this directory (found by the port it listened on) goes with it.
+PORT_OF_DIR="$(cat "$DIR/port" 2>/dev/null || true)"
 rm -rf "$DIR"
-if [[ -f "$STATE" && "$(cat "$STATE")" == "$DIR" ]]; then rm -f "$STATE"; fi
+for state in "$STATE" "${PORT_OF_DIR:+${TMP}/alma-pg-${PORT_OF_DIR}.state}"; do
+  if [[ -n "$state" && -f "$state" && "$(cat "$state")" == "$DIR" ]]; then rm -f "$state"; fi
+done
 log "stopped and removed $DIR"

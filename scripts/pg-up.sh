@@ -5,11 +5,18 @@
 #   npx vitest run packages/store-postgres
 #   scripts/pg-down.sh
 #
-# The cluster lives in a fresh temporary directory (data, unix socket, logs), listens on 127.0.0.1
-# and a private port (ALMA_PG_PORT, default 54329), trusts local connections, and runs with fsync
-# off: it is for tests only and holds nothing worth keeping. Run as root, it initdb's and runs the
-# server as the `postgres` OS user (PostgreSQL refuses to run as root). Running it again while the
-# cluster is up reuses it. Progress goes to stderr; stdout carries only `export` lines.
+# The cluster lives in a fresh temporary directory (data, unix socket, logs), listens on 127.0.0.1,
+# trusts local connections, and runs with fsync off: it is for tests only and holds nothing worth
+# keeping. Run as root, it initdb's and runs the server as the `postgres` OS user (PostgreSQL
+# refuses to run as root). Progress goes to stderr; stdout carries only `export` lines, the URL's
+# last (ALMA_PG_DIR, ALMA_PG_PORT, then ALMA_TEST_DATABASE_URL).
+#
+# The port: ALMA_PG_PORT when set; otherwise a free one the kernel picks (retried if another process
+# takes it first), so two runs on one machine (two `.ci/run`) never meet. The state file is per
+# port (ALMA_PG_STATE to name another): with a named port, running it again while that cluster is up
+# reuses it (under a lock, so two concurrent runs on one named port start one cluster); a picked port
+# is new, so its run is always a cluster of its own. scripts/pg-down.sh stops one cluster: the
+# directory it is given (or ALMA_PG_DIR), else the one recorded for ALMA_PG_PORT.
 
 # Sourced: run as a child (so `set -e` never touches the caller's shell) and export what it prints.
 if [[ "${BASH_SOURCE[0]}" != "$0" ]]; then
@@ -22,17 +29,33 @@ fi
 set -euo pipefail
 
 PGBIN="${PGBIN:-/usr/lib/postgresql/15/bin}"
-PORT="${ALMA_PG_PORT:-54329}"
 DB="${ALMA_PG_DATABASE:-alma_test}"
-STATE="${ALMA_PG_STATE:-${TMPDIR:-/tmp}/alma-pg-${PORT}.state}"
+TMP="${TMPDIR:-/tmp}"
 
 log() { echo "pg-up: $*" >&2; }
+
+# A port nothing listens on now (the kernel's pick); PostgreSQL binds it a moment later, so a start
+# that loses the race is retried with another.
+free_port() {
+  node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+
+PICKED=""
+if [[ -n "${ALMA_PG_PORT:-}" ]]; then
+  PORT="$ALMA_PG_PORT"
+else
+  PORT="$(free_port)"
+  PICKED=1
+fi
+state_of() { echo "${ALMA_PG_STATE:-${TMP}/alma-pg-$1.state}"; }
+STATE="$(state_of "$PORT")"
 
 # The URL's export is always the last line of stdout (.ci/run reads `tail -n 1`).
 print_env() {
   local url="postgresql://postgres@127.0.0.1:${PORT}/${DB}"
   log "ready: ALMA_TEST_DATABASE_URL=${url}"
   echo "export ALMA_PG_DIR='$1'"
+  echo "export ALMA_PG_PORT='${PORT}'"
   echo "export ALMA_TEST_DATABASE_URL='${url}'"
 }
 
@@ -49,6 +72,13 @@ as_owner() {
     "$@"
   fi
 }
+
+# One run at a time per named port: a second run on the same port waits, then reuses. (A picked
+# port is fresh: nothing to share, nothing to lock.)
+if [[ -z "$PICKED" ]]; then
+  exec 9>>"${STATE}.lock"
+  flock 9
+fi
 
 if [[ -f "$STATE" ]]; then
   existing="$(cat "$STATE")"
@@ -82,13 +112,27 @@ trap cleanup_on_failure ERR
 log "initdb into $DIR/data"
 as_owner "$PGBIN/initdb" -D "$DIR/data" -U postgres -A trust -E UTF8 --locale=C --no-sync >"$DIR/initdb.log" 2>&1
 
+# The server never inherits the lock's descriptor (it would hold the lock for its whole life).
+start_on() {
+  as_owner "$PGBIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 9>&- \
+    -o "-p $1 -k $DIR -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+    start >"$DIR/pg_ctl.log" 2>&1
+}
+
 log "starting on 127.0.0.1:$PORT (socket in $DIR)"
-as_owner "$PGBIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 \
-  -o "-p $PORT -k $DIR -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
-  start >"$DIR/pg_ctl.log" 2>&1
+attempt=1
+until start_on "$PORT"; do
+  # Only a picked port is ours to change; a named one that is taken is the caller's to resolve.
+  if [[ -z "$PICKED" || $attempt -ge 5 ]]; then false; fi
+  attempt=$((attempt + 1))
+  PORT="$(free_port)"
+  STATE="$(state_of "$PORT")"
+  log "port taken meanwhile; retrying on 127.0.0.1:$PORT"
+done
 
 as_owner "$PGBIN/createdb" -h "$DIR" -p "$PORT" -U postgres "$DB"
 trap - ERR
 
+echo "$PORT" >"$DIR/port"
 echo "$DIR" >"$STATE"
 print_env "$DIR"

@@ -1,4 +1,4 @@
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import type { ExpiredRelease } from "@alma-harness/conversation";
@@ -8,12 +8,14 @@ import { CLINICS, type Clinic, ClinicDesk } from "./agent/clinics.js";
 import type { HostSecrets } from "./config/secrets.js";
 import { type AccessLog, createApp, type Handle } from "./http/app.js";
 import { DEFAULT_BODY_LIMIT } from "./http/body.js";
+import { type AllowedHosts, boundedServer, checkServerLimits, DEFAULT_SERVER_LIMITS, defaultAllowedHosts, type ServerLimits } from "./http/hardening.js";
 import type { HostContext, HttpSettings } from "./http/context.js";
 import { DEFAULT_PING_MS } from "./http/sse.js";
 import type { ModelSetup } from "./models/select.js";
 import { nodeListener } from "./node-adapter.js";
 import { PermissionDesk } from "./permissions.js";
 import { openRuntime, type StoreEnv } from "./runtime.js";
+import { Shutdown } from "./shutdown.js";
 import { Directory, LiveTurns } from "./turns.js";
 
 export const DEFAULT_PUBLIC_DIR = fileURLToPath(new URL("../public", import.meta.url));
@@ -30,6 +32,20 @@ export interface HostOptions {
   readonly permissionTimeoutMs?: number;
   readonly log?: AccessLog;
   readonly onError?: (error: unknown) => void;
+  /** Socket timeouts and the connection cap (`DEFAULT_SERVER_LIMITS` for what is not given). */
+  readonly limits?: Partial<ServerLimits>;
+  /** The Host names served; default from the first address `listen` binds (`defaultAllowedHosts`). */
+  readonly allowedHosts?: AllowedHosts;
+  /** How long `close` lets running turns settle before cancelling them (default 10 s). */
+  readonly shutdownGraceMs?: number;
+}
+
+export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
+
+/** What `close` saw: asks it denied, and turns still running when the grace period ended (then cancelled). */
+export interface CloseReport {
+  readonly asksDenied: number;
+  readonly turnsCancelled: number;
 }
 
 export interface Host {
@@ -43,8 +59,14 @@ export interface Host {
   startMaintenance(everyMs: number, onError?: (error: unknown) => void): () => void;
   /** Resolves once no turn is running. */
   idle(): Promise<void>;
-  /** Stops serving, gives running turns up to `graceMs` to settle, then closes the runtime. */
-  close(graceMs?: number): Promise<void>;
+  /**
+   * Graceful shutdown: stops admitting (new turns and event batches answer 503 `shutting_down`) and
+   * accepting connections, denies every pending permission ask (fail closed: their turns settle and
+   * free their sessions at once), gives running turns up to `graceMs` (default `shutdownGraceMs`) to
+   * settle, cancels any still running through their execution signal, then closes every connection
+   * and the runtime. Never takes much longer than the grace period.
+   */
+  close(graceMs?: number): Promise<CloseReport>;
 }
 
 /** The host's parts around the runtime: the clinic desk, the permission desk, the directory. */
@@ -81,6 +103,7 @@ async function assemble(options: HostOptions): Promise<HostContext> {
     caps,
     intent: FRONT_DESK_INTENT,
     clock,
+    shutdown: new Shutdown(),
     http: { bodyLimit: DEFAULT_BODY_LIMIT, waitMs: 25_000, pingMs: DEFAULT_PING_MS, publicDir: DEFAULT_PUBLIC_DIR, ...options.http },
   };
 }
@@ -113,35 +136,74 @@ function maintenanceTimer(runtime: HostContext["runtime"], everyMs: number, onEr
   return () => clearInterval(timer);
 }
 
+/** Resolves when `promise` settles or `ms` passes, whichever is first; the timer never outlives it. */
+async function boundedWait(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, ms));
+  });
+  try {
+    await Promise.race([promise.then(() => undefined), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** After the grace period, how long cancelled turns get to record their ending before the runtime closes. */
+const CANCEL_SETTLE_MS = 2_000;
+
 /** Assembles the host and its HTTP core; `listen` serves it through the Node adapter. */
 export async function createHost(options: HostOptions): Promise<Host> {
   const context = await assemble(options);
-  const { runtime, turns } = context;
-  const handle = createApp(context, { ...(options.log ? { log: options.log } : {}), ...(options.onError ? { onError: options.onError } : {}) });
+  const { runtime, turns, shutdown } = context;
+  const limits = checkServerLimits({ ...DEFAULT_SERVER_LIMITS, ...options.limits });
+  let allowed: AllowedHosts | undefined = options.allowedHosts;
+  const handle = createApp(context, {
+    ...(options.log ? { log: options.log } : {}),
+    ...(options.onError ? { onError: options.onError } : {}),
+    allowedHosts: () => allowed ?? "any",
+  });
   const servers: Server[] = [];
+  let closing: Promise<CloseReport> | undefined;
+  const close = async (graceMs: number): Promise<CloseReport> => {
+    shutdown.begin();
+    const closed = servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve())));
+    for (const server of servers) server.closeIdleConnections();
+    const asksDenied = context.asks.close();
+    await boundedWait(turns.idle(), graceMs);
+    const turnsCancelled = turns.size;
+    if (turnsCancelled > 0) {
+      shutdown.abortTurns();
+      await boundedWait(turns.idle(), CANCEL_SETTLE_MS);
+    }
+    // The settled turns' answers are still being written: let each connection finish its response,
+    // closing every one that falls idle, for a moment; then cut what is left.
+    const drained = Promise.all(closed);
+    const sweep = setInterval(() => {
+      for (const server of servers) server.closeIdleConnections();
+    }, 25);
+    await boundedWait(drained, CANCEL_SETTLE_MS);
+    clearInterval(sweep);
+    for (const server of servers) server.closeAllConnections();
+    await drained;
+    await runtime.close();
+    return { asksDenied, turnsCancelled };
+  };
   return {
     handle,
     context,
     async listen(port, hostname) {
-      const server = createServer(nodeListener(handle));
+      allowed ??= defaultAllowedHosts(hostname);
+      const server = boundedServer(nodeListener(handle), limits);
       servers.push(server);
       return { url: await listenOn(server, port, hostname), server };
     },
     maintain: () => runtime.maintain(),
     startMaintenance: (everyMs, onError) => maintenanceTimer(runtime, everyMs, onError),
     idle: () => turns.idle(),
-    async close(graceMs = 2_000) {
-      for (const server of servers) {
-        server.closeAllConnections();
-        await new Promise<void>((resolve) => server.close(() => resolve()));
-      }
-      let timer: NodeJS.Timeout | undefined;
-      const grace = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, graceMs);
-      });
-      await Promise.race([turns.idle(), grace]);
-      clearTimeout(timer);
-      await runtime.close();
+    close(graceMs = options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS) {
+      closing ??= close(graceMs);
+      return closing;
     },
   };
 }

@@ -1,6 +1,8 @@
 import { once } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Handle } from "./http/app.js";
+import { errorResponse, HttpError } from "./http/errors.js";
+import { withSecurityHeaders } from "./http/hardening.js";
 
 function headersOf(req: IncomingMessage): Headers {
   const headers = new Headers();
@@ -83,6 +85,22 @@ async function send(res: ServerResponse, response: Response, signal: AbortSignal
   }
 }
 
+/** The core's answer; a request no URL can be built from is 400, a handler that threw is 500. */
+async function answer(handle: Handle, req: IncomingMessage, signal: AbortSignal): Promise<Response> {
+  let request: Request;
+  try {
+    request = toRequest(req, signal);
+  } catch {
+    // A Host header or target no URL can be built from: the client's request, not the host's fault.
+    return withSecurityHeaders(errorResponse(new HttpError("bad_request", "the request's Host header or target is not valid")));
+  }
+  try {
+    return await handle(request);
+  } catch {
+    return withSecurityHeaders(errorResponse(new Error("internal")));
+  }
+}
+
 /**
  * The thin Node adapter: `node:http` in, the host's `Request`/`Response` core, `node:http` out. A
  * client that disconnects aborts the request's signal and cancels the response stream (for SSE
@@ -95,12 +113,7 @@ export function nodeListener(handle: Handle): (req: IncomingMessage, res: Server
       if (!res.writableFinished) controller.abort();
     });
     void (async () => {
-      let response: Response;
-      try {
-        response = await handle(toRequest(req, controller.signal));
-      } catch {
-        response = new Response(JSON.stringify({ error: { code: "internal", message: "internal error" } }), { status: 500, headers: { "content-type": "application/json" } });
-      }
+      const response = await answer(handle, req, controller.signal);
       // A body the handler refused unread (413, 401) is discarded so the client can read the answer.
       if (!req.complete) discard(req);
       await send(res, response, controller.signal);

@@ -17,7 +17,8 @@ export interface PendingAsk {
   readonly createdAt: number;
 }
 
-export type AskState = "pending" | "approved" | "denied" | "expired";
+/** `shutdown`: the host stopped while the ask waited, and denied it (fail closed). */
+export type AskState = "pending" | "approved" | "denied" | "expired" | "shutdown";
 export type AskListener = (ask: PendingAsk, state: AskState) => void;
 export type AnswerResult = "answered" | "unknown";
 
@@ -36,6 +37,7 @@ interface Waiting {
 export class PermissionDesk implements PermissionController {
   readonly #waiting = new Map<string, Waiting>();
   readonly #listeners = new Map<string, Set<AskListener>>();
+  #closed = false;
 
   constructor(
     private readonly turns: LiveTurns,
@@ -50,7 +52,7 @@ export class PermissionDesk implements PermissionController {
 
   resolve(request: PermissionRequest, signal: AbortSignal): Promise<boolean> {
     const owner = this.turns.owner(request.turnId);
-    if (!owner || signal.aborted) return Promise.resolve(false);
+    if (!owner || signal.aborted || this.#closed) return Promise.resolve(false);
     const ask: PendingAsk = {
       id: this.ids.next("ask"),
       org: owner.scope.org,
@@ -89,6 +91,18 @@ export class PermissionDesk implements PermissionController {
     if (!waiting) return "unknown";
     waiting.settle(allowed, allowed ? "approved" : "denied");
     return "answered";
+  }
+
+  /**
+   * Shutdown: every waiting ask is denied now (its turn goes on to settle and frees its session at
+   * once, instead of holding it until the ask times out), and every later ask is denied unasked.
+   * Returns how many were waiting.
+   */
+  close(): number {
+    this.#closed = true;
+    const waiting = [...this.#waiting.values()];
+    for (const w of waiting) w.settle(false, "shutdown");
+    return waiting.length;
   }
 
   /** Follows the asks of one turn (for its SSE stream); returns the unsubscribe function. */

@@ -34,6 +34,8 @@ export function fakeSetup(script: ScriptedResponse[] = [], policy?: ModelPolicy)
 export interface TestHost {
   readonly host: Host;
   readonly url: string;
+  /** The listening `node:http` server. */
+  readonly server: import("node:http").Server;
   readonly admin: string;
   /** Dispatches to the model so far (the demo's or the fake's). */
   calls(): number;
@@ -46,11 +48,12 @@ export async function startHost(opts: Partial<Omit<HostOptions, "secrets">> = {}
   const models = opts.models ?? demoSetup();
   const home = mkdtempSync(join(tmpdir(), "alma-host-"));
   const host = await createHost({ secrets: SECRETS, store: { home, databaseUrl: undefined }, ...opts, models });
-  const { url } = await host.listen(0, "127.0.0.1");
+  const { url, server } = await host.listen(0, "127.0.0.1");
   const counter = models.clients[0] as unknown as { calls: number };
   return {
     host,
     url,
+    server,
     admin: SECRETS.adminToken,
     calls: () => counter.calls,
     token: async (org = SUNRISE, uid = ANA) => (await mintToken(SECRETS.jwtSecret, { org, uid })).token,

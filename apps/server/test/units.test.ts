@@ -92,6 +92,22 @@ describe("the permission desk", () => {
     expect(states).toEqual(["pending", "expired"]);
     release();
   });
+
+  it("on close denies every waiting ask by shutdown, and every later ask unasked", async () => {
+    const { turns, desk: d } = desk();
+    const states: string[] = [];
+    let release: () => void = () => undefined;
+    void turns.run("c1_x", { org: "o", uid: "u" }, "s", 0, () => new Promise((resolve) => (release = () => resolve({ status: "in_progress", rootKey: "c1_x" }))));
+    d.subscribe("c1_x", (_a, state) => states.push(state));
+    const waiting = d.resolve(ask, new AbortController().signal);
+    expect(d.close()).toBe(1);
+    expect(await waiting).toBe(false);
+    expect(states).toEqual(["pending", "shutdown"]);
+    expect(await d.resolve({ ...ask, callId: "call2" }, new AbortController().signal)).toBe(false);
+    expect(d.pending()).toEqual([]);
+    expect(states).toEqual(["pending", "shutdown"]);
+    release();
+  });
 });
 
 describe("configuration", () => {
@@ -109,6 +125,20 @@ describe("configuration", () => {
     expect(env).toMatchObject({ host: "127.0.0.1", port: 9000, home: "/srv/.alma", caps: { perTurnUsd: 0.1, perClinicDayUsd: 2 } });
     expect(() => readEnv({ PORT: "http" })).toThrow("PORT must be an integer 0-65535");
     expect(() => readEnv({ ALMA_CAP_CLINIC_DAY_USD: "0.0000001" })).toThrow(/six decimals/);
+  });
+
+  it("reads the socket bounds, allowed hosts and shutdown grace, with documented defaults", () => {
+    const defaults = readEnv({}, "/srv");
+    expect(defaults.limits).toMatchObject({ headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000, maxConnections: 256 });
+    expect(defaults.allowedHosts).toBeUndefined();
+    expect(defaults.shutdownGraceMs).toBe(10_000);
+    const set = readEnv({ ALMA_REQUEST_TIMEOUT_MS: "2000", ALMA_HEADERS_TIMEOUT_MS: "1000", ALMA_MAX_CONNECTIONS: "8", ALMA_ALLOWED_HOSTS: "Alma.Example, [::1]", ALMA_SHUTDOWN_GRACE_MS: "0" });
+    expect(set.limits).toMatchObject({ requestTimeoutMs: 2000, headersTimeoutMs: 1000, maxConnections: 8 });
+    expect(set.allowedHosts).toEqual(new Set(["alma.example", "::1"]));
+    expect(set.shutdownGraceMs).toBe(0);
+    expect(readEnv({ ALMA_ALLOWED_HOSTS: "*" }).allowedHosts).toBe("any");
+    expect(() => readEnv({ ALMA_HEADERS_TIMEOUT_MS: "40000" })).toThrow(/must not exceed ALMA_REQUEST_TIMEOUT_MS/);
+    expect(() => readEnv({ ALMA_MAX_CONNECTIONS: "0" })).toThrow(EnvError);
   });
 
   it("creates the dev secrets once, private to the user, and reuses them", () => {

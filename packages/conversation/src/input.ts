@@ -1,5 +1,6 @@
 import {
   type Block,
+  dataFields,
   type JsonObject,
   type JsonValue,
   type MsgMeta,
@@ -34,6 +35,8 @@ export interface NormalizedRequest {
   readonly intent: RoutingIntent;
   readonly trigger?: string;
   readonly toolProfile?: string;
+  /** Execution cancellation, as read (once, as a data property) from the request. */
+  readonly signal?: AbortSignal;
   /** What the bindings hash covers. */
   readonly bound: JsonObject;
 }
@@ -42,16 +45,23 @@ const MAX_BLOCKS = 64;
 const METADATA_ALLOWANCE = 4096;
 const REQUEST_FIELDS = ["scope", "sessionId", "idempotencyKey", "input", "intent", "trigger", "toolProfile", "signal"];
 
-/** Validates and snapshots a request synchronously, before any await. Throws `ValidationError`. */
+/**
+ * Validates and snapshots a request synchronously, before any await. Throws `ValidationError` (a
+ * `SnapshotError` for a shape that is not data). The request's own fields are read once each through
+ * the snapshot's descriptor rules (`dataFields`), so a getter on `input` never runs and a Proxy is
+ * refused before any trap; errors name what is expected, never a field or value that was sent.
+ */
 export function normalizeRequest(raw: RunTurnRequest, maxInputChars: number, profiles: ReadonlySet<string>): NormalizedRequest {
   if (raw === null || typeof raw !== "object") throw new ValidationError("request", "object", "runTurn needs a request object");
-  for (const key of Object.keys(raw)) {
-    if (!REQUEST_FIELDS.includes(key)) throw new ValidationError(`request.${key}`, "unknown_field", `request.${key} is not a field of runTurn`);
+  const fields = dataFields(raw, "request");
+  for (const key of Object.keys(fields)) {
+    if (!REQUEST_FIELDS.includes(key)) throw new ValidationError("request", "unknown_field", `runTurn takes only ${REQUEST_FIELDS.join(", ")}`);
   }
-  const scope = normalizeScope(raw.scope);
-  const sessionId = validateId("sessionId", raw.sessionId);
-  const idempotencyKey = validateId("idempotencyKey", raw.idempotencyKey);
-  const { signal: _signal, scope: _scope, ...rest } = raw;
+  const scope = normalizeScope(fields.scope);
+  const sessionId = validateId("sessionId", fields.sessionId);
+  const idempotencyKey = validateId("idempotencyKey", fields.idempotencyKey);
+  const signal = signalOf(fields.signal);
+  const { signal: _signal, scope: _scope, ...rest } = fields;
   const copy = snapshot(rest, { maxTotalBytes: maxInputChars * 3 + METADATA_ALLOWANCE, maxStringBytes: maxInputChars * 3 + METADATA_ALLOWANCE }) as JsonObject;
   if (charCount(copy) > maxInputChars + METADATA_ALLOWANCE) {
     throw new ValidationError("request.input", "max_input_chars", `the request is over ${maxInputChars} characters plus 4 KiB of metadata`);
@@ -70,6 +80,7 @@ export function normalizeRequest(raw: RunTurnRequest, maxInputChars: number, pro
     scope,
     sessionId,
     idempotencyKey,
+    ...(signal ? { signal } : {}),
     blocks,
     ...(meta ? { meta } : {}),
     intent,
@@ -77,6 +88,19 @@ export function normalizeRequest(raw: RunTurnRequest, maxInputChars: number, pro
     ...(copy.toolProfile !== undefined ? { toolProfile: copy.toolProfile as string } : {}),
     bound: Object.freeze({ input: copy.input as JsonValue, intent: copy.intent as JsonValue, trigger: copy.trigger ?? null, toolProfile: copy.toolProfile ?? null }),
   };
+}
+
+/** An `AbortSignal` (a platform object, not data) or nothing. */
+function signalOf(value: unknown): AbortSignal | undefined {
+  if (value === undefined) return undefined;
+  let isSignal = false;
+  try {
+    isSignal = value instanceof AbortSignal;
+  } catch {
+    // a Proxy whose prototype trap throws is not a signal
+  }
+  if (!isSignal) throw new ValidationError("request.signal", "abort_signal", "signal must be an AbortSignal");
+  return value as AbortSignal;
 }
 
 function charCount(value: JsonValue): number {
@@ -95,7 +119,7 @@ function normalizeInput(input: JsonValue | undefined): { blocks: Block[]; meta?:
   }
   if (input === null || typeof input !== "object" || Array.isArray(input)) throw new ValidationError("request.input", "message", "input must be text or a user message");
   const msg = input as JsonObject;
-  for (const key of Object.keys(msg)) if (!["role", "blocks", "meta"].includes(key)) throw new ValidationError(`request.input.${key}`, "unknown_field", `input.${key} is not allowed`);
+  for (const key of Object.keys(msg)) if (!["role", "blocks", "meta"].includes(key)) throw new ValidationError("request.input", "unknown_field", "input takes only role, blocks and meta");
   if (msg.role !== "user") throw new ValidationError("request.input.role", "user", "input.role must be user");
   const raw = msg.blocks;
   if (!Array.isArray(raw) || raw.length === 0 || raw.length > MAX_BLOCKS) throw new ValidationError("request.input.blocks", "count_1_64", "input needs 1-64 blocks");

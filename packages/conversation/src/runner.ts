@@ -80,14 +80,14 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
       } catch (error) {
         return Promise.reject(error);
       }
-      return inUnit(config, () => execute(config, engine, events, normalized, request.signal));
+      return inUnit(config, () => execute(config, engine, events, normalized, normalized.signal));
     },
     streamTurn: (request) => {
       const normalized = normalizeRequest(request, config.maxInputChars, config.profileNames);
       return streamConversation(
         config,
         normalized,
-        (outputs) => inUnit(config, () => execute(config, engine, events, normalized, request.signal, outputs)),
+        (outputs) => inUnit(config, () => execute(config, engine, events, normalized, normalized.signal, outputs)),
         (scope, key) => readRoot(config, scope, key),
       );
     },

@@ -3,6 +3,7 @@ export { normalizeScope, type Scope, scopePath, validateId } from "./scope.js";
 export { deepFreeze } from "./freeze.js";
 export {
   canonicalJson,
+  dataFields,
   DEFAULT_SNAPSHOT_LIMITS,
   type JsonObject,
   type JsonValue,

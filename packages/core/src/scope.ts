@@ -1,5 +1,5 @@
 import { InvalidIdError, InvalidScopeError } from "./errors.js";
-import { snapshot } from "./snapshot.js";
+import { dataFields, snapshot } from "./snapshot.js";
 
 /**
  * The tenant a turn runs for: `org` is the tenant, `uid` the person inside it. The host derives it
@@ -28,22 +28,27 @@ export function normalizeScope(scope: unknown): Scope {
     throw new InvalidScopeError("scope must be an object {org, uid}");
   }
   if (normalized.has(scope)) return scope as Scope;
-  const keys = Object.keys(scope);
-  for (const key of keys) {
-    if (key !== "org" && key !== "uid") throw new InvalidScopeError(`scope has an unknown field "${key}"`);
+  // Read through the snapshot's own rules (no getter runs, no Proxy, no hidden or symbol key).
+  let fields: Readonly<Record<string, unknown>>;
+  try {
+    fields = dataFields(scope, "scope");
+  } catch {
+    throw new InvalidScopeError("scope must be a plain object of data properties {org, uid}");
   }
-  const org = readPart(scope, "org");
-  const uid = readPart(scope, "uid");
+  for (const key of Object.keys(fields)) {
+    if (key !== "org" && key !== "uid") throw new InvalidScopeError("scope takes only org and uid");
+  }
+  const org = readPart(fields, "org");
+  const uid = readPart(fields, "uid");
   // A snapshot of checked strings: frozen plain data that later snapshots keep as is.
   const out = snapshot({ org, uid }) as unknown as Scope;
   normalized.add(out);
   return out;
 }
 
-function readPart(scope: object, key: "org" | "uid"): string {
-  const descriptor = Object.getOwnPropertyDescriptor(scope, key);
-  if (!descriptor || !("value" in descriptor)) throw new InvalidScopeError(`scope.${key} is required`);
-  const value: unknown = descriptor.value;
+function readPart(fields: Readonly<Record<string, unknown>>, key: "org" | "uid"): string {
+  const value = fields[key];
+  if (value === undefined) throw new InvalidScopeError(`scope.${key} is required`);
   if (typeof value !== "string" || !SCOPE_PART.test(value)) {
     throw new InvalidScopeError(`scope.${key} must be 1-64 characters of [A-Za-z0-9_.-], not starting with "."`);
   }

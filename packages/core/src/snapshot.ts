@@ -35,7 +35,9 @@ export type SnapshotRule =
   | "depth"
   | "nodes"
   | "string_bytes"
-  | "total_bytes";
+  | "total_bytes"
+  | "proxy"
+  | "unreadable";
 
 /** The one typed error of the snapshot normalizer: `path` is where, `rule` is which rule broke. */
 export class SnapshotError extends ValidationError {
@@ -106,7 +108,7 @@ function take(value: unknown, limits: SnapshotLimits | undefined, certify: boole
     ancestors: [],
     path: [],
   };
-  const out = copy(value, 0, walk);
+  const out = guarded(walk, () => copy(value, 0, walk));
   if (certify && out !== null && typeof out === "object" && !certified.has(out)) {
     certified.set(out, { nodes: walk.nodes, bytes: walk.bytes, depth: walk.deepest, longest: walk.longest });
   }
@@ -148,6 +150,60 @@ export function snapshotObject(value: unknown, path = "$", limits: SnapshotLimit
   return snapshot(value, limits) as JsonObject;
 }
 
+/**
+ * Runs a walk step so that nothing but a `SnapshotError` leaves it: a Proxy trap or any other
+ * reflective read that throws (where `isProxy` cannot see a Proxy) is a rejection at the path the
+ * walk had reached, never a raw `Error` or `TypeError`.
+ */
+function guarded<T>(walk: Walk, step: () => T): T {
+  try {
+    return step();
+  } catch (error) {
+    if (error instanceof SnapshotError) throw error;
+    return fail(walk, "unreadable", "the value could not be read as data");
+  }
+}
+
+/**
+ * Whether a value is a Proxy, where the platform can tell (Node's `util.types.isProxy`, reached
+ * without importing `node:`); elsewhere always false, and a Proxy is read through its descriptors
+ * once each, with a throwing trap still a rejection (`guarded`). A Proxy is rejected before any of
+ * its traps runs: none of its values reaches a copy.
+ */
+const isProxy: (value: object) => boolean = (() => {
+  const host = globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } };
+  const util = host.process?.getBuiltinModule?.("node:util") as { types?: { isProxy?: (value: unknown) => boolean } } | undefined;
+  const check = util?.types?.isProxy;
+  return typeof check === "function" ? (value: object) => check(value) : () => false;
+})();
+
+/**
+ * The own fields of one object, under exactly the rules `snapshot` applies to every object it
+ * walks (not a Proxy, a plain object, no symbol key, no accessor, no hidden property; `undefined`
+ * values omitted), without copying the values themselves: for a record whose fields are checked one
+ * by one (a request that carries an `AbortSignal` beside its data). Each descriptor is read once;
+ * every rejection is a `SnapshotError` at `path`.
+ */
+export function dataFields(value: unknown, path: string): Readonly<Record<string, unknown>> {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new SnapshotError(path, "unsupported_type", "must be a plain object");
+  const walk: Walk = { limits: DEFAULT_SNAPSHOT_LIMITS, nodes: 0, bytes: 0, deepest: 0, longest: 0, ancestors: [], path: [] };
+  try {
+    return guarded(walk, () => {
+      if (isProxy(value)) fail(walk, "proxy", "a Proxy is not data");
+      plainObject(value, walk);
+      const out: Record<string, unknown> = Object.create(null);
+      for (const key of Reflect.ownKeys(value)) {
+        const field = dataValue(value, key, walk);
+        if (field !== undefined) out[key as string] = field;
+      }
+      return out;
+    });
+  } catch (error) {
+    // Rebased onto the caller's path; the field a rule broke at is not named (it is what was sent).
+    throw new SnapshotError(path, (error as SnapshotError).rule, "must be a plain object of data properties");
+  }
+}
+
 /** The path text of where the walk is (`$.a[0].b`), built only for an error. */
 function pathOf(walk: Walk, extra?: string | number): string {
   let text = "$";
@@ -181,6 +237,7 @@ function copy(value: unknown, depth: number, walk: Walk): JsonValue {
 }
 
 function copyContainer(value: object, depth: number, walk: Walk): JsonValue {
+  if (isProxy(value)) fail(walk, "proxy", "a Proxy is not data");
   const held = certified.get(value);
   if (held !== undefined && fits(held, depth, walk)) {
     // Already a checked, frozen copy that fits: count what it holds, keep it as is.
@@ -220,7 +277,7 @@ function copyArray(value: readonly unknown[], depth: number, walk: Walk): JsonVa
       if (typeof key === "symbol") fail(walk, "symbol_key", "symbol keys are not JSON");
     }
     const named = keys.find((k) => k !== "length" && !isIndex(k as string, length));
-    if (named !== undefined) fail(walk, "array_property", `arrays may not carry the named property "${String(named)}"`);
+    if (named !== undefined) fail(walk, "array_property", "arrays may not carry named properties");
     fail(walk, "sparse_array", "arrays may not have holes");
   }
   const out: JsonValue[] = new Array(length);
@@ -237,31 +294,45 @@ function copyArray(value: readonly unknown[], depth: number, walk: Walk): JsonVa
 }
 
 function copyObject(value: object, depth: number, walk: Walk): JsonValue {
-  const proto: unknown = Object.getPrototypeOf(value);
-  if (proto !== Object.prototype && proto !== null) fail(walk, "non_plain", "only plain objects are data (no class instances)");
+  plainObject(value, walk);
   const out: Record<string, JsonValue> = {};
   const keys = Reflect.ownKeys(value);
   const path = walk.path;
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i] as string | symbol;
-    if (typeof key === "symbol") fail(walk, "symbol_key", "symbol keys are not JSON");
-    const descriptor = Object.getOwnPropertyDescriptor(value, key);
-    if (descriptor === undefined) continue;
-    if (!("value" in descriptor)) fail(walk, "accessor", "getters and setters are not data", key);
-    if (!descriptor.enumerable) fail(walk, "hidden_property", "non-enumerable properties are not data", key);
-    if (descriptor.value === undefined) continue;
-    path.push(key);
-    countString(key, walk);
-    const item = copy(descriptor.value, depth, walk);
+    const field = dataValue(value, key, walk);
+    if (field === undefined) continue;
+    path.push(key as string);
+    countString(key as string, walk);
+    const item = copy(field, depth, walk);
     path.pop();
-    if (key in Object.prototype) {
+    if ((key as string) in Object.prototype) {
       // `__proto__` and every other inherited name is defined, never assigned: no setter runs.
       Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true });
     } else {
-      out[key] = item;
+      out[key as string] = item;
     }
   }
   return Object.freeze(out);
+}
+
+/** Only plain objects (or a null prototype) are data. */
+function plainObject(value: object, walk: Walk): void {
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) fail(walk, "non_plain", "only plain objects are data (no class instances)");
+}
+
+/**
+ * The one reading of an object's own field: a string key, an enumerable data property, its
+ * descriptor read once; `undefined` (absent, or an `undefined` value) is skipped, as JSON does.
+ */
+function dataValue(value: object, key: string | symbol, walk: Walk): unknown {
+  if (typeof key === "symbol") fail(walk, "symbol_key", "symbol keys are not JSON");
+  const descriptor = Object.getOwnPropertyDescriptor(value, key);
+  if (descriptor === undefined) return undefined;
+  if (!("value" in descriptor)) fail(walk, "accessor", "getters and setters are not data", key);
+  if (!descriptor.enumerable) fail(walk, "hidden_property", "non-enumerable properties are not data", key);
+  return descriptor.value;
 }
 
 function isIndex(key: string, length: number): boolean {

@@ -179,26 +179,24 @@ describe("snapshot: accessors and descriptors", () => {
     expectRule(list, "accessor", "$[1]");
   });
 
-  it("reads each property descriptor exactly once and copies the value it saw", () => {
-    let descriptorReads = 0;
-    let getReads = 0;
-    const target: Record<string, unknown> = { v: "placeholder" };
-    const proxy = new Proxy(target, {
-      getOwnPropertyDescriptor(t, key) {
-        descriptorReads += 1;
-        const base = Reflect.getOwnPropertyDescriptor(t, key);
-        // A different value on every inspection: the check and the copy must see the same one.
-        return base && { ...base, value: descriptorReads === 1 ? "first" : { changed: descriptorReads } };
-      },
-      get(t, key, receiver) {
-        getReads += 1;
-        return Reflect.get(t, key, receiver);
-      },
-    });
-    const copy = snapshot(proxy);
-    expect(copy).toEqual({ v: "first" });
-    expect(descriptorReads).toBe(1);
-    expect(getReads).toBe(0);
+  it("refuses a Proxy before any of its traps runs (the platform tells a Proxy apart)", () => {
+    let trapCalls = 0;
+    const counted =
+      <A extends unknown[], R>(f: (...args: A) => R) =>
+      (...args: A): R => {
+        trapCalls += 1;
+        return f(...args);
+      };
+    const traps: ProxyHandler<Record<string, unknown>> = {
+      getOwnPropertyDescriptor: counted(Reflect.getOwnPropertyDescriptor),
+      get: counted(Reflect.get),
+      ownKeys: counted(Reflect.ownKeys),
+      getPrototypeOf: counted(Reflect.getPrototypeOf),
+    };
+    expectRule(new Proxy({ v: "x" }, traps), "proxy", "$");
+    expectRule({ nested: [new Proxy({ v: "x" }, traps)] }, "proxy", "$.nested[0]");
+    expectRule(new Proxy([1], traps as ProxyHandler<never>), "proxy", "$");
+    expect(trapCalls).toBe(0);
   });
 
   it("rejects non-enumerable properties, which JSON would silently drop", () => {
@@ -243,7 +241,8 @@ describe("snapshot: symbols, cycles, arrays", () => {
   it("rejects named properties on arrays", () => {
     const list = Object.assign([1, 2], { extra: "x" });
     const error = expectRule({ list }, "array_property", "$.list");
-    expect(error.message).toContain("extra");
+    // The message names the rule, never the property that was sent.
+    expect(error.message).not.toContain("extra");
   });
 
   it("rejects bigint, function, undefined and symbol inside arrays, naming the index", () => {

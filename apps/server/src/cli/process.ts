@@ -8,8 +8,9 @@ export async function runProcess(argv: readonly string[]): Promise<void> {
   });
   const code = await runCli(argv, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd(), stopSignal });
   process.exitCode = code;
-  // Commands other than serve are done: nothing they started should keep the process alive.
-  if (argv[0] !== "serve") process.exit(code);
+  // Every command is done here, serve included once its shutdown finished: nothing left behind (a
+  // socket's timer, a provider's keep-alive agent) may keep the process alive past it.
+  process.exit(code);
 }
 
 const entry = process.argv[1] ?? "";

@@ -1,4 +1,5 @@
 import { resolve } from "node:path";
+import { type AllowedHosts, DEFAULT_SERVER_LIMITS, parseAllowedHosts, type ServerLimits } from "../http/hardening.js";
 
 /** Which model family the host routes to; `demo` is the offline scripted model. */
 export type ProviderName = "demo" | "anthropic" | "openai" | "openrouter" | "compat";
@@ -30,6 +31,12 @@ export interface HostEnv {
   readonly compatModel: string | undefined;
   readonly caps: { readonly perTurnUsd: number; readonly perClinicDayUsd: number };
   readonly maintainEveryMs: number;
+  /** Socket timeouts and the connection cap (`ALMA_HEADERS_TIMEOUT_MS`, `ALMA_REQUEST_TIMEOUT_MS`, `ALMA_KEEPALIVE_TIMEOUT_MS`, `ALMA_MAX_CONNECTIONS`). */
+  readonly limits: ServerLimits;
+  /** `ALMA_ALLOWED_HOSTS` (`*` or names); absent: the default for the bind address. */
+  readonly allowedHosts: AllowedHosts | undefined;
+  /** `ALMA_SHUTDOWN_GRACE_MS`: how long running turns get on SIGTERM/SIGINT (default 10 s). */
+  readonly shutdownGraceMs: number;
   readonly jwtSecret: string | undefined;
   readonly adminToken: string | undefined;
   /** The trail key (`ALMA_TRAIL_KEY`, at least 32 bytes); else the `trail-key` file under `home`. */
@@ -76,6 +83,19 @@ export function pickProvider(env: NodeJS.ProcessEnv): ProviderName {
   return "demo";
 }
 
+function serverLimits(env: NodeJS.ProcessEnv): ServerLimits {
+  const d = DEFAULT_SERVER_LIMITS;
+  const limits = {
+    headersTimeoutMs: int(env, "ALMA_HEADERS_TIMEOUT_MS", d.headersTimeoutMs, 100, 600_000),
+    requestTimeoutMs: int(env, "ALMA_REQUEST_TIMEOUT_MS", d.requestTimeoutMs, 100, 3_600_000),
+    keepAliveTimeoutMs: int(env, "ALMA_KEEPALIVE_TIMEOUT_MS", d.keepAliveTimeoutMs, 100, 600_000),
+    maxConnections: int(env, "ALMA_MAX_CONNECTIONS", d.maxConnections, 1, 100_000),
+    checkEveryMs: d.checkEveryMs,
+  };
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) throw new EnvError("ALMA_HEADERS_TIMEOUT_MS must not exceed ALMA_REQUEST_TIMEOUT_MS");
+  return limits;
+}
+
 /** Reads and validates the environment; throws `EnvError` with one line naming the variable. */
 export function readEnv(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): HostEnv {
   const host = nonEmpty(env.HOST) ?? "127.0.0.1";
@@ -101,6 +121,9 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd(
     compatModel: nonEmpty(env.ALMA_OPENAI_COMPAT_MODEL),
     caps: { perTurnUsd: usd(env, "ALMA_CAP_TURN_USD", 0.25), perClinicDayUsd: usd(env, "ALMA_CAP_CLINIC_DAY_USD", 2) },
     maintainEveryMs: int(env, "ALMA_MAINTAIN_MS", 60_000, 1_000, 86_400_000),
+    limits: serverLimits(env),
+    allowedHosts: nonEmpty(env.ALMA_ALLOWED_HOSTS) === undefined ? undefined : parseAllowedHosts(env.ALMA_ALLOWED_HOSTS as string),
+    shutdownGraceMs: int(env, "ALMA_SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
     jwtSecret: nonEmpty(env.ALMA_JWT_SECRET),
     adminToken: nonEmpty(env.ALMA_ADMIN_TOKEN),
     trailKey: nonEmpty(env.ALMA_TRAIL_KEY),

@@ -11,7 +11,7 @@ const DAY_MS = 86_400_000;
 const MAX_TRAIL_EVENTS = 2_000;
 
 function clinicOf(host: HostContext, org: string): string {
-  if (!host.desk.clinic(org)) throw new HttpError("not_found", `no tenant "${org}"`);
+  if (!host.desk.clinic(org)) throw new HttpError("not_found", "no such tenant");
   return org;
 }
 

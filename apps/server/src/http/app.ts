@@ -1,6 +1,7 @@
 import { adminRoutes } from "./admin-routes.js";
 import type { HostContext } from "./context.js";
-import { describe, errorResponse, json } from "./errors.js";
+import { describe, errorResponse, HttpError, json } from "./errors.js";
+import { type AllowedHosts, hostAllowed, withSecurityHeaders } from "./hardening.js";
 import { Router } from "./router.js";
 import { staticRoutes } from "./static.js";
 import { tenantRoutes } from "./tenant-routes.js";
@@ -8,7 +9,18 @@ import { tenantRoutes } from "./tenant-routes.js";
 /** The host's HTTP core: a standard `Request` in, a standard `Response` out. */
 export type Handle = (request: Request) => Promise<Response>;
 
-export type AccessLog = (line: { readonly method: string; readonly path: string; readonly status: number; readonly ms: number }) => void;
+/**
+ * One access-log line. `route` is the matched route's pattern (`/v1/sessions/:sessionId/turns`), or
+ * `-` when none matched: never the path itself, which carries session ids and keys a client chose.
+ */
+export type AccessLog = (line: { readonly method: string; readonly route: string; readonly status: number; readonly ms: number }) => void;
+
+export interface AppHooks {
+  readonly log?: AccessLog;
+  readonly onError?: (error: unknown) => void;
+  /** The Host names served (read at each request, so `listen` can fill the default); absent: any. */
+  readonly allowedHosts?: () => AllowedHosts;
+}
 
 function info(host: HostContext): unknown {
   return {
@@ -25,8 +37,12 @@ function info(host: HostContext): unknown {
   };
 }
 
-/** Builds the router once; every failure becomes `{error: {code, message}}` with its status. */
-export function createApp(host: HostContext, hooks: { readonly log?: AccessLog; readonly onError?: (error: unknown) => void } = {}): Handle {
+/**
+ * Builds the router once; every failure becomes `{error: {code, message}}` with its status. A Host
+ * name outside the allowed ones is refused before routing (421); every answer carries the standard
+ * security headers.
+ */
+export function createApp(host: HostContext, hooks: AppHooks = {}): Handle {
   const router = new Router();
   router.on("GET", "/healthz", async () => json(200, { ok: true }));
   router.on("GET", "/v1/info", async () => json(200, info(host)));
@@ -37,15 +53,21 @@ export function createApp(host: HostContext, hooks: { readonly log?: AccessLog; 
     const started = performance.now();
     const url = new URL(request.url);
     let response: Response;
+    let route = "-";
     try {
-      const { handler, params } = router.match(request.method, url.pathname);
-      response = await handler({ request, url, params });
+      if (hooks.allowedHosts && !hostAllowed(hooks.allowedHosts(), url.hostname)) {
+        throw new HttpError("host_not_allowed", "this host does not serve that Host name (see ALMA_ALLOWED_HOSTS)");
+      }
+      const matched = router.match(request.method, url.pathname);
+      route = matched.route;
+      response = await matched.handler({ request, url, params: matched.params });
     } catch (error) {
       if (describe(error).code === "internal") hooks.onError?.(error);
       response = errorResponse(error);
     }
     if (request.method === "HEAD") response = new Response(null, { status: response.status, headers: response.headers });
-    hooks.log?.({ method: request.method, path: url.pathname, status: response.status, ms: Math.round(performance.now() - started) });
+    response = withSecurityHeaders(response);
+    hooks.log?.({ method: request.method, route, status: response.status, ms: Math.round(performance.now() - started) });
     return response;
   };
 }

@@ -38,7 +38,14 @@ async function readLimited(request: Request, limit: number): Promise<Uint8Array>
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    let next: Awaited<ReturnType<typeof reader.read>>;
+    try {
+      next = await reader.read();
+    } catch {
+      // The socket failed or timed out mid-body (the server's request timeout): not the host's fault.
+      throw new HttpError("request_timeout", "the request body did not arrive in time", { headers: CLOSE });
+    }
+    const { done, value } = next;
     if (done) break;
     size += value.byteLength;
     if (size > limit) {
@@ -59,6 +66,7 @@ async function readLimited(request: Request, limit: number): Promise<Uint8Array>
 /** Refuses fields a route does not take, so a typo is a 422 rather than a silent default. */
 export function onlyFields(body: Record<string, unknown>, allowed: readonly string[]): void {
   for (const key of Object.keys(body)) {
-    if (!allowed.includes(key)) throw new HttpError("invalid_input", `unknown field "${key}"; this route takes ${allowed.join(", ")}`);
+    // Names what the route takes, never the field that was sent.
+    if (!allowed.includes(key)) throw new HttpError("invalid_input", `this route takes only ${allowed.join(", ")}`);
   }
 }

@@ -5,6 +5,7 @@ import type { HostSecrets } from "../config/secrets.js";
 import type { ModelSetup } from "../models/select.js";
 import type { PermissionDesk } from "../permissions.js";
 import type { StoreInfo } from "../runtime.js";
+import type { Shutdown } from "../shutdown.js";
 import type { Directory, LiveTurns } from "../turns.js";
 
 export interface HttpSettings {
@@ -33,4 +34,6 @@ export interface HostContext {
   readonly intent: RoutingIntent;
   readonly clock: Clock;
   readonly http: HttpSettings;
+  /** Stops admitting on shutdown, and carries the signal every turn runs under. */
+  readonly shutdown: Shutdown;
 }

@@ -1,4 +1,4 @@
-import { AlmaError } from "@alma-harness/core";
+import { AlmaError, SnapshotError } from "@alma-harness/core";
 
 /**
  * The one table from error code to HTTP status. Codes raised by the host and codes of Alma's own
@@ -17,14 +17,17 @@ export const STATUS_OF_CODE = {
   duplicate_event: 409,
   event_refused: 409,
   unavailable: 410,
+  request_timeout: 408,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  host_not_allowed: 421,
   invalid_input: 422,
   invalid_id: 422,
   invalid_scope: 422,
   internal: 500,
   console_missing: 503,
   not_admitted: 503,
+  shutting_down: 503,
   store_unavailable: 503,
 } as const satisfies Record<string, number>;
 
@@ -51,9 +54,14 @@ export interface ErrorBody {
   readonly error: { readonly code: ErrorCode; readonly message: string };
 }
 
-/** The code and message a client may see for any thrown value. */
+/**
+ * The code and message a client may see for any thrown value. A message names what was expected,
+ * never what was sent: a snapshot rejection's own message carries the path through the client's
+ * keys, so the client sees only the rule it broke.
+ */
 export function describe(error: unknown): { code: ErrorCode; message: string; headers: Readonly<Record<string, string>> } {
   if (error instanceof HttpError) return { code: error.code, message: error.message, headers: error.headers };
+  if (error instanceof SnapshotError) return { code: "invalid_input", message: `the input must be plain JSON data within the host's limits (rule: ${error.rule})`, headers: {} };
   if (error instanceof AlmaError && isErrorCode(error.code) && (error.code as string) !== "internal") return { code: error.code, message: error.message, headers: {} };
   return { code: "internal", message: "internal error", headers: {} };
 }

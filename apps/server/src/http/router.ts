@@ -12,6 +12,7 @@ export type Handler = (route: RouteRequest) => Promise<Response>;
 
 interface Route {
   readonly method: string;
+  readonly path: string;
   readonly parts: readonly string[];
   readonly handler: Handler;
 }
@@ -28,11 +29,12 @@ export class Router {
   readonly #routes: Route[] = [];
 
   on(method: string, path: string, handler: Handler): this {
-    this.#routes.push({ method, parts: split(path), handler });
+    this.#routes.push({ method, path, parts: split(path), handler });
     return this;
   }
 
-  match(method: string, pathname: string): { handler: Handler; params: Params } {
+  /** The handler, its parameters, and the route's pattern (`/v1/sessions/:sessionId/turns`: what a log may print). */
+  match(method: string, pathname: string): { handler: Handler; params: Params; route: string } {
     let segments: string[];
     try {
       segments = split(pathname).map((s) => decodeURIComponent(s));
@@ -43,7 +45,7 @@ export class Router {
     for (const route of this.#routes) {
       const params = bind(route.parts, segments);
       if (!params) continue;
-      if (route.method === method || (method === "HEAD" && route.method === "GET")) return { handler: route.handler, params };
+      if (route.method === method || (method === "HEAD" && route.method === "GET")) return { handler: route.handler, params, route: route.path };
       allowed.add(route.method);
     }
     if (allowed.size > 0) throw new HttpError("method_not_allowed", `use ${[...allowed].join(", ")} on this path`, { headers: { allow: [...allowed].join(", ") } });

@@ -18,7 +18,7 @@ type TenantHandler = (route: RouteRequest, scope: Scope) => Promise<Response>;
 function tenant(host: HostContext, handler: TenantHandler) {
   return async (route: RouteRequest): Promise<Response> => {
     const scope = await verifyTenant(route.request, host.secrets.jwtSecret, () => host.clock.now());
-    if (!host.desk.clinic(scope.org)) throw new HttpError("forbidden", `this host does not serve the tenant "${scope.org}"`);
+    if (!host.desk.clinic(scope.org)) throw new HttpError("forbidden", "this host does not serve this token's tenant");
     host.directory.saw(scope);
     return handler(route, scope);
   };
@@ -76,12 +76,15 @@ async function postTurn(host: HostContext, route: RouteRequest, scope: Scope): P
   const key = request.headers.get("idempotency-key");
   if (key === null) throw new HttpError("missing_idempotency_key", "send the message's delivery id in the Idempotency-Key header");
   const idempotencyKey = validateId("Idempotency-Key", key);
+  host.shutdown.admit();
   const body = await readJsonObject(request, host.http.bodyLimit);
   onlyFields(body, ["input"]);
   if (body.input === undefined) throw new HttpError("invalid_input", "the body needs an input (text or a user message)");
-  const turn: RunTurnRequest = { scope, sessionId, idempotencyKey, input: body.input as RunTurnRequest["input"], intent: host.intent };
+  const turn: RunTurnRequest = { scope, sessionId, idempotencyKey, input: body.input as RunTurnRequest["input"], intent: host.intent, signal: host.shutdown.signal };
   const rootKey = conversationRootKey(scope, sessionId, idempotencyKey);
   await assertLive(host, scope, sessionId);
+  // Checked again after the last await: no turn starts once shutdown has begun.
+  host.shutdown.admit();
   if (wantsSse(request)) return streamTurnSse(host, turn, rootKey);
   const waitMs = preferredWait(request, host.http.waitMs);
   const started = host.clock.now();
@@ -101,9 +104,11 @@ async function getTurn(host: HostContext, route: RouteRequest, scope: Scope): Pr
 
 async function postEvents(host: HostContext, route: RouteRequest, scope: Scope): Promise<Response> {
   const sessionId = validateId("sessionId", route.params.sessionId);
+  host.shutdown.admit();
   const body = await readJsonObject(route.request, host.http.bodyLimit);
   onlyFields(body, ["events"]);
   await assertLive(host, scope, sessionId);
+  host.shutdown.admit();
   const result = await host.runtime.runner.recordEvents({ scope, sessionId, events: body.events as readonly RecordedEvent[] });
   if (result.status === "busy") throw new HttpError("busy", "a turn or another batch holds this session; retry the same batch later", { retryable: true });
   return json(200, result);

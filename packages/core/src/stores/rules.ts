@@ -78,7 +78,8 @@ export function closedObject(field: string, value: unknown, allowed: readonly st
   const set = Array.isArray(allowed) ? undefined : (allowed as ReadonlySet<string>);
   for (const key of Object.keys(value)) {
     if (set ? !set.has(key) : !(allowed as readonly string[]).includes(key)) {
-      throw new ValidationError(`${field}.${key}`, "unknown_field", `${field} has an unknown field "${key}"`);
+      // The message names what is expected, never the field that was sent (the path is for the caller).
+      throw new ValidationError(`${field}.${key}`, "unknown_field", `${field} takes only ${[...allowed].join(", ")}`);
     }
   }
   return value as Record<string, unknown>;
