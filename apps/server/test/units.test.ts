@@ -9,6 +9,7 @@ import { EnvError, pickProvider, readEnv } from "../src/config/env.js";
 import { loadSecrets } from "../src/config/secrets.js";
 import { createHost } from "../src/host.js";
 import { preferredWait } from "../src/http/tenant-routes.js";
+import { noticeFor } from "../src/http/views.js";
 import { classify, DEMO_HELP, demoStep } from "../src/models/demo-script.js";
 import { demoSetup, providerSetup } from "../src/models/select.js";
 import { PermissionDesk } from "../src/permissions.js";
@@ -196,5 +197,15 @@ describe("maintenance", () => {
       vi.useRealTimers();
       await host.close(0);
     }
+  });
+});
+
+describe("the person's notice", () => {
+  const result = (over: Record<string, unknown>) => ({ toolCalls: [], warnings: [], stopReason: null, terminalReason: "completed", ...over }) as unknown as Parameters<typeof noticeFor>[0];
+  it("a refused step has its own notice, not the generic unanswered one", () => {
+    const refused = noticeFor(result({ terminalReason: "refused", stopReason: "refusal", refusal: { category: "cyber" } }), "", []);
+    expect(refused).toMatch(/cannot help/);
+    expect(refused).not.toBe(noticeFor(result({}), "", []));
+    expect(noticeFor(result({}), "an answer", [])).toBeUndefined();
   });
 });

@@ -39,6 +39,7 @@ const NOTICES = {
   turnBudget: "This message reached the assistant's spending limit before an answer. Please ask something simpler.",
   overloaded: "The assistant's provider is busy right now. Please try again in a minute.",
   cut: "The answer was cut off. Please ask again more specifically.",
+  refused: "The assistant cannot help with this message. A member of the clinic team will follow up.",
   uncertain: "We could not confirm what happened with this message. The clinic team has been alerted; please do not send it again.",
 } as const;
 
@@ -54,6 +55,7 @@ export function noticeFor(result: TurnResult, text: string, delivered: readonly 
   if (result.stepLimit && !result.stepLimit.answered) return NOTICES.limit;
   if (result.timeLimit && !result.timeLimit.answered) return NOTICES.time;
   if (result.terminalReason === "max_tokens") return NOTICES.cut;
+  if (result.terminalReason === "refused") return NOTICES.refused;
   if (text === "" && delivered.length === 0) return NOTICES.unanswered;
   return undefined;
 }
