@@ -14,11 +14,12 @@ export function auditSessionValue(config: ResolvedConfig, scope: Scope, sessionI
  * Erases one session in every store of the runner (one transaction where the store allows; see
  * `SessionErasure`). A turn holding the session is fenced: its admission goes with the erasure.
  */
-export function eraseSession(config: ResolvedConfig, scope: Scope, sessionId: string): Promise<ErasureReport> {
-  return config.stores.erasure.eraseSession(scope, sessionId, { auditSessionId: auditSessionValue(config, scope, sessionId) });
+export async function eraseSession(config: ResolvedConfig, scope: Scope, sessionId: string): Promise<ErasureReport> {
+  // async: a bad scope or id (the pseudonym derivation checks both) rejects, never throws synchronously.
+  return await config.stores.erasure.eraseSession(scope, sessionId, { auditSessionId: auditSessionValue(config, scope, sessionId) });
 }
 
 /** Erases everything of a scope in every store of the runner. */
-export function eraseScope(config: ResolvedConfig, scope: Scope): Promise<ErasureReport> {
-  return config.stores.erasure.eraseScope(scope);
+export async function eraseScope(config: ResolvedConfig, scope: Scope): Promise<ErasureReport> {
+  return await config.stores.erasure.eraseScope(scope);
 }
