@@ -1,7 +1,8 @@
+import { sink } from "./helpers.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PassThrough, Readable } from "node:stream";
+import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../src/cli/main.js";
 import { mintToken } from "../src/http/auth.js";
@@ -17,13 +18,6 @@ const OPERATOR = "adm_CANARY_operator_token_7777777777";
 const FIELD = "canary_field_5550009999";
 const JWT_SECRET = "canary-test-secret-canary-test-secret-0123";
 
-function sink(): PassThrough & { text(): string } {
-  const stream = new PassThrough() as PassThrough & { text(): string };
-  const chunks: Buffer[] = [];
-  stream.on("data", (c: Buffer) => chunks.push(c));
-  stream.text = () => Buffer.concat(chunks).toString("utf8");
-  return stream;
-}
 
 /** `depth` objects nested under the canary key: over the snapshot's depth limit at 70. */
 function deep(depth: number): unknown {

@@ -1,8 +1,9 @@
+import { sink } from "./helpers.js";
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PassThrough, Readable } from "node:stream";
+import { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { jwtVerify } from "jose";
 import { describe, expect, it } from "vitest";
@@ -11,13 +12,6 @@ import { hostPerTest, pendingAsk } from "./helpers.js";
 
 const startHost = hostPerTest();
 
-function sink(): PassThrough & { text(): string } {
-  const stream = new PassThrough() as PassThrough & { text(): string };
-  const chunks: Buffer[] = [];
-  stream.on("data", (c: Buffer) => chunks.push(c));
-  stream.text = () => Buffer.concat(chunks).toString("utf8");
-  return stream;
-}
 
 async function cli(argv: string[], opts: { stdin?: string[]; env?: NodeJS.ProcessEnv } = {}) {
   const stdout = sink();

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { PassThrough } from "node:stream";
 import type { ModelPolicy, PriceTable } from "@alma-harness/core";
 import { FakeModelClient, type ScriptedResponse } from "@alma-harness/loop/testing";
 import { afterEach } from "vitest";
@@ -146,4 +147,13 @@ export async function pendingAsk(t: TestHost): Promise<{ id: string; rootKey: st
     if (asks[0]) return asks[0];
     await new Promise((resolve) => setImmediate(resolve));
   }
+}
+
+/** A writable that keeps what was written, for a command's stdout and stderr. */
+export function sink(): PassThrough & { text(): string } {
+  const stream = new PassThrough() as PassThrough & { text(): string };
+  const chunks: Buffer[] = [];
+  stream.on("data", (c: Buffer) => chunks.push(c));
+  stream.text = () => Buffer.concat(chunks).toString("utf8");
+  return stream;
 }
