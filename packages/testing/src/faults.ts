@@ -93,30 +93,12 @@ export class StoreFaults {
 
   /** One store with every method (own or inherited) faulted under `name`; other properties pass through. */
   wrap<T extends object>(name: string, store: T): T {
-    const cache = new Map<PropertyKey, unknown>();
-    const target = store;
-    // The proxy's own target is a fresh object inheriting from the store: a frozen store (a
-    // composition's `barrier`) would make a proxy over itself refuse to return a wrapped method.
-    return new Proxy(Object.create(store) as T, {
-      get: (_shell, prop) => {
-        const value: unknown = Reflect.get(target, prop, target);
-        if (typeof value !== "function" || prop === "constructor") return value;
-        let wrapped = cache.get(prop);
-        if (wrapped === undefined) {
-          const method = String(prop);
-          const fn = value as (...args: unknown[]) => unknown;
-          wrapped = async (...args: unknown[]) => {
-            const mode = this.decide(name, method);
-            if (mode === "before") throw new InjectedStoreFault("before", name, method);
-            // The store's own `this`: private fields live on the target, not on the proxy.
-            const out = await fn.apply(target, args);
-            if (mode === "after") throw new InjectedStoreFault("after", name, method);
-            return out;
-          };
-          cache.set(prop, wrapped);
-        }
-        return wrapped;
-      },
+    return tapStore(store, async (method, call) => {
+      const mode = this.decide(name, method);
+      if (mode === "before") throw new InjectedStoreFault("before", name, method);
+      const out = await call();
+      if (mode === "after") throw new InjectedStoreFault("after", name, method);
+      return out;
     });
   }
 
@@ -126,8 +108,47 @@ export class StoreFaults {
    * `unit`) pass through: they are not store calls.
    */
   wrapAll<S extends object>(stores: S): S {
-    const out: Record<string, unknown> = {};
-    for (const [key, value] of Object.entries(stores)) out[key] = value !== null && typeof value === "object" ? this.wrap(key, value) : value;
-    return out as S;
+    return tapStores(stores, (name, store) => this.wrap(name, store));
   }
+}
+
+/** What runs around one store call: `call` performs it (with the store's own `this`) and answers what it answered. */
+export type StoreCallTap = (method: string, call: () => Promise<unknown>) => Promise<unknown>;
+
+/**
+ * One store with every method (own or inherited) run through `tap`; other properties pass
+ * through. The base of `StoreFaults`, and of tests that act at a chosen store call (a process
+ * killed just before or just after its Nth store call).
+ */
+export function tapStore<T extends object>(store: T, tap: StoreCallTap): T {
+  const cache = new Map<PropertyKey, unknown>();
+  const target = store;
+  // The proxy's own target is a fresh object inheriting from the store: a frozen store (a
+  // composition's `barrier`) would make a proxy over itself refuse to return a wrapped method.
+  return new Proxy(Object.create(store) as T, {
+    get: (_shell, prop) => {
+      const value: unknown = Reflect.get(target, prop, target);
+      if (typeof value !== "function" || prop === "constructor") return value;
+      let wrapped = cache.get(prop);
+      if (wrapped === undefined) {
+        const method = String(prop);
+        const fn = value as (...args: unknown[]) => unknown;
+        // The store's own `this`: private fields live on the target, not on the proxy.
+        wrapped = (...args: unknown[]) => tap(method, async () => await fn.apply(target, args));
+        cache.set(prop, wrapped);
+      }
+      return wrapped;
+    },
+  });
+}
+
+/**
+ * Every store of a set (each property that is an object: admissions, sessions, journal, the
+ * barrier…) through `wrap` under the property's name. Functions of the set itself (a `unit`) pass
+ * through: they are not store calls.
+ */
+export function tapStores<S extends object>(stores: S, wrap: (name: string, store: object) => object): S {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(stores)) out[key] = value !== null && typeof value === "object" ? wrap(key, value) : value;
+  return out as S;
 }

@@ -16,7 +16,7 @@ export { type AdmissionFixture, admissionStoreContract, admitWith } from "./admi
 export { type AuditFixture, auditLogContract, recallEvent } from "./audit.js";
 export { CANARIES, CANARY_FRAGMENTS, canariesIn } from "./canaries.js";
 export { claimOf, type ExecutionFixture, executionStoreContract } from "./execution.js";
-export { type FaultCounts, type FaultMode, type FaultOptions, InjectedStoreFault, StoreFaults } from "./faults.js";
+export { type FaultCounts, type FaultMode, type FaultOptions, InjectedStoreFault, type StoreCallTap, StoreFaults, tapStore, tapStores } from "./faults.js";
 export { type V1Reads, type V1Stores, v1FixtureReadsContract, v1FixtureReopened, v1FixtureWrites } from "./fixtures-v1.js";
 export { type GovernedFixture, governedWritesContract } from "./governance.js";
 /** The shared harness: the test API slice, fixture tests, assertions, scopes, ids and messages. */
