@@ -156,3 +156,13 @@ export function trailHash(key: TrailKey | TrailKeyMaterial, scope: Scope, value:
   if (typeof value !== "string") throw new TrailValueError("identifier", "a hashed trail value is a string");
   return `kh_${mac(key, "value", scope, value)}` as TrailValue;
 }
+
+/**
+ * The keyed mark an erased session's tombstones and receipts carry (`e2_` and 128 bits of
+ * HMAC-SHA256(key, scope, sessionId)): without the deployment's key a guessed id (a phone number)
+ * cannot be tested against it. See `sessionMarker` in the stores' erasure contract.
+ */
+export function erasedSessionKeyedMark(key: TrailKey | TrailKeyMaterial, scope: Scope, sessionId: string): string {
+  validateId("sessionId", sessionId);
+  return `e2_${mac(key, "erased", scope, sessionId)}`;
+}

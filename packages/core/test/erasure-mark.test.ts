@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { erasedSessionMark, InvalidIdError, InvalidScopeError, isErasedMark } from "@alma-harness/core";
+import { erasedSessionMark, InvalidIdError, InvalidScopeError, isErasedMark, sessionMarker, TrailValueError } from "@alma-harness/core";
 
 describe("erasedSessionMark: the pseudonymous id an erased session's tombstones and receipts carry", () => {
   const scope = { org: "clinic-a", uid: "u1" };
@@ -29,5 +29,18 @@ describe("erasedSessionMark: the pseudonymous id an erased session's tombstones 
     expect(isErasedMark("+15550001001")).toBe(false);
     expect(isErasedMark(`e1_${"0".repeat(63)}`)).toBe(false);
     expect(isErasedMark(`e1_${"A".repeat(64)}`)).toBe(false);
+  });
+
+  it("under a trail key is `e2_` and a keyed HMAC: unlike the unkeyed digest, it cannot be recomputed from a guessed id", () => {
+    const key = "a-deployment-trail-key-of-32-bytes!!";
+    const keyed = erasedSessionMark(scope, "+15550001001", key);
+    expect(keyed).toMatch(/^e2_[0-9a-f]{32}$/);
+    expect(isErasedMark(keyed)).toBe(true);
+    expect(keyed).not.toContain(erasedSessionMark(scope, "+15550001001").slice(3, 35));
+    expect(erasedSessionMark(scope, "+15550001001", "another-deployment-key-of-32-bytes!!")).not.toBe(keyed);
+    expect(sessionMarker(key)(scope, "+15550001001")).toBe(keyed);
+    expect(sessionMarker()(scope, "+15550001001")).toBe(erasedSessionMark(scope, "+15550001001"));
+    expect(() => sessionMarker("short")).toThrow(TrailValueError);
+    expect(isErasedMark(`e2_${"0".repeat(31)}`)).toBe(false);
   });
 });

@@ -11,6 +11,6 @@ import { sharedTrailKey } from "./trail-key.js";
 export async function postgres(config: RuntimeConfig & { readonly store: PostgresStoreOptions }): Promise<Runtime> {
   const { store, ...rest } = config;
   const key = sharedTrailKey(rest);
-  const stores = await createPostgresStores({ commits: "grouped", ...store });
+  const stores = await createPostgresStores({ commits: "grouped", ...store, trailKey: key });
   return compose({ ...rest, trailKey: key }, stores, () => stores.close());
 }

@@ -12,6 +12,7 @@ export function sqlite(config: RuntimeConfig & { readonly store?: Partial<Sqlite
   const { store, ...rest } = config;
   const options = { path: "./.alma/alma.db", commits: "grouped" as const, ...store };
   const key = embeddedTrailKey(rest, options.path);
-  const stores = createSqliteStores(options);
+  // The same key marks erased sessions' tombstones in the file.
+  const stores = createSqliteStores({ ...options, trailKey: key });
   return compose({ ...rest, trailKey: key }, stores, async () => stores.close());
 }

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { StoreUnavailableError } from "@alma-harness/core";
+import { type Scope, type SessionMarker, StoreUnavailableError, sessionMarker } from "@alma-harness/core";
 import pg from "pg";
 import { atomic, type Counter, codeOf, connectionLost, counted, mapPgError, type Queryable, RETRYABLE_TX, RolledBack, transaction } from "./pg.js";
 
@@ -72,11 +72,14 @@ export class PgDb {
   readonly count: Counter = { roundTrips: 0, commits: 0 };
   readonly #pool: pg.Pool;
   readonly #units = new AsyncLocalStorage<Unit>();
+  /** The mark an erased session's tombstones carry in this database (keyed when opened with a key). */
+  readonly mark: SessionMarker;
 
   /** `pool`: the main pool, which units take their client from. */
-  constructor(pool: pg.Pool, commits: "each" | "grouped" = "each") {
+  constructor(pool: pg.Pool, commits: "each" | "grouped" = "each", mark: SessionMarker = sessionMarker()) {
     this.#pool = pool;
     this.grouped = commits === "grouped";
+    this.mark = mark;
   }
 
   /** A store's handle on `pool` (the main pool, or the root pool for root results). */
@@ -242,6 +245,11 @@ export class Conn {
   constructor(db: PgDb, pool: pg.Pool) {
     this.db = db;
     this.pool = pool;
+  }
+
+  /** The database's erased-session mark (`PgDb.mark`). */
+  mark(scope: Scope, sessionId: string): string {
+    return this.db.mark(scope, sessionId);
   }
 
   /** A read. */

@@ -1,4 +1,4 @@
-import { type ErasureReport, erasedSessionMark, isErasedMark, type Scope, type SessionErasure, validateId } from "@alma-harness/core";
+import { type ErasureReport, isErasedMark, type Scope, type SessionErasure, validateId } from "@alma-harness/core";
 import { scopeKey } from "@alma-harness/core/stores";
 import type { Conn } from "./db.js";
 import type { Queryable } from "./pg.js";
@@ -90,7 +90,7 @@ export class PgErasure implements SessionErasure {
     const fencedAdmissions = await this.#db.transaction(
       async (tx) => {
         await lockLabelScope(tx, key);
-        return this.#erase(tx, key, { id, mark: erasedSessionMark(s, id), audit });
+        return this.#erase(tx, key, { id, mark: this.#db.mark(s, id), audit });
       },
       { durable: true },
     );
@@ -103,7 +103,7 @@ export class PgErasure implements SessionErasure {
       async (tx) => {
         await lockLabelScope(tx, key);
         let fenced = 0;
-        for (const id of await this.#sessionsOf(tx, key)) fenced += await this.#erase(tx, key, { id, mark: erasedSessionMark(s, id) });
+        for (const id of await this.#sessionsOf(tx, key)) fenced += await this.#erase(tx, key, { id, mark: this.#db.mark(s, id) });
         await tx.query("DELETE FROM audit_events WHERE scope = $1", [key]);
         await tx.query("INSERT INTO sealed_label_scopes (scope) VALUES ($1) ON CONFLICT (scope) DO NOTHING", [key]);
         return fenced;

@@ -3,7 +3,7 @@
  * database. Fences, claims and admissions are decided inside the database's transactions; root
  * results live in their own schema behind their own pool.
  */
-import { type DurabilityBarrier, StoreUnavailableError } from "@alma-harness/core";
+import { type DurabilityBarrier, StoreUnavailableError, sessionMarker, type TrailKey, type TrailKeyMaterial } from "@alma-harness/core";
 import type { DurableStores } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { PgAdmissionStore } from "./admissions.js";
@@ -39,6 +39,13 @@ export interface PostgresStoreOptions extends SchemaNames {
    * every later write or commit of that unit rejects with `StoreUnavailableError`.
    */
   readonly commits?: "each" | "grouped";
+  /**
+   * The deployment's trail key: it keys the marks erased sessions' tombstones carry
+   * (`erasedSessionMark`), so nobody without it can test a guessed session id against them. Every
+   * process on the database opens it with the same key (the runtime's `postgres()` requires one).
+   * Absent: unkeyed marks.
+   */
+  readonly trailKey?: TrailKey | TrailKeyMaterial;
 }
 
 /** Every store: step results in the main schema, root results in the root schema through the root pool. */
@@ -82,7 +89,7 @@ export async function createPostgresStores(options: PostgresStoreOptions): Promi
     await close();
     throw error instanceof StoreUnavailableError ? error : new StoreUnavailableError("could not open the postgres stores", error);
   }
-  return buildStores(main, root, schemas, options.commits ?? "each", close);
+  return buildStores(main, root, schemas, options.commits ?? "each", close, options.trailKey);
 }
 
 /** The store set over two open pools (`createPostgresStores` without the pools' opening and the version check). */
@@ -92,9 +99,10 @@ export function buildStores(
   schemas: { readonly schema: string; readonly rootSchema: string },
   commits: "each" | "grouped",
   close: () => Promise<void>,
+  trailKey?: TrailKey | TrailKeyMaterial,
 ): PostgresStores {
   if (commits !== "each" && commits !== "grouped") throw new TypeError('commits must be "each" or "grouped"');
-  const db = new PgDb(main, commits);
+  const db = new PgDb(main, commits, sessionMarker(trailKey));
   const on = db.on(main);
   const execution = new PgExecutionStore(on, schemas.schema);
   return Object.freeze({

@@ -1,4 +1,4 @@
-import { canonicalJson, erasedSessionMark, normalizeSessionLabels, type Scope, SessionLabelConflictError, SessionLabelErasedError, type SessionLabels, type SessionLabelStore, validateId } from "@alma-harness/core";
+import { canonicalJson, normalizeSessionLabels, type Scope, SessionLabelConflictError, SessionLabelErasedError, type SessionLabels, type SessionLabelStore, validateId } from "@alma-harness/core";
 import { labelsFromText, scopeKey } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
@@ -23,7 +23,7 @@ export class PgSessionLabelStore implements SessionLabelStore {
       // The row under the id, or the tombstone under the session's mark.
       const found = await tx.query<{ labels: string | null; erased: boolean }>(
         "SELECT labels, erased FROM session_labels WHERE scope = $1 AND session_id IN ($2, $3) ORDER BY erased DESC",
-        [key, id, erasedSessionMark(scope, id)],
+        [key, id, this.#db.mark(scope, id)],
       );
       const row = found.rows[0];
       if (row?.erased) throw new SessionLabelErasedError();
@@ -61,7 +61,7 @@ export class PgSessionLabelStore implements SessionLabelStore {
           await tx.query("DELETE FROM session_labels WHERE scope = $1", [key]);
           return;
         }
-        await eraseLabelRows(tx, key, { id, mark: erasedSessionMark(scope, id) });
+        await eraseLabelRows(tx, key, { id, mark: this.#db.mark(scope, id) });
       },
       { durable: true },
     );

@@ -1,4 +1,4 @@
-import { type Admission, erasedSessionMark, type ExecutionResultStore, type JsonValue, type ResultRecord, type ResultReservation, type ReserveResult, type Scope } from "@alma-harness/core";
+import type { Admission, ExecutionResultStore, JsonValue, ResultRecord, ResultReservation, ReserveResult, Scope } from "@alma-harness/core";
 import { fenceRefusal, prepareKeyed, preparePut, prepareReserve, prepareResultGet, putOutcome, RECORD_VERSION, type ResultRow, reserveResult, resultFromRow, validateTime } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
@@ -88,7 +88,7 @@ export class PgResultStore implements ExecutionResultStore {
   async eraseSession(scope: Scope, sessionId: string): Promise<number> {
     const { key, id } = prepareKeyed(scope, "sessionId", sessionId);
     // An erasure is a durability point.
-    return this.#db.transaction((tx) => eraseResultRows(tx, this.#table, key, { id, mark: erasedSessionMark(scope, id) }), { durable: true });
+    return this.#db.transaction((tx) => eraseResultRows(tx, this.#table, key, { id, mark: this.#db.mark(scope, id) }), { durable: true });
   }
 
   async purgeExpired(now: number): Promise<number> {

@@ -1,4 +1,4 @@
-import { type AppendOpts, DuplicateEventError, erasedSessionMark, FenceError, type Msg, type Scope, type SessionStore, type SessionSummary, type SessionView } from "@alma-harness/core";
+import { type AppendOpts, DuplicateEventError, FenceError, type Msg, type Scope, type SessionStore, type SessionSummary, type SessionView } from "@alma-harness/core";
 import { appendedPositions, emptySessionView, type MessageRow, messageFromRow, NO_EVENTS, prepareAppend, prepareFindEvents, prepareKeyed, prepareSessionList, RECORD_VERSION, type SessionSummaryRow, sessionPage } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
@@ -33,7 +33,7 @@ export class PgSessionStore implements SessionStore {
       [key, id],
     );
     const head = rows[0];
-    if (!head || head.erased) return emptySessionView(head !== undefined || (await this.#tombstoned(key, erasedSessionMark(scope, id))));
+    if (!head || head.erased) return emptySessionView(head !== undefined || (await this.#tombstoned(key, this.#db.mark(scope, id))));
     const messages = rows.flatMap((r) => (r.body === null ? [] : [messageFromRow({ v: r.v ?? 0, body: r.body })]));
     return Object.freeze({ messages: Object.freeze(messages), revision: head.revision, offset: head.view_offset, erased: false });
   }
@@ -42,7 +42,7 @@ export class PgSessionStore implements SessionStore {
     const { key, id, admissionId, now, batch, events, bodies } = prepareAppend(scope, sessionId, messages, opts);
     return this.#db.transaction(async (tx) => {
       await holdAdmission(tx, key, id, admissionId, now);
-      const session = await lockSession(tx, key, id, erasedSessionMark(scope, id), now);
+      const session = await lockSession(tx, key, id, this.#db.mark(scope, id), now);
       if (!session || session.erased) throw new FenceError("the session was erased");
       await checkEvents(tx, key, id, events);
       const start = session.revision;
@@ -87,7 +87,7 @@ export class PgSessionStore implements SessionStore {
   async erase(scope: Scope, sessionId: string): Promise<void> {
     const { key, id } = prepareKeyed(scope, "sessionId", sessionId);
     // An erasure is a durability point.
-    await this.#db.transaction((tx) => eraseSessionRows(tx, key, { id, mark: erasedSessionMark(scope, id) }), { durable: true });
+    await this.#db.transaction((tx) => eraseSessionRows(tx, key, { id, mark: this.#db.mark(scope, id) }), { durable: true });
   }
 
   /** Whether an erased session (no row under its id) has its tombstone under `mark`. */

@@ -4,7 +4,7 @@ import { createPostgresStores } from "../src/index.js";
 import { DATABASE_URL, SKIP_REASON, schemaFactory } from "./support.js";
 
 const schemas = schemaFactory("governed");
-afterAll(() => schemas.dropAll());
+afterAll(() => schemas.dropAll(), 120_000);
 
 // One store set per test (fresh schemas): the admissions, the journal that claims and reserves,
 // the root results a fenced put writes, and the settlements and spend that release and count.

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { AlmaError, ConflictError, StoreUnavailableError } from "@alma-harness/core";
+import { AlmaError, ConflictError, type SessionMarker, StoreUnavailableError, sessionMarker, type TrailKey, type TrailKeyMaterial } from "@alma-harness/core";
 import Database from "better-sqlite3";
 import { MAIN_MIGRATIONS, type Migration, ROOT_MIGRATIONS } from "./migrations.js";
 
@@ -39,6 +39,13 @@ export interface SqliteStoreOptions {
    * are a separate namespace: no step-result statement reads or writes them.
    */
   readonly rootResults?: "attached" | "main";
+  /**
+   * The deployment's trail key: it keys the marks erased sessions' tombstones carry
+   * (`erasedSessionMark`), so nobody without it can test a guessed session id against them. Open
+   * the file with the same key every time (the runtime's `sqlite()` always passes its key).
+   * Absent: unkeyed marks.
+   */
+  readonly trailKey?: TrailKey | TrailKeyMaterial;
 }
 
 /** Where root results live, as the stores and the migrations name it. */
@@ -71,6 +78,8 @@ export class SqliteDb {
   #poisoned: StoreUnavailableError | undefined;
   /** Commits made, for the benchmark's count (the WAL's commit frames are the outside count). */
   commits = 0;
+  /** The mark an erased session's tombstones carry in this file (keyed when the file was opened with a key). */
+  mark: SessionMarker = sessionMarker();
 
   constructor(raw: Database.Database, commits: "each" | "grouped" = "each") {
     this.raw = raw;
@@ -216,6 +225,7 @@ export function openDatabase(options: SqliteStoreOptions): SqliteDb {
   }
   const db = new SqliteDb(raw, options.commits);
   db.root = layout;
+  db.mark = sessionMarker(options.trailKey);
   return db;
 }
 

@@ -1,4 +1,4 @@
-import { type ErasureReport, erasedSessionMark, isErasedMark, type Scope, type SessionErasure, validateId } from "@alma-harness/core";
+import { type ErasureReport, isErasedMark, type Scope, type SessionErasure, validateId } from "@alma-harness/core";
 import { scopeKey } from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
 
@@ -85,7 +85,7 @@ export class SqliteErasure implements SessionErasure {
     const { scope: s, key } = scopeKey(scope);
     const id = validateId("sessionId", sessionId);
     const audit = validateId("auditSessionId", opts?.auditSessionId);
-    const session: ErasedSession = { id, mark: erasedSessionMark(s, id), audit };
+    const session: ErasedSession = { id, mark: this.#db.mark(s, id), audit };
     const fencedAdmissions = this.#transaction(() => this.#erase(key, session));
     this.#truncate();
     return Object.freeze({ fencedAdmissions });
@@ -95,7 +95,7 @@ export class SqliteErasure implements SessionErasure {
     const { scope: s, key } = scopeKey(scope);
     const fencedAdmissions = this.#transaction(() => {
       let fenced = 0;
-      for (const id of sessionsOf(this.#db, key)) fenced += this.#erase(key, { id, mark: erasedSessionMark(s, id) });
+      for (const id of sessionsOf(this.#db, key)) fenced += this.#erase(key, { id, mark: this.#db.mark(s, id) });
       this.#db.stmt("DELETE FROM audit_events WHERE scope = ?").run(key);
       this.#db.stmt("INSERT INTO sealed_label_scopes (scope) VALUES (?) ON CONFLICT (scope) DO NOTHING").run(key);
       return fenced;

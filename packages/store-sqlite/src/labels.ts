@@ -1,4 +1,4 @@
-import { canonicalJson, erasedSessionMark, normalizeSessionLabels, type Scope, SessionLabelConflictError, SessionLabelErasedError, type SessionLabels, type SessionLabelStore, validateId } from "@alma-harness/core";
+import { canonicalJson, normalizeSessionLabels, type Scope, SessionLabelConflictError, SessionLabelErasedError, type SessionLabels, type SessionLabelStore, validateId } from "@alma-harness/core";
 import { labelsFromText, scopeKey } from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
 import { eraseLabelRows } from "./erasure.js";
@@ -25,7 +25,7 @@ export class SqliteSessionLabelStore implements SessionLabelStore {
       if (this.#db.stmt("SELECT 1 FROM sealed_label_scopes WHERE scope = ?").get(key)) throw new SessionLabelErasedError();
       const byId = this.#db.stmt("SELECT labels, erased FROM session_labels WHERE scope = ? AND session_id = ?");
       const row = byId.get(key, id) as LabelRow | undefined;
-      if (row ? row.erased : (byId.get(key, erasedSessionMark(scope, id)) as LabelRow | undefined)?.erased) throw new SessionLabelErasedError();
+      if (row ? row.erased : (byId.get(key, this.#db.mark(scope, id)) as LabelRow | undefined)?.erased) throw new SessionLabelErasedError();
       if (row) {
         if (row.labels === text) return normalized;
         throw new SessionLabelConflictError();
@@ -62,6 +62,6 @@ export class SqliteSessionLabelStore implements SessionLabelStore {
       return;
     }
     const id = validateId("sessionId", sessionId);
-    this.#db.durable(() => eraseLabelRows(this.#db, key, { id, mark: erasedSessionMark(scope, id) }));
+    this.#db.durable(() => eraseLabelRows(this.#db, key, { id, mark: this.#db.mark(scope, id) }));
   }
 }

@@ -1,4 +1,4 @@
-import { erasedSessionMark, type ExecutionResultStore, type JsonValue, type ResultRecord, type ResultReservation, type ReserveResult, type Scope } from "@alma-harness/core";
+import type { ExecutionResultStore, JsonValue, ResultRecord, ResultReservation, ReserveResult, Scope } from "@alma-harness/core";
 import { prepareKeyed, preparePut, prepareReserve, prepareResultGet, putOutcome, RECORD_VERSION, type ResultRow, reserveResult, resultFromRow, validateTime } from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
 import { eraseResultRows } from "./erasure.js";
@@ -72,7 +72,7 @@ export class SqliteResultStore implements ExecutionResultStore {
   async eraseSession(scope: Scope, sessionId: string): Promise<number> {
     const { key, id } = prepareKeyed(scope, "sessionId", sessionId);
     if (this.#apart) this.#db.commit();
-    return this.#db.durable(() => eraseResultRows(this.#db, this.#table, key, { id, mark: erasedSessionMark(scope, id) }));
+    return this.#db.durable(() => eraseResultRows(this.#db, this.#table, key, { id, mark: this.#db.mark(scope, id) }));
   }
 
   async purgeExpired(now: number): Promise<number> {

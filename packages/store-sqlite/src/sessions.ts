@@ -1,4 +1,4 @@
-import { type AppendOpts, DuplicateEventError, erasedSessionMark, FenceError, type Msg, type Scope, type SessionStore, type SessionSummary, type SessionView } from "@alma-harness/core";
+import { type AppendOpts, DuplicateEventError, FenceError, type Msg, type Scope, type SessionStore, type SessionSummary, type SessionView } from "@alma-harness/core";
 import { appendedPositions, emptySessionView, type MessageRow, messageFromRow, NO_EVENTS, prepareAppend, prepareFindEvents, prepareKeyed, prepareSessionList, RECORD_VERSION, type SessionSummaryRow, sessionPage } from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
 import { eraseSessionRows } from "./erasure.js";
@@ -98,11 +98,11 @@ export class SqliteSessionStore implements SessionStore {
 
   async erase(scope: Scope, sessionId: string): Promise<void> {
     const { key, id } = prepareKeyed(scope, "sessionId", sessionId);
-    this.#db.durable(() => eraseSessionRows(this.#db, key, { id, mark: erasedSessionMark(scope, id) }));
+    this.#db.durable(() => eraseSessionRows(this.#db, key, { id, mark: this.#db.mark(scope, id) }));
   }
 
   /** Whether the session (no row under its id) has a tombstone under its mark. */
   #tombstoned(scope: Scope, key: string, id: string): boolean {
-    return (this.#db.stmt(SESSION).get(key, erasedSessionMark(scope, id)) as SessionRow | undefined)?.erased === 1;
+    return (this.#db.stmt(SESSION).get(key, this.#db.mark(scope, id)) as SessionRow | undefined)?.erased === 1;
   }
 }

@@ -1,4 +1,4 @@
-import type { CostSettlementStore, ErasureReport, Scope, SessionErasure, SessionLabelStore, SessionStore, SpendStore } from "@alma-harness/core";
+import { type CostSettlementStore, type ErasureReport, erasedSessionMark, type Scope, type SessionErasure, type SessionLabelStore, type SessionStore, type SpendStore } from "@alma-harness/core";
 import type { ScanHit } from "./erasure-scan.js";
 import { type Closable, type Factory, refusesBadIds, refusesBadScopes, type TestApi } from "./harness.js";
 
@@ -162,6 +162,9 @@ function erasureChecks(t: TestApi) {
 
   const expectGone = async (fx: ErasureFixture, c: Canaries) => {
     t.expect(await fx.scan(needlesOf(c)), `no stored value holds ${c.sessionId}'s content or id`).toEqual([]);
+    // The tombstones' marks are keyed by the deployment's trail key: the unkeyed digest of the id,
+    // which anyone could compute from a guessed phone number, is stored nowhere.
+    t.expect(await fx.scan([erasedSessionMark(A, c.sessionId)]), "no stored value holds an unkeyed digest of the erased id").toEqual([]);
     if (fx.scanFiles) t.expect(fx.scanFiles(needlesOf(c)), "no file byte holds an erased canary").toEqual([]);
     t.expect(await fx.stores.sessions.load(A, c.sessionId)).toEqual({ messages: [], revision: 0, offset: 0, erased: true });
     t.expect(await fx.stores.labels.get(A, c.sessionId)).toBeUndefined();

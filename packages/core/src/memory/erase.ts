@@ -1,5 +1,5 @@
 import type { Scope } from "../scope.js";
-import { type ErasureReport, erasedSessionMark, type SessionErasure } from "../stores/erasure.js";
+import { type ErasureReport, type SessionErasure, type SessionMarker, sessionMarker } from "../stores/erasure.js";
 import { scopeKey } from "../stores/rules.js";
 import { validateId } from "../scope.js";
 
@@ -10,6 +10,8 @@ export interface EraseTarget {
   readonly key: string;
   /** One session (its id, its tombstone mark, the audit trail's stored value for it); absent: every session of the scope. */
   readonly session?: { readonly id: string; readonly mark: string; readonly audit: string };
+  /** How the store set marks an erased session (its key's `erasedSessionMark`). */
+  readonly marker: SessionMarker;
 }
 
 /** How the in-memory erasure reaches each store's rows (internal to `core/memory`, not exported by the package). */
@@ -34,7 +36,7 @@ export function covers(target: EraseTarget, key: string, sessionId: string): boo
 
 /** The mark `sessionId`'s tombstones and receipts carry under `target`. */
 export function markOf(target: EraseTarget, sessionId: string): string {
-  return target.session?.mark ?? erasedSessionMark(target.scope, sessionId);
+  return target.session?.mark ?? target.marker(target.scope, sessionId);
 }
 
 /**
@@ -43,21 +45,23 @@ export function markOf(target: EraseTarget, sessionId: string): string {
  */
 export class InMemoryErasure implements SessionErasure {
   readonly #stores: readonly Erasable[];
+  readonly #marker: SessionMarker;
 
-  constructor(stores: readonly Erasable[]) {
+  constructor(stores: readonly Erasable[], marker: SessionMarker = sessionMarker()) {
     this.#stores = Object.freeze([...stores]);
+    this.#marker = marker;
   }
 
   async eraseSession(scope: Scope, sessionId: string, opts: { readonly auditSessionId: string }): Promise<ErasureReport> {
     const { scope: s, key } = scopeKey(scope);
     const id = validateId("sessionId", sessionId);
     const audit = validateId("auditSessionId", opts?.auditSessionId);
-    return this.#apply({ scope: s, key, session: { id, mark: erasedSessionMark(s, id), audit } });
+    return this.#apply({ scope: s, key, session: { id, mark: this.#marker(s, id), audit }, marker: this.#marker });
   }
 
   async eraseScope(scope: Scope): Promise<ErasureReport> {
     const { scope: s, key } = scopeKey(scope);
-    return this.#apply({ scope: s, key });
+    return this.#apply({ scope: s, key, marker: this.#marker });
   }
 
   #apply(target: EraseTarget): ErasureReport {

@@ -2,7 +2,7 @@ import { type Scope, validateId } from "../scope.js";
 import { SessionLabelConflictError, SessionLabelErasedError } from "../stores/errors.js";
 import { normalizeSessionLabels, type SessionLabels, type SessionLabelStore } from "../stores/labels.js";
 import { sameJson, scopeKey } from "../stores/rules.js";
-import { erasedSessionMark } from "../stores/erasure.js";
+import { type SessionMarker, sessionMarker } from "../stores/erasure.js";
 import { covers, ERASE, type Erasable, type EraseTarget, MEMORY_STATE, markOf } from "./erase.js";
 
 /**
@@ -15,6 +15,11 @@ export class InMemorySessionLabelStore implements SessionLabelStore, Erasable {
   /** `scope mark` of every erased session (see `erasedSessionMark`): no session id is kept. */
   readonly #tombstones = new Set<string>();
   readonly #sealed = new Set<string>();
+  readonly #marker: SessionMarker;
+
+  constructor(marker: SessionMarker = sessionMarker()) {
+    this.#marker = marker;
+  }
 
   async put(scope: Scope, sessionId: string, labels: SessionLabels): Promise<SessionLabels> {
     const { key } = scopeKey(scope);
@@ -40,11 +45,11 @@ export class InMemorySessionLabelStore implements SessionLabelStore, Erasable {
   async erase(scope: Scope, sessionId?: string): Promise<void> {
     const { scope: s, key } = scopeKey(scope);
     if (sessionId === undefined) {
-      this[ERASE]({ scope: s, key });
+      this[ERASE]({ scope: s, key, marker: this.#marker });
       return;
     }
     const id = validateId("sessionId", sessionId);
-    this[ERASE]({ scope: s, key, session: { id, mark: erasedSessionMark(s, id), audit: id } });
+    this[ERASE]({ scope: s, key, session: { id, mark: this.#marker(s, id), audit: id }, marker: this.#marker });
   }
 
   /** One session: its labels dropped, a tombstone under its mark. The whole scope: sealed, every label dropped. */
@@ -66,6 +71,6 @@ export class InMemorySessionLabelStore implements SessionLabelStore, Erasable {
   }
 
   #erased(scope: Scope, sessionId: string): boolean {
-    return this.#tombstones.size > 0 && this.#tombstones.has(`${scopeKey(scope).key} ${erasedSessionMark(scope, sessionId)}`);
+    return this.#tombstones.size > 0 && this.#tombstones.has(`${scopeKey(scope).key} ${this.#marker(scope, sessionId)}`);
   }
 }

@@ -6,7 +6,7 @@ import { normalizeFenceOpts, normalizeReservation } from "../stores/normalize.js
 import { currentAdmission, type InMemoryAdmissionStore } from "./admissions.js";
 import { scopeKey, validateTime } from "../stores/rules.js";
 import { fenceRefusal, oversize, putRefusal, resultView } from "../stores/transitions.js";
-import { erasedSessionMark } from "../stores/erasure.js";
+import { type SessionMarker, sessionMarker } from "../stores/erasure.js";
 import { covers, ERASE, type Erasable, type EraseTarget, MEMORY_STATE, markOf } from "./erase.js";
 
 interface Row {
@@ -24,7 +24,10 @@ export class InMemoryExecutionResultStore implements ExecutionResultStore, Erasa
   readonly #admissions: InMemoryAdmissionStore | undefined;
 
   /** `admissions` fences a `put` that names an admission (a root's final result). */
-  constructor(links: { readonly admissions?: InMemoryAdmissionStore } = {}) {
+  readonly #marker: SessionMarker;
+
+  constructor(links: { readonly admissions?: InMemoryAdmissionStore; readonly marker?: SessionMarker } = {}) {
+    this.#marker = links.marker ?? sessionMarker();
     this.#admissions = links.admissions;
   }
 
@@ -76,7 +79,7 @@ export class InMemoryExecutionResultStore implements ExecutionResultStore, Erasa
   async eraseSession(scope: Scope, sessionId: string): Promise<number> {
     const { scope: s, key } = scopeKey(scope);
     const id = validateId("sessionId", sessionId);
-    return this.#erase({ scope: s, key, session: { id, mark: erasedSessionMark(s, id), audit: id } });
+    return this.#erase({ scope: s, key, session: { id, mark: this.#marker(s, id), audit: id }, marker: this.#marker });
   }
 
   [ERASE](target: EraseTarget): number {

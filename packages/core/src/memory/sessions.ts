@@ -5,7 +5,7 @@ import { DuplicateEventError, FenceError } from "../stores/errors.js";
 import type { AppendOpts, SessionStore, SessionSummary, SessionView } from "../stores/sessions.js";
 import { currentAdmission, type InMemoryAdmissionStore } from "./admissions.js";
 import { covers, ERASE, type Erasable, type EraseTarget, MEMORY_STATE, markOf } from "./erase.js";
-import { erasedSessionMark } from "../stores/erasure.js";
+import { type SessionMarker, sessionMarker } from "../stores/erasure.js";
 import { eventIdsOf, lastRotation, normalizeMessages } from "../stores/normalize.js";
 import { closedObject, decodeCursor, PAGE, pageLimit, pageOf, scopeKey, validateTime } from "../stores/rules.js";
 
@@ -35,7 +35,10 @@ export class InMemorySessionStore implements SessionStore, Erasable {
   /** `scope mark` of every erased session: a tombstone that holds no session id (see `erasedSessionMark`). */
   readonly #erased = new Set<string>();
 
-  constructor(admissions: InMemoryAdmissionStore) {
+  readonly #marker: SessionMarker;
+
+  constructor(admissions: InMemoryAdmissionStore, marker: SessionMarker = sessionMarker()) {
+    this.#marker = marker;
     this.#admissions = admissions;
   }
 
@@ -108,7 +111,7 @@ export class InMemorySessionStore implements SessionStore, Erasable {
   async erase(scope: Scope, sessionId: string): Promise<void> {
     const key = sessionKey(scope, sessionId);
     const { scope: s, key: scopeText } = scopeKey(scope);
-    this[ERASE]({ scope: s, key: scopeText, session: { id: key.slice(scopeText.length + 1), mark: erasedSessionMark(s, sessionId), audit: sessionId } });
+    this[ERASE]({ scope: s, key: scopeText, session: { id: key.slice(scopeText.length + 1), mark: this.#marker(s, sessionId), audit: sessionId }, marker: this.#marker });
   }
 
   /** Drops the target's logs and keeps a tombstone per session under its mark. */
@@ -130,7 +133,7 @@ export class InMemorySessionStore implements SessionStore, Erasable {
 
   /** Whether the session has a tombstone (the mark is hashed only once some session was erased). */
   #isErased(scope: Scope, sessionId: string): boolean {
-    return this.#erased.size > 0 && this.#erased.has(`${scopeKey(scope).key} ${erasedSessionMark(scope, sessionId)}`);
+    return this.#erased.size > 0 && this.#erased.has(`${scopeKey(scope).key} ${this.#marker(scope, sessionId)}`);
   }
 }
 

@@ -1,4 +1,6 @@
 import type { AuditLog } from "../stores/audit.js";
+import { sessionMarker } from "../stores/erasure.js";
+import type { TrailKey, TrailKeyMaterial } from "../trail.js";
 import { InMemoryAdmissionStore } from "./admissions.js";
 import { InMemoryAuditLog } from "./audit.js";
 import { InMemoryErasure } from "./erase.js";
@@ -31,26 +33,28 @@ export interface InMemoryStores<A extends AuditLog = InMemoryAuditLog> {
 /**
  * Fresh in-memory stores, linked as the durable stores are: the sessions, the root results and the
  * journal checked against one admission store, the journal and the settlements on one spend store.
- * `audit` replaces the default `InMemoryAuditLog` (a test passes a `RecordingAuditLog`).
+ * `audit` replaces the default `InMemoryAuditLog` (a test passes a `RecordingAuditLog`); `trailKey`
+ * keys the marks of erased sessions (`erasedSessionMark`), as the runtime compositions always do.
  */
-export function inMemoryStores(): InMemoryStores;
-export function inMemoryStores<A extends AuditLog>(opts: { readonly audit: A }): InMemoryStores<A>;
-export function inMemoryStores(opts: { readonly audit?: AuditLog } = {}): InMemoryStores<AuditLog> {
+export function inMemoryStores(opts?: { readonly trailKey?: TrailKey | TrailKeyMaterial }): InMemoryStores;
+export function inMemoryStores<A extends AuditLog>(opts: { readonly audit: A; readonly trailKey?: TrailKey | TrailKeyMaterial }): InMemoryStores<A>;
+export function inMemoryStores(opts: { readonly audit?: AuditLog; readonly trailKey?: TrailKey | TrailKeyMaterial } = {}): InMemoryStores<AuditLog> {
+  const marker = sessionMarker(opts.trailKey);
   const admissions = new InMemoryAdmissionStore();
   const spend = new InMemorySpendStore();
   const stores = {
     admissions,
-    sessions: new InMemorySessionStore(admissions),
-    results: new InMemoryExecutionResultStore(),
-    rootResults: new InMemoryExecutionResultStore({ admissions }),
+    sessions: new InMemorySessionStore(admissions, marker),
+    results: new InMemoryExecutionResultStore({ marker }),
+    rootResults: new InMemoryExecutionResultStore({ admissions, marker }),
     journal: new InMemoryExecutionStore({ admissions, spend }),
     settlements: new InMemoryCostSettlementStore({ spend }),
     spend,
-    labels: new InMemorySessionLabelStore(),
+    labels: new InMemorySessionLabelStore(marker),
     audit: opts.audit ?? new InMemoryAuditLog(),
   };
   // An audit log of the host's own (not the in-memory one) keeps its events: it is erased by its owner.
   const audit = stores.audit instanceof InMemoryAuditLog ? [stores.audit] : [];
   const { admissions: _a, audit: _l, ...rest } = stores;
-  return { ...stores, erasure: new InMemoryErasure([admissions, ...Object.values(rest), ...audit]) };
+  return { ...stores, erasure: new InMemoryErasure([admissions, ...Object.values(rest), ...audit], marker) };
 }

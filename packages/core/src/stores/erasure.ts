@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { normalizeScope, type Scope, validateId } from "../scope.js";
+import { erasedSessionKeyedMark, type TrailKey, type TrailKeyMaterial, trailKey } from "../trail.js";
 
 /**
  * What an erasure did: how many turns or event batches were holding the session (or, for a scope,
@@ -37,18 +38,31 @@ export interface SessionErasure {
 }
 
 /**
- * The pseudonymous id an erased session's tombstones and receipts carry: `e1_` and the SHA-256 of
- * the scope and the session id (67 characters, a valid id). It holds neither, but whoever holds the
- * database and guesses a candidate id can confirm it was erased: a tombstone is an identity check,
- * not a secret.
+ * The pseudonymous id an erased session's tombstones and receipts carry. With the deployment's
+ * trail key (what the runtime compositions always give their stores): `e2_` and a keyed HMAC of the
+ * scope and the session id, which nobody without the key can test a guessed id against. Without a
+ * key: `e1_` and the SHA-256 of the scope and the session id; it holds neither, but whoever holds
+ * the database and guesses a candidate id (a phone number) can confirm it was erased. A store set
+ * must be opened with the same key every time, or it misses its own tombstones.
  */
-export function erasedSessionMark(scope: Scope, sessionId: string): string {
+export function erasedSessionMark(scope: Scope, sessionId: string, key?: TrailKey | TrailKeyMaterial): string {
   const s = normalizeScope(scope);
   const id = validateId("sessionId", sessionId);
+  if (key !== undefined) return erasedSessionKeyedMark(key, s, id);
   return `e1_${createHash("sha256").update(`${s.org}\0${s.uid}\0${id}`).digest("hex")}`;
 }
 
-const MARK = /^e1_[0-9a-f]{64}$/;
+/** How a store set marks an erased session: `erasedSessionMark` under the set's key, or unkeyed. */
+export type SessionMarker = (scope: Scope, sessionId: string) => string;
+
+/** The marker of a store set opened with `key` (validated once, here), or unkeyed without one. */
+export function sessionMarker(key?: TrailKey | TrailKeyMaterial): SessionMarker {
+  if (key === undefined) return (scope, sessionId) => erasedSessionMark(scope, sessionId);
+  const k = trailKey(key);
+  return (scope, sessionId) => erasedSessionMark(scope, sessionId, k);
+}
+
+const MARK = /^(e1_[0-9a-f]{64}|e2_[0-9a-f]{32})$/;
 
 /** Whether `id` has the form of an erased session's mark (a receipt already pseudonymized). */
 export function isErasedMark(id: string): boolean {
