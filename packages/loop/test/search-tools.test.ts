@@ -164,7 +164,7 @@ describe("a search: answered by the engine, recorded, told to the model", () => 
 });
 
 describe("a load lasts while the view shows its result, within each turn's own grant", () => {
-  it("persists across steps: loaded tools follow search_tools in registration order, and run when called", async () => {
+  it("persists across steps: loaded tools follow search_tools in load order, and run when called", async () => {
     const h = setup({
       script: [
         search({ names: ["lab__get_results"] }, "s1"),
@@ -178,9 +178,15 @@ describe("a load lasts while the view shows its result, within each turn's own g
     expect(h.model.requests.map((r) => names(r.tools))).toEqual([
       ["echo", SEARCH_TOOLS_NAME],
       ["echo", SEARCH_TOOLS_NAME, "lab__get_results"],
-      ["echo", SEARCH_TOOLS_NAME, "crm__find_patient", "lab__get_results"],
-      ["echo", SEARCH_TOOLS_NAME, "crm__find_patient", "lab__get_results"],
+      // crm__find_patient is registered before lab__get_results, yet loaded after it: appended.
+      ["echo", SEARCH_TOOLS_NAME, "lab__get_results", "crm__find_patient"],
+      ["echo", SEARCH_TOOLS_NAME, "lab__get_results", "crm__find_patient"],
     ]);
+    // Every request's tools begin with the previous request's tools, byte for byte.
+    for (let i = 1; i < h.model.requests.length; i += 1) {
+      const before = h.model.requests[i - 1]?.tools ?? [];
+      expect(JSON.stringify(h.model.requests[i]?.tools.slice(0, before.length))).toBe(JSON.stringify(before));
+    }
     expect(ran).toEqual(["crm__find_patient"]);
     // The search's own description never changes as tools load: the cached prefix holds.
     expect(new Set(h.model.requests.map((r) => r.tools[1]?.description)).size).toBe(1);
