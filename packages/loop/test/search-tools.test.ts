@@ -209,6 +209,35 @@ describe("a load lasts while the view shows its result, within each turn's own g
     expect(names(h.model.requests[2]?.tools)).toEqual(["echo", SEARCH_TOOLS_NAME, "crm__find_patient"]);
   });
 
+  it("a load keeps its place: a grant without it drops it, the next grant with it puts it back where it was; a rotation keeps the tail's loads in order", async () => {
+    const h = setup({
+      script: [search({ names: ["lab__get_results"] }, "s1"), search({ names: ["lab__order_test"] }, "s2"), search({ names: ["find_patient"] }, "s3"), scriptedText("ok"), scriptedText("narrow"), scriptedText("full"), scriptedText("rotated")],
+    });
+    const first = log(await h.run());
+    const loadedOrder = ["lab__get_results", "lab__order_test", "crm__find_patient"];
+    expect(names(h.model.requests[3]?.tools)).toEqual(["echo", SEARCH_TOOLS_NAME, ...loadedOrder]);
+    completed(await h.run({ history: first, revision: first.length, grant: ["echo", "lab__get_results", "crm__find_patient"] }));
+    expect(names(h.model.requests[4]?.tools)).toEqual(["echo", SEARCH_TOOLS_NAME, "lab__get_results", "crm__find_patient"]);
+    completed(await h.run({ history: first, revision: first.length }));
+    expect(names(h.model.requests[5]?.tools)).toEqual(["echo", SEARCH_TOOLS_NAME, ...loadedOrder]);
+    // A view that starts at the second search's call keeps its load and the third's, in load order.
+    const at = first.findIndex((m) => m.blocks.some((b) => b.type === "tool_call" && b.id === "s2"));
+    completed(await h.run({ history: first.slice(at), revision: first.length }));
+    expect(names(h.model.requests[6]?.tools)).toEqual(["echo", SEARCH_TOOLS_NAME, "lab__order_test", "crm__find_patient"]);
+  });
+
+  it("each request carries the grant's deferred definitions in registration order, the same list on every step", async () => {
+    const h = setup({ script: [search({ names: ["lab__get_results"] }), scriptedText("ok")] });
+    completed(await h.run());
+    const [one, two] = h.model.requests;
+    expect(names(one?.deferredToolSpecs)).toEqual(TOOLS.slice(1).map((t) => t.name));
+    expect(JSON.stringify(two?.deferredToolSpecs)).toBe(JSON.stringify(one?.deferredToolSpecs));
+    expect(one?.deferredToolSpecs?.[0]).toEqual({ name: "crm__find_patient", description: "Finds a patient record by name or date of birth.", inputSchema: expect.any(Object) });
+    const narrow = setup({ script: [scriptedText("hi")] });
+    completed(await narrow.run({ grant: ["echo"] }));
+    expect(narrow.model.requests[0]?.deferredToolSpecs).toBeUndefined();
+  });
+
   it("a tool already loaded in the view is alreadyAvailable, not loaded twice", async () => {
     const h = setup({ script: [search({ names: ["lab__order_test"] }, "s1"), search({ query: "order_test" }, "s2"), scriptedText("ok")] });
     const blocks = results(log(await h.run()));
