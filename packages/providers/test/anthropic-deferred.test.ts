@@ -77,6 +77,15 @@ describe("Anthropic native deferred loading", () => {
     expect(custom.tools?.filter((t) => t.defer_loading === true)).toHaveLength(3);
   });
 
+  it("refuses before any byte a deferred definition with a bad or repeated name", async () => {
+    const anthropic = createAnthropicClient({ apiKey: "k", baseURL: `${server.url}/v1` });
+    for (const specs of [[a, a], [spec("bad name")], [spec("x".repeat(65))]]) {
+      expect(() => anthropic.validate(baseRequest("claude-sonnet-4-5", { tools: [search], deferredTools: specs.map((t) => t.name), deferredToolSpecs: specs }))).toThrow(/deferred tool/);
+    }
+    expect(() => anthropic.validate(baseRequest("claude-sonnet-4-5", { tools: [search], deferredTools: ["x".repeat(64)], deferredToolSpecs: [spec("x".repeat(64))] }))).not.toThrow();
+    expect(server.requests).toHaveLength(0);
+  });
+
   it("refuses a deferredLoading outside its vocabulary", () => {
     expect(() => createAnthropicClient({ deferredLoading: "lazy" as never })).toThrow(ValidationError);
   });

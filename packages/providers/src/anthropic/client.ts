@@ -1,4 +1,4 @@
-import { type ModelRequest, type ProviderError, type RejectionProof, ValidationError } from "@alma-harness/core";
+import { type ModelRequest, type ProviderError, type RejectionProof, TOOL_NAME, ValidationError } from "@alma-harness/core";
 import { createProviderClient } from "../shared/client.js";
 import { baseKind, type Classified, type ErrorFacts, toProviderError, unsupported } from "../shared/errors.js";
 import { joinUrl } from "../shared/http.js";
@@ -84,6 +84,13 @@ function validateAnthropic(request: ModelRequest, traits: AnthropicModelTraits):
     if (traits.thinking === "budget" && request.maxOutputTokens <= MIN_THINKING_BUDGET) {
       throw fail(`thinking needs maxOutputTokens above ${MIN_THINKING_BUDGET}`);
     }
+  }
+  // The deferred definitions go on the wire when loading natively: each a valid, distinct name.
+  const deferred = new Set<string>();
+  for (const spec of request.deferredToolSpecs ?? []) {
+    if (typeof spec.name !== "string" || !TOOL_NAME.test(spec.name)) throw fail(`invalid deferred tool name ${JSON.stringify(spec.name)}`);
+    if (deferred.has(spec.name)) throw fail(`deferred tool "${spec.name}" is listed twice`);
+    deferred.add(spec.name);
   }
   for (const msg of request.messages) {
     for (const block of msg.blocks) {
