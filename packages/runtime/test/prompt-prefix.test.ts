@@ -44,6 +44,8 @@ describe("the prompt prefix only grows (issue 16, item 3)", () => {
         expect(toolNames(beforeRotation?.body)).toEqual([...base, "lab__get_results", "crm__find_patient", "billing__refund", "crm__update_patient", "lab__order_test"]);
         expect(toolNames(afterRotation?.body)).toEqual([...base, "lab__order_test", "billing__invoice"]);
         expect(counts.withinAdvertised).toBe(3); // the grant change, its return, the rotation
+        expect(counts.appends).toBe(5); // one per step that loaded: turns 2, 5, 7, 22, 24
+        expect(counts.toolBreaks).toBe(8);
       }
     });
   }
