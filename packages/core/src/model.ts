@@ -49,8 +49,12 @@ export interface CacheControls {
 }
 
 /**
- * One model call, provider-neutral. `tools` are the advertised function tools in a stable order;
- * `deferredTools` is the grant's whole deferred set in registration order (for native loading).
+ * One model call, provider-neutral. `tools` are the advertised function tools in a stable order
+ * (a loaded deferred tool appended after those already advertised, in load order);
+ * `deferredTools` is the grant's whole deferred set in registration order and `deferredToolSpecs`
+ * their definitions in the same order (for native loading: an adapter that can send every
+ * deferred definition marked as such, and answer a search with references, keeps its tools array
+ * unchanged as tools load). A `search_tools` result's `loads` names what it loaded.
  */
 export interface ModelRequest {
   readonly model: string;
@@ -59,6 +63,7 @@ export interface ModelRequest {
   readonly tools: readonly ToolSpec[];
   readonly providerTools?: readonly ProviderToolSpec[];
   readonly deferredTools?: readonly string[];
+  readonly deferredToolSpecs?: readonly ToolSpec[];
   readonly output?: { readonly name: string; readonly schema: JsonSchema };
   readonly toolChoice?: ToolChoice;
   /** Finite 0..2; negative zero normalized; absent keeps the provider default. */

@@ -12,7 +12,7 @@ import {
 } from "@alma-harness/core";
 import type { TurnEnv } from "./env.js";
 import { requestMessages } from "./media.js";
-import { searchSpecOf, withLoaded } from "./search/loads.js";
+import { deferredSpecsOf, searchSpecOf, withLoaded } from "./search/loads.js";
 import type { TurnState } from "./state.js";
 
 interface Advertised {
@@ -77,7 +77,7 @@ export function buildRequest(env: TurnEnv, state: TurnState, choice: ModelChoice
     messages,
     tools,
     ...(providerTools.length > 0 ? { providerTools } : {}),
-    ...(deferred.length > 0 ? { deferredTools: deferred } : {}),
+    ...(deferred.length > 0 ? { deferredTools: deferred, deferredToolSpecs: deferredSpecsOf(env) } : {}),
     maxOutputTokens: choice.maxOutputTokens,
     ...(choice.cache !== false ? { cache: { ttl: choice.cache.ttl, ...(choice.cache.tailTtl ? { tailTtl: choice.cache.tailTtl } : {}) } } : {}),
     ...(choice.reasoning ? { reasoning: choice.reasoning } : {}),

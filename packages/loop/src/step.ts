@@ -122,6 +122,7 @@ const NAMED_FIELDS: ReadonlySet<string> = new Set([
   "messages",
   "providerTools",
   "deferredTools",
+  "deferredToolSpecs",
 ] satisfies readonly (keyof StepPrePatch | keyof ModelRequest)[]);
 
 /**

@@ -164,7 +164,7 @@ describe("a search: answered by the engine, recorded, told to the model", () => 
 });
 
 describe("a load lasts while the view shows its result, within each turn's own grant", () => {
-  it("persists across steps: loaded tools follow search_tools in registration order, and run when called", async () => {
+  it("persists across steps: loaded tools follow search_tools in load order, and run when called", async () => {
     const h = setup({
       script: [
         search({ names: ["lab__get_results"] }, "s1"),
@@ -178,9 +178,15 @@ describe("a load lasts while the view shows its result, within each turn's own g
     expect(h.model.requests.map((r) => names(r.tools))).toEqual([
       ["echo", SEARCH_TOOLS_NAME],
       ["echo", SEARCH_TOOLS_NAME, "lab__get_results"],
-      ["echo", SEARCH_TOOLS_NAME, "crm__find_patient", "lab__get_results"],
-      ["echo", SEARCH_TOOLS_NAME, "crm__find_patient", "lab__get_results"],
+      // crm__find_patient is registered before lab__get_results, yet loaded after it: appended.
+      ["echo", SEARCH_TOOLS_NAME, "lab__get_results", "crm__find_patient"],
+      ["echo", SEARCH_TOOLS_NAME, "lab__get_results", "crm__find_patient"],
     ]);
+    // Every request's tools begin with the previous request's tools, byte for byte.
+    for (let i = 1; i < h.model.requests.length; i += 1) {
+      const before = h.model.requests[i - 1]?.tools ?? [];
+      expect(JSON.stringify(h.model.requests[i]?.tools.slice(0, before.length))).toBe(JSON.stringify(before));
+    }
     expect(ran).toEqual(["crm__find_patient"]);
     // The search's own description never changes as tools load: the cached prefix holds.
     expect(new Set(h.model.requests.map((r) => r.tools[1]?.description)).size).toBe(1);
@@ -201,6 +207,35 @@ describe("a load lasts while the view shows its result, within each turn's own g
     const first = log(await h.run());
     completed(await h.run({ history: first, revision: first.length, grant: ["echo", "crm__find_patient"] }));
     expect(names(h.model.requests[2]?.tools)).toEqual(["echo", SEARCH_TOOLS_NAME, "crm__find_patient"]);
+  });
+
+  it("a load keeps its place: a grant without it drops it, the next grant with it puts it back where it was; a rotation keeps the tail's loads in order", async () => {
+    const h = setup({
+      script: [search({ names: ["lab__get_results"] }, "s1"), search({ names: ["lab__order_test"] }, "s2"), search({ names: ["find_patient"] }, "s3"), scriptedText("ok"), scriptedText("narrow"), scriptedText("full"), scriptedText("rotated")],
+    });
+    const first = log(await h.run());
+    const loadedOrder = ["lab__get_results", "lab__order_test", "crm__find_patient"];
+    expect(names(h.model.requests[3]?.tools)).toEqual(["echo", SEARCH_TOOLS_NAME, ...loadedOrder]);
+    completed(await h.run({ history: first, revision: first.length, grant: ["echo", "lab__get_results", "crm__find_patient"] }));
+    expect(names(h.model.requests[4]?.tools)).toEqual(["echo", SEARCH_TOOLS_NAME, "lab__get_results", "crm__find_patient"]);
+    completed(await h.run({ history: first, revision: first.length }));
+    expect(names(h.model.requests[5]?.tools)).toEqual(["echo", SEARCH_TOOLS_NAME, ...loadedOrder]);
+    // A view that starts at the second search's call keeps its load and the third's, in load order.
+    const at = first.findIndex((m) => m.blocks.some((b) => b.type === "tool_call" && b.id === "s2"));
+    completed(await h.run({ history: first.slice(at), revision: first.length }));
+    expect(names(h.model.requests[6]?.tools)).toEqual(["echo", SEARCH_TOOLS_NAME, "lab__order_test", "crm__find_patient"]);
+  });
+
+  it("each request carries the grant's deferred definitions in registration order, the same list on every step", async () => {
+    const h = setup({ script: [search({ names: ["lab__get_results"] }), scriptedText("ok")] });
+    completed(await h.run());
+    const [one, two] = h.model.requests;
+    expect(names(one?.deferredToolSpecs)).toEqual(TOOLS.slice(1).map((t) => t.name));
+    expect(JSON.stringify(two?.deferredToolSpecs)).toBe(JSON.stringify(one?.deferredToolSpecs));
+    expect(one?.deferredToolSpecs?.[0]).toEqual({ name: "crm__find_patient", description: "Finds a patient record by name or date of birth.", inputSchema: expect.any(Object) });
+    const narrow = setup({ script: [scriptedText("hi")] });
+    completed(await narrow.run({ grant: ["echo"] }));
+    expect(narrow.model.requests[0]?.deferredToolSpecs).toBeUndefined();
   });
 
   it("a tool already loaded in the view is alreadyAvailable, not loaded twice", async () => {

@@ -9,7 +9,7 @@ import { catalogOf, DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, type ToolCatalog } f
  * while the conversation's view shows the block (history from the last rotation, plus this
  * turn), and it counts only within each turn's own grant. While the grant defers any tool, every
  * main step advertises `search_tools`, right after the non-deferred tools, then the loaded tools
- * in registration order: loading appends to the list, so the cached prefix holds.
+ * in load order: loading appends to the list, so the cached prefix holds.
  */
 
 export const MAX_QUERY_CHARS = 1000;
@@ -20,6 +20,8 @@ interface GrantSearch {
   readonly deferred: readonly ToolDefinition[];
   readonly spec: ToolSpec | undefined;
   catalog: ToolCatalog | undefined;
+  /** The deferred definitions, with the engine's spec map they were read from. */
+  deferredSpecs?: { readonly from: ReadonlyMap<string, ToolSpec>; readonly list: readonly ToolSpec[] };
 }
 
 const byGrant = new WeakMap<readonly ToolDefinition[], GrantSearch>();
@@ -144,8 +146,11 @@ export function isSearchCall(env: TurnEnv, call: { readonly name: string }): boo
 
 /**
  * A main request's function tools: `base` (the grant's non-deferred tools, then `search_tools`
- * while the grant defers any), then the loaded deferred tools in registration order. `base` is
- * returned as is when nothing is loaded.
+ * while the grant defers any), then the loaded deferred tools in load order — the order their
+ * loads appear in the view, so a new load is appended after everything already advertised and a
+ * tool keeps its place while its load lasts (spec: stable-tool-advertisement). A rotation keeps
+ * what the new view still loads, in the same relative order. `base` is returned as is when nothing
+ * is loaded.
  */
 export function withLoaded(env: TurnEnv, state: TurnState, base: readonly ToolSpec[]): readonly ToolSpec[] {
   const found = grantSearch(env.grant);
@@ -153,10 +158,25 @@ export function withLoaded(env: TurnEnv, state: TurnState, base: readonly ToolSp
   const loaded = loadedInView(state);
   if (loaded.size === 0) return base;
   const out = [...base];
-  for (const tool of found.deferred) {
-    if (!loaded.has(tool.name)) continue;
-    const spec = env.engine.specs.get(tool.name);
+  // A Set iterates in insertion order: the order of first appearance in the view.
+  for (const name of loaded) {
+    if (env.grantMap.get(name)?.deferred !== true) continue;
+    const spec = env.engine.specs.get(name);
     if (spec) out.push(spec);
   }
   return out.length === base.length ? base : out;
+}
+
+/** The grant's deferred tools' definitions, in registration order (for an adapter that loads natively). */
+export function deferredSpecsOf(env: TurnEnv): readonly ToolSpec[] {
+  const found = grantSearch(env.grant);
+  if (found.deferredSpecs?.from === env.engine.specs) return found.deferredSpecs.list;
+  const specs: ToolSpec[] = [];
+  for (const tool of found.deferred) {
+    const spec = env.engine.specs.get(tool.name);
+    if (spec) specs.push(spec);
+  }
+  const list = Object.freeze(specs);
+  found.deferredSpecs = { from: env.engine.specs, list };
+  return list;
 }

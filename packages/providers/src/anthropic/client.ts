@@ -1,4 +1,4 @@
-import type { ModelRequest, ProviderError, RejectionProof } from "@alma-harness/core";
+import { type ModelRequest, type ProviderError, type RejectionProof, TOOL_NAME, ValidationError } from "@alma-harness/core";
 import { createProviderClient } from "../shared/client.js";
 import { baseKind, type Classified, type ErrorFacts, toProviderError, unsupported } from "../shared/errors.js";
 import { joinUrl } from "../shared/http.js";
@@ -19,6 +19,13 @@ export interface AnthropicClientOptions extends BaseClientOptions {
   readonly models?: (model: string) => Partial<AnthropicModelTraits> | undefined;
   /** The server web search tool `type`; default `web_search_20250305`. */
   readonly webSearchToolType?: string;
+  /**
+   * How a request's deferred tools reach the wire. `native` (default): on models with tool search
+   * (trait `toolSearch`), every deferred definition is sent with `defer_loading: true` and a
+   * search's loads as `tool_reference` blocks, so the tools array never changes as tools load.
+   * `append`: only loaded tools are sent, appended after the advertised ones (the loop's order).
+   */
+  readonly deferredLoading?: "native" | "append";
 }
 
 export const DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com/v1";
@@ -30,6 +37,10 @@ export const DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com/v1";
 export function createAnthropicClient(options: AnthropicClientOptions = {}): ProviderClient {
   const traitsOf = (model: string): AnthropicModelTraits => ({ ...defaultAnthropicTraits(model), ...options.models?.(model) });
   const webSearchType = options.webSearchToolType ?? DEFAULT_WEB_SEARCH_TOOL;
+  if (options.deferredLoading !== undefined && options.deferredLoading !== "native" && options.deferredLoading !== "append") {
+    throw new ValidationError("deferredLoading", "closed", "deferredLoading must be native or append");
+  }
+  const nativeDeferred = options.deferredLoading !== "append";
   const headers: Record<string, string> = { "anthropic-version": ANTHROPIC_VERSION, ...options.headers };
   if (options.apiKey) headers["x-api-key"] = options.apiKey;
   if (options.betas && options.betas.length > 0) headers["anthropic-beta"] = options.betas.join(",");
@@ -41,7 +52,7 @@ export function createAnthropicClient(options: AnthropicClientOptions = {}): Pro
     now: options.now ?? Date.now,
     requestIdHeaders: ["request-id", "x-request-id"],
     validate: (request) => validateAnthropic(request, traitsOf(request.model)),
-    prepare: (request) => ({ url, headers, body: buildAnthropicBody(request, { traits: traitsOf(request.model), webSearchType }) }),
+    prepare: (request) => ({ url, headers, body: buildAnthropicBody(request, { traits: traitsOf(request.model), webSearchType, nativeDeferred }) }),
     // One requested duration lets writes without the 5m/1h split be attributed; two (a tail of its own) cannot.
     transform: (request) => new AnthropicTransform(classifyAnthropic, request.cache && (request.cache.tailTtl ?? request.cache.ttl) === request.cache.ttl ? request.cache.ttl : undefined),
     classify: classifyAnthropic,
@@ -73,6 +84,13 @@ function validateAnthropic(request: ModelRequest, traits: AnthropicModelTraits):
     if (traits.thinking === "budget" && request.maxOutputTokens <= MIN_THINKING_BUDGET) {
       throw fail(`thinking needs maxOutputTokens above ${MIN_THINKING_BUDGET}`);
     }
+  }
+  // The deferred definitions go on the wire when loading natively: each a valid, distinct name.
+  const deferred = new Set<string>();
+  for (const spec of request.deferredToolSpecs ?? []) {
+    if (typeof spec.name !== "string" || !TOOL_NAME.test(spec.name)) throw fail(`invalid deferred tool name ${JSON.stringify(spec.name)}`);
+    if (deferred.has(spec.name)) throw fail(`deferred tool "${spec.name}" is listed twice`);
+    deferred.add(spec.name);
   }
   for (const msg of request.messages) {
     for (const block of msg.blocks) {

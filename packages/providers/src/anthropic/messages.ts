@@ -1,7 +1,7 @@
-import type { Block, JsonObject, JsonValue, MediaBlock, Msg, ReasoningBlock } from "@alma-harness/core";
+import { type Block, type JsonObject, type JsonValue, type MediaBlock, type Msg, type ReasoningBlock, SEARCH_TOOLS_NAME, type ToolResultBlock } from "@alma-harness/core";
 import { mediaSource } from "../shared/media.js";
 import { renderText, renderToolOutput } from "../shared/text.js";
-import type { ContentParam, MessageParam, Source, VerbatimBlock } from "./wire.js";
+import type { ContentParam, MessageParam, Source, ToolResultContent, VerbatimBlock } from "./wire.js";
 
 export const ANTHROPIC_PROVIDER = "anthropic";
 
@@ -9,14 +9,16 @@ export const ANTHROPIC_PROVIDER = "anthropic";
  * Neutral messages → Anthropic messages, one for one and in order (consecutive same-role messages
  * are sent as the log has them; the provider merges them). Blocks another provider or model
  * produced (reasoning not stamped `anthropic` and `model`, foreign provider tool blocks) are left
- * out; a message left with no content is dropped, since the API refuses empty content.
+ * out; a message left with no content is dropped, since the API refuses empty content. With
+ * `deferred` (native loading), a `search_tools` result's loads of those tools follow its text as
+ * `tool_reference` blocks.
  */
-export function toAnthropicMessages(messages: readonly Msg[], model: string, harness?: WeakSet<object>): MessageParam[] {
+export function toAnthropicMessages(messages: readonly Msg[], model: string, harness?: WeakSet<object>, deferred?: ReadonlySet<string>): MessageParam[] {
   const out: MessageParam[] = [];
   for (const msg of messages) {
     const content: ContentParam[] = [];
     for (const block of msg.blocks) {
-      const param = toContent(block, model);
+      const param = block.type === "tool_result" ? toToolResult(block, deferred) : toContent(block, model);
       if (!param) continue;
       content.push(param);
       // A harness notice or volatile suffix is carried by one request only: never a cache breakpoint.
@@ -65,6 +67,22 @@ function toContent(block: Block, model: string): ContentParam | undefined {
     case "provider_tool_result":
       return block.provider === ANTHROPIC_PROVIDER ? verbatim(block.payload) : undefined;
   }
+}
+
+/**
+ * A tool result. Loading natively, a `search_tools` result's loads that the request defers are
+ * sent as `tool_reference` blocks after the result's text, so the API expands those definitions in
+ * the conversation (tool-search-tool, "Custom tool search implementation"; the SDK's
+ * `ToolResultBlockParam.content` allows text and references together). A load of a tool the
+ * request does not defer (no longer granted) has no reference: the API refuses a reference
+ * without a definition ("Tool reference '…' not found in available tools").
+ */
+function toToolResult(block: ToolResultBlock, deferred: ReadonlySet<string> | undefined): ContentParam {
+  const text = renderToolOutput(block.output);
+  const loads = deferred && block.name === SEARCH_TOOLS_NAME && Array.isArray(block.loads) ? block.loads.filter((n) => deferred.has(n)) : [];
+  if (loads.length === 0) return { type: "tool_result", tool_use_id: block.callId, content: text, is_error: block.isError };
+  const content: ToolResultContent[] = [{ type: "text", text }, ...loads.map((name): ToolResultContent => ({ type: "tool_reference", tool_name: name }))];
+  return { type: "tool_result", tool_use_id: block.callId, content, is_error: block.isError };
 }
 
 function toMedia(block: MediaBlock): ContentParam | undefined {

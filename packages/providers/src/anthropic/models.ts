@@ -6,6 +6,11 @@ export interface AnthropicModelTraits {
   readonly temperature: "any" | "one";
   /** Forced tool use (`tool_choice` any/tool); refused by Opus 5.5, Sonnet 5.5 and Fable 5.1+. */
   readonly forcedToolChoice: boolean;
+  /**
+   * Deferred loading (`defer_loading` tools and `tool_reference` blocks): Sonnet, Opus and Haiku
+   * 4.5 and later, every 5.x, Fable and Mythos (tool-search-tool, "Model compatibility").
+   */
+  readonly toolSearch: boolean;
 }
 
 const NAMED = /^claude-(opus|sonnet|haiku|fable|mythos)-(\d+)(?:-(\d{1,2}))?(?:-|$|\[)/;
@@ -17,13 +22,13 @@ const NAMED = /^claude-(opus|sonnet|haiku|fable|mythos)-(\d+)(?:-(\d{1,2}))?(?:-
  */
 export function defaultAnthropicTraits(model: string): AnthropicModelTraits {
   const match = NAMED.exec(model);
-  if (!match) return { thinking: "budget", temperature: "any", forcedToolChoice: true };
+  if (!match) return { thinking: "budget", temperature: "any", forcedToolChoice: true, toolSearch: false };
   const family = match[1] ?? "";
   const version = Number(match[2]) + Number(match[3] ?? 0) / 10;
   const novel = family === "fable" || family === "mythos";
   const recent = novel || version >= 5 || (family === "opus" && version >= 4.7);
   const noForcing = (novel && version >= 5.1) || version >= 5.5;
-  return { thinking: recent ? "adaptive" : "budget", temperature: recent ? "one" : "any", forcedToolChoice: !noForcing };
+  return { thinking: recent ? "adaptive" : "budget", temperature: recent ? "one" : "any", forcedToolChoice: !noForcing, toolSearch: novel || version >= 4.5 };
 }
 
 /** Thinking budgets per neutral effort, capped to leave room for the answer within max_tokens. */

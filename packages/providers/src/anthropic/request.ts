@@ -2,12 +2,14 @@ import type { CacheControls, CacheTtl, ModelRequest } from "@alma-harness/core";
 import { renderText } from "../shared/text.js";
 import { toAnthropicMessages } from "./messages.js";
 import { type AnthropicModelTraits, thinkingBudget } from "./models.js";
-import { toAnthropicToolChoice, toAnthropicTools } from "./tools.js";
+import { nativeDeferred, toAnthropicToolChoice, toAnthropicTools } from "./tools.js";
 import type { CacheControl, ContentParam, RequestBody } from "./wire.js";
 
 export interface BodyOptions {
   readonly traits: AnthropicModelTraits;
   readonly webSearchType: string;
+  /** Whether the client loads deferred tools natively where the model supports it (default true). */
+  readonly nativeDeferred?: boolean;
 }
 
 /** The exact `/v1/messages` body for a validated neutral request. */
@@ -19,10 +21,11 @@ export function buildAnthropicBody(request: ModelRequest, options: BodyOptions):
     stream: true,
   };
   const harness = new WeakSet<object>();
-  body.messages = toAnthropicMessages(request.messages, request.model, harness);
+  const deferred = nativeDeferred(request, options.nativeDeferred !== false && options.traits.toolSearch);
+  body.messages = toAnthropicMessages(request.messages, request.model, harness, deferred);
   const system = request.system.map((b) => ({ type: "text" as const, text: renderText(b) })).filter((b) => b.text.length > 0);
   if (system.length > 0) body.system = system;
-  const tools = toAnthropicTools(request, options.webSearchType);
+  const tools = toAnthropicTools(request, options.webSearchType, deferred);
   if (tools.length > 0) body.tools = tools;
   if (request.toolChoice) body.tool_choice = toAnthropicToolChoice(request.toolChoice);
   if (request.temperature !== undefined) body.temperature = request.temperature;
@@ -44,7 +47,8 @@ const CACHEABLE = new Set(["text", "image", "document", "tool_use", "tool_result
 
 /**
  * Cache breakpoints (seed 001, provider-request-controls), at most three of the four allowed:
- * - the stable prefix: the last system block, or the last tool when there is no system (`ttl`);
+ * - the stable prefix: the last system block, or the last tool when there is no system (`ttl`),
+ *   never a deferred one (the API refuses `cache_control` with `defer_loading`);
  * - unless `conversationTail` is false, the moving tail: the last cacheable block of the last
  *   message that is not a harness notice or volatile suffix (which only this request carries, so a
  *   write there would never be read), and a rolling mark on the previous request's tail, the last
@@ -55,7 +59,7 @@ const CACHEABLE = new Set(["text", "image", "document", "tool_use", "tool_result
 export function applyCacheBreakpoints(body: RequestBody, cache: CacheControls, harness: WeakSet<object> = new WeakSet()): void {
   const marker = (ttl: CacheTtl): CacheControl => ({ type: "ephemeral", ttl });
   const lastSystem = body.system?.at(-1);
-  const lastTool = body.tools?.at(-1);
+  const lastTool = body.tools?.findLast((t) => !("defer_loading" in t && t.defer_loading));
   if (lastSystem) lastSystem.cache_control = marker(cache.ttl);
   else if (lastTool) lastTool.cache_control = marker(cache.ttl);
   if (cache.conversationTail === false) return;
