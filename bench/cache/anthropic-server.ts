@@ -2,38 +2,9 @@
 // scripted model and the usage a prompt cache (`PromptCacheModel`) would bill: `input_tokens`
 // (uncached), `cache_read_input_tokens`, `cache_creation_input_tokens` and its 5m / 1h split.
 // Bench-only. The real Anthropic adapter talks to it over real HTTP.
-import { createServer, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { type CacheUsage, type PromptBlock, PromptCacheModel, type Ttl, tokensOf } from "./model.js";
-
-type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
-type Obj = { [k: string]: Json };
-
-/** What the scripted model does next: call a tool (it must be callable) or answer. */
-export type Action = { readonly type: "tool"; readonly name: string; readonly input: Obj } | { readonly type: "text"; readonly text: string };
-
-export interface ModelContext {
-  /** The turn, counted by the person's messages (0-based), and the step within it. */
-  readonly turn: number;
-  readonly step: number;
-  /** Tools the model can call now: advertised and not deferred, or loaded by a tool reference. */
-  readonly callable: ReadonlySet<string>;
-}
-
-export interface RequestRecord extends CacheUsage {
-  readonly turn: number;
-  readonly step: number;
-  readonly output: number;
-}
-
-export interface CacheServer {
-  readonly url: string;
-  readonly records: RequestRecord[];
-  close(): Promise<void>;
-}
-
-const asObj = (v: Json | undefined): Obj | undefined => (v !== null && typeof v === "object" && !Array.isArray(v) ? v : undefined);
-const asArr = (v: Json | undefined): Json[] => (Array.isArray(v) ? v : []);
+import type { CacheUsage, PromptBlock, Ttl } from "./model.js";
+import { tokensOf } from "./model.js";
+import { type Action, asArr, asObj, type CacheServer, type Obj, type ServerOptions, startCacheServer, type Wire } from "./server.js";
 
 function marker(block: Obj): Ttl | undefined {
   const cc = asObj(block.cache_control);
@@ -136,40 +107,15 @@ function answer(action: Action, usage: CacheUsage, id: string): { text: string; 
   return { text: out, output };
 }
 
-async function readBody(req: IncomingMessage): Promise<Obj> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return JSON.parse(Buffer.concat(chunks).toString("utf8")) as Obj;
-}
+/** The Anthropic dialect: the prompt as the cache sees it, where the session is, and the SSE answer. */
+export const ANTHROPIC_WIRE: Wire = {
+  path: "/v1/messages",
+  blocks: promptBlocks,
+  position,
+  answer: (action, usage, id) => answer(action, usage, id),
+};
 
-/** Starts the server on 127.0.0.1 (a free port); `now` is the session's clock, `respond` the scripted model. */
-export async function startAnthropicCacheServer(opts: { now: () => number; minimumTokens: number; respond: (ctx: ModelContext) => Action }): Promise<CacheServer> {
-  const cache = new PromptCacheModel(opts.minimumTokens);
-  const records: RequestRecord[] = [];
-  let n = 0;
-  const server: Server = createServer((req, res) => {
-    readBody(req)
-      .then((body) => {
-        const { turn, step, callable } = position(body);
-        const action = opts.respond({ turn, step, callable });
-        if (action.type === "tool" && !callable.has(action.name)) throw new Error(`turn ${turn} step ${step}: ${action.name} is not callable`);
-        const usage = cache.account("session", promptBlocks(body), opts.now());
-        n += 1;
-        const { text, output } = answer(action, usage, String(n));
-        records.push({ ...usage, turn, step, output });
-        res.writeHead(200, { "content-type": "text/event-stream", "request-id": `req_${n}` });
-        res.end(text);
-      })
-      .catch((error: Error) => {
-        res.writeHead(400, { "content-type": "application/json" });
-        res.end(JSON.stringify({ type: "error", error: { type: "invalid_request_error", message: error.message.slice(0, 300) } }));
-      });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/v1`,
-    records,
-    close: () => new Promise<void>((resolve, reject) => server.close((e) => (e ? reject(e) : resolve()))),
-  };
+/** Starts the Anthropic server on 127.0.0.1 (a free port); `now` is the session's clock, `respond` the scripted model. */
+export function startAnthropicCacheServer(opts: ServerOptions): Promise<CacheServer> {
+  return startCacheServer(ANTHROPIC_WIRE, opts);
 }

@@ -3,7 +3,7 @@
 // schemas and results. The shape (turn lengths, tool mix, pauses) follows a recorded session;
 // the text is rewritten, with no patient data.
 import { defineTool, SEARCH_TOOLS_NAME, type ToolDefinition } from "@alma-harness/core";
-import type { Action, ModelContext } from "./anthropic-server.js";
+import type { Action, ModelContext } from "./server.js";
 
 const RULES = [
   "You are the patient assistant of Northside Family Clinic. You help registered patients with appointments, messages to the care team, lab results, prescriptions, insurance and billing questions.",

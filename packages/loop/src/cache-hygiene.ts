@@ -8,9 +8,10 @@ import { trailBase } from "./trail.js";
  * Why a session keeps cold-writing its prefix, as far as the guard can see it from the requests
  * and the usage (a closed vocabulary; the context trail records `cache_hygiene:<cause>`, never text):
  * - `cache_disabled`: the request carried no cache controls (the route's `cache: false`) and nothing was
- *   read or written (on an adapter that caches automatically this is also what a short prompt shows);
+ *   read or written in a session that never read from the cache (on an adapter that caches
+ *   automatically this is also what a short prompt shows);
  * - `below_minimum`: the prompt is shorter than the model's minimum cacheable prefix, or caching
- *   was asked for and the provider wrote and read nothing;
+ *   was asked for and the provider wrote and read nothing in a session that never read;
  * - `tools_changed`: the advertised tools array differs from the previous request's;
  * - `system_changed`: the system blocks differ;
  * - `ttl_mismatch`: the gap since the previous request outlived the TTL its prefix was written with;
@@ -74,6 +75,8 @@ interface Seen {
   readonly messages: readonly string[];
   readonly streak: number;
   readonly warned: CacheHygieneCause | undefined;
+  /** Whether any request of the session read from the cache: then caching works and "nothing cached" has another cause. */
+  readonly everRead: boolean;
 }
 
 const TTL_MS = { "5m": 300_000, "1h": 3_600_000 } as const;
@@ -119,20 +122,20 @@ export function cacheHygieneGuard(options: CacheHygieneOptions = {}): CacheHygie
       warned = prev.warned;
       if (streak >= after) {
         const minimum = minimumTokens?.(request.model);
-        const cause = causeOf(prev, seen, o.at, { prompt, reads, writes, minimum, disabled: !request.cache });
+        const cause = causeOf(prev, seen, o.at, { prompt, reads, writes, minimum, disabled: !request.cache, everRead: prev.everRead });
         if (cause !== prev.warned) warning = Object.freeze({ cause, streak });
         warned = cause;
       }
     }
     sessions.delete(o.session);
-    sessions.set(o.session, { ...seen, streak, warned });
+    sessions.set(o.session, { ...seen, streak, warned, everRead: (prev?.everRead ?? false) || reads > 0 });
     if (sessions.size > maxSessions) sessions.delete(sessions.keys().next().value as string);
     return warning;
   };
   return Object.freeze({ kind: "cache_hygiene" as const, observe });
 }
 
-function fingerprint(o: CacheObservation, request: ModelRequest): Omit<Seen, "streak" | "warned"> {
+function fingerprint(o: CacheObservation, request: ModelRequest): Omit<Seen, "streak" | "warned" | "everRead"> {
   const ttl = request.cache ? request.cache.ttl : "5m";
   return {
     at: o.at,
@@ -150,12 +153,14 @@ interface Counts {
   readonly writes: number;
   readonly minimum: number | undefined;
   readonly disabled: boolean;
+  readonly everRead: boolean;
 }
 
 /** The first visible cause, most fundamental first: nothing can cache below the minimum. */
-function causeOf(prev: Seen, now: Omit<Seen, "streak" | "warned">, at: number, c: Counts): CacheHygieneCause {
+function causeOf(prev: Seen, now: Omit<Seen, "streak" | "warned" | "everRead">, at: number, c: Counts): CacheHygieneCause {
   if (c.minimum !== undefined && c.prompt < c.minimum) return "below_minimum";
-  const nothing = c.writes === 0 && c.reads === 0;
+  // Nothing cached on a session that never read: the prefix cannot cache (off, or too short).
+  const nothing = c.writes === 0 && c.reads === 0 && !c.everRead;
   if (nothing && c.disabled) return "cache_disabled";
   if (nothing) return "below_minimum";
   if (now.tools !== prev.tools) return "tools_changed";

@@ -103,6 +103,12 @@ describe("cacheHygieneGuard through the engine: each seeded misconfiguration is 
     expect(warnings(h)).toEqual(["cache_disabled"]);
   });
 
+  it("nothing cached on a session that once read through is not cache_disabled: the long gap is named", async () => {
+    const h = harness({ cacheHygiene: cacheHygieneGuard() });
+    await session(h, [COLD, WARM, UNCACHED, UNCACHED], 8 * MIN);
+    expect(warnings(h)).toEqual(["ttl_mismatch"]);
+  });
+
   it("a history rewritten between turns (the previous messages are no longer a prefix): messages_changed", async () => {
     const h = harness({ ...CACHED_5M, cacheHygiene: cacheHygieneGuard() });
     await session(h, [COLD, COLD, COLD], MIN, (i) => ({
