@@ -8,10 +8,10 @@
 import type { CacheTtl, ModelClient, PriceTable } from "@alma-harness/core";
 import { ManualClock } from "@alma-harness/core/testing";
 import { cacheHygieneGuard } from "@alma-harness/loop";
-import { ANTHROPIC_PRICES, createAnthropicClient, createOpenAIChatClient, OPENAI_PRICES } from "@alma-harness/providers";
+import { ANTHROPIC_PRICES, createAnthropicClient, createOpenAIChatClient, createOpenAIResponsesClient, OPENAI_PRICES } from "@alma-harness/providers";
 import { memory } from "@alma-harness/runtime";
 import { startAnthropicCacheServer } from "./cache/anthropic-server.js";
-import { startOpenAIChatCacheServer } from "./cache/openai-server.js";
+import { startOpenAIChatCacheServer, startOpenAIResponsesCacheServer } from "./cache/openai-server.js";
 import type { CacheServer, RequestRecord, ServerOptions } from "./cache/server.js";
 import { CLINIC_GAPS_S, CLINIC_INPUTS, CLINIC_PROMPT, CLINIC_TOOLS, clinicModel } from "./cache/clinic.js";
 import { selfCheck } from "./cache/model.js";
@@ -40,6 +40,13 @@ const OPENAI_CHAT: Provider = {
   start: startOpenAIChatCacheServer,
   client: (url) => createOpenAIChatClient({ apiKey: "bench-key", baseURL: url }),
 };
+const OPENAI_RESPONSES: Provider = {
+  name: "openai responses",
+  model: "gpt-5",
+  prices: OPENAI_PRICES,
+  start: startOpenAIResponsesCacheServer,
+  client: (url) => createOpenAIResponsesClient({ apiKey: "bench-key", baseURL: url, reasoningModels: () => false }),
+};
 const TARGET_READS = 0.9;
 const TARGET_COST = 0.3;
 
@@ -55,6 +62,7 @@ const CONFIGS: readonly Config[] = [
   { label: "anthropic, 1h writes", provider: ANTHROPIC, cache: { ttl: "1h" }, targeted: true },
   { label: "anthropic, 1h prefix + 5m tail", provider: ANTHROPIC, cache: { ttl: "1h", tailTtl: "5m" }, targeted: false },
   { label: "openai chat, automatic", provider: OPENAI_CHAT, cache: false, targeted: false },
+  { label: "openai responses, automatic", provider: OPENAI_RESPONSES, cache: false, targeted: false },
 ];
 
 interface Figures {
