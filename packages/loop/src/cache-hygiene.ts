@@ -39,6 +39,18 @@ export interface CacheHygieneOptions {
   readonly minimumTokens?: (model: string) => number | undefined;
   /** Sessions remembered at once (least recently seen forgotten first); default 10,000. */
   readonly maxSessions?: number;
+  /**
+   * The host's own sink for warnings, told synchronously with the session's trail pseudonym (a
+   * runner host sees no engine events; this is where it hears of one). A throw is swallowed.
+   */
+  readonly onWarning?: (warning: CacheHygieneNotice) => void;
+}
+
+/** What `onWarning` is told: the warning, the session's pseudonym, the model and when. */
+export interface CacheHygieneNotice extends CacheHygieneWarning {
+  readonly session: string;
+  readonly model: string;
+  readonly at: number;
 }
 
 /** One main step as the guard sees it: the pinned request, its usage, and when it settled. */
@@ -103,6 +115,8 @@ export function cacheHygieneGuard(options: CacheHygieneOptions = {}): CacheHygie
   const maxSessions = positiveInteger("maxSessions", options.maxSessions, 10_000);
   const minimumTokens = options.minimumTokens;
   if (minimumTokens !== undefined && typeof minimumTokens !== "function") throw new CacheHygieneConfigError("minimumTokens must be a function");
+  const onWarning = options.onWarning;
+  if (onWarning !== undefined && typeof onWarning !== "function") throw new CacheHygieneConfigError("onWarning must be a function");
   const sessions = new Map<string, Seen>();
 
   const observe = (o: CacheObservation): CacheHygieneWarning | undefined => {
@@ -130,6 +144,13 @@ export function cacheHygieneGuard(options: CacheHygieneOptions = {}): CacheHygie
     sessions.delete(o.session);
     sessions.set(o.session, { ...seen, streak, warned, everRead: (prev?.everRead ?? false) || reads > 0 });
     if (sessions.size > maxSessions) sessions.delete(sessions.keys().next().value as string);
+    if (warning && onWarning) {
+      try {
+        onWarning(Object.freeze({ ...warning, session: o.session, model: request.model, at: o.at }));
+      } catch {
+        // the host's sink never reaches the turn
+      }
+    }
     return warning;
   };
   return Object.freeze({ kind: "cache_hygiene" as const, observe });

@@ -3,6 +3,7 @@ export {
   type CacheHygieneCause,
   CacheHygieneConfigError,
   type CacheHygieneGuard,
+  type CacheHygieneNotice,
   type CacheHygieneOptions,
   type CacheHygieneWarning,
   type CacheObservation,

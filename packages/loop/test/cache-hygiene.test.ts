@@ -212,8 +212,24 @@ describe("cacheHygieneGuard at its boundaries", () => {
     expect(at(guard, 2, COLD, {}, "a")).toBeUndefined(); // a already warned with this cause
   });
 
+  it("onWarning hears each warning; a throwing one is swallowed", () => {
+    const heard: string[] = [];
+    const guard = cacheHygieneGuard({ after: 1, onWarning: (n) => heard.push(`${n.session}:${n.cause}:${n.streak}:${n.model}`) });
+    at(guard, 0, COLD);
+    at(guard, 1, COLD);
+    expect(heard).toEqual(["s:unexplained:1:m"]);
+    const loud = cacheHygieneGuard({
+      after: 1,
+      onWarning: () => {
+        throw new Error("host sink broke");
+      },
+    });
+    at(loud, 0, COLD);
+    expect(at(loud, 1, COLD)).toEqual({ cause: "unexplained", streak: 1 });
+  });
+
   it("bad options are a typed error", () => {
-    for (const bad of [{ after: 0 }, { after: 1.5 }, { warmWithinMs: -1 }, { maxSessions: 0 }, { minimumTokens: 5 as never }]) {
+    for (const bad of [{ after: 0 }, { after: 1.5 }, { warmWithinMs: -1 }, { maxSessions: 0 }, { minimumTokens: 5 as never }, { onWarning: "x" as never }]) {
       expect(() => cacheHygieneGuard(bad)).toThrow(CacheHygieneConfigError);
     }
   });

@@ -1,6 +1,6 @@
 import { sessionPseudonym, trailKey } from "@alma-harness/core";
 import { ManualClock } from "@alma-harness/core/testing";
-import { cacheHygieneGuard } from "@alma-harness/loop";
+import { type CacheHygieneNotice, cacheHygieneGuard } from "@alma-harness/loop";
 import { ANTHROPIC_PRICES, createAnthropicClient } from "@alma-harness/providers";
 import { memory } from "@alma-harness/runtime";
 import { describe, expect, it } from "vitest";
@@ -35,7 +35,7 @@ function coldAnswer(ttl: "5m" | "1h", write: number, read = 0): string {
   return toSse(events.map((e) => JSON.stringify(e)), { named: true });
 }
 
-function runtime(clock: ManualClock, ttl: "5m" | "1h") {
+function runtime(clock: ManualClock, ttl: "5m" | "1h", notices: CacheHygieneNotice[] = []) {
   const client = createAnthropicClient({ apiKey: "k", baseURL: `${server.url}/v1` });
   return memory({
     clients: [client],
@@ -51,7 +51,7 @@ function runtime(clock: ManualClock, ttl: "5m" | "1h") {
     maxInputChars: 1_000,
     clock,
     trailKey: KEY,
-    cacheHygiene: cacheHygieneGuard(),
+    cacheHygiene: cacheHygieneGuard({ onWarning: (n) => notices.push(n) }),
   });
 }
 
@@ -67,12 +67,16 @@ async function turns(rt: ReturnType<typeof runtime>, clock: ManualClock, n: numb
 describe("cacheHygieneGuard through the runner and the Anthropic adapter", () => {
   it("five-minute writes on a session that speaks every eight minutes: ttl_mismatch on the stored context trail", async () => {
     const clock = new ManualClock();
-    const rt = runtime(clock, "5m");
+    const notices: CacheHygieneNotice[] = [];
+    const rt = runtime(clock, "5m", notices);
     server.enqueue({ body: coldAnswer("5m", 3_000) }, { body: coldAnswer("5m", 3_000) }, { body: coldAnswer("5m", 3_000) });
     await turns(rt, clock, 3, 8 * 60_000);
     const { items } = await rt.stores.audit.query(scope, { trail: "context" });
     expect(items).toHaveLength(1);
-    expect(items[0]).toMatchObject({ trail: "context", sessionId: sessionPseudonym(trailKey(KEY), scope, "visit-1"), step: 1, field: "cache_hygiene:ttl_mismatch", decision: "warned" });
+    const session = sessionPseudonym(trailKey(KEY), scope, "visit-1");
+    expect(items[0]).toMatchObject({ trail: "context", sessionId: session, step: 1, field: "cache_hygiene:ttl_mismatch", decision: "warned" });
+    // The host's own sink hears it too, by pseudonym and cause.
+    expect(notices).toEqual([{ cause: "ttl_mismatch", streak: 2, session, model: "claude-sonnet-4-5", at: clock.now() - 8 * 60_000 }]);
   });
 
   it("one-hour writes read through at the same pace: silent", async () => {
