@@ -85,6 +85,7 @@ export type EngineOptions = Pick<
   | "media"
   | "releasePreStreamRejections"
   | "trailKey"
+  | "cacheHygiene"
 >;
 
 /** The runner's configuration: the engine's options plus what only the runner owns (stores, versions, retention, timeouts). */

@@ -116,6 +116,7 @@ const ENGINE_OPTIONS = [
   "media",
   "releasePreStreamRejections",
   "trailKey",
+  "cacheHygiene",
 ] as const satisfies readonly (keyof EngineOptions)[];
 
 /** The engine's own options out of the runner's configuration (absent ones stay absent). */

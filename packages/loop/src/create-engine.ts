@@ -84,6 +84,10 @@ function compile(config: EngineConfig): CompiledEngine {
   if (config.system !== undefined && typeof config.system !== "string") throw new EngineConfigError("system must be a string");
   if (config.volatile !== undefined && typeof config.volatile !== "function") throw new EngineConfigError("volatile must be a function");
   if (config.sink !== undefined && typeof config.sink !== "function") throw new EngineConfigError("sink must be a function");
+  const guard: unknown = config.cacheHygiene;
+  if (guard !== undefined && (typeof guard !== "object" || guard === null || typeof (guard as { observe?: unknown }).observe !== "function")) {
+    throw new EngineConfigError("cacheHygiene must be a cacheHygieneGuard()");
+  }
   if (config.releasePreStreamRejections !== undefined && typeof config.releasePreStreamRejections !== "boolean") {
     throw new EngineConfigError("releasePreStreamRejections must be a boolean");
   }
@@ -113,6 +117,7 @@ function compile(config: EngineConfig): CompiledEngine {
     clock: config.clock,
     ids: config.ids,
     sink: config.sink,
+    cacheHygiene: config.cacheHygiene,
   };
 }
 

@@ -26,6 +26,7 @@ import type {
   Usage,
 } from "@alma-harness/core";
 import type { GovernedCalls } from "@alma-harness/execution";
+import type { CacheHygieneGuard } from "./cache-hygiene.js";
 import type { LoopEventSink } from "./events.js";
 import type { MediaConfig } from "./media.js";
 import type { PermissionController } from "./permission.js";
@@ -121,6 +122,11 @@ export interface EngineConfig {
   readonly clock: Clock;
   readonly ids: IdSource;
   readonly sink?: LoopEventSink;
+  /**
+   * The cache-hygiene observer (`cacheHygieneGuard()`): told every settled main step's pinned
+   * request and usage; its warnings land on the context trail and the sink. Absent, nothing runs.
+   */
+  readonly cacheHygiene?: CacheHygieneGuard;
 }
 
 /** One turn's input, already validated and snapshotted by the caller (the conversation runner). */

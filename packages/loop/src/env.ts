@@ -1,5 +1,6 @@
 import type { AuditLog, Clock, TrailKey, DurabilityBarrier, IdSource, LifecycleHooks, ModelClient, ModelPolicy, ProviderToolSpec, ToolDefinition, ToolSpec } from "@alma-harness/core";
 import type { GovernedCalls } from "@alma-harness/execution";
+import type { CacheHygieneGuard } from "./cache-hygiene.js";
 import type { TurnInput, VolatileContext } from "./engine.js";
 import type { LoopEvent, LoopEventSink } from "./events.js";
 import { emitTo } from "./events.js";
@@ -35,6 +36,7 @@ export interface CompiledEngine {
   readonly clock: Clock;
   readonly ids: IdSource;
   readonly sink: LoopEventSink | undefined;
+  readonly cacheHygiene: CacheHygieneGuard | undefined;
 }
 
 /** One running turn: the compiled engine, the turn's validated input, its signal and its grant. */

@@ -1,4 +1,5 @@
 import type { CostReceipt, StopReason, Usage } from "@alma-harness/core";
+import type { CacheHygieneCause } from "./cache-hygiene.js";
 
 /**
  * What the engine tells an optional sink, in the order things happen. A sink is called
@@ -17,6 +18,7 @@ export type LoopEvent =
   | { readonly type: "permission.resolved"; readonly turnId: string; readonly callId: string; readonly allowed: boolean; readonly by: "operator" | "kernel" }
   | { readonly type: "tool.result"; readonly turnId: string; readonly callId: string; readonly name: string; readonly isError: boolean; readonly code?: string }
   | { readonly type: "cost.receipt"; readonly turnId: string; readonly receipt: CostReceipt }
+  | { readonly type: "cache.hygiene"; readonly turnId: string; readonly step: number; readonly cause: CacheHygieneCause; readonly streak: number }
   | { readonly type: "budget.warning"; readonly turnId: string; readonly metric: string; readonly used: number; readonly limit: number }
   | { readonly type: "turn.completed"; readonly turnId: string; readonly outcome: "completed" | "reconciliation_required"; readonly terminalReason?: string; readonly cause?: string };
 

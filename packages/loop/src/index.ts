@@ -1,3 +1,14 @@
+export {
+  CACHE_HYGIENE_CAUSES,
+  type CacheHygieneCause,
+  CacheHygieneConfigError,
+  type CacheHygieneGuard,
+  type CacheHygieneNotice,
+  type CacheHygieneOptions,
+  type CacheHygieneWarning,
+  type CacheObservation,
+  cacheHygieneGuard,
+} from "./cache-hygiene.js";
 export { AbortedError, CANCELLED_BEFORE_EXECUTION, CLEANUP_GRACE_MS, raceAbort } from "./cancel.js";
 export { createEngine, type Engine, MAX_TERMINAL_TOOLS } from "./create-engine.js";
 export type {

@@ -1,6 +1,7 @@
 import { type CallKind, type CostReceipt, deepFreeze, type ModelChoice, type ModelRequest, type Sensitivity, type StepPrePatch, type Tier, trailJoin, trailKind } from "@alma-harness/core";
 import { CallRefusedError, type StepOutput, UncertainCallError } from "@alma-harness/execution";
 import { commitBefore, durable } from "./audit.js";
+import { observeCache } from "./cache-hygiene.js";
 import type { TurnEnv } from "./env.js";
 import { CallRejectedError, UncertainTurnError } from "./errors.js";
 import { CONTEXT_VERSION, type TurnState } from "./state.js";
@@ -82,6 +83,7 @@ export async function runModelStep(env: TurnEnv, state: TurnState, call: StepCal
   if (outcome.status === "rejected") {
     throw new CallRejectedError({ proof: outcome.proof, callKind: call.kind, providerError: outcome.error, receipt: outcome.receipt, operationId });
   }
+  if (main) await observeCache(env, call.step, request, outcome.receipt.usage);
   for (const c of outcome.output.toolCalls) state.callIds.add(c.id);
   const done = { output: outcome.output, receipt: outcome.receipt, operationId };
   await recordSearches(env, done);

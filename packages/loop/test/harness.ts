@@ -26,6 +26,7 @@ import {
 } from "@alma-harness/core/testing";
 import { GovernedCalls } from "@alma-harness/execution";
 import {
+  type CacheHygieneGuard,
   createEngine,
   type LoopEvent,
   type LongContextPolicy,
@@ -85,6 +86,9 @@ export interface HarnessOptions {
   readonly longContext?: LongContextPolicy;
   readonly releasePreStreamRejections?: boolean;
   readonly media?: MediaConfig;
+  readonly cacheHygiene?: CacheHygieneGuard;
+  /** The static system prompt; default "You are a test agent.". */
+  readonly system?: string;
 }
 
 /** A whole engine on in-memory stores, the manual clock and the scripted model. */
@@ -113,7 +117,8 @@ export function harness(opts: HarnessOptions = {}) {
     tools: opts.tools ?? [],
     terminalTools: opts.terminalTools ?? [],
     providerTools: opts.providerTools ?? [],
-    system: "You are a test agent.",
+    system: opts.system ?? "You are a test agent.",
+    ...(opts.cacheHygiene ? { cacheHygiene: opts.cacheHygiene } : {}),
     ...(opts.volatile ? { volatile: opts.volatile } : {}),
     ...(opts.volatileSystem ? { volatileSystem: opts.volatileSystem } : {}),
     hooks: opts.hooks ?? {},

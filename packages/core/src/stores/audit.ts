@@ -71,12 +71,15 @@ export interface RecallEvent extends Base {
   readonly items: number;
 }
 
-/** What `step:pre` touched, honored or refused: field names only, never schema content. */
+/**
+ * What `step:pre` touched, honored or refused: field names only, never schema content. `warned` is
+ * an observer's warning about the step (the cache-hygiene guard: `field` is `cache_hygiene:<cause>`).
+ */
 export interface ContextEvent extends Base {
   readonly trail: "context";
   readonly step: number;
   readonly field: TrailValue;
-  readonly decision: "honored" | "refused";
+  readonly decision: "honored" | "refused" | "warned";
 }
 
 export type PolicyAction = "intent" | "decision" | "permission.requested" | "permission.resolved" | "grant.used";
