@@ -86,6 +86,26 @@ describe("operator routes", () => {
     expect((await admin(`/v1/admin/tenants/${SUNRISE}/sessions/${ANA}/nobody/trails`)).body.events).toEqual([]);
   });
 
+  it("erases everything of one person at a clinic (their scope), and nothing of anyone else", async () => {
+    t = await startHost();
+    await turn(t, await t.token(), "s-phone-5551234", "k1", "When are you open on Monday?");
+    await turn(t, await t.token(), "s-two", "k1", "And on Tuesday?");
+    const other = await t.token(SUNRISE, "p-1002");
+    await turn(t, other, "s-phone-5551234", "k1", "When are you open on Monday?");
+    const erased = await admin(`/v1/admin/tenants/${SUNRISE}/people/${ANA}`, { method: "DELETE" });
+    expect(erased).toMatchObject({ status: 200, body: { org: SUNRISE, uid: ANA, erased: true, fencedAdmissions: 0 } });
+    for (const id of ["s-phone-5551234", "s-two"]) {
+      const view = await admin(`/v1/admin/tenants/${SUNRISE}/sessions/${ANA}/${id}`);
+      expect(view.body).toMatchObject({ erased: true, messages: [] });
+      expect((await admin(`/v1/admin/tenants/${SUNRISE}/sessions/${ANA}/${id}/trails`)).body.events).toEqual([]);
+    }
+    const kept = await admin(`/v1/admin/tenants/${SUNRISE}/sessions/p-1002/s-phone-5551234`);
+    expect(kept.body).toMatchObject({ erased: false });
+    expect((kept.body.messages as unknown[]).length).toBeGreaterThan(0);
+    expect((await admin(`/v1/admin/tenants/nowhere/people/${ANA}`, { method: "DELETE" })).status).toBe(404);
+    expect((await call(t.url, `/v1/admin/tenants/${SUNRISE}/people/${ANA}`, { method: "DELETE", token: await t.token() })).status).toBe(401);
+  });
+
   it("no canary the person sent (a name, an API key, a search, a phone number as the session id) is on the trails the operator reads", async () => {
     t = await startHost();
     const text = `I am ${CANARIES.patientName}, key ${CANARIES.apiKey}. ${CANARIES.searchQuery}. What is on my record?`;

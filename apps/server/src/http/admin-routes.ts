@@ -136,6 +136,12 @@ export function adminRoutes(router: Router, host: HostContext): void {
     const sessionId = validateId("sessionId", r.params.sessionId);
     return json(200, { org: scope.org, uid: scope.uid, sessionId, events: await trailOf(host, scope, { sessionId }) });
   });
+  // Everything of one person at a clinic (their scope), in every store: the runtime's `eraseScope`.
+  on("DELETE", "/v1/admin/tenants/:org/people/:uid", async (r) => {
+    const scope = normalizeScope({ org: clinicOf(host, r.params.org as string), uid: r.params.uid });
+    const report = await host.runtime.eraseScope(scope);
+    return json(200, { org: scope.org, uid: scope.uid, erased: true, fencedAdmissions: report.fencedAdmissions });
+  });
   on("GET", "/v1/admin/turns/:rootKey", (r) => getTurnTrails(host, r));
   on("GET", "/v1/admin/spend", (r) => getSpend(host, r));
   on("GET", "/v1/admin/uncertain", async (r) => json(200, { turns: host.directory.uncertainTurns(r.url.searchParams.get("org") ?? undefined) }));
