@@ -93,5 +93,31 @@ describe.skipIf(!HAVE_CHROMIUM)(title, () => {
     expect(await page.locator('[data-org="harbor-dental"] [data-testid="spend-today"]').textContent()).toBe("today $0.000000 · 0.00% of the daily cap");
     await expect.poll(() => page.getByTestId("demo-badge").isVisible()).toBe(true);
     await page.screenshot({ path: join(ARTIFACTS, "console-spend.png") });
+
+    // Late usage of a cut call, listed beside the uncertain turns (recorded as a cut stream's drain would).
+    const inbox = t.host.context.runtime.stores.usageInbox;
+    expect(inbox).toBeDefined();
+    await inbox?.record({
+      scope: { org: "sunrise-clinic", uid: "p-1001" },
+      sessionId: "console-late",
+      rootKey: "root-late",
+      turnId: "root-late",
+      operationId: "op-late-1",
+      kind: "main",
+      clientId: "demo",
+      model: "offline-demo",
+      attribution: "known",
+      usage: { inputTokens: 120, outputTokens: 30 },
+      source: "stream_after_deadline",
+      observedAt: Date.UTC(2026, 0, 1, 9, 30),
+    });
+    await page.getByTestId("tab-reconcile").click();
+    await page.getByTestId("uncertain-turns").waitFor();
+    const late = page.getByTestId("late-usage-row");
+    await late.waitFor();
+    expect(await late.count()).toBe(1);
+    await expect.poll(() => late.textContent()).toMatch(/sunrise-clinic\/p-1001 · session console-late · main call op-late-1/);
+    expect(await late.textContent()).toMatch(/stream_after_deadline · offline-demo · 120 in \/ 30 out \(known\) · not settled/);
+    await page.screenshot({ path: join(ARTIFACTS, "console-late-usage.png") });
   }, 60_000);
 });

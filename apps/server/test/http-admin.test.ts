@@ -160,3 +160,40 @@ describe("operator routes", () => {
     expect(outbox.body.messages).toEqual([expect.objectContaining({ org: SUNRISE, patientId: ANA, text: expect.stringMatching(/^Confirmed/) })]);
   });
 });
+
+describe("GET /v1/admin/late-usage", () => {
+  it("lists the late usage of cut calls per person beside the uncertain turns; admin only; an unknown tenant is 404", async () => {
+    t = await startHost();
+    const done = await turn(t, await t.token(), "s-late", "k-late", "When are you open on Monday?");
+    const stores = t.host.context.runtime.stores;
+    const inbox = stores.usageInbox;
+    if (!inbox) throw new Error("the host's store set has a usage inbox");
+    const observation = {
+      scope: { org: SUNRISE, uid: ANA },
+      sessionId: "s-late",
+      rootKey: done.body.rootKey as string,
+      turnId: done.body.rootKey as string,
+      operationId: "op-late-1",
+      kind: "main" as const,
+      clientId: "demo",
+      model: "demo-model",
+      attribution: "known" as const,
+      usage: { inputTokens: 120, outputTokens: 30 },
+      source: "stream_after_deadline" as const,
+      observedAt: Date.UTC(2026, 0, 1),
+    };
+    const spendBefore = await stores.spend.tenantDays(SUNRISE);
+    await inbox.record(observation);
+    const listed = await admin("/v1/admin/late-usage");
+    expect(listed.status).toBe(200);
+    const { scope: _scope, ...rest } = observation;
+    expect(listed.body).toEqual({ available: true, truncated: false, observations: [{ org: SUNRISE, uid: ANA, ...rest }] });
+    expect((await admin(`/v1/admin/late-usage?org=${HARBOR}`)).body.observations).toEqual([]);
+    expect((await admin(`/v1/admin/late-usage?org=${SUNRISE}`)).body.observations).toHaveLength(1);
+    expect((await admin("/v1/admin/late-usage?org=nope")).status).toBe(404);
+    expect((await call(t.url, "/v1/admin/late-usage", { token: await t.token() })).status).toBe(401);
+    expect((await call(t.url, "/v1/admin/late-usage")).status).toBe(401);
+    // Evidence only: listing or recording it moves no spend.
+    expect(await stores.spend.tenantDays(SUNRISE)).toEqual(spendBefore);
+  });
+});

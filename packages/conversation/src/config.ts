@@ -22,6 +22,7 @@ import {
   resolveTrailKey,
   type TrailKey,
   type UncertainCause,
+  type UsageInbox,
 } from "@alma-harness/core";
 import type { EngineConfig, LoopLimits } from "@alma-harness/loop";
 import { ConversationConfigError } from "./errors.js";
@@ -37,6 +38,13 @@ export interface ConversationStores {
   readonly settlements: CostSettlementStore;
   readonly spend: SpendStore;
   readonly labels: SessionLabelStore;
+  /**
+   * Optional: where the usage of a call cut by its round timeout, the turn's deadline or a
+   * cancellation goes when its stream finishes anyway (`@alma-harness/execution`'s `LateUsage`).
+   * Evidence for the operator, never a settlement: the turn, its receipts and the caps are as the
+   * cut left them. Absent: a cut call's stream is closed at once. Erasure must cover it.
+   */
+  readonly usageInbox?: UsageInbox;
   readonly audit: AuditLog;
   /** Erasure over every store above, atomic where the store allows (`eraseSession`, `eraseScope`). */
   readonly erasure: SessionErasure;
@@ -160,6 +168,9 @@ export function resolveConfig(config: ConversationConfig): ResolvedConfig {
   if (!stores) throw new ConversationConfigError("stores are required");
   for (const key of ["admissions", "sessions", "results", "rootResults", "journal", "settlements", "spend", "labels", "audit", "erasure"] as const) {
     if (!stores[key]) throw new ConversationConfigError(`stores.${key} is required`);
+  }
+  if (stores.usageInbox !== undefined && (typeof stores.usageInbox?.record !== "function" || typeof stores.usageInbox.list !== "function")) {
+    throw new ConversationConfigError("stores.usageInbox must be a usage inbox");
   }
   if (stores.results === stores.rootResults) throw new ConversationConfigError("stores.rootResults must be a separate namespace from stores.results");
   text("prompt", config.prompt, 200_000);

@@ -56,6 +56,7 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
     audit: stores.audit,
     consumers: config.consumers ?? [],
     clock,
+    ...(stores.usageInbox ? { usageInbox: stores.usageInbox } : {}),
     // OpenAI's `prompt_cache_key`: the scope's keyed hash, so requests of one person share a cache
     // route without the provider ever seeing the tenant's or the person's id.
     cacheKey: ({ scope }) => trailHash(config.trailKey, scope, "prompt_cache_key"),

@@ -88,7 +88,7 @@ export function setup(opts: SetupOptions = {}) {
 }
 
 /** `setup` with one store wrapped by `faulty`, returned beside the turn harness. */
-export function withFaulty<K extends Exclude<keyof ConversationStores, "barrier" | "unit">>(key: K, opts: SetupOptions = {}) {
+export function withFaulty<K extends Exclude<keyof ConversationStores, "barrier" | "unit" | "usageInbox">>(key: K, opts: SetupOptions = {}) {
   let store!: ReturnType<typeof faulty<ConversationStores[K]>>;
   const t = setup({
     ...opts,

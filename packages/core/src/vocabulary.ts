@@ -28,6 +28,7 @@ export type AlmaErrorCode =
   | "invalid_trail_value"
   | "settlement_conflict"
   | "session_label_conflict"
+  | "usage_observation_conflict"
   | "session_label_erased"
   | "stale_fence"
   | "store_unavailable"

@@ -71,7 +71,10 @@ export async function dispatchAndSettle(call: ClaimedCall): Promise<CallOutcome>
     }
     // Committed before any byte leaves: a crash after this line is a `dispatching` record the sweep fences.
     await config.journal.dispatch(fence, now);
-    output = await collectStep(client.stream(request, round.signal), options.seenCallIds, racer.race, seen, { provider: client.provider, model: request.model });
+    const stream = client.stream(request, round.signal);
+    // With a usage inbox, a stream the round cuts is read on for its late usage (`late-usage.ts`).
+    const watched = config.late ? config.late.watch(stream, round.signal, call.identity, choice) : stream;
+    output = await collectStep(watched, options.seenCallIds, racer.race, seen, { provider: client.provider, model: request.model });
   } catch (error) {
     const proof = attestedRejection(error, client, choice, seen, turn);
     if (proof === undefined) {

@@ -26,6 +26,7 @@ import {
   trailJoin,
   trailKind,
   type UnpricedReason,
+  type UsageInbox,
   utcDay,
   validateId,
   worstCaseMicros,
@@ -33,6 +34,7 @@ import {
 import { ledger, TurnAccount } from "./account.js";
 import { dispatchAndSettle } from "./call.js";
 import { UncertainCallError } from "./errors.js";
+import { LateUsage } from "./late-usage.js";
 import { checkConsumers, checkNormalizedCaps, unpricedBeforeDispatch } from "./preflight.js";
 import type { StepOutput } from "./stream-validate.js";
 import { refusedTrail, requestTrails } from "./trails.js";
@@ -58,10 +60,19 @@ export interface GovernedCallsConfig {
    * Absent: no key is sent. A throw makes the call uncertain before anything is claimed.
    */
   readonly cacheKey?: (call: { readonly scope: Scope; readonly sessionId: string; readonly kind: CallKind }) => string | undefined;
+  /**
+   * Where the usage of a cut call's stream goes when the stream finishes after the cut (`LateUsage`):
+   * evidence for the operator only, never a settlement. Absent: a cut call's stream is closed at once.
+   */
+  readonly usageInbox?: UsageInbox;
+  /** How long a cut call's stream is read on for its late usage (default 60 s). */
+  readonly lateUsageGraceMs?: number;
 }
 
 /** The validated configuration every call reads. */
-export interface ResolvedCallsConfig extends Omit<GovernedCallsConfig, "consumers" | "dispatchDeadlineMs" | "reservationHoldMs" | "clock"> {
+export interface ResolvedCallsConfig extends Omit<GovernedCallsConfig, "consumers" | "dispatchDeadlineMs" | "reservationHoldMs" | "clock" | "usageInbox" | "lateUsageGraceMs"> {
+  /** Reads a cut call's stream on for its late usage (absent without a `usageInbox`). */
+  readonly late: LateUsage | undefined;
   readonly consumers: readonly string[];
   readonly dispatchDeadlineMs: number;
   readonly reservationHoldMs: number;
@@ -144,15 +155,18 @@ function resolveConfig(config: GovernedCallsConfig): ResolvedCallsConfig {
   if (config.cacheKey !== undefined && typeof config.cacheKey !== "function") throw new TypeError("GovernedCalls: cacheKey must be a function");
   const limits = persistentBlockLimits(caps);
   const reserves = limits.perSessionUsd !== undefined || limits.perTenantDayUsd !== undefined;
+  const { usageInbox, lateUsageGraceMs, ...rest } = config;
+  const clock = config.clock ?? systemClock;
   return Object.freeze({
-    ...config,
+    ...rest,
+    late: usageInbox === undefined ? undefined : new LateUsage(usageInbox, clock, lateUsageGraceMs),
     prices: normalizePriceTable(config.prices),
     caps,
     policyVersion: validateId("policyVersion", config.policyVersion),
     consumers: checkConsumers(config.consumers),
     dispatchDeadlineMs: positive("dispatchDeadlineMs", config.dispatchDeadlineMs ?? 15 * 60_000),
     reservationHoldMs: positive("reservationHoldMs", config.reservationHoldMs ?? 86_400_000),
-    clock: config.clock ?? systemClock,
+    clock,
     limits,
     peeks: caps.perSessionUsd !== undefined || caps.perTenantDayUsd !== undefined,
     blocks: caps.perTurnUsd?.onExceeded === "block" || reserves,
@@ -183,6 +197,11 @@ export class GovernedCalls {
 
   get caps(): BudgetCaps {
     return this.#config.caps;
+  }
+
+  /** Resolves once every cut call's late read has ended and its usage, if any, is in the inbox (at once without one). */
+  lateUsageDrained(): Promise<void> {
+    return this.#config.late?.drained() ?? Promise.resolve();
   }
 
   /** A new turn's account: every call of one root runs against the same one. */

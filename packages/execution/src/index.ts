@@ -3,5 +3,6 @@ export { TurnAccount } from "./account.js";
 export { attestedRejection, CONTEXT_REJECTION_PROVIDERS } from "./attest.js";
 export { AuditFailedError, CallRefusedError, StreamInvalidError, StreamTornError, UncertainCallError, UnsettledCallError } from "./errors.js";
 export { type CallIdentity, type CallOptions, type CallOutcome, GovernedCalls, type GovernedCallsConfig } from "./governed-call.js";
+export { LATE_USAGE_GRACE_MS, LATE_USAGE_MAX_EVENTS, LateUsage } from "./late-usage.js";
 export { unpricedBeforeDispatch } from "./preflight.js";
 export { argumentsOf, collectStep, type StepOrigin, type StepOutput, type StreamSeen } from "./stream-validate.js";

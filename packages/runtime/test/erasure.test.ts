@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { defineTool, FenceError, type ModelClient, type Scope } from "@alma-harness/core";
 import { FakeModelClient, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { memory, postgres, type Runtime, type RuntimeConfig, sqlite } from "@alma-harness/runtime";
-import { type Canaries, canariesOf, type ErasureFixture, erasureContract, needlesOf, type ScanHit, scanFiles, scanPostgres, scanSqlite, scanValue } from "@alma-harness/testing";
+import { type Canaries, canariesOf, type ErasureFixture, erasureContract, needlesOf, observationOf, type ScanHit, scanFiles, scanPostgres, scanSqlite, scanValue } from "@alma-harness/testing";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
@@ -96,6 +96,8 @@ async function fixture(
       const view = await rt.runner.runTurn(request(scope, c, "k1"));
       expect(view.status).toBe("completed");
       await rt.stores.labels.put(scope, c.sessionId, { mrn: c.label });
+      // Late usage of one of the session's calls, as a cut stream would leave it.
+      await rt.stores.usageInbox?.record(observationOf(`late-${c.sessionId.slice(-4)}`, { scope, sessionId: c.sessionId, observedAt: Date.UTC(2026, 0, 1) }));
       // A grouped store set commits the put at its next durability point: the scan reads from outside.
       await rt.stores.barrier?.commit();
     },

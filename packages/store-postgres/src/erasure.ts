@@ -64,6 +64,12 @@ async function eraseAccountRows(tx: Queryable, key: string, s: ErasedSession): P
     s.id,
     s.mark,
   ]);
+  // Late usage is evidence like a receipt: kept, under the mark.
+  await tx.query("UPDATE usage_inbox SET session_id = $3, record = jsonb_set(record::jsonb, '{sessionId}', to_jsonb($3::text))::text WHERE scope = $1 AND session_id = $2", [
+    key,
+    s.id,
+    s.mark,
+  ]);
   if (s.audit !== undefined) await tx.query("DELETE FROM audit_events WHERE scope = $1 AND session_id = $2", [key, s.audit]);
   return rows.filter((r) => r.state === "active" || r.state === "uncertain").length;
 }
@@ -128,7 +134,8 @@ export class PgErasure implements SessionErasure {
        UNION SELECT session_id FROM ${this.#tables.results} WHERE scope = $1 UNION SELECT session_id FROM ${this.#tables.root} WHERE scope = $1
        UNION SELECT session_id FROM session_labels WHERE scope = $1 UNION SELECT session_id FROM settlements WHERE scope = $1
        UNION SELECT session_id FROM admissions WHERE scope = $1 UNION SELECT session_id FROM spend_sessions WHERE scope = $1
-       UNION SELECT session_id FROM spend_reservations WHERE scope = $1 UNION SELECT session_id FROM execution WHERE scope = $1`,
+       UNION SELECT session_id FROM spend_reservations WHERE scope = $1 UNION SELECT session_id FROM execution WHERE scope = $1
+       UNION SELECT session_id FROM usage_inbox WHERE scope = $1`,
       [key],
     );
     return rows.map((r) => r.id).filter((id) => !isErasedMark(id));

@@ -12,15 +12,17 @@ import { PgDb } from "./db.js";
 import { PgErasure } from "./erasure.js";
 import { PgExecutionStore } from "./execution.js";
 import { PgSessionLabelStore } from "./labels.js";
-import { loadMigrations, migrate, resolveSchemas, type SchemaNames, schemaVersion } from "./migrate.js";
+import { loadMigrations, migrate, pendingMigrations, resolveSchemas, type SchemaNames, schemaVersion } from "./migrate.js";
 import { schemaPool } from "./pg.js";
 import { PgResultStore } from "./results.js";
 import { PgSessionStore } from "./sessions.js";
 import { PgCostSettlementStore, PgSpendStore } from "./settlements.js";
+import { PgUsageInbox } from "./usage-inbox.js";
 
-export { DEFAULT_ROOT_SCHEMA, DEFAULT_SCHEMA, loadMigrations, migrate, type PgMigration, type SchemaNames, schemaVersion } from "./migrate.js";
+export { DEFAULT_ROOT_SCHEMA, DEFAULT_SCHEMA, loadMigrations, migrate, type PgMigration, pendingMigrations, type SchemaNames, schemaVersion } from "./migrate.js";
 export { RECORD_VERSION } from "@alma-harness/core/stores";
 export { mapPgError } from "./pg.js";
+export { PgUsageInbox } from "./usage-inbox.js";
 
 export interface PostgresStoreOptions extends SchemaNames {
   /** `postgresql://…` URL (or give `pool`: host, user, password, ssl, …). */
@@ -80,10 +82,12 @@ export async function createPostgresStores(options: PostgresStoreOptions): Promi
   };
   try {
     if (options.migrate) await migrate(main, schemas);
+    const missing = await pendingMigrations(main, schemas.schema);
     const version = await schemaVersion(main, schemas.schema);
-    const latest = loadMigrations().length;
-    if (version !== latest) {
-      throw new StoreUnavailableError(`schema ${schemas.schema} is at version ${version}, this build needs ${latest}: run alma-pg-migrate`);
+    const latest = loadMigrations().at(-1)?.version ?? 0;
+    if (version > latest) throw new StoreUnavailableError(`schema ${schemas.schema} is at version ${version}, newer than this build's ${latest}`);
+    if (missing.length > 0) {
+      throw new StoreUnavailableError(`schema ${schemas.schema} is at version ${version} without step ${missing.join(", ")} this build needs: run alma-pg-migrate`);
     }
   } catch (error) {
     await close();
@@ -117,6 +121,7 @@ export function buildStores(
     settlements: new PgCostSettlementStore(on, schemas.schema),
     spend: new PgSpendStore(on),
     labels: new PgSessionLabelStore(on),
+    usageInbox: new PgUsageInbox(on),
     audit: new PgAuditLog(on),
     erasure: new PgErasure(on, schemas),
     schemas,

@@ -29,11 +29,14 @@ export function loadMigrations(dir: URL = MIGRATIONS_DIR): readonly PgMigration[
   const files = readdirSync(dir)
     .filter((f) => f.endsWith(".sql"))
     .sort();
-  const out = files.map((file, i): PgMigration => {
+  let previous = 0;
+  const out = files.map((file): PgMigration => {
     const match = /^(\d{4})_([a-z0-9_]+)\.sql$/.exec(file);
     if (!match) throw new Error(`migration file "${file}" is not named NNNN_name.sql`);
     const version = Number(match[1]);
-    if (version !== i + 1) throw new Error(`migration "${file}" breaks the sequence (expected version ${i + 1})`);
+    // Versions only increase; a gap is allowed (numbers are reserved per branch and land in any order).
+    if (version <= previous) throw new Error(`migration "${file}" breaks the sequence (versions must increase)`);
+    previous = version;
     const sql = readFileSync(new URL(file, dir), "utf8");
     const target = /^-- alma:target (main|root)\s*$/m.exec(sql.split("\n", 1)[0] ?? "")?.[1];
     if (target !== "main" && target !== "root") throw new Error(`migration "${file}" must start with "-- alma:target main|root"`);
@@ -49,16 +52,18 @@ export function resolveSchemas(names: SchemaNames = {}): { readonly schema: stri
   return { schema, rootSchema };
 }
 
-export const LATEST_VERSION = (): number => loadMigrations().length;
+export const LATEST_VERSION = (): number => loadMigrations().at(-1)?.version ?? 0;
 
 /**
  * Brings both schemas to the latest version. Each step runs in its own transaction under an
  * advisory lock, so concurrent migrators (several hosts starting at once) apply each step once; a
- * database newer than this build is refused. Returns the versions applied by this call.
+ * database newer than this build is refused. Every step not yet recorded is applied, in version
+ * order, even one below the highest recorded (numbers are reserved per branch and may land out of
+ * order). `dir` names another migrations folder (tests). Returns the versions applied by this call.
  */
-export async function migrate(pool: pg.Pool, names: SchemaNames = {}): Promise<readonly number[]> {
+export async function migrate(pool: pg.Pool, names: SchemaNames = {}, dir?: URL): Promise<readonly number[]> {
   const { schema, rootSchema } = resolveSchemas(names);
-  const steps = loadMigrations();
+  const steps = loadMigrations(dir);
   const applied: number[] = [];
   const client = await pool.connect().catch((error: unknown) => {
     throw mapPgError(error);
@@ -71,10 +76,13 @@ export async function migrate(pool: pg.Pool, names: SchemaNames = {}): Promise<r
          version integer PRIMARY KEY, name text NOT NULL, target text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
     );
     const current = await schemaVersion(client, schema);
-    if (current > steps.length) {
-      throw new StoreUnavailableError(`schema ${schema} is at version ${current}, newer than this build's ${steps.length}`);
+    const latest = steps.at(-1)?.version ?? 0;
+    if (current > latest) {
+      throw new StoreUnavailableError(`schema ${schema} is at version ${current}, newer than this build's ${latest}`);
     }
-    for (const step of steps.filter((s) => s.version > current)) {
+    // Every step not yet recorded, even below the recorded maximum: a schema may hold 0005 before 0004 lands.
+    const done = new Set((await client.query<{ version: number }>(`SELECT version FROM ${schema}.alma_schema_migrations`)).rows.map((r) => r.version));
+    for (const step of steps.filter((s) => !done.has(s.version))) {
       await client.query("BEGIN");
       try {
         await client.query(`SET LOCAL search_path TO ${step.target === "root" ? rootSchema : schema}`);
@@ -107,4 +115,14 @@ export async function schemaVersion(db: Pick<pg.Pool, "query">, schema: string):
   if (!exists.rows[0]?.t) return 0;
   const row = await db.query<{ v: number | null }>(`SELECT max(version) AS v FROM ${name}.alma_schema_migrations`);
   return row.rows[0]?.v ?? 0;
+}
+
+/** The versions of this build's migrations that `schema` has not recorded (every one when it has no version table). */
+export async function pendingMigrations(db: Pick<pg.Pool, "query">, schema: string): Promise<readonly number[]> {
+  const name = validateSchema(schema);
+  const steps = loadMigrations().map((s) => s.version);
+  const exists = await db.query<{ t: string | null }>(`SELECT to_regclass($1) AS t`, [`${name}.alma_schema_migrations`]);
+  if (!exists.rows[0]?.t) return steps;
+  const done = new Set((await db.query<{ version: number }>(`SELECT version FROM ${name}.alma_schema_migrations`)).rows.map((r) => r.version));
+  return steps.filter((v) => !done.has(v));
 }

@@ -122,16 +122,18 @@ describe.skipIf(!DATABASE_URL)(`postgres: this build reads the v1 fixture after 
     await stores?.close();
   });
 
-  it("applies migration 0003 (spend reservations) once on open and leaves every v1 row as it was", async () => {
+  it("applies migrations 0003 (spend reservations) and 0005 (usage inbox) once on open and leaves every v1 row as it was", async () => {
     expect(await versionsOf(names.schema)).toEqual([
       { version: 1, name: "stores", target: "main" },
       { version: 2, name: "root_results", target: "root" },
       { version: 3, name: "spend_reservations", target: "main" },
+      { version: 5, name: "usage_inbox", target: "main" },
     ]);
-    expect(loadMigrations().map((m) => m.version)).toEqual([1, 2, 3]);
+    expect(loadMigrations().map((m) => m.version)).toEqual([1, 2, 3, 5]);
     const after = await rowsOf(names);
     expect(after["main.spend_reservations"]).toEqual([]);
-    const { "main.spend_reservations": _, ...old } = after;
+    expect(after["main.usage_inbox"]).toEqual([]);
+    const { "main.spend_reservations": _, "main.usage_inbox": _inbox, ...old } = after;
     expect(old).toEqual(before);
   });
 
@@ -153,7 +155,7 @@ describe.skipIf(!DATABASE_URL)(`postgres: new writes on the migrated v1 fixture$
     // Opening the migrated schemas again applies nothing and still reads the old records.
     const again = await open(names);
     try {
-      expect(await versionsOf(names.schema)).toHaveLength(3);
+      expect(await versionsOf(names.schema)).toHaveLength(loadMigrations().length);
       await v1FixtureReopened(again, READS, t);
     } finally {
       await again.close();

@@ -238,14 +238,17 @@ export function migrate(raw: Database.Database, schema: "main" | "root" | RootLa
   if (current > latest) {
     throw new StoreUnavailableError(`the ${schema} database is at schema version ${current}, newer than this build's ${latest}`);
   }
+  // Every step not yet recorded, in version order, even below the recorded maximum: versions are
+  // reserved per branch, so a file may hold 4 before 3 lands (each step depends only on lower ones it names).
+  const has = raw.prepare(`SELECT 1 FROM ${versions} WHERE version = ?`);
   for (const step of steps) {
     const apply = raw.transaction(() => {
       // Re-read under the write lock: another process may have applied the step meanwhile.
-      if (schemaVersion(raw, schema) >= step.version) return;
+      if (has.get(step.version)) return;
       raw.exec(step.sql);
       raw.prepare(`INSERT INTO ${versions} (version, name) VALUES (?, ?)`).run(step.version, step.name);
     });
-    if (step.version > current) apply.immediate();
+    if (!has.get(step.version)) apply.immediate();
   }
 }
 

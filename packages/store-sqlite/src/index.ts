@@ -14,9 +14,11 @@ import { SqliteSessionLabelStore } from "./labels.js";
 import { SqliteResultStore } from "./results.js";
 import { SqliteSessionStore } from "./sessions.js";
 import { SqliteCostSettlementStore, SqliteSpendStore } from "./settlements.js";
+import { SqliteUsageInbox } from "./usage-inbox.js";
 
 export { RECORD_VERSION } from "@alma-harness/core/stores";
 export { defaultRootPath, type SqliteStoreOptions } from "./db.js";
+export { SqliteUsageInbox } from "./usage-inbox.js";
 export { MAIN_MIGRATIONS, type Migration, ROOT_MIGRATIONS } from "./migrations.js";
 
 /** Every store over one connection: step results in the main file, root results in the attached root-results file. */
@@ -47,6 +49,7 @@ export function createSqliteStores(options: SqliteStoreOptions): SqliteStores {
     settlements: new SqliteCostSettlementStore(db),
     spend: new SqliteSpendStore(db),
     labels: new SqliteSessionLabelStore(db),
+    usageInbox: new SqliteUsageInbox(db),
     audit: new SqliteAuditLog(db),
     erasure: new SqliteErasure(db),
     barrier: Object.freeze({ commit: async () => db.commit() }),

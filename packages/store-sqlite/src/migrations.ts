@@ -162,6 +162,25 @@ CREATE INDEX spend_reservations_session ON spend_reservations (scope, session_id
 CREATE INDEX spend_reservations_day ON spend_reservations (org, day, expires_at);
 `,
   },
+  {
+    // Version 3 is another step's number; \`migrate\` applies every step not yet recorded, so a file
+    // migrated to 4 before 3 existed still gets 3 when it lands. This step depends on no other.
+    version: 4,
+    name: "usage inbox",
+    sql: `
+CREATE TABLE usage_inbox (
+  scope TEXT NOT NULL,
+  operation_id TEXT NOT NULL,
+  source TEXT NOT NULL CHECK (source IN ('stream_after_timeout', 'stream_after_deadline', 'stream_after_cancel', 'stream_after_fence', 'provider_report')),
+  session_id TEXT NOT NULL,
+  observed_at INTEGER NOT NULL,
+  record TEXT NOT NULL,
+  PRIMARY KEY (scope, operation_id, source)
+) WITHOUT ROWID;
+CREATE INDEX usage_inbox_order ON usage_inbox (scope, observed_at, operation_id, source);
+CREATE INDEX usage_inbox_session ON usage_inbox (scope, session_id);
+`,
+  },
 ];
 
 /**

@@ -1,4 +1,4 @@
-import { type CostSettlementStore, type ErasureReport, erasedSessionMark, type Scope, type SessionErasure, type SessionLabelStore, type SessionStore, type SpendStore } from "@alma-harness/core";
+import { type CostSettlementStore, type ErasureReport, erasedSessionMark, isErasedMark, type Scope, type SessionErasure, type SessionLabelStore, type SessionStore, type SpendStore, type UsageInbox } from "@alma-harness/core";
 import type { ScanHit } from "./erasure-scan.js";
 import { type Closable, type Factory, refusesBadIds, refusesBadScopes, type TestApi } from "./harness.js";
 
@@ -67,7 +67,15 @@ export interface ErasureFixture extends Closable {
   files?(): readonly string[];
   /** Reads the raw bytes of `files()` for the needles. */
   scanFiles?(needles: readonly string[]): readonly ScanHit[];
-  readonly stores: { readonly sessions: SessionStore; readonly labels: SessionLabelStore; readonly spend: SpendStore; readonly settlements: CostSettlementStore; readonly erasure: SessionErasure };
+  readonly stores: {
+    readonly sessions: SessionStore;
+    readonly labels: SessionLabelStore;
+    readonly spend: SpendStore;
+    readonly settlements: CostSettlementStore;
+    readonly erasure: SessionErasure;
+    /** When the set has one (and `seed` records a late observation per session): kept under the erased session's mark. */
+    readonly usageInbox?: UsageInbox;
+  };
 }
 
 const A: Scope = Object.freeze({ org: "clinic-erase", uid: "desk-1" });
@@ -168,6 +176,11 @@ function erasureChecks(t: TestApi) {
     if (fx.scanFiles) t.expect(fx.scanFiles(needlesOf(c)), "no file byte holds an erased canary").toEqual([]);
     t.expect(await fx.stores.sessions.load(A, c.sessionId)).toEqual({ messages: [], revision: 0, offset: 0, erased: true });
     t.expect(await fx.stores.labels.get(A, c.sessionId)).toBeUndefined();
+    if (fx.stores.usageInbox) {
+      const kept = (await fx.stores.usageInbox.list(A, { limit: 100 })).items.map((o) => o.sessionId);
+      t.expect(kept.filter((id) => isErasedMark(id)).length > 0, "the session's late usage stays, under its mark").toBe(true);
+      t.expect((await fx.stores.usageInbox.list(A, { sessionId: c.sessionId })).items, "no late usage under the erased id").toEqual([]);
+    }
   };
 
   return { t, seedAll, expectUntouched, expectGone };

@@ -11,6 +11,7 @@ import { type LabelFixture, sessionLabelStoreContract } from "./labels.js";
 import { executionResultStoreContract, type ResultFixture } from "./results.js";
 import { type SessionFixture, sessionStoreContract } from "./sessions.js";
 import { costSettlementStoreContract, type SettlementFixture, spendStoreContract } from "./settlements.js";
+import { type UsageInboxFixture, usageInboxContract } from "./usage-inbox.js";
 
 export { type AdmissionFixture, admissionStoreContract, admitWith } from "./admissions.js";
 export { type AuditFixture, auditLogContract, recallEvent } from "./audit.js";
@@ -25,6 +26,7 @@ export { type LabelFixture, sessionLabelStoreContract } from "./labels.js";
 export { executionResultStoreContract, reservationOf, type ResultFixture } from "./results.js";
 export { type SessionFixture, sessionStoreContract } from "./sessions.js";
 export { costSettlementStoreContract, DAY, type SettlementFixture, settlementOf, spendStoreContract } from "./settlements.js";
+export { observationOf, type UsageInboxFixture, usageInboxContract } from "./usage-inbox.js";
 
 /** Every store of one implementation, as a composition hands them out (root results included). */
 export type StoreSet = AdmissionFixture &
@@ -33,6 +35,7 @@ export type StoreSet = AdmissionFixture &
   ResultFixture &
   SettlementFixture &
   LabelFixture &
+  UsageInboxFixture &
   AuditFixture & { readonly rootResults: NonNullable<ResultFixture["rootResults"]> };
 
 /** Runs every contract suite against one implementation; the factory builds a fresh, isolated set per test. */
@@ -44,6 +47,7 @@ export function storeContracts(name: string, factory: Factory<StoreSet>, t: Test
   costSettlementStoreContract(name, factory, t);
   spendStoreContract(name, factory, t);
   sessionLabelStoreContract(name, factory, t);
+  usageInboxContract(name, factory, t);
   auditLogContract(name, factory, t);
 }
 export { type Canaries, canariesOf, type ErasureFixture, erasureContract, needlesOf } from "./erasure.js";

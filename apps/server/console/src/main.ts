@@ -2,6 +2,7 @@ import { adminToken, getJson, type Info, saveAdminToken, type Tenant } from "./a
 import { asksView } from "./asks.js";
 import { chatView } from "./chat.js";
 import { clear, h } from "./dom.js";
+import { reconcileView } from "./reconcile.js";
 import { sessionsView } from "./sessions.js";
 import { spendView } from "./spend.js";
 
@@ -54,8 +55,9 @@ async function start(): Promise<void> {
   const asks = asksView(admin);
   const sessions = sessionsView(info, admin);
   const spend = spendView(admin);
+  const reconcile = reconcileView(admin);
   const chat = chatView(info, tenants, admin, () => void asks.refresh());
-  const views = { chat, sessions: sessions.element, spend: spend.element } as const;
+  const views = { chat, sessions: sessions.element, spend: spend.element, reconcile: reconcile.element } as const;
   const main = h("main", {});
   const tabs = h("nav", {});
   const show = (name: keyof typeof views) => {
@@ -63,8 +65,9 @@ async function start(): Promise<void> {
     clear(main, views[name]);
     if (name === "sessions") void sessions.refresh();
     if (name === "spend") void spend.refresh();
+    if (name === "reconcile") void reconcile.refresh();
   };
-  for (const [name, label] of [["chat", "Chat"], ["sessions", "Sessions & timeline"], ["spend", "Spend"]] as const) {
+  for (const [name, label] of [["chat", "Chat"], ["sessions", "Sessions & timeline"], ["spend", "Spend"], ["reconcile", "Uncertain & late usage"]] as const) {
     tabs.append(h("button", { "data-tab": name, "data-testid": `tab-${name}`, onclick: () => show(name) }, label));
   }
   clear(app, header(info), tabs, h("div", { class: "layout" }, main, asks.element));

@@ -58,6 +58,30 @@ async function getTurnTrails(host: HostContext, route: RouteRequest): Promise<Re
   throw new HttpError("not_found", "no trails for this turn among the people this host knows");
 }
 
+const MAX_LATE_USAGE = 500;
+
+/**
+ * Late authoritative usage of cut calls, per person the directory knows (the inbox is partitioned
+ * by scope, as every store): evidence beside the uncertain turns, never a bill. `available: false`
+ * when the store set has no inbox.
+ */
+async function lateUsageOf(host: HostContext, org: string | undefined): Promise<unknown> {
+  const inbox = host.runtime.stores.usageInbox;
+  if (!inbox) return { available: false, observations: [] };
+  if (org !== undefined) clinicOf(host, org);
+  const observations: unknown[] = [];
+  for (const scope of host.directory.scopes(org)) {
+    let cursor: string | undefined;
+    do {
+      const page = await inbox.list(scope, { limit: 100, ...(cursor ? { cursor } : {}) });
+      for (const { scope: s, ...o } of page.items) observations.push({ org: s.org, uid: s.uid, ...o });
+      cursor = page.nextCursor;
+    } while (cursor && observations.length <= MAX_LATE_USAGE);
+    if (observations.length > MAX_LATE_USAGE) break;
+  }
+  return { available: true, observations: observations.slice(0, MAX_LATE_USAGE), truncated: observations.length > MAX_LATE_USAGE };
+}
+
 function safeView(view: Parameters<typeof viewResponse>[0]): unknown {
   try {
     return viewResponse(view).body;
@@ -145,6 +169,7 @@ export function adminRoutes(router: Router, host: HostContext): void {
   on("GET", "/v1/admin/turns/:rootKey", (r) => getTurnTrails(host, r));
   on("GET", "/v1/admin/spend", (r) => getSpend(host, r));
   on("GET", "/v1/admin/uncertain", async (r) => json(200, { turns: host.directory.uncertainTurns(r.url.searchParams.get("org") ?? undefined) }));
+  on("GET", "/v1/admin/late-usage", async (r) => json(200, await lateUsageOf(host, r.url.searchParams.get("org") ?? undefined)));
   on("GET", "/v1/admin/asks", async (r) => json(200, { asks: host.asks.pending(r.url.searchParams.get("org") ?? undefined) }));
   on("POST", "/v1/admin/asks/:askId/approve", (r) => answerAsk(host, r, true));
   on("POST", "/v1/admin/asks/:askId/deny", (r) => answerAsk(host, r, false));

@@ -13,3 +13,4 @@ export { InMemoryExecutionResultStore } from "./results.js";
 export { InMemorySessionStore } from "./sessions.js";
 export { InMemoryCostSettlementStore, InMemorySpendStore } from "./settlements.js";
 export { type InMemoryStores, inMemoryStores } from "./stores.js";
+export { InMemoryUsageInbox } from "./usage-inbox.js";

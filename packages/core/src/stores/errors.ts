@@ -18,7 +18,7 @@ export class DuplicateEventError extends AlmaError {
 
 /** A write names an identity that exists with different content. */
 /** The conflict codes of `AlmaErrorCode`. */
-export type ConflictCode = "admission_exists" | "execution_conflict" | "result_conflict" | "result_not_reserved" | "store_conflict" | "settlement_conflict" | "session_label_conflict";
+export type ConflictCode = "admission_exists" | "execution_conflict" | "result_conflict" | "result_not_reserved" | "store_conflict" | "settlement_conflict" | "session_label_conflict" | "usage_observation_conflict";
 
 export class ConflictError extends AlmaError {
   constructor(code: ConflictCode, message: string) {
@@ -35,6 +35,13 @@ export class SettlementConflictError extends ConflictError {
 export class SessionLabelConflictError extends ConflictError {
   constructor() {
     super("session_label_conflict", "the session already has different labels");
+  }
+}
+
+/** A usage observation's identity `(scope, operationId, source)` is already kept with different content. */
+export class UsageObservationConflictError extends ConflictError {
+  constructor() {
+    super("usage_observation_conflict", "a different usage observation of this call and source is already kept");
   }
 }
 

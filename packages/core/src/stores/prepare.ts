@@ -6,6 +6,7 @@ import type { NotDispatchedCause, UsageEvidence } from "../usage.js";
 import type { Admission, AdmissionStore, AdmitResult } from "./admissions.js";
 import type { AuditLog } from "./audit.js";
 import type { SessionErasure } from "./erasure.js";
+import type { UsageInbox } from "./usage-inbox.js";
 import { type AdmissionRow, admissionFromRow, type ExecutionChange, type ExecutionChangeColumns, type ExecutionRow, executionChangeColumns, executionFromRow, type ResultRow, resultFromRow, type SessionSummaryRow, type SettlementRow, sessionSummaryFromRow, settlementFromRow, type TenantDayRow, tenantDayFromRow } from "./codecs.js";
 import { ConflictError, SettlementConflictError, StaleFenceError } from "./errors.js";
 import type { ClaimOptions, ClaimResult, ExecutionClaim, ExecutionRecord, ExecutionState, ExecutionStore, Fence } from "./execution.js";
@@ -389,6 +390,8 @@ export interface DurableStores {
   readonly settlements: CostSettlementStore;
   readonly spend: SpendStore;
   readonly labels: SessionLabelStore;
+  /** Late authoritative usage: evidence for the operator, no dispatch or billing authority. */
+  readonly usageInbox: UsageInbox;
   readonly audit: AuditLog;
   /** Erasure over every store above, in one transaction. */
   readonly erasure: SessionErasure;

@@ -100,6 +100,7 @@ export const PAGE = Object.freeze({
   settlements: { def: 50, max: 100 },
   pending: { def: 50, max: 100 },
   audit: { def: 100, max: 500 },
+  usageInbox: { def: 50, max: 100 },
 });
 
 export type CursorPart = string | number;
