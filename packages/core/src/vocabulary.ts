@@ -68,6 +68,7 @@ export type StreamRule =
 export type CallCause =
   | "aborted"
   | "call_limit"
+  | "deadline"
   | "empty"
   | "error"
   | "request_invalid"

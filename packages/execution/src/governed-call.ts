@@ -33,6 +33,7 @@ import {
 import { ledger, TurnAccount } from "./account.js";
 import { dispatchAndSettle } from "./call.js";
 import { UncertainCallError } from "./errors.js";
+import { provenUnsent } from "./retry.js";
 import { checkConsumers, checkNormalizedCaps, unpricedBeforeDispatch } from "./preflight.js";
 import type { StepOutput } from "./stream-validate.js";
 import { refusedTrail, requestTrails } from "./trails.js";
@@ -101,6 +102,11 @@ export interface CallOptions {
   readonly seenCallIds: ReadonlySet<string>;
   /** A main step: its lifecycle `model.request` record goes on the trail before egress. */
   readonly lifecycle?: { readonly step: number; readonly contextVersion: number; readonly messageRevision: number };
+  /**
+   * The turn's answer-by time (spec: call-retry): the round is cut here too, cause
+   * `call:<kind>:deadline`. Absent: only `roundTimeoutMs` and the turn's signal bound it.
+   */
+  readonly answerByAt?: number;
   /** Called once the claim and the trails are durable, just before the dispatch. */
   readonly onDispatch?: () => void;
 }
@@ -235,10 +241,16 @@ export class GovernedCalls {
       // Nothing was sent: the claim ends as not dispatched, and its reservation with it.
       books.reservedMicros -= worst;
       await config.journal.cancelPrepared(claim.fence, "audit", now).catch(() => undefined);
-      throw error;
+      if (error instanceof UncertainCallError) throw new UncertainCallError(error.uncertainCause, error.message, error.cause, "unsent");
+      throw new UncertainCallError(`call:${identity.kind}:error`, "the call's trails could not be written; nothing was sent", error, "unsent");
     }
     options.onDispatch?.();
     return dispatchAndSettle(call);
+  }
+
+  /** Whether the journal proves the call was never sent (see `provenUnsent`): what a store failure before the provider needs to be tried again. */
+  provenUnsent(scope: Scope, operationId: string): Promise<boolean> {
+    return provenUnsent(this.#config.journal, scope, operationId, this.#config.clock.now());
   }
 
   #cacheKey(identity: CallIdentity): string | undefined {
@@ -257,7 +269,7 @@ export class GovernedCalls {
     try {
       return await this.#config.spend.peek(identity.scope, identity.sessionId, utcDay(now));
     } catch (error) {
-      throw new UncertainCallError(`call:${identity.kind}:error`, "spend could not be read", error);
+      throw new UncertainCallError(`call:${identity.kind}:error`, "spend could not be read", error, "unsent");
     }
   }
 
@@ -288,7 +300,7 @@ export class GovernedCalls {
       );
     } catch (error) {
       if (error instanceof FenceError) throw new UncertainCallError("admission_fenced", "the turn's admission is no longer active: nothing was claimed or sent", error);
-      throw new UncertainCallError(`call:${identity.kind}:error`, "the call could not be claimed", error);
+      throw new UncertainCallError(`call:${identity.kind}:error`, "the call could not be claimed", error, "unsent");
     }
     if (claim.status === "exists") {
       throw new UncertainCallError(`call:${identity.kind}:error`, `operation ${identity.operationId} was already claimed; it is never sent twice`);

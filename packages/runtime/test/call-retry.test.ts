@@ -1,0 +1,387 @@
+import { type ConversationConfig, ConversationConfigError, type ConversationView, conversationRootKey, createConversationRunner, type UncertainTurnEvent } from "@alma-harness/conversation";
+import { defineTool, type ModelChoice, ProviderError, type RoutingIntent } from "@alma-harness/core";
+import { ManualClock } from "@alma-harness/core/testing";
+import { FakeModelClient, scriptedError, scriptedHang, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
+import { describe, expect, it } from "vitest";
+import { clinicConfig, skipNote } from "./open.js";
+import { KINDS, type OpenedStores, openStores } from "./store-kit.js";
+
+const SCOPE = { org: "clinic-a", uid: "u1" };
+const CHOICE: ModelChoice = { clientId: "fake", model: "demo", maxOutputTokens: 512, cache: false };
+const request = (key: string) => ({ scope: SCOPE, sessionId: "s1", idempotencyKey: key, input: "When are you open?", intent: { tier: "balanced" as const, sensitivity: "internal" as const } });
+const unavailable = () => new ProviderError("fake HTTP 503", { kind: "server", provider: "fake", status: 503 });
+const rateLimited = () =>
+  new ProviderError("anthropic HTTP 429 (rate_limit_error): slow down", {
+    kind: "rate_limited",
+    provider: "anthropic",
+    status: 429,
+    rejection: { kind: "anthropic_rate_limit_v1", provider: "anthropic", status: 429 },
+  });
+
+/** One store method failing once, before its effect or after it ("executed, then reported a failure"). */
+function failOnce<T extends object>(store: T, method: string, when: "before" | "after", skip = 0): T {
+  let seen = 0;
+  return new Proxy(store, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target);
+      if (prop !== method || typeof value !== "function") return typeof value === "function" ? value.bind(target) : value;
+      return async (...args: unknown[]) => {
+        const mine = seen++ === skip;
+        if (mine && when === "before") throw new Error(`injected: ${method} before`);
+        const out = await (value as (...a: unknown[]) => unknown).apply(target, args);
+        if (mine && when === "after") throw new Error(`injected: ${method} after`);
+        return out;
+      };
+    },
+  });
+}
+
+interface Setup {
+  readonly model: FakeModelClient;
+  readonly attempts?: number;
+  readonly over?: Partial<ConversationConfig>;
+  readonly wrap?: (stores: OpenedStores["stores"]) => OpenedStores["stores"];
+}
+
+function completed(view: ConversationView) {
+  if (view.status !== "completed") throw new Error(`expected completed, got ${view.status}`);
+  return view.result;
+}
+
+/** Waits until the clock has a sleeper armed (a call waiting on its round), then moves it on. */
+async function advanceWhenArmed(clock: ManualClock, ms: number, armed = 1): Promise<void> {
+  for (let i = 0; i < 10_000 && clock.pending < armed; i++) await new Promise((r) => setImmediate(r));
+  clock.advance(ms);
+}
+
+for (const [kind, enabled] of KINDS) {
+  describe.skipIf(!enabled)(`failed calls tried again on ${kind}${skipNote(enabled)} (spec: call-retry)`, () => {
+    async function open(s: Setup) {
+      const opened = await openStores(kind, "retry");
+      const stores = s.wrap ? s.wrap(opened.stores) : opened.stores;
+      const uncertain: UncertainTurnEvent[] = [];
+      const clock = new ManualClock();
+      const runner = createConversationRunner({
+        ...clinicConfig(s.model),
+        ...(s.attempts !== undefined ? { callAttempts: s.attempts } : {}),
+        onUncertainTurn: (e) => uncertain.push(e),
+        clock,
+        ...s.over,
+        stores,
+      });
+      return { runner, stores: opened.stores, uncertain, clock, close: opened.close };
+    }
+
+    it("a provider failure is tried again as a new call under the same root; the result lists the failure and the unsettled call", async () => {
+      const model = new FakeModelClient([scriptedError(unavailable()), scriptedText("9 to 5.")]);
+      const t = await open({ model, attempts: 2 });
+      try {
+        const result = completed(await t.runner.runTurn(request("k1")));
+        expect(result.reply).toEqual([{ type: "text", text: "9 to 5." }]);
+        expect(result.terminalReason).toBe("answered");
+        expect(result.failures).toEqual([{ kind: "main", cause: "call:main:server:none" }]);
+        expect(result.unsettledCalls).toBe(1);
+        expect(result.receipts.map((r) => r.operationId)).toEqual([`${conversationRootKey(SCOPE, "s1", "k1")}:main:2`]);
+        const root = conversationRootKey(SCOPE, "s1", "k1");
+        expect((await t.stores.journal.get(SCOPE, `${root}:main:1`))?.state).toBe("received");
+        expect((await t.stores.journal.get(SCOPE, `${root}:main:2`))?.state).toBe("completed");
+        expect(model.calls).toBe(2);
+      } finally {
+        await t.close();
+      }
+    });
+
+    it("out of attempts: completed unanswered with the last cause, an empty reply, stopReason null; the key replays it", async () => {
+      const model = new FakeModelClient([scriptedError(unavailable()), scriptedError(unavailable())]);
+      const t = await open({ model, attempts: 2 });
+      try {
+        const view = await t.runner.runTurn(request("k1"));
+        const result = completed(view);
+        expect(result).toMatchObject({ terminalReason: "unanswered", unanswered: { cause: "call:main:server:none" }, reply: [], stopReason: null, unsettledCalls: 2 });
+        expect(result.failures).toHaveLength(2);
+        expect(await t.runner.runTurn(request("k1"))).toEqual({ ...view, replayed: true });
+        expect(model.calls).toBe(2);
+        expect(t.uncertain).toEqual([]);
+      } finally {
+        await t.close();
+      }
+    });
+
+    it("callAttempts 1: one call, then unanswered; 5: five calls; an attempt that would exceed maxCalls is not made", async () => {
+      const one = await open({ model: new FakeModelClient([scriptedError(unavailable())]), attempts: 1 });
+      try {
+        expect(completed(await one.runner.runTurn(request("k1"))).unanswered).toEqual({ cause: "call:main:server:none" });
+      } finally {
+        await one.close();
+      }
+      const fiveModel = new FakeModelClient(Array.from({ length: 5 }, () => scriptedError(unavailable())));
+      const five = await open({ model: fiveModel, attempts: 5 });
+      try {
+        expect(completed(await five.runner.runTurn(request("k1"))).failures).toHaveLength(5);
+        expect(fiveModel.calls).toBe(5);
+      } finally {
+        await five.close();
+      }
+      const capped = new FakeModelClient(Array.from({ length: 3 }, () => scriptedError(unavailable())));
+      const three = await open({ model: capped, attempts: 5, over: { maxCalls: 3 } });
+      try {
+        const result = completed(await three.runner.runTurn(request("k1")));
+        expect(result.terminalReason).toBe("unanswered");
+        expect(result.failures).toHaveLength(3);
+        expect(capped.calls).toBe(3);
+      } finally {
+        await three.close();
+      }
+    });
+
+    it("without callAttempts a failed call stays uncertain, as before", async () => {
+      const t = await open({ model: new FakeModelClient([scriptedError(unavailable())]) });
+      try {
+        expect((await t.runner.runTurn(request("k1"))).status).toBe("reconciliation_required");
+        expect(t.uncertain.map((e) => e.cause)).toEqual(["call:main:server:none"]);
+      } finally {
+        await t.close();
+      }
+    });
+
+    it("the retry asks the policy again with attempt and previousCause; lower reasoning is honored and step:pre runs again", async () => {
+      const asked: RoutingIntent[] = [];
+      const pre: number[] = [];
+      const model = new FakeModelClient([scriptedError(unavailable()), scriptedText("ok")]);
+      const t = await open({
+        model,
+        attempts: 2,
+        over: {
+          policy: {
+            resolve: (intent) => {
+              asked.push(intent);
+              return { ...CHOICE, reasoning: intent.attempt ? "low" : "high" };
+            },
+          },
+          hooks: { "step:pre": (ctx) => void pre.push(ctx.step) },
+        },
+      });
+      try {
+        completed(await t.runner.runTurn(request("k1")));
+        expect(asked[1]).toEqual({ tier: "balanced", sensitivity: "internal", attempt: 2, previousCause: "call:main:server:none" });
+        expect(model.requests.map((r) => r.reasoning)).toEqual(["high", "low"]);
+        expect(pre).toEqual([1, 1]);
+      } finally {
+        await t.close();
+      }
+    });
+
+    it("a retry route that changes the model, or a policy that throws, ends the call with routing_unavailable", async () => {
+      for (const resolve of [
+        (i: RoutingIntent) => ({ ...CHOICE, model: i.attempt ? "other" : "demo" }),
+        (i: RoutingIntent) => {
+          if (i.attempt) throw new Error("no route");
+          return CHOICE;
+        },
+        (i: RoutingIntent) => ({ ...CHOICE, ...(i.attempt ? { reasoning: "high" as const } : {}) }),
+      ]) {
+        const model = new FakeModelClient([scriptedError(unavailable())]);
+        const t = await open({ model, attempts: 3, over: { policy: { resolve } } });
+        try {
+          const result = completed(await t.runner.runTurn(request("k1")));
+          expect(result.unanswered).toEqual({ cause: "call:main:routing_unavailable" });
+          expect(result.failures).toEqual([{ kind: "main", cause: "call:main:server:none" }]);
+          expect(model.calls).toBe(1);
+        } finally {
+          await t.close();
+        }
+      }
+    });
+
+    it("a refused request ends the call without another attempt: request_invalid, nothing sent", async () => {
+      const model = new FakeModelClient([], {
+        validate: () => {
+          throw new ProviderError("too large", { kind: "invalid_request", provider: "fake" });
+        },
+      });
+      const t = await open({ model, attempts: 3 });
+      try {
+        const result = completed(await t.runner.runTurn(request("k1")));
+        expect(result.unanswered).toEqual({ cause: "call:main:request_invalid" });
+        expect(result.failures).toEqual([{ kind: "main", cause: "call:main:request_invalid" }]);
+        expect(model.calls).toBe(0);
+      } finally {
+        await t.close();
+      }
+    });
+
+    it("an unreleased pre-stream refusal is tried again (each attempt settled and paid)", async () => {
+      const model = new FakeModelClient([scriptedError(rateLimited()), scriptedText("ok")], { provider: "anthropic" });
+      const t = await open({ model, attempts: 2 });
+      try {
+        const result = completed(await t.runner.runTurn(request("k1")));
+        expect(result.failures).toEqual([{ kind: "main", cause: "call:main:rejected:anthropic_rate_limit_v1" }]);
+        expect(result.receipts.map((r) => r.usdMicros > 0)).toEqual([false, true]);
+        expect(result.unsettledCalls).toBeUndefined();
+      } finally {
+        await t.close();
+      }
+    });
+
+    it("a store failure before the provider is tried again only when the journal proves it was never sent", async () => {
+      // The dispatch write failed before its effect: the record is cancelled `not_dispatched` and the next attempt goes.
+      const sent = await open({ model: new FakeModelClient([scriptedText("ok")]), attempts: 2, wrap: (s) => ({ ...s, journal: failOnce(s.journal, "dispatch", "before") }) });
+      try {
+        const result = completed(await sent.runner.runTurn(request("k1")));
+        expect(result.failures).toEqual([{ kind: "main", cause: "call:main:error" }]);
+        const root = conversationRootKey(SCOPE, "s1", "k1");
+        expect(await sent.stores.journal.get(SCOPE, `${root}:main:1`)).toMatchObject({ state: "not_dispatched", notDispatchedCause: "store" });
+      } finally {
+        await sent.close();
+      }
+      // The claim failed before its effect: no record, tried again.
+      const claim = await open({ model: new FakeModelClient([scriptedText("ok")]), attempts: 2, wrap: (s) => ({ ...s, journal: failOnce(s.journal, "claim", "before") }) });
+      try {
+        expect(completed(await claim.runner.runTurn(request("k1"))).failures).toEqual([{ kind: "main", cause: "call:main:error" }]);
+      } finally {
+        await claim.close();
+      }
+      // The dispatch write landed, then reported a failure: the journal cannot prove it unsent.
+      const unknown = await open({ model: new FakeModelClient([scriptedText("ok")]), attempts: 3, wrap: (s) => ({ ...s, journal: failOnce(s.journal, "dispatch", "after") }) });
+      try {
+        expect((await unknown.runner.runTurn(request("k1"))).status).toBe("reconciliation_required");
+        expect(unknown.uncertain.map((e) => e.cause)).toEqual(["call:main:error"]);
+      } finally {
+        await unknown.close();
+      }
+    });
+
+    it("a store failure after the provider is never tried again", async () => {
+      const model = new FakeModelClient([scriptedText("ok"), scriptedText("again")]);
+      const t = await open({ model, attempts: 3, wrap: (s) => ({ ...s, settlements: failOnce(s.settlements, "settle", "before") }) });
+      try {
+        expect((await t.runner.runTurn(request("k1"))).status).toBe("reconciliation_required");
+        expect(model.calls).toBe(1);
+      } finally {
+        await t.close();
+      }
+    });
+
+    it("a fault at the store calls of a retry: the retry's claim fails, the journal proves it unsent, the third attempt answers", async () => {
+      const model = new FakeModelClient([scriptedError(unavailable()), scriptedText("ok")]);
+      const t = await open({ model, attempts: 3, wrap: (s) => ({ ...s, journal: failOnce(s.journal, "claim", "before", 1) }) });
+      try {
+        const result = completed(await t.runner.runTurn(request("k1")));
+        expect(result.reply).toEqual([{ type: "text", text: "ok" }]);
+        expect(result.failures?.map((f) => f.cause)).toEqual(["call:main:server:none", "call:main:error"]);
+        expect(model.calls).toBe(2);
+      } finally {
+        await t.close();
+      }
+    });
+
+    it("a call its round timed out is tried again (call:main:aborted)", async () => {
+      const model = new FakeModelClient([scriptedHang(), scriptedText("ok")]);
+      const t = await open({ model, attempts: 2, over: { limits: { roundTimeoutMs: 10_000 } } });
+      try {
+        const pending = t.runner.runTurn(request("k1"));
+        await advanceWhenArmed(t.clock, 10_000, 2);
+        const result = completed(await pending);
+        expect(result.failures).toEqual([{ kind: "main", cause: "call:main:aborted" }]);
+        expect(result.unsettledCalls).toBe(1);
+      } finally {
+        await t.close();
+      }
+    });
+
+    it("a direct child out of attempts hands its handler empty text; the turn answers", async () => {
+      const seen: string[] = [];
+      const research = defineTool({
+        name: "research",
+        description: "Asks a small model.",
+        input: { type: "object", properties: {} },
+        handler: async (_input, ctx) => {
+          const { text } = await ctx.models.direct({ tier: "fast", sensitivity: "internal", prompt: "q" });
+          seen.push(text);
+          return { text };
+        },
+      });
+      const model = new FakeModelClient([scriptedToolCall({ id: "c1", name: "research", input: {} }), scriptedError(unavailable()), scriptedError(unavailable()), scriptedText("done")]);
+      const t = await open({ model, attempts: 2, over: { tools: [research] } });
+      try {
+        const result = completed(await t.runner.runTurn(request("k1")));
+        expect(seen).toEqual([""]);
+        expect(result.reply).toEqual([{ type: "text", text: "done" }]);
+        expect(result.failures).toEqual([
+          { kind: "direct", cause: "call:direct:server:none" },
+          { kind: "direct", cause: "call:direct:server:none" },
+        ]);
+      } finally {
+        await t.close();
+      }
+    });
+  });
+}
+
+describe("callAttempts is checked when the runner is built", () => {
+  it("0 and 6 are configuration errors; 1 and 5 build", async () => {
+    const opened = await openStores("memory", "retry-cfg");
+    const model = new FakeModelClient([]);
+    for (const bad of [0, 6, 1.5]) expect(() => createConversationRunner({ ...clinicConfig(model), callAttempts: bad, stores: opened.stores })).toThrow(ConversationConfigError);
+    for (const ok of [1, 5]) expect(() => createConversationRunner({ ...clinicConfig(model), callAttempts: ok, stores: opened.stores })).not.toThrow();
+  });
+});
+
+describe("the answer-by time (spec: call-retry)", () => {
+  // runTimeoutMs 120 s: calls end min(15 s, 30 s) = 15 s before the deadline, at 105 s.
+  const ANSWER_BY = 105_000;
+
+  async function open(model: FakeModelClient, over: Partial<ConversationConfig> = {}) {
+    const opened = await openStores("memory", "retry-time");
+    const clock = new ManualClock();
+    const runner = createConversationRunner({ ...clinicConfig(model), callAttempts: 3, clock, ...over, stores: opened.stores });
+    return { runner, clock };
+  }
+
+  it("a call still streaming at the answer-by time is cut there (call:main:deadline) and, no time left, the turn is unanswered", async () => {
+    const model = new FakeModelClient([scriptedHang()]);
+    const t = await open(model, { limits: { roundTimeoutMs: 600_000 } });
+    const pending = t.runner.runTurn(request("k1"));
+    await advanceWhenArmed(t.clock, ANSWER_BY - 1, 2);
+    // One millisecond before the edge the call still runs.
+    for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
+    expect(model.calls).toBe(1);
+    t.clock.advance(1);
+    const result = completed(await pending);
+    expect(result).toMatchObject({ terminalReason: "unanswered", unanswered: { cause: "call:main:deadline" }, reply: [], stopReason: null });
+    expect(model.calls).toBe(1);
+  });
+
+  const hoursAfter = (clock: () => ManualClock, ms: number) =>
+    defineTool({
+      name: "opening_hours",
+      description: "Opening hours.",
+      input: { type: "object", properties: {} },
+      handler: () => {
+        clock().advance(ms);
+        return { open: "09:00-17:00" };
+      },
+    });
+
+  it("at the final-answer edge the next step is the last: timeLimit answered, with finalAnswerNotice's text", async () => {
+    let clock!: ManualClock;
+    const model = new FakeModelClient([scriptedToolCall({ id: "c1", name: "opening_hours", input: {} }), scriptedText("9 to 5.")]);
+    // roundTimeoutMs 30 s: from 75 s on, less than one round is left before 105 s.
+    const t = await open(model, { tools: [hoursAfter(() => clock, ANSWER_BY - 30_000)], limits: { roundTimeoutMs: 30_000, finalAnswerNotice: "Answer now, please." } });
+    clock = t.clock;
+    const result = completed(await t.runner.runTurn(request("k1")));
+    expect(result.timeLimit).toEqual({ answered: true });
+    expect(JSON.stringify(model.requests[1]?.messages)).toContain("Answer now, please.");
+  });
+
+  it("one millisecond before that edge the step is not the last", async () => {
+    let clock!: ManualClock;
+    const model = new FakeModelClient([scriptedToolCall({ id: "c1", name: "opening_hours", input: {} }), scriptedText("9 to 5.")]);
+    const t = await open(model, { tools: [hoursAfter(() => clock, ANSWER_BY - 30_000 - 1)], limits: { roundTimeoutMs: 30_000, finalAnswerNotice: "Answer now, please." } });
+    clock = t.clock;
+    const result = completed(await t.runner.runTurn(request("k1")));
+    expect(result.timeLimit).toBeUndefined();
+    expect(result.terminalReason).toBe("answered");
+    expect(JSON.stringify(model.requests[1]?.messages)).not.toContain("Answer now, please.");
+  });
+});
