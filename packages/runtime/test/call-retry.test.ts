@@ -289,6 +289,18 @@ for (const [kind, enabled] of KINDS) {
       }
     });
 
+    it("an AbortError from the client is never tried again: the turn stays uncertain", async () => {
+      const model = new FakeModelClient([scriptedError(new DOMException("aborted by the store", "AbortError") as unknown as Error), scriptedText("never")]);
+      const t = await open({ model, attempts: 3 });
+      try {
+        expect((await t.runner.runTurn(request("k1"))).status).toBe("reconciliation_required");
+        expect(t.uncertain.map((e) => e.cause)).toEqual(["call:main:error"]);
+        expect(model.calls).toBe(1);
+      } finally {
+        await t.close();
+      }
+    });
+
     it("a direct child out of attempts hands its handler empty text; the turn answers", async () => {
       const seen: string[] = [];
       const research = defineTool({
@@ -302,10 +314,15 @@ for (const [kind, enabled] of KINDS) {
         },
       });
       const model = new FakeModelClient([scriptedToolCall({ id: "c1", name: "research", input: {} }), scriptedError(unavailable()), scriptedError(unavailable()), scriptedText("done")]);
-      const t = await open({ model, attempts: 2, over: { tools: [research] } });
+      const asked: RoutingIntent[] = [];
+      const t = await open({ model, attempts: 2, over: { tools: [research], policy: { resolve: (i) => {
+        asked.push(i);
+        return CHOICE;
+      } } } });
       try {
         const result = completed(await t.runner.runTurn(request("k1")));
         expect(seen).toEqual([""]);
+        expect(asked.filter((i) => i.task === "direct").map((i) => i.attempt)).toEqual([undefined, 2]);
         expect(result.reply).toEqual([{ type: "text", text: "done" }]);
         expect(result.failures).toEqual([
           { kind: "direct", cause: "call:direct:server:none" },
