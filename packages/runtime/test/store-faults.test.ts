@@ -77,6 +77,9 @@ interface Tally {
   after: number;
   /** The distinct `store.method`s that received a fault. */
   methods: string[];
+  /** Completed turns out of attempts, and completed turns that answered after a failed call (spec: call-retry). */
+  unanswered: number;
+  retried: number;
 }
 
 const totals: Record<string, Tally> = {};
@@ -151,7 +154,7 @@ async function drive(
     onUncertainTurn: (e) => reports.push(e),
   });
   const h: Harness = { runner, faults, clock, reports, base: opened.stores };
-  const tally: Tally = { turns: 0, rounds: 0, rejected: 0, streams: 0, resyncs: 0, views: {}, expiredReleases: 0, faults: 0, before: 0, after: 0, methods: [] };
+  const tally: Tally = { turns: 0, rounds: 0, rejected: 0, streams: 0, resyncs: 0, views: {}, expiredReleases: 0, faults: 0, before: 0, after: 0, methods: [], unanswered: 0, retried: 0 };
   const pick = choices(opts.seed ^ 0x5bd1e995);
   const completed = new Map<string, { call: Call; view: ConversationView }>();
   const problems: string[] = [];
@@ -169,6 +172,8 @@ async function drive(
         }
         const view = settled.value;
         tally.views[view.status] = (tally.views[view.status] ?? 0) + 1;
+        if (view.status === "completed" && !view.replayed && view.result.terminalReason === "unanswered") tally.unanswered += 1;
+        else if (view.status === "completed" && !view.replayed && view.result.failures) tally.retried += 1;
         if (!VIEWS.has(view.status)) problems.push(`${call.key}: undocumented view ${view.status}`);
         if (view.status === "completed" && !view.replayed) completed.set(call.rootKey, { call, view });
       }
@@ -228,8 +233,13 @@ async function checkSessions(h: Harness, sessions: number, completed: Map<string
       if (done === undefined || answered?.status !== "completed") continue;
       const inputs = g.messages.filter((m) => m.role === "user" && m.blocks.some((b) => b.type === "text"));
       if (inputs.length !== 1 || textOf((inputs[0] as Msg).blocks) !== done.call.input) problems.push(`${done.call.key}: input recorded ${inputs.length} times`);
-      const reply = textOf((g.messages.at(-1) as Msg).blocks);
-      if (reply !== textOf(answered.result.reply)) problems.push(`${done.call.key}: stored reply differs from the answered one`);
+      const last = g.messages.at(-1) as Msg;
+      // Unanswered (spec: call-retry): nothing of the failed call is stored; the turn ends on its input or tool results.
+      if (answered.result.terminalReason === "unanswered") {
+        if (last.role !== "user" || answered.result.reply.length > 0) problems.push(`${done.call.key}: an unanswered turn stored an answer`);
+        continue;
+      }
+      if (textOf(last.blocks) !== textOf(answered.result.reply)) problems.push(`${done.call.key}: stored reply differs from the answered one`);
     }
   }
   for (const [rootKey, { call }] of completed) if (!seen.has(rootKey)) problems.push(`${call.key}: completed but no message in the session (lost)`);
@@ -275,6 +285,7 @@ for (const [kind, enabled] of KINDS) {
     it("every runTurn ends in a documented view or the injected error, no held session unreported, no message lost or duplicated, replays stable", async () => {
       const tally = await drive(kind, RETRY_PLAN[kind]);
       expect(tally.faults).toBeGreaterThan(0);
+      expect(tally.retried).toBeGreaterThan(0);
       expect(tally.views.completed ?? 0).toBeGreaterThan(0);
     }, 240_000);
   });
