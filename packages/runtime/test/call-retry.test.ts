@@ -289,6 +289,34 @@ for (const [kind, enabled] of KINDS) {
       }
     });
 
+    it("a delegate retried once answers its handler; the stream's result is the same completed view with its failures", async () => {
+      const seen: string[] = [];
+      const ask = defineTool({
+        name: "ask_colleague",
+        description: "Delegates a question.",
+        input: { type: "object", properties: {} },
+        handler: async (_input, ctx) => {
+          const { text } = await ctx.models.delegate({ tier: "fast", sensitivity: "internal", prompt: "q" });
+          seen.push(text);
+          return { text };
+        },
+      });
+      const model = new FakeModelClient([scriptedToolCall({ id: "c1", name: "ask_colleague", input: {} }), scriptedError(unavailable()), scriptedText("Mondays."), scriptedText("done")]);
+      const t = await open({ model, attempts: 2, over: { tools: [ask] } });
+      try {
+        const stream = t.runner.streamTurn(request("k1"));
+        const types: string[] = [];
+        for await (const event of stream) types.push(event.type);
+        const result = completed(await stream.result);
+        expect(seen).toEqual(["Mondays."]);
+        expect(result.failures).toEqual([{ kind: "delegate", cause: "call:delegate:server:none" }]);
+        expect(types.at(-1)).toBe("result");
+        expect(await t.runner.read(SCOPE, conversationRootKey(SCOPE, "s1", "k1"))).toMatchObject({ status: "completed", result: { failures: result.failures } });
+      } finally {
+        await t.close();
+      }
+    });
+
     it("an AbortError from the client is never tried again: the turn stays uncertain", async () => {
       const model = new FakeModelClient([scriptedError(new DOMException("aborted by the store", "AbortError") as unknown as Error), scriptedText("never")]);
       const t = await open({ model, attempts: 3 });
@@ -344,61 +372,3 @@ describe("callAttempts is checked when the runner is built", () => {
   });
 });
 
-describe("the answer-by time (spec: call-retry)", () => {
-  // runTimeoutMs 120 s: calls end min(15 s, 30 s) = 15 s before the deadline, at 105 s.
-  const ANSWER_BY = 105_000;
-
-  async function open(model: FakeModelClient, over: Partial<ConversationConfig> = {}) {
-    const opened = await openStores("memory", "retry-time");
-    const clock = new ManualClock();
-    const runner = createConversationRunner({ ...clinicConfig(model), callAttempts: 3, clock, ...over, stores: opened.stores });
-    return { runner, clock };
-  }
-
-  it("a call still streaming at the answer-by time is cut there (call:main:deadline) and, no time left, the turn is unanswered", async () => {
-    const model = new FakeModelClient([scriptedHang()]);
-    const t = await open(model, { limits: { roundTimeoutMs: 600_000 } });
-    const pending = t.runner.runTurn(request("k1"));
-    await advanceWhenArmed(t.clock, ANSWER_BY - 1, 2);
-    // One millisecond before the edge the call still runs.
-    for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
-    expect(model.calls).toBe(1);
-    t.clock.advance(1);
-    const result = completed(await pending);
-    expect(result).toMatchObject({ terminalReason: "unanswered", unanswered: { cause: "call:main:deadline" }, reply: [], stopReason: null });
-    expect(model.calls).toBe(1);
-  });
-
-  const hoursAfter = (clock: () => ManualClock, ms: number) =>
-    defineTool({
-      name: "opening_hours",
-      description: "Opening hours.",
-      input: { type: "object", properties: {} },
-      handler: () => {
-        clock().advance(ms);
-        return { open: "09:00-17:00" };
-      },
-    });
-
-  it("at the final-answer edge the next step is the last: timeLimit answered, with finalAnswerNotice's text", async () => {
-    let clock!: ManualClock;
-    const model = new FakeModelClient([scriptedToolCall({ id: "c1", name: "opening_hours", input: {} }), scriptedText("9 to 5.")]);
-    // roundTimeoutMs 30 s: from 75 s on, less than one round is left before 105 s.
-    const t = await open(model, { tools: [hoursAfter(() => clock, ANSWER_BY - 30_000)], limits: { roundTimeoutMs: 30_000, finalAnswerNotice: "Answer now, please." } });
-    clock = t.clock;
-    const result = completed(await t.runner.runTurn(request("k1")));
-    expect(result.timeLimit).toEqual({ answered: true });
-    expect(JSON.stringify(model.requests[1]?.messages)).toContain("Answer now, please.");
-  });
-
-  it("one millisecond before that edge the step is not the last", async () => {
-    let clock!: ManualClock;
-    const model = new FakeModelClient([scriptedToolCall({ id: "c1", name: "opening_hours", input: {} }), scriptedText("9 to 5.")]);
-    const t = await open(model, { tools: [hoursAfter(() => clock, ANSWER_BY - 30_000 - 1)], limits: { roundTimeoutMs: 30_000, finalAnswerNotice: "Answer now, please." } });
-    clock = t.clock;
-    const result = completed(await t.runner.runTurn(request("k1")));
-    expect(result.timeLimit).toBeUndefined();
-    expect(result.terminalReason).toBe("answered");
-    expect(JSON.stringify(model.requests[1]?.messages)).not.toContain("Answer now, please.");
-  });
-});
