@@ -72,7 +72,12 @@ export async function dispatchAndSettle(call: ClaimedCall): Promise<CallOutcome>
   try {
     if (round.signal.aborted) {
       call.books.reservedMicros -= call.worst;
-      await config.journal.cancelPrepared(fence, "aborted", now).catch(() => undefined);
+      await config.journal.cancelPrepared(fence, "aborted", now).then(
+        () => {
+          call.books.unsettled.delete(call.identity.operationId);
+        },
+        () => undefined,
+      );
       throw abortReason(round.signal);
     }
     // Committed before any byte leaves: a crash after this line is a `dispatching` record the sweep fences.
@@ -151,6 +156,7 @@ async function settle(call: ClaimedCall, evidence: UsageEvidence, stop: string):
     books.reservedMicros -= call.worst;
     books.spentMicros += receipt.usdMicros;
     books.receipts.push(receipt);
+    books.unsettled.delete(identity.operationId);
     await config.journal.settle(fence, receipt.settlementId, now);
     await config.journal.complete(fence, now);
   } catch (error) {

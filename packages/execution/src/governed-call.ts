@@ -234,13 +234,19 @@ export class GovernedCalls {
       return { status: "refused", reason: "cap", cap: claim.cap };
     }
     books.calls += 1;
+    books.unsettled.add(identity.operationId);
     const call = { config, identity, client, choice, request, options, fence: claim.fence, books, worst, before, now };
     try {
       await requestTrails(config.audit, identity, choice, options, now);
     } catch (error) {
       // Nothing was sent: the claim ends as not dispatched, and its reservation with it.
       books.reservedMicros -= worst;
-      await config.journal.cancelPrepared(claim.fence, "audit", now).catch(() => undefined);
+      await config.journal.cancelPrepared(claim.fence, "audit", now).then(
+        () => {
+          books.unsettled.delete(identity.operationId);
+        },
+        () => undefined,
+      );
       if (error instanceof UncertainCallError) throw new UncertainCallError(error.uncertainCause, error.message, error.cause, "unsent");
       throw new UncertainCallError(`call:${identity.kind}:error`, "the call's trails could not be written; nothing was sent", error, "unsent");
     }
@@ -249,8 +255,8 @@ export class GovernedCalls {
   }
 
   /** Whether the journal proves the call was never sent (see `provenUnsent`): what a store failure before the provider needs to be tried again. */
-  provenUnsent(scope: Scope, operationId: string): Promise<boolean> {
-    return provenUnsent(this.#config.journal, scope, operationId, this.#config.clock.now());
+  provenUnsent(account: TurnAccount, scope: Scope, operationId: string): Promise<boolean> {
+    return provenUnsent(this.#config.journal, ledger(account), scope, operationId, this.#config.clock.now());
   }
 
   #cacheKey(identity: CallIdentity): string | undefined {

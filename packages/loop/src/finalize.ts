@@ -80,7 +80,7 @@ export async function finalizeCompleted(env: TurnEnv, state: TurnState, ending: 
 
 /** What the result adds for failed calls (spec: call-retry): absent when every call settled. */
 function attemptFields(state: TurnState): Pick<TurnResult, "failures" | "unsettledCalls"> {
-  const unsettled = state.account.calls - state.receipts.length;
+  const unsettled = state.account.unsettled;
   return {
     ...(state.failures.length > 0 ? { failures: Object.freeze(state.failures.map((f) => Object.freeze({ ...f }))) } : {}),
     ...(unsettled > 0 ? { unsettledCalls: unsettled } : {}),

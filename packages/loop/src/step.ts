@@ -71,7 +71,7 @@ export async function runModelStep(env: TurnEnv, state: TurnState, call: StepCal
         : {}),
     });
   } catch (error) {
-    throw await failedCall(env, call.kind, operationId, error);
+    throw await failedCall(env, state, call.kind, operationId, error);
   }
   if (outcome.status === "refused") {
     state.callsUsed -= 1;
@@ -95,10 +95,10 @@ export async function runModelStep(env: TurnEnv, state: TurnState, call: StepCal
  * tried again only when the journal proves the call was never sent; anything else keeps what the
  * governed call said (spec: call-retry, undispatched-call-retry).
  */
-async function failedCall(env: TurnEnv, kind: StepCall["kind"], operationId: string, error: unknown): Promise<UncertainTurnError> {
+async function failedCall(env: TurnEnv, state: TurnState, kind: StepCall["kind"], operationId: string, error: unknown): Promise<UncertainTurnError> {
   if (!(error instanceof UncertainCallError)) return new UncertainTurnError(`call:${kind}:error`, (error as Error)?.message ?? "the call failed", error);
   let attempt = error.attempt;
-  if (attempt === "unsent" && env.engine.limits.callAttempts !== undefined) attempt = (await env.engine.calls.provenUnsent(env.input.scope, operationId)) ? "retry" : undefined;
+  if (attempt === "unsent" && env.engine.limits.callAttempts !== undefined) attempt = (await env.engine.calls.provenUnsent(state.account, env.input.scope, operationId)) ? "retry" : undefined;
   return new UncertainTurnError(error.uncertainCause, error.message, error.cause, attempt);
 }
 

@@ -231,15 +231,30 @@ for (const [kind, enabled] of KINDS) {
         expect(result.failures).toEqual([{ kind: "main", cause: "call:main:error" }]);
         const root = conversationRootKey(SCOPE, "s1", "k1");
         expect(await sent.stores.journal.get(SCOPE, `${root}:main:1`)).toMatchObject({ state: "not_dispatched", notDispatchedCause: "store" });
+        // Cancelled as not dispatched, its reservation went with it: nothing is left unsettled.
+        expect(result.unsettledCalls).toBeUndefined();
       } finally {
         await sent.close();
       }
       // The claim failed before its effect: no record, tried again.
       const claim = await open({ model: new FakeModelClient([scriptedText("ok")]), attempts: 2, wrap: (s) => ({ ...s, journal: failOnce(s.journal, "claim", "before") }) });
       try {
-        expect(completed(await claim.runner.runTurn(request("k1"))).failures).toEqual([{ kind: "main", cause: "call:main:error" }]);
+        const result = completed(await claim.runner.runTurn(request("k1")));
+        expect(result.failures).toEqual([{ kind: "main", cause: "call:main:error" }]);
+        expect(result.unsettledCalls).toBeUndefined();
       } finally {
         await claim.close();
+      }
+      // The claim landed, then reported a failure: its record is cancelled not dispatched (its reservation with it), tried again.
+      const lost = await open({ model: new FakeModelClient([scriptedText("ok")]), attempts: 2, wrap: (s) => ({ ...s, journal: failOnce(s.journal, "claim", "after") }) });
+      try {
+        const result = completed(await lost.runner.runTurn(request("k1")));
+        expect(result.failures).toEqual([{ kind: "main", cause: "call:main:error" }]);
+        expect(result.unsettledCalls).toBeUndefined();
+        const root = conversationRootKey(SCOPE, "s1", "k1");
+        expect(await lost.stores.journal.get(SCOPE, `${root}:main:1`)).toMatchObject({ state: "not_dispatched", notDispatchedCause: "store" });
+      } finally {
+        await lost.close();
       }
       // The dispatch write landed, then reported a failure: the journal cannot prove it unsent.
       const unknown = await open({ model: new FakeModelClient([scriptedText("ok")]), attempts: 3, wrap: (s) => ({ ...s, journal: failOnce(s.journal, "dispatch", "after") }) });
