@@ -5,6 +5,7 @@ import {
   type CallKind,
   type Clock,
   type CostReceipt,
+  ConflictError,
   type CostSettlementStore,
   type ExecutionStore,
   FenceError,
@@ -306,6 +307,8 @@ export class GovernedCalls {
       );
     } catch (error) {
       if (error instanceof FenceError) throw new UncertainCallError("admission_fenced", "the turn's admission is no longer active: nothing was claimed or sent", error);
+      // Another claim holds this operation id: an identity conflict, never tried again (nor its record touched).
+      if (error instanceof ConflictError) throw new UncertainCallError(`call:${identity.kind}:error`, `operation ${identity.operationId} is claimed with other content`, error);
       throw new UncertainCallError(`call:${identity.kind}:error`, "the call could not be claimed", error, "unsent");
     }
     if (claim.status === "exists") {

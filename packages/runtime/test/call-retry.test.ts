@@ -332,6 +332,34 @@ for (const [kind, enabled] of KINDS) {
       }
     });
 
+    it("an identity conflict (the operation already claimed) is never tried again", async () => {
+      const model = new FakeModelClient([scriptedText("never")]);
+      const t = await open({ model, attempts: 3 });
+      try {
+        const root = conversationRootKey(SCOPE, "s1", "k1");
+        const now = t.clock.now();
+        await t.stores.journal.claim({ scope: SCOPE, operationId: `${root}:main:1`, sessionId: "s1", rootKey: root, turnId: root, kind: "main", clientId: "fake", model: "demo", priceVersion: "p1", policyVersion: "policy-1", createdAt: now, deadlineAt: now + 60_000 });
+        expect((await t.runner.runTurn(request("k1"))).status).toBe("reconciliation_required");
+        expect(t.uncertain.map((e) => e.cause)).toEqual(["call:main:error"]);
+        expect(model.calls).toBe(0);
+      } finally {
+        await t.close();
+      }
+    });
+
+    it("a block cap stays the budget stop: nothing sent, no attempt, no failure", async () => {
+      const model = new FakeModelClient([scriptedText("never")]);
+      const t = await open({ model, attempts: 3, over: { caps: { perTurnUsd: { usd: 0.000001, onExceeded: "block" } } } });
+      try {
+        const result = completed(await t.runner.runTurn(request("k1")));
+        expect(result).toMatchObject({ terminalReason: "budget", budget: { metric: "perTurnUsd", answered: false } });
+        expect(result.failures).toBeUndefined();
+        expect(model.calls).toBe(0);
+      } finally {
+        await t.close();
+      }
+    });
+
     it("an AbortError from the client is never tried again: the turn stays uncertain", async () => {
       const model = new FakeModelClient([scriptedError(new DOMException("aborted by the store", "AbortError") as unknown as Error), scriptedText("never")]);
       const t = await open({ model, attempts: 3 });
