@@ -347,6 +347,29 @@ for (const [kind, enabled] of KINDS) {
       }
     });
 
+    it("a fenced admission is never tried again: the session erased mid-turn ends it uncertain", async () => {
+      let erase: () => Promise<unknown> = async () => undefined;
+      const forget = defineTool({
+        name: "forget_me",
+        description: "Erases the session.",
+        input: { type: "object", properties: {} },
+        handler: async () => {
+          await erase();
+          return { ok: true };
+        },
+      });
+      const model = new FakeModelClient([scriptedToolCall({ id: "c1", name: "forget_me", input: {} }), scriptedText("never")]);
+      const t = await open({ model, attempts: 3, over: { tools: [forget] } });
+      erase = () => t.runner.eraseSession(SCOPE, "s1");
+      try {
+        expect((await t.runner.runTurn(request("k1"))).status).toBe("reconciliation_required");
+        expect(t.uncertain.map((e) => e.cause)).toEqual(["admission_fenced"]);
+        expect(model.calls).toBe(1);
+      } finally {
+        await t.close();
+      }
+    });
+
     it("a block cap stays the budget stop: nothing sent, no attempt, no failure", async () => {
       const model = new FakeModelClient([scriptedText("never")]);
       const t = await open({ model, attempts: 3, over: { caps: { perTurnUsd: { usd: 0.000001, onExceeded: "block" } } } });
