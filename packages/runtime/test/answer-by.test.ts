@@ -1,24 +1,11 @@
-import { type ConversationConfig, type ConversationView, createConversationRunner } from "@alma-harness/conversation";
+import { type ConversationConfig, createConversationRunner } from "@alma-harness/conversation";
 import { defineTool } from "@alma-harness/core";
 import { ManualClock } from "@alma-harness/core/testing";
 import { FakeModelClient, scriptedHang, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { clinicConfig, skipNote } from "./open.js";
+import { advanceWhenArmed, completed, request } from "./retry-kit.js";
 import { KINDS, openStores } from "./store-kit.js";
-
-const SCOPE = { org: "clinic-a", uid: "u1" };
-const request = (key: string) => ({ scope: SCOPE, sessionId: "s1", idempotencyKey: key, input: "When are you open?", intent: { tier: "balanced" as const, sensitivity: "internal" as const } });
-
-function completed(view: ConversationView) {
-  if (view.status !== "completed") throw new Error(`expected completed, got ${view.status}`);
-  return view.result;
-}
-
-/** Waits until the clock has `armed` sleepers (the turn's deadline and a call's round), then moves it on. */
-async function advanceWhenArmed(clock: ManualClock, ms: number, armed: number): Promise<void> {
-  for (let i = 0; i < 10_000 && clock.pending < armed; i++) await new Promise((r) => setImmediate(r));
-  clock.advance(ms);
-}
 
 for (const [kind, enabled] of KINDS) describe.skipIf(!enabled)(`the answer-by time on ${kind}${skipNote(enabled)} (spec: call-retry)`, () => {
   // runTimeoutMs 120 s: calls end min(15 s, 30 s) = 15 s before the deadline, at 105 s.

@@ -1,76 +1,14 @@
-import { type ConversationConfig, ConversationConfigError, type ConversationView, conversationRootKey, createConversationRunner, type UncertainTurnEvent } from "@alma-harness/conversation";
-import { defineTool, type ModelChoice, ProviderError, type RoutingIntent } from "@alma-harness/core";
-import { ManualClock } from "@alma-harness/core/testing";
+import { ConversationConfigError, conversationRootKey, createConversationRunner } from "@alma-harness/conversation";
+import { defineTool, ProviderError, type RoutingIntent } from "@alma-harness/core";
 import { FakeModelClient, scriptedError, scriptedHang, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
 import { clinicConfig, skipNote } from "./open.js";
-import { KINDS, type OpenedStores, openStores } from "./store-kit.js";
-
-const SCOPE = { org: "clinic-a", uid: "u1" };
-const CHOICE: ModelChoice = { clientId: "fake", model: "demo", maxOutputTokens: 512, cache: false };
-const request = (key: string) => ({ scope: SCOPE, sessionId: "s1", idempotencyKey: key, input: "When are you open?", intent: { tier: "balanced" as const, sensitivity: "internal" as const } });
-const unavailable = () => new ProviderError("fake HTTP 503", { kind: "server", provider: "fake", status: 503 });
-const rateLimited = () =>
-  new ProviderError("anthropic HTTP 429 (rate_limit_error): slow down", {
-    kind: "rate_limited",
-    provider: "anthropic",
-    status: 429,
-    rejection: { kind: "anthropic_rate_limit_v1", provider: "anthropic", status: 429 },
-  });
-
-/** One store method failing once, before its effect or after it ("executed, then reported a failure"). */
-function failOnce<T extends object>(store: T, method: string, when: "before" | "after", skip = 0): T {
-  let seen = 0;
-  return new Proxy(store, {
-    get(target, prop) {
-      const value = Reflect.get(target, prop, target);
-      if (prop !== method || typeof value !== "function") return typeof value === "function" ? value.bind(target) : value;
-      return async (...args: unknown[]) => {
-        const mine = seen++ === skip;
-        if (mine && when === "before") throw new Error(`injected: ${method} before`);
-        const out = await (value as (...a: unknown[]) => unknown).apply(target, args);
-        if (mine && when === "after") throw new Error(`injected: ${method} after`);
-        return out;
-      };
-    },
-  });
-}
-
-interface Setup {
-  readonly model: FakeModelClient;
-  readonly attempts?: number;
-  readonly over?: Partial<ConversationConfig>;
-  readonly wrap?: (stores: OpenedStores["stores"]) => OpenedStores["stores"];
-}
-
-function completed(view: ConversationView) {
-  if (view.status !== "completed") throw new Error(`expected completed, got ${view.status}`);
-  return view.result;
-}
-
-/** Waits until the clock has a sleeper armed (a call waiting on its round), then moves it on. */
-async function advanceWhenArmed(clock: ManualClock, ms: number, armed = 1): Promise<void> {
-  for (let i = 0; i < 10_000 && clock.pending < armed; i++) await new Promise((r) => setImmediate(r));
-  clock.advance(ms);
-}
+import { advanceWhenArmed, CHOICE, completed, failOnce, openRetry, rateLimited, request, type Setup, SCOPE, unavailable } from "./retry-kit.js";
+import { KINDS, openStores } from "./store-kit.js";
 
 for (const [kind, enabled] of KINDS) {
   describe.skipIf(!enabled)(`failed calls tried again on ${kind}${skipNote(enabled)} (spec: call-retry)`, () => {
-    async function open(s: Setup) {
-      const opened = await openStores(kind, "retry");
-      const stores = s.wrap ? s.wrap(opened.stores) : opened.stores;
-      const uncertain: UncertainTurnEvent[] = [];
-      const clock = new ManualClock();
-      const runner = createConversationRunner({
-        ...clinicConfig(s.model),
-        ...(s.attempts !== undefined ? { callAttempts: s.attempts } : {}),
-        onUncertainTurn: (e) => uncertain.push(e),
-        clock,
-        ...s.over,
-        stores,
-      });
-      return { runner, stores: opened.stores, uncertain, clock, close: opened.close };
-    }
+    const open = (s: Setup) => openRetry(kind, s);
 
     it("a provider failure is tried again as a new call under the same root; the result lists the failure and the unsettled call", async () => {
       const model = new FakeModelClient([scriptedError(unavailable()), scriptedText("9 to 5.")]);
@@ -131,16 +69,6 @@ for (const [kind, enabled] of KINDS) {
         expect(capped.calls).toBe(3);
       } finally {
         await three.close();
-      }
-    });
-
-    it("without callAttempts a failed call stays uncertain, as before", async () => {
-      const t = await open({ model: new FakeModelClient([scriptedError(unavailable())]) });
-      try {
-        expect((await t.runner.runTurn(request("k1"))).status).toBe("reconciliation_required");
-        expect(t.uncertain.map((e) => e.cause)).toEqual(["call:main:server:none"]);
-      } finally {
-        await t.close();
       }
     });
 
@@ -266,17 +194,6 @@ for (const [kind, enabled] of KINDS) {
       }
     });
 
-    it("a store failure after the provider is never tried again", async () => {
-      const model = new FakeModelClient([scriptedText("ok"), scriptedText("again")]);
-      const t = await open({ model, attempts: 3, wrap: (s) => ({ ...s, settlements: failOnce(s.settlements, "settle", "before") }) });
-      try {
-        expect((await t.runner.runTurn(request("k1"))).status).toBe("reconciliation_required");
-        expect(model.calls).toBe(1);
-      } finally {
-        await t.close();
-      }
-    });
-
     it("a fault at the store calls of a retry: the retry's claim fails, the journal proves it unsent, the third attempt answers", async () => {
       const model = new FakeModelClient([scriptedError(unavailable()), scriptedText("ok")]);
       const t = await open({ model, attempts: 3, wrap: (s) => ({ ...s, journal: failOnce(s.journal, "claim", "before", 1) }) });
@@ -327,69 +244,6 @@ for (const [kind, enabled] of KINDS) {
         expect(result.failures).toEqual([{ kind: "delegate", cause: "call:delegate:server:none" }]);
         expect(types.at(-1)).toBe("result");
         expect(await t.runner.read(SCOPE, conversationRootKey(SCOPE, "s1", "k1"))).toMatchObject({ status: "completed", result: { failures: result.failures } });
-      } finally {
-        await t.close();
-      }
-    });
-
-    it("an identity conflict (the operation already claimed) is never tried again", async () => {
-      const model = new FakeModelClient([scriptedText("never")]);
-      const t = await open({ model, attempts: 3 });
-      try {
-        const root = conversationRootKey(SCOPE, "s1", "k1");
-        const now = t.clock.now();
-        await t.stores.journal.claim({ scope: SCOPE, operationId: `${root}:main:1`, sessionId: "s1", rootKey: root, turnId: root, kind: "main", clientId: "fake", model: "demo", priceVersion: "p1", policyVersion: "policy-1", createdAt: now, deadlineAt: now + 60_000 });
-        expect((await t.runner.runTurn(request("k1"))).status).toBe("reconciliation_required");
-        expect(t.uncertain.map((e) => e.cause)).toEqual(["call:main:error"]);
-        expect(model.calls).toBe(0);
-      } finally {
-        await t.close();
-      }
-    });
-
-    it("a fenced admission is never tried again: the session erased mid-turn ends it uncertain", async () => {
-      let erase: () => Promise<unknown> = async () => undefined;
-      const forget = defineTool({
-        name: "forget_me",
-        description: "Erases the session.",
-        input: { type: "object", properties: {} },
-        handler: async () => {
-          await erase();
-          return { ok: true };
-        },
-      });
-      const model = new FakeModelClient([scriptedToolCall({ id: "c1", name: "forget_me", input: {} }), scriptedText("never")]);
-      const t = await open({ model, attempts: 3, over: { tools: [forget] } });
-      erase = () => t.runner.eraseSession(SCOPE, "s1");
-      try {
-        expect((await t.runner.runTurn(request("k1"))).status).toBe("reconciliation_required");
-        expect(t.uncertain.map((e) => e.cause)).toEqual(["admission_fenced"]);
-        expect(model.calls).toBe(1);
-      } finally {
-        await t.close();
-      }
-    });
-
-    it("a block cap stays the budget stop: nothing sent, no attempt, no failure", async () => {
-      const model = new FakeModelClient([scriptedText("never")]);
-      const t = await open({ model, attempts: 3, over: { caps: { perTurnUsd: { usd: 0.000001, onExceeded: "block" } } } });
-      try {
-        const result = completed(await t.runner.runTurn(request("k1")));
-        expect(result).toMatchObject({ terminalReason: "budget", budget: { metric: "perTurnUsd", answered: false } });
-        expect(result.failures).toBeUndefined();
-        expect(model.calls).toBe(0);
-      } finally {
-        await t.close();
-      }
-    });
-
-    it("an AbortError from the client is never tried again: the turn stays uncertain", async () => {
-      const model = new FakeModelClient([scriptedError(new DOMException("aborted by the store", "AbortError") as unknown as Error), scriptedText("never")]);
-      const t = await open({ model, attempts: 3 });
-      try {
-        expect((await t.runner.runTurn(request("k1"))).status).toBe("reconciliation_required");
-        expect(t.uncertain.map((e) => e.cause)).toEqual(["call:main:error"]);
-        expect(model.calls).toBe(1);
       } finally {
         await t.close();
       }
