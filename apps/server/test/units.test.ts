@@ -208,4 +208,10 @@ describe("the person's notice", () => {
     expect(refused).not.toBe(noticeFor(result({}), "", []));
     expect(noticeFor(result({}), "an answer", [])).toBeUndefined();
   });
+
+  it("a turn unanswered after every attempt failed has its own notice (spec: call-retry)", () => {
+    const failed = noticeFor(result({ terminalReason: "unanswered", unanswered: { cause: "call:main:aborted" } }), "", []);
+    expect(failed).toMatch(/could not reach its model/);
+    expect(failed).not.toBe(noticeFor(result({}), "", []));
+  });
 });

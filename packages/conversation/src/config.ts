@@ -24,7 +24,7 @@ import {
   type UncertainCause,
   type UsageInbox,
 } from "@alma-harness/core";
-import type { EngineConfig, LoopLimits } from "@alma-harness/loop";
+import { type EngineConfig, type LoopLimits, MAX_CALL_ATTEMPTS } from "@alma-harness/loop";
 import { ConversationConfigError } from "./errors.js";
 
 export interface ConversationStores {
@@ -113,11 +113,16 @@ export interface ConversationConfig extends EngineOptions {
   /** Each turn's deadline; at most ten minutes. */
   readonly runTimeoutMs: number;
   readonly maxCalls: number;
+  /**
+   * Attempts of one model call, 1 to 5 (spec: call-retry). Absent: a failed call makes the turn
+   * uncertain. Set it only when the host handles `unanswered`, and bump `configRevision`.
+   */
+  readonly callAttempts?: number;
   readonly maxInputChars: number;
   /** Largest final envelope, in characters of its JSON; default and at most 1,000,000. */
   readonly maxResultChars?: number;
   readonly consumers?: readonly string[];
-  readonly limits?: Omit<LoopLimits, "maxCalls">;
+  readonly limits?: Omit<LoopLimits, "maxCalls" | "callAttempts">;
   readonly eventLabels?: EventLabels;
   readonly facts?: Readonly<Record<string, string | number | boolean>>;
   /**
@@ -143,6 +148,13 @@ export interface ResolvedConfig extends ConversationConfig {
 
 export const MAX_RUN_TIMEOUT_MS = 10 * 60_000;
 export const EXPIRED_RELEASE_GRACE_MS = 15 * 60_000;
+/** The answer-by time's margin (spec: call-retry): calls end this long before the turn's deadline. */
+export const ANSWER_BY_MARGIN_MS = 15_000;
+
+/** When every call of a turn ends: `min(15 s, runTimeoutMs / 4)` before its deadline. */
+export function answerByAt(runTimeoutMs: number, deadlineAt: number): number {
+  return deadlineAt - Math.min(ANSWER_BY_MARGIN_MS, Math.floor(runTimeoutMs / 4));
+}
 
 function hasControl(text: string): boolean {
   for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) < 0x20 || text.charCodeAt(i) === 0x7f) return true;
@@ -214,6 +226,7 @@ export function resolveConfig(config: ConversationConfig): ResolvedConfig {
     resultRetentionMs: int("resultRetentionMs", config.resultRetentionMs, 1, 10 * 365 * 86_400_000),
     runTimeoutMs: int("runTimeoutMs", config.runTimeoutMs, 1, MAX_RUN_TIMEOUT_MS),
     maxCalls: int("maxCalls", config.maxCalls, 1, 1000),
+    ...(config.callAttempts !== undefined ? { callAttempts: int("callAttempts", config.callAttempts, 1, MAX_CALL_ATTEMPTS) } : {}),
     maxInputChars: int("maxInputChars", config.maxInputChars, 1, 10_000_000),
     maxResultChars: int("maxResultChars", config.maxResultChars ?? 1_000_000, 1, 1_000_000),
     consumers: Object.freeze([...(config.consumers ?? [])]),

@@ -2,7 +2,7 @@ import { type ErasureReport, type Msg, normalizeModelChoice, type ModelChoice, t
 import { GovernedCalls } from "@alma-harness/execution";
 import { createEngine, type Engine, type TurnOutcome, type TurnResult } from "@alma-harness/loop";
 import { claimTurn } from "./claim.js";
-import { type ConversationConfig, type EngineOptions, type ResolvedConfig, resolveConfig } from "./config.js";
+import { answerByAt, type ConversationConfig, type EngineOptions, type ResolvedConfig, resolveConfig } from "./config.js";
 import { eraseScope, eraseSession } from "./erasure.js";
 import { ConversationConflictError } from "./errors.js";
 import { type EventsApi, eventsApi, type RecordEventsRequest, type RecordEventsResult } from "./events.js";
@@ -65,7 +65,7 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
   const engine = createEngine({
     ...engineOptions(config),
     system: config.prompt,
-    limits: { ...config.limits, maxCalls: config.maxCalls },
+    limits: { ...config.limits, maxCalls: config.maxCalls, ...(config.callAttempts !== undefined ? { callAttempts: config.callAttempts } : {}) },
     calls,
     audit: stores.audit,
     ...(stores.barrier ? { barrier: stores.barrier } : {}),
@@ -219,6 +219,8 @@ async function runAdmitted(config: ResolvedConfig, engine: Engine, request: Norm
     ...(config.facts ? { facts: config.facts } : {}),
     ...(a.signal ? { signal: a.signal } : {}),
     deadlineAt: a.deadlineAt,
+    // The root's deadline and the invocation's timeout are the same instant here: the admission's.
+    answerByAt: answerByAt(config.runTimeoutMs, a.deadlineAt),
     sink: outputs.sink,
   });
   if (outcome.status === "not_admitted") return uncertain(config, a, "loop");

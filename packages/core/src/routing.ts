@@ -33,6 +33,10 @@ export interface RoutingIntent {
   readonly sensitivity: Sensitivity;
   /** A short label of the work ("front-desk", "summary"); routing input, never content. */
   readonly task?: string;
+  /** Asked again before a call's second and later attempts (spec: retry-routing): the attempt's number, from 2. */
+  readonly attempt?: number;
+  /** With `attempt`: the cause of the attempt before (an `UncertainCause`, such as `call:main:aborted`). */
+  readonly previousCause?: string;
 }
 
 export type ReasoningEffort = "low" | "medium" | "high";

@@ -69,6 +69,7 @@ export type StreamRule =
 export type CallCause =
   | "aborted"
   | "call_limit"
+  | "deadline"
   | "empty"
   | "error"
   | "request_invalid"

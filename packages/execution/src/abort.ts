@@ -1,9 +1,16 @@
 import { type Clock, ProviderError, systemClock } from "@alma-harness/core";
 
-/** Why the engine aborted: the caller cancelled, the turn's deadline passed, or one model round timed out. */
+const MESSAGES = {
+  cancelled: "the turn was cancelled",
+  deadline: "the turn's deadline passed",
+  timeout: "the model round timed out",
+  answer_by: "the call reached the turn's answer-by time",
+} as const;
+
+/** Why the engine aborted: the caller cancelled, the turn's deadline passed, or one model round timed out or reached the answer-by time. */
 export class AbortedError extends Error {
-  constructor(readonly reason: "cancelled" | "deadline" | "timeout") {
-    super(reason === "cancelled" ? "the turn was cancelled" : reason === "deadline" ? "the turn's deadline passed" : "the model round timed out");
+  constructor(readonly reason: "cancelled" | "deadline" | "timeout" | "answer_by") {
+    super(MESSAGES[reason]);
     this.name = "AbortedError";
   }
 }

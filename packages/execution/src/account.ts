@@ -8,6 +8,8 @@ export interface Ledger {
   reservedMicros: number;
   /** Calls claimed in the journal (refused calls are not counted). */
   calls: number;
+  /** Operation ids claimed without a settled cost and not cancelled `not_dispatched` (spec: call-retry, `unsettledCalls`). */
+  readonly unsettled: Set<string>;
   readonly receipts: CostReceipt[];
   /** Caps already warned about in this turn (warnings are deduplicated per turn). */
   readonly warned: Set<BudgetCapName>;
@@ -22,7 +24,7 @@ let ledgerOf: (account: TurnAccount) => Ledger;
  * parallel children can never overrun it.
  */
 export class TurnAccount {
-  readonly #ledger: Ledger = { spentMicros: 0, reservedMicros: 0, calls: 0, receipts: [], warned: new Set() };
+  readonly #ledger: Ledger = { spentMicros: 0, reservedMicros: 0, calls: 0, unsettled: new Set(), receipts: [], warned: new Set() };
 
   static {
     ledgerOf = (account) => account.#ledger;
@@ -41,6 +43,11 @@ export class TurnAccount {
   /** Calls claimed in the journal. */
   get calls(): number {
     return this.#ledger.calls;
+  }
+
+  /** Claimed calls whose cost never settled and that were not cancelled as not dispatched. */
+  get unsettled(): number {
+    return this.#ledger.unsettled.size;
   }
 
   /** Every settled receipt, in settlement order. */

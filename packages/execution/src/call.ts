@@ -59,24 +59,36 @@ export async function dispatchAndSettle(call: ClaimedCall): Promise<CallOutcome>
   turn.addEventListener("abort", onTurnAbort, { once: true });
   if (turn.aborted) round.abort(turn.reason);
   // One timer for the round's own deadline, released with the round; never armed for a stopped round.
-  const cancelTimer = round.signal.aborted ? undefined : startTimer(config.clock, options.roundTimeoutMs, () => stop(new AbortedError("timeout")), round.signal);
+  // The round ends at its own timeout or at the turn's answer-by time, whichever comes first.
+  const untilAnswerBy = options.answerByAt === undefined ? Number.POSITIVE_INFINITY : options.answerByAt - now;
+  const byAnswer = untilAnswerBy <= options.roundTimeoutMs;
+  if (byAnswer && untilAnswerBy <= 0 && !round.signal.aborted) round.abort(new AbortedError("answer_by"));
+  const cancelTimer = round.signal.aborted
+    ? undefined
+    : startTimer(config.clock, byAnswer ? untilAnswerBy : options.roundTimeoutMs, () => stop(new AbortedError(byAnswer ? "answer_by" : "timeout")), round.signal);
   const seen: StreamSeen = { content: 0, usage: undefined };
   let output: StepOutput | undefined;
   let rejected: { readonly proof: NonNullable<ReturnType<typeof attestedRejection>>; readonly error: ProviderError } | undefined;
   try {
     if (round.signal.aborted) {
       call.books.reservedMicros -= call.worst;
-      await config.journal.cancelPrepared(fence, "aborted", now).catch(() => undefined);
+      await config.journal.cancelPrepared(fence, "aborted", now).then(
+        () => {
+          call.books.unsettled.delete(call.identity.operationId);
+        },
+        () => undefined,
+      );
       throw abortReason(round.signal);
     }
     // Committed before any byte leaves: a crash after this line is a `dispatching` record the sweep fences.
-    await config.journal.dispatch(fence, now);
+    await dispatchWrite(call);
     const stream = client.stream(request, round.signal);
     // With a usage inbox, a stream the round cuts is read on for its late usage (`late-usage.ts`).
     const watched = config.late ? config.late.watch(stream, round.signal, call.identity, choice) : stream;
     output = await collectStep(watched, options.seenCallIds, racer.race, seen, { provider: client.provider, model: request.model });
   } catch (error) {
     const proof = attestedRejection(error, client, choice, seen, turn);
+    if (error instanceof UncertainCallError) throw error;
     if (proof === undefined) {
       // No effect of this round is kept; what was sent is on the journal with unknown usage, and
       // its reservation stays held: it may have been spent.
@@ -103,6 +115,18 @@ export async function dispatchAndSettle(call: ClaimedCall): Promise<CallOutcome>
   return { status: "settled", output, receipt };
 }
 
+/**
+ * The journal's `dispatching` write. Its failure is a store failure before the provider: nothing
+ * was sent, which the journal must still prove before another attempt (`unsent`).
+ */
+async function dispatchWrite(call: ClaimedCall): Promise<void> {
+  try {
+    await call.config.journal.dispatch(call.fence, call.now);
+  } catch (error) {
+    throw new UncertainCallError(`call:${call.identity.kind}:error`, "the journal could not record the dispatch; nothing was sent", error, "unsent");
+  }
+}
+
 /** Keeps the evidence, prices it, settles once, completes the journal record, writes the cost trail. */
 async function settle(call: ClaimedCall, evidence: UsageEvidence, stop: string): Promise<CostReceipt> {
   const { config, identity, fence, now, books } = call;
@@ -110,7 +134,7 @@ async function settle(call: ClaimedCall, evidence: UsageEvidence, stop: string):
   let receipt: CostReceipt;
   try {
     await config.journal.receive(fence, evidence, now);
-    if (evidence.status !== "known") throw new UncertainCallError(`call:${kind}:unsettled:${stopTag(stop)}`, `usage of ${identity.operationId} is ${evidence.status}; its cost cannot be settled`);
+    if (evidence.status !== "known") throw new UncertainCallError(`call:${kind}:unsettled:${stopTag(stop)}`, `usage of ${identity.operationId} is ${evidence.status}; its cost cannot be settled`, undefined, "retry");
     const priced = priceUsage(config.prices, call.choice.model, evidence.usage);
     if (priced.status !== "priced") {
       throw new UncertainCallError(`call:${kind}:unsettled:${stopTag(stop)}`, `usage of ${identity.operationId} cannot be priced (missing ${priced.missing})`);
@@ -135,6 +159,7 @@ async function settle(call: ClaimedCall, evidence: UsageEvidence, stop: string):
     books.reservedMicros -= call.worst;
     books.spentMicros += receipt.usdMicros;
     books.receipts.push(receipt);
+    books.unsettled.delete(identity.operationId);
     await config.journal.settle(fence, receipt.settlementId, now);
     await config.journal.complete(fence, now);
   } catch (error) {
@@ -160,10 +185,14 @@ function classify(kind: CallKind, client: ModelClient, error: unknown, turnSigna
     const cause = reason instanceof AbortedError && reason.reason === "deadline" ? "deadline" : "cancelled";
     return new UncertainCallError(cause, reason.message, reason);
   }
-  if (error instanceof AbortedError && error.reason === "timeout") return new UncertainCallError(`call:${kind}:aborted`, "the model round timed out", error);
-  if (error instanceof StreamInvalidError) return new UncertainCallError(`call:${kind}:invalid:none:${error.rule}`, error.message, error);
-  if (error instanceof StreamTornError) return new UncertainCallError(`call:${kind}:torn:none`, error.message, error);
+  // Each of these is a call that did not complete: another attempt may follow (spec: call-retry).
+  if (error instanceof AbortedError && error.reason === "timeout") return new UncertainCallError(`call:${kind}:aborted`, "the model round timed out", error, "retry");
+  if (error instanceof AbortedError && error.reason === "answer_by") return new UncertainCallError(`call:${kind}:deadline`, error.message, error, "retry");
+  if (error instanceof StreamInvalidError) return new UncertainCallError(`call:${kind}:invalid:none:${error.rule}`, error.message, error, "retry");
+  if (error instanceof StreamTornError) return new UncertainCallError(`call:${kind}:torn:none`, error.message, error, "retry");
   // Only an attested refusal, settled at zero, is `rejected:<proof>`: a proof the evidence contradicts is an ordinary failure.
-  if (error instanceof ProviderError) return new UncertainCallError(`call:${kind}:${error.kind}:none`, error.message, error);
-  return new UncertainCallError(`call:${kind}:error`, `${client.id}: ${(error as Error)?.message ?? String(error)}`, error);
+  if (error instanceof ProviderError) return new UncertainCallError(`call:${kind}:${error.kind}:none`, error.message, error, "retry");
+  // Any other AbortError (a store's own, or one after a store failure) is never tried again.
+  const foreignAbort = (error as Error | undefined)?.name === "AbortError";
+  return new UncertainCallError(`call:${kind}:error`, `${client.id}: ${(error as Error)?.message ?? String(error)}`, error, foreignAbort ? undefined : "retry");
 }

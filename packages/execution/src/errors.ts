@@ -50,8 +50,18 @@ export class StreamTornError extends AlmaError {
  */
 export class UncertainCallError extends AlmaError {
   readonly uncertainCause: UncertainCause;
-  constructor(cause: UncertainCause, message: string, error?: unknown) {
+  /**
+   * Whether another attempt may follow (spec: call-retry): `retry`, the call did not complete or
+   * the provider gave nothing usable; `unsent`, a store failed before the provider, retried only
+   * when the journal proves the call was never sent (`GovernedCalls.provenUnsent`). Absent: never.
+   */
+  readonly attempt?: AttemptClass;
+  constructor(cause: UncertainCause, message: string, error?: unknown, attempt?: AttemptClass) {
     super("uncertain_call", message, { cause: error });
     this.uncertainCause = cause;
+    if (attempt !== undefined) this.attempt = attempt;
   }
 }
+
+/** How a failed call may be tried again (see `UncertainCallError.attempt`). */
+export type AttemptClass = "retry" | "unsent";

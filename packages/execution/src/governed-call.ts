@@ -5,6 +5,7 @@ import {
   type CallKind,
   type Clock,
   type CostReceipt,
+  ConflictError,
   type CostSettlementStore,
   type ExecutionStore,
   FenceError,
@@ -35,6 +36,7 @@ import { ledger, TurnAccount } from "./account.js";
 import { dispatchAndSettle } from "./call.js";
 import { UncertainCallError } from "./errors.js";
 import { LateUsage } from "./late-usage.js";
+import { provenUnsent } from "./retry.js";
 import { checkConsumers, checkNormalizedCaps, unpricedBeforeDispatch } from "./preflight.js";
 import type { StepOutput } from "./stream-validate.js";
 import { refusedTrail, requestTrails } from "./trails.js";
@@ -112,6 +114,11 @@ export interface CallOptions {
   readonly seenCallIds: ReadonlySet<string>;
   /** A main step: its lifecycle `model.request` record goes on the trail before egress. */
   readonly lifecycle?: { readonly step: number; readonly contextVersion: number; readonly messageRevision: number };
+  /**
+   * The turn's answer-by time (spec: call-retry): the round is cut here too, cause
+   * `call:<kind>:deadline`. Absent: only `roundTimeoutMs` and the turn's signal bound it.
+   */
+  readonly answerByAt?: number;
   /** Called once the claim and the trails are durable, just before the dispatch. */
   readonly onDispatch?: () => void;
 }
@@ -247,17 +254,29 @@ export class GovernedCalls {
       return { status: "refused", reason: "cap", cap: claim.cap };
     }
     books.calls += 1;
+    books.unsettled.add(identity.operationId);
     const call = { config, identity, client, choice, request, options, fence: claim.fence, books, worst, before, now };
     try {
       await requestTrails(config.audit, identity, choice, options, now);
     } catch (error) {
       // Nothing was sent: the claim ends as not dispatched, and its reservation with it.
       books.reservedMicros -= worst;
-      await config.journal.cancelPrepared(claim.fence, "audit", now).catch(() => undefined);
-      throw error;
+      await config.journal.cancelPrepared(claim.fence, "audit", now).then(
+        () => {
+          books.unsettled.delete(identity.operationId);
+        },
+        () => undefined,
+      );
+      if (error instanceof UncertainCallError) throw new UncertainCallError(error.uncertainCause, error.message, error.cause, "unsent");
+      throw new UncertainCallError(`call:${identity.kind}:error`, "the call's trails could not be written; nothing was sent", error, "unsent");
     }
     options.onDispatch?.();
     return dispatchAndSettle(call);
+  }
+
+  /** Whether the journal proves the call was never sent (see `provenUnsent`): what a store failure before the provider needs to be tried again. */
+  provenUnsent(account: TurnAccount, scope: Scope, operationId: string): Promise<boolean> {
+    return provenUnsent(this.#config.journal, ledger(account), scope, operationId, this.#config.clock.now());
   }
 
   #cacheKey(identity: CallIdentity): string | undefined {
@@ -276,7 +295,7 @@ export class GovernedCalls {
     try {
       return await this.#config.spend.peek(identity.scope, identity.sessionId, utcDay(now));
     } catch (error) {
-      throw new UncertainCallError(`call:${identity.kind}:error`, "spend could not be read", error);
+      throw new UncertainCallError(`call:${identity.kind}:error`, "spend could not be read", error, "unsent");
     }
   }
 
@@ -307,7 +326,9 @@ export class GovernedCalls {
       );
     } catch (error) {
       if (error instanceof FenceError) throw new UncertainCallError("admission_fenced", "the turn's admission is no longer active: nothing was claimed or sent", error);
-      throw new UncertainCallError(`call:${identity.kind}:error`, "the call could not be claimed", error);
+      // Another claim holds this operation id: an identity conflict, never tried again (nor its record touched).
+      if (error instanceof ConflictError) throw new UncertainCallError(`call:${identity.kind}:error`, `operation ${identity.operationId} is claimed with other content`, error);
+      throw new UncertainCallError(`call:${identity.kind}:error`, "the call could not be claimed", error, "unsent");
     }
     if (claim.status === "exists") {
       throw new UncertainCallError(`call:${identity.kind}:error`, `operation ${identity.operationId} was already claimed; it is never sent twice`);

@@ -1,7 +1,7 @@
 export { AbortedError, abortRacer, abortReason, RELEASED, startTimer } from "./abort.js";
 export { TurnAccount } from "./account.js";
 export { attestedRejection, CONTEXT_REJECTION_PROVIDERS } from "./attest.js";
-export { AuditFailedError, CallRefusedError, StreamInvalidError, StreamTornError, UncertainCallError, UnsettledCallError } from "./errors.js";
+export { type AttemptClass, AuditFailedError, CallRefusedError, StreamInvalidError, StreamTornError, UncertainCallError, UnsettledCallError } from "./errors.js";
 export { type CallIdentity, type CallOptions, type CallOutcome, GovernedCalls, type GovernedCallsConfig } from "./governed-call.js";
 export { LATE_USAGE_GRACE_MS, LATE_USAGE_MAX_EVENTS, LateUsage } from "./late-usage.js";
 export { unpricedBeforeDispatch } from "./preflight.js";

@@ -173,7 +173,11 @@ function lateOf(evidence: UsageEvidence | undefined): Late | undefined {
 function sourceOf(round: AbortSignal): LateUsageSource | undefined {
   if (!round.aborted || round.reason === RELEASED) return undefined;
   const reason: unknown = round.reason;
-  if (reason instanceof AbortedError) return reason.reason === "timeout" ? "stream_after_timeout" : reason.reason === "deadline" ? "stream_after_deadline" : "stream_after_cancel";
+  if (reason instanceof AbortedError) {
+    if (reason.reason === "timeout") return "stream_after_timeout";
+    // The answer-by time is the turn's deadline drawn in (`call:<kind>:deadline`).
+    if (reason.reason === "deadline" || reason.reason === "answer_by") return "stream_after_deadline";
+  }
   return "stream_after_cancel";
 }
 

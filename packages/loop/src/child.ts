@@ -15,9 +15,9 @@ import {
 } from "@alma-harness/core";
 import { dispatchCalls, InterruptedDispatch } from "./dispatch.js";
 import type { TurnEnv } from "./env.js";
-import { UncertainTurnError } from "./errors.js";
+import { CallUnansweredError, UncertainTurnError } from "./errors.js";
 import type { TurnState } from "./state.js";
-import { runModelStep } from "./step.js";
+import { attemptStep } from "./attempts.js";
 
 /** A snapshotted, validated child request (direct or delegate). */
 export interface ChildRequest extends DelegateRequest {
@@ -77,7 +77,14 @@ export async function runChild(env: TurnEnv, state: TurnState, req: ChildRequest
   let usage: Usage = ZERO_USAGE;
   for (let step = 1; ; step++) {
     const request = childRequest(choice, req, messages, tools);
-    const done = await runModelStep(env, state, { kind, step, choice, request, parentCallId: spec.parentCallId, tier: req.tier, sensitivity: req.sensitivity });
+    let done: Awaited<ReturnType<typeof attemptStep>>;
+    try {
+      done = await attemptStep(env, state, { kind, step, choice, request, parentCallId: spec.parentCallId, tier: req.tier, sensitivity: req.sensitivity }, { task: kind });
+    } catch (error) {
+      // Out of attempts (spec: call-retry): the handler gets empty text, as for a cut step.
+      if (error instanceof CallUnansweredError) return { status: "completed", text: "", usage };
+      throw error;
+    }
     usage = addUsage(usage, done.receipt.usage);
     const { output } = done;
     // A cut or refused child step gives the parent no text: its output is withheld.

@@ -1,5 +1,6 @@
 import type {
   AuditLog,
+  CallKind,
   Block,
   Clock,
   CostReceipt,
@@ -46,6 +47,13 @@ export interface LoopLimits {
   readonly roundTimeoutMs?: number;
   /** When less than this is left before the deadline, the step is the last (`timeLimit`); default `roundTimeoutMs`. */
   readonly stepReserveMs?: number;
+  /**
+   * Attempts of one model call, 1 to 5 (spec: call-retry). Absent: a failed call makes the turn
+   * uncertain, as before. Set (even to 1): a call that failed in a way another attempt may mend is
+   * tried again while attempts, `maxCalls` and time are left, and a call out of attempts ends a main
+   * step `unanswered`, a child with empty text; a summary stays uncertain.
+   */
+  readonly callAttempts?: number;
   /** Replaces the text of every final-answer notice. */
   readonly finalAnswerNotice?: string;
   /** Deepest delegate nesting; default 2. */
@@ -159,6 +167,11 @@ export interface TurnInput {
   readonly facts?: JsonObject;
   readonly signal?: AbortSignal;
   readonly deadlineAt?: number;
+  /**
+   * The answer-by time (spec: call-retry): every call of the turn ends by it, cause
+   * `call:<kind>:deadline`, and the final answer by time counts back from it. Absent: `deadlineAt`.
+   */
+  readonly answerByAt?: number;
   readonly sink?: LoopEventSink;
 }
 
@@ -179,6 +192,7 @@ export type TerminalReason =
   | "max_tokens"
   | "refused"
   | "context_window"
+  | "unanswered"
   | "error";
 
 export type BudgetMetric = "perTurnUsd" | "perSessionUsd" | "perTenantDayUsd" | "maxToolCalls" | "maxModelTokens" | "unpriced";
@@ -201,6 +215,18 @@ export interface TurnResult {
   readonly refusal?: { readonly category: RefusalCategory };
   readonly warnings: readonly string[];
   readonly failure?: TurnFailure;
+  /** With terminal reason `unanswered`: the main call ran out of attempts; the cause of its last failure. */
+  readonly unanswered?: { readonly cause: UncertainCause };
+  /** Every failed call of the turn, by cause, in order (spec: call-retry); absent when none failed. */
+  readonly failures?: readonly TurnCallFailure[];
+  /** Calls claimed without a settled cost when the turn completed (absent when none). They count toward no cap. */
+  readonly unsettledCalls?: number;
+}
+
+/** One failed call attempt on the result: its kind and its cause (a recall that is skipped will add its own kind). */
+export interface TurnCallFailure {
+  readonly kind: CallKind;
+  readonly cause: UncertainCause;
 }
 
 export type TurnOutcome =

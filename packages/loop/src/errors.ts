@@ -1,3 +1,4 @@
+import type { AttemptClass } from "@alma-harness/execution";
 import { AlmaError, type CallKind, type CostReceipt, type ProviderError, type RejectionKind, type UncertainCause } from "@alma-harness/core";
 
 export { StreamInvalidError, StreamTornError } from "@alma-harness/execution";
@@ -6,9 +7,23 @@ export { StreamInvalidError, StreamTornError } from "@alma-harness/execution";
 /** A turn that cannot end honestly as completed: carries the first cause that noted it. */
 export class UncertainTurnError extends AlmaError {
   readonly cause_: UncertainCause;
-  constructor(cause: UncertainCause, message: string, error?: unknown) {
+  /** Whether another attempt of the call may follow (spec: call-retry); absent: never. */
+  readonly attempt?: AttemptClass;
+  constructor(cause: UncertainCause, message: string, error?: unknown, attempt?: AttemptClass) {
     super("uncertain_turn", message, { cause: error });
     this.cause_ = cause;
+    if (attempt !== undefined) this.attempt = attempt;
+  }
+}
+
+/**
+ * A call out of attempts (spec: call-retry): every attempt failed, or the last one cannot be tried
+ * again (a refused request, the retry's routing). A main step ends the turn `unanswered`, a child
+ * hands its handler empty text; anywhere else it is uncertain, with the last failure's cause.
+ */
+export class CallUnansweredError extends UncertainTurnError {
+  constructor(cause: UncertainCause, message: string, error?: unknown) {
+    super(cause, message, error);
   }
 }
 

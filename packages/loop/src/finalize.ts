@@ -53,6 +53,7 @@ export async function finalizeCompleted(env: TurnEnv, state: TurnState, ending: 
       costMicros: state.account.spentMicros,
       receipts: Object.freeze([...state.receipts]),
       warnings: Object.freeze([...state.warnings, ...capWarnings(state)]),
+      ...attemptFields(state),
     });
     const hook = engine.hooks["turn:end"];
     if (hook) {
@@ -75,6 +76,15 @@ export async function finalizeCompleted(env: TurnEnv, state: TurnState, ending: 
   } catch (error) {
     return finalizeUncertain(env, state, toUncertain(env.signal, error));
   }
+}
+
+/** What the result adds for failed calls (spec: call-retry): absent when every call settled. */
+function attemptFields(state: TurnState): Pick<TurnResult, "failures" | "unsettledCalls"> {
+  const unsettled = state.account.unsettled;
+  return {
+    ...(state.failures.length > 0 ? { failures: Object.freeze(state.failures.map((f) => Object.freeze({ ...f }))) } : {}),
+    ...(unsettled > 0 ? { unsettledCalls: unsettled } : {}),
+  };
 }
 
 /** The uncertain exit. It never throws: its own record is best effort, and the outcome stands. */

@@ -17,16 +17,17 @@ export type {
   LongContextPolicy,
   LoopLimits,
   TerminalReason,
+  TurnCallFailure,
   TurnInput,
   TurnOutcome,
   TurnResult,
   TurnToolCall,
   VolatileContext,
 } from "./engine.js";
-export { CallRejectedError, DelegationRefusedError, EngineConfigError, StreamInvalidError, StreamTornError, UncertainTurnError } from "./errors.js";
+export { CallRejectedError, CallUnansweredError, DelegationRefusedError, EngineConfigError, StreamInvalidError, StreamTornError, UncertainTurnError } from "./errors.js";
 export type { LoopEvent, LoopEventSink } from "./events.js";
 export { CONTEXT_REJECTION_PROVIDERS } from "@alma-harness/execution";
-export { DEFAULT_FINAL_ANSWER_NOTICE, DEFAULT_TIME_NOTICE } from "./limits.js";
+export { DEFAULT_FINAL_ANSWER_NOTICE, DEFAULT_TIME_NOTICE, MAX_CALL_ATTEMPTS } from "./limits.js";
 export { MAX_MEDIA_BYTES, type MediaBytes, type MediaConfig, type MediaSourceContext } from "./media.js";
 export { DEFAULT_COLD_AFTER_MS, DEFAULT_SUMMARY_FRAME, measuredText, SUMMARY_INSTRUCTION } from "./long-context.js";
 export type { PermissionController, PermissionDecision, PermissionRequest } from "./permission.js";

@@ -35,6 +35,7 @@ const INPUT_FIELDS = new Set([
   "facts",
   "signal",
   "deadlineAt",
+  "answerByAt",
   "sink",
 ]);
 
@@ -67,6 +68,7 @@ export function normalizeTurnInput(engine: CompiledEngine, raw: TurnInput): Turn
   if (raw.signal !== undefined && !(raw.signal instanceof AbortSignal)) throw new ValidationError("signal", "abort_signal", "signal must be an AbortSignal");
   if (raw.sink !== undefined && typeof raw.sink !== "function") throw new ValidationError("sink", "function", "sink must be a function");
   if (raw.deadlineAt !== undefined && (!Number.isSafeInteger(raw.deadlineAt) || raw.deadlineAt < 0)) throw new ValidationError("deadlineAt", "epoch_ms", "deadlineAt must be epoch milliseconds");
+  if (raw.answerByAt !== undefined && (!Number.isSafeInteger(raw.answerByAt) || raw.answerByAt < 0)) throw new ValidationError("answerByAt", "epoch_ms", "answerByAt must be epoch milliseconds");
   return Object.freeze({
     scope,
     sessionId: validateId("sessionId", raw.sessionId),
@@ -85,6 +87,7 @@ export function normalizeTurnInput(engine: CompiledEngine, raw: TurnInput): Turn
     facts: raw.facts === undefined ? Object.freeze({}) : (snapshotObject(raw.facts, "facts") as JsonObject),
     ...(raw.signal !== undefined ? { signal: raw.signal } : {}),
     ...(raw.deadlineAt !== undefined ? { deadlineAt: raw.deadlineAt } : {}),
+    ...(raw.answerByAt !== undefined ? { answerByAt: raw.answerByAt } : {}),
     ...(raw.sink !== undefined ? { sink: raw.sink } : {}),
   });
 }

@@ -8,6 +8,9 @@ export const DEFAULT_FINAL_ANSWER_NOTICE =
   "This is your last step: answer the person now with what you have. Tools will not run.";
 export const DEFAULT_TIME_NOTICE = "Time is almost up: answer the person now with what you have. Tools will not run.";
 
+/** The most attempts one model call may have (spec: call-retry). */
+export const MAX_CALL_ATTEMPTS = 5;
+
 export interface ResolvedLimits {
   readonly maxCalls: number;
   readonly maxSteps: number;
@@ -17,6 +20,8 @@ export interface ResolvedLimits {
   readonly roundTimeoutMs: number;
   readonly stepReserveMs: number;
   readonly finalAnswerNotice: string | undefined;
+  /** Attempts of one model call (1-5); undefined: a failed call is uncertain (spec: call-retry). */
+  readonly callAttempts: number | undefined;
   readonly maxDelegateDepth: number;
   readonly delegateMaxSteps: number;
   readonly permissionTimeoutMs: number;
@@ -44,6 +49,7 @@ export function resolveLimits(limits: LoopLimits): ResolvedLimits {
     roundTimeoutMs,
     stepReserveMs: positive("stepReserveMs", limits.stepReserveMs, roundTimeoutMs, 600_000),
     finalAnswerNotice: limits.finalAnswerNotice,
+    callAttempts: limits.callAttempts === undefined ? undefined : positive("callAttempts", limits.callAttempts, 1, MAX_CALL_ATTEMPTS),
     maxDelegateDepth: positive("maxDelegateDepth", limits.maxDelegateDepth, 2, 8),
     delegateMaxSteps: positive("delegateMaxSteps", limits.delegateMaxSteps, 4, 100),
     permissionTimeoutMs: positive("permissionTimeoutMs", limits.permissionTimeoutMs, 300_000, 3_600_000),
@@ -57,15 +63,21 @@ export type LastKind = "call" | "step" | "time";
 
 /**
  * Whether the coming main step is the last. Calls win a tie with steps (a tie reports `callLimit`);
- * time only counts after the first step, when less than `stepReserveMs` is left before the deadline.
+ * time only counts after the first step, when less than `stepReserveMs` is left before the
+ * answer-by time (the deadline when the turn has none).
  */
 export function lastKind(env: TurnEnv, state: TurnState): LastKind | undefined {
   const { limits, clock } = env.engine;
   if (limits.maxCalls - state.callsUsed === 1) return "call";
   if (limits.maxSteps - state.steps === 1) return "step";
-  const deadline = env.input.deadlineAt;
+  const deadline = answerBy(env);
   if (deadline !== undefined && state.steps > 0 && clock.now() + limits.stepReserveMs >= deadline) return "time";
   return undefined;
+}
+
+/** The time every call of the turn ends by (spec: call-retry): the answer-by time, else the deadline. */
+export function answerBy(env: TurnEnv): number | undefined {
+  return env.input.answerByAt ?? env.input.deadlineAt;
 }
 
 /** The notice a last step carries when it advertises tools; `finalAnswerNotice` replaces every text. */

@@ -13,7 +13,7 @@ const CONTEXT_EXCEEDED: Ending = Object.freeze({ reply: Object.freeze([]), stopR
  * the call was the turn's first and only one, it carried no final-answer notice, and the turn has
  * recorded nothing but its input (no rotation).
  */
-function releasable(env: TurnEnv, state: TurnState, notice: string | undefined): boolean {
+export function releasable(env: TurnEnv, state: TurnState, notice: string | undefined): boolean {
   return env.engine.releasePreStreamRejections && notice === undefined && state.steps === 1 && state.callsUsed === 1 && !state.log.rotated && state.log.added.length === 1;
 }
 

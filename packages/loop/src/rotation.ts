@@ -1,4 +1,4 @@
-import { deepFreeze, type ModelRequest, type Msg, type MsgMeta, stopTag } from "@alma-harness/core";
+import { deepFreeze, type ModelRequest, type Msg, type MsgMeta, stopTag, type UncertainCause } from "@alma-harness/core";
 import { CallRefusedError } from "@alma-harness/execution";
 import { routeChild } from "./child.js";
 import type { TurnEnv } from "./env.js";
@@ -7,7 +7,8 @@ import { budgetEnding, type Ending } from "./limits.js";
 import { type CompiledLongContext, isCold, measureTokens, SUMMARY_INSTRUCTION, tailStart, transcriptOf } from "./long-context.js";
 import { forgetViewScan } from "./search/loads.js";
 import { engineMessage, type TurnState } from "./state.js";
-import { runModelStep } from "./step.js";
+import { attemptStep } from "./attempts.js";
+import type { StepDone } from "./step.js";
 
 /** What a rotation attempt did: rotated, could not (no policy, already rotated, no removable head), or was refused at zero cost. */
 export type Rotation = { readonly status: "rotated" } | { readonly status: "impossible" } | { readonly status: "refused"; readonly ending: Ending };
@@ -38,21 +39,20 @@ async function summarize(env: TurnEnv, state: TurnState, policy: CompiledLongCon
     ...(choice.reasoning ? { reasoning: choice.reasoning } : {}),
     ...(choice.serviceTier ? { serviceTier: choice.serviceTier } : {}),
   });
-  const { output } = await runModelStep(env, state, {
-    kind: "summary",
-    step: state.steps,
-    choice,
-    request,
-    tier: policy.summaryTier,
-    sensitivity,
-    ...(parentCallId !== undefined ? { parentCallId } : {}),
-  });
-  if (output.toolCalls.length > 0 || (output.stopReason !== "end_turn" && output.stopReason !== "stop_sequence")) {
-    throw new UncertainTurnError(`call:summary:unavailable:${stopTag(output.stopReason)}`, "the summary call did not complete with an answer");
-  }
-  const text = output.text.trim();
-  if (text.length === 0) throw new UncertainTurnError("call:summary:empty", "the summary call answered nothing");
-  return text;
+  // A summary out of attempts stays uncertain: `CallUnansweredError` is an uncertain turn error.
+  const { output } = await attemptStep(
+    env,
+    state,
+    { kind: "summary", step: state.steps, choice, request, tier: policy.summaryTier, sensitivity, ...(parentCallId !== undefined ? { parentCallId } : {}) },
+    { unusable: unusableSummary, task: "summary" },
+  );
+  return output.text.trim();
+}
+
+/** Only a complete, non-empty answer is a summary: anything else is its cause (tried again under `callAttempts`). */
+function unusableSummary({ output }: StepDone): UncertainCause | undefined {
+  if (output.toolCalls.length > 0 || (output.stopReason !== "end_turn" && output.stopReason !== "stop_sequence")) return `call:summary:unavailable:${stopTag(output.stopReason)}`;
+  return output.text.trim().length === 0 ? "call:summary:empty" : undefined;
 }
 
 /** A kept message re-recorded after the marker: verbatim, without its event id (unique in the log) or a marker of its own. */

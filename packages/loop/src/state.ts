@@ -1,6 +1,6 @@
 import { type Block, type CostReceipt, type JsonValue, type Msg, type MsgMeta, type SnapshotLimits, snapshot, totalTokens, type Usage, ZERO_USAGE, addUsage } from "@alma-harness/core";
 import type { TurnAccount } from "@alma-harness/execution";
-import type { TurnToolCall } from "./engine.js";
+import type { TurnCallFailure, TurnToolCall } from "./engine.js";
 import type { LoopEvent } from "./events.js";
 import type { ResolvedMedia } from "./media.js";
 
@@ -118,6 +118,8 @@ export class TurnState {
   /** Run-scoped permission grants from allowed asks, keyed by action and subject. */
   readonly grants = new Set<string>();
   webSearches = 0;
+  /** Every failed call attempt, in order (spec: call-retry). */
+  readonly failures: TurnCallFailure[] = [];
   /** This turn's resolved media bytes by ref, for requests only; never recorded (spec: media-by-bytes). */
   media: ReadonlyMap<string, ResolvedMedia> = new Map();
 

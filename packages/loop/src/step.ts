@@ -4,6 +4,7 @@ import { commitBefore, durable } from "./audit.js";
 import { observeCache } from "./cache-hygiene.js";
 import type { TurnEnv } from "./env.js";
 import { CallRejectedError, UncertainTurnError } from "./errors.js";
+import { answerBy } from "./limits.js";
 import { CONTEXT_VERSION, type TurnState } from "./state.js";
 import { trailBase } from "./trail.js";
 
@@ -52,12 +53,14 @@ export async function runModelStep(env: TurnEnv, state: TurnState, call: StepCal
     ...(input.admissionId !== undefined ? { admissionId: input.admissionId } : {}),
   };
   const main = call.kind === "main";
+  const answerByAt = answerBy(env);
   let outcome: Awaited<ReturnType<typeof engine.calls.run>>;
   try {
     outcome = await engine.calls.run(identity, client, call.choice, request, {
       account: state.account,
       signal: env.signal,
       roundTimeoutMs: engine.limits.roundTimeoutMs,
+      ...(answerByAt !== undefined ? { answerByAt } : {}),
       route: { tier: call.tier, sensitivity: call.sensitivity, ...(call.parentCallId ? { parentCallId: env.trail.callId(call.parentCallId) } : {}) },
       seenCallIds: state.callIds,
       ...(main ? { lifecycle: { step: call.step, contextVersion: CONTEXT_VERSION, messageRevision: state.log.revision } } : {}),
@@ -69,8 +72,7 @@ export async function runModelStep(env: TurnEnv, state: TurnState, call: StepCal
         : {}),
     });
   } catch (error) {
-    if (error instanceof UncertainCallError) throw new UncertainTurnError(error.uncertainCause, error.message, error.cause);
-    throw new UncertainTurnError(`call:${call.kind}:error`, (error as Error)?.message ?? "the call failed", error);
+    throw await failedCall(env, state, call.kind, operationId, error);
   }
   if (outcome.status === "refused") {
     state.callsUsed -= 1;
@@ -88,6 +90,18 @@ export async function runModelStep(env: TurnEnv, state: TurnState, call: StepCal
   const done = { output: outcome.output, receipt: outcome.receipt, operationId };
   await recordSearches(env, done);
   return done;
+}
+
+/**
+ * A call that threw, as the turn sees it. A store failure before the provider (`unsent`) may be
+ * tried again only when the journal proves the call was never sent; anything else keeps what the
+ * governed call said (spec: call-retry, undispatched-call-retry).
+ */
+async function failedCall(env: TurnEnv, state: TurnState, kind: StepCall["kind"], operationId: string, error: unknown): Promise<UncertainTurnError> {
+  if (!(error instanceof UncertainCallError)) return new UncertainTurnError(`call:${kind}:error`, (error as Error)?.message ?? "the call failed", error);
+  let attempt = error.attempt;
+  if (attempt === "unsent" && env.engine.limits.callAttempts !== undefined) attempt = (await env.engine.calls.provenUnsent(state.account, env.input.scope, operationId)) ? "retry" : undefined;
+  return new UncertainTurnError(error.uncertainCause, error.message, error.cause, attempt);
 }
 
 /** Each provider search result is one access event: the provider and the count, never the query. */

@@ -4,16 +4,16 @@ import { commitBefore, durable } from "./audit.js";
 import { AbortedError, checkpoint } from "./cancel.js";
 import type { TurnOutcome } from "./engine.js";
 import type { TurnEnv } from "./env.js";
-import { CallRejectedError, UncertainTurnError } from "./errors.js";
+import { CallRejectedError, CallUnansweredError, UncertainTurnError } from "./errors.js";
 import { finalizeCompleted, finalizeUncertain, toUncertain } from "./finalize.js";
 import { budgetEnding, type Ending, lastKind, limitEnding, noticeFor, tokensSpent } from "./limits.js";
 import { trailBase } from "./trail.js";
 import { mediaEgress, replayedHistory, resolveMedia, storedInput } from "./media.js";
-import { afterRejection } from "./rejection.js";
+import { afterRejection, releasable } from "./rejection.js";
 import { advertisedProviderTools, advertisedTools, buildRequest } from "./request.js";
 import { coldRotation } from "./rotation.js";
 import type { TurnState } from "./state.js";
-import { runModelStep } from "./step.js";
+import { attemptStep } from "./attempts.js";
 import { tokenWarning, toolStep } from "./tool-step.js";
 
 /** Runs one turn to exactly one outcome. Every path leaves through the finalizer. */
@@ -96,10 +96,17 @@ async function stepLoop(env: TurnEnv, state: TurnState, choice: ModelChoice): Pr
     const { last, notice } = next;
     const request = buildRequest(env, state, choice, notice);
     state.steps += 1;
-    let done: Awaited<ReturnType<typeof runModelStep>>;
+    let done: Awaited<ReturnType<typeof attemptStep>>;
     try {
-      done = await runModelStep(env, state, { kind: "main", step: state.steps, choice, request, tier: input.intent.tier, sensitivity: input.intent.sensitivity });
+      done = await attemptStep(
+        env,
+        state,
+        { kind: "main", step: state.steps, choice, request, tier: input.intent.tier, sensitivity: input.intent.sensitivity },
+        { keeps: (e) => e.proof === "context_window" || releasable(env, state, notice), ...(input.intent.task !== undefined ? { task: input.intent.task } : {}) },
+      );
     } catch (error) {
+      // Out of attempts: the turn completes unanswered, with an empty reply (spec: call-retry).
+      if (error instanceof CallUnansweredError) return { reply: [], stopReason: null, terminalReason: "unanswered", unanswered: { cause: error.cause_ } };
       if (error instanceof CallRefusedError) return budgetEnding(error.reason === "cap" ? (error.cap ?? "perTurnUsd") : "unpriced", null);
       if (!(error instanceof CallRejectedError)) throw error;
       // The trusted settled rejection marker: nothing of the refused call was recorded or observed.

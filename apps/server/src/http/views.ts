@@ -40,6 +40,7 @@ const NOTICES = {
   overloaded: "The assistant's provider is busy right now. Please try again in a minute.",
   cut: "The answer was cut off. Please ask again more specifically.",
   refused: "The assistant cannot help with this message. A member of the clinic team will follow up.",
+  failedCall: "The assistant could not reach its model for this message. Please try again in a minute.",
   uncertain: "We could not confirm what happened with this message. The clinic team has been alerted; please do not send it again.",
 } as const;
 
@@ -49,6 +50,8 @@ const NOTICES = {
  */
 export function noticeFor(result: TurnResult, text: string, delivered: readonly string[]): string | undefined {
   if (result.failure) return NOTICES.overloaded;
+  // Every attempt of the answering call failed (spec: call-retry): nothing was answered.
+  if (result.unanswered) return NOTICES.failedCall;
   if (result.stopReason === "context_window_exceeded") return NOTICES.context;
   if (result.budget && !result.budget.answered) return result.budget.metric === "perTenantDayUsd" ? NOTICES.dayBudget : NOTICES.turnBudget;
   if (result.callLimit && !result.callLimit.answered) return NOTICES.limit;

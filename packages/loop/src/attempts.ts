@@ -1,0 +1,101 @@
+import { deepFreeze, type ModelChoice, type ModelRequest, normalizeModelChoice, type ReasoningEffort, type UncertainCause } from "@alma-harness/core";
+import { checkpoint } from "./cancel.js";
+import type { TurnEnv } from "./env.js";
+import { CallRejectedError, CallUnansweredError, UncertainTurnError } from "./errors.js";
+import { answerBy } from "./limits.js";
+import type { TurnState } from "./state.js";
+import { runModelStep, type StepCall, type StepDone } from "./step.js";
+
+export interface AttemptOptions {
+  /** A settled rejection the caller reacts to itself (the main step: a context refusal, a released pre-stream refusal). */
+  readonly keeps?: (error: CallRejectedError) => boolean;
+  /** A settled call without usable output (a summary's): the cause, or nothing when it is usable. */
+  readonly unusable?: (done: StepDone) => UncertainCause | undefined;
+  /** The task the policy is asked again with (the main intent's, or the child's kind). */
+  readonly task?: string;
+}
+
+/**
+ * One model call with its attempts (spec: call-retry). Without `callAttempts` it is one governed
+ * step, as before. With it, a failure another attempt may mend (the governed call's `retry` class,
+ * a proven-unsent store failure, a settled rejection the caller does not keep, an unusable output)
+ * is recorded on `state.failures` and tried again as a new governed call under the same root (a new
+ * operation id, its own claim, journal and payment), while attempts, `maxCalls` and the answer-by
+ * time are left, with no backoff. Before each retry the policy is asked again (`retryChoice`). Out
+ * of attempts, or at a refused request, it throws `CallUnansweredError` with the last cause.
+ */
+export async function attemptStep(env: TurnEnv, state: TurnState, call: StepCall, opts: AttemptOptions = {}): Promise<StepDone> {
+  const max = env.engine.limits.callAttempts;
+  let { choice, request } = call;
+  for (let attempt = 1; ; attempt++) {
+    let cause: UncertainCause;
+    let failure: unknown;
+    try {
+      const done = await runModelStep(env, state, { ...call, choice, request });
+      const unusable = opts.unusable?.(done);
+      if (unusable === undefined) return done;
+      if (max === undefined) throw new UncertainTurnError(unusable, `the ${call.kind} call gave no usable output`);
+      cause = unusable;
+    } catch (error) {
+      const retryable = max === undefined ? undefined : retryCause(error, call, opts);
+      if (retryable === undefined) throw error;
+      cause = retryable;
+      failure = error;
+    }
+    state.failures.push({ kind: call.kind, cause });
+    const end = endOfAttempts(env, state, call, cause, attempt, max as number);
+    if (end) throw new CallUnansweredError(cause, end, failure);
+    checkpoint(env.signal);
+    ({ choice, request } = retryChoice(env, call, choice, request, attempt + 1, cause, opts.task));
+  }
+}
+
+/** The cause a failed attempt may be tried again for, or nothing (it is thrown as it is). */
+function retryCause(error: unknown, call: StepCall, opts: AttemptOptions): UncertainCause | undefined {
+  if (error instanceof CallUnansweredError) return undefined;
+  if (error instanceof CallRejectedError) return opts.keeps?.(error) ? undefined : error.cause_;
+  if (!(error instanceof UncertainTurnError)) return undefined;
+  if (error.cause_ === `call:${call.kind}:request_invalid`) return error.cause_;
+  return error.attempt === "retry" ? error.cause_ : undefined;
+}
+
+/** Why no further attempt follows, or nothing when one may. */
+function endOfAttempts(env: TurnEnv, state: TurnState, call: StepCall, cause: UncertainCause, attempt: number, max: number): string | undefined {
+  // The same request is refused again: no attempt can mend it (spec: refused-request).
+  if (cause === `call:${call.kind}:request_invalid`) return "the request was refused before dispatch";
+  if (attempt >= max) return `the ${call.kind} call failed ${attempt} times`;
+  if (state.callsUsed >= env.engine.limits.maxCalls) return "no call is left for another attempt";
+  const by = answerBy(env);
+  if (by !== undefined && env.engine.clock.now() >= by) return "the answer-by time has passed";
+  return undefined;
+}
+
+const EFFORT: Readonly<Record<ReasoningEffort, number>> = { low: 1, medium: 2, high: 3 };
+const effort = (r: ReasoningEffort | undefined) => (r === undefined ? 0 : EFFORT[r]);
+
+/**
+ * The retry's route (spec: retry-routing): the policy asked again with the call's tier, sensitivity
+ * and task plus `attempt` and `previousCause`. It may lower the reasoning; anything else it changes
+ * (client, model, service tier, cache, output ceiling), more reasoning, or a throw ends the call
+ * with `call:<kind>:routing_unavailable`. The request keeps everything but the reasoning.
+ */
+function retryChoice(env: TurnEnv, call: StepCall, prev: ModelChoice, request: ModelRequest, attempt: number, previousCause: UncertainCause, task: string | undefined) {
+  const cause: UncertainCause = `call:${call.kind}:routing_unavailable`;
+  let next: ModelChoice;
+  try {
+    next = normalizeModelChoice(env.engine.policy.resolve({ tier: call.tier, sensitivity: call.sensitivity, ...(task !== undefined ? { task } : {}), attempt, previousCause }));
+  } catch (error) {
+    throw new CallUnansweredError(cause, "the policy refused the retry's route", error);
+  }
+  const same =
+    next.clientId === prev.clientId &&
+    next.model === prev.model &&
+    next.serviceTier === prev.serviceTier &&
+    next.maxOutputTokens === prev.maxOutputTokens &&
+    JSON.stringify(next.cache) === JSON.stringify(prev.cache) &&
+    effort(next.reasoning) <= effort(prev.reasoning);
+  if (!same) throw new CallUnansweredError(cause, "the retry's route asked for more than the admitted choice");
+  const { reasoning: _dropped, ...rest } = request;
+  const retried = deepFreeze<ModelRequest>({ ...rest, ...(next.reasoning ? { reasoning: next.reasoning } : {}) });
+  return { choice: next, request: retried };
+}
