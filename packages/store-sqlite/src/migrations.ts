@@ -162,6 +162,21 @@ CREATE INDEX spend_reservations_session ON spend_reservations (scope, session_id
 CREATE INDEX spend_reservations_day ON spend_reservations (org, day, expires_at);
 `,
   },
+  {
+    version: 3,
+    name: "scope fences",
+    // An operator's fence (spec: scope-fence): \`target\` is \`org/uid\` or \`org/*\` for the whole org.
+    // It holds no session id and no content; an erasure leaves it (a fence is often set for one).
+    sql: `
+CREATE TABLE scope_fences (
+  target TEXT NOT NULL PRIMARY KEY,
+  org TEXT NOT NULL,
+  reason TEXT NOT NULL CHECK (reason IN ('suspended', 'erasure', 'operator')),
+  fenced_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX scope_fences_org ON scope_fences (org);
+`,
+  },
 ];
 
 /**
