@@ -8,6 +8,7 @@ import {
   type CostSettlementStore,
   type ExecutionStore,
   FenceError,
+  ScopeFencedError,
   type ModelChoice,
   type ModelClient,
   type ModelRequest,
@@ -287,6 +288,8 @@ export class GovernedCalls {
         },
       );
     } catch (error) {
+      // An operator's scope fence first (it is a FenceError too): nothing was claimed or sent.
+      if (error instanceof ScopeFencedError) throw new UncertainCallError("scope_fenced", "the turn's scope is fenced: nothing was claimed or sent", error);
       if (error instanceof FenceError) throw new UncertainCallError("admission_fenced", "the turn's admission is no longer active: nothing was claimed or sent", error);
       throw new UncertainCallError(`call:${identity.kind}:error`, "the call could not be claimed", error);
     }
