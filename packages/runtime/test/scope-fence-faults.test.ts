@@ -5,9 +5,12 @@ import { type ConversationStores, EXPIRED_RELEASE_GRACE_MS, ScopeFencedError } f
 import { createPostgresStores } from "@alma-harness/store-postgres";
 import { createSqliteStores } from "@alma-harness/store-sqlite";
 import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
+import { ManualClock, SequentialIds } from "@alma-harness/core/testing";
+import { FakeModelClient } from "@alma-harness/loop/testing";
+import { compose } from "@alma-harness/runtime";
 import { afterEach, describe, expect, it } from "vitest";
 import { FENCE_SCOPE, fencedRunner, Gate, turnRequest } from "./fence-kit.js";
-import { skipNote } from "./open.js";
+import { clinicConfig, skipNote } from "./open.js";
 import { DATABASE_URL, KINDS, type OpenedStores, openStores } from "./store-kit.js";
 
 let opened: OpenedStores[] = [];
@@ -127,6 +130,27 @@ for (const [kind, enabled] of KINDS) {
       // The batch that was never written records once when retried.
       expect(await t.runner.recordEvents({ scope: FENCE_SCOPE, sessionId: "s1", events: [event("ev-s1")] })).toEqual({ status: "recorded", appended: 1, replayed: 0 });
       expect(t.uncertain).toEqual([]);
+    });
+  });
+}
+
+for (const [kind, enabled] of KINDS) {
+  describe.skipIf(!enabled)(`the maintenance tick releases a stuck event admission on ${kind}${skipNote(enabled)}`, () => {
+    it("maintain() calls releaseExpiredEvents for a session whose recordEvents was left reconciliation_required", async () => {
+      const w = wrapped(await open(kind));
+      const clock = new ManualClock();
+      const rt = compose({ ...clinicConfig(new FakeModelClient([scriptedText("Hi.")])), clock, ids: new SequentialIds() }, w.stores, async () => undefined);
+      const deadlineAt = clock.now() + 60_000;
+      w.sessions.failNext("append", "before");
+      w.admissions.failNext("finish", "before");
+      expect(await rt.runner.recordEvents({ scope: FENCE_SCOPE, sessionId: "s1", events: [event("ev-1")] })).toEqual({ status: "reconciliation_required" });
+      clock.set(deadlineAt + EXPIRED_RELEASE_GRACE_MS - 1);
+      expect((await rt.maintain()).released).toEqual([]);
+      clock.set(deadlineAt + EXPIRED_RELEASE_GRACE_MS);
+      const tick = await rt.maintain();
+      expect(tick.released.map((r) => [r.sessionId, r.kind])).toEqual([["s1", "events"]]);
+      expect((await rt.maintain()).released).toEqual([]);
+      expect((await rt.runner.runTurn(turnRequest("k1"))).status).toBe("completed");
     });
   });
 }
