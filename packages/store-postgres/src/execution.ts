@@ -96,6 +96,7 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
 
   /**
    * Without options: one statement. With an admission or a reservation: one transaction of three
+   * (four for a new claim fenced by an admission: the scope fence's own read, see `scopeFencedIn`)
    * round trips, `BEGIN` (plus, with a reservation, the two advisory locks in the same simple-protocol
    * string), the claim statement, then `COMMIT` or `ROLLBACK`. The claim statement inserts the claim
    * (or returns the one already there), reads the admission `FOR SHARE`, reads what is settled and

@@ -45,10 +45,12 @@ export function pgSuite(
   const schemas = schemaFactory(tag);
   const url = DATABASE_URL ?? "";
   const admin = DATABASE_URL ? new pg.Pool({ connectionString: url, max }) : undefined;
+  // Dropping every schema pair a file made takes a while on a shared machine (the grouped suite
+  // makes several hundred): the hook's own timeout, not the default 10 s.
   afterAll(async () => {
     await schemas.dropAll();
     await admin?.end();
-  });
+  }, 120_000);
   return { schemas, url, admin, skip: DATABASE_URL ? "" : ` (${SKIP_REASON})` };
 }
 

@@ -83,16 +83,17 @@ describe("sqlite: this build reads the v1 fixture after migrating it", () => {
   });
   afterAll(() => stores?.close());
 
-  it("applies migration 2 (spend reservations) once on open and leaves every v1 row as it was", () => {
-    expect(stores.schema).toEqual({ main: 2, root: 1 });
+  it("applies migrations 2 (spend reservations) and 3 (scope fences) once on open and leaves every v1 row as it was", () => {
+    expect(stores.schema).toEqual({ main: 3, root: 1 });
     expect(versionsOf(path)).toEqual({
       main: MAIN_MIGRATIONS.map((m) => ({ version: m.version, name: m.name })),
       root: ROOT_MIGRATIONS.map((m) => ({ version: m.version, name: m.name })),
     });
-    expect(MAIN_MIGRATIONS.map((m) => m.version)).toEqual([1, 2]);
+    expect(MAIN_MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3]);
     const after = rowsOf(path);
     expect(after["main.spend_reservations"]).toEqual([]);
-    const { "main.spend_reservations": _, ...old } = after;
+    expect(after["main.scope_fences"]).toEqual([]);
+    const { "main.spend_reservations": _, "main.scope_fences": _f, ...old } = after;
     expect(old).toEqual(before);
   });
 
@@ -120,8 +121,8 @@ describe("sqlite: new writes on the migrated v1 fixture", () => {
     // Reopening the migrated file applies nothing again and still reads the old records.
     const again = open(path);
     try {
-      expect(again.schema).toEqual({ main: 2, root: 1 });
-      expect(versionsOf(path).main).toHaveLength(2);
+      expect(again.schema).toEqual({ main: 3, root: 1 });
+      expect(versionsOf(path).main).toHaveLength(3);
       await v1FixtureReopened(again, READS, t);
     } finally {
       again.close();
