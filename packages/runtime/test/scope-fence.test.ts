@@ -82,6 +82,9 @@ for (const [kind, enabled] of KINDS) {
       expect(view.status).toBe("reconciliation_required");
       expect(t.model.dispatched).toBe(1);
       expect(t.uncertain.map((u) => [u.cause, u.persisted, u.released])).toEqual([["scope_fenced", false, true]]);
+      // Known gap (README, "The scope fence"): the tool call that came back from the call already on
+      // the wire still runs its handler; no store write precedes a handler for the fence to refuse.
+      expect(t.toolRuns()).toBe(1);
       // The session is free again (the release is never fenced), and a new key is refused.
       await expect(t.runner.runTurn(turnRequest("k2"))).rejects.toBeInstanceOf(ScopeFencedError);
     });
