@@ -166,6 +166,18 @@ for (const [kind, enabled] of KINDS) {
       for (const v of before) expect(await t.runner.runTurn(turnRequest(v === before[0] ? "b1" : "b2", v === before[0] ? "sb1" : "sb2"))).toEqual({ ...v, replayed: true });
     });
 
+    it("recordEvents on a fenced scope rejects with ScopeFencedError and writes nothing; after the lift the batch records once", async () => {
+      const stores = await open(kind);
+      const t = fencedRunner(stores, []);
+      const events = [{ id: "ev-1", at: "2026-01-01T00:00:00Z", kind: "message" as const, role: "user" as const, blocks: [{ type: "text" as const, text: "Late." }] }];
+      await t.runner.fenceScope({ target: { org: "clinic-a" }, reason: "suspended" });
+      await expect(t.runner.recordEvents({ scope: FENCE_SCOPE, sessionId: "s1", events })).rejects.toBeInstanceOf(ScopeFencedError);
+      expect((await stores.sessions.load(FENCE_SCOPE, "s1")).revision).toBe(0);
+      expect(await stores.admissions.holder(FENCE_SCOPE, "s1")).toBeUndefined();
+      await t.runner.liftScopeFence({ org: "clinic-a" });
+      expect(await t.runner.recordEvents({ scope: FENCE_SCOPE, sessionId: "s1", events })).toEqual({ status: "recorded", appended: 1, replayed: 0 });
+    });
+
     it("erasure is never blocked by a fence", async () => {
       const t = fencedRunner(await open(kind), [scriptedText("Hi.")]);
       expect((await t.runner.runTurn(turnRequest("k1"))).status).toBe("completed");
