@@ -7,6 +7,8 @@ export {
   MAX_RUN_TIMEOUT_MS,
   type UncertainTurnEvent,
 } from "./config.js";
+/** Re-exported from core: the error a new key of a fenced scope rejects with (spec: scope-fence). */
+export { type ScopeFence, ScopeFencedError, type ScopeFenceReason, type ScopeFenceTarget } from "@alma-harness/core";
 export { ConversationConfigError, ConversationConflictError, ConversationStreamResyncError, EventRefusedError, type EventRefusalReason, type ResyncReason } from "./errors.js";
 export type { RecordedEvent, RecordEventsRequest, RecordEventsResult } from "./events.js";
 export type { RunTurnRequest } from "./input.js";

@@ -1,4 +1,5 @@
-import type { AdmissionKind, ExecutionRecord, Scope } from "@alma-harness/core";
+import { type AdmissionKind, type ExecutionRecord, normalizeScope, type Scope, validateId } from "@alma-harness/core";
+import { closedObject } from "@alma-harness/core/stores";
 import { EXPIRED_RELEASE_GRACE_MS, type ResolvedConfig } from "./config.js";
 import { persistedOf, report } from "./uncertain.js";
 
@@ -18,8 +19,12 @@ export interface ExpiredRelease {
  * `expired`, `released: true` and whether its messages are in the session: a turn whose process
  * died, or whose own release failed, is told to the host once, when it is freed.
  */
-export async function releaseExpired(config: ResolvedConfig, scope?: Scope): Promise<readonly ExpiredRelease[]> {
-  const released = await config.stores.admissions.releaseExpired({ ...(scope ? { scope } : {}), now: config.clock.now(), graceMs: EXPIRED_RELEASE_GRACE_MS });
+export async function releaseExpired(
+  config: ResolvedConfig,
+  only: { readonly scope?: Scope; readonly sessionId?: string; readonly kind?: AdmissionKind },
+): Promise<readonly ExpiredRelease[]> {
+  // The one expiry rule (deadline + grace at or before now) is the store's, narrowed here.
+  const released = await config.stores.admissions.releaseExpired({ ...only, now: config.clock.now(), graceMs: EXPIRED_RELEASE_GRACE_MS });
   const out: ExpiredRelease[] = [];
   for (const a of released) {
     out.push(Object.freeze({ scope: a.scope, sessionId: a.sessionId, rootKey: a.rootKey, kind: a.kind, deadlineAt: a.deadlineAt }));
@@ -28,6 +33,20 @@ export async function releaseExpired(config: ResolvedConfig, scope?: Scope): Pro
     report(config, { scope: a.scope, sessionId: a.sessionId, rootKey: a.rootKey, cause: "expired", persisted, released: true });
   }
   return Object.freeze(out);
+}
+
+/**
+ * The session's expired event admission (spec: fenced-event-append): a `recordEvents` batch whose
+ * finish failed holds the session to its deadline; fifteen minutes past it, this releases it,
+ * active or uncertain. It never releases a turn's admission (a turn's expiry is `releaseExpired`'s,
+ * reported to `onUncertainTurn`). Bad input is refused before any I/O (`InvalidScopeError`,
+ * `InvalidIdError`, `ValidationError` for another field).
+ */
+export async function releaseExpiredEvents(config: ResolvedConfig, request: unknown): Promise<readonly ExpiredRelease[]> {
+  const r = closedObject("releaseExpiredEvents", request, ["scope", "sessionId"]);
+  const scope = normalizeScope(r.scope);
+  const sessionId = validateId("sessionId", r.sessionId);
+  return releaseExpired(config, { scope, sessionId, kind: "events" });
 }
 
 export interface UnresolvedPage {

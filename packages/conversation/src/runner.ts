@@ -1,6 +1,19 @@
-import { type ErasureReport, type Msg, normalizeModelChoice, type ModelChoice, type Scope, trailHash, utf8Length } from "@alma-harness/core";
+import {
+  type ErasureReport,
+  type ModelChoice,
+  type Msg,
+  normalizeModelChoice,
+  type Scope,
+  type ScopeFence,
+  ScopeFencedError,
+  type ScopeFenceReason,
+  type ScopeFenceTarget,
+  trailHash,
+  utf8Length,
+} from "@alma-harness/core";
 import { GovernedCalls } from "@alma-harness/execution";
 import { createEngine, type Engine, type TurnOutcome, type TurnResult } from "@alma-harness/loop";
+import { closedObject as closedRecord } from "@alma-harness/core/stores";
 import { claimTurn } from "./claim.js";
 import { answerByAt, type ConversationConfig, type EngineOptions, type ResolvedConfig, resolveConfig } from "./config.js";
 import { eraseScope, eraseSession } from "./erasure.js";
@@ -8,7 +21,7 @@ import { ConversationConflictError } from "./errors.js";
 import { type EventsApi, eventsApi, type RecordEventsRequest, type RecordEventsResult } from "./events.js";
 import { type NormalizedRequest, normalizeRequest, type RunTurnRequest } from "./input.js";
 import { bindingOf, conversationRootKey } from "./keys.js";
-import { type ExpiredRelease, listUnresolved, releaseExpired, type UnresolvedPage } from "./maintenance.js";
+import { type ExpiredRelease, listUnresolved, releaseExpired, releaseExpiredEvents, type UnresolvedPage } from "./maintenance.js";
 import { readRoot } from "./read.js";
 import { renderEvents } from "./render.js";
 import { StepOutputs } from "./step-outputs.js";
@@ -36,6 +49,22 @@ export interface ConversationRunner {
    * each turn among them is reported to `onUncertainTurn` (cause `expired`).
    */
   releaseExpired(scope?: Scope): Promise<readonly ExpiredRelease[]>;
+  /**
+   * Releases the session's event admission (a `recordEvents` batch) fifteen minutes past its
+   * deadline, active or uncertain, never a turn's; returns what it released (none or one).
+   */
+  releaseExpiredEvents(request: { readonly scope: Scope; readonly sessionId: string }): Promise<readonly ExpiredRelease[]>;
+  /**
+   * Fences a whole org (`{org}`) or one scope (`{org, uid}`), durably (spec: scope-fence): a new key
+   * rejects with `ScopeFencedError` before admission, a stored key still replays, and a turn admitted
+   * before ends `reconciliation_required` (cause `scope_fenced`) at its next claim, session append
+   * or final result, dispatching nothing more. A second fence of the target keeps the first.
+   */
+  fenceScope(request: { readonly target: ScopeFenceTarget; readonly reason: ScopeFenceReason }): Promise<ScopeFence>;
+  /** Lifts exactly that target's fence (an org's fence does not lift a uid's); whether one was there. */
+  liftScopeFence(target: ScopeFenceTarget): Promise<boolean>;
+  /** `{org}`: every fence of the org; `{org, uid}`: the fences covering that scope (the org's and its own). */
+  scopeFences(target: ScopeFenceTarget): Promise<readonly ScopeFence[]>;
   /** Journal records whose turn has no stored final result (in every state), a journal page at a time. */
   listUnresolved(scope: Scope, opts?: { readonly cursor?: string; readonly limit?: number }): Promise<UnresolvedPage>;
   /** Fences expired journal records; never re-sends. */
@@ -97,11 +126,21 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
     recordEvents: (request) => inUnit(config, () => events.record(request)),
     eraseSession: (scope, sessionId) => eraseSession(config, scope, sessionId),
     eraseScope: (scope) => eraseScope(config, scope),
-    releaseExpired: (scope) => releaseExpired(config, scope),
+    releaseExpired: (scope) => releaseExpired(config, scope === undefined ? {} : { scope }),
+    releaseExpiredEvents: (request) => releaseExpiredEvents(config, request),
+    fenceScope: async (request) => stores.admissions.fenceScope({ ...fenceRequest(request), now: clock.now() }),
+    liftScopeFence: (target) => stores.admissions.liftScopeFence(target),
+    scopeFences: (target) => stores.admissions.scopeFences(target),
     listUnresolved: (scope, opts) => listUnresolved(config, scope, opts),
     reconcileExpired: async (scope) => (await stores.journal.reconcileExpired({ now: clock.now(), ...(scope ? { scope } : {}) })).length,
   };
   return Object.freeze(runner);
+}
+
+/** `fenceScope`'s request as plain data (the store validates the target and the reason). */
+function fenceRequest(request: unknown): { readonly target: ScopeFenceTarget; readonly reason: ScopeFenceReason } {
+  const r = closedRecord("fenceScope", request, ["target", "reason"]);
+  return { target: r.target as ScopeFenceTarget, reason: r.reason as ScopeFenceReason };
 }
 
 const ENGINE_OPTIONS = [
@@ -236,8 +275,8 @@ async function complete(config: ResolvedConfig, request: NormalizedRequest, a: A
   if (messages.length > 0) {
     try {
       await stores.sessions.append(request.scope, request.sessionId, messages, { admissionId: a.admissionId, now: clock.now() });
-    } catch {
-      return uncertain(config, a, "session_append");
+    } catch (error) {
+      return uncertain(config, a, error instanceof ScopeFencedError ? "scope_fenced" : "session_append");
     }
   }
   const envelope: FinalEnvelope = { version: config.resultContractVersion, result };
@@ -246,8 +285,8 @@ async function complete(config: ResolvedConfig, request: NormalizedRequest, a: A
     await stores.rootResults.put(request.scope, a.rootKey, envelope as never, clock.now(), { admissionId: a.admissionId });
     const back = await stores.rootResults.get(request.scope, a.rootKey, clock.now());
     if (back?.state !== "stored") return uncertain(config, a, "root_store");
-  } catch {
-    return uncertain(config, a, "root_store");
+  } catch (error) {
+    return uncertain(config, a, error instanceof ScopeFencedError ? "scope_fenced" : "root_store");
   }
   try {
     const finished = await stores.admissions.finish(request.scope, a.admissionId);

@@ -21,6 +21,8 @@ export const STREAM_METADATA_LIMIT = 256 * 1024;
  * Starts the turn eagerly and lets one reader follow it: one iterator, one pending `next`, a
  * bounded queue. Overflow, an unavailable step output or a failed read detach the reader with
  * `ConversationStreamResyncError`; break, return and throw detach it silently. The turn runs on.
+ * When the result rejects (a request refused before admission: a conflict, `ScopeFencedError`, a
+ * store error with nothing held), the iterator rejects with the same error after what it queued.
  */
 export function streamConversation(
   config: ResolvedConfig,
@@ -36,6 +38,8 @@ export function streamConversation(
   let resync: ResyncReason | undefined;
   let settled = false;
   let iterated = false;
+  /** The result's rejection (a refusal before admission, such as `ScopeFencedError`): the iterator throws it once, after what it queued. */
+  let failure: { readonly error: unknown } | undefined;
   const detach = (reason: ResyncReason) => {
     if (state !== "open") return;
     state = "resync";
@@ -61,6 +65,7 @@ export function streamConversation(
     },
     (error: unknown) => {
       settled = true;
+      failure = { error };
       queue.wake();
       throw error;
     },
@@ -86,6 +91,7 @@ export function streamConversation(
               if (lateDone || state !== "open") return finishOrThrow();
               lateDone = true;
               await result.catch(() => undefined);
+              if (failure) return rejected();
               const view = await read(request.scope, rootKey).catch(() => undefined);
               if (!view) throw new ConversationStreamResyncError("read_failed", rootKey);
               return { done: false, value: { type: "result", view } };
@@ -100,7 +106,7 @@ export function streamConversation(
               }
               if (settled) {
                 await result.catch(() => undefined);
-                if (queue.length === 0) return { done: true, value: undefined };
+                if (queue.length === 0) return failure ? rejected() : { done: true, value: undefined };
                 continue;
               }
               await queue.wait();
@@ -124,6 +130,12 @@ export function streamConversation(
       };
     },
   };
+
+  /** The result rejected: the iterator rejects with the same error, once, then is done. */
+  function rejected(): never {
+    state = "detached";
+    throw (failure as { readonly error: unknown }).error;
+  }
 
   function finishOrThrow(): IteratorResult<ConversationStreamEvent> {
     if (state === "resync" && resync) {

@@ -28,6 +28,7 @@ export * from "./hooks.js";
 export * from "./runtime-seams.js";
 export * from "./stores/errors.js";
 export * from "./stores/admissions.js";
+export { SCOPE_FENCE_REASONS, type ScopeFence, type ScopeFenceReason, type ScopeFenceTarget } from "./stores/fences.js";
 export type { DurabilityBarrier } from "./stores/barrier.js";
 export * from "./stores/sessions.js";
 export * from "./stores/execution.js";

@@ -21,6 +21,7 @@ export type AlmaErrorCode =
   | "erased"
   | "event_refused"
   | "fenced"
+  | "scope_fenced"
   | "invalid_config"
   | "invalid_id"
   | "invalid_input"
@@ -97,6 +98,8 @@ export type RunnerCause = "session_load" | "session_append" | "result_store" | "
  */
 export type UncertainCause =
   | "admission_fenced"
+  /** An operator fenced the turn's scope after it was admitted: its next claim, append or final result was refused. */
+  | "scope_fenced"
   | "audit"
   | "cancelled"
   | "child"
@@ -113,6 +116,7 @@ export type UncertainCause =
 
 const SIMPLE: ReadonlySet<string> = new Set([
   "admission_fenced",
+  "scope_fenced",
   "audit",
   "cancelled",
   "child",

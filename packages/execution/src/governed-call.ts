@@ -9,6 +9,7 @@ import {
   type CostSettlementStore,
   type ExecutionStore,
   FenceError,
+  ScopeFencedError,
   type ModelChoice,
   type ModelClient,
   type ModelRequest,
@@ -325,6 +326,8 @@ export class GovernedCalls {
         },
       );
     } catch (error) {
+      // An operator's scope fence first (it is a FenceError too): nothing was claimed or sent.
+      if (error instanceof ScopeFencedError) throw new UncertainCallError("scope_fenced", "the turn's scope is fenced: nothing was claimed or sent", error);
       if (error instanceof FenceError) throw new UncertainCallError("admission_fenced", "the turn's admission is no longer active: nothing was claimed or sent", error);
       // Another claim holds this operation id: an identity conflict, never tried again (nor its record touched).
       if (error instanceof ConflictError) throw new UncertainCallError(`call:${identity.kind}:error`, `operation ${identity.operationId} is claimed with other content`, error);

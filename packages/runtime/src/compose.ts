@@ -1,6 +1,6 @@
-import type { ConversationConfig, ConversationRunner, ConversationStores, ExpiredRelease } from "@alma-harness/conversation";
+import type { ConversationConfig, ConversationRunner, ConversationStores, ExpiredRelease, RecordEventsRequest } from "@alma-harness/conversation";
 import { createConversationRunner } from "@alma-harness/conversation";
-import type { ErasureReport, Scope } from "@alma-harness/core";
+import { type ErasureReport, normalizeScope, type Scope, scopePath } from "@alma-harness/core";
 
 /** Everything a runner needs except its stores. */
 export type RuntimeConfig = Omit<ConversationConfig, "stores">;
@@ -10,8 +10,11 @@ export interface Runtime {
   readonly runner: ConversationRunner;
   readonly stores: ConversationStores;
   /**
-   * Frees admissions fifteen minutes past their deadline (each turn reported to `onUncertainTurn`,
-   * cause `expired`; `released.length` is the count), then fences expired journal records.
+   * First `runner.releaseExpiredEvents` for each session whose `recordEvents` answered
+   * `reconciliation_required` through this runtime (its event admission held to its deadline; the
+   * session is forgotten once no event admission holds it), then frees every admission fifteen
+   * minutes past its deadline (each turn reported to `onUncertainTurn`, cause `expired`;
+   * `released.length` is the count), then fences expired journal records.
    */
   maintain(scope?: Scope): Promise<{ readonly released: readonly ExpiredRelease[]; readonly fenced: number }>;
   /** The runner's `eraseSession`: every store, one transaction where the store allows. */
@@ -22,11 +25,37 @@ export interface Runtime {
 }
 
 export function compose(config: RuntimeConfig, stores: ConversationStores, close: () => Promise<void>): Runtime {
-  const runner = createConversationRunner({ ...config, stores });
+  const base = createConversationRunner({ ...config, stores });
+  /** Sessions whose event batch was left holding its admission (`reconciliation_required`), by `org/uid session`. */
+  const heldByEvents = new Map<string, { readonly scope: Scope; readonly sessionId: string }>();
+  const runner: ConversationRunner = Object.freeze({
+    ...base,
+    recordEvents: async (request: RecordEventsRequest) => {
+      const result = await base.recordEvents(request);
+      if (result.status === "reconciliation_required") {
+        const scope = normalizeScope(request.scope);
+        heldByEvents.set(`${scopePath(scope)} ${request.sessionId}`, { scope, sessionId: request.sessionId });
+      }
+      return result;
+    },
+  });
+  const releaseHeldEvents = async (scope?: Scope): Promise<ExpiredRelease[]> => {
+    const only = scope === undefined ? undefined : scopePath(scope);
+    const out: ExpiredRelease[] = [];
+    for (const [key, held] of heldByEvents) {
+      if (only !== undefined && scopePath(held.scope) !== only) continue;
+      out.push(...(await runner.releaseExpiredEvents(held)));
+      if ((await stores.admissions.holder(held.scope, held.sessionId))?.kind !== "events") heldByEvents.delete(key);
+    }
+    return out;
+  };
   return {
     runner,
     stores,
-    maintain: async (scope) => ({ released: await runner.releaseExpired(scope), fenced: await runner.reconcileExpired(scope) }),
+    maintain: async (scope) => {
+      const events = await releaseHeldEvents(scope);
+      return { released: [...events, ...(await runner.releaseExpired(scope))], fenced: await runner.reconcileExpired(scope) };
+    },
     erase: (scope, sessionId) => runner.eraseSession(scope, sessionId),
     eraseScope: (scope) => runner.eraseScope(scope),
     close,

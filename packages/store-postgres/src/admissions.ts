@@ -1,7 +1,25 @@
-import { type Admission, type AdmissionStore, type AdmitResult, type Scope, StoreUnavailableError } from "@alma-harness/core";
-import { type AdmissionRow, type AdmissionTransition, AdmissionTransitions, admissionExists, admissionOf, admitted, busy, prepareAdmit, prepareKeyed, prepareReleaseExpired, releasedAdmissions } from "@alma-harness/core/stores";
+import { type Admission, type AdmissionStore, type AdmitResult, type Scope, type ScopeFence, ScopeFencedError, type ScopeFenceTarget, StoreUnavailableError } from "@alma-harness/core";
+import {
+  type AdmissionRow,
+  type AdmissionTransition,
+  AdmissionTransitions,
+  admissionExists,
+  admissionOf,
+  admitted,
+  busy,
+  coveringFenceKeys,
+  fenceKey,
+  normalizeFenceInput,
+  normalizeFenceTarget,
+  prepareAdmit,
+  prepareKeyed,
+  prepareReleaseExpired,
+  releasedAdmissions,
+  scopeFenceFromRow,
+} from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
+import { scopeFencedIn } from "./fences.js";
 
 const BY_ID = "SELECT * FROM admissions WHERE scope = $1 AND admission_id = $2";
 const HOLDER = "SELECT * FROM admissions WHERE scope = $1 AND session_id = $2 AND state IN ('active', 'uncertain')";
@@ -22,10 +40,12 @@ export class PgAdmissionStore extends AdmissionTransitions implements AdmissionS
     const { a, key } = prepareAdmit(input);
     // Insert-or-nothing, then read why: a holder that ends in between makes the reads miss, so retry.
     for (let attempt = 0; attempt < 8; attempt++) {
+      // A fenced scope inserts nothing; a holder is looked for first below, so it still answers busy.
       const inserted = await this.#db.write<AdmissionRow>(
         `INSERT INTO admissions (scope, admission_id, session_id, root_key, kind, state, created_at, deadline_at)
-         VALUES ($1, $2, $3, $4, $5, 'active', $6, $7) ON CONFLICT DO NOTHING RETURNING *`,
-        [key, a.admissionId, a.sessionId, a.rootKey, a.kind, a.now, a.deadlineAt],
+         SELECT $1, $2, $3, $4, $5, 'active', $6, $7 WHERE NOT EXISTS (SELECT 1 FROM scope_fences WHERE target IN ($8, $9))
+         ON CONFLICT DO NOTHING RETURNING *`,
+        [key, a.admissionId, a.sessionId, a.rootKey, a.kind, a.now, a.deadlineAt, ...coveringFenceKeys(key)],
       );
       const row = inserted.rows[0];
       if (row) return admitted(row);
@@ -34,6 +54,7 @@ export class PgAdmissionStore extends AdmissionTransitions implements AdmissionS
       }
       const holder = (await this.#db.query<AdmissionRow>(HOLDER, [key, a.sessionId])).rows[0];
       if (holder) return busy(holder);
+      if (await scopeFencedIn(this.#db, key)) throw new ScopeFencedError();
     }
     throw new StoreUnavailableError("the session's holder kept changing; try again");
   }
@@ -53,11 +74,49 @@ export class PgAdmissionStore extends AdmissionTransitions implements AdmissionS
     // A durability point, like every end of an admission.
     const { rows } = await this.#db.write<AdmissionRow>(
       `UPDATE admissions SET state = 'released', release_reason = 'expired'
-       WHERE state IN ('active', 'uncertain') AND deadline_at + $1 <= $2 AND ($3::text IS NULL OR scope = $3) RETURNING *`,
-      [r.graceMs, r.now, r.only],
+       WHERE state IN ('active', 'uncertain') AND deadline_at + $1 <= $2 AND ($3::text IS NULL OR scope = $3)
+         AND ($4::text IS NULL OR session_id = $4) AND ($5::text IS NULL OR kind = $5) RETURNING *`,
+      [r.graceMs, r.now, r.only, r.sessionId, r.kind],
       { durable: true },
     );
     return releasedAdmissions(rows);
+  }
+
+  /**
+   * Inserts the fence (or keeps the one there), then locks every holding admission it covers
+   * `FOR UPDATE`: that waits for each fenced write in flight (which holds its admission `FOR SHARE`
+   * until it commits), and a write that waits behind this lock reads the fence once it commits. So
+   * when this returns, every write of a covered admission either committed before or is refused.
+   */
+  async fenceScope(input: Parameters<AdmissionStore["fenceScope"]>[0]): Promise<ScopeFence> {
+    const f = normalizeFenceInput(input);
+    const target = fenceKey(f.target);
+    const covered = f.target.uid === undefined ? "scope LIKE $1 || '/%'" : "scope = $1";
+    const scopeArg = f.target.uid === undefined ? f.target.org.replace(/[\\%_]/g, "\\$&") : `${f.target.org}/${f.target.uid}`;
+    return this.#db.transaction(
+      async (tx) => {
+        await tx.query("INSERT INTO scope_fences (target, org, reason, fenced_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", [target, f.target.org, f.reason, f.now]);
+        await tx.query(`SELECT admission_id FROM admissions WHERE state IN ('active', 'uncertain') AND ${covered} ORDER BY scope, admission_id FOR UPDATE`, [scopeArg]);
+        const { rows } = await tx.query<FenceRow>("SELECT * FROM scope_fences WHERE target = $1", [target]);
+        return scopeFenceFromRow(rows[0] as FenceRow);
+      },
+      { durable: true },
+    );
+  }
+
+  async liftScopeFence(target: ScopeFenceTarget): Promise<boolean> {
+    const key = fenceKey(normalizeFenceTarget(target));
+    const { rowCount } = await this.#db.write("DELETE FROM scope_fences WHERE target = $1", [key], { durable: true });
+    return (rowCount ?? 0) > 0;
+  }
+
+  async scopeFences(target: ScopeFenceTarget): Promise<readonly ScopeFence[]> {
+    const t = normalizeFenceTarget(target);
+    const { rows } =
+      t.uid === undefined
+        ? await this.#db.query<FenceRow>("SELECT * FROM scope_fences WHERE org = $1 ORDER BY target", [t.org])
+        : await this.#db.query<FenceRow>("SELECT * FROM scope_fences WHERE target IN ($1, $2) ORDER BY target", [fenceKey({ org: t.org }), fenceKey(t)]);
+    return Object.freeze(rows.map(scopeFenceFromRow));
   }
 
   /**
@@ -72,4 +131,10 @@ export class PgAdmissionStore extends AdmissionTransitions implements AdmissionS
     });
     return admissionOf(updated.rows[0] ?? (await this.#db.query<AdmissionRow>(BY_ID, [key, id])).rows[0]);
   }
+}
+
+interface FenceRow {
+  readonly target: string;
+  readonly reason: string;
+  readonly fenced_at: string;
 }

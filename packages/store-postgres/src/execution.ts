@@ -2,6 +2,7 @@ import { type Admission, type ClaimOptions, type ClaimResult, type ExecutionClai
 import { claimedResult, EXPIRED_EVIDENCE_COLUMN, type ExecutionRow, type ExecutionStep, executionFromRow, executionOf, executionPage, existingClaim, FencedJournal, fenceRefusal, prepareClaim, prepareExecutionList, prepareKeyed, prepareReconcile, prepareStep, RECORD_VERSION, reconciledRecords, reservationRefusal, staleStep } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
+import { scopeFencedIn } from "./fences.js";
 import { type Queryable, RolledBack, spendLocks } from "./pg.js";
 
 const BY_ID = "SELECT * FROM execution WHERE scope = $1 AND operation_id = $2";
@@ -95,6 +96,7 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
 
   /**
    * Without options: one statement. With an admission or a reservation: one transaction of three
+   * (four for a new claim fenced by an admission: the scope fence's own read, see `scopeFencedIn`)
    * round trips, `BEGIN` (plus, with a reservation, the two advisory locks in the same simple-protocol
    * string), the claim statement, then `COMMIT` or `ROLLBACK`. The claim statement inserts the claim
    * (or returns the one already there), reads the admission `FOR SHARE`, reads what is settled and
@@ -117,7 +119,9 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
     return this.#db.transaction(
       async (tx) => {
         const row = (await tx.query<ClaimRow>(sql, values)).rows[0] ?? (await this.#reread(key, c.operationId, tx));
-        return this.#settleClaim(c, text, row, o);
+        // The scope fence in its own statement, after the admission's FOR SHARE (see `scopeFencedIn`).
+        const fenced = row.inserted && o.admissionId !== undefined && (await scopeFencedIn(tx, key));
+        return this.#settleClaim(c, text, row, o, fenced);
       },
       r === undefined ? {} : { locks: spendLocks(this.#schema, c.scope.org, r.day, key, c.sessionId) },
     );
@@ -135,12 +139,12 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
   }
 
   /** The contract's checks, in its order, on what the claim statement read. */
-  #settleClaim(c: ExecutionClaim, text: string, row: ClaimRow, o: ClaimOptions): ClaimResult | RolledBack<ClaimResult> {
+  #settleClaim(c: ExecutionClaim, text: string, row: ClaimRow, o: ClaimOptions, scopeFenced = false): ClaimResult | RolledBack<ClaimResult> {
     if (!row.inserted) return existingClaim(row, c, text);
     if (o.admissionId !== undefined) {
       const admission =
         row.fence_state == null ? undefined : { state: row.fence_state, sessionId: row.fence_session_id as string, deadlineAt: row.fence_deadline_at as number };
-      const refused = fenceRefusal(admission, c.sessionId, c.createdAt);
+      const refused = fenceRefusal(admission, c.sessionId, c.createdAt, scopeFenced);
       if (refused) throw refused;
     }
     if (o.reservation !== undefined) {

@@ -2,6 +2,7 @@ import type { Admission, ExecutionResultStore, JsonValue, ResultRecord, ResultRe
 import { fenceRefusal, prepareKeyed, preparePut, prepareReserve, prepareResultGet, putOutcome, RECORD_VERSION, type ResultRow, reserveResult, resultFromRow, validateTime } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
+import { scopeFencedIn } from "./fences.js";
 import { eraseResultRows } from "./erasure.js";
 import { validateSchema } from "./pg.js";
 
@@ -25,6 +26,7 @@ export class PgResultStore implements ExecutionResultStore {
   readonly #table: string;
   readonly #byId: string;
   readonly #fencedRead: string;
+  readonly #schema: string;
 
   /**
    * `schema`: the main schema, whose `admissions` table fences a put that names an admission;
@@ -33,6 +35,7 @@ export class PgResultStore implements ExecutionResultStore {
    */
   constructor(pool: pg.Pool | Conn, schema: string, resultsSchema?: string) {
     this.#db = asConn(pool);
+    this.#schema = validateSchema(schema);
     this.#table = resultsSchema === undefined ? "results" : `${validateSchema(resultsSchema, "resultsSchema")}.results`;
     this.#byId = `SELECT * FROM ${this.#table} WHERE scope = $1 AND result_id = $2`;
     // Held until commit: the admission cannot end (finish, mark uncertain, release) under the write.
@@ -66,7 +69,7 @@ export class PgResultStore implements ExecutionResultStore {
       if (row && admissionId !== undefined) {
         const admission =
           row.fence_state == null ? undefined : { state: row.fence_state, sessionId: row.fence_session_id as string, deadlineAt: row.fence_deadline_at as number };
-        const refused = fenceRefusal(admission, row.session_id, at);
+        const refused = fenceRefusal(admission, row.session_id, at, admission !== undefined && (await scopeFencedIn(tx, key, this.#schema)));
         if (refused) throw refused;
       }
       const done = putOutcome(id, row, text, at);

@@ -1,7 +1,8 @@
-import { type AppendOpts, DuplicateEventError, FenceError, type Msg, type Scope, type SessionStore, type SessionSummary, type SessionView } from "@alma-harness/core";
+import { type AppendOpts, DuplicateEventError, FenceError, type Msg, ScopeFencedError, type Scope, type SessionStore, type SessionSummary, type SessionView } from "@alma-harness/core";
 import { appendedPositions, emptySessionView, type MessageRow, messageFromRow, NO_EVENTS, prepareAppend, prepareFindEvents, prepareKeyed, prepareSessionList, RECORD_VERSION, type SessionSummaryRow, sessionPage } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
+import { scopeFencedIn } from "./fences.js";
 import { eraseSessionRows } from "./erasure.js";
 import type { Queryable } from "./pg.js";
 
@@ -104,6 +105,7 @@ async function holdAdmission(tx: Queryable, key: string, sessionId: string, admi
   );
   const admission = rows[0];
   if (admission?.state !== "active" || admission.session_id !== sessionId || now >= admission.deadline_at) throw new FenceError();
+  if (await scopeFencedIn(tx, key)) throw new ScopeFencedError();
 }
 
 /**

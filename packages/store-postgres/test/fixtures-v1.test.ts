@@ -10,7 +10,7 @@ import { DATABASE_URL, pgSuite } from "./support.js";
 /**
  * Rows written by the schema and code as released at commit f53caac (migrations 0001-0002, record
  * version 1), loaded into a fresh schema pair migrated to that version only, then opened by this
- * build with `migrate: true` (0003 applies). See fixtures/v1/README.md for how the dumps and
+ * build with `migrate: true` (0003 and 0004 apply). See fixtures/v1/README.md for how the dumps and
  * `reads.json` (what the old stores returned) were made. The read checks are the shared
  * `v1FixtureReadsContract` (SQLite runs the same).
  */
@@ -122,18 +122,20 @@ describe.skipIf(!DATABASE_URL)(`postgres: this build reads the v1 fixture after 
     await stores?.close();
   });
 
-  it("applies migrations 0003 (spend reservations) and 0005 (usage inbox) once on open and leaves every v1 row as it was", async () => {
+  it("applies migrations 0003 (spend reservations), 0004 (scope fences) and 0005 (usage inbox) once on open and leaves every v1 row as it was", async () => {
     expect(await versionsOf(names.schema)).toEqual([
       { version: 1, name: "stores", target: "main" },
       { version: 2, name: "root_results", target: "root" },
       { version: 3, name: "spend_reservations", target: "main" },
+      { version: 4, name: "scope_fences", target: "main" },
       { version: 5, name: "usage_inbox", target: "main" },
     ]);
-    expect(loadMigrations().map((m) => m.version)).toEqual([1, 2, 3, 5]);
+    expect(loadMigrations().map((m) => m.version)).toEqual([1, 2, 3, 4, 5]);
     const after = await rowsOf(names);
     expect(after["main.spend_reservations"]).toEqual([]);
+    expect(after["main.scope_fences"]).toEqual([]);
     expect(after["main.usage_inbox"]).toEqual([]);
-    const { "main.spend_reservations": _, "main.usage_inbox": _inbox, ...old } = after;
+    const { "main.spend_reservations": _, "main.scope_fences": _f, "main.usage_inbox": _inbox, ...old } = after;
     expect(old).toEqual(before);
   });
 

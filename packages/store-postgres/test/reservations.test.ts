@@ -256,7 +256,7 @@ describe.skipIf(!DATABASE_URL)(`postgres: reservations under real concurrency${s
     }
   });
 
-  it("round trips: a fenced, reserving claim is 3 (also when refused); a plain claim, a settlement and a cancellation are 1", async () => {
+  it("round trips: a fenced, reserving claim is 4 (also when refused; 3 for a retry); a plain claim, a settlement and a cancellation are 1", async () => {
     const names = schemas.next();
     const { pool, seen } = watchedPool(names.schema, 2);
     try {
@@ -271,9 +271,11 @@ describe.skipIf(!DATABASE_URL)(`postgres: reservations under real concurrency${s
       };
       const limits = { perSessionUsd: 1_000, perTenantDayUsd: 1_000 };
       const [first, claimTrips] = await count(() => execution.claim(claimOf("op-1"), { admissionId: "adm-1", reservation: hold(600, limits) }));
-      expect([status(first), claimTrips]).toEqual(["claimed", 3]);
+      // BEGIN with the locks, the claim statement, the scope fence's own read (after the admission's
+      // FOR SHARE, see fences.ts), COMMIT or ROLLBACK.
+      expect([status(first), claimTrips]).toEqual(["claimed", 4]);
       const [refused, refusedTrips] = await count(() => execution.claim(claimOf("op-2"), { admissionId: "adm-1", reservation: hold(600, limits) }));
-      expect([status(refused), refusedTrips]).toEqual(["refused:perSessionUsd", 3]);
+      expect([status(refused), refusedTrips]).toEqual(["refused:perSessionUsd", 4]);
       const [retry, retryTrips] = await count(() => execution.claim(claimOf("op-1"), { admissionId: "adm-1", reservation: hold(600, limits) }));
       expect([status(retry), retryTrips]).toEqual(["exists", 3]);
       const [plain, plainTrips] = await count(() => execution.claim(claimOf("op-3")));

@@ -46,7 +46,8 @@ export function pgSuite(
   const schemas = schemaFactory(tag);
   const url = DATABASE_URL ?? "";
   const admin = DATABASE_URL ? new pg.Pool({ connectionString: url, max }) : undefined;
-  // Dropping a file's schemas can take longer than a test on a loaded machine: its own bound.
+  // Dropping every schema pair a file made takes a while on a shared machine (the grouped suite
+  // makes several hundred): the hook's own timeout, not the default 10 s.
   afterAll(async () => {
     await schemas.dropAll();
     await admin?.end();

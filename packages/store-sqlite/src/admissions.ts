@@ -1,6 +1,23 @@
-import type { Admission, AdmissionStore, AdmitResult, Scope } from "@alma-harness/core";
-import { type AdmissionRow, type AdmissionTransition, AdmissionTransitions, admissionExists, admissionOf, admitted, busy, prepareAdmit, prepareKeyed, prepareReleaseExpired, releasedAdmissions } from "@alma-harness/core/stores";
+import { type Admission, type AdmissionStore, type AdmitResult, type Scope, type ScopeFence, ScopeFencedError, type ScopeFenceTarget } from "@alma-harness/core";
+import {
+  type AdmissionRow,
+  type AdmissionTransition,
+  AdmissionTransitions,
+  admissionExists,
+  admissionOf,
+  admitted,
+  busy,
+  fenceKey,
+  normalizeFenceInput,
+  normalizeFenceTarget,
+  prepareAdmit,
+  prepareKeyed,
+  prepareReleaseExpired,
+  releasedAdmissions,
+  scopeFenceFromRow,
+} from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
+import { scopeFenced } from "./spend.js";
 
 const HOLDER = "SELECT * FROM admissions WHERE scope = ? AND session_id = ? AND state IN ('active', 'uncertain')";
 const BY_ID = "SELECT * FROM admissions WHERE scope = ? AND admission_id = ?";
@@ -22,6 +39,7 @@ export class SqliteAdmissionStore extends AdmissionTransitions implements Admiss
       }
       const holder = this.#db.stmt(HOLDER).get(key, a.sessionId) as AdmissionRow | undefined;
       if (holder) return busy(holder);
+      if (scopeFenced(this.#db, key)) throw new ScopeFencedError();
       const row = this.#db
         .stmt(
           `INSERT INTO admissions (scope, admission_id, session_id, root_key, kind, state, created_at, deadline_at)
@@ -45,10 +63,38 @@ export class SqliteAdmissionStore extends AdmissionTransitions implements Admiss
   async releaseExpired(input: Parameters<AdmissionStore["releaseExpired"]>[0]): Promise<readonly Admission[]> {
     const r = prepareReleaseExpired(input);
     const sql = `UPDATE admissions SET state = 'released', release_reason = 'expired'
-      WHERE state IN ('active', 'uncertain') AND deadline_at + ? <= ? ${r.only === null ? "" : "AND scope = ?"} RETURNING *`;
-    const params = r.only === null ? [r.graceMs, r.now] : [r.graceMs, r.now, r.only];
+      WHERE state IN ('active', 'uncertain') AND deadline_at + ? <= ? AND (? IS NULL OR scope = ?)
+      AND (? IS NULL OR session_id = ?) AND (? IS NULL OR kind = ?) RETURNING *`;
+    const params = [r.graceMs, r.now, r.only, r.only, r.sessionId, r.sessionId, r.kind, r.kind];
     const rows = this.#db.durable(() => this.#db.stmt(sql).all(...params) as AdmissionRow[]);
     return releasedAdmissions(rows);
+  }
+
+  async fenceScope(input: Parameters<AdmissionStore["fenceScope"]>[0]): Promise<ScopeFence> {
+    const f = normalizeFenceInput(input);
+    const target = fenceKey(f.target);
+    // A durability point: once it returns the fence survives a crash. SQLite's one writer means no
+    // fenced write is in flight beside it: each one checks the fence in its own transaction.
+    const row = this.#db.durable(() => {
+      this.#db.stmt("INSERT INTO scope_fences (target, org, reason, fenced_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING").run(target, f.target.org, f.reason, f.now);
+      return this.#db.stmt("SELECT * FROM scope_fences WHERE target = ?").get(target) as FenceRow;
+    });
+    return scopeFenceFromRow(row);
+  }
+
+  async liftScopeFence(target: ScopeFenceTarget): Promise<boolean> {
+    const key = fenceKey(normalizeFenceTarget(target));
+    return this.#db.durable(() => this.#db.stmt("DELETE FROM scope_fences WHERE target = ?").run(key).changes > 0);
+  }
+
+  async scopeFences(target: ScopeFenceTarget): Promise<readonly ScopeFence[]> {
+    const t = normalizeFenceTarget(target);
+    const rows = this.#db.guard(() =>
+      t.uid === undefined
+        ? (this.#db.stmt("SELECT * FROM scope_fences WHERE org = ? ORDER BY target").all(t.org) as FenceRow[])
+        : (this.#db.stmt("SELECT * FROM scope_fences WHERE target IN (?, ?) ORDER BY target").all(fenceKey({ org: t.org }), fenceKey(t)) as FenceRow[]),
+    );
+    return Object.freeze(rows.map(scopeFenceFromRow));
   }
 
   /** A conditional update; when it matches nothing, the current record (or undefined) is read back in the same transaction. */
@@ -58,4 +104,10 @@ export class SqliteAdmissionStore extends AdmissionTransitions implements Admiss
     // Every transition ends (or marks) a turn's hold on the session: a durability point.
     return admissionOf(this.#db.durable(() => (this.#db.stmt(sql).get(key, id) ?? this.#db.stmt(BY_ID).get(key, id)) as AdmissionRow | undefined));
   }
+}
+
+interface FenceRow {
+  readonly target: string;
+  readonly reason: string;
+  readonly fenced_at: number;
 }

@@ -163,8 +163,22 @@ CREATE INDEX spend_reservations_day ON spend_reservations (org, day, expires_at)
 `,
   },
   {
-    // Version 3 is another step's number; \`migrate\` applies every step not yet recorded, so a file
-    // migrated to 4 before 3 existed still gets 3 when it lands. This step depends on no other.
+    version: 3,
+    name: "scope fences",
+    // An operator's fence (spec: scope-fence): `target` is `org/uid` or `org/*` for the whole org.
+    // It holds no session id and no content; an erasure leaves it (a fence is often set for one).
+    sql: `
+CREATE TABLE scope_fences (
+  target TEXT NOT NULL PRIMARY KEY,
+  org TEXT NOT NULL,
+  reason TEXT NOT NULL CHECK (reason IN ('suspended', 'erasure', 'operator')),
+  fenced_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX scope_fences_org ON scope_fences (org);
+`,
+  },
+  {
+    // `migrate` applies every step not yet recorded, in order: this step depends on no other.
     version: 4,
     name: "usage inbox",
     sql: `

@@ -1,5 +1,5 @@
 import type { Admission, ClaimReservation, PersistentCapName } from "@alma-harness/core";
-import { fenceRefusal, reservationRefusal } from "@alma-harness/core/stores";
+import { coveringFenceKeys, fenceRefusal, reservationRefusal } from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
 
 /**
@@ -42,6 +42,12 @@ export function checkFence(db: SqliteDb, scopeKey: string, admissionId: string, 
   const row = db.stmt("SELECT state, session_id, deadline_at FROM main.admissions WHERE scope = ? AND admission_id = ?").get(scopeKey, admissionId) as
     | { state: Admission["state"]; session_id: string; deadline_at: number }
     | undefined;
-  const refused = fenceRefusal(row && { state: row.state, sessionId: row.session_id, deadlineAt: row.deadline_at }, sessionId, now);
+  const refused = fenceRefusal(row && { state: row.state, sessionId: row.session_id, deadlineAt: row.deadline_at }, sessionId, now, scopeFenced(db, scopeKey));
   if (refused) throw refused;
+}
+
+/** Whether an operator's fence covers the scope (its org's or its own), read in the caller's transaction. */
+export function scopeFenced(db: SqliteDb, scopeKey: string): boolean {
+  const [org, own] = coveringFenceKeys(scopeKey);
+  return db.stmt("SELECT 1 FROM main.scope_fences WHERE target IN (?, ?)").get(org, own) !== undefined;
 }

@@ -6,6 +6,7 @@
 import { type AdmissionFixture, admissionStoreContract } from "./admissions.js";
 import { type AuditFixture, auditLogContract } from "./audit.js";
 import { type ExecutionFixture, executionStoreContract } from "./execution.js";
+import { scopeFenceContract } from "./fences.js";
 import type { Factory, TestApi } from "./harness.js";
 import { type LabelFixture, sessionLabelStoreContract } from "./labels.js";
 import { executionResultStoreContract, type ResultFixture } from "./results.js";
@@ -19,6 +20,7 @@ export { CANARIES, CANARY_FRAGMENTS, canariesIn } from "./canaries.js";
 export { claimOf, type ExecutionFixture, executionStoreContract } from "./execution.js";
 export { type FaultCounts, type FaultMode, type FaultOptions, InjectedStoreFault, type StoreCallTap, StoreFaults, tapStore, tapStores } from "./faults.js";
 export { type V1Reads, type V1Stores, v1FixtureReadsContract, v1FixtureReopened, v1FixtureWrites } from "./fixtures-v1.js";
+export { scopeFenceContract } from "./fences.js";
 export { type GovernedFixture, governedWritesContract } from "./governance.js";
 /** The shared harness: the test API slice, fixture tests, assertions, scopes, ids and messages. */
 export * from "./harness.js";
@@ -49,6 +51,7 @@ export function storeContracts(name: string, factory: Factory<StoreSet>, t: Test
   sessionLabelStoreContract(name, factory, t);
   usageInboxContract(name, factory, t);
   auditLogContract(name, factory, t);
+  scopeFenceContract(name, factory, t);
 }
 export { type Canaries, canariesOf, type ErasureFixture, erasureContract, needlesOf } from "./erasure.js";
 export { type PgReader, type ScanHit, scanFiles, scanPostgres, scanSqlite, scanValue, type SqliteReader } from "./erasure-scan.js";

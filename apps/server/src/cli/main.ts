@@ -15,6 +15,7 @@ import {
 } from "./commands.js";
 import { type CliIo, write } from "./context.js";
 import { DOCTOR_HELP, doctorCommand } from "./doctor.js";
+import { FENCE_HELP, fenceCommand } from "./fence.js";
 import { SERVE_HELP, serveCommand } from "./serve.js";
 
 interface Command {
@@ -33,6 +34,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   chat: { help: CHAT_HELP, flags: [...TENANT, "session"], run: chatCommand },
   sessions: { help: SESSIONS_HELP, flags: [...ADMIN, "org"], run: sessionsCommand },
   trails: { help: TRAILS_HELP, flags: [...ADMIN, "org", "uid"], run: trailsCommand },
+  fence: { help: FENCE_HELP, flags: [...ADMIN, "org", "uid", "reason"], booleans: ["lift", "list"], run: fenceCommand },
   erase: { help: ERASE_HELP, flags: [...TENANT, "session"], run: eraseCommand },
   migrate: { help: MIGRATE_HELP, flags: [], run: migrateCommand },
   token: { help: TOKEN_HELP, flags: ["org", "uid", "ttl"], run: tokenCommand },
@@ -46,6 +48,7 @@ Usage: alma <command> [options]   (alma <command> --help for each)
   chat      chat with the agent of a running host, as a patient
   sessions  list each tenant's sessions (operator)
   trails    print a turn's audit trails as a timeline (operator)
+  fence     fence a tenant or one person, lift it, list fences (operator)
   erase     erase one of your sessions
   migrate   bring the store's schema up to date
   token     mint a dev tenant token

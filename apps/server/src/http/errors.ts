@@ -21,6 +21,8 @@ export const STATUS_OF_CODE = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   host_not_allowed: 421,
+  // The tenant or the person is fenced by an operator (suspended, under erasure): not retryable.
+  scope_fenced: 423,
   invalid_input: 422,
   invalid_id: 422,
   invalid_scope: 422,

@@ -3,11 +3,14 @@ import type { Admission, AdmissionState, AdmissionStore, AdmitResult } from "../
 import { ConflictError } from "../stores/errors.js";
 import { normalizeAdmit, normalizeReleaseExpired } from "../stores/normalize.js";
 import { scopeKey } from "../stores/rules.js";
+import { coveringFenceKeys, fenceKey, normalizeFenceInput, normalizeFenceTarget, type ScopeFence, type ScopeFenceTarget } from "../stores/fences.js";
+import { ScopeFencedError } from "../stores/errors.js";
 import { covers, ERASE, type Erasable, type EraseTarget, MEMORY_STATE } from "./erase.js";
 
 const HOLDING: readonly AdmissionState[] = ["active", "uncertain"];
 
 let readRow: (store: InMemoryAdmissionStore, rowKey: string) => Admission | undefined;
+let readFenced: (store: InMemoryAdmissionStore, scopeKeyText: string) => boolean;
 
 /**
  * The reference admission store. Every method validates first and then runs synchronously to its
@@ -18,9 +21,12 @@ export class InMemoryAdmissionStore implements AdmissionStore, Erasable {
   readonly #rows = new Map<string, Admission>();
   /** `scope session` → admission id of the holder (active or uncertain). */
   readonly #holders = new Map<string, string>();
+  /** Scope fences by `fenceKey` (`org/uid`, or `org/*` for the whole org). */
+  readonly #fences = new Map<string, ScopeFence>();
 
   static {
     readRow = (store, rowKey) => store.#rows.get(rowKey);
+    readFenced = (store, scopeKeyText) => coveringFenceKeys(scopeKeyText).some((k) => store.#fences.has(k));
   }
 
   async admit(input: Parameters<AdmissionStore["admit"]>[0]): Promise<AdmitResult> {
@@ -30,6 +36,7 @@ export class InMemoryAdmissionStore implements AdmissionStore, Erasable {
     if (this.#rows.has(rowKey)) throw new ConflictError("admission_exists", `admission "${a.admissionId}" already exists`);
     const holder = this.#holderOf(key, a.sessionId);
     if (holder) return Object.freeze({ status: "busy", holder });
+    if (readFenced(this, key)) throw new ScopeFencedError();
     const admission: Admission = Object.freeze({
       admissionId: a.admissionId,
       scope: a.scope,
@@ -73,10 +80,35 @@ export class InMemoryAdmissionStore implements AdmissionStore, Erasable {
     const released: Admission[] = [];
     for (const [rowKey, row] of this.#rows) {
       if (only !== undefined && !rowKey.startsWith(`${only} `)) continue;
+      if ((r.sessionId !== undefined && row.sessionId !== r.sessionId) || (r.kind !== undefined && row.kind !== r.kind)) continue;
       if (!HOLDING.includes(row.state) || row.deadlineAt + r.graceMs > r.now) continue;
       released.push(this.#replace(rowKey, row, "released", "expired"));
     }
     return Object.freeze(released.sort((a, b) => a.deadlineAt - b.deadlineAt || (a.admissionId < b.admissionId ? -1 : 1)));
+  }
+
+  async fenceScope(input: Parameters<AdmissionStore["fenceScope"]>[0]): Promise<ScopeFence> {
+    const f = normalizeFenceInput(input);
+    const key = fenceKey(f.target);
+    const present = this.#fences.get(key);
+    if (present) return present;
+    const fence: ScopeFence = Object.freeze({ ...f.target, reason: f.reason, fencedAt: f.now });
+    this.#fences.set(key, fence);
+    return fence;
+  }
+
+  async liftScopeFence(target: ScopeFenceTarget): Promise<boolean> {
+    return this.#fences.delete(fenceKey(normalizeFenceTarget(target)));
+  }
+
+  async scopeFences(target: ScopeFenceTarget): Promise<readonly ScopeFence[]> {
+    const t = normalizeFenceTarget(target);
+    const out: ScopeFence[] = [];
+    for (const fence of this.#fences.values()) {
+      if (fence.org !== t.org) continue;
+      if (t.uid === undefined || fence.uid === undefined || fence.uid === t.uid) out.push(fence);
+    }
+    return Object.freeze(out.sort((a, b) => fenceKey(a).localeCompare(fenceKey(b))));
   }
 
   #holderOf(key: string, sessionId: string): Admission | undefined {
@@ -120,6 +152,11 @@ export class InMemoryAdmissionStore implements AdmissionStore, Erasable {
     if (!HOLDING.includes(state)) this.#holders.delete(`${rowKey.slice(0, rowKey.indexOf(" "))} ${row.sessionId}`);
     return next;
   }
+}
+
+/** Whether a scope fence covers the scope at this instant, read synchronously with the admission (the memory stores' fence check). */
+export function scopeFenced(store: InMemoryAdmissionStore, scopeKeyText: string): boolean {
+  return readFenced(store, scopeKeyText);
 }
 
 /** The admission as it is at this instant, read synchronously: the memory session store's fence check. */

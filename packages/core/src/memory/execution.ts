@@ -1,7 +1,7 @@
 import { type Scope, validateId } from "../scope.js";
 import { ConflictError, StaleFenceError } from "../stores/errors.js";
 import type { ClaimOptions, ClaimResult, ExecutionClaim, ExecutionRecord, ExecutionState, ExecutionStore, Fence } from "../stores/execution.js";
-import { currentAdmission, type InMemoryAdmissionStore } from "./admissions.js";
+import { currentAdmission, type InMemoryAdmissionStore, scopeFenced } from "./admissions.js";
 import { type InMemorySpendStore, releaseSpend, reserveSpend } from "./settlements.js";
 import type { NotDispatchedCause, UsageEvidence } from "../usage.js";
 import { normalizeCancelCause, normalizeClaim, normalizeClaimOptions, normalizeFence, normalizeReceivedEvidence, normalizeReconcile } from "../stores/normalize.js";
@@ -44,7 +44,7 @@ export class InMemoryExecutionStore implements ExecutionStore, Erasable {
       return Object.freeze({ status: "exists", record: existing });
     }
     if (o.admissionId !== undefined && admissions) {
-      const refused = fenceRefusal(currentAdmission(admissions, scopeText, o.admissionId), c.sessionId, c.createdAt);
+      const refused = fenceRefusal(currentAdmission(admissions, scopeText, o.admissionId), c.sessionId, c.createdAt, scopeFenced(admissions, scopeText));
       if (refused) throw refused;
     }
     if (o.reservation !== undefined && spend) {

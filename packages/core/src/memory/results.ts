@@ -3,7 +3,7 @@ import { canonicalJson, type JsonValue, snapshotOnce } from "../snapshot.js";
 import { ConflictError } from "../stores/errors.js";
 import type { ExecutionResultStore, ResultRecord, ResultReservation, ResultState, ReserveResult } from "../stores/results.js";
 import { normalizeFenceOpts, normalizeReservation } from "../stores/normalize.js";
-import { currentAdmission, type InMemoryAdmissionStore } from "./admissions.js";
+import { currentAdmission, type InMemoryAdmissionStore, scopeFenced } from "./admissions.js";
 import { scopeKey, validateTime } from "../stores/rules.js";
 import { fenceRefusal, oversize, putRefusal, resultView } from "../stores/transitions.js";
 import { type SessionMarker, sessionMarker } from "../stores/erasure.js";
@@ -51,7 +51,7 @@ export class InMemoryExecutionResultStore implements ExecutionResultStore, Erasa
     // From here on everything is synchronous: the fence check and the write are one step.
     const row = this.#rows.get(key);
     if (o.admissionId !== undefined && this.#admissions && row) {
-      const refused = fenceRefusal(currentAdmission(this.#admissions, scopeText, o.admissionId), row.reservation.sessionId, at);
+      const refused = fenceRefusal(currentAdmission(this.#admissions, scopeText, o.admissionId), row.reservation.sessionId, at, scopeFenced(this.#admissions, scopeText));
       if (refused) throw refused;
     }
     const refusal = putRefusal(resultId, row?.state, row?.reservation.expiresAt ?? 0, at);

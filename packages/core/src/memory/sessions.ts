@@ -3,7 +3,7 @@ import { fenceRefusal } from "../stores/transitions.js";
 import { type Scope, validateId } from "../scope.js";
 import { DuplicateEventError, FenceError } from "../stores/errors.js";
 import type { AppendOpts, SessionStore, SessionSummary, SessionView } from "../stores/sessions.js";
-import { currentAdmission, type InMemoryAdmissionStore } from "./admissions.js";
+import { currentAdmission, type InMemoryAdmissionStore, scopeFenced } from "./admissions.js";
 import { covers, ERASE, type Erasable, type EraseTarget, MEMORY_STATE, markOf } from "./erase.js";
 import { type SessionMarker, sessionMarker } from "../stores/erasure.js";
 import { eventIdsOf, lastRotation, normalizeMessages } from "../stores/normalize.js";
@@ -62,8 +62,8 @@ export class InMemorySessionStore implements SessionStore, Erasable {
     const batch = normalizeMessages(messages);
     const ids = eventIdsOf(batch);
     // From here on everything is synchronous: the fence check and the write are one step.
-    const admission = currentAdmission(this.#admissions, scopeKey(scope).key, admissionId);
-    const refused = fenceRefusal(admission, sessionId, now);
+    const scopeText = scopeKey(scope).key;
+    const refused = fenceRefusal(currentAdmission(this.#admissions, scopeText, admissionId), sessionId, now, scopeFenced(this.#admissions, scopeText));
     if (refused) throw refused;
     const log = this.#logs.get(key) ?? emptyLog(now, this.#isErased(scope, sessionId));
     if (log.erased) throw new FenceError("the session was erased");

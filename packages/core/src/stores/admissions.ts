@@ -1,4 +1,5 @@
 import type { Scope } from "../scope.js";
+import type { ScopeFence, ScopeFenceReason, ScopeFenceTarget } from "./fences.js";
 
 export type AdmissionKind = "turn" | "events";
 /**
@@ -32,7 +33,18 @@ export type AdmitResult =
  *   return the admission as it is after the call; a transition from any other state is a no-op
  *   that returns the current record (so a lost acknowledgement can be read back).
  * - `releaseExpired` releases every `active`/`uncertain` admission of the scope (all scopes when
- *   omitted) whose deadline plus `graceMs` is at or before `now`, and returns them.
+ *   omitted) whose deadline plus `graceMs` is at or before `now`, and returns them; `sessionId`
+ *   (with `scope`) and `kind` narrow it to one session and one kind of admission.
+ * - Scope fences (spec: scope-fence). `fenceScope` records a fence on a whole org (`{org}`) or on
+ *   one scope (`{org, uid}`), durably; a second fence of the same target keeps the first and returns
+ *   it. `liftScopeFence` removes exactly that target's fence and says whether one was there.
+ *   `scopeFences({org})` lists every fence of the org; `scopeFences({org, uid})` the ones covering
+ *   that scope (the org's and its own). While a fence covers a scope, `admit` on it throws
+ *   `ScopeFencedError` after the session's occupancy is checked (a holder still answers `busy`),
+ *   and every write fenced on one of its admissions (session append, journal claim, final-result
+ *   put) throws `ScopeFencedError` in the write's own transaction, writing nothing. A fence never
+ *   blocks a transition (mark, finish, release) or an erasure; the SQL stores make `fenceScope`
+ *   wait for the fenced writes in flight, so once it returns none of them can land.
  * - An admission id is used once per scope: admitting an id that exists throws `ConflictError`
  *   (code `admission_exists`), so no two callers ever hold one fence.
  * - Scope isolation: an admission id from another scope reads as absent.
@@ -56,5 +68,8 @@ export interface AdmissionStore {
   finish(scope: Scope, admissionId: string): Promise<Admission | undefined>;
   /** active | uncertain → released (reason failed). */
   releaseFailed(scope: Scope, admissionId: string): Promise<Admission | undefined>;
-  releaseExpired(input: { scope?: Scope; now: number; graceMs: number }): Promise<readonly Admission[]>;
+  releaseExpired(input: { scope?: Scope; sessionId?: string; kind?: AdmissionKind; now: number; graceMs: number }): Promise<readonly Admission[]>;
+  fenceScope(input: { target: ScopeFenceTarget; reason: ScopeFenceReason; now: number }): Promise<ScopeFence>;
+  liftScopeFence(target: ScopeFenceTarget): Promise<boolean>;
+  scopeFences(target: ScopeFenceTarget): Promise<readonly ScopeFence[]>;
 }

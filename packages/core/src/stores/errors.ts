@@ -2,8 +2,20 @@ import { AlmaError } from "../errors.js";
 
 /** An append was refused: the admission it names is not active for that session (stale, released, uncertain). */
 export class FenceError extends AlmaError {
-  constructor(message = "the admission is not active for this session") {
-    super("fenced", message);
+  constructor(message = "the admission is not active for this session", code: "fenced" | "scope_fenced" = "fenced") {
+    super(code, message);
+  }
+}
+
+/**
+ * The scope is fenced by an operator (`AdmissionStore.fenceScope`): a new key is refused before
+ * admission, and a write fenced on an admission of the scope (claim, session append, final-result
+ * put) is refused inside its transaction. It is a `FenceError`, so code that handles a stale
+ * admission handles it too; `code` is `scope_fenced`. Not retryable: only lifting the fence helps.
+ */
+export class ScopeFencedError extends FenceError {
+  constructor(message = "the scope is fenced by an operator") {
+    super(message, "scope_fenced");
   }
 }
 

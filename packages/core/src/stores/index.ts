@@ -98,6 +98,7 @@ export {
   staleStep,
   tenantDaysOf,
 } from "./prepare.js";
+export { coveringFenceKeys, fenceKey, normalizeFenceInput, normalizeFenceTarget, scopeFenceFromRow } from "./fences.js";
 export { expiryChange, fenceRefusal, oversize, putRefusal, reservationRefusal, resultView, sameClaim } from "./transitions.js";
 export {
   type AdmissionRow,

@@ -321,6 +321,8 @@ export function normalizeAuditQuery(query: unknown): {
   };
 }
 
+const ADMISSION_KINDS: readonly AdmissionKind[] = ["turn", "events"];
+
 export interface AdmitInput {
   readonly scope: Scope;
   readonly sessionId: string;
@@ -337,7 +339,7 @@ export function normalizeAdmit(input: unknown): AdmitInput {
     scope: scopeKey(a.scope).scope,
     sessionId: validateId("sessionId", a.sessionId),
     rootKey: validateId("rootKey", a.rootKey),
-    kind: validateOneOf("kind", a.kind, ["turn", "events"]),
+    kind: validateOneOf("kind", a.kind, ADMISSION_KINDS),
     admissionId: validateId("admissionId", a.admissionId),
     now: validateTime("now", a.now),
     deadlineAt: validateTime("deadlineAt", a.deadlineAt),
@@ -346,11 +348,27 @@ export function normalizeAdmit(input: unknown): AdmitInput {
   return Object.freeze(out);
 }
 
-export function normalizeReleaseExpired(input: unknown): { readonly scope?: Scope; readonly now: number; readonly graceMs: number } {
-  const r = closedObject("releaseExpired", input, ["scope", "now", "graceMs"]);
+export interface ReleaseExpiredInput {
+  readonly scope?: Scope;
+  readonly sessionId?: string;
+  readonly kind?: AdmissionKind;
+  readonly now: number;
+  readonly graceMs: number;
+}
+
+/** `releaseExpired`'s input: a session narrows it only inside a scope (a session id alone names no session). */
+export function normalizeReleaseExpired(input: unknown): ReleaseExpiredInput {
+  const r = closedObject("releaseExpired", input, ["scope", "sessionId", "kind", "now", "graceMs"]);
   const now = validateTime("now", r.now);
   const graceMs = validateCount("graceMs", r.graceMs);
-  return r.scope === undefined ? { now, graceMs } : { scope: scopeKey(r.scope).scope, now, graceMs };
+  if (r.sessionId !== undefined && r.scope === undefined) throw new ValidationError("sessionId", "needs_scope", "releaseExpired takes a sessionId only with its scope");
+  return {
+    ...(r.scope === undefined ? {} : { scope: scopeKey(r.scope).scope }),
+    ...(r.sessionId === undefined ? {} : { sessionId: validateId("sessionId", r.sessionId) }),
+    ...(r.kind === undefined ? {} : { kind: validateOneOf("kind", r.kind, ADMISSION_KINDS) }),
+    now,
+    graceMs,
+  };
 }
 
 export function normalizeReconcile(input: unknown): { readonly scope?: Scope; readonly now: number } {

@@ -3,7 +3,7 @@ import { ValidationError } from "../errors.js";
 import { type Scope, validateId } from "../scope.js";
 import { canonicalJson, type JsonValue } from "../snapshot.js";
 import type { NotDispatchedCause, UsageEvidence } from "../usage.js";
-import type { Admission, AdmissionStore, AdmitResult } from "./admissions.js";
+import type { Admission, AdmissionKind, AdmissionStore, AdmitResult } from "./admissions.js";
 import type { AuditLog } from "./audit.js";
 import type { SessionErasure } from "./erasure.js";
 import type { UsageInbox } from "./usage-inbox.js";
@@ -247,9 +247,15 @@ export abstract class AdmissionTransitions {
 }
 
 /** `only`: the one scope's key, or `null` for every scope. */
-export function prepareReleaseExpired(input: unknown): { readonly now: number; readonly graceMs: number; readonly only: string | null } {
+export function prepareReleaseExpired(input: unknown): {
+  readonly now: number;
+  readonly graceMs: number;
+  readonly only: string | null;
+  readonly sessionId: string | null;
+  readonly kind: AdmissionKind | null;
+} {
   const r = normalizeReleaseExpired(input);
-  return { now: r.now, graceMs: r.graceMs, only: onlyKey(r.scope) };
+  return { now: r.now, graceMs: r.graceMs, only: onlyKey(r.scope), sessionId: r.sessionId ?? null, kind: r.kind ?? null };
 }
 
 /** The released admissions, in (deadlineAt, admissionId) order. */

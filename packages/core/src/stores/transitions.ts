@@ -3,7 +3,7 @@ import type { JsonValue } from "../snapshot.js";
 import { type BudgetCaps, capRefusing, type PersistentCapName } from "../caps.js";
 import type { ReservationLimits } from "../reservation.js";
 import type { Admission } from "./admissions.js";
-import { ConflictError, ErasedError, FenceError } from "./errors.js";
+import { ConflictError, ErasedError, FenceError, ScopeFencedError } from "./errors.js";
 import type { ExecutionClaim, ExecutionRecord, ExecutionState } from "./execution.js";
 import type { ResultRecord, ResultState } from "./results.js";
 import { CLAIM_FIELDS } from "./normalize.js";
@@ -63,10 +63,14 @@ export function oversize(text: string, maxChars: number): ValidationError | unde
 /**
  * The one admission-fence rule every store applies inside the write it fences (session append,
  * journal claim, final-result put): the admission exists in the write's scope, is `active`, holds
- * this session, and `now` is before its deadline. Anything else is `FenceError`.
+ * this session, and `now` is before its deadline. Anything else is `FenceError`; an admission that
+ * passes while a scope fence covers its scope (`scopeFenced`, read by the store in the same
+ * transaction) is `ScopeFencedError`.
  */
-export function fenceRefusal(admission: Pick<Admission, "state" | "sessionId" | "deadlineAt"> | undefined, sessionId: string, now: number): FenceError | undefined {
+export function fenceRefusal(admission: Pick<Admission, "state" | "sessionId" | "deadlineAt"> | undefined, sessionId: string, now: number, scopeFenced = false): FenceError | undefined {
   if (admission?.state !== "active" || admission.sessionId !== sessionId || now >= admission.deadlineAt) return new FenceError();
+  // An operator's scope fence (`AdmissionStore.fenceScope`), read in the same transaction.
+  if (scopeFenced) return new ScopeFencedError();
   return undefined;
 }
 
