@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { type ConversationConfig, conversationRootKey, createConversationRunner, type UncertainTurnEvent } from "@alma-harness/conversation";
 import { ManualClock } from "@alma-harness/core/testing";
 import { createPostgresStores } from "@alma-harness/store-postgres";
+import { DEPLOYMENT } from "./workers/deployment.js";
 
 const URL_ = process.env.ALMA_TEST_DATABASE_URL;
 const WORKER = fileURLToPath(new URL("./workers/turn-worker.ts", import.meta.url));
@@ -15,14 +16,7 @@ const MAINTENANCE: Omit<ConversationConfig, "stores"> = {
   clients: [{ id: "none", provider: "fake", validate: () => undefined, stream: () => ({ [Symbol.asyncIterator]: () => ({ next: async () => ({ done: true, value: undefined }) }) }) }],
   policy: { resolve: () => ({ clientId: "none", model: "demo", maxOutputTokens: 256, cache: false }) },
   prompt: "maintenance",
-  prices: { version: "p1", models: { demo: { rates: { input: 1, output: 2 } } } },
-  policyVersion: "p",
-  priceVersion: "p1",
-  configRevision: "r1",
-  resultRetentionMs: 86_400_000,
-  runTimeoutMs: 60_000,
-  maxCalls: 4,
-  maxInputChars: 10_000,
+  ...DEPLOYMENT,
 };
 
 interface Line {

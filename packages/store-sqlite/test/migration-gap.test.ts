@@ -1,39 +1,42 @@
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { migrate } from "../src/db.js";
-import { MAIN_MIGRATIONS, type Migration } from "../src/migrations.js";
+import { MAIN_MIGRATIONS } from "../src/migrations.js";
 
-/** Another branch's step 3, as it may land after this branch's step 4 (versions are reserved per branch). */
-const STEP_3: Migration = { version: 3, name: "another branch", sql: "CREATE TABLE gap_probe (id INTEGER PRIMARY KEY);" };
-const withThree = [...MAIN_MIGRATIONS.filter((m) => m.version < 3), STEP_3, ...MAIN_MIGRATIONS.filter((m) => m.version > 3)];
+// Version numbers are reserved per branch and may land out of order: step 3 (scope fences) and
+// step 4 (usage inbox) were built side by side. A file migrated by a build without 3 gets it later.
+const withoutThree = MAIN_MIGRATIONS.filter((m) => m.version !== 3);
+const withoutFour = MAIN_MIGRATIONS.filter((m) => m.version !== 4);
 
 const versions = (raw: Database.Database) => (raw.prepare("SELECT version FROM main.schema_version ORDER BY version").all() as { version: number }[]).map((r) => r.version);
 const tables = (raw: Database.Database) =>
-  (raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('gap_probe', 'usage_inbox') ORDER BY name").all() as { name: string }[]).map((r) => r.name);
+  (raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('scope_fences', 'usage_inbox') ORDER BY name").all() as { name: string }[]).map((r) => r.name);
 
 describe("sqlite: migration versions with a gap", () => {
   it("a file at 4 without 3 gets 3 when it lands; once both are there nothing runs again", () => {
+    expect(MAIN_MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4]);
     const raw = new Database(":memory:");
-    migrate(raw, "main", MAIN_MIGRATIONS);
+    migrate(raw, "main", withoutThree);
     expect(versions(raw)).toEqual([1, 2, 4]);
-    migrate(raw, "main", withThree);
+    expect(tables(raw)).toEqual(["usage_inbox"]);
+    migrate(raw, "main", MAIN_MIGRATIONS);
     expect(versions(raw)).toEqual([1, 2, 3, 4]);
-    expect(tables(raw)).toEqual(["gap_probe", "usage_inbox"]);
-    migrate(raw, "main", withThree);
+    expect(tables(raw)).toEqual(["scope_fences", "usage_inbox"]);
+    migrate(raw, "main", MAIN_MIGRATIONS);
     expect(versions(raw)).toEqual([1, 2, 3, 4]);
     raw.close();
   });
 
-  it("a file at 3 (the other branch alone) gets 4; a fresh file gets both in order", () => {
+  it("a file at 3 (without 4) gets 4; a fresh file gets both in order", () => {
     const other = new Database(":memory:");
-    migrate(other, "main", withThree.filter((m) => m.version !== 4));
+    migrate(other, "main", withoutFour);
     expect(versions(other)).toEqual([1, 2, 3]);
-    migrate(other, "main", withThree);
+    migrate(other, "main", MAIN_MIGRATIONS);
     expect(versions(other)).toEqual([1, 2, 3, 4]);
-    expect(tables(other)).toEqual(["gap_probe", "usage_inbox"]);
+    expect(tables(other)).toEqual(["scope_fences", "usage_inbox"]);
     other.close();
     const fresh = new Database(":memory:");
-    migrate(fresh, "main", withThree);
+    migrate(fresh, "main", MAIN_MIGRATIONS);
     expect(versions(fresh)).toEqual([1, 2, 3, 4]);
     fresh.close();
   });

@@ -4,6 +4,7 @@
 import type { ConversationConfig, RunTurnRequest } from "@alma-harness/conversation";
 import { defineTool, type ModelClient, type ModelRequest, type ModelStreamEvent, type Scope } from "@alma-harness/core";
 import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
+import { DEPLOYMENT } from "./deployment.js";
 
 export const KILL_SCOPE: Scope = { org: "kill", uid: "u" };
 export const KILL_SESSION = "s-kill";
@@ -49,13 +50,6 @@ export function killConfig(onDispatch: (afterTool: boolean) => void): Omit<Conve
     prompt: "kill",
     trailKey: "kill-test-trail-key-shared-by-both-processes",
     tools: [note],
-    prices: { version: "p1", models: { demo: { rates: { input: 1, output: 2 } } } },
-    policyVersion: "p",
-    priceVersion: "p1",
-    configRevision: "r1",
-    resultRetentionMs: 86_400_000,
-    runTimeoutMs: 60_000,
-    maxCalls: 4,
-    maxInputChars: 10_000,
+    ...DEPLOYMENT,
   };
 }

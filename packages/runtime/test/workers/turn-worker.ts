@@ -6,6 +6,7 @@
 import { defineTool, type ModelClient, type ModelRequest, type ModelStreamEvent } from "@alma-harness/core";
 import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { postgres } from "@alma-harness/runtime";
+import { DEPLOYMENT } from "./deployment.js";
 
 const spec = JSON.parse(process.argv[2] ?? "{}") as { schema: string; rootSchema: string; jobs: { sessionId: string; key: string }[]; hang?: true | "call1" | "tool" | "call2" };
 const hangAt = spec.hang === true ? "call1" : spec.hang;
@@ -51,14 +52,7 @@ const rt = await postgres({
   // Every worker process shares one key, as every host process on one database must.
   trailKey: "worker-trail-key-shared-by-every-process",
   tools: [note],
-  prices: { version: "p1", models: { demo: { rates: { input: 1, output: 2 } } } },
-  policyVersion: "p",
-  priceVersion: "p1",
-  configRevision: "r1",
-  resultRetentionMs: 86_400_000,
-  runTimeoutMs: 60_000,
-  maxCalls: 4,
-  maxInputChars: 10_000,
+  ...DEPLOYMENT,
   store: { connectionString: process.env.ALMA_TEST_DATABASE_URL, schema: spec.schema, rootSchema: spec.rootSchema },
 });
 out({ type: "ready" });

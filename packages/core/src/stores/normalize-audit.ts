@@ -1,0 +1,75 @@
+import { REFUSAL_CATEGORIES } from "../model.js";
+import { validateId } from "../scope.js";
+import { type JsonValue, snapshotOnce } from "../snapshot.js";
+import { isTrailShaped, TrailValueError } from "../trail.js";
+import type { AuditEvent, Trail } from "./audit.js";
+import { closedObject, decodeCursor, PAGE, pageLimit, scopeKey, validateName, validateOneOf, validateTime } from "./rules.js";
+
+/** The audit events and queries the stores accept, normalized once for every implementation (the trail rule checked again). */
+
+const BASE_FIELDS = ["trail", "scope", "sessionId", "turnId", "callId", "at"];
+const TRAIL_FIELDS: Readonly<Record<Trail, readonly string[]>> = {
+  access: ["tool", "resource", "action"],
+  routing: ["kind", "tier", "sensitivity", "clientId", "model", "cacheTtl", "reasoning", "requestedTier", "servedTier", "upstream", "refusal", "parentCallId"],
+  cost: ["operationId", "model", "usdMicros", "settlementId", "capsCrossed", "warning", "refused"],
+  recall: ["source", "items"],
+  context: ["step", "field", "decision"],
+  policy: ["action", "tool", "authorization", "decision", "by", "rule", "reason"],
+  lifecycle: ["action", "step", "contextVersion", "messageRevision", "detail"],
+};
+export const TRAILS = Object.keys(TRAIL_FIELDS) as readonly Trail[];
+/** The field sets, built once: every trail's fields (the first check) and each trail's own. */
+const ANY_TRAIL_FIELDS: ReadonlySet<string> = new Set([...BASE_FIELDS, ...Object.values(TRAIL_FIELDS).flat()]);
+const FIELDS_OF_TRAIL = new Map<string, ReadonlySet<string>>(TRAILS.map((t) => [t, new Set([...BASE_FIELDS, ...TRAIL_FIELDS[t]])]));
+
+/** An audit event: closed per trail (a field the trail does not define is refused), snapshotted. */
+export function normalizeAuditEvent(event: unknown): AuditEvent {
+  const e = closedObject("event", event, ANY_TRAIL_FIELDS);
+  const trail = validateOneOf("event.trail", e.trail, TRAILS);
+  closedObject("event", event, FIELDS_OF_TRAIL.get(trail) as ReadonlySet<string>);
+  const { scope } = scopeKey(e.scope);
+  validateId("event.sessionId", e.sessionId);
+  validateId("event.turnId", e.turnId);
+  if (e.callId !== undefined) validateId("event.callId", e.callId);
+  validateTime("event.at", e.at);
+  if (e.refusal !== undefined) validateOneOf("event.refusal", e.refusal, REFUSAL_CATEGORIES);
+  if (e.upstream !== undefined) validateName("event.upstream", e.upstream);
+  const copy = snapshotOnce(event) as Record<string, JsonValue>;
+  trailShaped("event", copy);
+  // The engine passes the normalized scope itself, which the snapshot keeps: nothing to replace.
+  if ((copy.scope as unknown) === scope) return copy as unknown as AuditEvent;
+  return Object.freeze({ ...copy, scope }) as unknown as AuditEvent;
+}
+
+/**
+ * The trail rule, checked again where every store accepts an event: each string in it has a trail
+ * value's shape (no spaces or control characters, at most 200). The error names the field, never the value.
+ */
+function trailShaped(path: string, value: JsonValue): void {
+  if (typeof value === "string") {
+    if (!isTrailShaped(value)) throw new TrailValueError("identifier", `${path}: a trail holds identifiers, kinds, counts and hashes (1-200 printable ASCII characters without spaces)`);
+  } else if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) trailShaped(`${path}[${i}]`, value[i] as JsonValue);
+  } else if (value !== null && typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) trailShaped(`${path}.${k}`, v);
+  }
+}
+
+/** A validated audit query: filters, page size and the position after which to read. */
+export function normalizeAuditQuery(query: unknown): {
+  readonly sessionId?: string;
+  readonly turnId?: string;
+  readonly trail?: Trail;
+  readonly after?: number;
+  readonly limit: number;
+} {
+  const q = closedObject("query", query ?? {}, ["sessionId", "turnId", "trail", "cursor", "limit"]);
+  const after = decodeCursor(q.cursor, ["number"]);
+  return {
+    ...(q.sessionId === undefined ? {} : { sessionId: validateId("sessionId", q.sessionId) }),
+    ...(q.turnId === undefined ? {} : { turnId: validateId("turnId", q.turnId) }),
+    ...(q.trail === undefined ? {} : { trail: validateOneOf("trail", q.trail, TRAILS) }),
+    ...(after === undefined ? {} : { after: after[0] as number }),
+    limit: pageLimit(q.limit, PAGE.audit.def, PAGE.audit.max),
+  };
+}
