@@ -35,3 +35,15 @@ export { formatSse, loopEventToSse, type SseFrame } from "./sse.js";
 export { CONTEXT_VERSION } from "./state.js";
 export { StreamQueue } from "./stream-queue.js";
 export { type ProgressEvent, progressOf, STREAM_QUEUE_LIMIT, type StreamedTurn, type TurnStreamEvent } from "./stream-turn.js";
+
+// The pure context helpers, re-exported with identity kept (the same functions as `@alma-harness/memory/context`).
+export {
+  estimateMessagesTokens,
+  estimateMessageTokens,
+  estimateTokens,
+  TRIMMED_MARKER_PREFIX,
+  type TrimOutcome,
+  type TrimResult,
+  trimContext,
+  trimmedMarkerMessage,
+} from "@alma-harness/memory/context";
