@@ -147,6 +147,7 @@ for (const [kind, enabled] of KINDS) {
       const turns: Promise<ConversationView | unknown>[] = [];
       for (let i = 0; i < n; i++) turns.push(t.runner.runTurn(turnRequest(`k${i}`, `s${i}`)).catch((e: unknown) => e));
       await t.model.arrived(2 + n);
+      const claimedBefore = (await stores.journal.list(FENCE_SCOPE, { resolved: true, limit: 100 })).items.length;
       const fencing = t.runner.fenceScope({ target: { org: "clinic-a" }, reason: "suspended" });
       // New keys racing the fence: each either admitted first (and then fenced at its claim) or refused.
       const racers = [0, 1, 2].map((i) => t.runner.runTurn(turnRequest(`r${i}`, `r${i}`)).catch((e: unknown) => e));
@@ -159,7 +160,9 @@ for (const [kind, enabled] of KINDS) {
         if (end instanceof Error) expect(end).toBeInstanceOf(ScopeFencedError);
         else expect((end as ConversationView).status).toBe("reconciliation_required");
       }
-      expect(t.model.afterFence).toBe(0);
+      // A racer's call claimed before the fence returned may still be sent after it (the dispatch
+      // transition is not scope-fenced: documented in the conversation README); none other is.
+      expect(t.model.afterFence).toBeLessThanOrEqual(claimed - claimedBefore);
       expect((await stores.journal.list(FENCE_SCOPE, { resolved: true, limit: 100 })).items.length).toBe(claimed);
       expect(t.uncertain.every((u) => u.cause === "scope_fenced")).toBe(true);
       expect(t.uncertain.length).toBeGreaterThanOrEqual(n);
