@@ -49,14 +49,8 @@ export {
   validateTime,
 } from "./rules.js";
 export {
-  type AdmissionTransition,
-  AdmissionTransitions,
-  admissionExists,
-  admissionOf,
-  admitted,
   appendedPositions,
   appliedSettlement,
-  busy,
   claimedResult,
   type DurableStores,
   type ExecutionStep,
@@ -67,7 +61,6 @@ export {
   FencedJournal,
   NO_EVENTS,
   prepareAcknowledge,
-  prepareAdmit,
   prepareAppend,
   prepareClaim,
   prepareExecutionList,
@@ -77,7 +70,6 @@ export {
   preparePending,
   preparePut,
   prepareReconcile,
-  prepareReleaseExpired,
   prepareReserve,
   prepareResultGet,
   prepareSessionList,
@@ -87,7 +79,6 @@ export {
   prepareTenantDays,
   putOutcome,
   reconciledRecords,
-  releasedAdmissions,
   replayedSettlement,
   reserveResult,
   sessionPage,
@@ -98,6 +89,7 @@ export {
   staleStep,
   tenantDaysOf,
 } from "./prepare.js";
+export { AdmissionTransitions, type AdmissionTransition, admissionExists, admissionOf, admitted, busy, prepareAdmit, prepareReleaseExpired, releasedAdmissions } from "./prepare-admissions.js";
 export { coveringFenceKeys, fenceKey, normalizeFenceInput, normalizeFenceTarget, scopeFenceFromRow } from "./fences.js";
 export { expiryChange, fenceRefusal, oversize, putRefusal, reservationRefusal, resultView, sameClaim } from "./transitions.js";
 export {

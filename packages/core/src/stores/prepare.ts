@@ -3,17 +3,17 @@ import { ValidationError } from "../errors.js";
 import { type Scope, validateId } from "../scope.js";
 import { canonicalJson, type JsonValue } from "../snapshot.js";
 import type { NotDispatchedCause, UsageEvidence } from "../usage.js";
-import type { Admission, AdmissionKind, AdmissionStore, AdmitResult } from "./admissions.js";
+import type { AdmissionStore, } from "./admissions.js";
 import type { AuditLog } from "./audit.js";
 import type { SessionErasure } from "./erasure.js";
 import type { UsageInbox } from "./usage-inbox.js";
-import { type AdmissionRow, admissionFromRow, type ExecutionChange, type ExecutionChangeColumns, type ExecutionRow, executionChangeColumns, executionFromRow, type ResultRow, resultFromRow, type SessionSummaryRow, type SettlementRow, sessionSummaryFromRow, settlementFromRow, type TenantDayRow, tenantDayFromRow } from "./codecs.js";
+import { type ExecutionChange, type ExecutionChangeColumns, type ExecutionRow, executionChangeColumns, executionFromRow, type ResultRow, resultFromRow, type SessionSummaryRow, type SettlementRow, sessionSummaryFromRow, settlementFromRow, type TenantDayRow, tenantDayFromRow } from "./codecs.js";
 import { ConflictError, SettlementConflictError, StaleFenceError } from "./errors.js";
 import type { ClaimOptions, ClaimResult, ExecutionClaim, ExecutionRecord, ExecutionState, ExecutionStore, Fence } from "./execution.js";
 import type { SessionLabelStore } from "./labels.js";
-import { type AdmitInput, eventIdsOf, lastRotation, normalizeAdmit, normalizeCancelCause, normalizeClaim, normalizeClaimOptions, normalizeEnvelope, normalizeFence, normalizeFenceOpts, normalizeMessages, normalizeReceivedEvidence, normalizeReconcile, normalizeReleaseExpired, normalizeReservation, normalizeSettlement } from "./normalize.js";
+import { eventIdsOf, lastRotation, normalizeCancelCause, normalizeClaim, normalizeClaimOptions, normalizeEnvelope, normalizeFence, normalizeFenceOpts, normalizeMessages, normalizeReceivedEvidence, normalizeReconcile, normalizeReservation, normalizeSettlement } from "./normalize.js";
 import type { ExecutionResultStore, ResultRecord, ResultReservation, ReserveResult } from "./results.js";
-import { closedObject, decodeCursor, PAGE, pageLimit, pageOfFetched, scopeKey, validateDay, validateOrg, validateTime } from "./rules.js";
+import { closedObject, decodeCursor, onlyKey, PAGE, pageLimit, pageOfFetched, scopeKey, validateDay, validateOrg, validateTime } from "./rules.js";
 import type { SessionStore, SessionSummary, SessionView } from "./sessions.js";
 import type { CostSettlementStore, SettlementInput, SettlementRecord, SpendStore } from "./settlements.js";
 import { oversize, putRefusal } from "./transitions.js";
@@ -38,10 +38,6 @@ export function prepareKeyed(scope: Scope, field: string, value: string): { read
   return { key, id: validateId(field, value) };
 }
 
-/** The sweeps' optional scope, as a partition key or `null` (every scope). */
-function onlyKey(scope: Scope | undefined): string | null {
-  return scope === undefined ? null : scopeKey(scope).key;
-}
 
 // Sessions
 
@@ -209,59 +205,6 @@ export function reconciledRecords(rows: readonly ExecutionRow[]): readonly Execu
   const records = rows.map(executionFromRow);
   records.sort((a, b) => a.createdAt - b.createdAt || (a.operationId < b.operationId ? -1 : 1));
   return Object.freeze(records);
-}
-
-// Admissions
-
-export function prepareAdmit(input: unknown): { readonly a: AdmitInput; readonly key: string } {
-  const a = normalizeAdmit(input);
-  return { a, key: scopeKey(a.scope).key };
-}
-
-export const admitted = (row: AdmissionRow): AdmitResult => Object.freeze({ status: "admitted", admission: admissionFromRow(row) });
-export const busy = (holder: AdmissionRow): AdmitResult => Object.freeze({ status: "busy", holder: admissionFromRow(holder) });
-export const admissionExists = (admissionId: string): ConflictError => new ConflictError("admission_exists", `admission "${admissionId}" already exists`);
-export const admissionOf = (row: AdmissionRow | undefined): Admission | undefined => (row ? admissionFromRow(row) : undefined);
-
-/** An admission transition as SQL fragments both SQL stores use as they are (`UPDATE admissions SET <set> WHERE scope = … AND admission_id = … AND <from>`). */
-export interface AdmissionTransition {
-  readonly from: string;
-  readonly set: string;
-}
-
-/** The admission transitions, written once over a store's one conditional update (`transition`). */
-export abstract class AdmissionTransitions {
-  protected abstract transition(scope: Scope, admissionId: string, t: AdmissionTransition): Promise<Admission | undefined>;
-
-  async markUncertain(scope: Scope, admissionId: string): Promise<Admission | undefined> {
-    return this.transition(scope, admissionId, { from: "state = 'active'", set: "state = 'uncertain'" });
-  }
-
-  async finish(scope: Scope, admissionId: string): Promise<Admission | undefined> {
-    return this.transition(scope, admissionId, { from: "state = 'active'", set: "state = 'finished'" });
-  }
-
-  async releaseFailed(scope: Scope, admissionId: string): Promise<Admission | undefined> {
-    return this.transition(scope, admissionId, { from: "state IN ('active', 'uncertain')", set: "state = 'released', release_reason = 'failed'" });
-  }
-}
-
-/** `only`: the one scope's key, or `null` for every scope. */
-export function prepareReleaseExpired(input: unknown): {
-  readonly now: number;
-  readonly graceMs: number;
-  readonly only: string | null;
-  readonly sessionId: string | null;
-  readonly kind: AdmissionKind | null;
-} {
-  const r = normalizeReleaseExpired(input);
-  return { now: r.now, graceMs: r.graceMs, only: onlyKey(r.scope), sessionId: r.sessionId ?? null, kind: r.kind ?? null };
-}
-
-/** The released admissions, in (deadlineAt, admissionId) order. */
-export function releasedAdmissions(rows: readonly AdmissionRow[]): readonly Admission[] {
-  const out = rows.map(admissionFromRow).sort((a, b) => a.deadlineAt - b.deadlineAt || (a.admissionId < b.admissionId ? -1 : 1));
-  return Object.freeze(out);
 }
 
 // Results

@@ -179,3 +179,8 @@ export function pageOfFetched<T>(
   if (rows.length > limit && last !== undefined) return { items, nextCursor: encodeCursor(keyOf(last)) };
   return { items };
 }
+
+/** The sweeps' optional scope, as a partition key or `null` (every scope). */
+export function onlyKey(scope: Scope | undefined): string | null {
+  return scope === undefined ? null : scopeKey(scope).key;
+}
