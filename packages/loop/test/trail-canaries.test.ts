@@ -1,18 +1,9 @@
 import { defineProviderTool, defineTool, type ModelStreamEvent, type Usage } from "@alma-harness/core";
 import { scriptedEvents, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
-import { CANARIES, canariesIn } from "@alma-harness/testing";
+import { CANARIES, canariesIn, canaryLookupTool as lookup } from "@alma-harness/testing";
 import { describe, expect, it } from "vitest";
 import { completed, harness, hashed, pseudonym } from "./harness.js";
 
-/** A tool whose subject and resource are derived from what the model wrote (a patient's name). */
-const lookup = defineTool({
-  name: "lookup_patient",
-  description: "Looks a patient up by name.",
-  input: { type: "object", properties: { name: { type: "string" }, apiKey: { type: "string" } } },
-  authorize: (input) => ({ action: "read", subject: `patient:${String(input.name)}` }),
-  access: (input) => ({ resource: `patients/${String(input.name)}` }),
-  handler: (input) => ({ found: String(input.name) }),
-});
 const archive = defineTool({ name: "archive_notes", description: "Archives a patient's notes.", input: { type: "object" }, deferred: true, handler: () => "archived" });
 
 /** A provider web search for the canary query, then a pause for the next step. */

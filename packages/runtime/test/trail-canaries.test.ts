@@ -2,24 +2,16 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConversationConfigError } from "@alma-harness/conversation";
-import { type AuditRecord, defineTool, type ModelStreamEvent, type Scope, sessionPseudonym, trailHash, type Usage } from "@alma-harness/core";
+import { type AuditRecord, type ModelStreamEvent, type Scope, sessionPseudonym, trailHash, type Usage } from "@alma-harness/core";
 import { FakeModelClient, scriptedEvents, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { postgres, type Runtime, sqlite, TRAIL_KEY_FILE } from "@alma-harness/runtime";
-import { CANARIES, canariesIn } from "@alma-harness/testing";
+import { CANARIES, canariesIn, canaryLookupTool as lookup } from "@alma-harness/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { clinicConfig, compositions, RUNTIME_TRAIL_KEY, skipNote } from "./open.js";
 
 const SCOPE: Scope = { org: "clinic-a", uid: "u1" };
 const OTHER: Scope = { org: "clinic-b", uid: "u1" };
 
-const lookup = defineTool({
-  name: "lookup_patient",
-  description: "Looks a patient up by name.",
-  input: { type: "object", properties: { name: { type: "string" }, apiKey: { type: "string" } } },
-  authorize: (input) => ({ action: "read", subject: `patient:${String(input.name)}` }),
-  access: (input) => ({ resource: `patients/${String(input.name)}` }),
-  handler: (input) => ({ found: String(input.name) }),
-});
 
 function canarySearch() {
   const usage: Usage = { inputTokens: 10, outputTokens: 5, webSearchRequests: 1 };

@@ -1,3 +1,4 @@
+import { defineTool } from "@alma-harness/core";
 /**
  * Canary values for the trail tests (issue 14): what a careful auditor feeds a deployment to see
  * where content ends up. Each is distinctive enough that a hit is never a coincidence, and each
@@ -33,3 +34,13 @@ export function canariesIn(text: string): string[] {
   const lower = text.toLowerCase();
   return CANARY_FRAGMENTS.filter((fragment) => lower.includes(fragment.toLowerCase()));
 }
+
+/** A tool whose authorization subject and access resource are derived from what the model wrote (a patient's name). */
+export const canaryLookupTool = defineTool({
+  name: "lookup_patient",
+  description: "Looks a patient up by name.",
+  input: { type: "object", properties: { name: { type: "string" }, apiKey: { type: "string" } } },
+  authorize: (input) => ({ action: "read", subject: `patient:${String(input.name)}` }),
+  access: (input) => ({ resource: `patients/${String(input.name)}` }),
+  handler: (input) => ({ found: String(input.name) }),
+});

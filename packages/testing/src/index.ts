@@ -16,7 +16,7 @@ import { type UsageInboxFixture, usageInboxContract } from "./usage-inbox.js";
 
 export { type AdmissionFixture, admissionStoreContract, admitWith } from "./admissions.js";
 export { type AuditFixture, auditLogContract, recallEvent } from "./audit.js";
-export { CANARIES, CANARY_FRAGMENTS, canariesIn } from "./canaries.js";
+export { CANARIES, CANARY_FRAGMENTS, canariesIn, canaryLookupTool } from "./canaries.js";
 export { claimOf, type ExecutionFixture, executionStoreContract } from "./execution.js";
 export { type FaultCounts, type FaultMode, type FaultOptions, InjectedStoreFault, type StoreCallTap, StoreFaults, tapStore, tapStores } from "./faults.js";
 export { type V1Reads, type V1Stores, v1FixtureReadsContract, v1FixtureReopened, v1FixtureWrites } from "./fixtures-v1.js";
