@@ -1,3 +1,4 @@
-// @alma-harness/memory. Today: the pure context helpers (also at `@alma-harness/memory/context`).
-// Episodes, profiles, recall and memory erasure (issue 18) are not built yet.
+// @alma-harness/memory: the pure context helpers (also at `@alma-harness/memory/context`), and the
+// memory layer over core's contracts (EpisodeStore, ProfileStore, MemoryErasure, RecallSource).
 export * from "./context/index.js";
+export { storeRecall } from "./recall-source.js";
