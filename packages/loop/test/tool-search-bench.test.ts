@@ -39,10 +39,11 @@ const measured = Object.fromEntries(QUERY_SETS.map((set) => [set, figuresOf(set)
 
 // The issue's table, every run: overall figures per query set (public = tune + check; project = never tuned on).
 console.log(`tool-search benchmark (overall, mean of the three catalogs)\n${table(Object.fromEntries(QUERY_SETS.map((set) => [set, measured[set].overall as Scores])))}`);
-if (process.env.TOOL_SEARCH_REPORT) console.log(JSON.stringify(measured, null, 2));
-
-/** The issue's targets on the public data (overall). */
+/** The issue's targets on the public data (overall): printed beside the figures, gated only through the baseline. */
 const TARGETS: Scores = { "recall@5": 0.95, precision: 0.85, abstention: 0.9 };
+const publicOverall = measured.public.overall as Scores;
+console.log(`targets on the public set: ${Object.entries(TARGETS).map(([m, t]) => `${m} ${(publicOverall[m] as number).toFixed(2)} (target ${t}${(publicOverall[m] as number) >= t ? ", met" : ", NOT met"})`).join("; ")}`);
+if (process.env.TOOL_SEARCH_REPORT) console.log(JSON.stringify(measured, null, 2));
 
 describe("tool-search benchmark: scores never drop below the committed baseline", () => {
   it("the baseline covers exactly the query sets, catalogs and metrics measured", () => {

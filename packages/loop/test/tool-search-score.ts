@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { defineTool, type JsonObject, type ToolDefinition } from "@alma-harness/core";
-import { catalogOf, findTools, type SearchFindings, type SearchRequest, type ToolCatalog } from "../src/search/tool-search.js";
+import { catalogOf, findTools, RANKING, type Ranking, type SearchFindings, type SearchRequest, type ToolCatalog } from "../src/search/tool-search.js";
 
 /**
  * Scores `search_tools` on the committed catalogs (test/toolsearch, see SOURCES.md). Every catalog
@@ -167,9 +167,9 @@ function sequenceScores(catalog: ToolCatalog, tools: readonly ToolDefinition[], 
 }
 
 /** Every metric for one catalog and query set, rounded to four places. */
-export function scoreCatalog(name: CatalogName, searchSize: (tools: readonly ToolDefinition[]) => number, set: QuerySet = "public"): Scores {
+export function scoreCatalog(name: CatalogName, searchSize: (tools: readonly ToolDefinition[]) => number, set: QuerySet = "public", ranking: Ranking = RANKING): Scores {
   const tools = catalogTools(name);
-  const catalog = catalogOf(tools);
+  const catalog = catalogOf(tools, ranking);
   const scores = { ...queryScores(catalog, queriesOf(name, set)), ...sequenceScores(catalog, tools, sequencesOf(name, set), searchSize(tools)) };
   return Object.fromEntries(Object.entries(scores).map(([k, v]) => [k, round(v)]));
 }
