@@ -46,6 +46,8 @@ export interface Bm25Index {
 interface Posting {
   readonly doc: number;
   readonly tf: number;
+  /** Whether the term is in the tool's short name. */
+  readonly named: boolean;
 }
 
 /** The shortest half of a joined name word (`usergroups` = `user` + `groups`) the index splits off. */
@@ -128,9 +130,10 @@ export function buildIndex(tools: readonly { readonly name: string; readonly des
   const postings = new Map<string, Posting[]>();
   docs.forEach((doc, i) => {
     for (const [term, tf] of doc.terms) {
+      const posting = { doc: i, tf, named: doc.nameTerms.has(term) };
       const list = postings.get(term);
-      if (list) list.push({ doc: i, tf });
-      else postings.set(term, [{ doc: i, tf }]);
+      if (list) list.push(posting);
+      else postings.set(term, [posting]);
     }
   });
   const norms = Float64Array.from(docs, (doc) => K1 * (1 - B + (B * doc.length) / avgLength));
@@ -216,35 +219,38 @@ export function score(index: Bm25Index, terms: readonly string[], unknownWeight 
   const query = resolve(index, terms, unknownWeight);
   const totalWeight = query.reduce((sum, q) => sum + q.weight, 0);
   const allowed = serversNamed(index, words);
-  const found = new Map<number, { readonly parts: Float64Array; readonly factors: Float64Array; readonly named: Uint8Array }>();
+  // One flat row per document, allocated once per search; a document is read only if a posting touched it.
+  const width = query.length;
+  const parts = new Float64Array(index.docs.length * width);
+  const factors = new Float64Array(index.docs.length * width);
+  const named = new Uint8Array(index.docs.length * width);
+  const touched = new Uint8Array(index.docs.length);
   query.forEach((q, at) => {
     for (const m of q.matches) {
-      for (const { doc, tf } of index.postings.get(m.term) ?? []) {
+      for (const { doc, tf, named: inName } of index.postings.get(m.term) ?? []) {
         if (allowed && !allowed.has(doc)) continue;
         const part = m.factor * m.idf * ((tf * (K1 + 1)) / (tf + (index.norms[doc] as number)));
-        let entry = found.get(doc);
-        if (!entry) {
-          entry = { parts: new Float64Array(query.length), factors: new Float64Array(query.length), named: new Uint8Array(query.length) };
-          found.set(doc, entry);
+        const cell = doc * width + at;
+        touched[doc] = 1;
+        if (part > (parts[cell] as number)) {
+          parts[cell] = part;
+          factors[cell] = m.factor;
         }
-        if (part > (entry.parts[at] as number)) {
-          entry.parts[at] = part;
-          entry.factors[at] = m.factor;
-        }
-        if ((index.docs[doc] as IndexedDoc).nameTerms.has(m.term)) entry.named[at] = 1;
+        if (inName) named[cell] = 1;
       }
     }
   });
   const out: Scored[] = [];
-  for (const [i, { parts, factors, named }] of found) {
+  for (let i = 0; i < touched.length; i++) {
+    if (touched[i] === 0) continue;
     let s = 0;
     let covered = 0;
     // A term matched only by a longer term it begins covers the query by that same share.
-    query.forEach((q, at) => {
-      s += parts[at] as number;
-      covered += q.weight * (factors[at] as number);
-    });
-    if (s > 0) out.push({ index: i, score: s, coverage: totalWeight > 0 ? covered / totalWeight : 0, parts, named });
+    for (let at = 0; at < width; at++) {
+      s += parts[i * width + at] as number;
+      covered += (query[at] as QueryTerm).weight * (factors[i * width + at] as number);
+    }
+    if (s > 0) out.push({ index: i, score: s, coverage: totalWeight > 0 ? covered / totalWeight : 0, parts: parts.subarray(i * width, (i + 1) * width), named: named.subarray(i * width, (i + 1) * width) });
   }
-  return out.sort((a, b) => a.index - b.index);
+  return out;
 }
