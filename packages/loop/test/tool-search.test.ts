@@ -216,6 +216,15 @@ describe("the catalog's own words: servers, split names, word beginnings, verbs"
     expect(own.index.servers.has("tim")).toBe(false);
   });
 
+  it("a server is named by its word whole, even when the query spells it in parts (GitHub)", () => {
+    const hub = catalogOf([t("github__list_tags", "Lists tags in a GitHub repository."), t("git__git_tag", "Lists local tags."), t("git__git_log", "Shows the log.")]);
+    expect(hub.index.servers.has("github")).toBe(true);
+    const names = (words?: string[]) => score(hub.index, termsOf("GitHub tags"), 1, words).map((s) => hub.tools[s.index]?.name);
+    expect(names()).toContain("git__git_tag");
+    expect(names(["github", "git", "hub", "tags"])).toEqual(["github__list_tags"]);
+    expect(findTools(hub, () => false, { query: "GitHub tags" }).loaded).toEqual(["github__list_tags"]);
+  });
+
   it("a name word the catalog's words spell in two matches both; a known word that begins a name word matches it", () => {
     expect(own.index.docs[4]?.terms.has("user")).toBe(true);
     expect(own.index.docs[4]?.terms.has("group")).toBe(true);
