@@ -11,9 +11,10 @@ import { asksToWrite, isWriteName } from "./verbs.js";
  *   granted tools share is `ambiguous` (with their full names); a name no granted tool has is
  *   `unknown`; a named tool already callable is `alreadyAvailable`.
  * - In `query`, the words that name a tool (the same rule) load it first. The words the names did
- *   not consume rank the rest (BM25 over name and description); a tool loads only at half the best
- *   score or more, and only when the best match covers enough of the query (`MIN_COVERAGE`), so a
- *   query that matches nothing well loads nothing. `limit` caps the ranked loads, never fills them.
+ *   not consume rank the rest (BM25 over name and description); a tool loads only when it passes
+ *   every gate of `RANKING`: the relative bar, the absolute floor, term coverage (the best's and
+ *   its own against the best's), and, below a near tie, new name words; so a query that matches
+ *   nothing well loads nothing. `limit` caps the ranked loads, never fills them.
  * - A tool outside the grant is never consulted: its name is `unknown`, its words match nothing.
  */
 
