@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { score } from "../src/search/bm25.js";
 import { stem, termsOf } from "../src/search/terms.js";
+import { isReadName, isWriteName, moodOf } from "../src/search/verbs.js";
 import { catalogOf, findTools, MIN_COVERAGE, RANKING, type Ranking, RELATIVE_THRESHOLD, type SearchableTool } from "../src/search/tool-search.js";
 
 /** A searchable tool: the short name is the part after the last `__`, as core computes it. */
@@ -88,8 +89,12 @@ describe("query: named tools first, then the other words ranked", () => {
   });
 
   it("a query that matches nothing well loads nothing", () => {
-    expect(findTools(catalog, nothingLoaded, { query: "book a flight to Berlin" }).loaded).toEqual([]);
+    expect(findTools(catalog, nothingLoaded, { query: "translate this paragraph into French" }).loaded).toEqual([]);
     expect(findTools(catalog, nothingLoaded, { query: "zzz qqq" }).loaded).toEqual([]);
+  });
+
+  it("a query whose opening verb is a tool's name verb is a match, even among unknown words (seven tools: one rare word covers a fifth)", () => {
+    expect(findTools(catalog, nothingLoaded, { query: "book a flight to Berlin" }).loaded).toEqual(["calendar__book_slot"]);
   });
 
   it("limit caps the ranked loads, highest score first; it is never a quota", () => {
@@ -108,7 +113,7 @@ describe("query: named tools first, then the other words ranked", () => {
 });
 
 /** One gate at a time: every other rule of the ranking switched off. */
-const ONLY: Ranking = { ...RANKING, relative: 0, floor: 0, minCoverage: 0, coverageRatio: 0, tie: 0, gain: 0, writePenalty: 0 };
+const ONLY: Ranking = { ...RANKING, relative: 0, floor: 0, minCoverage: 0, coverageRatio: 0, tie: 0, gain: 0, writePenalty: 0, readPenalty: 0, strayTerms: Number.POSITIVE_INFINITY };
 
 describe("the relative threshold, at its boundary", () => {
   // alpha and beta each appear in two tools (one idf); A and B have one length, so B scores exactly half of A.
@@ -149,7 +154,7 @@ describe("the absolute floor: a search that matches nothing well loads nothing",
   });
 
   it("on the shipped ranking, description-only stray words load nothing", () => {
-    expect(findTools(catalog, nothingLoaded, { query: "book a flight to Berlin" }).loaded).toEqual([]);
+    expect(findTools(catalog, nothingLoaded, { query: "reschedule my dentist appointment on Friday" }).loaded).toEqual([]);
     expect(findTools(catalog, nothingLoaded, { query: "zzz qqq" }).loaded).toEqual([]);
     expect(catalog.floorScore).toBeGreaterThan(0);
   });
@@ -163,6 +168,14 @@ describe("term coverage: one stray word of a many-word query does not load", () 
     const [full, stray] = [0, 1].map((i) => scored.find((s) => s.index === i)?.coverage ?? 0) as [number, number];
     expect(findTools(catalogOf(tools, { ...ONLY, coverageRatio: stray / full }), () => false, { query: "alpha beta gamma" }).loaded).toEqual(["x__full", "x__stray"]);
     expect(findTools(catalogOf(tools, { ...ONLY, coverageRatio: stray / full + 1e-9 }), () => false, { query: "alpha beta gamma" }).loaded).toEqual(["x__full"]);
+  });
+
+  it("a stray: in a query of strayTerms terms, one description-only match never loads; one term fewer, it may; a name match is never a stray", () => {
+    const strays = catalogOf(tools, { ...ONLY, strayTerms: 3 });
+    expect(RANKING.strayTerms).toBe(3);
+    expect(findTools(strays, () => false, { query: "delta omega" }).loaded).toEqual(["x__none"]);
+    expect(findTools(strays, () => false, { query: "delta omega psi" }).loaded).toEqual([]);
+    expect(findTools(catalogOf([...tools, t("x__delta", "nothing else")], { ...ONLY, strayTerms: 3 }), () => false, { query: "delta omega psi" }).loaded).toEqual(["x__delta"]);
   });
 
   it("the best match must cover enough of the query: one weak word among unknown ones loads nothing", () => {
@@ -237,6 +250,28 @@ describe("the catalog's own words: servers, split names, word beginnings, verbs"
     expect(findTools(strict, () => false, { query: "shipment tracking" }).loaded).toEqual(["ship__get_tracking"]);
     expect(findTools(strict, () => false, { query: "update the shipment tracking" }).loaded).toEqual(["ship__update_tracking"]);
     expect(findTools(strict, () => false, { query: "unassign the shipment tracking" }).loaded).toEqual(["ship__get_tracking", "ship__update_tracking"]);
+  });
+});
+
+describe("verbs: which names change something, and what a query asks", () => {
+  it("a name with a verb that changes and none that only reads writes; a reading verb makes it read whatever noun follows", () => {
+    expect([isWriteName("git_commit"), isWriteName("list_commits"), isWriteName("get_transitions"), isWriteName("usergroups_users_update")]).toEqual([true, false, false, true]);
+    expect([isReadName("list_commits"), isReadName("git_commit"), isReadName("pods_log"), isReadName("create_refund")]).toEqual([true, false, false, false]);
+  });
+
+  it("a query that opens with a changing verb asks to write; one with no such verb reads; a changing word later in it says neither", () => {
+    expect(moodOf(termsOf("refund the payment intent"))).toBe("write");
+    expect(moodOf(termsOf("re-run the failed workflow"))).toBe("write");
+    expect(moodOf(termsOf("unassign the ticket"))).toBe("write");
+    expect(moodOf(termsOf("show the history of my local checkout"))).toBe("any");
+    expect(moodOf(termsOf("dependabot alerts"))).toBe("read");
+  });
+
+  it("a query that opens with a changing verb scores tools that only read lower; without the penalty they tie", () => {
+    const tools = [t("pay__list_refunds", "Refunds of a payment."), t("pay__create_refund", "Refunds of a payment.")];
+    const strict = (readPenalty: number) => catalogOf(tools, { ...ONLY, tie: 0.9, gain: 1, readPenalty });
+    expect(findTools(strict(0.2), () => false, { query: "refund a payment" }).loaded).toEqual(["pay__create_refund"]);
+    expect(findTools(strict(0), () => false, { query: "refund a payment" }).loaded).toEqual(["pay__list_refunds", "pay__create_refund"]);
   });
 });
 

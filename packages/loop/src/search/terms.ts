@@ -20,7 +20,7 @@ const STOPWORDS = new Set(
     "is are was were be been being am do does did done have has had can could should would will shall may might must " +
     "i me my mine we us our ours you your yours it its this that these those there here which who whom whose what " +
     "when where why how all any some each every no not only just also so than too very please now via per their them they he she his her " +
-    "up down out off again once more most other such own same s t"
+    "up down out again once more most other such own same s t"
   ).split(" "),
 );
 

@@ -1,6 +1,6 @@
 import { type Bm25Index, buildIndex, idf, type Scored, score } from "./bm25.js";
 import { partsOf, termsOfWord, wordsOf } from "./terms.js";
-import { asksToWrite, isWriteName } from "./verbs.js";
+import { isReadName, isWriteName, moodOf } from "./verbs.js";
 
 /**
  * What `search_tools` finds among the turn's granted tools. Pure: it reads the grant (registration
@@ -43,9 +43,13 @@ export interface Ranking {
   readonly gain: number;
   /** A query that says no verb that changes something scores write tools this share lower. */
   readonly writePenalty: number;
+  /** A query that says a verb that changes something scores tools whose name only reads this share lower. */
+  readonly readPenalty: number;
+  /** In a query of this many terms or more, a tool matching only one of them, in its description only, is a stray and never loads. */
+  readonly strayTerms: number;
 }
 
-export const RANKING: Ranking = Object.freeze({ nameWeight: 3, relative: 0.6, floor: 0.6, minCoverage: 0.25, coverageRatio: 0.5, unknownWeight: 1, tie: 0.8, gain: 0.2, writePenalty: 0.2 });
+export const RANKING: Ranking = Object.freeze({ nameWeight: 3, relative: 0.6, floor: 0.6, minCoverage: 0.2, coverageRatio: 0.5, unknownWeight: 1, tie: 0.8, gain: 0.2, writePenalty: 0.2, readPenalty: 0.5, strayTerms: 3 });
 /** The best ranked match must cover this share of the query's weight (idf-weighted terms). */
 export const MIN_COVERAGE = RANKING.minCoverage;
 /** A ranked tool loads at this share of the best score or more. */
@@ -68,8 +72,10 @@ export interface ToolCatalog {
   readonly ranking: Ranking;
   /** The absolute floor in score units (`ranking.floor` of the idf of a word one granted tool has). */
   readonly floorScore: number;
-  /** Per tool, whether its short name carries a verb that changes something. */
+  /** Per tool, whether its short name carries a verb that changes something (and none that only reads). */
   readonly writes: readonly boolean[];
+  /** Per tool, whether its short name carries a verb that only reads (and none that changes). */
+  readonly reads: readonly boolean[];
 }
 
 export interface SearchRequest {
@@ -106,7 +112,7 @@ export function catalogOf(tools: readonly SearchableTool[], ranking: Ranking = R
     push(byLowerShort, tool.shortName.toLowerCase(), i);
   });
   const index = buildIndex(tools, ranking.nameWeight);
-  return { tools, index, byName, byShort, byLowerName, byLowerShort, ranking, floorScore: ranking.floor * idf(index, 1), writes: tools.map((t) => isWriteName(t.shortName)) };
+  return { tools, index, byName, byShort, byLowerName, byLowerShort, ranking, floorScore: ranking.floor * idf(index, 1), writes: tools.map((t) => isWriteName(t.shortName)), reads: tools.map((t) => isReadName(t.shortName)) };
 }
 
 type Resolved = { readonly tool: number } | { readonly ambiguous: readonly number[] } | undefined;
@@ -211,10 +217,11 @@ function queryLoads(findings: Findings, query: string, limit: number): void {
   if (room <= 0 || rest.length === 0) return;
   const loadedBefore = findings.loaded.length;
   const { ranking } = catalog;
-  const reads = ranking.writePenalty > 0 && !asksToWrite(rest);
+  const mood = moodOf(rest);
+  const [penalised, penalty] = mood === "write" ? [catalog.reads, ranking.readPenalty] : mood === "read" ? [catalog.writes, ranking.writePenalty] : [catalog.reads, 0];
   const ranked = score(catalog.index, rest, ranking.unknownWeight, restWords)
-    .filter((s) => !findings.seen.has(s.index))
-    .map((s) => (reads && catalog.writes[s.index] ? { ...s, score: s.score * (1 - ranking.writePenalty) } : s));
+    .filter((s) => !findings.seen.has(s.index) && !isStray(s, ranking))
+    .map((s) => (penalty > 0 && penalised[s.index] ? { ...s, score: s.score * (1 - penalty) } : s));
   const top = best(ranked);
   if (!top || top.coverage < ranking.minCoverage) return;
   const namedTop = named.length > 0 ? (best(score(catalog.index, all, ranking.unknownWeight).filter((s) => named.includes(s.index)))?.score ?? 0) : 0;
@@ -247,6 +254,21 @@ function chooseCovering(eligible: readonly Scored[], topScore: number, ranking: 
     chosen.push(s);
   }
   return chosen;
+}
+
+/**
+ * A stray match: in a query of `strayTerms` terms or more, a tool that matches only one of them,
+ * and only in its description (one shared word is not evidence that the query means that tool).
+ */
+function isStray(s: Scored, ranking: Ranking): boolean {
+  if (s.parts.length < ranking.strayTerms) return false;
+  let matched = 0;
+  for (let t = 0; t < s.parts.length; t++) {
+    if ((s.parts[t] as number) <= 0) continue;
+    if (s.named[t] === 1) return false;
+    matched += 1;
+  }
+  return matched <= 1;
 }
 
 /** A tool a ranking may load: deferred and not callable yet. */
