@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { score } from "../src/search/bm25.js";
-import { stem, termsOf } from "../src/search/terms.js";
+import { isNumbered, stem, termsOf, withoutValues, wordsOf } from "../src/search/terms.js";
 import { isReadName, isWriteName, moodOf } from "../src/search/verbs.js";
 import { catalogOf, findTools, MIN_COVERAGE, RANKING, type Ranking, RELATIVE_THRESHOLD, type SearchableTool } from "../src/search/tool-search.js";
 
@@ -28,6 +28,14 @@ describe("terms: what the ranking compares", () => {
     expect(termsOf("parseConfig")).toEqual(["pars", "config"]);
     expect(termsOf("create_invoice")).toEqual(["~create_invoice", "creat", "invoic"]);
     expect(termsOf("get-current-time")).toEqual(["~get_current_time", "get", "current", "tim"]);
+  });
+
+  it("a query's values (emails, URLs, identifiers with three digits or more) are not its words; a numbered word that names a tool still does", () => {
+    expect(wordsOf(withoutValues("add jane@acme.com, see https://x.io/a?b=1 now"))).toEqual(["add", "see", "now"]);
+    expect(["pi_123", "5O190127TN364715T", "sub_12", "2-4pm", "create_invoice"].map(isNumbered)).toEqual([true, true, false, false, false]);
+    const numbered = catalogOf([t("x__get_v100", "Gets the hundredth thing."), t("x__other", "Other things.")]);
+    expect(findTools(numbered, () => false, { query: "get_v100" }).loaded).toEqual(["x__get_v100"]);
+    expect(findTools(numbered, () => false, { query: "other things pi_100200" }).loaded).toEqual(["x__other"]);
   });
 
   it("plural, -ing and -ed forms meet on one stem", () => {

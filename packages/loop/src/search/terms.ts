@@ -64,6 +64,21 @@ export function compoundOf(word: string): string | undefined {
   return COMPOUND + word.toLowerCase().replace(/[_-]+/g, "_");
 }
 
+/** An email address or a URL in a query: a value the tool will be given, never a word that says which tool. */
+const VALUE = /\S+@\S+\.\S+|[a-z][a-z0-9+.-]*:\/\/\S+/gi;
+/** An identifier or amount with three digits or more (`pi_123`, `5O190127TN364715T`): a value too. */
+const NUMBERED = /\d.*\d.*\d/;
+
+/** A query's text without its emails and URLs. */
+export function withoutValues(query: string): string {
+  return query.replace(VALUE, " ");
+}
+
+/** Whether a word of a query is a numbered identifier or amount (a value, unless it names a tool). */
+export function isNumbered(word: string): boolean {
+  return NUMBERED.test(word);
+}
+
 /** The words of a text, as written (a query's words are also checked as tool names). */
 export function wordsOf(text: string): string[] {
   return text.match(WORD) ?? [];

@@ -1,5 +1,5 @@
 import { type Bm25Index, buildIndex, idf, type Scored, score } from "./bm25.js";
-import { partsOf, termsOfWord, wordsOf } from "./terms.js";
+import { isNumbered, partsOf, termsOfWord, withoutValues, wordsOf } from "./terms.js";
 import { isReadName, isWriteName, moodOf } from "./verbs.js";
 
 /**
@@ -201,9 +201,11 @@ function queryLoads(findings: Findings, query: string, limit: number): void {
   const restWords: string[] = [];
   const all: string[] = [];
   let loadedByName = 0;
-  for (const word of wordsOf(query)) {
-    termsOfWord(word, all);
+  for (const word of wordsOf(withoutValues(query))) {
     const tool = findings.name(word, false);
+    // A value the tool will be given (`pi_123`, an email) says nothing about which tool.
+    if (tool === undefined && isNumbered(word)) continue;
+    termsOfWord(word, all);
     if (tool === undefined) {
       termsOfWord(word, rest);
       // A server is named by its word whole ("GitHub" is also the parts git, hub).
