@@ -23,6 +23,8 @@ export interface ModelContext {
 }
 
 export interface RequestRecord extends CacheUsage {
+  /** The session's clock when the request arrived (ms). */
+  readonly at: number;
   readonly turn: number;
   readonly step: number;
   readonly output: number;
@@ -72,7 +74,7 @@ export async function startCacheServer(wire: Wire, opts: ServerOptions): Promise
         n += 1;
         if (process.env.BENCH_CACHE_TRACE === "1") trace(opts.now(), turn, step, blocks, modelled);
         const { text, output, usage } = wire.answer(action, modelled, String(n));
-        records.push({ ...(usage ?? modelled), turn, step, output });
+        records.push({ ...(usage ?? modelled), at: opts.now(), turn, step, output });
         res.writeHead(200, { "content-type": "text/event-stream", "request-id": `req_${n}` });
         res.end(text);
       })
