@@ -11,7 +11,7 @@ import { cacheHygieneGuard } from "@alma-harness/loop";
 import { ANTHROPIC_PRICES, createAnthropicClient, createOpenAIChatClient, createOpenAIResponsesClient, OPENAI_PRICES } from "@alma-harness/providers";
 import { memory } from "@alma-harness/runtime";
 import { startAnthropicCacheServer } from "./cache/anthropic-server.js";
-import { startOpenAIChatCacheServer, startOpenAIResponsesCacheServer } from "./cache/openai-server.js";
+import { startOpenAIChatCacheServer, startOpenAIResponsesCacheServer, startOpenAIResponsesNativeCacheServer } from "./cache/openai-server.js";
 import type { CacheServer, RequestRecord, ServerOptions } from "./cache/server.js";
 import { CLINIC_GAPS_S, CLINIC_INPUTS, CLINIC_PROMPT, CLINIC_TOOLS, clinicModel } from "./cache/clinic.js";
 import { selfCheck } from "./cache/model.js";
@@ -47,6 +47,13 @@ const OPENAI_RESPONSES: Provider = {
   start: startOpenAIResponsesCacheServer,
   client: (url) => createOpenAIResponsesClient({ apiKey: "bench-key", baseURL: url, reasoningModels: () => false }),
 };
+const OPENAI_RESPONSES_NATIVE: Provider = {
+  name: "openai responses (tool search)",
+  model: "gpt-5.4",
+  prices: OPENAI_PRICES,
+  start: startOpenAIResponsesNativeCacheServer,
+  client: (url) => createOpenAIResponsesClient({ apiKey: "bench-key", baseURL: url, reasoningModels: () => false }),
+};
 const TARGET_READS = 0.9;
 const TARGET_COST = 0.3;
 
@@ -63,6 +70,7 @@ const CONFIGS: readonly Config[] = [
   { label: "anthropic, 1h prefix + 5m tail", provider: ANTHROPIC, cache: { ttl: "1h", tailTtl: "5m" }, targeted: false },
   { label: "openai chat, automatic", provider: OPENAI_CHAT, cache: false, targeted: false },
   { label: "openai responses, automatic", provider: OPENAI_RESPONSES, cache: false, targeted: false },
+  { label: "openai responses gpt-5.4, native tool search", provider: OPENAI_RESPONSES_NATIVE, cache: false, targeted: false },
 ];
 
 interface Figures {
