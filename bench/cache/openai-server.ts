@@ -9,7 +9,7 @@
 import { SEARCH_TOOLS_NAME } from "@alma-harness/core";
 import type { CacheUsage, PromptBlock } from "./model.js";
 import { tokensOf } from "./model.js";
-import { type Action, asArr, asObj, type CacheServer, type Obj, type ServerOptions, startCacheServer, type Wire } from "./server.js";
+import { type Action, asArr, asObj, type CacheServer, type Json, type Obj, type ServerOptions, startCacheServer, type Wire } from "./server.js";
 
 const STEP = 128;
 
@@ -118,7 +118,7 @@ function responsesPosition(body: Obj): { turn: number; step: number; callable: S
 }
 
 /** Whether an input item follows a `tool_search_output` (with only call outputs between). */
-function afterSearch(input: unknown, item: unknown): boolean {
+function afterSearch(input: Json | undefined, item: Json): boolean {
   const items = asArr(input);
   for (let k = items.indexOf(item) - 1; k >= 0; k--) {
     const type = asObj(items[k])?.type;
