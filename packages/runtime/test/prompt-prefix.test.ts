@@ -62,7 +62,8 @@ describe("the prompt prefix only grows (issue 16, item 3)", () => {
     for (const request of run.main) expect(toolNames(request.body)).toContain("tool_search");
     const afterRotation = run.main.filter((r) => r.turn === 30).at(-1);
     expect(toolNames(afterRotation?.body).slice(-6)).toEqual(DEFERRED.map((n) => `~${n}`));
-    const outputs = ((afterRotation?.body as { input: { type?: string; tools?: { name: string }[] }[] }).input ?? []).filter((i) => i.type === "tool_search_output");
+    const input = (afterRotation?.body as { input?: { type?: string; tools?: { name: string }[] }[] } | undefined)?.input ?? [];
+    const outputs = input.filter((i) => i.type === "tool_search_output");
     // After the rotation the view shows two loading results: the tail's and the new one.
     expect(outputs.map((o) => o.tools?.map((t) => t.name))).toEqual([["lab__order_test"], ["billing__invoice"]]);
     expect(JSON.stringify(afterRotation?.body)).not.toContain('"name":"search_tools"');
