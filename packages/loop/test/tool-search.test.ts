@@ -1,4 +1,7 @@
+import { defineTool, type ToolDefinition } from "@alma-harness/core";
 import { describe, expect, it } from "vitest";
+import type { TurnEnv } from "../src/env.js";
+import { grantCatalog } from "../src/search/loads.js";
 import { score } from "../src/search/bm25.js";
 import { isNumbered, stem, termsOf, withoutValues, wordsOf } from "../src/search/terms.js";
 import { isReadName, isWriteName, moodOf } from "../src/search/verbs.js";
@@ -295,5 +298,19 @@ describe("only the turn's granted tools are consulted", () => {
   it("a tool outside the grant never weighs a word: the grant's idf differs from the registry's", () => {
     expect(granted.index.df.get("invoic")).toBe(1);
     expect(catalog.index.df.get("invoic")).toBe(2);
+  });
+});
+
+describe("the index is built once per grant, not per search or per turn", () => {
+  const tools = [defineTool({ name: "lab__get_results", description: "Gets results.", input: { type: "object" }, deferred: true, handler: () => ({}) })];
+  // grantCatalog reads only the turn's engine (the cache's key holder) and its grant.
+  const env = (engine: object, grant: readonly ToolDefinition[]) => ({ engine, grant }) as unknown as TurnEnv;
+
+  it("the same grant, or another turn's grant with the same names on the same engine, reuses the catalog; another engine builds its own", () => {
+    const engine = {};
+    const first = grantCatalog(env(engine, tools));
+    expect(grantCatalog(env(engine, tools))).toBe(first);
+    expect(grantCatalog(env(engine, [...tools]))).toBe(first);
+    expect(grantCatalog(env({}, [...tools]))).not.toBe(first);
   });
 });
