@@ -267,7 +267,7 @@ describe("the catalog's own words: servers, split names, word beginnings, verbs"
 describe("verbs: which names change something, and what a query asks", () => {
   it("a name with a verb that changes and none that only reads writes; a reading verb makes it read whatever noun follows", () => {
     expect([isWriteName("git_commit"), isWriteName("list_commits"), isWriteName("get_transitions"), isWriteName("usergroups_users_update")]).toEqual([true, false, false, true]);
-    expect([isReadName("list_commits"), isReadName("git_commit"), isReadName("pods_log"), isReadName("create_refund")]).toEqual([true, false, false, false]);
+    expect([isReadName("list_commits"), isReadName("git_commit"), isReadName("pods_log"), isReadName("create_refund"), isReadName("git_diff_staged")]).toEqual([true, false, false, false, true]);
   });
 
   it("a query that opens with a changing verb asks to write; one with no such verb reads; a changing word later in it says neither", () => {

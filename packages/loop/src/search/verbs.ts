@@ -18,7 +18,7 @@ const WRITE_VERBS = new Set(
 );
 
 /** Verbs that only read (stemmed): a name that carries one reads, whatever noun follows (`list_commits`, `get_transitions`). */
-const READ_VERBS = new Set("get list search find show retrieve read view fetch describe query lookup".split(" ").map(stem));
+const READ_VERBS = new Set("get list search find show retrieve read view fetch describe query lookup diff compare".split(" ").map(stem));
 
 /** Whether a tool's short name says it changes something: a verb that changes, and none that only reads. */
 export function isWriteName(shortName: string): boolean {
