@@ -213,6 +213,12 @@ describe("ties and new words: a crowd sharing the best's words stays out, a seco
     expect(findTools(ranked, () => false, { query: "create a customer" }).loaded).toEqual(["shop__create_customer"]);
   });
 
+  it("on a query the best covers whole, a near tie whose name matches none of its words stays out; on a query covered in part it loads", () => {
+    const pair = catalogOf([t("x__alpha_beta", "Gamma."), t("x__other", "Alpha beta, gamma and delta.")], { ...ONLY, gain: 1 });
+    expect(findTools(pair, () => false, { query: "alpha beta" }).loaded).toEqual(["x__alpha_beta"]);
+    expect(findTools(pair, () => false, { query: "alpha beta zeta" }).loaded).toEqual(["x__alpha_beta", "x__other"]);
+  });
+
   it("a near tie loads beside the best; with tie and gain off, every tool over the bar loads", () => {
     expect(findTools(ranked, () => false, { query: "list widgets" }).loaded).toEqual(["shop__list_widgets", "shop__list_widget_parts"]);
     expect(findTools(catalogOf(tools, ONLY), () => false, { query: "create a customer" }).loaded).toEqual(["shop__create_customer", "shop__create_product", "shop__create_price"]);

@@ -246,7 +246,8 @@ function chooseCovering(eligible: readonly Scored[], topScore: number, ranking: 
   const chosen: Scored[] = [];
   let named: Uint8Array | undefined;
   for (const s of eligible) {
-    if (named !== undefined && s.score < ranking.tie * topScore) {
+    const tie = s.score >= ranking.tie * topScore && !unnamedTie(s, chosen[0], named);
+    if (named !== undefined && !tie) {
       let fresh = 0;
       for (let t = 0; t < s.parts.length; t++) if (s.named[t] === 1 && named[t] === 0) fresh += s.parts[t] as number;
       if (fresh < ranking.gain * topScore) continue;
@@ -257,6 +258,20 @@ function chooseCovering(eligible: readonly Scored[], topScore: number, ranking: 
   }
   return chosen;
 }
+
+/**
+ * A near tie that is not one: the best matched every query word (a keyword query), the tools
+ * chosen so far matched some of them in their names, and this tool matches none in its name (`jira jql search`: `jira_search`, not
+ * `get_board_issues`, whose description says JQL). Intent queries, which the best covers only in
+ * part, keep their ties: their gold tools often match in descriptions.
+ */
+function unnamedTie(s: Scored, best: Scored | undefined, named: Uint8Array | undefined): boolean {
+  if (best === undefined || named === undefined || best.coverage < FULL_COVERAGE) return false;
+  return named.includes(1) && !s.named.includes(1);
+}
+
+/** The coverage of a match that covers every query word (floating point aside). */
+const FULL_COVERAGE = 0.999;
 
 /**
  * A stray match: in a query of `strayTerms` terms or more, a tool that matches only one of them,
