@@ -11,10 +11,12 @@ import { isReadName, isWriteName, moodOf } from "./verbs.js";
  *   granted tools share is `ambiguous` (with their full names); a name no granted tool has is
  *   `unknown`; a named tool already callable is `alreadyAvailable`.
  * - In `query`, the words that name a tool (the same rule) load it first. The words the names did
- *   not consume rank the rest (BM25 over name and description); a tool loads only when it passes
- *   every gate of `RANKING`: the relative bar, the absolute floor, term coverage (the best's and
- *   its own against the best's), and, below a near tie, new name words; so a query that matches
- *   nothing well loads nothing. `limit` caps the ranked loads, never fills them.
+ *   not consume rank the rest (BM25 over name and description; the query's values, such as
+ *   emails and numbered identifiers, left out); a tool loads only when it passes every gate of
+ *   `RANKING`: the relative bar, the absolute floor, term coverage (the best's and its own against
+ *   the best's), no stray match, the query's mood (reading or writing tools scored lower), and,
+ *   below a near tie, new name words; so a query that matches nothing well loads nothing. `limit`
+ *   caps the ranked loads, never fills them.
  * - A tool outside the grant is never consulted: its name is `unknown`, its words match nothing.
  */
 
