@@ -11,7 +11,7 @@ import { cacheHygieneGuard } from "@alma-harness/loop";
 import { ANTHROPIC_PRICES, createAnthropicClient, createOpenAIChatClient, createOpenAIResponsesClient, OPENAI_PRICES } from "@alma-harness/providers";
 import { memory } from "@alma-harness/runtime";
 import { startAnthropicCacheServer } from "./cache/anthropic-server.js";
-import { startOpenAIChatCacheServer, startOpenAIResponsesCacheServer } from "./cache/openai-server.js";
+import { startOpenAIChatCacheServer, startOpenAIResponsesCacheServer, startOpenAIResponsesNativeCacheServer } from "./cache/openai-server.js";
 import type { CacheServer, RequestRecord, ServerOptions } from "./cache/server.js";
 import { CLINIC_GAPS_S, CLINIC_INPUTS, CLINIC_PROMPT, CLINIC_TOOLS, clinicModel } from "./cache/clinic.js";
 import { selfCheck } from "./cache/model.js";
@@ -47,6 +47,13 @@ const OPENAI_RESPONSES: Provider = {
   start: startOpenAIResponsesCacheServer,
   client: (url) => createOpenAIResponsesClient({ apiKey: "bench-key", baseURL: url, reasoningModels: () => false }),
 };
+const OPENAI_RESPONSES_NATIVE: Provider = {
+  name: "openai responses (tool search)",
+  model: "gpt-5.4",
+  prices: OPENAI_PRICES,
+  start: startOpenAIResponsesNativeCacheServer,
+  client: (url) => createOpenAIResponsesClient({ apiKey: "bench-key", baseURL: url, reasoningModels: () => false }),
+};
 const TARGET_READS = 0.9;
 const TARGET_COST = 0.3;
 
@@ -63,6 +70,7 @@ const CONFIGS: readonly Config[] = [
   { label: "anthropic, 1h prefix + 5m tail", provider: ANTHROPIC, cache: { ttl: "1h", tailTtl: "5m" }, targeted: false },
   { label: "openai chat, automatic", provider: OPENAI_CHAT, cache: false, targeted: false },
   { label: "openai responses, automatic", provider: OPENAI_RESPONSES, cache: false, targeted: false },
+  { label: "openai responses gpt-5.4, native tool search", provider: OPENAI_RESPONSES_NATIVE, cache: false, targeted: false },
 ];
 
 interface Figures {
@@ -72,6 +80,8 @@ interface Figures {
   readonly requests: number;
   readonly prompt: number;
   readonly readShare: number;
+  /** The most any harness could read on these prompts with one TTL (see `readCeiling`). */
+  readonly ceiling?: number;
   readonly write5m: number;
   readonly write1h: number;
   readonly uncached: number;
@@ -133,16 +143,35 @@ function figures(config: Config, records: readonly RequestRecord[], warnings: re
   const usd = (tokens: number, rate: number | undefined) => (tokens === 0 ? 0 : (tokens * (rate ?? Number.NaN)) / 1e6);
   const costUsd = usd(uncached, rates.input) + usd(write5m, rates.cacheWrite5m) + usd(write1h, rates.cacheWrite1h) + usd(read, rates.cacheRead) + usd(output, rates.output);
   const naiveUsd = usd(prompt, rates.input) + usd(output, rates.output);
+  const ceiling = config.cache && config.cache.tailTtl === undefined ? readCeiling(records, TTL_MS[config.cache.ttl]) : undefined;
   const breaks: Record<string, number> = {};
   for (const r of records) if (r.brokeAt) breaks[r.brokeAt] = (breaks[r.brokeAt] ?? 0) + 1;
-  return { label: config.label, targeted: config.targeted, model: `${model} at ${prices.version}`, requests: records.length, prompt, readShare: read / prompt, write5m, write1h, uncached, breaks, costUsd, naiveUsd, warnings };
+  return { label: config.label, targeted: config.targeted, model: `${model} at ${prices.version}`, requests: records.length, prompt, readShare: read / prompt, ...(ceiling !== undefined ? { ceiling } : {}), write5m, write1h, uncached, breaks, costUsd, naiveUsd, warnings };
+}
+
+const TTL_MS: Record<CacheTtl, number> = { "5m": 300_000, "1h": 3_600_000 };
+
+/**
+ * The read share no harness can beat on these prompts with entries of one TTL: a request can read
+ * at most the previous request's whole prompt, and nothing when the pause since it outlasted the
+ * TTL (every entry was last refreshed by that request); every other token is written or sent
+ * uncached. The first request reads nothing.
+ */
+function readCeiling(records: readonly RequestRecord[], ttlMs: number): number {
+  let readable = 0;
+  for (let i = 1; i < records.length; i++) {
+    const [prev, cur] = [records[i - 1] as RequestRecord, records[i] as RequestRecord];
+    if (cur.at - prev.at <= ttlMs) readable += Math.min(prev.total, cur.total);
+  }
+  const prompt = records.reduce((s, r) => s + r.total, 0);
+  return prompt === 0 ? 0 : readable / prompt;
 }
 
 function print(rows: readonly Figures[]): boolean {
   const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
   const lines = [
-    "| configuration | requests | prompt tokens | read share | 5m writes | 1h writes | uncached | prefix breaks (pairs) | cost | naive | cost ÷ naive | guard warnings |",
-    "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|",
+    "| configuration | requests | prompt tokens | read share | read ceiling | 5m writes | 1h writes | uncached | prefix breaks (pairs) | cost | naive | cost ÷ naive | guard warnings |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|",
   ];
   let met = true;
   for (const f of rows) {
@@ -150,7 +179,7 @@ function print(rows: readonly Figures[]): boolean {
     if (f.targeted && (f.readShare < TARGET_READS || ratio > TARGET_COST)) met = false;
     const breaks = Object.entries(f.breaks).map(([k, v]) => `${k} ${v}`).join(", ") || "none";
     const warned = f.warnings.length ? f.warnings.map((w) => w.replace("cache_hygiene:", "")).join(", ") : "none";
-    lines.push(`| ${f.label} | ${f.requests} | ${f.prompt} | ${pct(f.readShare)} | ${f.write5m} | ${f.write1h} | ${f.uncached} | ${breaks} (of ${f.requests - 1}) | $${f.costUsd.toFixed(4)} | $${f.naiveUsd.toFixed(4)} | ${ratio.toFixed(2)}× | ${warned} |`);
+    lines.push(`| ${f.label} | ${f.requests} | ${f.prompt} | ${pct(f.readShare)} | ${f.ceiling !== undefined ? pct(f.ceiling) : "—"} | ${f.write5m} | ${f.write1h} | ${f.uncached} | ${breaks} (of ${f.requests - 1}) | $${f.costUsd.toFixed(4)} | $${f.naiveUsd.toFixed(4)} | ${ratio.toFixed(2)}× | ${warned} |`);
   }
   const models = [...new Set(rows.map((r) => r.model))].join(", ");
   console.log(`30-turn clinic session, ${CLINIC_TOOLS.length} tools (${CLINIC_TOOLS.filter((t) => t.deferred).length} deferred); ${models}; minimum cacheable ${MINIMUM_TOKENS} tokens`);

@@ -23,6 +23,8 @@ export interface ModelContext {
 }
 
 export interface RequestRecord extends CacheUsage {
+  /** The session's clock when the request arrived (ms). */
+  readonly at: number;
   readonly turn: number;
   readonly step: number;
   readonly output: number;
@@ -67,10 +69,12 @@ export async function startCacheServer(wire: Wire, opts: ServerOptions): Promise
         const { turn, step, callable } = wire.position(body);
         const action = opts.respond({ turn, step, callable });
         if (action.type === "tool" && !callable.has(action.name)) throw new Error(`turn ${turn} step ${step}: ${action.name} is not callable`);
-        const modelled = cache.account("session", wire.blocks(body), opts.now());
+        const blocks = wire.blocks(body);
+        const modelled = cache.account("session", blocks, opts.now());
         n += 1;
+        if (process.env.BENCH_CACHE_TRACE === "1") trace(opts.now(), turn, step, blocks, modelled);
         const { text, output, usage } = wire.answer(action, modelled, String(n));
-        records.push({ ...(usage ?? modelled), turn, step, output });
+        records.push({ ...(usage ?? modelled), at: opts.now(), turn, step, output });
         res.writeHead(200, { "content-type": "text/event-stream", "request-id": `req_${n}` });
         res.end(text);
       })
@@ -86,4 +90,10 @@ export async function startCacheServer(wire: Wire, opts: ServerOptions): Promise
     records,
     close: () => new Promise<void>((resolve, reject) => server.close((e) => (e ? reject(e) : resolve()))),
   };
+}
+
+/** `BENCH_CACHE_TRACE=1`: one line per request on stderr (session time, position, the cache's accounting, the breakpoints). */
+function trace(now: number, turn: number, step: number, blocks: readonly PromptBlock[], u: CacheUsage): void {
+  const markers = blocks.flatMap((b, i) => (b.marker ? [`${i}:${b.marker}`] : [])).join(",");
+  console.error(`t=${Math.round(now / 1000)}s turn=${turn} step=${step} total=${u.total} read=${u.read} w5m=${u.write5m} w1h=${u.write1h} uncached=${u.input}${u.brokeAt ? ` broke=${u.brokeAt}` : ""} blocks=${blocks.length} markers=${markers}`);
 }

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { defineTool, type JsonObject, type ToolDefinition } from "@alma-harness/core";
-import { catalogOf, findTools, type SearchFindings, type SearchRequest, type ToolCatalog } from "../src/search/tool-search.js";
+import { catalogOf, findTools, RANKING, type Ranking, type SearchFindings, type SearchRequest, type ToolCatalog } from "../src/search/tool-search.js";
 
 /**
  * Scores `search_tools` on the committed catalogs (test/toolsearch, see SOURCES.md). Every catalog
@@ -34,6 +34,7 @@ interface CatalogEntry {
 }
 export interface QueryCase {
   readonly id: string;
+  readonly note?: string;
   readonly query?: string;
   readonly names?: readonly string[];
   readonly gold: readonly string[];
@@ -63,8 +64,39 @@ export function catalogTools(name: CatalogName): readonly ToolDefinition[] {
   return tools;
 }
 
-export const queriesOf = (name: CatalogName) => read<QueryCase[]>(`queries-${name}.json`);
-export const sequencesOf = (name: CatalogName) => read<SequenceCase[]>(`sequences-${name}.json`);
+/**
+ * Which queries: `public` is the committed benchmark set (test/toolsearch, SOURCES.md); `project`
+ * is the set the project wrote itself and never tunes on (test/toolsearch/project/README.md);
+ * `tune` and `check` are the two halves of the public set (every other query of each kind, every
+ * other sequence), so a rule tuned on one half shows what it does on the other.
+ */
+export const QUERY_SETS = ["public", "tune", "check", "project"] as const;
+export type QuerySet = (typeof QUERY_SETS)[number];
+
+const kindOf = (c: QueryCase) => /kind=([a-z_]+)/.exec(c.note ?? "")?.[1] ?? "";
+
+/** Every other case of each kind: the first, third, ... are `tune`; the second, fourth, ... are `check`. */
+function halfOf<T>(cases: readonly T[], kind: (c: T) => string, half: "tune" | "check"): T[] {
+  const seen = new Map<string, number>();
+  return cases.filter((c) => {
+    const k = kind(c);
+    const n = seen.get(k) ?? 0;
+    seen.set(k, n + 1);
+    return (n % 2 === 0) === (half === "tune");
+  });
+}
+
+export function queriesOf(name: CatalogName, set: QuerySet = "public"): QueryCase[] {
+  if (set === "project") return read<QueryCase[]>(`project/queries-${name}.json`);
+  const all = read<QueryCase[]>(`queries-${name}.json`);
+  return set === "public" ? all : halfOf(all, kindOf, set);
+}
+
+export function sequencesOf(name: CatalogName, set: QuerySet = "public"): SequenceCase[] {
+  if (set === "project") return read<SequenceCase[]>(`project/sequences-${name}.json`);
+  const all = read<SequenceCase[]>(`sequences-${name}.json`);
+  return set === "public" ? all : halfOf(all, () => "", set);
+}
 
 function requestOf(c: { readonly query?: string; readonly names?: readonly string[] }, limit?: number): SearchRequest {
   return { ...(c.query !== undefined ? { query: c.query } : {}), ...(c.names !== undefined ? { names: c.names } : {}), ...(limit !== undefined ? { limit } : {}) };
@@ -134,11 +166,11 @@ function sequenceScores(catalog: ToolCatalog, tools: readonly ToolDefinition[], 
   return { stepRecall: mean(steps), sequenceSuccess: mean(whole), loadPrecision: loads === 0 ? 1 : gold / loads, contextSaved: mean(saved) };
 }
 
-/** Every metric for one catalog, rounded to four places. */
-export function scoreCatalog(name: CatalogName, searchSize: (tools: readonly ToolDefinition[]) => number): Scores {
+/** Every metric for one catalog and query set, rounded to four places. */
+export function scoreCatalog(name: CatalogName, searchSize: (tools: readonly ToolDefinition[]) => number, set: QuerySet = "public", ranking: Ranking = RANKING): Scores {
   const tools = catalogTools(name);
-  const catalog = catalogOf(tools);
-  const scores = { ...queryScores(catalog, queriesOf(name)), ...sequenceScores(catalog, tools, sequencesOf(name), searchSize(tools)) };
+  const catalog = catalogOf(tools, ranking);
+  const scores = { ...queryScores(catalog, queriesOf(name, set)), ...sequenceScores(catalog, tools, sequencesOf(name, set), searchSize(tools)) };
   return Object.fromEntries(Object.entries(scores).map(([k, v]) => [k, round(v)]));
 }
 
@@ -147,4 +179,23 @@ export function overall(per: Readonly<Record<string, Scores>>): Scores {
   const names = Object.keys(per);
   const metrics = Object.keys(per[names[0] as string] ?? {});
   return Object.fromEntries(metrics.map((m) => [m, round(mean(names.map((n) => (per[n] as Scores)[m] as number)))]));
+}
+
+/** The rows of the issue's table: the metric and how the table names it. */
+export const TABLE_ROWS: readonly (readonly [string, string])[] = [
+  ["recall@5", "recall@5"],
+  ["precision", "precision of what loads"],
+  ["abstention", "no-match queries that load nothing"],
+  ["exact", "loaded set exactly right"],
+  ["sequenceSuccess", "sequences that reach every tool they need"],
+];
+
+/** The overall figures of each query set as a text table (one column per set). */
+export function table(figures: Readonly<Record<string, Scores>>): string {
+  const sets = Object.keys(figures);
+  const width = Math.max(...TABLE_ROWS.map(([, label]) => label.length));
+  const head = `| ${"".padEnd(width)} | ${sets.map((s) => s.padStart(7)).join(" | ")} |`;
+  const rule = `|${"-".repeat(width + 2)}|${sets.map(() => "--------:").join("|")}|`;
+  const rows = TABLE_ROWS.map(([metric, label]) => `| ${label.padEnd(width)} | ${sets.map((s) => ((figures[s] as Scores)[metric] ?? 0).toFixed(2).padStart(7)).join(" | ")} |`);
+  return [head, rule, ...rows].join("\n");
 }

@@ -6,7 +6,7 @@ export { type AnthropicClientOptions, classifyAnthropic, createAnthropicClient, 
 export { type AnthropicModelTraits, defaultAnthropicTraits } from "./anthropic/models.js";
 export { DEFAULT_WEB_SEARCH_TOOL as ANTHROPIC_WEB_SEARCH_TOOL } from "./anthropic/tools.js";
 export { createOpenAIChatClient, DEFAULT_OPENAI_BASE_URL, defaultReasoningModel, type OpenAIClientOptions } from "./openai-chat/client.js";
-export { createOpenAIResponsesClient } from "./openai-responses/client.js";
+export { createOpenAIResponsesClient, type OpenAIResponsesClientOptions } from "./openai-responses/client.js";
 export { createOpenRouterClient, DEFAULT_OPENROUTER_BASE_URL, type OpenRouterClientOptions } from "./openrouter/client.js";
 export { type OpenRouterCall, type OpenRouterProviderPreferences, type OpenRouterRouting, protectsData } from "./openrouter/routing.js";
 export type { OpenAICompatibleCapabilities } from "./openai-compatible/capabilities.js";

@@ -50,6 +50,25 @@ describe("the prompt prefix only grows (issue 16, item 3)", () => {
     });
   }
 
+  it("openai-responses native (gpt-5.4, tool search with client execution): the tools array is the same within a grant; loads arrive in tool_search_output items", async () => {
+    const run = await runSession("openai-responses", server, { responsesNative: true });
+    const counts = tally(run);
+    console.log(`prefix openai-responses (native): ${JSON.stringify(counts)}`);
+    expect(counts.pairs).toBeGreaterThanOrEqual(40);
+    expect(counts.unexplained).toBe(0);
+    expect(counts.toolBreaks).toBe(2); // the grant change and its return
+    expect(counts.appends).toBe(0);
+    expect(run.volatileLast).toBe(true);
+    for (const request of run.main) expect(toolNames(request.body)).toContain("tool_search");
+    const afterRotation = run.main.filter((r) => r.turn === 30).at(-1);
+    expect(toolNames(afterRotation?.body).slice(-6)).toEqual(DEFERRED.map((n) => `~${n}`));
+    const input = (afterRotation?.body as { input?: { type?: string; tools?: { name: string }[] }[] } | undefined)?.input ?? [];
+    const outputs = input.filter((i) => i.type === "tool_search_output");
+    // After the rotation the view shows two loading results: the tail's and the new one.
+    expect(outputs.map((o) => o.tools?.map((t) => t.name))).toEqual([["lab__order_test"], ["billing__invoice"]]);
+    expect(JSON.stringify(afterRotation?.body)).not.toContain('"name":"search_tools"');
+  });
+
   it("anthropic with deferredLoading append: loads append after the advertised tools, never inside them", async () => {
     const run = await runSession("anthropic", server, { anthropicLoading: "append" });
     const counts = tally(run);

@@ -20,7 +20,7 @@ const STOPWORDS = new Set(
     "is are was were be been being am do does did done have has had can could should would will shall may might must " +
     "i me my mine we us our ours you your yours it its this that these those there here which who whom whose what " +
     "when where why how all any some each every no not only just also so than too very please now via per their them they he she his her " +
-    "up down out off again once more most other such own same s t"
+    "up down out again once more most other such own same s t"
   ).split(" "),
 );
 
@@ -62,6 +62,21 @@ export function partsOf(word: string): string[] {
 export function compoundOf(word: string): string | undefined {
   if (!JOINERS.test(word)) return undefined;
   return COMPOUND + word.toLowerCase().replace(/[_-]+/g, "_");
+}
+
+/** An email address or a URL in a query: a value the tool will be given, never a word that says which tool. */
+const VALUE = /\S+@\S+\.\S+|[a-z][a-z0-9+.-]*:\/\/\S+/gi;
+/** An identifier or amount with three digits or more (`pi_123`, `5O190127TN364715T`): a value too. */
+const NUMBERED = /\d.*\d.*\d/;
+
+/** A query's text without its emails and URLs. */
+export function withoutValues(query: string): string {
+  return query.replace(VALUE, " ");
+}
+
+/** Whether a word of a query is a numbered identifier or amount (a value, unless it names a tool). */
+export function isNumbered(word: string): boolean {
+  return NUMBERED.test(word);
 }
 
 /** The words of a text, as written (a query's words are also checked as tool names). */

@@ -1,5 +1,6 @@
-import { type Bm25Index, buildIndex, type Scored, score } from "./bm25.js";
-import { termsOfWord, wordsOf } from "./terms.js";
+import { type Bm25Index, buildIndex, idf, type Scored, score } from "./bm25.js";
+import { isNumbered, partsOf, termsOfWord, withoutValues, wordsOf } from "./terms.js";
+import { isReadName, isWriteName, moodOf } from "./verbs.js";
 
 /**
  * What `search_tools` finds among the turn's granted tools. Pure: it reads the grant (registration
@@ -10,18 +11,51 @@ import { termsOfWord, wordsOf } from "./terms.js";
  *   granted tools share is `ambiguous` (with their full names); a name no granted tool has is
  *   `unknown`; a named tool already callable is `alreadyAvailable`.
  * - In `query`, the words that name a tool (the same rule) load it first. The words the names did
- *   not consume rank the rest (BM25 over name and description); a tool loads only at half the best
- *   score or more, and only when the best match covers enough of the query (`MIN_COVERAGE`), so a
- *   query that matches nothing well loads nothing. `limit` caps the ranked loads, never fills them.
+ *   not consume rank the rest (BM25 over name and description; the query's values, such as
+ *   emails and numbered identifiers, left out); a tool loads only when it passes every gate of
+ *   `RANKING`: the relative bar, the absolute floor, term coverage (the best's and its own against
+ *   the best's), no stray match, the query's mood (reading or writing tools scored lower), and,
+ *   below a near tie, new name words; so a query that matches nothing well loads nothing. `limit`
+ *   caps the ranked loads, never fills them.
  * - A tool outside the grant is never consulted: its name is `unknown`, its words match nothing.
  */
 
 export const DEFAULT_SEARCH_LIMIT = 5;
 export const MAX_SEARCH_LIMIT = 50;
+/**
+ * The ranking's settings, chosen on the benchmark (see the loop README, "Tool search"). Each is a
+ * rule about kinds of query, never about one query.
+ */
+export interface Ranking {
+  /** How many times a word of the short name counts against the same word in the description. */
+  readonly nameWeight: number;
+  /** A ranked tool loads at this share of the best score or more. */
+  readonly relative: number;
+  /** The absolute floor: a ranked tool loads only at this share of the idf of a word one granted tool has, or more. */
+  readonly floor: number;
+  /** The best ranked match must cover this share of the query's weight (idf-weighted terms). */
+  readonly minCoverage: number;
+  /** Each ranked tool must cover this share of what the best match covers. */
+  readonly coverageRatio: number;
+  /** A query word no granted tool has weighs this share of the rarest word's idf in coverage. */
+  readonly unknownWeight: number;
+  /** A tool this close to the best score (a share of it) is a tie: it loads beside the best. */
+  readonly tie: number;
+  /** Below a tie, a tool loads only when the query words no chosen tool matched add this share of the best score. */
+  readonly gain: number;
+  /** A query that says no verb that changes something scores write tools this share lower. */
+  readonly writePenalty: number;
+  /** A query that says a verb that changes something scores tools whose name only reads this share lower. */
+  readonly readPenalty: number;
+  /** In a query of this many terms or more, a tool matching only one of them, in its description only, is a stray and never loads. */
+  readonly strayTerms: number;
+}
+
+export const RANKING: Ranking = Object.freeze({ nameWeight: 3, relative: 0.6, floor: 0.6, minCoverage: 0.2, coverageRatio: 0.5, unknownWeight: 1, tie: 0.8, gain: 0.2, writePenalty: 0.2, readPenalty: 0.5, strayTerms: 3 });
 /** The best ranked match must cover this share of the query's weight (idf-weighted terms). */
-export const MIN_COVERAGE = 0.25;
+export const MIN_COVERAGE = RANKING.minCoverage;
 /** A ranked tool loads at this share of the best score or more. */
-export const RELATIVE_THRESHOLD = 0.5;
+export const RELATIVE_THRESHOLD = RANKING.relative;
 
 export interface SearchableTool {
   readonly name: string;
@@ -37,6 +71,13 @@ export interface ToolCatalog {
   readonly byShort: ReadonlyMap<string, readonly number[]>;
   readonly byLowerName: ReadonlyMap<string, readonly number[]>;
   readonly byLowerShort: ReadonlyMap<string, readonly number[]>;
+  readonly ranking: Ranking;
+  /** The absolute floor in score units (`ranking.floor` of the idf of a word one granted tool has). */
+  readonly floorScore: number;
+  /** Per tool, whether its short name carries a verb that changes something (and none that only reads). */
+  readonly writes: readonly boolean[];
+  /** Per tool, whether its short name carries a verb that only reads (and none that changes). */
+  readonly reads: readonly boolean[];
 }
 
 export interface SearchRequest {
@@ -61,7 +102,7 @@ function push(map: Map<string, number[]>, key: string, i: number): void {
 }
 
 /** Indexes the grant once: names for lookup, name and description for ranking. */
-export function catalogOf(tools: readonly SearchableTool[]): ToolCatalog {
+export function catalogOf(tools: readonly SearchableTool[], ranking: Ranking = RANKING): ToolCatalog {
   const byName = new Map<string, number[]>();
   const byShort = new Map<string, number[]>();
   const byLowerName = new Map<string, number[]>();
@@ -72,7 +113,8 @@ export function catalogOf(tools: readonly SearchableTool[]): ToolCatalog {
     push(byLowerName, tool.name.toLowerCase(), i);
     push(byLowerShort, tool.shortName.toLowerCase(), i);
   });
-  return { tools, index: buildIndex(tools), byName, byShort, byLowerName, byLowerShort };
+  const index = buildIndex(tools, ranking.nameWeight);
+  return { tools, index, byName, byShort, byLowerName, byLowerShort, ranking, floorScore: ranking.floor * idf(index, 1), writes: tools.map((t) => isWriteName(t.shortName)), reads: tools.map((t) => isReadName(t.shortName)) };
 }
 
 type Resolved = { readonly tool: number } | { readonly ambiguous: readonly number[] } | undefined;
@@ -158,13 +200,18 @@ function queryLoads(findings: Findings, query: string, limit: number): void {
   const { catalog, callable } = findings;
   const named: number[] = [];
   const rest: string[] = [];
+  const restWords: string[] = [];
   const all: string[] = [];
   let loadedByName = 0;
-  for (const word of wordsOf(query)) {
-    termsOfWord(word, all);
+  for (const word of wordsOf(withoutValues(query))) {
     const tool = findings.name(word, false);
+    // A value the tool will be given (`pi_123`, an email) says nothing about which tool.
+    if (tool === undefined && isNumbered(word)) continue;
+    termsOfWord(word, all);
     if (tool === undefined) {
       termsOfWord(word, rest);
+      // A server is named by its word whole ("GitHub" is also the parts git, hub).
+      restWords.push(word.toLowerCase(), ...partsOf(word));
       continue;
     }
     named.push(tool);
@@ -172,16 +219,75 @@ function queryLoads(findings: Findings, query: string, limit: number): void {
   }
   const room = limit - loadedByName;
   if (room <= 0 || rest.length === 0) return;
-  const ranked = score(catalog.index, rest).filter((s) => !findings.seen.has(s.index));
+  const loadedBefore = findings.loaded.length;
+  const { ranking } = catalog;
+  const mood = moodOf(rest);
+  const [penalised, penalty] = mood === "write" ? [catalog.reads, ranking.readPenalty] : mood === "read" ? [catalog.writes, ranking.writePenalty] : [catalog.reads, 0];
+  const ranked = score(catalog.index, rest, ranking.unknownWeight, restWords)
+    .filter((s) => !findings.seen.has(s.index) && !isStray(s, ranking))
+    .map((s) => (penalty > 0 && penalised[s.index] ? { ...s, score: s.score * (1 - penalty) } : s));
   const top = best(ranked);
-  if (!top || top.coverage < MIN_COVERAGE) return;
-  const namedTop = named.length > 0 ? (best(score(catalog.index, all).filter((s) => named.includes(s.index)))?.score ?? 0) : 0;
-  const bar = RELATIVE_THRESHOLD * Math.max(top.score, namedTop);
-  const chosen = ranked
-    .filter((s) => s.score >= bar && isCandidate(catalog, callable, s))
-    .sort((a, b) => b.score - a.score || a.index - b.index)
-    .slice(0, room);
-  for (const s of chosen) findings.take(s.index);
+  if (!top || top.coverage < ranking.minCoverage) return;
+  const namedTop = named.length > 0 ? (best(score(catalog.index, all, ranking.unknownWeight).filter((s) => named.includes(s.index)))?.score ?? 0) : 0;
+  const bar = Math.max(ranking.relative * Math.max(top.score, namedTop), catalog.floorScore);
+  const cover = ranking.coverageRatio * top.coverage;
+  const eligible = ranked.filter((s) => s.score >= bar && s.coverage >= cover).sort((a, b) => b.score - a.score || a.index - b.index);
+  for (const s of chooseCovering(eligible, top.score, ranking)) {
+    if (room - (findings.loaded.length - loadedBefore) <= 0) break;
+    if (isCandidate(catalog, callable, s)) findings.take(s.index);
+  }
+}
+
+/**
+ * The tools a ranking keeps, best first: the best, every near tie of it, and below a tie only a
+ * tool whose short name matches query words no chosen tool's name matched, worth `gain` of the
+ * best score (a query that needs two tools names two things; a crowd sharing the best's words
+ * adds nothing new, even when a description mentions the other thing).
+ */
+function chooseCovering(eligible: readonly Scored[], topScore: number, ranking: Ranking): Scored[] {
+  const chosen: Scored[] = [];
+  let named: Uint8Array | undefined;
+  for (const s of eligible) {
+    const tie = s.score >= ranking.tie * topScore && !unnamedTie(s, chosen[0], named);
+    if (named !== undefined && !tie) {
+      let fresh = 0;
+      for (let t = 0; t < s.parts.length; t++) if (s.named[t] === 1 && named[t] === 0) fresh += s.parts[t] as number;
+      if (fresh < ranking.gain * topScore) continue;
+    }
+    named ??= new Uint8Array(s.named.length);
+    for (let t = 0; t < s.named.length; t++) if (s.named[t] === 1) named[t] = 1;
+    chosen.push(s);
+  }
+  return chosen;
+}
+
+/**
+ * A near tie that is not one: the best matched every query word (a keyword query), the tools
+ * chosen so far matched some of them in their names, and this tool matches none in its name (`jira jql search`: `jira_search`, not
+ * `get_board_issues`, whose description says JQL). Intent queries, which the best covers only in
+ * part, keep their ties: their gold tools often match in descriptions.
+ */
+function unnamedTie(s: Scored, best: Scored | undefined, named: Uint8Array | undefined): boolean {
+  if (best === undefined || named === undefined || best.coverage < FULL_COVERAGE) return false;
+  return named.includes(1) && !s.named.includes(1);
+}
+
+/** The coverage of a match that covers every query word (floating point aside). */
+const FULL_COVERAGE = 0.999;
+
+/**
+ * A stray match: in a query of `strayTerms` terms or more, a tool that matches only one of them,
+ * and only in its description (one shared word is not evidence that the query means that tool).
+ */
+function isStray(s: Scored, ranking: Ranking): boolean {
+  if (s.parts.length < ranking.strayTerms) return false;
+  let matched = 0;
+  for (let t = 0; t < s.parts.length; t++) {
+    if ((s.parts[t] as number) <= 0) continue;
+    if (s.named[t] === 1) return false;
+    matched += 1;
+  }
+  return matched <= 1;
 }
 
 /** A tool a ranking may load: deferred and not callable yet. */

@@ -14,6 +14,14 @@ export interface OpenAIResponsesClientOptions extends OpenAIClientOptions {
    * send no summary request (an organization that is not verified gets a 400 for any summary).
    */
   readonly reasoningSummary?: ReasoningSummary;
+  /**
+   * How a request's deferred tools reach the wire. `native` (default): on models with tool search
+   * (gpt-5.4 and later), `search_tools` is the client-executed `tool_search` tool, every deferred
+   * definition is sent with `defer_loading: true` and a search's loads come back in its
+   * `tool_search_output`, so the tools array never changes as tools load (tool-search.ts).
+   * `append`: loaded tools are appended after the advertised ones, in load order.
+   */
+  readonly deferredLoading?: "native" | "append";
 }
 
 export type ReasoningSummary = "auto" | "concise" | "detailed" | "none";
@@ -22,11 +30,15 @@ const SUMMARIES: readonly ReasoningSummary[] = ["auto", "concise", "detailed", "
 export function createOpenAIResponsesClient(options: OpenAIResponsesClientOptions = {}): ProviderClient {
   const summary = options.reasoningSummary ?? "auto";
   if (!SUMMARIES.includes(summary)) throw new ValidationError("reasoningSummary", "closed", `reasoningSummary must be one of ${SUMMARIES.join(", ")}`);
+  if (options.deferredLoading !== undefined && options.deferredLoading !== "native" && options.deferredLoading !== "append") {
+    throw new ValidationError("deferredLoading", "closed", "deferredLoading must be native or append");
+  }
+  const native = options.deferredLoading !== "append";
   return createOpenAIAdapter(options, {
     id: "openai-responses",
     path: "responses",
     responses: true,
-    body: (request, reasoning) => buildResponsesBody(request, reasoning, summary),
+    body: (request, reasoning) => buildResponsesBody(request, reasoning, summary, native),
     transform: (request, classify) => new ResponsesTransform(classify, (request.providerTools ?? []).some((p) => p.kind === "web_search")),
   });
 }

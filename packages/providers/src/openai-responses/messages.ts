@@ -1,6 +1,7 @@
-import type { Block, JsonObject, MediaBlock, Msg, ReasoningBlock, TextBlock } from "@alma-harness/core";
+import { type Block, type JsonObject, type MediaBlock, type Msg, type ReasoningBlock, SEARCH_TOOLS_NAME, type TextBlock } from "@alma-harness/core";
 import { dataUrl, fileNameFor, mediaSource } from "../shared/media.js";
 import { renderText, renderToolOutput } from "../shared/text.js";
+import { type NativeSearch, searchCallItem, searchOutputItem } from "./tool-search.js";
 import type { InputContent, InputItem } from "./wire.js";
 
 export const RESPONSES_PROVIDER = "openai";
@@ -16,21 +17,27 @@ export function toInstructions(system: readonly TextBlock[]): string | undefined
  * blocks become items in order — reasoning items (id and encrypted content, as streamed), text as
  * an assistant message, function calls, and OpenAI built-in tool calls as received. A user
  * message's tool results become `function_call_output` items first, then one user message.
+ * Loading natively (`native`), `search_tools` calls and results are the tool search's items.
  */
-export function toInputItems(messages: readonly Msg[]): InputItem[] {
+export function toInputItems(messages: readonly Msg[], native?: NativeSearch): InputItem[] {
   const items: InputItem[] = [];
   for (const msg of messages) {
-    if (msg.role === "user") pushUser(msg.blocks, items);
-    else pushAssistant(msg.blocks, items);
+    if (msg.role === "user") pushUser(msg.blocks, items, native);
+    else pushAssistant(msg.blocks, items, native);
   }
   return items;
 }
 
-function pushUser(blocks: readonly Block[], items: InputItem[]): void {
+function pushUser(blocks: readonly Block[], items: InputItem[], native: NativeSearch | undefined): void {
   const content: InputContent[] = [];
   let documents = 0;
   for (const block of blocks) {
-    if (block.type === "tool_result") items.push({ type: "function_call_output", call_id: block.callId, output: renderToolOutput(block.output) });
+    if (block.type === "tool_result" && native && block.name === SEARCH_TOOLS_NAME) {
+      // Loading natively: the search's output carries its loads; its text follows in this message.
+      items.push(searchOutputItem(block, native));
+      const text = renderToolOutput(block.output);
+      if (text) content.push({ type: "input_text", text });
+    } else if (block.type === "tool_result") items.push({ type: "function_call_output", call_id: block.callId, output: renderToolOutput(block.output) });
     else if (block.type === "text") {
       const text = renderText(block);
       if (text) content.push({ type: "input_text", text });
@@ -52,7 +59,7 @@ function mediaContent(block: MediaBlock, documents: number): InputContent | unde
   return { type: "input_file", file_data: url, filename: fileNameFor(block.contentType, documents) };
 }
 
-function pushAssistant(blocks: readonly Block[], items: InputItem[]): void {
+function pushAssistant(blocks: readonly Block[], items: InputItem[], native: NativeSearch | undefined): void {
   let text = "";
   const flush = () => {
     if (text) items.push({ role: "assistant", content: text });
@@ -64,7 +71,9 @@ function pushAssistant(blocks: readonly Block[], items: InputItem[]): void {
       continue;
     }
     flush();
-    if (block.type === "tool_call") {
+    if (block.type === "tool_call" && native && block.name === SEARCH_TOOLS_NAME) {
+      items.push(searchCallItem(block));
+    } else if (block.type === "tool_call") {
       items.push({ type: "function_call", call_id: block.id, name: block.name, arguments: JSON.stringify(block.input) });
     } else if (block.type === "reasoning") {
       const item = reasoningItem(block);

@@ -1,5 +1,6 @@
 import type { ModelRequest } from "@alma-harness/core";
 import { toInputItems, toInstructions } from "./messages.js";
+import { nativeSearch } from "./tool-search.js";
 import { toResponsesToolChoice, toResponsesTools } from "./tools.js";
 import type { ResponsesRequestBody } from "./wire.js";
 
@@ -9,18 +10,20 @@ export type SummaryRequest = "auto" | "concise" | "detailed" | "none";
 /**
  * The exact `/v1/responses` body. Always stateless (`store: false`: nothing kept at the provider,
  * history travels in `input`), so a reasoning model is asked for its encrypted reasoning to replay.
+ * `nativeLoading`: deferred tools load through OpenAI's tool search where the model supports it.
  */
-export function buildResponsesBody(request: ModelRequest, reasoningModel: boolean, summary: SummaryRequest = "auto"): ResponsesRequestBody {
+export function buildResponsesBody(request: ModelRequest, reasoningModel: boolean, summary: SummaryRequest = "auto", nativeLoading = true): ResponsesRequestBody {
+  const native = nativeSearch(request, nativeLoading);
   const body: ResponsesRequestBody = {
     model: request.model,
-    input: toInputItems(request.messages),
+    input: toInputItems(request.messages, native),
     stream: true,
     store: false,
     max_output_tokens: request.maxOutputTokens,
   };
   const instructions = toInstructions(request.system);
   if (instructions) body.instructions = instructions;
-  const tools = toResponsesTools(request);
+  const tools = toResponsesTools(request, native);
   if (tools.length > 0) body.tools = tools;
   if (request.toolChoice) body.tool_choice = toResponsesToolChoice(request.toolChoice);
   const search = (request.providerTools ?? []).find((p) => p.kind === "web_search");

@@ -1,4 +1,4 @@
-import type { JsonObject, ModelStreamEvent, ProviderError, UsageEvidence } from "@alma-harness/core";
+import { type JsonObject, type ModelStreamEvent, type ProviderError, SEARCH_TOOLS_NAME, type UsageEvidence } from "@alma-harness/core";
 import type { EventSourceMessage } from "eventsource-parser";
 import { type ErrorFacts, errorFields, tornError } from "../shared/errors.js";
 import { asRecord, asString, NeutralStream, parseData, type StreamTransform } from "../shared/neutral.js";
@@ -11,7 +11,8 @@ import type { ResponsesWireUsage } from "./wire.js";
  * Responses events → neutral events. Text and reasoning summaries stream as deltas; function
  * calls are released at `output_item.done` with the item's final arguments; a reasoning item
  * closes with its id and encrypted content (replay data); a `web_search_call` becomes a provider
- * tool call and result. `response.completed` / `response.incomplete` end the stream; `error` and
+ * tool call and result; a client-executed `tool_search_call` is a `search_tools` call.
+ * `response.completed` / `response.incomplete` end the stream; `error` and
  * `response.failed` throw. Unknown events are ignored.
  */
 export class ResponsesTransform implements StreamTransform {
@@ -106,6 +107,12 @@ export class ResponsesTransform implements StreamTransform {
           name: asString(item.name) ?? "",
           arguments: asString(item.arguments) ?? this.args.get(id) ?? "",
         });
+        break;
+      case "tool_search_call":
+        // A client-executed tool search is the engine's search_tools (we never send the hosted one).
+        if (item.execution === "client") {
+          this.neutral.toolCall({ id: asString(item.call_id) ?? id, name: SEARCH_TOOLS_NAME, arguments: asString(item.arguments) ?? JSON.stringify(asRecord(item.arguments) ?? {}) });
+        }
         break;
       case "reasoning": {
         const encrypted = asString(item.encrypted_content);

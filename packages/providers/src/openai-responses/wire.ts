@@ -18,8 +18,10 @@ export type InputItem =
   | { readonly [key: string]: JsonValue };
 
 export type ResponsesTool =
-  | { type: "function"; name: string; description: string; parameters: JsonObject; strict: false }
-  | { type: "web_search" };
+  | { type: "function"; name: string; description: string; parameters: JsonObject; strict: false; defer_loading?: true }
+  | { type: "web_search" }
+  /** OpenAI's tool search, executed by the client (the engine's `search_tools`). */
+  | { type: "tool_search"; execution: "client"; description: string; parameters: JsonObject };
 
 export type ResponsesToolChoice = "auto" | "none" | "required" | { type: "function"; name: string };
 

@@ -4,7 +4,7 @@ import { memory } from "@alma-harness/runtime";
 import type { LocalServer } from "../../../providers/test/helpers/server.js";
 import { RUNTIME_TRAIL_KEY } from "../open.js";
 import { type Break, breakBetween, prefixOf, toolNames } from "./property.js";
-import { type Answer, type Call, clientOf, MODELS, type Shape, sseOf } from "./wire.js";
+import { type Answer, type Call, clientOf, type LoadingOptions, modelOf, type Shape, sseOf } from "./wire.js";
 
 /**
  * A 30-turn clinic session (12 tools, 6 deferred) through the composed runtime and a real
@@ -83,23 +83,24 @@ export interface SessionRun {
 }
 
 /** Runs the session on `shape` and reports every consecutive pair of main requests. */
-export async function runSession(shape: Shape, server: LocalServer, options: { readonly anthropicLoading?: "native" | "append" } = {}): Promise<SessionRun> {
+export async function runSession(shape: Shape, server: LocalServer, options: LoadingOptions = {}): Promise<SessionRun> {
   const clock = new ManualClock();
   const turns = plan();
   const model = clientOf(shape, `${server.url}/v1`, options);
+  const modelName = modelOf(shape, options);
   let ttl: CacheTtl = "5m";
   const rates = { input: 3, output: 15, cacheRead: 0.3, cacheWrite5m: 3.75, cacheWrite1h: 6 };
   const rt = memory({
     clients: [model],
     policy: {
-      resolve: (): ModelChoice => ({ clientId: model.id, model: MODELS[shape], maxOutputTokens: 512, cache: shape === "anthropic" ? { ttl } : false }),
+      resolve: (): ModelChoice => ({ clientId: model.id, model: modelName, maxOutputTokens: 512, cache: shape === "anthropic" ? { ttl } : false }),
     },
     prompt: "You are the front desk of a clinic.",
     tools: tools(),
     profiles: { front: FRONT_DESK },
     volatile: (ctx) => `Now: ${ctx.now}.`,
     longContext: { rotateAtTokens: 50, keepLastMessages: 4, summaryTier: "fast" },
-    prices: { version: "p1", models: { [MODELS[shape]]: { rates } } },
+    prices: { version: "p1", models: { [modelName]: { rates } } },
     policyVersion: "policy-1",
     priceVersion: "p1",
     configRevision: "rev-1",
@@ -122,9 +123,9 @@ export async function runSession(shape: Shape, server: LocalServer, options: { r
     clock.advance(turn.cold ? 10 * 60_000 : 1_000);
     if (turn.cold) {
       causes.push("rotation");
-      server.enqueue({ body: sseOf(shape, { text: "Summary: a patient's lab order is ready." }) });
+      server.enqueue({ body: sseOf(shape, { text: "Summary: a patient's lab order is ready." }, options) });
     }
-    server.enqueue(...turn.answers.map((answer) => ({ body: sseOf(shape, answer) })));
+    server.enqueue(...turn.answers.map((answer) => ({ body: sseOf(shape, answer, options) })));
     const seen = server.requests.length;
     const view = await rt.runner.runTurn({
       scope: { org: "clinic-a", uid: "u1" },

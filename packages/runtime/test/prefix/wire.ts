@@ -24,14 +24,24 @@ export const MODELS: Readonly<Record<Shape, string>> = {
   openrouter: "anthropic/claude-sonnet-4.5",
 };
 
-export function clientOf(shape: Shape, baseURL: string, options: { readonly anthropicLoading?: "native" | "append" } = {}): ModelClient {
+/** How a run loads deferred tools where the adapter can choose (Anthropic, OpenAI Responses). */
+export interface LoadingOptions {
+  readonly anthropicLoading?: "native" | "append";
+  /** OpenAI Responses on a model with tool search (gpt-5.4): searches arrive as client-executed `tool_search_call` items. */
+  readonly responsesNative?: boolean;
+}
+
+/** The model a run asks for: the shape's, or gpt-5.4 for native loading on Responses. */
+export const modelOf = (shape: Shape, options: LoadingOptions = {}): string => (shape === "openai-responses" && options.responsesNative ? "gpt-5.4" : MODELS[shape]);
+
+export function clientOf(shape: Shape, baseURL: string, options: LoadingOptions = {}): ModelClient {
   switch (shape) {
     case "anthropic":
       return createAnthropicClient({ apiKey: "k", baseURL, ...(options.anthropicLoading ? { deferredLoading: options.anthropicLoading } : {}) });
     case "openai-chat":
       return createOpenAIChatClient({ apiKey: "k", baseURL });
     case "openai-responses":
-      return createOpenAIResponsesClient({ apiKey: "k", baseURL });
+      return createOpenAIResponsesClient({ apiKey: "k", baseURL, deferredLoading: options.responsesNative ? "native" : "append" });
     case "openrouter":
       return createOpenRouterClient({ apiKey: "k", baseURL });
   }
@@ -41,12 +51,12 @@ let ids = 0;
 const nextId = () => (ids += 1);
 
 /** The SSE body answering one request in `shape`. */
-export function sseOf(shape: Shape, answer: Answer): string {
+export function sseOf(shape: Shape, answer: Answer, options: LoadingOptions = {}): string {
   switch (shape) {
     case "anthropic":
       return anthropic(answer);
     case "openai-responses":
-      return responses(answer);
+      return responses(answer, options.responsesNative === true);
     default:
       return chat(answer, shape);
   }
@@ -86,14 +96,18 @@ function chat(answer: Answer, shape: Shape): string {
   return toSse(chunks.map((c) => JSON.stringify(c)), { named: false, done: true });
 }
 
-function responses(answer: Answer): string {
+function responses(answer: Answer, native: boolean): string {
   const id = `resp_${nextId()}`;
   const events: object[] = [{ type: "response.created", response: { id, status: "in_progress" } }];
   if ("text" in answer) events.push({ type: "response.output_text.delta", item_id: "msg_1", output_index: 0, content_index: 0, delta: answer.text });
   else {
     answer.calls.forEach((call, index) => {
       const n = nextId();
-      events.push({ type: "response.output_item.done", output_index: index, item: { type: "function_call", id: `fc_${n}`, call_id: `call_${n}`, name: call.name, arguments: JSON.stringify(call.input), status: "completed" } });
+      const item =
+        native && call.name === "search_tools"
+          ? { type: "tool_search_call", id: `tsc_${n}`, call_id: `call_${n}`, execution: "client", arguments: call.input, status: "completed" }
+          : { type: "function_call", id: `fc_${n}`, call_id: `call_${n}`, name: call.name, arguments: JSON.stringify(call.input), status: "completed" };
+      events.push({ type: "response.output_item.done", output_index: index, item });
     });
   }
   const usage = { input_tokens: 100, output_tokens: 5, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } };

@@ -1,0 +1,56 @@
+import { partsOf, stem } from "./terms.js";
+
+/**
+ * Verbs that change something (English, stemmed as the index stems them). A tool whose short name
+ * carries one is a write tool; a query that says none asks to read, so among tools that match it
+ * alike the ones that read come first (`track a shipment`: get, not create or update, tracking).
+ * A language rule, not a list of queries: it names what the words mean, never which tool wins.
+ */
+const WRITE_VERBS = new Set(
+  (
+    "create update delete add remove send cancel edit move set write patch post put apply install uninstall merge fork push " +
+    "trigger assign transition accept pay finalize mark modify draft reply copy exec execute run scale commit checkout reset " +
+    "respond rename replace insert upload approve stage close open reopen resolve archive restore refund capture submit " +
+    "start stop make build generate invite join leave share enable disable block unblock link unlink tell notify"
+  )
+    .split(" ")
+    .map(stem),
+);
+
+/** Verbs that only read (stemmed): a name that carries one reads, whatever noun follows (`list_commits`, `get_transitions`). */
+const READ_VERBS = new Set("get list search find show retrieve read view fetch describe query lookup diff compare".split(" ").map(stem));
+
+/** Whether a tool's short name says it changes something: a verb that changes, and none that only reads. */
+export function isWriteName(shortName: string): boolean {
+  const parts = partsOf(shortName);
+  return parts.some((part) => WRITE_VERBS.has(part)) && !parts.some((part) => READ_VERBS.has(part));
+}
+
+/** Whether a tool's short name only reads: a verb that only reads (whatever noun follows: `list_refunds`). */
+export function isReadName(shortName: string): boolean {
+  return partsOf(shortName).some((part) => READ_VERBS.has(part));
+}
+
+/** Words that ask for something new without a verb ("a new sprint"). */
+const WRITE_SIGNALS = new Set(["new"]);
+
+/** Whether any of a query's terms is a verb that changes something (or asks for something new); `un-` and `re-` change too. */
+export function asksToWrite(terms: readonly string[]): boolean {
+  return terms.some((term) => WRITE_VERBS.has(term) || WRITE_SIGNALS.has(term) || (/^(un|re)/.test(term) && WRITE_VERBS.has(term.slice(2))));
+}
+
+/** What a query asks, by its mood: `write` when it opens with a verb that changes, `read` when it asks to read, `any` when it says neither. */
+export type QueryMood = "write" | "read" | "any";
+
+const isWriteVerb = (term: string) => WRITE_VERBS.has(term) || (/^(un|re)/.test(term) && WRITE_VERBS.has(term.slice(2)));
+
+/**
+ * A query's mood. A query that opens with a verb that changes something (`refund the payment`,
+ * `re-run the workflow`) asks to write; one that says no such verb anywhere asks to read. A verb
+ * later in the query may be a noun (`my local checkout`), so only the opening verb says `write`.
+ */
+export function moodOf(terms: readonly string[]): QueryMood {
+  const first = terms.find((t) => !t.startsWith("~"));
+  if (first !== undefined && (isWriteVerb(first) || (first === "re" && terms.some(isWriteVerb)))) return "write";
+  return asksToWrite(terms) ? "any" : "read";
+}
