@@ -10,6 +10,7 @@ import { TurnState } from "./state.js";
 import { type StreamedTurn, streamFrom } from "./stream-turn.js";
 import { runTurnCore } from "./turn.js";
 import { compileMedia } from "./media.js";
+import { compileRecall } from "./recall.js";
 import { turnTrail } from "./trail.js";
 
 export const MAX_TERMINAL_TOOLS = 64;
@@ -109,6 +110,7 @@ function compile(config: EngineConfig): CompiledEngine {
     limits: resolveLimits(config.limits),
     longContext: resolveLongContext(config.longContext),
     media: compileMedia(config.media),
+    recall: compileRecall(config.recall),
     releasePreStreamRejections: config.releasePreStreamRejections ?? false,
     calls: config.calls,
     audit: config.audit,

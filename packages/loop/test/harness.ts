@@ -33,6 +33,7 @@ import {
   type LoopLimits,
   type MediaConfig,
   type PermissionController,
+  type RecallConfig,
   type TurnInput,
   type TurnOutcome,
   type TurnResult,
@@ -86,6 +87,7 @@ export interface HarnessOptions {
   readonly longContext?: LongContextPolicy;
   readonly releasePreStreamRejections?: boolean;
   readonly media?: MediaConfig;
+  readonly recall?: RecallConfig;
   readonly cacheHygiene?: CacheHygieneGuard;
   /** The static system prompt; default "You are a test agent.". */
   readonly system?: string;
@@ -127,6 +129,7 @@ export function harness(opts: HarnessOptions = {}) {
     ...(opts.longContext ? { longContext: opts.longContext } : {}),
     ...(opts.releasePreStreamRejections !== undefined ? { releasePreStreamRejections: opts.releasePreStreamRejections } : {}),
     ...(opts.media ? { media: opts.media } : {}),
+    ...(opts.recall ? { recall: opts.recall } : {}),
     calls,
     audit,
     trailKey: TEST_TRAIL_KEY,
