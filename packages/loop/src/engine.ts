@@ -31,6 +31,7 @@ import type { CacheHygieneGuard } from "./cache-hygiene.js";
 import type { LoopEventSink } from "./events.js";
 import type { MediaConfig } from "./media.js";
 import type { PermissionController } from "./permission.js";
+import type { ExtractionConfig } from "./extraction.js";
 import type { RecallConfig } from "./recall.js";
 
 export interface LoopLimits {
@@ -116,6 +117,12 @@ export interface EngineConfig {
    * never the turn. Absent: nothing is recalled and no recall record is written.
    */
   readonly recall?: RecallConfig;
+  /**
+   * Memory extraction (issue 18): after a completed turn, one governed `extraction` call on its own
+   * route under the root's caps and call limit; a valid structured answer is written through the
+   * memory stores. Its failure never changes the turn's outcome. Absent: nothing is extracted.
+   */
+  readonly extraction?: ExtractionConfig;
   /** Media by bytes (spec: media-by-bytes); absent, a media block goes by reference and one carrying content is refused. */
   readonly media?: MediaConfig;
   /**

@@ -8,6 +8,7 @@ import type { ResolvedLimits } from "./limits.js";
 import type { CompiledLongContext } from "./long-context.js";
 import type { CompiledMedia } from "./media.js";
 import type { PermissionController } from "./permission.js";
+import type { CompiledExtraction } from "./extraction.js";
 import type { CompiledRecall } from "./recall.js";
 import type { TurnTrail } from "./trail.js";
 
@@ -30,6 +31,7 @@ export interface CompiledEngine {
   readonly longContext: CompiledLongContext | undefined;
   readonly media: CompiledMedia | undefined;
   readonly recall: CompiledRecall | undefined;
+  readonly extraction: CompiledExtraction | undefined;
   readonly releasePreStreamRejections: boolean;
   readonly calls: GovernedCalls;
   readonly audit: AuditLog;

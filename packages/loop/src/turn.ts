@@ -11,6 +11,7 @@ import { trailBase } from "./trail.js";
 import { mediaEgress, replayedHistory, resolveMedia, storedInput } from "./media.js";
 import { afterRejection, releasable } from "./rejection.js";
 import { advertisedProviderTools, advertisedTools, buildRequest } from "./request.js";
+import { extractMemory } from "./extraction.js";
 import { recallFor } from "./recall.js";
 import { coldRotation } from "./rotation.js";
 import type { TurnState } from "./state.js";
@@ -27,6 +28,8 @@ export async function runTurnCore(env: TurnEnv, state: TurnState, choice: ModelC
   } catch (error) {
     return await finalizeUncertain(env, state, toUncertain(env.signal, error));
   }
+  // The ending is decided: the extraction (when configured) never changes it, and never throws.
+  await extractMemory(env, state, ending);
   return await finalizeCompleted(env, state, ending);
 }
 
