@@ -21,6 +21,11 @@ const listed = async (stores: ReturnType<typeof inMemoryMemoryStores>) => ({
   episodes: (await stores.episodes.list(SCOPE)).items,
   facts: (await stores.profiles.list(SCOPE)).items,
 });
+/** The text of a request's first block (the extraction's transcript). */
+const textOf = (request: { readonly messages: readonly Msg[] } | undefined): string => {
+  const block = request?.messages[0]?.blocks[0];
+  return block?.type === "text" ? block.text : "";
+};
 /** What a host acts on: the status, the reply, the ending. */
 const outcomeOf = (r: TurnResult) => ({ reply: r.reply, stopReason: r.stopReason, terminalReason: r.terminalReason, toolCalls: r.toolCalls });
 
@@ -33,7 +38,7 @@ describe("memory extraction after a completed turn", () => {
     expect(request?.system).toEqual([{ type: "text", text: EXTRACTION_INSTRUCTION }]);
     expect(request?.tools).toEqual([]);
     expect(request?.output?.name).toBe("memory_extraction");
-    expect((request?.messages[0]?.blocks[0] as { text: string }).text).toBe("Person: I'm allergic to penicillin. Is amoxicillin ok?\nAssistant: Noted: no penicillin.");
+    expect(textOf(request)).toBe("Person: I'm allergic to penicillin. Is amoxicillin ok?\nAssistant: Noted: no penicillin.");
     const { episodes, facts } = await listed(stores);
     expect(episodes).toEqual([
       {
@@ -67,7 +72,7 @@ describe("memory extraction after a completed turn", () => {
     ];
     const { h, stores } = withExtraction([scriptedText(ANSWER)], { volatile: () => "VOLATILE-CANARY" });
     completed(await h.run({ history, revision: history.length, input: [{ type: "text", text: "Ok, Friday then." }] }));
-    const text = (h.small.requests[0]?.messages[0]?.blocks[0] as { text: string }).text;
+    const text = textOf(h.small.requests[0]);
     expect(text).toBe(
       "[Message from the team, shown to the person] Dr. Ana moved you to Friday.\n(The person did not receive the assistant's previous reply.)\nPerson: Ok, Friday then.\nAssistant: Noted: no penicillin.",
     );
@@ -83,7 +88,7 @@ describe("memory extraction after a completed turn", () => {
       longContext: { rotateAtTokens: 10, keepLastMessages: 2, summaryTier: "fast" },
     });
     completed(await h.run({ history, revision: history.length }));
-    const text = (h.small.requests[1]?.messages[0]?.blocks[0] as { text: string }).text;
+    const text = textOf(h.small.requests[1]);
     expect(text.startsWith("Earlier summary: ")).toBe(true);
     expect(text).toContain("The earlier talk.");
   });
