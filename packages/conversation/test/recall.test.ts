@@ -66,6 +66,19 @@ describe("recall and extraction through the conversation runner", () => {
     expect(t.small.calls).toBe(1);
   });
 
+  it("a request cancelled before it runs never reaches the source", async () => {
+    const queries: RecallQuery[] = [];
+    const source: RecallSource = { name: "counted", recall: async (q) => (queries.push(q), { episodes: [], facts: [] }) };
+    const { t } = withMemory(1, [], { recall: { source } });
+    const control = new AbortController();
+    control.abort();
+    const view = await t.runner.runTurn({ ...t.request("k1"), signal: control.signal });
+    // The runner's existing answer to a pre-aborted signal; what matters here: recall never ran.
+    expect(view).toMatchObject({ status: "reconciliation_required" });
+    expect(queries).toEqual([]);
+    expect(t.model.calls).toBe(0);
+  });
+
   it("a source that hangs past recallTimeoutMs: the turn completes without recall, degraded on the trail", async () => {
     const queries: RecallQuery[] = [];
     const source: RecallSource = {

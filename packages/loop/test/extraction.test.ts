@@ -1,9 +1,9 @@
 import { type EpisodeStore, type Msg, type PriceTable, type ProfileStore, worstCaseMicros } from "@alma-harness/core";
 import { inMemoryMemoryStores } from "@alma-harness/memory/testing";
 import { createEngine, EngineConfigError, EXTRACTION_INSTRUCTION, type TurnResult } from "@alma-harness/loop";
-import { scriptedText, scriptedToolCall, scriptedTorn } from "@alma-harness/loop/testing";
+import { scriptedHang, scriptedText, scriptedToolCall, scriptedTorn } from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
-import { completed, echoTool, harness, type HarnessOptions, PRICES, SCOPE, SMALL_CHOICE, tool } from "./harness.js";
+import { completed, echoTool, harness, type HarnessOptions, PRICES, SCOPE, SMALL_CHOICE, tool, until } from "./harness.js";
 
 const ANSWER = JSON.stringify({
   episode: "The person said they are allergic to penicillin and asked about amoxicillin.",
@@ -194,6 +194,19 @@ describe("extraction is priced and capped; its failure never changes the turn", 
     const failing = harness({ script: [scriptedText("Noted: no penicillin.")], smallScript: [scriptedText(ANSWER)], extraction: { tier: "fast", stores: { episodes, profiles } } });
     expect(outcomeOf(completed(await failing.run()))).toEqual(expected);
     expect(extractionTrail(failing)).toEqual(["failed:1:0"]);
+  });
+
+  it("cancelled while the extraction call hangs: the call is cut, nothing is written, the turn completes as it would have", async () => {
+    const stores = inMemoryMemoryStores();
+    const h = harness({ script: [scriptedText("Noted: no penicillin.")], smallScript: [scriptedHang()], extraction: { tier: "fast", stores } });
+    const control = new AbortController();
+    const running = h.run({ signal: control.signal });
+    await until(() => h.small.calls === 1, "the extraction was dispatched");
+    control.abort();
+    const result = completed(await running);
+    expect(result.reply).toEqual([{ type: "text", text: "Noted: no penicillin." }]);
+    expect(extractionTrail(h)).toEqual(["failed:0:0"]);
+    expect(await listed(stores)).toEqual({ episodes: [], facts: [] });
   });
 
   it("never for a delegate: a turn whose tool delegates extracts once, for the main thread", async () => {
