@@ -68,7 +68,13 @@ describe("recall and extraction through the conversation runner", () => {
 
   it("a request cancelled before it runs never reaches the source", async () => {
     const queries: RecallQuery[] = [];
-    const source: RecallSource = { name: "counted", recall: async (q) => (queries.push(q), { episodes: [], facts: [] }) };
+    const source: RecallSource = {
+      name: "counted",
+      recall: async (q) => {
+        queries.push(q);
+        return { episodes: [], facts: [] };
+      },
+    };
     const { t } = withMemory(1, [], { recall: { source } });
     const control = new AbortController();
     control.abort();
