@@ -124,11 +124,24 @@ export function extractionTranscript(env: TurnEnv, state: TurnState): { readonly
   const marker = state.log.added.filter((m) => m.meta?.rotation !== undefined);
   const own = state.log.added.filter((m) => m.meta?.turn === turnId && m.meta.rotation === undefined);
   const history = env.input.history;
+  // The recorded events at the end of the view (each carries its event id and no turn): older history is not this turn's.
   let since = history.length;
-  while (since > 0 && (history[since - 1] as Msg).meta?.turn === undefined) since--;
+  while (since > 0 && isEvent(history[since - 1] as Msg)) since--;
   const events = history.slice(since);
   const undelivered = events.some((m) => m.meta?.event?.kind === "undelivered");
-  return { text: transcriptOf([...marker, ...events, ...own]), undelivered };
+  return { text: bounded(transcriptOf([...marker, ...events, ...own])), undelivered };
+}
+
+const isEvent = (m: Msg) => m.meta?.event !== undefined && m.meta.turn === undefined;
+
+/** The transcript's longest length (UTF-16 units): over it, whole lines are dropped from the start (the newest stay). */
+export const EXTRACTION_TRANSCRIPT_MAX = 50_000;
+
+function bounded(text: string): string {
+  if (text.length <= EXTRACTION_TRANSCRIPT_MAX) return text;
+  const cut = text.slice(text.length - EXTRACTION_TRANSCRIPT_MAX);
+  const line = cut.indexOf("\n");
+  return line < 0 ? cut : cut.slice(line + 1);
 }
 
 /**

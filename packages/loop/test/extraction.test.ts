@@ -1,6 +1,6 @@
 import { type EpisodeStore, type Msg, type PriceTable, type ProfileStore, worstCaseMicros } from "@alma-harness/core";
 import { inMemoryMemoryStores } from "@alma-harness/memory/testing";
-import { createEngine, EngineConfigError, EXTRACTION_INSTRUCTION, type TurnResult } from "@alma-harness/loop";
+import { createEngine, EngineConfigError, EXTRACTION_INSTRUCTION, EXTRACTION_TRANSCRIPT_MAX, type TurnResult } from "@alma-harness/loop";
 import { scriptedHang, scriptedText, scriptedToolCall, scriptedTorn } from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
 import { completed, echoTool, harness, type HarnessOptions, PRICES, SCOPE, SMALL_CHOICE, tool, until } from "./harness.js";
@@ -78,6 +78,23 @@ describe("memory extraction after a completed turn", () => {
     );
     expect(text).not.toContain("VOLATILE-CANARY");
     expect((await listed(stores)).episodes[0]?.undelivered).toBe(true);
+  });
+
+  it("reads only this turn and the events recorded since the previous one: older history, timed or not, is left out", async () => {
+    const history: Msg[] = [
+      { role: "user", blocks: [{ type: "text", text: "OLD untimed message" }] },
+      { role: "assistant", blocks: [{ type: "text", text: "OLD answer" }], meta: { turn: "turn-0", at: 2 } },
+      { role: "user", blocks: [{ type: "text", text: "[Automatic notice, shown to the person] Reminder sent.", origin: "system" }], meta: { event: { id: "ev1", kind: "message" } } },
+    ];
+    const { h } = withExtraction([scriptedText(ANSWER)]);
+    completed(await h.run({ history, revision: history.length, input: [{ type: "text", text: "Thanks." }] }));
+    expect(textOf(h.small.requests[0])).toBe("[Automatic notice, shown to the person] Reminder sent.\nPerson: Thanks.\nAssistant: Noted: no penicillin.");
+  });
+
+  it("a transcript over EXTRACTION_TRANSCRIPT_MAX keeps its newest whole lines", async () => {
+    const { h } = withExtraction([scriptedText(ANSWER)]);
+    completed(await h.run({ input: [{ type: "text", text: `${"x".repeat(EXTRACTION_TRANSCRIPT_MAX)}` }] }));
+    expect(textOf(h.small.requests[0])).toBe("Assistant: Noted: no penicillin.");
   });
 
   it("at a rotation, reads the rotation's summary first", async () => {
