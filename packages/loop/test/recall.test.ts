@@ -4,7 +4,7 @@ import { inMemoryMemoryStores } from "@alma-harness/memory/testing";
 import { createEngine, EngineConfigError, RECALL_LABEL } from "@alma-harness/loop";
 import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
-import { completed, deferred, echoTool, harness, log, SCOPE, tool, uncertain, until } from "./harness.js";
+import { completed, deferred, echoTool, flush, harness, log, SCOPE, tool, uncertain, until } from "./harness.js";
 
 const AT = Date.UTC(2026, 10, 2, 9, 0, 0);
 
@@ -148,7 +148,7 @@ describe("recall that fails degrades recall, never the turn", () => {
     const running = h.run();
     await until(() => src.queries.length === 1, "the source was asked");
     h.clock.advance(499);
-    await until(() => true);
+    await flush();
     expect(src.queries[0]?.signal.aborted).toBe(false);
     expect(h.model.calls).toBe(0);
     h.clock.advance(1);
@@ -158,7 +158,7 @@ describe("recall that fails degrades recall, never the turn", () => {
     expect(recallTrail(h)[0]).toMatchObject({ items: 0, attempts: 1, degradedTiers: ["unavailable"] });
     // A late answer can neither append nor dispatch.
     hang.resolve(ONE);
-    await until(() => true);
+    await flush();
     expect(h.model.calls).toBe(1);
     expect(h.model.requests.some((r) => JSON.stringify(r).includes("penicillin"))).toBe(false);
     expect(recallTrail(h)).toHaveLength(1);
@@ -194,7 +194,7 @@ describe("recall that fails degrades recall, never the turn", () => {
     expect(h.clock.pending).toBe(0);
     expect(src.queries[0]?.signal.aborted).toBe(true);
     hang.resolve(ONE);
-    await until(() => true);
+    await flush();
     expect(h.model.calls).toBe(0);
     expect(recallTrail(h)).toEqual([]);
     expect(JSON.stringify(outcome.messages)).not.toContain("penicillin");
