@@ -215,6 +215,11 @@ function queryText(env: TurnEnv): string {
   return words.length > RECALL_QUERY_MAX ? words.slice(0, RECALL_QUERY_MAX) : words;
 }
 
+/** The latest time a `Date` can show (epoch ms): a record's `source.at` beyond it is not a time. */
+const MAX_TIME = 8.64e15;
+/** At most this many records of each kind are looked at, whatever a source returns (the bounds are at most 50). */
+const CONSIDERED = 200;
+
 const sameScope = (a: Scope, b: Scope) => a !== null && typeof a === "object" && a.org === b.org && a.uid === b.uid;
 
 /** A record the turn may see: of its scope, at or below its ceiling, with text of the contract's shape. */
@@ -230,16 +235,22 @@ function admissible(record: unknown, scope: Scope, ceiling: Sensitivity, text: (
   }
   if (!(rank <= sensitivityRank(ceiling))) return false;
   const body = text(record as never);
-  return typeof body === "string" && body.length > 0 && typeof r.source?.at === "number" && Number.isFinite(r.source.at);
+  const at = r.source?.at;
+  return typeof body === "string" && body.length > 0 && Number.isSafeInteger(at) && (at as number) >= 0 && (at as number) <= MAX_TIME;
 }
 
 /** The source's answer kept to the turn's scope, ceiling and bounds, then rendered. */
 function boundRecall(recall: CompiledRecall, result: RecallResult, scope: Scope, ceiling: Sensitivity, attempts: number): Recalled {
   const degraded = new Set<RecallDegradedTier>();
-  const facts = result.facts.filter((f) => admissible(f, scope, ceiling, (r: ProfileFact) => r.text) && typeof f.key === "string");
-  const episodes = result.episodes.filter((e) => admissible(e, scope, ceiling, (r: Episode) => r.summary));
-  let dropped = result.facts.length - facts.length + (result.episodes.length - episodes.length);
+  const rawFacts = result.facts.slice(0, CONSIDERED);
+  const rawEpisodes = result.episodes.slice(0, CONSIDERED);
+  const facts = rawFacts.filter((f) => admissible(f, scope, ceiling, (r: ProfileFact) => r.text) && typeof f.key === "string");
+  const episodes = rawEpisodes.filter((e) => admissible(e, scope, ceiling, (r: Episode) => r.summary));
+  let dropped = rawFacts.length - facts.length + (rawEpisodes.length - episodes.length);
   if (dropped > 0) degraded.add("filtered");
+  const unseen = result.facts.length - rawFacts.length + (result.episodes.length - rawEpisodes.length);
+  if (unseen > 0) degraded.add("truncated");
+  dropped += unseen;
   // Bounded in the source's rank order, then ordered for the block.
   const keptFacts = sortFacts(facts.slice(0, recall.facts));
   const keptEpisodes = sortEpisodes(episodes.slice(0, recall.episodes));

@@ -233,6 +233,17 @@ describe("recall never above the turn's sensitivity, never another scope's", () 
     expect(recallTrail(h)[0]).toMatchObject({ facts: 1, episodes: 0, dropped: 3, degradedTiers: ["filtered"] });
   });
 
+  it("a hostile source cannot make the turn uncertain: a time no date can show is filtered, a flood of records is truncated", async () => {
+    const flood = Array.from({ length: 5_000 }, (_, i) => fact({ key: `k${i}`, factId: `f${i}`, text: "t" }));
+    const h = harness({
+      recall: { source: source(() => ({ facts: [fact({ factId: "late", text: "far future", source: { sessionId: "s", turnId: "t", at: 1e20 } }), ...flood], episodes: [] })) },
+      script: [scriptedText("ok")],
+    });
+    completed(await h.run());
+    expect(recallTrail(h)[0]).toMatchObject({ degradedTiers: ["filtered", "truncated"] });
+    expect((recallBlockOf(h) as { text: string }).text).not.toContain("far future");
+  });
+
   it("a delegate never recalls: its request carries no recalled text, whatever its ceiling", async () => {
     const src = source(() => ONE);
     const probe = tool("probe", async (_i, ctx) => (await ctx.models.delegate({ tier: "fast", sensitivity: "internal", prompt: "dig" })).text);
