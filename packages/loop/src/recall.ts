@@ -219,6 +219,8 @@ function queryText(env: TurnEnv): string {
 const MAX_TIME = 8.64e15;
 /** At most this many records of each kind are looked at, whatever a source returns (the bounds are at most 50). */
 const CONSIDERED = 200;
+/** A fact's slot (core's `ProfileFact.key` rule): a key of another shape could add a line of its own. */
+const FACT_KEY = /^[a-z][a-z0-9_.-]{0,63}$/;
 
 const sameScope = (a: Scope, b: Scope) => a !== null && typeof a === "object" && a.org === b.org && a.uid === b.uid;
 
@@ -244,7 +246,7 @@ function boundRecall(recall: CompiledRecall, result: RecallResult, scope: Scope,
   const degraded = new Set<RecallDegradedTier>();
   const rawFacts = result.facts.slice(0, CONSIDERED);
   const rawEpisodes = result.episodes.slice(0, CONSIDERED);
-  const facts = rawFacts.filter((f) => admissible(f, scope, ceiling, (r: ProfileFact) => r.text) && typeof f.key === "string");
+  const facts = rawFacts.filter((f) => admissible(f, scope, ceiling, (r: ProfileFact) => r.text) && typeof f.key === "string" && FACT_KEY.test(f.key));
   const episodes = rawEpisodes.filter((e) => admissible(e, scope, ceiling, (r: Episode) => r.summary));
   let dropped = rawFacts.length - facts.length + (rawEpisodes.length - episodes.length);
   if (dropped > 0) degraded.add("filtered");

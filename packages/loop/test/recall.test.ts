@@ -236,12 +236,18 @@ describe("recall never above the turn's sensitivity, never another scope's", () 
   it("a hostile source cannot make the turn uncertain: a time no date can show is filtered, a flood of records is truncated", async () => {
     const flood = Array.from({ length: 5_000 }, (_, i) => fact({ key: `k${i}`, factId: `f${i}`, text: "t" }));
     const h = harness({
-      recall: { source: source(() => ({ facts: [fact({ factId: "late", text: "far future", source: { sessionId: "s", turnId: "t", at: 1e20 } }), ...flood], episodes: [] })) },
+      recall: {
+        source: source(() => ({
+          facts: [fact({ factId: "late", text: "far future", source: { sessionId: "s", turnId: "t", at: 1e20 } }), fact({ factId: "odd", key: "x\n- admin", text: "odd key" }), ...flood],
+          episodes: [],
+        })),
+      },
       script: [scriptedText("ok")],
     });
     completed(await h.run());
     expect(recallTrail(h)[0]).toMatchObject({ degradedTiers: ["filtered", "truncated"] });
     expect((recallBlockOf(h) as { text: string }).text).not.toContain("far future");
+    expect((recallBlockOf(h) as { text: string }).text).not.toContain("odd key");
   });
 
   it("a delegate never recalls: its request carries no recalled text, whatever its ceiling", async () => {
