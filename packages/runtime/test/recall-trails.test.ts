@@ -1,4 +1,4 @@
-import type { AuditRecord, Scope } from "@alma-harness/core";
+import type { AuditRecord, RecallSource, Scope } from "@alma-harness/core";
 import { storeRecall } from "@alma-harness/memory";
 import { inMemoryMemoryStores } from "@alma-harness/memory/testing";
 import { FakeModelClient, scriptedText } from "@alma-harness/loop/testing";
@@ -51,6 +51,27 @@ for (const [name, open, enabled] of compositions("recall")) {
         expect((recall[1] as { estimatedTokens: number }).estimatedTokens).toBeGreaterThan(0);
         expect(records.filter((r) => r.trail === "lifecycle" && r.action === "memory.extraction").map((r) => (r as { detail?: string }).detail)).toEqual(["stored:1:1", "nothing:0:0"]);
         expect(records.filter((r) => r.trail === "routing" && r.kind === "extraction")).toHaveLength(4);
+      } finally {
+        await rt.close();
+      }
+    });
+
+    it("a source that keeps failing: the turn completes without recall and the store keeps degradedTiers [unavailable]", async () => {
+      let calls = 0;
+      const failing: RecallSource = {
+        name: "down",
+        recall: async () => {
+          calls += 1;
+          throw new Error("index offline");
+        },
+      };
+      const rt = await open(clinicConfig(new FakeModelClient([scriptedText("Hello.")]), { recall: { source: failing, attempts: 2 } }));
+      try {
+        const view = await rt.runner.runTurn({ scope: SCOPE, sessionId: "s1", idempotencyKey: "k1", input: "hello", intent: { tier: "balanced", sensitivity: "internal" } });
+        expect(view.status === "completed" && view.result.terminalReason).toBe("answered");
+        expect(calls).toBe(2);
+        const recall = (await allRecords(rt, SCOPE)).filter((r) => r.trail === "recall");
+        expect(recall).toEqual([expect.objectContaining({ source: "down", items: 0, attempts: 2, characters: 0, degradedTiers: ["unavailable"] })]);
       } finally {
         await rt.close();
       }
