@@ -30,15 +30,25 @@ const input = (text: string): Msg => ({
 
 describe("the offline demo script", () => {
   it("picks a script from keywords and says what it is otherwise", () => {
-    expect(["When are you open?", "Any free slots?", "Please book an appointment", "Cancel my appointment", "What is on my record?", "hello"].map(classify)).toEqual([
-      "hours",
-      "slots",
-      "book",
-      "cancel",
-      "record",
-      "help",
-    ]);
+    expect(
+      ["When are you open?", "Any free slots?", "Please book an appointment", "Cancel my appointment", "I'm allergic to latex", "Do you remember my allergy?", "What is on my record?", "hello"].map(classify),
+    ).toEqual(["hours", "slots", "book", "cancel", "tell", "remember", "record", "help"]);
     expect(demoStep(request([input("hello")]))).toEqual({ kind: "text", text: DEMO_HELP });
+  });
+
+  it("answers the memory extraction with the allergy a person named, and reads recalled facts from the harness context", () => {
+    const extraction = {
+      ...request([]),
+      messages: [{ role: "user" as const, blocks: [{ type: "text" as const, text: "Person: I am allergic to latex\nAssistant: Noted.\nPerson: I'm allergic to latex and to Iodine" }] }],
+      output: { name: "memory_extraction", schema: { type: "object" } },
+    };
+    expect(JSON.parse((demoStep(extraction) as { text: string }).text)).toEqual({
+      episode: "The patient wrote: I am allergic to latex",
+      facts: [{ key: "allergy.latex", text: "Allergic to latex.", confidence: 0.9 }],
+    });
+    const recalled = { type: "text" as const, text: "[Recalled memory]\nFacts:\n- allergy.latex (2026-11-02): Allergic to latex.", origin: "harness" as const };
+    const asked = request([{ role: "user", blocks: [{ type: "text", text: "Do you remember my allergy?" }, recalled] }]);
+    expect(demoStep(asked)).toEqual({ kind: "text", text: "From our earlier conversations I remember: Allergic to latex." });
   });
 
   it("plays the booking script from the tool results already in the request", () => {

@@ -91,6 +91,8 @@ export type EngineOptions = Pick<
   | "volatile"
   | "longContext"
   | "media"
+  | "recall"
+  | "extraction"
   | "releasePreStreamRejections"
   | "trailKey"
   | "cacheHygiene"

@@ -154,6 +154,8 @@ const ENGINE_OPTIONS = [
   "volatile",
   "longContext",
   "media",
+  "recall",
+  "extraction",
   "releasePreStreamRejections",
   "trailKey",
   "cacheHygiene",

@@ -68,7 +68,8 @@ export function normalizeBudgetCaps(input: unknown): BudgetCaps {
   return Object.freeze(out);
 }
 
-export type CallKind = "main" | "direct" | "delegate" | "summary";
+/** `extraction`: the optional memory extraction after a completed turn (its own route, under the root). */
+export type CallKind = "main" | "direct" | "delegate" | "summary" | "extraction";
 
 /** The record of one priced, settled model call. */
 export interface CostReceipt {

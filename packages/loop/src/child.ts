@@ -37,7 +37,7 @@ export interface ChildSpec {
  * A child's (or a summary's) own route: resolved from a copied intent with its kind as the task; a
  * throw, malformed choice or absent client is uncertain.
  */
-export function routeChild(env: TurnEnv, req: { readonly tier: Tier; readonly sensitivity: Sensitivity }, kind: "direct" | "delegate" | "summary"): ModelChoice {
+export function routeChild(env: TurnEnv, req: { readonly tier: Tier; readonly sensitivity: Sensitivity }, kind: "direct" | "delegate" | "summary" | "extraction"): ModelChoice {
   try {
     const choice = normalizeModelChoice(env.engine.policy.resolve({ tier: req.tier, sensitivity: req.sensitivity, task: kind }));
     if (!env.engine.clients.has(choice.clientId)) throw new Error(`the policy chose an absent client "${choice.clientId}"`);

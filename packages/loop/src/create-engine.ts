@@ -10,6 +10,8 @@ import { TurnState } from "./state.js";
 import { type StreamedTurn, streamFrom } from "./stream-turn.js";
 import { runTurnCore } from "./turn.js";
 import { compileMedia } from "./media.js";
+import { compileExtraction } from "./extraction.js";
+import { compileRecall } from "./recall.js";
 import { turnTrail } from "./trail.js";
 
 export const MAX_TERMINAL_TOOLS = 64;
@@ -109,6 +111,8 @@ function compile(config: EngineConfig): CompiledEngine {
     limits: resolveLimits(config.limits),
     longContext: resolveLongContext(config.longContext),
     media: compileMedia(config.media),
+    recall: compileRecall(config.recall),
+    extraction: compileExtraction(config.extraction),
     releasePreStreamRejections: config.releasePreStreamRejections ?? false,
     calls: config.calls,
     audit: config.audit,

@@ -31,6 +31,8 @@ import type { CacheHygieneGuard } from "./cache-hygiene.js";
 import type { LoopEventSink } from "./events.js";
 import type { MediaConfig } from "./media.js";
 import type { PermissionController } from "./permission.js";
+import type { ExtractionConfig } from "./extraction.js";
+import type { RecallConfig } from "./recall.js";
 
 export interface LoopLimits {
   /** Every model call of a turn (main, direct, delegate, summary). Required. */
@@ -108,6 +110,19 @@ export interface EngineConfig {
   readonly permissions?: PermissionController;
   readonly limits: LoopLimits;
   readonly longContext?: LongContextPolicy;
+  /**
+   * Recall (issue 18): before the first step, bounded episodes and facts of the turn's scope at or
+   * below its sensitivity, through a `RecallSource`, as one harness block before the volatile
+   * suffix. A failing or hanging source degrades recall (`degradedTiers` on the recall trail),
+   * never the turn. Absent: nothing is recalled and no recall record is written.
+   */
+  readonly recall?: RecallConfig;
+  /**
+   * Memory extraction (issue 18): after a completed turn, one governed `extraction` call on its own
+   * route under the root's caps and call limit; a valid structured answer is written through the
+   * memory stores. Its failure never changes the turn's outcome. Absent: nothing is extracted.
+   */
+  readonly extraction?: ExtractionConfig;
   /** Media by bytes (spec: media-by-bytes); absent, a media block goes by reference and one carrying content is refused. */
   readonly media?: MediaConfig;
   /**

@@ -8,6 +8,8 @@ import type { ResolvedLimits } from "./limits.js";
 import type { CompiledLongContext } from "./long-context.js";
 import type { CompiledMedia } from "./media.js";
 import type { PermissionController } from "./permission.js";
+import type { CompiledExtraction } from "./extraction.js";
+import type { CompiledRecall } from "./recall.js";
 import type { TurnTrail } from "./trail.js";
 
 /** The engine's configuration, validated and compiled once at construction. */
@@ -28,6 +30,8 @@ export interface CompiledEngine {
   readonly limits: ResolvedLimits;
   readonly longContext: CompiledLongContext | undefined;
   readonly media: CompiledMedia | undefined;
+  readonly recall: CompiledRecall | undefined;
+  readonly extraction: CompiledExtraction | undefined;
   readonly releasePreStreamRejections: boolean;
   readonly calls: GovernedCalls;
   readonly audit: AuditLog;

@@ -11,6 +11,8 @@ import { trailBase } from "./trail.js";
 import { mediaEgress, replayedHistory, resolveMedia, storedInput } from "./media.js";
 import { afterRejection, releasable } from "./rejection.js";
 import { advertisedProviderTools, advertisedTools, buildRequest } from "./request.js";
+import { extractMemory } from "./extraction.js";
+import { recallFor } from "./recall.js";
 import { coldRotation } from "./rotation.js";
 import type { TurnState } from "./state.js";
 import { attemptStep } from "./attempts.js";
@@ -26,10 +28,12 @@ export async function runTurnCore(env: TurnEnv, state: TurnState, choice: ModelC
   } catch (error) {
     return await finalizeUncertain(env, state, toUncertain(env.signal, error));
   }
+  // The ending is decided: the extraction (when configured) never changes it, and never throws.
+  await extractMemory(env, state, ending);
   return await finalizeCompleted(env, state, ending);
 }
 
-/** Before the first step: the lifecycle record, `turn:start`, the input with its volatile suffix, media egress. */
+/** Before the first step: the lifecycle record, `turn:start`, recall, the input with its recall block and volatile suffix, media egress. */
 async function start(env: TurnEnv, state: TurnState, choice: ModelChoice): Promise<void> {
   const { engine, input } = env;
   checkpoint(env.signal);
@@ -45,9 +49,12 @@ async function start(env: TurnEnv, state: TurnState, choice: ModelChoice): Promi
       throw new UncertainTurnError("hook:turn:start", "the turn:start hook threw", error);
     }
   }
+  // Recall (issue 18): after the cached prefix, before the volatile suffix, persisted with the input.
+  const recalled = await recallFor(env);
   // Media by bytes: resolved before anything is recorded or dispatched; the session keeps the ref.
   state.media = await resolveMedia(env, state.log.history);
   const blocks: Block[] = storedInput(input.input, state.media);
+  if (recalled) blocks.push({ type: "text", text: recalled, origin: "harness" });
   const volatileText = await volatileSuffix(env);
   if (volatileText) blocks.push({ type: "text", text: volatileText, origin: "harness" });
   await mediaEgress(env, choice, [...input.input, ...replayedHistory(env, state.log.history)], state.media);

@@ -33,6 +33,8 @@ import {
   type LoopLimits,
   type MediaConfig,
   type PermissionController,
+  type ExtractionConfig,
+  type RecallConfig,
   type TurnInput,
   type TurnOutcome,
   type TurnResult,
@@ -86,6 +88,8 @@ export interface HarnessOptions {
   readonly longContext?: LongContextPolicy;
   readonly releasePreStreamRejections?: boolean;
   readonly media?: MediaConfig;
+  readonly recall?: RecallConfig;
+  readonly extraction?: ExtractionConfig;
   readonly cacheHygiene?: CacheHygieneGuard;
   /** The static system prompt; default "You are a test agent.". */
   readonly system?: string;
@@ -111,7 +115,7 @@ export function harness(opts: HarnessOptions = {}) {
       resolve: (intent) => {
         routes.push(intent);
         if (opts.policy) return opts.policy(intent);
-        return intent.task === "direct" || intent.task === "delegate" || intent.task === "summary" ? SMALL_CHOICE : choice;
+        return intent.task === "direct" || intent.task === "delegate" || intent.task === "summary" || intent.task === "extraction" ? SMALL_CHOICE : choice;
       },
     },
     tools: opts.tools ?? [],
@@ -127,6 +131,8 @@ export function harness(opts: HarnessOptions = {}) {
     ...(opts.longContext ? { longContext: opts.longContext } : {}),
     ...(opts.releasePreStreamRejections !== undefined ? { releasePreStreamRejections: opts.releasePreStreamRejections } : {}),
     ...(opts.media ? { media: opts.media } : {}),
+    ...(opts.recall ? { recall: opts.recall } : {}),
+    ...(opts.extraction ? { extraction: opts.extraction } : {}),
     calls,
     audit,
     trailKey: TEST_TRAIL_KEY,

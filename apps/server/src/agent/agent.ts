@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { UncertainTurnEvent } from "@alma-harness/conversation";
-import type { BudgetCapsInput, Clock, IdSource, RoutingIntent } from "@alma-harness/core";
+import type { BudgetCapsInput, Clock, EpisodeStore, IdSource, ProfileStore, RoutingIntent } from "@alma-harness/core";
+import { storeRecall } from "@alma-harness/memory";
 import type { PermissionController, VolatileContext } from "@alma-harness/loop";
 import type { RuntimeConfig } from "@alma-harness/runtime";
 import type { ModelSetup } from "../models/select.js";
@@ -42,6 +43,28 @@ export interface AgentDeps {
   readonly ids?: IdSource;
   /** How long an operator may take to answer a permission ask; default five minutes. */
   readonly permissionTimeoutMs?: number;
+  /**
+   * The patient memory (issue 18): with it, each turn recalls the patient's facts and earlier
+   * sessions, and each completed turn extracts what the patient told. Absent: the agent forgets.
+   */
+  readonly memory?: ClinicMemory;
+}
+
+/** The memory stores the clinic agent recalls from and extracts into. */
+export interface ClinicMemory {
+  readonly episodes: EpisodeStore;
+  readonly profiles: ProfileStore;
+}
+
+/**
+ * Recall and extraction for the clinic: up to 8 facts and 3 earlier sessions of the patient, at or
+ * below the chat's sensitivity (confidential), within 2 s; the extraction on the fast tier.
+ */
+export function clinicMemory(memory: ClinicMemory): Pick<RuntimeConfig, "recall" | "extraction"> {
+  return {
+    recall: { source: storeRecall(memory), facts: 8, episodes: 3, recallTimeoutMs: 2_000 },
+    extraction: { tier: "fast", stores: memory, maxFacts: 8 },
+  };
 }
 
 /** The turn's harness context: the date, the clinic and who is talking (from the verified scope). */
@@ -59,8 +82,8 @@ function volatileFor(desk: ClinicDesk) {
  * routes, the price table and the caps. A retry under an old key after a change is a conflict,
  * never a silent replay of a different configuration.
  */
-export function configRevision(models: ModelSetup, caps: BudgetCapsInput): string {
-  const basis = JSON.stringify({ prompt: PROMPT_VERSION, provider: models.provider, tiers: models.tiers, prices: models.prices.version, caps });
+export function configRevision(models: ModelSetup, caps: BudgetCapsInput, memory = false): string {
+  const basis = JSON.stringify({ prompt: PROMPT_VERSION, provider: models.provider, tiers: models.tiers, prices: models.prices.version, caps, ...(memory ? { memory: "recall-8-3.extract-fast-8" } : {}) });
   return `${PROMPT_VERSION}.${createHash("sha256").update(basis).digest("hex").slice(0, 12)}`;
 }
 
@@ -79,7 +102,8 @@ export function clinicAgent(deps: AgentDeps): RuntimeConfig {
     prices: deps.models.prices,
     policyVersion: `routing-${deps.models.provider}-1`,
     priceVersion: deps.models.prices.version,
-    configRevision: configRevision(deps.models, caps),
+    configRevision: configRevision(deps.models, caps, deps.memory !== undefined),
+    ...(deps.memory ? clinicMemory(deps.memory) : {}),
     resultRetentionMs: 30 * 86_400_000,
     runTimeoutMs: 10 * 60_000,
     maxCalls: 6,

@@ -63,7 +63,7 @@ export function describeEvent(e: AuditRecord): string {
     case "context":
       return `step ${e.step} ${e.field} ${e.decision}`;
     case "recall":
-      return `${e.source} ${e.items} item(s)`;
+      return `${e.source} ${e.items} item(s)${e.estimatedTokens !== undefined ? ` ~${e.estimatedTokens} tokens` : ""}${e.degradedTiers?.length ? ` degraded (${e.degradedTiers.join(",")})` : ""}`;
   }
 }
 

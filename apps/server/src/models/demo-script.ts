@@ -11,12 +11,12 @@ export type DemoStep =
   | { readonly kind: "text"; readonly text: string }
   | { readonly kind: "tool"; readonly text: string; readonly name: string; readonly input: Record<string, JsonValue> };
 
-export type DemoIntent = "hours" | "slots" | "book" | "cancel" | "record" | "help";
+export type DemoIntent = "hours" | "slots" | "book" | "cancel" | "tell" | "remember" | "record" | "help";
 
 export const DEMO_HELP =
   "I am the offline demo model: a fixed script, not an AI. Try one of: " +
   "“When are you open on Monday?”, “Any free slots tomorrow?”, “Please book an appointment”, " +
-  "“Cancel my appointment”, “What is on my record?”.";
+  "“Cancel my appointment”, “What is on my record?”, “I am allergic to penicillin”, “Do you remember my allergy?”.";
 
 interface TurnSoFar {
   readonly input: string;
@@ -34,6 +34,8 @@ export function classify(text: string): DemoIntent {
   if (/\bbook|appointment|schedule/.test(t)) return "book";
   if (/\bslots?\b|availab|\bfree\b/.test(t)) return "slots";
   if (/\bhours?\b|\bopen|\bclose/.test(t)) return "hours";
+  if (/\bi(?: am|'m) allergic to\b/.test(t)) return "tell";
+  if (/\bremember\b/.test(t)) return "remember";
   if (/record|allerg|\bfile\b|medication/.test(t)) return "record";
   return "help";
 }
@@ -153,8 +155,41 @@ function recordScript(turn: TurnSoFar): DemoStep {
   return text(`Record of ${str(field(o, "name"))}: allergies: ${list}. Notes: ${str(field(o, "notes"))}`);
 }
 
+/** The allergen a person names ("I am allergic to penicillin"), lowercased; empty when none. */
+export function allergenOf(text: string): string {
+  return /\bi(?: am|'m) allergic to ([a-z][a-z-]{1,40})/i.exec(text)?.[1]?.toLowerCase() ?? "";
+}
+
+function tellScript(turn: TurnSoFar): DemoStep {
+  const allergen = allergenOf(turn.input);
+  return text(allergen ? `Thank you, I have noted that you are allergic to ${allergen}.` : "Thank you, I have noted that.");
+}
+
+/** What the turn's recalled memory says, read from the harness context's `Facts:` lines. */
+function rememberScript(turn: TurnSoFar): DemoStep {
+  const facts = [...turn.context.matchAll(/^- [a-z][a-z0-9_.-]* \(\d{4}-\d{2}-\d{2}\): (.+)$/gm)].map((m) => m[1]);
+  return text(facts.length > 0 ? `From our earlier conversations I remember: ${facts.join(" ")}` : "I do not remember anything from earlier conversations.");
+}
+
+/**
+ * The memory extraction's answer (a request with the `memory_extraction` output): the allergy a
+ * person named in a `Person:` line of the transcript as a fact, and the turn as a one-line episode.
+ */
+function extractionAnswer(request: ModelRequest): DemoStep {
+  const block = request.messages[0]?.blocks[0];
+  const transcript = block?.type === "text" ? block.text : "";
+  const said = transcript
+    .split("\n")
+    .filter((line) => line.startsWith("Person: "))
+    .map((line) => line.slice("Person: ".length));
+  const facts = said.map(allergenOf).filter((a, i, all) => a.length > 0 && all.indexOf(a) === i).map((a) => ({ key: `allergy.${a}`, text: `Allergic to ${a}.`, confidence: 0.9 }));
+  const first = said[0]?.slice(0, 200) ?? "";
+  return text(JSON.stringify({ episode: first ? `The patient wrote: ${first}` : null, facts }));
+}
+
 /** The next step of the script for this request. */
 export function demoStep(request: ModelRequest): DemoStep {
+  if (request.output?.name === "memory_extraction") return extractionAnswer(request);
   const turn = turnSoFar(request);
   if (turn.finalAnswer) return text("I have to stop here for this message. Please ask again, or call the clinic.");
   switch (classify(turn.input)) {
@@ -166,6 +201,10 @@ export function demoStep(request: ModelRequest): DemoStep {
       return bookScript(turn);
     case "cancel":
       return cancelScript(turn);
+    case "tell":
+      return tellScript(turn);
+    case "remember":
+      return rememberScript(turn);
     case "record":
       return recordScript(turn);
     default:

@@ -65,10 +65,35 @@ export interface CostEvent extends Base {
   readonly refused?: { readonly reason: "unpriced" | "cap"; readonly detail: TrailValue };
 }
 
+/**
+ * Why a turn's recall is less than its source could give (closed): `unavailable` the source kept
+ * failing or did not answer within `recallTimeoutMs` (nothing recalled); `invalid` its answer was
+ * not a recall result (nothing recalled); `filtered` records of another scope or above the turn's
+ * sensitivity were dropped; `truncated` records over the turn's bounds (counts, characters) were dropped.
+ */
+export type RecallDegradedTier = "unavailable" | "invalid" | "filtered" | "truncated";
+export const RECALL_DEGRADED_TIERS: readonly RecallDegradedTier[] = Object.freeze(["unavailable", "invalid", "filtered", "truncated"]);
+
+/**
+ * One turn's recall (before its first step): the source's name and what entered the request, by
+ * count and size only (never the text, never the query). `items` is `episodes + facts`.
+ */
 export interface RecallEvent extends Base {
   readonly trail: "recall";
   readonly source: TrailValue;
   readonly items: number;
+  readonly episodes?: number;
+  readonly facts?: number;
+  /** Characters (UTF-16 units) of the rendered recall block; 0 when nothing was recalled. */
+  readonly characters?: number;
+  /** `estimateTokens` of the rendered block (UTF-8 bytes / 4, rounded up). */
+  readonly estimatedTokens?: number;
+  /** Calls made to the source (1 unless it rejected and was called again). */
+  readonly attempts?: number;
+  /** Records the loop dropped (another scope, above the ceiling, over the bounds). */
+  readonly dropped?: number;
+  /** Absent or empty: recall was whole. */
+  readonly degradedTiers?: readonly RecallDegradedTier[];
 }
 
 /**
@@ -111,7 +136,9 @@ export type LifecycleAction =
   | "tool.result"
   | "budget.warning"
   | "turn.completed"
-  | "turn.uncertain";
+  | "turn.uncertain"
+  /** The memory extraction after a completed turn: `detail` its closed outcome (`ExtractionOutcome` of the loop) and counts. */
+  | "memory.extraction";
 export interface LifecycleEvent extends Base {
   readonly trail: "lifecycle";
   readonly action: LifecycleAction;

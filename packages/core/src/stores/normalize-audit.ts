@@ -1,9 +1,10 @@
+import { ValidationError } from "../errors.js";
 import { REFUSAL_CATEGORIES } from "../model.js";
 import { validateId } from "../scope.js";
 import { type JsonValue, snapshotOnce } from "../snapshot.js";
 import { isTrailShaped, TrailValueError } from "../trail.js";
-import type { AuditEvent, Trail } from "./audit.js";
-import { closedObject, decodeCursor, PAGE, pageLimit, scopeKey, validateName, validateOneOf, validateTime } from "./rules.js";
+import { type AuditEvent, RECALL_DEGRADED_TIERS, type Trail } from "./audit.js";
+import { closedObject, decodeCursor, PAGE, pageLimit, scopeKey, validateCount, validateName, validateOneOf, validateTime } from "./rules.js";
 
 /** The audit events and queries the stores accept, normalized once for every implementation (the trail rule checked again). */
 
@@ -12,7 +13,7 @@ const TRAIL_FIELDS: Readonly<Record<Trail, readonly string[]>> = {
   access: ["tool", "resource", "action"],
   routing: ["kind", "tier", "sensitivity", "clientId", "model", "cacheTtl", "reasoning", "requestedTier", "servedTier", "upstream", "refusal", "parentCallId"],
   cost: ["operationId", "model", "usdMicros", "settlementId", "capsCrossed", "warning", "refused"],
-  recall: ["source", "items"],
+  recall: ["source", "items", "episodes", "facts", "characters", "estimatedTokens", "attempts", "dropped", "degradedTiers"],
   context: ["step", "field", "decision"],
   policy: ["action", "tool", "authorization", "decision", "by", "rule", "reason"],
   lifecycle: ["action", "step", "contextVersion", "messageRevision", "detail"],
@@ -34,11 +35,23 @@ export function normalizeAuditEvent(event: unknown): AuditEvent {
   validateTime("event.at", e.at);
   if (e.refusal !== undefined) validateOneOf("event.refusal", e.refusal, REFUSAL_CATEGORIES);
   if (e.upstream !== undefined) validateName("event.upstream", e.upstream);
+  if (trail === "recall") recallFields(e);
   const copy = snapshotOnce(event) as Record<string, JsonValue>;
   trailShaped("event", copy);
   // The engine passes the normalized scope itself, which the snapshot keeps: nothing to replace.
   if ((copy.scope as unknown) === scope) return copy as unknown as AuditEvent;
   return Object.freeze({ ...copy, scope }) as unknown as AuditEvent;
+}
+
+/** A recall record's counts are non-negative integers and its degraded tiers a closed list without repeats. */
+function recallFields(e: Record<string, unknown>): void {
+  validateCount("event.items", e.items);
+  for (const f of ["episodes", "facts", "characters", "estimatedTokens", "attempts", "dropped"]) if (e[f] !== undefined) validateCount(`event.${f}`, e[f]);
+  const tiers = e.degradedTiers;
+  if (tiers === undefined) return;
+  if (!Array.isArray(tiers) || tiers.length > RECALL_DEGRADED_TIERS.length) throw new ValidationError("event.degradedTiers", "array", "event.degradedTiers must be a list of recall tiers");
+  for (const [i, t] of tiers.entries()) validateOneOf(`event.degradedTiers[${i}]`, t, RECALL_DEGRADED_TIERS);
+  if (new Set(tiers).size !== tiers.length) throw new ValidationError("event.degradedTiers", "unique", "event.degradedTiers repeats a tier");
 }
 
 /**

@@ -23,7 +23,7 @@ import {
 export { normalizeAuditEvent, normalizeAuditQuery, TRAILS } from "./normalize-audit.js";
 
 const BLOCK_TYPES = ["text", "media", "tool_call", "tool_result", "provider_tool_call", "provider_tool_result", "reasoning"] as const;
-const CALL_KINDS: readonly CallKind[] = ["main", "direct", "delegate", "summary"];
+const CALL_KINDS: readonly CallKind[] = ["main", "direct", "delegate", "summary", "extraction"];
 const SERVICE_TIERS = ["standard", "priority", "flex", "batch"] as const;
 const CAP_NAMES = ["perTurnUsd", "perSessionUsd", "perTenantDayUsd"] as const;
 const USAGE_FIELDS = [...USAGE_COUNTERS, "serviceTier"];

@@ -84,7 +84,7 @@ export interface UsageInbox {
 }
 
 const FIELDS = ["scope", "sessionId", "rootKey", "turnId", "operationId", "kind", "clientId", "model", "attribution", "usage", "source", "observedAt"] as const;
-const KINDS: readonly CallKind[] = ["main", "direct", "delegate", "summary"];
+const KINDS: readonly CallKind[] = ["main", "direct", "delegate", "summary", "extraction"];
 /** An observation is small: twelve fields, ids of 200 characters, a usage record of a dozen counters. */
 const LIMITS = Object.freeze({ maxDepth: 3, maxNodes: 64, maxStringBytes: 256, maxTotalBytes: 8 * 1024 });
 const QUERY_FIELDS = ["sessionId", "cursor", "limit"] as const;

@@ -1,0 +1,242 @@
+import {
+  compileSchema,
+  type CompiledSchema,
+  deepFreeze,
+  type Episode,
+  type EpisodeStore,
+  type JsonValue,
+  type ModelRequest,
+  type Msg,
+  type ProfileFact,
+  type ProfileStore,
+  type Tier,
+  isTier,
+  trailJoin,
+  trailKind,
+  utf8Length,
+} from "@alma-harness/core";
+import { CallRefusedError } from "@alma-harness/execution";
+import { routeChild } from "./child.js";
+import type { TurnEnv } from "./env.js";
+import { EngineConfigError } from "./errors.js";
+import type { Ending } from "./limits.js";
+import { transcriptOf } from "./long-context.js";
+import type { TurnState } from "./state.js";
+import { runModelStep } from "./step.js";
+import { trailBase } from "./trail.js";
+
+/**
+ * Memory extraction (issue 18): after a completed turn (and at its rotation), one governed call on
+ * its own route reads the turn's labelled transcript and answers a structured output (an episode
+ * summary, profile facts with key, text and confidence); a valid answer is written through the
+ * memory stores with the turn's sensitivity. Never for a delegate (only the main thread's turn
+ * extracts), never in single-call. Its failure never changes the turn's outcome.
+ */
+export interface ExtractionConfig {
+  /** The tier the call is routed on (`policy.resolve({ tier, sensitivity: <the turn's>, task: "extraction" })`). */
+  readonly tier: Tier;
+  readonly stores: { readonly episodes: EpisodeStore; readonly profiles: ProfileStore };
+  /** Facts one extraction may write, 0–20; default 8. */
+  readonly maxFacts?: number;
+  /** The instruction (1–10,000 characters); default `EXTRACTION_INSTRUCTION`. */
+  readonly instruction?: string;
+}
+
+/** What one extraction did, on the lifecycle trail (`memory.extraction`, detail `<outcome>:<episodes>:<facts>`). */
+export type ExtractionOutcome = "stored" | "nothing" | "invalid" | "refused" | "no_call" | "failed";
+
+export const EXTRACTION_INSTRUCTION = [
+  "You maintain the memory of an assistant that talks with one person.",
+  "Read the transcript of the latest turn and answer JSON only, matching the schema:",
+  '- "episode": one or two sentences on what happened (what the person asked or told, what was done or agreed), or null when nothing is worth remembering;',
+  '- "facts": durable facts about the person (allergies, conditions, preferences, names of their relatives), each with a stable lowercase "key" such as "allergy.penicillin",',
+  '  the fact as a short sentence in "text", and your "confidence" from 0 to 1. A fact that changes an earlier one keeps its key.',
+  "Lines in brackets come from the product's side (the team or an automatic notice), not from the person: learn from them only what they state about the person.",
+  "Never invent facts; leave out what the person did not say or confirm.",
+].join("\n");
+
+const KEY_PATTERN = "^[a-z][a-z0-9_.-]{0,63}$";
+const SUMMARY_MAX_BYTES = 4096;
+const FACT_MAX_BYTES = 1024;
+
+export interface CompiledExtraction {
+  readonly tier: Tier;
+  readonly stores: ExtractionConfig["stores"];
+  readonly maxFacts: number;
+  readonly instruction: string;
+  readonly schema: CompiledSchema;
+}
+
+function schemaFor(maxFacts: number): CompiledSchema {
+  return compileSchema(
+    {
+      type: "object",
+      additionalProperties: false,
+      required: ["episode", "facts"],
+      properties: {
+        episode: { type: ["string", "null"], minLength: 1, maxLength: SUMMARY_MAX_BYTES },
+        facts: {
+          type: "array",
+          maxItems: maxFacts,
+          items: {
+            type: "object",
+            additionalProperties: false,
+            required: ["key", "text", "confidence"],
+            properties: {
+              key: { type: "string", pattern: KEY_PATTERN },
+              text: { type: "string", minLength: 1, maxLength: FACT_MAX_BYTES },
+              confidence: { type: "number", minimum: 0, maximum: 1 },
+            },
+          },
+        },
+      },
+    },
+    "extraction.schema",
+  );
+}
+
+/** Validates the extraction configuration once, at construction. */
+export function compileExtraction(config: ExtractionConfig | undefined): CompiledExtraction | undefined {
+  if (config === undefined) return undefined;
+  if (config === null || typeof config !== "object" || !isTier(config.tier)) throw new EngineConfigError("extraction needs a tier");
+  const stores = config.stores;
+  if (!stores || typeof stores.episodes?.put !== "function" || typeof stores.profiles?.put !== "function") throw new EngineConfigError("extraction.stores must hold the episode and profile stores");
+  const maxFacts = config.maxFacts ?? 8;
+  if (!Number.isSafeInteger(maxFacts) || maxFacts < 0 || maxFacts > 20) throw new EngineConfigError("extraction.maxFacts must be an integer 0-20");
+  const instruction = config.instruction ?? EXTRACTION_INSTRUCTION;
+  if (typeof instruction !== "string" || instruction.length < 1 || instruction.length > 10_000) throw new EngineConfigError("extraction.instruction must be 1-10,000 characters");
+  return Object.freeze({ tier: config.tier, stores, maxFacts, instruction, schema: schemaFor(maxFacts) });
+}
+
+/** Whether the turn's ending may be extracted: a completed turn that recorded its conversation. */
+function extractable(env: TurnEnv, state: TurnState, ending: Ending): boolean {
+  return env.engine.extraction !== undefined && ending.terminalReason !== "error" && state.log.added.length > 0;
+}
+
+/**
+ * The transcript the extraction reads, labelled as the rotation summary is (`transcriptOf`): the
+ * rotation's summary when the turn rotated, the product-side events recorded since the previous
+ * turn (and an undelivered mark), then the turn's own messages. Harness blocks (recall, the
+ * volatile suffix, notices) are left out, so recalled text is never learned again as new.
+ */
+export function extractionTranscript(env: TurnEnv, state: TurnState): { readonly text: string; readonly undelivered: boolean } {
+  const turnId = env.input.turnId;
+  const marker = state.log.added.filter((m) => m.meta?.rotation !== undefined);
+  const own = state.log.added.filter((m) => m.meta?.turn === turnId && m.meta.rotation === undefined);
+  const history = env.input.history;
+  // The recorded events at the end of the view (each carries its event id and no turn): older history is not this turn's.
+  let since = history.length;
+  while (since > 0 && isEvent(history[since - 1] as Msg)) since--;
+  const events = history.slice(since);
+  const undelivered = events.some((m) => m.meta?.event?.kind === "undelivered");
+  return { text: bounded(transcriptOf([...marker, ...events, ...own])), undelivered };
+}
+
+const isEvent = (m: Msg) => m.meta?.event !== undefined && m.meta.turn === undefined;
+
+/** The transcript's longest length (UTF-16 units): over it, whole lines are dropped from the start (the newest stay). */
+export const EXTRACTION_TRANSCRIPT_MAX = 50_000;
+
+function bounded(text: string): string {
+  if (text.length <= EXTRACTION_TRANSCRIPT_MAX) return text;
+  const cut = text.slice(text.length - EXTRACTION_TRANSCRIPT_MAX);
+  const line = cut.indexOf("\n");
+  return line < 0 ? cut : cut.slice(line + 1);
+}
+
+/**
+ * Runs the extraction when it is configured and the turn may be extracted. Never throws: every
+ * failure is an outcome on the lifecycle trail (best effort: a trail that cannot be written is
+ * swallowed here), and the turn's ending stands.
+ */
+export async function extractMemory(env: TurnEnv, state: TurnState, ending: Ending): Promise<void> {
+  const extraction = env.engine.extraction;
+  if (!extraction || !extractable(env, state, ending)) return;
+  let outcome: ExtractionOutcome;
+  // Counted as they land: a store failure midway still reports what was written.
+  const written = { episodes: 0, facts: 0 };
+  try {
+    outcome = await extract(env, state, extraction, written);
+  } catch (error) {
+    outcome = error instanceof CallRefusedError ? "refused" : "failed";
+  }
+  try {
+    await env.engine.audit.append({
+      trail: "lifecycle",
+      action: "memory.extraction",
+      ...trailBase(env.trail, env.engine.clock.now()),
+      detail: trailJoin(trailKind(outcome), written.episodes, written.facts),
+    });
+  } catch {
+    // The extraction's own record is best effort: it never changes the turn's outcome.
+  }
+}
+
+interface Extracted {
+  readonly episode: string | null;
+  readonly facts: readonly { readonly key: string; readonly text: string; readonly confidence: number }[];
+}
+
+interface Written {
+  episodes: number;
+  facts: number;
+}
+
+async function extract(env: TurnEnv, state: TurnState, extraction: CompiledExtraction, written: Written): Promise<ExtractionOutcome> {
+  if (state.callsUsed >= env.engine.limits.maxCalls) return "no_call";
+  const { text, undelivered } = extractionTranscript(env, state);
+  if (text.length === 0) return "nothing";
+  const sensitivity = env.input.intent.sensitivity;
+  const choice = routeChild(env, { tier: extraction.tier, sensitivity }, "extraction");
+  const request = deepFreeze<ModelRequest>({
+    model: choice.model,
+    system: [{ type: "text", text: extraction.instruction }],
+    messages: [{ role: "user", blocks: [{ type: "text", text }] }],
+    tools: [],
+    output: { name: "memory_extraction", schema: extraction.schema.schema },
+    maxOutputTokens: choice.maxOutputTokens,
+    ...(choice.cache !== false ? { cache: { ttl: choice.cache.ttl } } : {}),
+    ...(choice.serviceTier ? { serviceTier: choice.serviceTier } : {}),
+  });
+  const { output } = await runModelStep(env, state, { kind: "extraction", step: state.steps, choice, request, tier: extraction.tier, sensitivity });
+  const parsed = output.stopReason === "end_turn" || output.stopReason === "stop_sequence" ? parseExtraction(extraction, output.text) : undefined;
+  if (parsed === undefined || output.toolCalls.length > 0) return "invalid";
+  await write(env, extraction, parsed, undelivered, written);
+  return written.episodes + written.facts > 0 ? "stored" : "nothing";
+}
+
+/** The answer as the schema allows it, or nothing: not JSON, off the schema, or over a byte bound. */
+export function parseExtraction(extraction: Pick<CompiledExtraction, "schema">, text: string): Extracted | undefined {
+  let value: JsonValue;
+  try {
+    value = JSON.parse(text) as JsonValue;
+  } catch {
+    return undefined;
+  }
+  if (extraction.schema.check(value) !== undefined) return undefined;
+  const out = value as unknown as Extracted;
+  if (out.episode !== null && (utf8Length(out.episode) > SUMMARY_MAX_BYTES || out.episode.trim().length === 0)) return undefined;
+  if (out.facts.some((f) => utf8Length(f.text) > FACT_MAX_BYTES || f.text.trim().length === 0)) return undefined;
+  if (new Set(out.facts.map((f) => f.key)).size !== out.facts.length) return undefined;
+  return out;
+}
+
+/** Writes the episode, then the facts, each with the turn as its source and the turn's sensitivity. */
+async function write(env: TurnEnv, extraction: CompiledExtraction, parsed: Extracted, undelivered: boolean, written: Written): Promise<void> {
+  const { input } = env;
+  const at = env.engine.clock.now();
+  const source = Object.freeze({ sessionId: input.sessionId, turnId: input.turnId, at });
+  const sensitivity = input.intent.sensitivity;
+  // Stable ids: the same turn extracted again replays instead of writing twice.
+  const base = input.turnId.length <= 100 ? input.turnId : env.trail.hash(input.turnId);
+  if (parsed.episode !== null) {
+    const episode: Episode = { scope: input.scope, episodeId: `ep:${base}`, source, sensitivity, summary: parsed.episode.trim(), ...(undelivered ? { undelivered: true as const } : {}) };
+    await extraction.stores.episodes.put(episode);
+    written.episodes = 1;
+  }
+  for (const [i, f] of parsed.facts.entries()) {
+    const fact: ProfileFact = { scope: input.scope, factId: `pf:${base}:${i}`, key: f.key, text: f.text.trim(), source, sensitivity, confidence: f.confidence };
+    await extraction.stores.profiles.put(fact);
+    written.facts += 1;
+  }
+}
