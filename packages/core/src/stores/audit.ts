@@ -111,7 +111,9 @@ export type LifecycleAction =
   | "tool.result"
   | "budget.warning"
   | "turn.completed"
-  | "turn.uncertain";
+  | "turn.uncertain"
+  /** One erasure (`createMemoryErasure`): of a session, a scope or one fact; its detail counts what went, never what it was. */
+  | "erasure.completed";
 export interface LifecycleEvent extends Base {
   readonly trail: "lifecycle";
   readonly action: LifecycleAction;
