@@ -9,6 +9,7 @@ import {
   sessionPseudonym,
   type TrailKey,
   type TrailKeyMaterial,
+  type TrailValue,
   trailJoin,
   trailKey,
   trailKind,
@@ -42,7 +43,8 @@ export function coverMemory(erasure: SessionErasure, memory: MemoryErasure): Ses
 
 /** What one erasure did: the memory records it removed, and the turns or event batches it fenced (see `SessionErasure`). */
 export interface MemoryErasureOutcome extends ErasureReport {
-  readonly target: "session" | "scope" | "fact";
+  /** `session`, `scope` (everything of the person), `memory` (the person's memory alone) or `fact` (one fact). */
+  readonly target: "session" | "scope" | "memory" | "fact";
   readonly episodes: number;
   readonly facts: number;
 }
@@ -65,8 +67,12 @@ export interface MemoryErasureOptions {
 export interface MemoryHostErasure {
   eraseSession(scope: Scope, sessionId: string): Promise<MemoryErasureOutcome>;
   eraseScope(scope: Scope): Promise<MemoryErasureOutcome>;
+  /** The person's memory alone (every episode and fact of the scope), their conversations kept; audited as the others. */
+  eraseMemory(scope: Scope): Promise<MemoryErasureOutcome>;
   /** The operator's "forget this": one profile fact removed (`facts` is 1, or 0 when it was not there), audited as the others. */
   removeFact(scope: Scope, factId: string): Promise<MemoryErasureOutcome>;
+  /** The pseudonym a session carries on the trails (and on the erasure event), for an operator view that must not show the id. */
+  pseudonymOf(scope: Scope, sessionId: string): TrailValue;
 }
 
 /**
@@ -111,6 +117,12 @@ export function createMemoryErasure(options: MemoryErasureOptions): MemoryHostEr
       const report = await erasure.eraseScope(s);
       return record(s, undefined, Object.freeze({ target: "scope", ...memory, fencedAdmissions: report.fencedAdmissions }));
     },
+    async eraseMemory(scope: Scope): Promise<MemoryErasureOutcome> {
+      const s = normalizeScope(scope);
+      const memory = await memoryErasure.eraseMemory({ scope: s });
+      return record(s, undefined, Object.freeze({ target: "memory", ...memory, fencedAdmissions: 0 }));
+    },
+    pseudonymOf: (scope: Scope, sessionId: string) => sessionPseudonym(key, scope, sessionId),
     async removeFact(scope: Scope, factId: string): Promise<MemoryErasureOutcome> {
       const s = normalizeScope(scope);
       const removed = await profiles.remove(s, factId);
