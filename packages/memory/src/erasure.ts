@@ -31,12 +31,17 @@ export function coverMemory(erasure: SessionErasure, memory: MemoryErasure): Ses
       const id = validateId("sessionId", sessionId);
       const audit = validateId("auditSessionId", opts?.auditSessionId);
       await memory.eraseMemory({ scope: s, sessionId: id });
-      return erasure.eraseSession(s, id, { auditSessionId: audit });
+      const report = await erasure.eraseSession(s, id, { auditSessionId: audit });
+      // Once more after the tombstone: a put that passed its erased-session check before it is gone too.
+      await memory.eraseMemory({ scope: s, sessionId: id });
+      return report;
     },
     async eraseScope(scope: Scope): Promise<ErasureReport> {
       const s = normalizeScope(scope);
       await memory.eraseMemory({ scope: s });
-      return erasure.eraseScope(s);
+      const report = await erasure.eraseScope(s);
+      await memory.eraseMemory({ scope: s });
+      return report;
     },
   });
 }

@@ -1,6 +1,7 @@
 import {
   type Episode,
   type EpisodeStore,
+  ErasedError,
   MemoryConflictError,
   type MemoryErasure,
   type MemoryErasureReport,
@@ -113,10 +114,22 @@ function page<T extends MemoryRecord>(rows: readonly T[], scope: Scope, query: M
   return Object.freeze({ items, ...(rest.length > q.limit && last !== undefined ? { nextCursor: memoryListCursor(last) } : {}) });
 }
 
+/** Whether the store set erased a session (its tombstone): a record learned from it is refused. */
+export type ErasedSessionCheck = (scope: Scope, sessionId: string) => boolean | Promise<boolean>;
+
+async function refuseErased(erased: ErasedSessionCheck | undefined, record: MemoryRecord): Promise<void> {
+  if (erased !== undefined && (await erased(record.scope, record.source.sessionId))) throw new ErasedError("the record's source session");
+}
+
 export class InMemoryEpisodeStore implements EpisodeStore {
   readonly records = new Records<Episode>("episode");
+  readonly #erased: ErasedSessionCheck | undefined;
+  constructor(erased?: ErasedSessionCheck) {
+    this.#erased = erased;
+  }
   async put(input: Episode): Promise<MemoryPutStatus> {
     const { episode, key } = normalizeEpisode(input);
+    await refuseErased(this.#erased, episode);
     return this.records.put(key, episode);
   }
   async search(scope: Scope, query: MemorySearch): Promise<readonly MemoryHit<Episode>[]> {
@@ -130,8 +143,13 @@ export class InMemoryEpisodeStore implements EpisodeStore {
 
 export class InMemoryProfileStore implements ProfileStore {
   readonly records = new Records<ProfileFact>("fact");
+  readonly #erased: ErasedSessionCheck | undefined;
+  constructor(erased?: ErasedSessionCheck) {
+    this.#erased = erased;
+  }
   async put(input: ProfileFact): Promise<MemoryPutStatus> {
     const { fact, key } = normalizeProfileFact(input);
+    await refuseErased(this.#erased, fact);
     return this.records.put(key, fact);
   }
   async search(scope: Scope, query: MemorySearch): Promise<readonly MemoryHit<ProfileFact>[]> {
@@ -153,10 +171,15 @@ export class InMemoryProfileStore implements ProfileStore {
   }
 }
 
-/** A memory store set on the reference stores, with the memory side of erasure. */
-export function inMemoryMemoryStores(): MemoryStores & { readonly episodes: InMemoryEpisodeStore; readonly profiles: InMemoryProfileStore } {
-  const episodes = new InMemoryEpisodeStore();
-  const profiles = new InMemoryProfileStore();
+/**
+ * A memory store set on the reference stores, with the memory side of erasure. `erased`: how the
+ * linked store set tells an erased session (the runtime passes its session store's tombstone), so
+ * a put learned from one is refused with `ErasedError`, as in SQLite and PostgreSQL; absent, no
+ * session is erased as far as these stores know.
+ */
+export function inMemoryMemoryStores(opts: { readonly erased?: ErasedSessionCheck } = {}): MemoryStores & { readonly episodes: InMemoryEpisodeStore; readonly profiles: InMemoryProfileStore } {
+  const episodes = new InMemoryEpisodeStore(opts.erased);
+  const profiles = new InMemoryProfileStore(opts.erased);
   const erasure: MemoryErasure = {
     async eraseMemory(input: MemoryErasureTarget): Promise<MemoryErasureReport> {
       const target = normalizeMemoryTarget(input);

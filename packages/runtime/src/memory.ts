@@ -10,7 +10,8 @@ export type MemoryRuntimeStores = RuntimeStores & Omit<InMemoryStores, "erasure"
 /** Fresh in-memory stores: the reference implementations, linked as one set, volatile, for tests and demos. */
 export function memoryStores(trailKey?: TrailKey | TrailKeyMaterial): MemoryRuntimeStores {
   const stores = inMemoryStores(trailKey === undefined ? {} : { trailKey });
-  const memory = inMemoryMemoryStores();
+  // A record learned from a session the set erased is refused (the session store keeps its tombstone).
+  const memory = inMemoryMemoryStores({ erased: async (scope, sessionId) => (await stores.sessions.load(scope, sessionId)).erased === true });
   return { ...stores, episodes: memory.episodes, profiles: memory.profiles, memoryErasure: memory.erasure, erasure: coverMemory(stores.erasure, memory.erasure) };
 }
 

@@ -2,6 +2,7 @@ import {
   type Episode,
   type EpisodeStore,
   episodeFromText,
+  ErasedError,
   factFromText,
   MEMORY_PREFIX_MIN,
   MemoryConflictError,
@@ -31,6 +32,7 @@ import {
 import { sameJson } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
+import { lockLabelScope } from "./erasure.js";
 import type { Queryable } from "./pg.js";
 
 /**
@@ -55,28 +57,35 @@ export function tsQuery(terms: readonly string[]): string {
 const CURRENT = `AND NOT EXISTS (SELECT 1 FROM memory_facts n WHERE n.scope = r.scope AND n.fact_key = r.fact_key
   AND (n.at > r.at OR (n.at = r.at AND n.fact_id > r.fact_id)))`;
 
-async function put(db: Conn, kind: Kind, key: string, record: Episode | ProfileFact, again = true): Promise<MemoryPutStatus> {
+/**
+ * The put of one record, one transaction under the scope's erasure lock (the one `PgErasure` takes,
+ * so a put and an erasure of the scope never interleave): refused for a session the store set
+ * erased (its tombstone in `sessions`); else insert-or-nothing, then the stored row compared.
+ */
+async function put(db: Conn, kind: Kind, key: string, record: Episode | ProfileFact): Promise<MemoryPutStatus> {
   const { table, id } = TABLES[kind];
   const recordId = "episodeId" in record ? record.episodeId : record.factId;
   const fact = kind === "fact" && "key" in record;
   const values = [key, recordId, record.source.sessionId, record.source.at, sensitivityRank(record.sensitivity), memoryRecordText(record), memoryDocument(record), ...(fact ? [record.key] : [])];
-  const { rows } = await db.write<{ n: number }>(
-    `INSERT INTO ${table} (scope, ${id}, session_id, at, sensitivity, record, doc${fact ? ", fact_key" : ""})
-     VALUES ($1, $2, $3, $4, $5, $6, to_tsvector('pg_catalog.simple', $7)${fact ? ", $8" : ""})
-     ON CONFLICT (scope, ${id}) DO NOTHING RETURNING 1 AS n`,
-    values,
-  );
-  if (rows.length === 1) return "stored";
-  const found = await db.query<{ record: string }>(`SELECT record FROM ${table} WHERE scope = $1 AND ${id} = $2`, [key, recordId]);
-  const text = found.rows[0]?.record;
-  // Gone between the insert and the read (an erasure or a remove ran): the insert is tried once more.
-  if (text === undefined) {
-    if (again) return put(db, kind, key, record, false);
+  return db.transaction(async (tx) => {
+    await lockLabelScope(tx, key);
+    const erased = await tx.query("SELECT 1 FROM sessions WHERE scope = $1 AND session_id = $2 AND erased", [key, db.mark(record.scope, record.source.sessionId)]);
+    if (erased.rows.length > 0) throw new ErasedError("the record's source session");
+    const { rows } = await tx.query<{ n: number }>(
+      `INSERT INTO ${table} (scope, ${id}, session_id, at, sensitivity, record, doc${fact ? ", fact_key" : ""})
+       VALUES ($1, $2, $3, $4, $5, $6, to_tsvector('pg_catalog.simple', $7)${fact ? ", $8" : ""})
+       ON CONFLICT (scope, ${id}) DO NOTHING RETURNING 1 AS n`,
+      values,
+    );
+    if (rows.length === 1) return "stored" as const;
+    // Under the scope's lock the row that won is committed and stays while this transaction runs.
+    const found = await tx.query<{ record: string }>(`SELECT record FROM ${table} WHERE scope = $1 AND ${id} = $2`, [key, recordId]);
+    const text = found.rows[0]?.record;
+    if (text === undefined) throw new MemoryConflictError(kind);
+    const stored = kind === "episode" ? episodeFromText(record.scope, text) : factFromText(record.scope, text);
+    if (sameJson(stored, record)) return "replayed" as const;
     throw new MemoryConflictError(kind);
-  }
-  const stored = kind === "episode" ? episodeFromText(record.scope, text) : factFromText(record.scope, text);
-  if (sameJson(stored, record)) return "replayed";
-  throw new MemoryConflictError(kind);
+  });
 }
 
 async function search(db: Conn, kind: Kind, q: NormalizedMemorySearch): Promise<{ record: string; score: number }[]> {

@@ -2,6 +2,7 @@ import {
   type Episode,
   type EpisodeStore,
   episodeFromText,
+  ErasedError,
   factFromText,
   MEMORY_PREFIX_MIN,
   MemoryConflictError,
@@ -52,11 +53,15 @@ export function ftsQuery(terms: readonly string[]): string {
 
 type Kind = keyof typeof TABLES;
 
-/** The put of one record: insert, or read the stored one under its id and answer replayed or conflict; one immediate transaction. */
+/** The put of one record: refused for an erased source session; else insert, or read the stored one under its id and answer replayed or conflict; one immediate transaction. */
 function put(db: SqliteDb, kind: Kind, key: string, record: Episode | ProfileFact): MemoryPutStatus {
   const { table, fts, id } = TABLES[kind];
   const recordId = "episodeId" in record ? record.episodeId : record.factId;
   return db.write(() => {
+    // A session the store set erased is gone for good: nothing learned from it is written after (a late extraction).
+    if (db.stmt("SELECT 1 FROM sessions WHERE scope = ? AND session_id = ? AND erased = 1").get(key, db.mark(record.scope, record.source.sessionId))) {
+      throw new ErasedError("the record's source session");
+    }
     const row = db.stmt(`SELECT record FROM ${table} WHERE scope = ? AND ${id} = ?`).get(key, recordId) as { record: string } | undefined;
     if (row) {
       const stored = kind === "episode" ? episodeFromText(record.scope, row.record) : factFromText(record.scope, row.record);

@@ -1,6 +1,6 @@
-import { type CostSettlementStore, type EpisodeStore, type ErasureReport, type ProfileStore, erasedSessionMark, isErasedMark, type Scope, type SessionErasure, type SessionLabelStore, type SessionStore, type SpendStore, type UsageInbox } from "@alma-harness/core";
+import { type CostSettlementStore, type EpisodeStore, ErasedError, type ErasureReport, type ProfileStore, erasedSessionMark, isErasedMark, type Scope, type SessionErasure, type SessionLabelStore, type SessionStore, type SpendStore, type UsageInbox } from "@alma-harness/core";
 import type { ScanHit } from "./erasure-scan.js";
-import { type Closable, type Factory, refusesBadIds, refusesBadScopes, type TestApi } from "./harness.js";
+import { type Closable, type Factory, refusesBadIds, refusesBadScopes, rejects, type TestApi } from "./harness.js";
 
 /**
  * One session's canaries: values a careful auditor plants and then looks for. Each holds its tag,
@@ -220,6 +220,16 @@ function erasureAtRest({ t, seedAll, expectUntouched, expectGone }: Checks, test
     const afterFirst = multiset(await fx.scan([...needlesOf(bravo), ...needlesOf(charlie)]));
     t.expect(await fx.eraseSession(A, alpha.sessionId)).toEqual({ fencedAdmissions: 0 });
     t.expect(await fx.retry(A, alpha), "a retry under the old key and a new turn are both refused").toEqual(["unavailable", "unavailable"]);
+    // A late memory extraction of the erased session is refused and writes nothing; another session of the scope still writes.
+    const late = { scope: A, source: { sessionId: alpha.sessionId, turnId: "late", at: 1 }, sensitivity: "internal" as const };
+    if (fx.stores.episodes) {
+      await rejects(t, () => (fx.stores.episodes as EpisodeStore).put({ ...late, episodeId: "ep-late", summary: `${alpha.patient} came back.` }), ErasedError, "erased");
+      t.expect(await fx.stores.episodes.put({ ...late, episodeId: "ep-other", source: { ...late.source, sessionId: "+15550008008" }, summary: "Another session." })).toBe("stored");
+    }
+    if (fx.stores.profiles) {
+      const fact = { ...late, factId: "f-late", key: "allergy.late", text: `${alpha.patient}: allergic.`, confidence: 1 };
+      await rejects(t, () => (fx.stores.profiles as ProfileStore).put(fact), ErasedError, "erased");
+    }
     await expectGone(fx, alpha);
     t.expect(multiset(await fx.scan([...needlesOf(bravo), ...needlesOf(charlie)]))).toEqual(afterFirst);
     await expectUntouched(fx, before, true);

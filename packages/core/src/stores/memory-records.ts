@@ -87,7 +87,8 @@ export interface MemoryPage<T> {
  *   input is a typed `ValidationError`, `InvalidScopeError` or `InvalidIdError` naming the rule,
  *   never the value;
  * - `put` stores once per `(scope, id)`: an equal record again is `replayed`, a different one throws
- *   `MemoryConflictError` (code `memory_conflict`); concurrent equal puts store one;
+ *   `MemoryConflictError` (code `memory_conflict`); concurrent equal puts store one; a record whose
+ *   source session the store set erased (`SessionErasure`) throws `ErasedError`;
  * - `search` ranks with the backend's own full-text search over core's `memoryTerms` only (no
  *   character of the query is query syntax), returns the asked scope only, at or below the ceiling,
  *   facts superseded by a newer fact of their key never (even when the newer one is above the
