@@ -44,7 +44,7 @@ export function memoryView(admin: string): { element: HTMLElement; refresh: () =
         ),
       ),
     );
-    const erase = h("button", { class: "warn", "data-testid": "erase-memory" }, "Erase this patient's memory");
+    const erase = h("button", { class: "danger", "data-testid": "erase-memory" }, "Erase this patient's memory");
     erase.addEventListener("click", () => {
       if (erase.dataset.armed !== "1") {
         erase.dataset.armed = "1";
