@@ -120,4 +120,41 @@ describe.skipIf(!HAVE_CHROMIUM)(title, () => {
     expect(await late.textContent()).toMatch(/stream_after_deadline · offline-demo · 120 in \/ 30 out \(known\) · not settled/);
     await page.screenshot({ path: join(ARTIFACTS, "console-late-usage.png") });
   }, 60_000);
+
+  it("shows a patient's profile facts with their sources (by session pseudonym), forgets one and erases the rest", async () => {
+    const rt = t.host.context.runtime;
+    const scope = { org: "sunrise-clinic", uid: "p-1001" };
+    t.host.context.directory.saw(scope);
+    const sessionId = "+15550004004";
+    const source = (at: number) => ({ sessionId, turnId: "t1", at: Date.UTC(2026, 0, 1, 9, at) });
+    const fact = (factId: string, key: string, text: string, at: number) => ({ scope, factId, key, text, source: source(at), sensitivity: "confidential" as const, confidence: 0.9 });
+    await rt.stores.profiles.put(fact("f-old", "allergy.penicillin", "Allergic to penicillin (hives).", 1));
+    await rt.stores.profiles.put(fact("f-new", "allergy.penicillin", "Allergic to penicillin and amoxicillin.", 2));
+    await rt.stores.profiles.put(fact("f-diet", "diet.vegetarian", "Vegetarian.", 3));
+    await rt.stores.episodes.put({ scope, episodeId: "ep-1", source: source(2), sensitivity: "confidential", summary: "Told us about the allergy." });
+    await page.getByTestId("tab-memory").click();
+    await page.locator('[data-testid="memory-person"][data-uid="p-1001"]').click();
+    const rows = page.getByTestId("memory-fact");
+    await expect.poll(() => rows.count()).toBe(3);
+    expect(await page.getByTestId("memory-summary").textContent()).toBe("3 facts · 1 episodes");
+    expect(await page.getByTestId("fact-text").allTextContents()).toEqual(["Vegetarian.", "Allergic to penicillin and amoxicillin.", "Allergic to penicillin (hives)."]);
+    for (const text of await page.getByTestId("fact-source").allTextContents()) expect(text).toMatch(/^session sp_[0-9a-f]{32} · turn t1 · 2026-01-01 09:0\d$/);
+    expect(await page.locator('[data-fact="f-old"]').textContent()).toContain("superseded");
+    expect(await page.getByTestId("memory-detail").textContent(), "the session id itself is never shown").not.toContain(sessionId);
+    await page.screenshot({ path: join(ARTIFACTS, "console-memory.png") });
+
+    await page.locator('[data-fact="f-new"]').getByTestId("forget-fact").click();
+    await expect.poll(() => rows.count()).toBe(2);
+    expect((await rt.stores.profiles.list(scope)).items.map((f) => f.factId)).toEqual(["f-diet", "f-old"]);
+
+    await page.getByTestId("erase-memory").click();
+    expect(await page.getByTestId("erase-memory").textContent()).toMatch(/^Confirm: erase every fact and episode of p-1001$/);
+    await page.getByTestId("erase-memory").click();
+    await page.getByTestId("memory-empty").waitFor();
+    expect(await page.getByTestId("memory-summary").textContent()).toBe("0 facts · 0 episodes");
+    expect((await rt.stores.profiles.list(scope)).items).toEqual([]);
+    expect((await rt.stores.episodes.list(scope)).items).toEqual([]);
+    const erasures = (await rt.stores.audit.query(scope, { trail: "lifecycle" })).items.flatMap((e) => (e.trail === "lifecycle" && e.action === "erasure.completed" ? [e.detail] : []));
+    expect(erasures).toEqual(["fact:0:1:0", "memory:1:2:0"]);
+  }, 60_000);
 });

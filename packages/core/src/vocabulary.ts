@@ -30,6 +30,7 @@ export type AlmaErrorCode =
   | "settlement_conflict"
   | "session_label_conflict"
   | "usage_observation_conflict"
+  | "memory_conflict"
   | "session_label_erased"
   | "stale_fence"
   | "store_unavailable"

@@ -2,3 +2,5 @@
 // memory layer over core's contracts (EpisodeStore, ProfileStore, MemoryErasure, RecallSource).
 export * from "./context/index.js";
 export { storeRecall } from "./recall-source.js";
+export { coverMemory, createMemoryErasure, type MemoryErasureOptions, type MemoryErasureOutcome, type MemoryHostErasure } from "./erasure.js";
+export type { MemoryStores } from "./in-memory.js";

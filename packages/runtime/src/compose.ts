@@ -1,14 +1,28 @@
 import type { ConversationConfig, ConversationRunner, ConversationStores, ExpiredRelease, RecordEventsRequest } from "@alma-harness/conversation";
 import { createConversationRunner } from "@alma-harness/conversation";
-import { type ErasureReport, normalizeScope, type Scope, scopePath } from "@alma-harness/core";
+import { type EpisodeStore, type ErasureReport, type MemoryErasure, normalizeScope, type ProfileStore, resolveTrailKey, type Scope, scopePath } from "@alma-harness/core";
+import { createMemoryErasure, type MemoryHostErasure } from "@alma-harness/memory";
 
 /** Everything a runner needs except its stores. */
 export type RuntimeConfig = Omit<ConversationConfig, "stores">;
 
+/**
+ * The store set a composition hands out: the runner's stores and the memory stores (issue 18) over
+ * the same backend, the set's `erasure` covering memory too.
+ */
+export type RuntimeStores = ConversationStores & {
+  readonly episodes: EpisodeStore;
+  readonly profiles: ProfileStore;
+  /** The memory side of erasure alone; `erasure` (and so `runner.eraseSession`) covers memory already. */
+  readonly memoryErasure: MemoryErasure;
+};
+
 /** A ready runner plus the maintenance calls a host runs on a timer. */
 export interface Runtime {
   readonly runner: ConversationRunner;
-  readonly stores: ConversationStores;
+  readonly stores: RuntimeStores;
+  /** `createMemoryErasure` over this set under the runner's trail key: a session or a scope erased everywhere, one pseudonymous audit event. */
+  readonly memory: MemoryHostErasure;
   /**
    * First `runner.releaseExpiredEvents` for each session whose `recordEvents` answered
    * `reconciliation_required` through this runtime (its event admission held to its deadline; the
@@ -24,7 +38,7 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-export function compose(config: RuntimeConfig, stores: ConversationStores, close: () => Promise<void>): Runtime {
+export function compose(config: RuntimeConfig, stores: RuntimeStores, close: () => Promise<void>): Runtime {
   const base = createConversationRunner({ ...config, stores });
   /** Sessions whose event batch was left holding its admission (`reconciliation_required`), by `org/uid session`. */
   const heldByEvents = new Map<string, { readonly scope: Scope; readonly sessionId: string }>();
@@ -52,6 +66,7 @@ export function compose(config: RuntimeConfig, stores: ConversationStores, close
   return {
     runner,
     stores,
+    memory: createMemoryErasure({ stores, trailKey: resolveTrailKey(config.trailKey) }),
     maintain: async (scope) => {
       const events = await releaseHeldEvents(scope);
       return { released: [...events, ...(await runner.releaseExpired(scope))], fenced: await runner.reconcileExpired(scope) };

@@ -98,6 +98,11 @@ async function fixture(
       await rt.stores.labels.put(scope, c.sessionId, { mrn: c.label });
       // Late usage of one of the session's calls, as a cut stream would leave it.
       await rt.stores.usageInbox?.record(observationOf(`late-${c.sessionId.slice(-4)}`, { scope, sessionId: c.sessionId, observedAt: Date.UTC(2026, 0, 1) }));
+      // What memory extraction would keep of the session: an episode and a profile fact holding its canaries.
+      const source = { sessionId: c.sessionId, turnId: "turn-1", at: Date.UTC(2026, 0, 1) };
+      const tag = c.sessionId.slice(-4);
+      await rt.stores.episodes.put({ scope, episodeId: `ep-${tag}`, source, sensitivity: "confidential", summary: `${c.patient} asked about ${c.query}; portal key ${c.apiKey}.` });
+      await rt.stores.profiles.put({ scope, factId: `f-${tag}`, key: `allergy.s${tag}`, text: `${c.patient} is allergic to penicillin (${c.label}).`, source, sensitivity: "confidential", confidence: 0.9 });
       // A grouped store set commits the put at its next durability point: the scan reads from outside.
       await rt.stores.barrier?.commit();
     },

@@ -1,13 +1,13 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ConversationStores, EXPIRED_RELEASE_GRACE_MS, ScopeFencedError } from "@alma-harness/conversation";
+import { EXPIRED_RELEASE_GRACE_MS, ScopeFencedError } from "@alma-harness/conversation";
 import { createPostgresStores } from "@alma-harness/store-postgres";
 import { createSqliteStores } from "@alma-harness/store-sqlite";
 import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { ManualClock, SequentialIds } from "@alma-harness/core/testing";
 import { FakeModelClient } from "@alma-harness/loop/testing";
-import { compose } from "@alma-harness/runtime";
+import { compose, type RuntimeStores } from "@alma-harness/runtime";
 import { afterEach, describe, expect, it } from "vitest";
 import { FENCE_SCOPE, fencedRunner, Gate, turnRequest } from "./fence-kit.js";
 import { clinicConfig, skipNote } from "./open.js";
@@ -47,10 +47,10 @@ function faulty<T extends object>(store: T) {
   return { proxy, failNext: (method: string, plan: Plan) => plans.set(method, plan) };
 }
 
-function wrapped(stores: ConversationStores) {
+function wrapped(stores: RuntimeStores) {
   const admissions = faulty(stores.admissions);
   const sessions = faulty(stores.sessions);
-  return { stores: { ...stores, admissions: admissions.proxy, sessions: sessions.proxy } as ConversationStores, admissions, sessions };
+  return { stores: { ...stores, admissions: admissions.proxy, sessions: sessions.proxy } as RuntimeStores, admissions, sessions };
 }
 
 const event = (id: string) => ({ id, at: "2026-01-01T00:00:00Z", kind: "message" as const, role: "user" as const, blocks: [{ type: "text" as const, text: "Running late." }] });

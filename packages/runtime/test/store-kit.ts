@@ -1,15 +1,14 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ConversationStores } from "@alma-harness/conversation";
-import { inMemoryStores } from "@alma-harness/core/memory";
 import { createPostgresStores } from "@alma-harness/store-postgres";
 import { createSqliteStores } from "@alma-harness/store-sqlite";
+import { memoryStores, type RuntimeStores } from "@alma-harness/runtime";
 
 export const DATABASE_URL = process.env.ALMA_TEST_DATABASE_URL;
 
 export interface OpenedStores {
-  readonly stores: ConversationStores;
+  readonly stores: RuntimeStores;
   close(): Promise<void>;
 }
 
@@ -20,7 +19,7 @@ let schemas = 0;
  * commits), built here so a test can wrap it before the runner sees it.
  */
 export async function openStores(kind: "memory" | "sqlite" | "postgres", prefix: string): Promise<OpenedStores> {
-  if (kind === "memory") return { stores: inMemoryStores(), close: async () => undefined };
+  if (kind === "memory") return { stores: memoryStores(), close: async () => undefined };
   if (kind === "sqlite") {
     const dir = mkdtempSync(join(tmpdir(), `alma-${prefix}-`));
     const stores = createSqliteStores({ path: join(dir, "alma.db"), commits: "grouped" });

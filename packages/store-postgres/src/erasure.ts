@@ -1,6 +1,7 @@
 import { type ErasureReport, isErasedMark, type Scope, type SessionErasure, validateId } from "@alma-harness/core";
 import { scopeKey } from "@alma-harness/core/stores";
 import type { Conn } from "./db.js";
+import { eraseMemoryRows } from "./memory.js";
 import type { Queryable } from "./pg.js";
 
 /** One session as the statements erase it: its id, its tombstone mark, the audit trail's stored value for it. */
@@ -111,6 +112,8 @@ export class PgErasure implements SessionErasure {
         let fenced = 0;
         for (const id of await this.#sessionsOf(tx, key)) fenced += await this.#erase(tx, key, { id, mark: this.#db.mark(s, id) });
         await tx.query("DELETE FROM audit_events WHERE scope = $1", [key]);
+        // Memory of the scope: every episode and fact, from any session (one already erased included).
+        await eraseMemoryRows(tx, key);
         await tx.query("INSERT INTO sealed_label_scopes (scope) VALUES ($1) ON CONFLICT (scope) DO NOTHING", [key]);
         return fenced;
       },
@@ -124,6 +127,8 @@ export class PgErasure implements SessionErasure {
     await eraseLabelRows(tx, key, s);
     await eraseResultRows(tx, this.#tables.results, key, s);
     await eraseResultRows(tx, this.#tables.root, key, s);
+    // Memory learned in the session: its episodes and facts (no tombstone: nothing of it stays).
+    await eraseMemoryRows(tx, key, s.id);
     return eraseAccountRows(tx, key, s);
   }
 

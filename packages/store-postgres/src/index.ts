@@ -18,11 +18,13 @@ import { PgResultStore } from "./results.js";
 import { PgSessionStore } from "./sessions.js";
 import { PgCostSettlementStore, PgSpendStore } from "./settlements.js";
 import { PgUsageInbox } from "./usage-inbox.js";
+import { PgEpisodeStore, PgMemoryErasure, PgProfileStore } from "./memory.js";
 
 export { DEFAULT_ROOT_SCHEMA, DEFAULT_SCHEMA, loadMigrations, migrate, type PgMigration, pendingMigrations, type SchemaNames, schemaVersion } from "./migrate.js";
 export { RECORD_VERSION } from "@alma-harness/core/stores";
 export { mapPgError } from "./pg.js";
 export { PgUsageInbox } from "./usage-inbox.js";
+export { PgEpisodeStore, PgMemoryErasure, PgProfileStore } from "./memory.js";
 
 export interface PostgresStoreOptions extends SchemaNames {
   /** `postgresql://…` URL (or give `pool`: host, user, password, ssl, …). */
@@ -122,6 +124,9 @@ export function buildStores(
     spend: new PgSpendStore(on),
     labels: new PgSessionLabelStore(on),
     usageInbox: new PgUsageInbox(on),
+    episodes: new PgEpisodeStore(on),
+    profiles: new PgProfileStore(on),
+    memoryErasure: new PgMemoryErasure(on),
     audit: new PgAuditLog(on),
     erasure: new PgErasure(on, schemas),
     schemas,

@@ -1,6 +1,7 @@
 import { type ErasureReport, isErasedMark, type Scope, type SessionErasure, validateId } from "@alma-harness/core";
 import { scopeKey } from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
+import { eraseMemoryRows } from "./memory.js";
 
 /** One session as the statements erase it: its id, its tombstone mark, the audit trail's stored value for it. */
 export interface ErasedSession {
@@ -99,6 +100,8 @@ export class SqliteErasure implements SessionErasure {
       let fenced = 0;
       for (const id of sessionsOf(this.#db, key)) fenced += this.#erase(key, { id, mark: this.#db.mark(s, id) });
       this.#db.stmt("DELETE FROM audit_events WHERE scope = ?").run(key);
+      // Memory of the scope: every episode and fact, from any session (one already erased included).
+      eraseMemoryRows(this.#db, key);
       this.#db.stmt("INSERT INTO sealed_label_scopes (scope) VALUES (?) ON CONFLICT (scope) DO NOTHING").run(key);
       return fenced;
     });
@@ -129,14 +132,20 @@ export class SqliteErasure implements SessionErasure {
     eraseLabelRows(this.#db, key, s);
     eraseResultRows(this.#db, "main.results", key, s);
     eraseResultRows(this.#db, this.#db.root.table, key, s);
+    // Memory learned in the session: its episodes and facts, index entries included (no tombstone: nothing of it stays).
+    eraseMemoryRows(this.#db, key, s.id);
     return eraseAccountRows(this.#db, key, s);
   }
 
-  /** Checkpoints every file's WAL into the database and truncates it to zero bytes (another connection's open read can keep frames: then a later erasure or checkpoint finishes it). */
   #truncate(): void {
-    this.#db.guard(() => {
-      this.#db.raw.pragma("main.wal_checkpoint(TRUNCATE)");
-      if (this.#db.root.mode === "attached") this.#db.raw.pragma("root.wal_checkpoint(TRUNCATE)");
-    });
+    truncateWal(this.#db);
   }
+}
+
+/** Checkpoints every file's WAL into the database and truncates it to zero bytes (another connection's open read can keep frames: then a later erasure or checkpoint finishes it). */
+export function truncateWal(db: SqliteDb): void {
+  db.guard(() => {
+    db.raw.pragma("main.wal_checkpoint(TRUNCATE)");
+    if (db.root.mode === "attached") db.raw.pragma("root.wal_checkpoint(TRUNCATE)");
+  });
 }

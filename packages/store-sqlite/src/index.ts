@@ -14,11 +14,13 @@ import { SqliteSessionLabelStore } from "./labels.js";
 import { SqliteResultStore } from "./results.js";
 import { SqliteSessionStore } from "./sessions.js";
 import { SqliteCostSettlementStore, SqliteSpendStore } from "./settlements.js";
+import { SqliteEpisodeStore, SqliteMemoryErasure, SqliteProfileStore } from "./memory.js";
 import { SqliteUsageInbox } from "./usage-inbox.js";
 
 export { RECORD_VERSION } from "@alma-harness/core/stores";
 export { defaultRootPath, type SqliteStoreOptions } from "./db.js";
 export { SqliteUsageInbox } from "./usage-inbox.js";
+export { SqliteEpisodeStore, SqliteMemoryErasure, SqliteProfileStore } from "./memory.js";
 export { MAIN_MIGRATIONS, type Migration, ROOT_MIGRATIONS } from "./migrations.js";
 
 /** Every store over one connection: step results in the main file, root results in the attached root-results file. */
@@ -50,6 +52,9 @@ export function createSqliteStores(options: SqliteStoreOptions): SqliteStores {
     spend: new SqliteSpendStore(db),
     labels: new SqliteSessionLabelStore(db),
     usageInbox: new SqliteUsageInbox(db),
+    episodes: new SqliteEpisodeStore(db),
+    profiles: new SqliteProfileStore(db),
+    memoryErasure: new SqliteMemoryErasure(db),
     audit: new SqliteAuditLog(db),
     erasure: new SqliteErasure(db),
     barrier: Object.freeze({ commit: async () => db.commit() }),

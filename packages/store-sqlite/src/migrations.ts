@@ -195,6 +195,45 @@ CREATE INDEX usage_inbox_order ON usage_inbox (scope, observed_at, operation_id,
 CREATE INDEX usage_inbox_session ON usage_inbox (scope, session_id);
 `,
   },
+  {
+    // Memory (issue 18): episodes and profile facts, each with a contentless FTS5 index (no copy of
+    // the text in the index; `secure-delete` so a deleted record's terms leave the pages). The
+    // index holds core's `memoryDocument` of the record; `sensitivity` is `sensitivityRank`.
+    version: 8,
+    name: "memory",
+    sql: `
+CREATE TABLE memory_episodes (
+  rid INTEGER PRIMARY KEY,
+  scope TEXT NOT NULL,
+  episode_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  at INTEGER NOT NULL,
+  sensitivity INTEGER NOT NULL CHECK (sensitivity BETWEEN 0 AND 3),
+  record TEXT NOT NULL,
+  UNIQUE (scope, episode_id)
+);
+CREATE INDEX memory_episodes_order ON memory_episodes (scope, at, episode_id);
+CREATE INDEX memory_episodes_session ON memory_episodes (scope, session_id);
+CREATE VIRTUAL TABLE memory_episodes_fts USING fts5(doc, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 0');
+INSERT INTO memory_episodes_fts (memory_episodes_fts, rank) VALUES ('secure-delete', 1);
+CREATE TABLE memory_facts (
+  rid INTEGER PRIMARY KEY,
+  scope TEXT NOT NULL,
+  fact_id TEXT NOT NULL,
+  fact_key TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  at INTEGER NOT NULL,
+  sensitivity INTEGER NOT NULL CHECK (sensitivity BETWEEN 0 AND 3),
+  record TEXT NOT NULL,
+  UNIQUE (scope, fact_id)
+);
+CREATE INDEX memory_facts_order ON memory_facts (scope, at, fact_id);
+CREATE INDEX memory_facts_key ON memory_facts (scope, fact_key, at, fact_id);
+CREATE INDEX memory_facts_session ON memory_facts (scope, session_id);
+CREATE VIRTUAL TABLE memory_facts_fts USING fts5(doc, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 0');
+INSERT INTO memory_facts_fts (memory_facts_fts, rank) VALUES ('secure-delete', 1);
+`,
+  },
 ];
 
 /**

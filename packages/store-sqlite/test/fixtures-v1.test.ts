@@ -89,12 +89,14 @@ describe("sqlite: this build reads the v1 fixture after migrating it", () => {
       main: MAIN_MIGRATIONS.map((m) => ({ version: m.version, name: m.name })),
       root: ROOT_MIGRATIONS.map((m) => ({ version: m.version, name: m.name })),
     });
-    expect(MAIN_MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4]);
+    expect(MAIN_MIGRATIONS.map((m) => m.version).slice(0, 4)).toEqual([1, 2, 3, 4]);
     const after = rowsOf(path);
     expect(after["main.spend_reservations"]).toEqual([]);
     expect(after["main.scope_fences"]).toEqual([]);
     expect(after["main.usage_inbox"]).toEqual([]);
-    const { "main.spend_reservations": _, "main.scope_fences": _f, "main.usage_inbox": _inbox, ...old } = after;
+    // Every table a later step added is empty (an FTS5 index's own shadow tables hold its configuration).
+    for (const name of Object.keys(after).filter((k) => !(k in before))) if (!/_fts_\w+$/.test(name)) expect(after[name], name).toEqual([]);
+    const old = Object.fromEntries(Object.entries(after).filter(([k]) => k in before));
     expect(old).toEqual(before);
   });
 

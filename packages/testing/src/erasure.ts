@@ -1,6 +1,6 @@
-import { type CostSettlementStore, type ErasureReport, erasedSessionMark, isErasedMark, type Scope, type SessionErasure, type SessionLabelStore, type SessionStore, type SpendStore, type UsageInbox } from "@alma-harness/core";
+import { type CostSettlementStore, type EpisodeStore, ErasedError, type ErasureReport, type ProfileStore, erasedSessionMark, isErasedMark, type Scope, type SessionErasure, type SessionLabelStore, type SessionStore, type SpendStore, type UsageInbox } from "@alma-harness/core";
 import type { ScanHit } from "./erasure-scan.js";
-import { type Closable, type Factory, refusesBadIds, refusesBadScopes, type TestApi } from "./harness.js";
+import { type Closable, type Factory, refusesBadIds, refusesBadScopes, rejects, type TestApi } from "./harness.js";
 
 /**
  * One session's canaries: values a careful auditor plants and then looks for. Each holds its tag,
@@ -75,6 +75,9 @@ export interface ErasureFixture extends Closable {
     readonly erasure: SessionErasure;
     /** When the set has one (and `seed` records a late observation per session): kept under the erased session's mark. */
     readonly usageInbox?: UsageInbox;
+    /** When the set has them (and `seed` writes an episode and a fact per session holding its canaries): gone with the session. */
+    readonly episodes?: EpisodeStore;
+    readonly profiles?: ProfileStore;
   };
 }
 
@@ -138,6 +141,14 @@ type Checks = ReturnType<typeof erasureChecks>;
 
 /** The seeding and the assertions the tests share. */
 function erasureChecks(t: TestApi) {
+  /** Recall's view of the scope: every episode and fact a search of the canaries' words returns (at the highest ceiling). */
+  const recallable = async (fx: ErasureFixture, scope: Scope, c: Canaries): Promise<readonly string[]> => {
+    const query = { text: `${c.patient} ${c.query}`, ceiling: "restricted" as const, limit: 50 };
+    const episodes = fx.stores.episodes ? await fx.stores.episodes.search(scope, query) : [];
+    const facts = fx.stores.profiles ? await fx.stores.profiles.search(scope, query) : [];
+    return [...episodes.map((h) => h.record.source.sessionId), ...facts.map((h) => h.record.source.sessionId)];
+  };
+
   /** Seeds alpha and bravo in scope A and charlie in scope B, and checks the scan sees every canary. */
   const seedAll = async (fx: ErasureFixture): Promise<Baseline> => {
     await fx.seed(A, alpha);
@@ -147,6 +158,7 @@ function erasureChecks(t: TestApi) {
       const found = new Set((await fx.scan(needlesOf(c))).map((h) => h.needle));
       t.expect([...found].sort(), "the scan finds every planted canary before erasure").toEqual([...needlesOf(c)].sort());
     }
+    if (fx.stores.episodes || fx.stores.profiles) t.expect(await recallable(fx, A, alpha), "the seeded memory is recalled before erasure").toContain(alpha.sessionId);
     const spend = await fx.stores.spend.tenantDays(A.org);
     t.expect(spend.reduce((sum, d) => sum + d.usdMicros, 0) > 0, "the seeded turns spent").toBe(true);
     return {
@@ -162,6 +174,7 @@ function erasureChecks(t: TestApi) {
       t.expect(multiset(await fx.scan(needlesOf(bravo))), "the other session of the scope is untouched").toEqual(before.bravo);
       t.expect((await fx.stores.sessions.load(A, bravo.sessionId)).messages.length > 0, "the other session still loads").toBe(true);
       t.expect(await fx.stores.labels.get(A, bravo.sessionId), "the other session keeps its labels").toEqual({ mrn: bravo.label });
+      if (fx.stores.episodes || fx.stores.profiles) t.expect(await recallable(fx, A, bravo), "the other session's memory is still recalled").toContain(bravo.sessionId);
     }
     t.expect(multiset(await fx.scan(needlesOf(charlie))), "the other scope is untouched").toEqual(before.charlie);
     t.expect(await fx.stores.spend.tenantDays(A.org), "the tenant-day spend is unchanged").toEqual(before.spend);
@@ -169,6 +182,10 @@ function erasureChecks(t: TestApi) {
   };
 
   const expectGone = async (fx: ErasureFixture, c: Canaries) => {
+    if (fx.stores.episodes || fx.stores.profiles) {
+      t.expect((await recallable(fx, A, c)).includes(c.sessionId), "nothing of the erased session is recallable").toBe(false);
+      t.expect(await recallable(fx, B, charlie), "the other scope's memory is still recalled").toContain(charlie.sessionId);
+    }
     t.expect(await fx.scan(needlesOf(c)), `no stored value holds ${c.sessionId}'s content or id`).toEqual([]);
     // The tombstones' marks are keyed by the deployment's trail key: the unkeyed digest of the id,
     // which anyone could compute from a guessed phone number, is stored nowhere.
@@ -183,7 +200,7 @@ function erasureChecks(t: TestApi) {
     }
   };
 
-  return { t, seedAll, expectUntouched, expectGone };
+  return { t, seedAll, expectUntouched, expectGone, recallable };
 }
 
 /** Erasure of a session no turn holds: once, twice, and of a session never seen. */
@@ -203,6 +220,16 @@ function erasureAtRest({ t, seedAll, expectUntouched, expectGone }: Checks, test
     const afterFirst = multiset(await fx.scan([...needlesOf(bravo), ...needlesOf(charlie)]));
     t.expect(await fx.eraseSession(A, alpha.sessionId)).toEqual({ fencedAdmissions: 0 });
     t.expect(await fx.retry(A, alpha), "a retry under the old key and a new turn are both refused").toEqual(["unavailable", "unavailable"]);
+    // A late memory extraction of the erased session is refused and writes nothing; another session of the scope still writes.
+    const late = { scope: A, source: { sessionId: alpha.sessionId, turnId: "late", at: 1 }, sensitivity: "internal" as const };
+    if (fx.stores.episodes) {
+      await rejects(t, () => (fx.stores.episodes as EpisodeStore).put({ ...late, episodeId: "ep-late", summary: `${alpha.patient} came back.` }), ErasedError, "erased");
+      t.expect(await fx.stores.episodes.put({ ...late, episodeId: "ep-other", source: { ...late.source, sessionId: "+15550008008" }, summary: "Another session." })).toBe("stored");
+    }
+    if (fx.stores.profiles) {
+      const fact = { ...late, factId: "f-late", key: "allergy.late", text: `${alpha.patient}: allergic.`, confidence: 1 };
+      await rejects(t, () => (fx.stores.profiles as ProfileStore).put(fact), ErasedError, "erased");
+    }
     await expectGone(fx, alpha);
     t.expect(multiset(await fx.scan([...needlesOf(bravo), ...needlesOf(charlie)]))).toEqual(afterFirst);
     await expectUntouched(fx, before, true);

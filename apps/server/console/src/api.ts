@@ -77,6 +77,12 @@ export async function postJson<T>(path: string, token: string, body?: unknown): 
   return (await response.json()) as T;
 }
 
+export async function deleteJson<T>(path: string, token: string): Promise<T> {
+  const response = await fetch(path, { method: "DELETE", headers: { authorization: `Bearer ${token}` } });
+  await failOn(response);
+  return (await response.json()) as T;
+}
+
 const tenantTokens = new Map<string, { token: string; expiresAt: number }>();
 
 /** A tenant token for chatting as a patient, minted by the host for the operator. */

@@ -2,6 +2,7 @@ import { adminToken, getJson, type Info, saveAdminToken, type Tenant } from "./a
 import { asksView } from "./asks.js";
 import { chatView } from "./chat.js";
 import { clear, h } from "./dom.js";
+import { memoryView } from "./memory.js";
 import { reconcileView } from "./reconcile.js";
 import { sessionsView } from "./sessions.js";
 import { spendView } from "./spend.js";
@@ -56,8 +57,9 @@ async function start(): Promise<void> {
   const sessions = sessionsView(info, admin);
   const spend = spendView(admin);
   const reconcile = reconcileView(admin);
+  const memory = memoryView(admin);
   const chat = chatView(info, tenants, admin, () => void asks.refresh());
-  const views = { chat, sessions: sessions.element, spend: spend.element, reconcile: reconcile.element } as const;
+  const views = { chat, sessions: sessions.element, spend: spend.element, reconcile: reconcile.element, memory: memory.element } as const;
   const main = h("main", {});
   const tabs = h("nav", {});
   const show = (name: keyof typeof views) => {
@@ -66,8 +68,9 @@ async function start(): Promise<void> {
     if (name === "sessions") void sessions.refresh();
     if (name === "spend") void spend.refresh();
     if (name === "reconcile") void reconcile.refresh();
+    if (name === "memory") void memory.refresh();
   };
-  for (const [name, label] of [["chat", "Chat"], ["sessions", "Sessions & timeline"], ["spend", "Spend"], ["reconcile", "Uncertain & late usage"]] as const) {
+  for (const [name, label] of [["chat", "Chat"], ["sessions", "Sessions & timeline"], ["spend", "Spend"], ["reconcile", "Uncertain & late usage"], ["memory", "Patient memory"]] as const) {
     tabs.append(h("button", { "data-tab": name, "data-testid": `tab-${name}`, onclick: () => show(name) }, label));
   }
   clear(app, header(info), tabs, h("div", { class: "layout" }, main, asks.element));

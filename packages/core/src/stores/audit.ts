@@ -138,7 +138,9 @@ export type LifecycleAction =
   | "turn.completed"
   | "turn.uncertain"
   /** The memory extraction after a completed turn: `detail` its closed outcome (`ExtractionOutcome` of the loop) and counts. */
-  | "memory.extraction";
+  | "memory.extraction"
+  /** One erasure (`createMemoryErasure`): of a session, a scope or one fact; its detail counts what went, never what it was. */
+  | "erasure.completed";
 export interface LifecycleEvent extends Base {
   readonly trail: "lifecycle";
   readonly action: LifecycleAction;

@@ -16,14 +16,15 @@ export interface ErasureReport {
  * immediate transaction, then the WAL checkpointed and truncated; PostgreSQL: one transaction;
  * memory: one synchronous step). Guarantees:
  * - `eraseSession` leaves no row holding the session's content or its id: messages, step and root
- *   result envelopes, labels, admissions, per-session spend and the audit events whose stored
- *   session value is `opts.auditSessionId` are removed; sessions, results and labels keep a
+ *   result envelopes, labels, admissions, per-session spend, the memory learned in it (episodes and
+ *   profile facts whose source is the session, index entries included) and the audit events whose
+ *   stored session value is `opts.auditSessionId` are removed; sessions, results and labels keep a
  *   tombstone keyed by `erasedSessionMark` (so an erased result cannot be revived and a late write
  *   is refused); the content-free money records — settlements, journal records, reservations held
  *   by calls in flight — keep everything but the session id, which becomes the mark, so the
  *   tenant-day totals and the scope's receipts still add up and a call sent before the erasure
  *   still settles (and is never sent again).
- * - `eraseScope` removes everything of the scope the same way (the label store is sealed, and the
+ * - `eraseScope` removes everything of the scope the same way (every episode and fact of it too; the label store is sealed, and the
  *   settlements keep their amounts under each session's mark).
  * - Both are idempotent: a second run, or a run after one that failed midway, finishes the job and
  *   changes nothing more. An unknown session or scope is no error (tombstones are still written).

@@ -30,7 +30,7 @@ export class DuplicateEventError extends AlmaError {
 
 /** A write names an identity that exists with different content. */
 /** The conflict codes of `AlmaErrorCode`. */
-export type ConflictCode = "admission_exists" | "execution_conflict" | "result_conflict" | "result_not_reserved" | "store_conflict" | "settlement_conflict" | "session_label_conflict" | "usage_observation_conflict";
+export type ConflictCode = "admission_exists" | "execution_conflict" | "result_conflict" | "result_not_reserved" | "store_conflict" | "settlement_conflict" | "session_label_conflict" | "usage_observation_conflict" | "memory_conflict";
 
 export class ConflictError extends AlmaError {
   constructor(code: ConflictCode, message: string) {
@@ -54,6 +54,15 @@ export class SessionLabelConflictError extends ConflictError {
 export class UsageObservationConflictError extends ConflictError {
   constructor() {
     super("usage_observation_conflict", "a different usage observation of this call and source is already kept");
+  }
+}
+
+/** A memory record's id (`episodeId`, `factId`) is already used in its scope by a record with other content. */
+export class MemoryConflictError extends ConflictError {
+  readonly record: "episode" | "fact";
+  constructor(record: "episode" | "fact") {
+    super("memory_conflict", `a different ${record} is already stored under this id`);
+    this.record = record;
   }
 }
 

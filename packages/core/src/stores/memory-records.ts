@@ -81,6 +81,21 @@ export interface MemoryPage<T> {
   readonly nextCursor?: string;
 }
 
+/**
+ * Guarantees of both stores (`memoryContract` in @alma-harness/testing checks each):
+ * - every argument is validated before any I/O by core's normalizers (`normalize-memory.ts`): bad
+ *   input is a typed `ValidationError`, `InvalidScopeError` or `InvalidIdError` naming the rule,
+ *   never the value;
+ * - `put` stores once per `(scope, id)`: an equal record again is `replayed`, a different one throws
+ *   `MemoryConflictError` (code `memory_conflict`); concurrent equal puts store one; a record whose
+ *   source session the store set erased (`SessionErasure`) throws `ErasedError`;
+ * - `search` ranks with the backend's own full-text search over core's `memoryTerms` only (no
+ *   character of the query is query syntax), returns the asked scope only, at or below the ceiling,
+ *   facts superseded by a newer fact of their key never (even when the newer one is above the
+ *   ceiling), at most `limit`, ties newest first; a query with no word ranks by recency;
+ * - `list` pages every record of the scope newest first by `(source.at, id)` with an opaque cursor;
+ * - records returned are frozen.
+ */
 export interface EpisodeStore {
   put(episode: Episode): Promise<MemoryPutStatus>;
   search(scope: Scope, query: MemorySearch): Promise<readonly MemoryHit<Episode>[]>;

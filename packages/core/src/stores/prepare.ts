@@ -7,6 +7,7 @@ import type { AdmissionStore, } from "./admissions.js";
 import type { AuditLog } from "./audit.js";
 import type { SessionErasure } from "./erasure.js";
 import type { UsageInbox } from "./usage-inbox.js";
+import type { EpisodeStore, MemoryErasure, ProfileStore } from "./memory-records.js";
 import { type ExecutionChange, type ExecutionChangeColumns, type ExecutionRow, executionChangeColumns, executionFromRow, type ResultRow, resultFromRow, type SessionSummaryRow, type SettlementRow, sessionSummaryFromRow, settlementFromRow, type TenantDayRow, tenantDayFromRow } from "./codecs.js";
 import { ConflictError, SettlementConflictError, StaleFenceError } from "./errors.js";
 import type { ClaimOptions, ClaimResult, ExecutionClaim, ExecutionRecord, ExecutionState, ExecutionStore, Fence } from "./execution.js";
@@ -342,6 +343,11 @@ export interface DurableStores {
   /** Late authoritative usage: evidence for the operator, no dispatch or billing authority. */
   readonly usageInbox: UsageInbox;
   readonly audit: AuditLog;
+  /** Episodes and profile facts (issue 18), ranked by the database's own full-text search. */
+  readonly episodes: EpisodeStore;
+  readonly profiles: ProfileStore;
+  /** The memory side of erasure alone (the `erasure` below covers memory too). */
+  readonly memoryErasure: MemoryErasure;
   /** Erasure over every store above, in one transaction. */
   readonly erasure: SessionErasure;
 }

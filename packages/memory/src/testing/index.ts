@@ -1,2 +1,3 @@
-// The in-memory memory stores (seed 001: "the in-memory memory stores in @alma-harness/memory/testing").
-export { InMemoryEpisodeStore, InMemoryProfileStore, inMemoryMemoryStores, type MemoryStores } from "./stores.js";
+// The in-memory memory stores (seed 001: "the in-memory memory stores in @alma-harness/memory/testing"),
+// re-exported from `@alma-harness/memory/in-memory`, which production compositions import.
+export { type ErasedSessionCheck, InMemoryEpisodeStore, InMemoryProfileStore, inMemoryMemoryStores, type MemoryStores } from "../in-memory.js";
