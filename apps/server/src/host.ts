@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import type { ExpiredRelease } from "@alma-harness/conversation";
 import { type Clock, type IdSource, randomIds, systemClock } from "@alma-harness/core";
-import { BOOK_TOOL, type ClinicMemory, clinicAgent, FRONT_DESK_INTENT } from "./agent/agent.js";
+import { BOOK_TOOL, clinicAgent, FRONT_DESK_INTENT } from "./agent/agent.js";
 import { CLINICS, type Clinic, ClinicDesk } from "./agent/clinics.js";
 import type { HostSecrets } from "./config/secrets.js";
 import { type AccessLog, createApp, type Handle } from "./http/app.js";
@@ -38,8 +38,8 @@ export interface HostOptions {
   readonly allowedHosts?: AllowedHosts;
   /** How long `close` lets running turns settle before cancelling them (default 10 s). */
   readonly shutdownGraceMs?: number;
-  /** The patient memory (recall and extraction); absent, the agent forgets between sessions. */
-  readonly memory?: ClinicMemory;
+  /** The patient memory (recall and extraction over the runtime's memory stores); off, the agent forgets between sessions. */
+  readonly memory?: boolean;
 }
 
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;

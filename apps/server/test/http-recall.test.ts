@@ -1,4 +1,3 @@
-import { inMemoryMemoryStores } from "@alma-harness/memory/testing";
 import { describe, expect, it } from "vitest";
 import { ANA, CARLA, HARBOR, hostPerTest, SUNRISE, turn } from "./helpers.js";
 
@@ -7,8 +6,8 @@ const BRUNO = "p-1002";
 
 describe("the clinic remembers a patient across sessions (issue 18), over HTTP with the offline demo model", () => {
   it("an allergy told in one session is recalled in the next, for that patient only", async () => {
-    const memory = inMemoryMemoryStores();
-    const t = await startHost({ memory });
+    const t = await startHost({ memory: true });
+    const memory = t.host.context.runtime.stores;
     const ana = await t.token(SUNRISE, ANA);
     const told = await turn(t, ana, "monday-chat", "k1", "Hello, I am allergic to amoxicillin.");
     expect(told.status).toBe(200);

@@ -1,10 +1,22 @@
 import type { ConversationConfig, ConversationRunner, ConversationStores, ExpiredRelease, RecordEventsRequest } from "@alma-harness/conversation";
 import { createConversationRunner } from "@alma-harness/conversation";
-import { type EpisodeStore, type ErasureReport, type MemoryErasure, normalizeScope, type ProfileStore, resolveTrailKey, type Scope, scopePath } from "@alma-harness/core";
-import { createMemoryErasure, type MemoryHostErasure } from "@alma-harness/memory";
+import { type EpisodeStore, ValidationError, type ErasureReport, type MemoryErasure, normalizeScope, type ProfileStore, resolveTrailKey, type Scope, scopePath } from "@alma-harness/core";
+import { createMemoryErasure, type MemoryHostErasure, storeRecall } from "@alma-harness/memory";
 
-/** Everything a runner needs except its stores. */
-export type RuntimeConfig = Omit<ConversationConfig, "stores">;
+/**
+ * Recall and extraction over the composition's own memory stores (issue 18): `recall` reads through
+ * `storeRecall(stores)` unless it names another source, `extraction` writes into the same stores.
+ */
+type RecallConfig = NonNullable<ConversationConfig["recall"]>;
+type ExtractionConfig = NonNullable<ConversationConfig["extraction"]>;
+
+export interface RuntimeMemory {
+  readonly recall?: Omit<RecallConfig, "source"> & { readonly source?: RecallConfig["source"] };
+  readonly extraction?: Omit<ExtractionConfig, "stores">;
+}
+
+/** Everything a runner needs except its stores; `memory` wires recall and extraction to the set's memory stores. */
+export type RuntimeConfig = Omit<ConversationConfig, "stores"> & { readonly memory?: RuntimeMemory };
 
 /**
  * The store set a composition hands out: the runner's stores and the memory stores (issue 18) over
@@ -38,8 +50,20 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
+/** The runner's configuration: `memory`'s recall and extraction bound to the set's memory stores. */
+function runnerConfig(config: RuntimeConfig, stores: RuntimeStores): ConversationConfig {
+  const { memory, ...rest } = config;
+  if (memory === undefined) return { ...rest, stores };
+  if ((memory.recall && rest.recall) || (memory.extraction && rest.extraction)) {
+    throw new ValidationError("memory", "one_recall", "give recall and extraction either in `memory` or on their own, not both");
+  }
+  const recall = memory.recall ? { ...memory.recall, source: memory.recall.source ?? storeRecall(stores) } : rest.recall;
+  const extraction = memory.extraction ? { ...memory.extraction, stores } : rest.extraction;
+  return { ...rest, stores, ...(recall ? { recall } : {}), ...(extraction ? { extraction } : {}) };
+}
+
 export function compose(config: RuntimeConfig, stores: RuntimeStores, close: () => Promise<void>): Runtime {
-  const base = createConversationRunner({ ...config, stores });
+  const base = createConversationRunner(runnerConfig(config, stores));
   /** Sessions whose event batch was left holding its admission (`reconciliation_required`), by `org/uid session`. */
   const heldByEvents = new Map<string, { readonly scope: Scope; readonly sessionId: string }>();
   const runner: ConversationRunner = Object.freeze({

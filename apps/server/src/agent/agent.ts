@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import type { UncertainTurnEvent } from "@alma-harness/conversation";
-import type { BudgetCapsInput, Clock, EpisodeStore, IdSource, ProfileStore, RoutingIntent } from "@alma-harness/core";
-import { storeRecall } from "@alma-harness/memory";
+import type { BudgetCapsInput, Clock, IdSource, RoutingIntent } from "@alma-harness/core";
 import type { PermissionController, VolatileContext } from "@alma-harness/loop";
 import type { RuntimeConfig } from "@alma-harness/runtime";
 import type { ModelSetup } from "../models/select.js";
@@ -47,23 +46,20 @@ export interface AgentDeps {
    * The patient memory (issue 18): with it, each turn recalls the patient's facts and earlier
    * sessions, and each completed turn extracts what the patient told. Absent: the agent forgets.
    */
-  readonly memory?: ClinicMemory;
-}
-
-/** The memory stores the clinic agent recalls from and extracts into. */
-export interface ClinicMemory {
-  readonly episodes: EpisodeStore;
-  readonly profiles: ProfileStore;
+  readonly memory?: boolean;
 }
 
 /**
- * Recall and extraction for the clinic: up to 8 facts and 3 earlier sessions of the patient, at or
- * below the chat's sensitivity (confidential), within 2 s; the extraction on the fast tier.
+ * Recall and extraction for the clinic, over the runtime's own memory stores (the composition binds
+ * them): up to 8 facts and 3 earlier sessions of the patient, at or below the chat's sensitivity
+ * (confidential), within 2 s; the extraction on the fast tier.
  */
-export function clinicMemory(memory: ClinicMemory): Pick<RuntimeConfig, "recall" | "extraction"> {
+export function clinicMemory(): Pick<RuntimeConfig, "memory"> {
   return {
-    recall: { source: storeRecall(memory), facts: 8, episodes: 3, recallTimeoutMs: 2_000 },
-    extraction: { tier: "fast", stores: memory, maxFacts: 8 },
+    memory: {
+      recall: { facts: 8, episodes: 3, recallTimeoutMs: 2_000 },
+      extraction: { tier: "fast", maxFacts: 8 },
+    },
   };
 }
 
@@ -102,8 +98,8 @@ export function clinicAgent(deps: AgentDeps): RuntimeConfig {
     prices: deps.models.prices,
     policyVersion: `routing-${deps.models.provider}-1`,
     priceVersion: deps.models.prices.version,
-    configRevision: configRevision(deps.models, caps, deps.memory !== undefined),
-    ...(deps.memory ? clinicMemory(deps.memory) : {}),
+    configRevision: configRevision(deps.models, caps, deps.memory === true),
+    ...(deps.memory ? clinicMemory() : {}),
     resultRetentionMs: 30 * 86_400_000,
     runTimeoutMs: 10 * 60_000,
     maxCalls: 6,

@@ -74,6 +74,8 @@ export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number>
     limits: env.limits,
     ...(env.allowedHosts ? { allowedHosts: env.allowedHosts } : {}),
     shutdownGraceMs: env.shutdownGraceMs,
+    // The patient memory (recall and extraction) is on unless ALMA_MEMORY=off.
+    memory: io.env.ALMA_MEMORY !== "off",
   });
   const { url } = await host.listen(env.port, env.host);
   banner(io, env, host, url, host.context.store);
