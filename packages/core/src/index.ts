@@ -44,6 +44,8 @@ export * from "./stores/results.js";
 export * from "./stores/settlements.js";
 export * from "./stores/labels.js";
 export * from "./stores/usage-inbox.js";
+export * from "./stores/model-jobs.js";
+export * from "./model-jobs.js";
 export * from "./stores/audit.js";
 export {
   isTrailShaped,

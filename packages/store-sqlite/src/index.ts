@@ -14,10 +14,12 @@ import { SqliteSessionLabelStore } from "./labels.js";
 import { SqliteResultStore } from "./results.js";
 import { SqliteSessionStore } from "./sessions.js";
 import { SqliteCostSettlementStore, SqliteSpendStore } from "./settlements.js";
+import { SqliteModelJobStore } from "./model-jobs.js";
 import { SqliteUsageInbox } from "./usage-inbox.js";
 
 export { RECORD_VERSION } from "@alma-harness/core/stores";
 export { defaultRootPath, type SqliteStoreOptions } from "./db.js";
+export { SqliteModelJobStore } from "./model-jobs.js";
 export { SqliteUsageInbox } from "./usage-inbox.js";
 export { MAIN_MIGRATIONS, type Migration, ROOT_MIGRATIONS } from "./migrations.js";
 
@@ -50,6 +52,7 @@ export function createSqliteStores(options: SqliteStoreOptions): SqliteStores {
     spend: new SqliteSpendStore(db),
     labels: new SqliteSessionLabelStore(db),
     usageInbox: new SqliteUsageInbox(db),
+    modelJobs: new SqliteModelJobStore(db),
     audit: new SqliteAuditLog(db),
     erasure: new SqliteErasure(db),
     barrier: Object.freeze({ commit: async () => db.commit() }),

@@ -6,6 +6,7 @@ import type { NotDispatchedCause, UsageEvidence } from "../usage.js";
 import type { AdmissionStore, } from "./admissions.js";
 import type { AuditLog } from "./audit.js";
 import type { SessionErasure } from "./erasure.js";
+import type { ModelJobStore } from "./model-jobs.js";
 import type { UsageInbox } from "./usage-inbox.js";
 import { type ExecutionChange, type ExecutionChangeColumns, type ExecutionRow, executionChangeColumns, executionFromRow, type ResultRow, resultFromRow, type SessionSummaryRow, type SettlementRow, sessionSummaryFromRow, settlementFromRow, type TenantDayRow, tenantDayFromRow } from "./codecs.js";
 import { ConflictError, SettlementConflictError, StaleFenceError } from "./errors.js";
@@ -341,6 +342,8 @@ export interface DurableStores {
   readonly labels: SessionLabelStore;
   /** Late authoritative usage: evidence for the operator, no dispatch or billing authority. */
   readonly usageInbox: UsageInbox;
+  /** Provider batch jobs (`@alma-harness/batch`): their state, so another process collects them. */
+  readonly modelJobs: ModelJobStore;
   readonly audit: AuditLog;
   /** Erasure over every store above, in one transaction. */
   readonly erasure: SessionErasure;
