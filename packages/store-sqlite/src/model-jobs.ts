@@ -48,7 +48,7 @@ export class SqliteModelJobStore implements ModelJobStore {
         .stmt("INSERT INTO model_jobs (scope, job_id, state, transport_id, batch_id, created_at, updated_at, submitting_at) VALUES (?, ?, ?, ?, NULL, ?, ?, NULL)")
         .run(key, job.jobId, job.state, job.transportId, job.createdAt, job.updatedAt);
       const insert = this.#db.stmt("INSERT INTO model_job_items (scope, job_id, ordinal, custom_id, session_id, record) VALUES (?, ?, ?, ?, ?, ?)");
-      job.items.forEach((item, i) => insert.run(key, job.jobId, i, item.customId, item.sessionId, modelJobItemText(item)));
+      for (const [i, item] of job.items.entries()) insert.run(key, job.jobId, i, item.customId, item.sessionId, modelJobItemText(item));
       return Object.freeze({ status: "created" as const, job });
     });
   }
