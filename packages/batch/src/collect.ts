@@ -14,6 +14,7 @@ import type {
   StreamToolCall,
   TrailKey,
   Usage,
+  UsageEvidence,
 } from "@alma-harness/core";
 import type { GovernedCalls, TurnAccount } from "@alma-harness/execution";
 import type { ModelJobUncertainCause } from "./client.js";
@@ -93,7 +94,8 @@ async function settleItem(deps: CollectDeps, job: ModelJob, item: ModelJobItem, 
   // The Batch API is the batch tier: every item is priced at its row, whatever the body says.
   const usage: Usage = answered ? { ...result.usage, serviceTier: "batch" } : UNANSWERED;
   const stop = answered ? result.stopReason : "none";
-  const settled = await deps.calls.deferred.settle(ticket, { status: "known", usage }, stop, account);
+  const evidence: UsageEvidence = answered && result.usageUnresolved !== undefined ? { status: "unpriced", usage, reason: result.usageUnresolved } : { status: "known", usage };
+  const settled = await deps.calls.deferred.settle(ticket, evidence, stop, account);
   await deps.jobs.settleItem(job.scope, job.jobId, item.customId, { settlementId: settled.receipt.settlementId, outcome: result.type });
   return Object.freeze({
     customId: item.customId,

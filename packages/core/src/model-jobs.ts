@@ -25,6 +25,8 @@ export type ModelJobItemResult =
       readonly toolCalls: readonly StreamToolCall[];
       /** The item's usage; its `serviceTier` is `batch` (the Batch API is the batch tier). */
       readonly usage: Usage;
+      /** Counts known, attribution not (a cache write without its TTL split…): never priced, the item stays uncertain. */
+      readonly usageUnresolved?: string;
       readonly refusal?: RefusalCategory;
     }
   | {
