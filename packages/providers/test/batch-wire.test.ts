@@ -36,7 +36,7 @@ describe("Anthropic Message Batches over fetch (documented shapes, served by a l
     expect(sent?.path).toBe("/v1/messages/batches");
     expect(sent?.headers["x-api-key"]).toBe("sk-test");
     expect(sent?.headers["anthropic-version"]).toBe("2023-06-01");
-    expect((sent?.body as { requests: unknown[] }).requests[0]).toEqual({
+    expect((sent?.body as { requests: unknown[] } | undefined)?.requests[0]).toEqual({
       custom_id: "day-1",
       params: { model: "claude-sonnet-4-5", max_tokens: 100, system: [{ type: "text", text: "Summarize the clinic day." }], messages: [{ role: "user", content: [{ type: "text", text: "notes of day-1" }] }] },
     });
