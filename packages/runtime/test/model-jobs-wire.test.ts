@@ -1,0 +1,82 @@
+import { readFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
+import { ModelJobClient } from "@alma-harness/batch";
+import { normalizeBudgetCaps, type PriceTable } from "@alma-harness/core";
+import { inMemoryStores } from "@alma-harness/core/memory";
+import { ManualClock, RecordingAuditLog } from "@alma-harness/core/testing";
+import { GovernedCalls } from "@alma-harness/execution";
+import { createAnthropicBatchTransport } from "@alma-harness/providers";
+import { afterEach, describe, expect, it } from "vitest";
+import { dayJob, JOB_KEY, SCOPE } from "./model-jobs-kit.js";
+
+const FIXTURES = fileURLToPath(new URL("../../providers/test/fixtures/batch/anthropic/", import.meta.url));
+const fixture = (name: string) => readFileSync(`${FIXTURES}${name}`, "utf8");
+const BATCH = "msgbatch_013Zva2CMHLNnXjNJJKqJ2EF";
+/** Sonnet-class prices with the batch row at half. */
+const PRICES: PriceTable = { version: "p-wire", models: { "claude-sonnet-4-5": { rates: { input: 3, output: 15, cacheWrite5m: 3.75, cacheWrite1h: 6, cacheRead: 0.3 }, tiers: { batch: { input: 1.5, output: 7.5, cacheWrite5m: 1.875, cacheWrite1h: 3, cacheRead: 0.15 } } } } };
+
+type Route = (req: IncomingMessage, res: ServerResponse) => void;
+const servers: { close(): void }[] = [];
+afterEach(() => {
+  for (const s of servers.splice(0)) s.close();
+});
+
+/** A real HTTP server on 127.0.0.1 answering the Message Batches routes from the fixtures; `lose` drops the create's answer after reading it. */
+async function provider(opts: { readonly lose: boolean }) {
+  const seen: string[] = [];
+  const routes: Record<string, Route> = {
+    "POST /v1/messages/batches": (_req, res) => {
+      if (opts.lose) res.socket?.destroy();
+      else res.writeHead(200, { "content-type": "application/json" }).end(fixture("batch-created.json"));
+    },
+    "GET /v1/messages/batches?limit=100": (_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(fixture("batch-list.json")),
+    [`GET /v1/messages/batches/${BATCH}`]: (_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(fixture("batch-ended.json")),
+    [`GET /v1/messages/batches/${BATCH}/results`]: (_req, res) => res.writeHead(200, { "content-type": "application/binary" }).end(fixture("results.jsonl")),
+  };
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      const key = `${req.method} ${req.url}`;
+      seen.push(key);
+      const route = routes[key];
+      if (route) route(req, res);
+      else res.writeHead(404).end("{}");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  servers.push({ close: () => server.close() });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, seen };
+}
+
+function client(url: string) {
+  const stores = inMemoryStores();
+  const clock = new ManualClock(Date.UTC(2026, 0, 1, 22));
+  const audit = new RecordingAuditLog();
+  const calls = new GovernedCalls({ journal: stores.journal, settlements: stores.settlements, spend: stores.spend, prices: PRICES, caps: normalizeBudgetCaps(undefined), policyVersion: "p", audit, clock });
+  const transport = createAnthropicBatchTransport({ id: "anthropic-batch", apiKey: "sk-test", baseURL: url, fetch });
+  const jobs = new ModelJobClient({ calls, jobs: stores.modelJobs, transports: [transport], policy: { resolve: () => ({ clientId: "anthropic-batch", model: "claude-sonnet-4-5", maxOutputTokens: 200, cache: false }) }, trailKey: JOB_KEY, clock });
+  return { jobs, stores, audit };
+}
+
+describe("a model job end to end over the Anthropic batch wire (a local HTTP server serving the documented shapes)", () => {
+  it("the create's answer is lost: the job is found by its custom ids in the listing, never posted again, and each item settles once at the batch price", async () => {
+    const wire = await provider({ lose: true });
+    const { jobs, stores, audit } = client(wire.url);
+    const submitted = await jobs.submit(dayJob("night-1", 4));
+    expect(submitted).toMatchObject({ status: "submitted", reconciled: true, job: { batchId: BATCH } });
+    const collected = await jobs.collect(SCOPE, "night-1");
+    if (collected.status !== "collected") throw new Error(collected.status);
+    expect(wire.seen.filter((r) => r.startsWith("POST"))).toEqual(["POST /v1/messages/batches"]);
+    // day-1: 12 in + 29 out at $1.5/$7.5 per million → 18 + 217.5 → 236 micro-dollars (rounded up); day-2: 420 in + 61 out → 630 + 457.5 → 1,088.
+    expect(collected.items.map((i) => [i.customId, i.outcome, i.receipt.serviceTier, i.receipt.usdMicros])).toEqual([
+      ["day-1", "succeeded", "batch", 236],
+      ["day-2", "succeeded", "batch", 1_088],
+      ["day-3", "errored", "batch", 0],
+      ["day-4", "expired", "batch", 0],
+    ]);
+    expect((await stores.spend.peek(SCOPE, "patient-1", "2026-01-01")).tenantDayMicros).toBe(236 + 1_088);
+    expect(audit.trail("cost")).toHaveLength(4);
+  });
+});
