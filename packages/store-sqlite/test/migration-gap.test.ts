@@ -5,8 +5,9 @@ import { MAIN_MIGRATIONS } from "../src/migrations.js";
 
 // Version numbers are reserved per branch and may land out of order: step 3 (scope fences) and
 // step 4 (usage inbox) were built side by side. A file migrated by a build without 3 gets it later.
-const withoutThree = MAIN_MIGRATIONS.filter((m) => m.version !== 3);
-const withoutFour = MAIN_MIGRATIONS.filter((m) => m.version !== 4);
+const upToFour = MAIN_MIGRATIONS.filter((m) => m.version <= 4);
+const withoutThree = upToFour.filter((m) => m.version !== 3);
+const withoutFour = upToFour.filter((m) => m.version !== 4);
 
 const versions = (raw: Database.Database) => (raw.prepare("SELECT version FROM main.schema_version ORDER BY version").all() as { version: number }[]).map((r) => r.version);
 const tables = (raw: Database.Database) =>
@@ -14,15 +15,15 @@ const tables = (raw: Database.Database) =>
 
 describe("sqlite: migration versions with a gap", () => {
   it("a file at 4 without 3 gets 3 when it lands; once both are there nothing runs again", () => {
-    expect(MAIN_MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4]);
+    expect(upToFour.map((m) => m.version)).toEqual([1, 2, 3, 4]);
     const raw = new Database(":memory:");
     migrate(raw, "main", withoutThree);
     expect(versions(raw)).toEqual([1, 2, 4]);
     expect(tables(raw)).toEqual(["usage_inbox"]);
-    migrate(raw, "main", MAIN_MIGRATIONS);
+    migrate(raw, "main", upToFour);
     expect(versions(raw)).toEqual([1, 2, 3, 4]);
     expect(tables(raw)).toEqual(["scope_fences", "usage_inbox"]);
-    migrate(raw, "main", MAIN_MIGRATIONS);
+    migrate(raw, "main", upToFour);
     expect(versions(raw)).toEqual([1, 2, 3, 4]);
     raw.close();
   });
@@ -31,13 +32,25 @@ describe("sqlite: migration versions with a gap", () => {
     const other = new Database(":memory:");
     migrate(other, "main", withoutFour);
     expect(versions(other)).toEqual([1, 2, 3]);
-    migrate(other, "main", MAIN_MIGRATIONS);
+    migrate(other, "main", upToFour);
     expect(versions(other)).toEqual([1, 2, 3, 4]);
     expect(tables(other)).toEqual(["scope_fences", "usage_inbox"]);
     other.close();
     const fresh = new Database(":memory:");
-    migrate(fresh, "main", MAIN_MIGRATIONS);
+    migrate(fresh, "main", upToFour);
     expect(versions(fresh)).toEqual([1, 2, 3, 4]);
     fresh.close();
+  });
+
+  it("a file at 4 gets 6 (model jobs) when it lands, whatever 5 is; nothing runs again", () => {
+    const raw = new Database(":memory:");
+    migrate(raw, "main", upToFour);
+    migrate(raw, "main", MAIN_MIGRATIONS);
+    const six = versions(raw);
+    expect(six.includes(6) && six.slice(0, 4).join(",") === "1,2,3,4").toBe(true);
+    expect((raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'model_job%' ORDER BY name").all() as { name: string }[]).map((r) => r.name)).toEqual(["model_job_items", "model_jobs"]);
+    migrate(raw, "main", MAIN_MIGRATIONS);
+    expect(versions(raw)).toEqual(six);
+    raw.close();
   });
 });
