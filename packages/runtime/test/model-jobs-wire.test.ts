@@ -2,12 +2,11 @@ import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
-import { ModelJobClient } from "@alma-harness/batch";
-import { normalizeBudgetCaps, type PriceTable } from "@alma-harness/core";
+import type { PriceTable } from "@alma-harness/core";
 import { inMemoryStores } from "@alma-harness/core/memory";
 import { ManualClock, RecordingAuditLog } from "@alma-harness/core/testing";
-import { GovernedCalls } from "@alma-harness/execution";
 import { createAnthropicBatchTransport } from "@alma-harness/providers";
+import { modelJobs } from "@alma-harness/runtime";
 import { afterEach, describe, expect, it } from "vitest";
 import { dayJob, JOB_KEY, SCOPE } from "./model-jobs-kit.js";
 
@@ -50,13 +49,20 @@ async function provider(opts: { readonly lose: boolean }) {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, seen };
 }
 
+/** The runtime's composition (`modelJobs`) over in-memory stores with a recording audit log. */
 function client(url: string) {
-  const stores = inMemoryStores();
-  const clock = new ManualClock(Date.UTC(2026, 0, 1, 22));
   const audit = new RecordingAuditLog();
-  const calls = new GovernedCalls({ journal: stores.journal, settlements: stores.settlements, spend: stores.spend, prices: PRICES, caps: normalizeBudgetCaps(undefined), policyVersion: "p", audit, clock });
+  const stores = inMemoryStores({ audit });
   const transport = createAnthropicBatchTransport({ id: "anthropic-batch", apiKey: "sk-test", baseURL: url, fetch });
-  const jobs = new ModelJobClient({ calls, jobs: stores.modelJobs, transports: [transport], policy: { resolve: () => ({ clientId: "anthropic-batch", model: "claude-sonnet-4-5", maxOutputTokens: 200, cache: false }) }, trailKey: JOB_KEY, clock });
+  const jobs = modelJobs({
+    stores,
+    prices: PRICES,
+    policyVersion: "p",
+    trailKey: JOB_KEY,
+    transports: [transport],
+    policy: { resolve: () => ({ clientId: "anthropic-batch", model: "claude-sonnet-4-5", maxOutputTokens: 200, cache: false }) },
+    clock: new ManualClock(Date.UTC(2026, 0, 1, 22)),
+  });
   return { jobs, stores, audit };
 }
 
