@@ -1,20 +1,26 @@
-import { readFileSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
-import type { PriceTable } from "@alma-harness/core";
 import { inMemoryStores } from "@alma-harness/core/memory";
 import { ManualClock, RecordingAuditLog } from "@alma-harness/core/testing";
 import { createAnthropicBatchTransport } from "@alma-harness/providers";
 import { modelJobs } from "@alma-harness/runtime";
+import { createSqliteStores } from "@alma-harness/store-sqlite";
 import { afterEach, describe, expect, it } from "vitest";
 import { dayJob, JOB_KEY, SCOPE } from "./model-jobs-kit.js";
+import { WIRE_PRICES } from "./workers/wire-config.js";
 
 const FIXTURES = fileURLToPath(new URL("../../providers/test/fixtures/batch/anthropic/", import.meta.url));
 const fixture = (name: string) => readFileSync(`${FIXTURES}${name}`, "utf8");
 const BATCH = "msgbatch_013Zva2CMHLNnXjNJJKqJ2EF";
-/** Sonnet-class prices with the batch row at half. */
-const PRICES: PriceTable = { version: "p-wire", models: { "claude-sonnet-4-5": { rates: { input: 3, output: 15, cacheWrite5m: 3.75, cacheWrite1h: 6, cacheRead: 0.3 }, tiers: { batch: { input: 1.5, output: 7.5, cacheWrite5m: 1.875, cacheWrite1h: 3, cacheRead: 0.15 } } } } };
+const PRICES = WIRE_PRICES;
+const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
+const WORKER = fileURLToPath(new URL("./workers/collect-worker.ts", import.meta.url));
 
 type Route = (req: IncomingMessage, res: ServerResponse) => void;
 const servers: { close(): void }[] = [];
@@ -85,4 +91,40 @@ describe("a model job end to end over the Anthropic batch wire (a local HTTP ser
     expect((await stores.spend.peek(SCOPE, "patient-1", "2026-01-01")).tenantDayMicros).toBe(236 + 1_088);
     expect(audit.trail("cost")).toHaveLength(4);
   });
+
+  it("another OS process collects what this one submitted, from the SQLite file alone: each item settled once, at the batch price", async () => {
+    const wire = await provider({ lose: false });
+    const dir = mkdtempSync(join(tmpdir(), "alma-jobs-wire-"));
+    try {
+      const path = join(dir, "alma.db");
+      const stores = createSqliteStores({ path, commits: "each" });
+      const transport = createAnthropicBatchTransport({ id: "anthropic-batch", apiKey: "sk-test", baseURL: wire.url, fetch });
+      const jobs = modelJobs({ stores, prices: PRICES, policyVersion: "p", trailKey: JOB_KEY, transports: [transport], policy: { resolve: () => ({ clientId: "anthropic-batch", model: "claude-sonnet-4-5", maxOutputTokens: 200, cache: false }) } });
+      expect(await jobs.submit(dayJob("night-1", 4))).toMatchObject({ status: "submitted", job: { batchId: BATCH } });
+      stores.close();
+      const run = () => promisify(execFile)(process.execPath, ["--conditions=alma-source", "--import", "tsx", WORKER, JSON.stringify({ path, url: wire.url, jobId: "night-1" })], { cwd: ROOT });
+      const first = JSON.parse((await run()).stdout) as { status: string; state: string; items: unknown[] };
+      expect(first).toEqual({
+        status: "collected",
+        state: "collected",
+        items: [
+          ["day-1", "succeeded", 236, true],
+          ["day-2", "succeeded", 1_088, true],
+          ["day-3", "errored", 0, true],
+          ["day-4", "expired", 0, true],
+        ],
+      });
+      // A third process collecting again replays: nothing applied twice.
+      const again = JSON.parse((await run()).stdout) as { items: unknown[][] };
+      expect(again.items.map((i) => i[3])).toEqual([false, false, false, false]);
+      const reread = createSqliteStores({ path, commits: "each" });
+      expect((await reread.settlements.list(SCOPE)).items).toHaveLength(4);
+      // The collecting processes run on the system clock: the spend lands on their day, once.
+      expect((await reread.spend.tenantDays(SCOPE.org)).reduce((sum, d) => sum + d.usdMicros, 0)).toBe(236 + 1_088);
+      reread.close();
+      expect(wire.seen.filter((r) => r.startsWith("POST"))).toHaveLength(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
