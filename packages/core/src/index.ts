@@ -46,6 +46,8 @@ export * from "./stores/labels.js";
 export * from "./stores/usage-inbox.js";
 export * from "./stores/memory-records.js";
 export * from "./stores/normalize-memory.js";
+export * from "./stores/model-jobs.js";
+export * from "./model-jobs.js";
 export * from "./stores/audit.js";
 export {
   isTrailShaped,

@@ -9,6 +9,7 @@ import {
   priceUsage,
   ProviderError,
   SettlementConflictError,
+  StaleFenceError,
   stopTag,
   type UncertainCause,
   type UsageEvidence,
@@ -21,7 +22,7 @@ import { attestedRejection } from "./attest.js";
 import { StreamInvalidError, StreamTornError, UncertainCallError } from "./errors.js";
 import type { CallIdentity, CallOptions, CallOutcome, ResolvedCallsConfig } from "./governed-call.js";
 import { collectStep, type StepOutput, type StreamSeen } from "./stream-validate.js";
-import { costTrail, servedTrail } from "./trails.js";
+import { costTrail, type RouteOptions, servedTrail } from "./trails.js";
 
 /** One claimed call, as `run` hands it on: plain data and the turn's ledger. */
 export interface ClaimedCall {
@@ -127,13 +128,38 @@ async function dispatchWrite(call: ClaimedCall): Promise<void> {
   }
 }
 
+/** What settling a call reads: the claimed call without its client, request and stream options. */
+export type SettlingCall = Pick<ClaimedCall, "config" | "identity" | "choice" | "fence" | "books" | "worst" | "before" | "now"> & {
+  readonly options: RouteOptions;
+};
+
 /** Keeps the evidence, prices it, settles once, completes the journal record, writes the cost trail. */
-async function settle(call: ClaimedCall, evidence: UsageEvidence, stop: string): Promise<CostReceipt> {
+async function settle(call: SettlingCall, evidence: UsageEvidence, stop: string): Promise<CostReceipt> {
+  try {
+    await call.config.journal.receive(call.fence, evidence, call.now);
+  } catch (error) {
+    throw new UncertainCallError(`call:${call.identity.kind}:error`, (error as Error)?.message ?? String(error), error);
+  }
+  return (await settleReceived(call, evidence, stop, false)).receipt;
+}
+
+/**
+ * The one settlement rule, after the evidence is in the journal: known usage priced at the tier
+ * the wire says served, one receipt with the caps it crosses, settled once under the stable id
+ * `<operationId>:settlement` (the store releases the reservation in the same transaction), the
+ * journal settled and completed, the account moved, the cost trail written.
+ *
+ * `shared` (the deferred face, where two collectors may settle one call): a receipt another
+ * settler already applied under the id is read back and returned `applied: false` (a different
+ * receipt is theirs, never a second spend), a journal transition another settler already made is
+ * accepted, and only the settler whose receipt applied moves the account and writes the trail.
+ */
+export async function settleReceived(call: SettlingCall, evidence: UsageEvidence, stop: string, shared: boolean): Promise<{ readonly receipt: CostReceipt; readonly applied: boolean }> {
   const { config, identity, fence, now, books } = call;
   const kind = identity.kind;
   let receipt: CostReceipt;
+  let applied = true;
   try {
-    await config.journal.receive(fence, evidence, now);
     if (evidence.status !== "known") throw new UncertainCallError(`call:${kind}:unsettled:${stopTag(stop)}`, `usage of ${identity.operationId} is ${evidence.status}; its cost cannot be settled`, undefined, "retry");
     const priced = priceUsage(config.prices, call.choice.model, evidence.usage);
     if (priced.status !== "priced") {
@@ -154,25 +180,52 @@ async function settle(call: ClaimedCall, evidence: UsageEvidence, stop: string):
     };
     // The one accounting path: a replay of this id returns the original receipt, a changed one
     // throws. The store releases the call's reservation in the same transaction.
-    const settled = await config.settlements.settle({ scope: identity.scope, sessionId: identity.sessionId, day: utcDay(now), receipt: draft, at: now, consumers: config.consumers });
+    const settled = await settleOnce(call, draft, shared);
     receipt = settled.receipt;
-    books.reservedMicros -= call.worst;
-    books.spentMicros += receipt.usdMicros;
-    books.receipts.push(receipt);
+    applied = settled.applied;
+    if (applied) {
+      books.reservedMicros -= call.worst;
+      books.spentMicros += receipt.usdMicros;
+      books.receipts.push(receipt);
+    }
     books.unsettled.delete(identity.operationId);
-    await config.journal.settle(fence, receipt.settlementId, now);
-    await config.journal.complete(fence, now);
+    await journalStep(shared, () => config.journal.settle(fence, receipt.settlementId, now));
+    await journalStep(shared, () => config.journal.complete(fence, now));
   } catch (error) {
     if (error instanceof UncertainCallError) throw error;
     const cause: UncertainCause = error instanceof SettlementConflictError ? `call:${kind}:settlement_conflict` : `call:${kind}:error`;
     throw new UncertainCallError(cause, (error as Error)?.message ?? String(error), error);
   }
-  await costTrail(config.audit, identity, receipt, books, (cap) => config.caps[cap]?.onExceeded ?? "warn", now);
-  return receipt;
+  if (applied || !shared) await costTrail(config.audit, identity, receipt, books, (cap) => config.caps[cap]?.onExceeded ?? "warn", now);
+  return { receipt, applied };
+}
+
+/** One settlement under the receipt's id; shared, a receipt another settler applied first is theirs. */
+async function settleOnce(call: SettlingCall, draft: CostReceipt, shared: boolean): Promise<{ readonly receipt: CostReceipt; readonly applied: boolean }> {
+  const { config, identity, now } = call;
+  const input = { scope: identity.scope, sessionId: identity.sessionId, day: utcDay(now), receipt: draft, at: now, consumers: config.consumers };
+  try {
+    const settled = await config.settlements.settle(input);
+    return { receipt: settled.receipt, applied: settled.status === "applied" || !shared };
+  } catch (error) {
+    if (!shared || !(error instanceof SettlementConflictError)) throw error;
+    const theirs = await config.settlements.get(identity.scope, draft.settlementId);
+    if (theirs === undefined) throw error;
+    return { receipt: theirs.receipt, applied: false };
+  }
+}
+
+/** A journal transition; shared, a `StaleFenceError` is another settler's transition made first. */
+async function journalStep(shared: boolean, step: () => Promise<unknown>): Promise<void> {
+  try {
+    await step();
+  } catch (error) {
+    if (!shared || !(error instanceof StaleFenceError)) throw error;
+  }
 }
 
 /** The caps this call's settlement crosses: the turn's settled spend, and the session and tenant-day read before it. */
-function crossings(call: ClaimedCall, micros: number): CostReceipt["capsCrossed"] {
+function crossings(call: SettlingCall, micros: number): CostReceipt["capsCrossed"] {
   const turn = call.books.spentMicros;
   const session = call.before?.sessionMicros ?? 0;
   const tenantDay = call.before?.tenantDayMicros ?? 0;

@@ -8,6 +8,7 @@ import {
   ConflictError,
   type CostSettlementStore,
   type ExecutionStore,
+  type Fence,
   FenceError,
   ScopeFencedError,
   type ModelChoice,
@@ -33,8 +34,9 @@ import {
   validateId,
   worstCaseMicros,
 } from "@alma-harness/core";
-import { ledger, TurnAccount } from "./account.js";
+import { type Ledger, ledger, TurnAccount } from "./account.js";
 import { dispatchAndSettle } from "./call.js";
+import { DeferredCalls } from "./deferred.js";
 import { UncertainCallError } from "./errors.js";
 import { LateUsage } from "./late-usage.js";
 import { provenUnsent } from "./retry.js";
@@ -141,6 +143,26 @@ export type CallOutcome =
       readonly receipt: CostReceipt;
     };
 
+/** What the shared pre-dispatch path reads of a call's options (`run` gives all of `CallOptions`). */
+export type AdmitOptions = Pick<CallOptions, "account" | "route" | "lifecycle">;
+
+/** A call claimed by the shared pre-dispatch path: `prepared` in the journal, its trails written. */
+export interface Admitted {
+  readonly status: "claimed";
+  readonly request: ModelRequest;
+  readonly fence: Fence;
+  readonly books: Ledger;
+  readonly worst: number;
+  readonly before: SpendBefore | undefined;
+  readonly now: number;
+}
+
+/** Spend read before a call (a session or tenant-day cap applies): the base of the crossings it reports. */
+export interface SpendBefore {
+  readonly sessionMicros: number;
+  readonly tenantDayMicros: number;
+}
+
 const STORE_METHODS: readonly [keyof GovernedCallsConfig, readonly string[]][] = [
   ["journal", ["claim", "dispatch", "receive", "settle", "complete", "cancelPrepared"]],
   ["settlements", ["settle"]],
@@ -194,6 +216,7 @@ function resolveConfig(config: GovernedCallsConfig): ResolvedCallsConfig {
  */
 export class GovernedCalls {
   readonly #config: ResolvedCallsConfig;
+  #deferred: DeferredCalls | undefined;
 
   constructor(config: GovernedCallsConfig) {
     this.#config = resolveConfig(config);
@@ -219,6 +242,39 @@ export class GovernedCalls {
 
   async run(identity: CallIdentity, client: ModelClient, choice: ModelChoice, asked: ModelRequest, options: CallOptions): Promise<CallOutcome> {
     const config = this.#config;
+    const admitted = await this.#admit(identity, choice, asked, options, (request) => client.validate(request));
+    if (admitted.status === "refused") return admitted;
+    const { request, fence, books, worst, before, now } = admitted;
+    const call = { config, identity, client, choice, request, options, fence, books, worst, before, now };
+    options.onDispatch?.();
+    return dispatchAndSettle(call);
+  }
+
+  /**
+   * The deferred face of the same call (`deferred.ts`): everything `run` does before the dispatch,
+   * for a call whose answer arrives later, possibly in another process (a provider batch job).
+   */
+  get deferred(): DeferredCalls {
+    this.#deferred ??= new DeferredCalls(this.#config, (identity, choice, request, options, validate, deadlineMs) =>
+      this.#admit(identity, choice, request, options, validate, deadlineMs),
+    );
+    return this.#deferred;
+  }
+
+  /**
+   * Everything before the dispatch, shared by `run` and the deferred face: price preflight, the
+   * worst case against the turn's cap, `validate`, the spend read, the claim with its reservation,
+   * the request trails. Refused: nothing claimed; claimed: the call is `prepared` with its trails.
+   */
+  async #admit(
+    identity: CallIdentity,
+    choice: ModelChoice,
+    asked: ModelRequest,
+    options: AdmitOptions,
+    validate: (request: ModelRequest) => void,
+    deadlineMs?: number,
+  ): Promise<Admitted | Extract<CallOutcome, { status: "refused" }>> {
+    const config = this.#config;
     // The route's sensitivity travels with the request: an adapter that routes by data policy
     // refuses in `validate`, before the claim, a sensitivity its policy may not carry.
     const request = routed(asked, options.route.sensitivity, this.#cacheKey(identity));
@@ -237,7 +293,7 @@ export class GovernedCalls {
       return { status: "refused", reason: "cap", cap: "perTurnUsd" };
     }
     try {
-      client.validate(request);
+      validate(request);
     } catch (error) {
       if (error instanceof ProviderError) throw new UncertainCallError(`call:${identity.kind}:request_invalid`, error.message, error);
       throw new UncertainCallError(`call:${identity.kind}:error`, "the request could not be validated", error);
@@ -245,7 +301,7 @@ export class GovernedCalls {
     const before = config.peeks ? await this.#peek(identity, now) : undefined;
     // Held synchronously, before the first await of the claim: parallel children see it at once.
     books.reservedMicros += worst;
-    const claim = await this.#claim(identity, choice, now, worst).catch((error: unknown) => {
+    const claim = await this.#claim(identity, choice, now, worst, deadlineMs ?? config.dispatchDeadlineMs).catch((error: unknown) => {
       books.reservedMicros -= worst;
       throw error;
     });
@@ -256,7 +312,6 @@ export class GovernedCalls {
     }
     books.calls += 1;
     books.unsettled.add(identity.operationId);
-    const call = { config, identity, client, choice, request, options, fence: claim.fence, books, worst, before, now };
     try {
       await requestTrails(config.audit, identity, choice, options, now);
     } catch (error) {
@@ -271,8 +326,7 @@ export class GovernedCalls {
       if (error instanceof UncertainCallError) throw new UncertainCallError(error.uncertainCause, error.message, error.cause, "unsent");
       throw new UncertainCallError(`call:${identity.kind}:error`, "the call's trails could not be written; nothing was sent", error, "unsent");
     }
-    options.onDispatch?.();
-    return dispatchAndSettle(call);
+    return { status: "claimed", request, fence: claim.fence, books, worst, before, now };
   }
 
   /** Whether the journal proves the call was never sent (see `provenUnsent`): what a store failure before the provider needs to be tried again. */
@@ -300,9 +354,9 @@ export class GovernedCalls {
     }
   }
 
-  async #claim(identity: CallIdentity, choice: ModelChoice, now: number, worst: number) {
+  async #claim(identity: CallIdentity, choice: ModelChoice, now: number, worst: number, deadlineMs: number) {
     const config = this.#config;
-    const deadlineAt = now + config.dispatchDeadlineMs;
+    const deadlineAt = now + deadlineMs;
     let claim: Awaited<ReturnType<ExecutionStore["claim"]>>;
     try {
       claim = await config.journal.claim(

@@ -3,6 +3,9 @@ import type { Ledger } from "./account.js";
 import { UncertainCallError } from "./errors.js";
 import type { CallIdentity, CallOptions } from "./governed-call.js";
 
+/** What the trails read of a call's options: its route, and a main step's lifecycle position. */
+export type RouteOptions = Pick<CallOptions, "route" | "lifecycle">;
+
 /** Every trail event is awaited; a sink that fails makes the call uncertain (`audit`) and stops what follows. */
 export async function durable(audit: AuditLog, event: AuditEvent): Promise<void> {
   try {
@@ -17,7 +20,7 @@ function baseOf(identity: CallIdentity, at: number) {
   return { scope: identity.scope, sessionId: identity.trailSession, turnId: trailId(identity.turnId), callId: trailId(identity.operationId), at };
 }
 
-function routingBase(identity: CallIdentity, choice: ModelChoice, options: CallOptions, at: number) {
+function routingBase(identity: CallIdentity, choice: ModelChoice, options: RouteOptions, at: number) {
   const route = options.route;
   return {
     ...baseOf(identity, at),
@@ -35,7 +38,7 @@ function routingBase(identity: CallIdentity, choice: ModelChoice, options: CallO
 }
 
 /** Before egress: the routing record, and for a main step the lifecycle `model.request` record. */
-export async function requestTrails(audit: AuditLog, identity: CallIdentity, choice: ModelChoice, options: CallOptions, at: number): Promise<void> {
+export async function requestTrails(audit: AuditLog, identity: CallIdentity, choice: ModelChoice, options: RouteOptions, at: number): Promise<void> {
   await durable(audit, routingBase(identity, choice, options, at));
   const step = options.lifecycle;
   if (step === undefined) return;
@@ -60,7 +63,7 @@ export interface ServedFacts {
  * (pricing followed it), the upstream that served it when the wire names one, and a refusal's
  * closed category.
  */
-export async function servedTrail(audit: AuditLog, identity: CallIdentity, choice: ModelChoice, options: CallOptions, receipt: CostReceipt, at: number, facts: ServedFacts = {}): Promise<void> {
+export async function servedTrail(audit: AuditLog, identity: CallIdentity, choice: ModelChoice, options: RouteOptions, receipt: CostReceipt, at: number, facts: ServedFacts = {}): Promise<void> {
   await durable(audit, {
     ...routingBase(identity, choice, options, at),
     servedTier: receipt.serviceTier,

@@ -14,6 +14,8 @@ export { createOpenAICompatibleClient, type OpenAICompatibleClientOptions } from
 export { ANTHROPIC_PRICE_VERSION, ANTHROPIC_PRICES } from "./prices/anthropic.js";
 export { OPENAI_PRICE_VERSION, OPENAI_PRICES } from "./prices/openai.js";
 export { OPENROUTER_PRICE_VERSION, OPENROUTER_PRICES } from "./prices/openrouter.js";
+export { type AnthropicBatchOptions, createAnthropicBatchTransport } from "./batch/anthropic-batch.js";
+export { createOpenAIBatchTransport, OPENAI_JOB_METADATA_KEY, type OpenAIBatchOptions } from "./batch/openai-batch.js";
 export { type DoctorEnv, type DoctorResult, formatDoctor, runDoctor } from "./doctor.js";
 export { doctorCli } from "./doctor-cli.js";
 export type { BaseClientOptions, FetchLike, ProviderClient, SingleDispatchStream } from "./shared/types.js";

@@ -3,3 +3,4 @@ export { type MemoryRuntimeStores, memory, memoryStores } from "./memory.js";
 export { postgres } from "./postgres.js";
 export { sqlite } from "./sqlite.js";
 export { TRAIL_KEY_FILE } from "./trail-key.js";
+export { type ModelJobStores, modelJobs, type ModelJobsConfig } from "./model-jobs.js";

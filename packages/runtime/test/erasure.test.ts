@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { defineTool, FenceError, type ModelClient, type Scope } from "@alma-harness/core";
+import { defineTool, FenceError, type ModelClient, type ModelJob, type ModelJobStore, type Scope } from "@alma-harness/core";
 import { FakeModelClient, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { memory, postgres, type Runtime, type RuntimeConfig, sqlite } from "@alma-harness/runtime";
-import { type Canaries, canariesOf, type ErasureFixture, erasureContract, needlesOf, observationOf, type ScanHit, scanFiles, scanPostgres, scanSqlite, scanValue } from "@alma-harness/testing";
+import { type Canaries, canariesOf, type ErasureFixture, erasureContract, jobItemOf, jobOf, needlesOf, observationOf, type ScanHit, scanFiles, scanPostgres, scanSqlite, scanValue } from "@alma-harness/testing";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
@@ -15,6 +15,12 @@ const dirs: string[] = [];
 afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
+
+/** A claimed batch job of one item of `sessionId` (its ids free of the session's). */
+function batchJobOf(scope: Scope, sessionId: string): ModelJob {
+  const n = sessionId.slice(-4);
+  return { ...jobOf(`job-${n}`, 1, { scope }), items: [jobItemOf(1, { sessionId, operationId: `job-${n}:item:1`, rootKey: `root-job-${n}` })] };
+}
 
 /** The runner every fixture builds: one registered tool, `lookup`, answering with the current session's patient and media URI. */
 /** What the fixture's tool handler knows: the session being seeded, and an erasure to run mid-turn. */
@@ -103,6 +109,8 @@ async function fixture(
       const tag = c.sessionId.slice(-4);
       await rt.stores.episodes.put({ scope, episodeId: `ep-${tag}`, source, sensitivity: "confidential", summary: `${c.patient} asked about ${c.query}; portal key ${c.apiKey}.` });
       await rt.stores.profiles.put({ scope, factId: `f-${tag}`, key: `allergy.s${tag}`, text: `${c.patient} is allergic to penicillin (${c.label}).`, source, sensitivity: "confidential", confidence: 0.9 });
+      // A batch job's item of the session (spec: model-jobs): kept under the session's mark.
+      await (rt.stores as { readonly modelJobs?: ModelJobStore }).modelJobs?.create(batchJobOf(scope, c.sessionId));
       // A grouped store set commits the put at its next durability point: the scan reads from outside.
       await rt.stores.barrier?.commit();
     },

@@ -71,6 +71,12 @@ async function eraseAccountRows(tx: Queryable, key: string, s: ErasedSession): P
     s.id,
     s.mark,
   ]);
+  // A batch job's items keep their claim under the mark, as the receipts they settle into.
+  await tx.query("UPDATE model_job_items SET session_id = $3, record = jsonb_set(record::jsonb, '{sessionId}', to_jsonb($3::text))::text WHERE scope = $1 AND session_id = $2", [
+    key,
+    s.id,
+    s.mark,
+  ]);
   if (s.audit !== undefined) await tx.query("DELETE FROM audit_events WHERE scope = $1 AND session_id = $2", [key, s.audit]);
   return rows.filter((r) => r.state === "active" || r.state === "uncertain").length;
 }
@@ -140,7 +146,7 @@ export class PgErasure implements SessionErasure {
        UNION SELECT session_id FROM session_labels WHERE scope = $1 UNION SELECT session_id FROM settlements WHERE scope = $1
        UNION SELECT session_id FROM admissions WHERE scope = $1 UNION SELECT session_id FROM spend_sessions WHERE scope = $1
        UNION SELECT session_id FROM spend_reservations WHERE scope = $1 UNION SELECT session_id FROM execution WHERE scope = $1
-       UNION SELECT session_id FROM usage_inbox WHERE scope = $1`,
+       UNION SELECT session_id FROM usage_inbox WHERE scope = $1 UNION SELECT session_id FROM model_job_items WHERE scope = $1`,
       [key],
     );
     return rows.map((r) => r.id).filter((id) => !isErasedMark(id));

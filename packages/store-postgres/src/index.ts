@@ -17,12 +17,14 @@ import { schemaPool } from "./pg.js";
 import { PgResultStore } from "./results.js";
 import { PgSessionStore } from "./sessions.js";
 import { PgCostSettlementStore, PgSpendStore } from "./settlements.js";
+import { PgModelJobStore } from "./model-jobs.js";
 import { PgUsageInbox } from "./usage-inbox.js";
 import { PgEpisodeStore, PgMemoryErasure, PgProfileStore } from "./memory.js";
 
 export { DEFAULT_ROOT_SCHEMA, DEFAULT_SCHEMA, loadMigrations, migrate, type PgMigration, pendingMigrations, type SchemaNames, schemaVersion } from "./migrate.js";
 export { RECORD_VERSION } from "@alma-harness/core/stores";
 export { mapPgError } from "./pg.js";
+export { PgModelJobStore } from "./model-jobs.js";
 export { PgUsageInbox } from "./usage-inbox.js";
 export { PgEpisodeStore, PgMemoryErasure, PgProfileStore } from "./memory.js";
 
@@ -127,6 +129,7 @@ export function buildStores(
     episodes: new PgEpisodeStore(on),
     profiles: new PgProfileStore(on),
     memoryErasure: new PgMemoryErasure(on),
+    modelJobs: new PgModelJobStore(on),
     audit: new PgAuditLog(on),
     erasure: new PgErasure(on, schemas),
     schemas,

@@ -4,7 +4,8 @@ import { createPostgresStores } from "../src/index.js";
 import { DATABASE_URL, SKIP_REASON, schemaFactory } from "./support.js";
 
 const schemas = schemaFactory("contracts");
-afterAll(() => schemas.dropAll());
+// Dropping every schema of the suite (each with every table) takes a while on a loaded machine.
+afterAll(() => schemas.dropAll(), 120_000);
 
 describe.skipIf(!DATABASE_URL)(`postgres contract suites${DATABASE_URL ? "" : ` (${SKIP_REASON})`}`, () => {
   storeContracts(

@@ -8,7 +8,7 @@ import { DATABASE_URL, hookQueries, pgSuite, type QueryHook } from "./support.js
 
 const { schemas, url, admin, skip } = pgSuite("grouped");
 
-const STORES = ["admissions", "sessions", "execution", "journal", "results", "rootResults", "settlements", "spend", "labels", "usageInbox", "audit"] as const;
+const STORES = ["admissions", "sessions", "execution", "journal", "results", "rootResults", "settlements", "spend", "labels", "usageInbox", "modelJobs", "audit"] as const;
 
 /** `stores` with every method of every store run through `run` (a unit per call, or one shared unit). */
 function through(stores: PostgresStores, run: <T>(call: () => Promise<T>) => Promise<T>, close: () => Promise<void>): Fixture {

@@ -50,6 +50,8 @@ function eraseAccountRows(db: SqliteDb, key: string, s: ErasedSession): number {
   db.stmt("UPDATE settlements SET session_id = ?, record = json_set(record, '$.sessionId', ?) WHERE scope = ? AND session_id = ?").run(s.mark, s.mark, key, s.id);
   // Late usage is evidence like a receipt: kept, under the mark.
   db.stmt("UPDATE usage_inbox SET session_id = ?, record = json_set(record, '$.sessionId', ?) WHERE scope = ? AND session_id = ?").run(s.mark, s.mark, key, s.id);
+  // A batch job's items keep their claim under the mark, as the receipts they settle into.
+  db.stmt("UPDATE model_job_items SET session_id = ?, record = json_set(record, '$.sessionId', ?) WHERE scope = ? AND session_id = ?").run(s.mark, s.mark, key, s.id);
   if (s.audit !== undefined) db.stmt("DELETE FROM audit_events WHERE scope = ? AND session_id = ?").run(key, s.audit);
   return holding.n;
 }
@@ -63,6 +65,7 @@ function sessionsOf(db: SqliteDb, key: string): readonly string[] {
        UNION SELECT session_id FROM session_labels WHERE scope = @key UNION SELECT session_id FROM settlements WHERE scope = @key
        UNION SELECT session_id FROM admissions WHERE scope = @key UNION SELECT session_id FROM spend_sessions WHERE scope = @key
        UNION SELECT session_id FROM spend_reservations WHERE scope = @key UNION SELECT session_id FROM usage_inbox WHERE scope = @key
+       UNION SELECT session_id FROM model_job_items WHERE scope = @key
        UNION SELECT json_extract(claim, '$.sessionId') FROM execution WHERE scope = @key`,
     )
     .all({ key }) as { id: string }[];

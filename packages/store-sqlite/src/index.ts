@@ -15,10 +15,12 @@ import { SqliteResultStore } from "./results.js";
 import { SqliteSessionStore } from "./sessions.js";
 import { SqliteCostSettlementStore, SqliteSpendStore } from "./settlements.js";
 import { SqliteEpisodeStore, SqliteMemoryErasure, SqliteProfileStore } from "./memory.js";
+import { SqliteModelJobStore } from "./model-jobs.js";
 import { SqliteUsageInbox } from "./usage-inbox.js";
 
 export { RECORD_VERSION } from "@alma-harness/core/stores";
 export { defaultRootPath, type SqliteStoreOptions } from "./db.js";
+export { SqliteModelJobStore } from "./model-jobs.js";
 export { SqliteUsageInbox } from "./usage-inbox.js";
 export { SqliteEpisodeStore, SqliteMemoryErasure, SqliteProfileStore } from "./memory.js";
 export { MAIN_MIGRATIONS, type Migration, ROOT_MIGRATIONS } from "./migrations.js";
@@ -55,6 +57,7 @@ export function createSqliteStores(options: SqliteStoreOptions): SqliteStores {
     episodes: new SqliteEpisodeStore(db),
     profiles: new SqliteProfileStore(db),
     memoryErasure: new SqliteMemoryErasure(db),
+    modelJobs: new SqliteModelJobStore(db),
     audit: new SqliteAuditLog(db),
     erasure: new SqliteErasure(db),
     barrier: Object.freeze({ commit: async () => db.commit() }),

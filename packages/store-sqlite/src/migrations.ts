@@ -196,6 +196,36 @@ CREATE INDEX usage_inbox_session ON usage_inbox (scope, session_id);
 `,
   },
   {
+    version: 6,
+    name: "model jobs",
+    sql: `
+CREATE TABLE model_jobs (
+  scope TEXT NOT NULL,
+  job_id TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('claimed', 'submitting', 'submitted', 'collected', 'cancelled')),
+  transport_id TEXT NOT NULL,
+  batch_id TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  submitting_at INTEGER,
+  PRIMARY KEY (scope, job_id)
+) WITHOUT ROWID;
+CREATE INDEX model_jobs_order ON model_jobs (scope, created_at, job_id);
+CREATE TABLE model_job_items (
+  scope TEXT NOT NULL,
+  job_id TEXT NOT NULL,
+  ordinal INTEGER NOT NULL,
+  custom_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  record TEXT NOT NULL,
+  settlement_id TEXT,
+  outcome TEXT CHECK (outcome IN ('succeeded', 'errored', 'canceled', 'expired')),
+  PRIMARY KEY (scope, job_id, custom_id)
+) WITHOUT ROWID;
+CREATE INDEX model_job_items_session ON model_job_items (scope, session_id);
+`,
+  },
+  {
     // Memory (issue 18): episodes and profile facts, each with a contentless FTS5 index (no copy of
     // the text in the index; `secure-delete` so a deleted record's terms leave the pages). The
     // index holds core's `memoryDocument` of the record; `sensitivity` is `sensitivityRank`.

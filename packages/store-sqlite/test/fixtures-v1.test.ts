@@ -83,7 +83,7 @@ describe("sqlite: this build reads the v1 fixture after migrating it", () => {
   });
   afterAll(() => stores?.close());
 
-  it("applies migrations 2 (spend reservations), 3 (scope fences) and 4 (usage inbox) once on open and leaves every v1 row as it was", () => {
+  it("applies migrations 2 (spend reservations), 3 (scope fences), 4 (usage inbox) and 6 (model jobs) once on open and leaves every v1 row as it was", () => {
     expect(stores.schema).toEqual({ main: MAIN_MIGRATIONS.at(-1)?.version, root: 1 });
     expect(versionsOf(path)).toEqual({
       main: MAIN_MIGRATIONS.map((m) => ({ version: m.version, name: m.name })),

@@ -12,6 +12,7 @@ import { type LabelFixture, sessionLabelStoreContract } from "./labels.js";
 import { executionResultStoreContract, type ResultFixture } from "./results.js";
 import { type SessionFixture, sessionStoreContract } from "./sessions.js";
 import { costSettlementStoreContract, type SettlementFixture, spendStoreContract } from "./settlements.js";
+import { type ModelJobFixture, modelJobStoreContract } from "./model-jobs.js";
 import { type UsageInboxFixture, usageInboxContract } from "./usage-inbox.js";
 
 export { type AdmissionFixture, admissionStoreContract, admitWith } from "./admissions.js";
@@ -28,6 +29,7 @@ export { type LabelFixture, sessionLabelStoreContract } from "./labels.js";
 export { executionResultStoreContract, reservationOf, type ResultFixture } from "./results.js";
 export { type SessionFixture, sessionStoreContract } from "./sessions.js";
 export { costSettlementStoreContract, DAY, type SettlementFixture, settlementOf, spendStoreContract } from "./settlements.js";
+export { jobItemOf, jobOf, type ModelJobFixture, modelJobStoreContract } from "./model-jobs.js";
 export { observationOf, type UsageInboxFixture, usageInboxContract } from "./usage-inbox.js";
 export { episodeOf, factOf, type MemoryFixture, memoryContract } from "./memory.js";
 
@@ -39,6 +41,7 @@ export type StoreSet = AdmissionFixture &
   SettlementFixture &
   LabelFixture &
   UsageInboxFixture &
+  ModelJobFixture &
   AuditFixture & { readonly rootResults: NonNullable<ResultFixture["rootResults"]> };
 
 /** Runs every contract suite against one implementation; the factory builds a fresh, isolated set per test. */
@@ -51,6 +54,7 @@ export function storeContracts(name: string, factory: Factory<StoreSet>, t: Test
   spendStoreContract(name, factory, t);
   sessionLabelStoreContract(name, factory, t);
   usageInboxContract(name, factory, t);
+  modelJobStoreContract(name, factory, t);
   auditLogContract(name, factory, t);
   scopeFenceContract(name, factory, t);
 }

@@ -14,3 +14,4 @@ export { InMemorySessionStore } from "./sessions.js";
 export { InMemoryCostSettlementStore, InMemorySpendStore } from "./settlements.js";
 export { type InMemoryStores, inMemoryStores } from "./stores.js";
 export { InMemoryUsageInbox } from "./usage-inbox.js";
+export { InMemoryModelJobStore } from "./model-jobs.js";

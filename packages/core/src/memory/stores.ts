@@ -9,6 +9,7 @@ import { InMemorySessionLabelStore } from "./labels.js";
 import { InMemoryExecutionResultStore } from "./results.js";
 import { InMemorySessionStore } from "./sessions.js";
 import { InMemoryCostSettlementStore, InMemorySpendStore } from "./settlements.js";
+import { InMemoryModelJobStore } from "./model-jobs.js";
 import { InMemoryUsageInbox } from "./usage-inbox.js";
 
 /** One linked set of the in-memory stores, as a composition hands them out. */
@@ -28,6 +29,8 @@ export interface InMemoryStores<A extends AuditLog = InMemoryAuditLog> {
   readonly labels: InMemorySessionLabelStore;
   /** Late authoritative usage, evidence only (erasure keeps it under the session's mark). */
   readonly usageInbox: InMemoryUsageInbox;
+  /** Provider batch jobs and their items (erasure keeps an item under its session's mark). */
+  readonly modelJobs: InMemoryModelJobStore;
   readonly audit: A;
   /** Erasure over every store of the set, in one synchronous step. */
   readonly erasure: InMemoryErasure;
@@ -55,6 +58,7 @@ export function inMemoryStores(opts: { readonly audit?: AuditLog; readonly trail
     spend,
     labels: new InMemorySessionLabelStore(marker),
     usageInbox: new InMemoryUsageInbox(marker),
+    modelJobs: new InMemoryModelJobStore(marker),
     audit: opts.audit ?? new InMemoryAuditLog(),
   };
   // An audit log of the host's own (not the in-memory one) keeps its events: it is erased by its owner.

@@ -30,7 +30,7 @@ export class DuplicateEventError extends AlmaError {
 
 /** A write names an identity that exists with different content. */
 /** The conflict codes of `AlmaErrorCode`. */
-export type ConflictCode = "admission_exists" | "execution_conflict" | "result_conflict" | "result_not_reserved" | "store_conflict" | "settlement_conflict" | "session_label_conflict" | "usage_observation_conflict" | "memory_conflict";
+export type ConflictCode = "admission_exists" | "execution_conflict" | "result_conflict" | "result_not_reserved" | "store_conflict" | "settlement_conflict" | "session_label_conflict" | "usage_observation_conflict" | "memory_conflict" | "model_job_conflict";
 
 export class ConflictError extends AlmaError {
   constructor(code: ConflictCode, message: string) {

@@ -6,6 +6,7 @@ import type { NotDispatchedCause, UsageEvidence } from "../usage.js";
 import type { AdmissionStore, } from "./admissions.js";
 import type { AuditLog } from "./audit.js";
 import type { SessionErasure } from "./erasure.js";
+import type { ModelJobStore } from "./model-jobs.js";
 import type { UsageInbox } from "./usage-inbox.js";
 import type { EpisodeStore, MemoryErasure, ProfileStore } from "./memory-records.js";
 import { type ExecutionChange, type ExecutionChangeColumns, type ExecutionRow, executionChangeColumns, executionFromRow, type ResultRow, resultFromRow, type SessionSummaryRow, type SettlementRow, sessionSummaryFromRow, settlementFromRow, type TenantDayRow, tenantDayFromRow } from "./codecs.js";
@@ -342,6 +343,8 @@ export interface DurableStores {
   readonly labels: SessionLabelStore;
   /** Late authoritative usage: evidence for the operator, no dispatch or billing authority. */
   readonly usageInbox: UsageInbox;
+  /** Provider batch jobs (`@alma-harness/batch`): their state, so another process collects them. */
+  readonly modelJobs: ModelJobStore;
   readonly audit: AuditLog;
   /** Episodes and profile facts (issue 18), ranked by the database's own full-text search. */
   readonly episodes: EpisodeStore;
