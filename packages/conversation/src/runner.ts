@@ -206,6 +206,8 @@ async function execute(
     return { status: "not_admitted", reason: "routing_unavailable" };
   }
   if (request.meta?.event) await events.assertNewInputEvent(request.scope, request.sessionId, request.meta.event.id);
+  // A request cancelled before its admission is never admitted (seed 002): nothing is written.
+  if (signal?.aborted) return { status: "not_admitted", reason: "cancelled" };
   const now = clock.now();
   const deadlineAt = now + config.runTimeoutMs;
   const claim = await claimTurn(config, request, rootKey, binding, now, deadlineAt);

@@ -7,7 +7,8 @@ export type ConversationView =
   | { readonly status: "in_progress"; readonly rootKey: string }
   | { readonly status: "reconciliation_required"; readonly rootKey: string }
   | { readonly status: "unavailable"; readonly rootKey: string }
-  | { readonly status: "not_admitted"; readonly reason: "routing_unavailable" };
+  /** Nothing ran: no route for the request (`routing_unavailable`), or its signal was aborted before admission (`cancelled`). */
+  | { readonly status: "not_admitted"; readonly reason: "routing_unavailable" | "cancelled" };
 
 /** The stored final envelope of a root. */
 export interface FinalEnvelope {

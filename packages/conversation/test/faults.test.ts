@@ -38,6 +38,18 @@ describe("why a turn is uncertain, each from a real failure, reported once", () 
     expect((await t.runner.runTurn(t.request("k2"))).status).toBe("completed");
   });
 
+  it("a request whose signal is aborted before it is admitted is never admitted: nothing is written, the session stays free", async () => {
+    const t = setup({ script: [scriptedText("later")] });
+    const controller = new AbortController();
+    controller.abort();
+    expect(await t.runner.runTurn({ ...t.request("k1"), signal: controller.signal })).toEqual({ status: "not_admitted", reason: "cancelled" });
+    expect(await t.stores.admissions.holder(SCOPE, t.request("k1").sessionId)).toBeUndefined();
+    expect(await t.stores.rootResults.get(SCOPE, conversationRootKey(SCOPE, t.request("k1").sessionId, "k1"), t.clock.now())).toBeUndefined();
+    expect(t.uncertain).toEqual([]);
+    // The same key runs once the caller tries again: nothing of the cancelled request was kept.
+    expect((await t.runner.runTurn(t.request("k1"))).status).toBe("completed");
+  });
+
   it("deadline when the run timeout passes", async () => {
     const t = setup({ script: [scriptedHang()], config: { runTimeoutMs: 1000, limits: { roundTimeoutMs: 60_000 } } });
     const pending = t.runner.runTurn(t.request("k1"));

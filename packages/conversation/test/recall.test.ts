@@ -79,8 +79,8 @@ describe("recall and extraction through the conversation runner", () => {
     const control = new AbortController();
     control.abort();
     const view = await t.runner.runTurn({ ...t.request("k1"), signal: control.signal });
-    // The runner's existing answer to a pre-aborted signal; what matters here: recall never ran.
-    expect(view).toMatchObject({ status: "reconciliation_required" });
+    // A pre-aborted request is never admitted (seed 002): nothing ran, recall included.
+    expect(view).toEqual({ status: "not_admitted", reason: "cancelled" });
     expect(queries).toEqual([]);
     expect(t.model.calls).toBe(0);
   });

@@ -110,6 +110,6 @@ export function viewError(view: Exclude<ConversationView, { status: "completed" 
     unavailable: ["unavailable", "this turn's output was erased or has expired"],
     not_admitted: ["not_admitted", "no model route is available for this request; nothing ran"],
   };
-  const [code, message] = table[view.status];
+  const [code, message]: [ErrorCode, string] = view.status === "not_admitted" && view.reason === "cancelled" ? ["not_admitted", "the request was cancelled before it was admitted; nothing ran"] : table[view.status];
   return new HttpError(code, message, { retryable: view.status === "busy" });
 }
