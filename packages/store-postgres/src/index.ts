@@ -15,6 +15,7 @@ import { PgSessionLabelStore } from "./labels.js";
 import { loadMigrations, migrate, pendingMigrations, resolveSchemas, type SchemaNames, schemaVersion } from "./migrate.js";
 import { schemaPool } from "./pg.js";
 import { PgResultStore } from "./results.js";
+import { PgRoutineRunStore, PgRoutineStore } from "./routines.js";
 import { PgSessionStore } from "./sessions.js";
 import { PgCostSettlementStore, PgSpendStore } from "./settlements.js";
 import { PgUsageInbox } from "./usage-inbox.js";
@@ -23,6 +24,7 @@ export { DEFAULT_ROOT_SCHEMA, DEFAULT_SCHEMA, loadMigrations, migrate, type PgMi
 export { RECORD_VERSION } from "@alma-harness/core/stores";
 export { mapPgError } from "./pg.js";
 export { PgUsageInbox } from "./usage-inbox.js";
+export { PgRoutineRunStore, PgRoutineStore } from "./routines.js";
 
 export interface PostgresStoreOptions extends SchemaNames {
   /** `postgresql://…` URL (or give `pool`: host, user, password, ssl, …). */
@@ -122,6 +124,8 @@ export function buildStores(
     spend: new PgSpendStore(on),
     labels: new PgSessionLabelStore(on),
     usageInbox: new PgUsageInbox(on),
+    routines: new PgRoutineStore(on),
+    routineRuns: new PgRoutineRunStore(on),
     audit: new PgAuditLog(on),
     erasure: new PgErasure(on, schemas),
     schemas,

@@ -129,13 +129,16 @@ describe.skipIf(!DATABASE_URL)(`postgres: this build reads the v1 fixture after 
       { version: 3, name: "spend_reservations", target: "main" },
       { version: 4, name: "scope_fences", target: "main" },
       { version: 5, name: "usage_inbox", target: "main" },
+      { version: 8, name: "routines", target: "main" },
     ]);
-    expect(loadMigrations().map((m) => m.version)).toEqual([1, 2, 3, 4, 5]);
+    expect(loadMigrations().map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 8]);
     const after = await rowsOf(names);
     expect(after["main.spend_reservations"]).toEqual([]);
     expect(after["main.scope_fences"]).toEqual([]);
     expect(after["main.usage_inbox"]).toEqual([]);
-    const { "main.spend_reservations": _, "main.scope_fences": _f, "main.usage_inbox": _inbox, ...old } = after;
+    expect(after["main.routines"]).toEqual([]);
+    expect(after["main.routine_runs"]).toEqual([]);
+    const { "main.spend_reservations": _, "main.scope_fences": _f, "main.usage_inbox": _inbox, "main.routines": _r, "main.routine_runs": _rr, ...old } = after;
     expect(old).toEqual(before);
   });
 

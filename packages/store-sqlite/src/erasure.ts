@@ -49,6 +49,8 @@ function eraseAccountRows(db: SqliteDb, key: string, s: ErasedSession): number {
   db.stmt("UPDATE settlements SET session_id = ?, record = json_set(record, '$.sessionId', ?) WHERE scope = ? AND session_id = ?").run(s.mark, s.mark, key, s.id);
   // Late usage is evidence like a receipt: kept, under the mark.
   db.stmt("UPDATE usage_inbox SET session_id = ?, record = json_set(record, '$.sessionId', ?) WHERE scope = ? AND session_id = ?").run(s.mark, s.mark, key, s.id);
+  // A routine run is content-free: kept, under the mark.
+  db.stmt("UPDATE routine_runs SET session_id = ?, record = json_set(record, '$.sessionId', ?) WHERE scope = ? AND session_id = ?").run(s.mark, s.mark, key, s.id);
   if (s.audit !== undefined) db.stmt("DELETE FROM audit_events WHERE scope = ? AND session_id = ?").run(key, s.audit);
   return holding.n;
 }
@@ -62,6 +64,7 @@ function sessionsOf(db: SqliteDb, key: string): readonly string[] {
        UNION SELECT session_id FROM session_labels WHERE scope = @key UNION SELECT session_id FROM settlements WHERE scope = @key
        UNION SELECT session_id FROM admissions WHERE scope = @key UNION SELECT session_id FROM spend_sessions WHERE scope = @key
        UNION SELECT session_id FROM spend_reservations WHERE scope = @key UNION SELECT session_id FROM usage_inbox WHERE scope = @key
+       UNION SELECT session_id FROM routine_runs WHERE scope = @key
        UNION SELECT json_extract(claim, '$.sessionId') FROM execution WHERE scope = @key`,
     )
     .all({ key }) as { id: string }[];
@@ -99,6 +102,9 @@ export class SqliteErasure implements SessionErasure {
       let fenced = 0;
       for (const id of sessionsOf(this.#db, key)) fenced += this.#erase(key, { id, mark: this.#db.mark(s, id) });
       this.#db.stmt("DELETE FROM audit_events WHERE scope = ?").run(key);
+      // The scope's routines (their goals are its content) and their runs go with it.
+      this.#db.stmt("DELETE FROM routines WHERE scope = ?").run(key);
+      this.#db.stmt("DELETE FROM routine_runs WHERE scope = ?").run(key);
       this.#db.stmt("INSERT INTO sealed_label_scopes (scope) VALUES (?) ON CONFLICT (scope) DO NOTHING").run(key);
       return fenced;
     });

@@ -12,6 +12,7 @@ import { SqliteErasure } from "./erasure.js";
 import { SqliteExecutionStore } from "./execution.js";
 import { SqliteSessionLabelStore } from "./labels.js";
 import { SqliteResultStore } from "./results.js";
+import { SqliteRoutineRunStore, SqliteRoutineStore } from "./routines.js";
 import { SqliteSessionStore } from "./sessions.js";
 import { SqliteCostSettlementStore, SqliteSpendStore } from "./settlements.js";
 import { SqliteUsageInbox } from "./usage-inbox.js";
@@ -19,6 +20,7 @@ import { SqliteUsageInbox } from "./usage-inbox.js";
 export { RECORD_VERSION } from "@alma-harness/core/stores";
 export { defaultRootPath, type SqliteStoreOptions } from "./db.js";
 export { SqliteUsageInbox } from "./usage-inbox.js";
+export { SqliteRoutineRunStore, SqliteRoutineStore } from "./routines.js";
 export { MAIN_MIGRATIONS, type Migration, ROOT_MIGRATIONS } from "./migrations.js";
 
 /** Every store over one connection: step results in the main file, root results in the attached root-results file. */
@@ -50,6 +52,8 @@ export function createSqliteStores(options: SqliteStoreOptions): SqliteStores {
     spend: new SqliteSpendStore(db),
     labels: new SqliteSessionLabelStore(db),
     usageInbox: new SqliteUsageInbox(db),
+    routines: new SqliteRoutineStore(db),
+    routineRuns: new SqliteRoutineRunStore(db),
     audit: new SqliteAuditLog(db),
     erasure: new SqliteErasure(db),
     barrier: Object.freeze({ commit: async () => db.commit() }),

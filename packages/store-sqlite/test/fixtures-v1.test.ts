@@ -89,12 +89,14 @@ describe("sqlite: this build reads the v1 fixture after migrating it", () => {
       main: MAIN_MIGRATIONS.map((m) => ({ version: m.version, name: m.name })),
       root: ROOT_MIGRATIONS.map((m) => ({ version: m.version, name: m.name })),
     });
-    expect(MAIN_MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4]);
+    expect(MAIN_MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4, 7]);
     const after = rowsOf(path);
     expect(after["main.spend_reservations"]).toEqual([]);
     expect(after["main.scope_fences"]).toEqual([]);
     expect(after["main.usage_inbox"]).toEqual([]);
-    const { "main.spend_reservations": _, "main.scope_fences": _f, "main.usage_inbox": _inbox, ...old } = after;
+    expect(after["main.routines"]).toEqual([]);
+    expect(after["main.routine_runs"]).toEqual([]);
+    const { "main.spend_reservations": _, "main.scope_fences": _f, "main.usage_inbox": _inbox, "main.routines": _r, "main.routine_runs": _rr, ...old } = after;
     expect(old).toEqual(before);
   });
 

@@ -14,30 +14,30 @@ const tables = (raw: Database.Database) =>
 
 describe("sqlite: migration versions with a gap", () => {
   it("a file at 4 without 3 gets 3 when it lands; once both are there nothing runs again", () => {
-    expect(MAIN_MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4]);
+    expect(MAIN_MIGRATIONS.map((m) => m.version)).toEqual([1, 2, 3, 4, 7]);
     const raw = new Database(":memory:");
     migrate(raw, "main", withoutThree);
-    expect(versions(raw)).toEqual([1, 2, 4]);
+    expect(versions(raw)).toEqual([1, 2, 4, 7]);
     expect(tables(raw)).toEqual(["usage_inbox"]);
     migrate(raw, "main", MAIN_MIGRATIONS);
-    expect(versions(raw)).toEqual([1, 2, 3, 4]);
+    expect(versions(raw)).toEqual([1, 2, 3, 4, 7]);
     expect(tables(raw)).toEqual(["scope_fences", "usage_inbox"]);
     migrate(raw, "main", MAIN_MIGRATIONS);
-    expect(versions(raw)).toEqual([1, 2, 3, 4]);
+    expect(versions(raw)).toEqual([1, 2, 3, 4, 7]);
     raw.close();
   });
 
   it("a file at 3 (without 4) gets 4; a fresh file gets both in order", () => {
     const other = new Database(":memory:");
     migrate(other, "main", withoutFour);
-    expect(versions(other)).toEqual([1, 2, 3]);
+    expect(versions(other)).toEqual([1, 2, 3, 7]);
     migrate(other, "main", MAIN_MIGRATIONS);
-    expect(versions(other)).toEqual([1, 2, 3, 4]);
+    expect(versions(other)).toEqual([1, 2, 3, 4, 7]);
     expect(tables(other)).toEqual(["scope_fences", "usage_inbox"]);
     other.close();
     const fresh = new Database(":memory:");
     migrate(fresh, "main", MAIN_MIGRATIONS);
-    expect(versions(fresh)).toEqual([1, 2, 3, 4]);
+    expect(versions(fresh)).toEqual([1, 2, 3, 4, 7]);
     fresh.close();
   });
 });

@@ -29,6 +29,7 @@ export { executionResultStoreContract, reservationOf, type ResultFixture } from 
 export { type SessionFixture, sessionStoreContract } from "./sessions.js";
 export { costSettlementStoreContract, DAY, type SettlementFixture, settlementOf, spendStoreContract } from "./settlements.js";
 export { observationOf, type UsageInboxFixture, usageInboxContract } from "./usage-inbox.js";
+export { claimOf as routineClaimOf, type RoutineFixture, routineOf, routineStoreContract } from "./routines.js";
 
 /** Every store of one implementation, as a composition hands them out (root results included). */
 export type StoreSet = AdmissionFixture &

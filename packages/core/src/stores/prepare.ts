@@ -7,6 +7,8 @@ import type { AdmissionStore, } from "./admissions.js";
 import type { AuditLog } from "./audit.js";
 import type { SessionErasure } from "./erasure.js";
 import type { UsageInbox } from "./usage-inbox.js";
+import type { RoutineRunStore } from "./routine-runs.js";
+import type { RoutineStore } from "./routines.js";
 import { type ExecutionChange, type ExecutionChangeColumns, type ExecutionRow, executionChangeColumns, executionFromRow, type ResultRow, resultFromRow, type SessionSummaryRow, type SettlementRow, sessionSummaryFromRow, settlementFromRow, type TenantDayRow, tenantDayFromRow } from "./codecs.js";
 import { ConflictError, SettlementConflictError, StaleFenceError } from "./errors.js";
 import type { ClaimOptions, ClaimResult, ExecutionClaim, ExecutionRecord, ExecutionState, ExecutionStore, Fence } from "./execution.js";
@@ -341,6 +343,9 @@ export interface DurableStores {
   readonly labels: SessionLabelStore;
   /** Late authoritative usage: evidence for the operator, no dispatch or billing authority. */
   readonly usageInbox: UsageInbox;
+  /** Routines and their runs (`@alma-harness/schedule`); erasure covers both. */
+  readonly routines: RoutineStore;
+  readonly routineRuns: RoutineRunStore;
   readonly audit: AuditLog;
   /** Erasure over every store above, in one transaction. */
   readonly erasure: SessionErasure;
