@@ -27,6 +27,8 @@ export type RoutineRunReason =
   | "no_reply"
   | "delivery_failed"
   | "job_failed"
+  | "job_uncertain"
+  | "budget_stopped"
   | "turn_uncertain"
   | "interrupted"
   | "operator_abandoned"
@@ -39,6 +41,8 @@ export const ROUTINE_RUN_REASONS: readonly RoutineRunReason[] = Object.freeze([
   "no_reply",
   "delivery_failed",
   "job_failed",
+  "job_uncertain",
+  "budget_stopped",
   "turn_uncertain",
   "interrupted",
   "operator_abandoned",

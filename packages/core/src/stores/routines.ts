@@ -43,7 +43,7 @@ export interface Routine {
   /** Run a slot the host missed (it was down) late, instead of recording it `missed`. Default false. */
   readonly catchUp: boolean;
   readonly execution: RoutineExecution;
-  /** A paused routine fires nothing (its slots are not recorded missed either). Default true. */
+  /** A paused routine fires nothing; the slots that passed while it was paused are recorded `missed` when it resumes (or run late with `catchUp`). Default true. */
   readonly enabled: boolean;
   /** Epoch ms; slots at or before it never fire. */
   readonly createdAt: number;
