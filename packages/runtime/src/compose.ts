@@ -1,6 +1,6 @@
 import type { ConversationConfig, ConversationRunner, ConversationStores, ExpiredRelease, RecordEventsRequest } from "@alma-harness/conversation";
 import { createConversationRunner } from "@alma-harness/conversation";
-import { type ErasureReport, normalizeScope, type Scope, scopePath } from "@alma-harness/core";
+import { type BudgetCapsInput, type ErasureReport, normalizeScope, type Scope, scopePath } from "@alma-harness/core";
 
 /** Everything a runner needs except its stores. */
 export type RuntimeConfig = Omit<ConversationConfig, "stores">;
@@ -21,6 +21,11 @@ export interface Runtime {
   erase(scope: Scope, sessionId: string): Promise<ErasureReport>;
   /** The runner's `eraseScope`. */
   eraseScope(scope: Scope): Promise<ErasureReport>;
+  /**
+   * A runner over the same stores and configuration whose caps are the configuration's with
+   * `caps` over them (a routine's per-run cap is its `perTurnUsd`); one per distinct caps, kept.
+   */
+  runnerFor(caps: BudgetCapsInput): ConversationRunner;
   close(): Promise<void>;
 }
 
@@ -49,9 +54,20 @@ export function compose(config: RuntimeConfig, stores: ConversationStores, close
     }
     return out;
   };
+  const byCaps = new Map<string, ConversationRunner>();
+  const runnerFor = (caps: BudgetCapsInput): ConversationRunner => {
+    const key = JSON.stringify(caps);
+    let found = byCaps.get(key);
+    if (!found) {
+      found = createConversationRunner({ ...config, stores, caps: { ...config.caps, ...caps } });
+      byCaps.set(key, found);
+    }
+    return found;
+  };
   return {
     runner,
     stores,
+    runnerFor,
     maintain: async (scope) => {
       const events = await releaseHeldEvents(scope);
       return { released: [...events, ...(await runner.releaseExpired(scope))], fenced: await runner.reconcileExpired(scope) };
