@@ -179,6 +179,7 @@ function recoveryTests(t: TestApi, test: FixtureTest<RoutineFixture>): void {
     }
     const abandoned = await fx.routineRuns.resolve({ scope: SCOPE_A, routineId: "r1", slot: SLOT, action: "abandon", at: SLOT + 9 });
     t.expect(abandoned).toMatchObject({ state: "failed", reason: "operator_abandoned" });
+    await rejects(t, () => fx.routineRuns.resolve({ scope: SCOPE_A, routineId: "r1", slot: SLOT, action: "rerun", owner: "o", at: SLOT + 9 }), RoutineRunConflictError);
     const confirmed = await fx.routineRuns.resolve({ scope: SCOPE_A, routineId: "r1", slot: SLOT + 1, action: "confirm_completed", at: SLOT + 9 });
     t.expect(confirmed).toMatchObject({ state: "completed", reason: "operator_completed" });
     await rejects(t, () => fx.routineRuns.resolve({ scope: SCOPE_A, routineId: "r1", slot: SLOT + 1, action: "rerun", owner: "o", at: SLOT + 10 }), RoutineRunConflictError);

@@ -3,6 +3,7 @@ import { asksView } from "./asks.js";
 import { chatView } from "./chat.js";
 import { clear, h } from "./dom.js";
 import { reconcileView } from "./reconcile.js";
+import { routinesView } from "./routines.js";
 import { sessionsView } from "./sessions.js";
 import { spendView } from "./spend.js";
 
@@ -56,8 +57,9 @@ async function start(): Promise<void> {
   const sessions = sessionsView(info, admin);
   const spend = spendView(admin);
   const reconcile = reconcileView(admin);
+  const routines = routinesView(admin);
   const chat = chatView(info, tenants, admin, () => void asks.refresh());
-  const views = { chat, sessions: sessions.element, spend: spend.element, reconcile: reconcile.element } as const;
+  const views = { chat, sessions: sessions.element, spend: spend.element, reconcile: reconcile.element, routines: routines.element } as const;
   const main = h("main", {});
   const tabs = h("nav", {});
   const show = (name: keyof typeof views) => {
@@ -66,8 +68,9 @@ async function start(): Promise<void> {
     if (name === "sessions") void sessions.refresh();
     if (name === "spend") void spend.refresh();
     if (name === "reconcile") void reconcile.refresh();
+    if (name === "routines") void routines.refresh();
   };
-  for (const [name, label] of [["chat", "Chat"], ["sessions", "Sessions & timeline"], ["spend", "Spend"], ["reconcile", "Uncertain & late usage"]] as const) {
+  for (const [name, label] of [["chat", "Chat"], ["sessions", "Sessions & timeline"], ["spend", "Spend"], ["reconcile", "Uncertain & late usage"], ["routines", "Routines"]] as const) {
     tabs.append(h("button", { "data-tab": name, "data-testid": `tab-${name}`, onclick: () => show(name) }, label));
   }
   clear(app, header(info), tabs, h("div", { class: "layout" }, main, asks.element));

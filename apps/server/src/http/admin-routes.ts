@@ -4,6 +4,7 @@ import { onlyFields, readJsonObject } from "./body.js";
 import type { HostContext } from "./context.js";
 import { HttpError, json } from "./errors.js";
 import { fenceRoutes } from "./fence-routes.js";
+import { routineRoutes } from "./routine-routes.js";
 import type { RouteRequest, Router } from "./router.js";
 import { transcriptOf, turnsOf } from "./transcript.js";
 import { viewResponse } from "./views.js";
@@ -176,5 +177,6 @@ export function adminRoutes(router: Router, host: HostContext): void {
   on("POST", "/v1/admin/asks/:askId/deny", (r) => answerAsk(host, r, false));
   on("POST", "/v1/admin/tokens", (r) => postToken(host, r));
   fenceRoutes(on, host);
+  routineRoutes(on, host);
   on("GET", "/v1/admin/tenants/:org/outbox", async (r) => json(200, { messages: host.desk.outbox(clinicOf(host, r.params.org as string)) }));
 }

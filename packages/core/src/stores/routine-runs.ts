@@ -167,7 +167,7 @@ export interface RoutineRunPage {
  *   that died holding it) to `reconciliation_required` (`interrupted`), across scopes, and answers
  *   them. Nothing ever moves a run back to `running` but a claim of a `submitted` run or an
  *   operator's `resolve(rerun)`.
- * - `resolve` is the operator's: `abandon` (failed, `operator_abandoned`), `confirm_completed`
+ * - `resolve` is the operator's (once: a run it closed stays closed): `abandon` (failed, `operator_abandoned`), `confirm_completed`
  *   (completed, `operator_completed`) or `rerun` (running again, attempt + 1) of a
  *   `reconciliation_required` or `failed` run; otherwise `RoutineRunConflictError`.
  * - Reads are scoped; `list` is newest slot first with an opaque cursor.
@@ -359,8 +359,9 @@ export function normalizeRoutineResolve(input: unknown): { readonly resolve: Rou
 /** What an operator's resolution makes of the stored run. */
 export function resolveTransition(existing: RoutineRun | undefined, r: RoutineResolve): RoutineRun {
   if (existing === undefined) throw new RoutineRunConflictError("no run of this slot is recorded");
-  if (existing.state !== "reconciliation_required" && existing.state !== "failed") {
-    throw new RoutineRunConflictError(`a ${existing.state} run is not the operator's to resolve`);
+  const closed = existing.reason === "operator_abandoned" || existing.reason === "operator_completed";
+  if ((existing.state !== "reconciliation_required" && existing.state !== "failed") || closed) {
+    throw new RoutineRunConflictError(`a ${existing.state} run${closed ? " an operator closed" : ""} is not the operator's to resolve`);
   }
   const { reason: _r, ...base } = existing;
   if (r.action === "abandon") return normalizeRoutineRun({ ...base, state: "failed", reason: "operator_abandoned", updatedAt: r.at }).run;
