@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defineTool, FenceError, type ModelClient, type Scope } from "@alma-harness/core";
 import { FakeModelClient, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
-import { memory, postgres, type Runtime, type RuntimeConfig, sqlite } from "@alma-harness/runtime";
+import { memory, postgres, type RoutineStores, type Runtime, type RuntimeConfig, sqlite } from "@alma-harness/runtime";
 import { type Canaries, canariesOf, type ErasureFixture, erasureContract, needlesOf, observationOf, type ScanHit, scanFiles, scanPostgres, scanSqlite, scanValue } from "@alma-harness/testing";
 import Database from "better-sqlite3";
 import pg from "pg";
@@ -98,6 +98,9 @@ async function fixture(
       await rt.stores.labels.put(scope, c.sessionId, { mrn: c.label });
       // Late usage of one of the session's calls, as a cut stream would leave it.
       await rt.stores.usageInbox?.record(observationOf(`late-${c.sessionId.slice(-4)}`, { scope, sessionId: c.sessionId, observedAt: Date.UTC(2026, 0, 1) }));
+      // A routine run whose turn ran in the session (a routine's session id is its own): erasure keeps it under the mark.
+      const runs = (rt.stores as Partial<RoutineStores>).routineRuns;
+      await runs?.claim({ scope, routineId: "nightly", slot: Date.UTC(2026, 0, 1, 1), sessionId: c.sessionId, owner: "host-1", at: Date.UTC(2026, 0, 1, 1) });
       // A grouped store set commits the put at its next durability point: the scan reads from outside.
       await rt.stores.barrier?.commit();
     },
