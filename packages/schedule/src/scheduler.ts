@@ -4,6 +4,7 @@ import {
   type OutputSink,
   type Routine,
   type RoutineClaimResult,
+  type RoutineInput,
   type RoutineResolveAction,
   type RoutineRun,
   type RoutineRunStore,
@@ -55,7 +56,7 @@ export interface TickReport {
 
 export interface RoutineScheduler {
   /** Validates (cron and time zone compiled, destination served, profile known, execution available) and stores a routine. */
-  saveRoutine(input: Routine): Promise<Routine>;
+  saveRoutine(input: RoutineInput): Promise<Routine>;
   /** Looks at every routine once: interrupted claims, due slots (run, missed or late), submitted jobs to collect. Never throws for a routine's failure. */
   tick(now?: number): Promise<TickReport>;
   /** The operator's resolution of a `reconciliation_required` or `failed` run; `rerun` runs it again now, as attempt + 1. */
@@ -80,7 +81,7 @@ export function createRoutineScheduler(config: RoutineSchedulerConfig): RoutineS
   const profiles = new Set(config.profiles ?? []);
   const deps: RunDeps = { runs: config.runs, sink: config.sink, turns: config.turns, ...(config.jobs ? { jobs: config.jobs } : {}), owner, now };
 
-  const check = (input: Routine): Routine => {
+  const check = (input: RoutineInput): Routine => {
     const { routine } = normalizeRoutine(input);
     compileSchedule(routine.schedule);
     if (!config.sink.destinations.includes(routine.destination)) throw new ValidationError("routine.destination", "unknown_destination", "destination names no destination the sink serves");
@@ -193,7 +194,7 @@ export function createRoutineScheduler(config: RoutineSchedulerConfig): RoutineS
   };
 
   return Object.freeze({
-    saveRoutine: async (input: Routine) => (await config.routines.put(check(input))).routine,
+    saveRoutine: async (input: RoutineInput) => (await config.routines.put(check(input))).routine,
     tick,
     resolve,
   });

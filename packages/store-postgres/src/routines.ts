@@ -15,6 +15,7 @@ import {
   type RoutineClaimResult,
   type RoutineFinish,
   type RoutinePage,
+  type RoutineInput,
   type RoutinePutResult,
   type RoutineResolve,
   type RoutineRun,
@@ -46,7 +47,7 @@ export class PgRoutineStore implements RoutineStore {
     this.#db = asConn(pool);
   }
 
-  async put(input: Routine): Promise<RoutinePutResult> {
+  async put(input: RoutineInput): Promise<RoutinePutResult> {
     const { routine, key } = normalizeRoutine(input);
     return this.#db.transaction(
       async (tx) => {

@@ -15,6 +15,7 @@ import {
   type RoutineClaimResult,
   type RoutineFinish,
   type RoutinePage,
+  type RoutineInput,
   type RoutinePutResult,
   type RoutineResolve,
   type RoutineRun,
@@ -44,7 +45,7 @@ export class SqliteRoutineStore implements RoutineStore {
     this.#db = db;
   }
 
-  async put(input: Routine): Promise<RoutinePutResult> {
+  async put(input: RoutineInput): Promise<RoutinePutResult> {
     const { routine, key } = normalizeRoutine(input);
     return this.#db.durable(() => {
       const row = this.#db.stmt("SELECT record FROM routines WHERE scope = ? AND id = ?").get(key, routine.id) as { record: string } | undefined;

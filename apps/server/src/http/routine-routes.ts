@@ -1,4 +1,4 @@
-import { type Routine, type RoutineRun, ROUTINE_RESOLVE_ACTIONS, ROUTINE_RUN_STATES, type RoutineResolveAction, type RoutineRunState, validateId } from "@alma-harness/core";
+import { type Routine, type RoutineInput, type RoutineRun, ROUTINE_RESOLVE_ACTIONS, ROUTINE_RUN_STATES, type RoutineResolveAction, type RoutineRunState, validateId } from "@alma-harness/core";
 import type { TickReport } from "@alma-harness/schedule";
 import { routineScope, STAFF_INBOX } from "../routines/nightly.js";
 import { onlyFields, readJsonObject } from "./body.js";
@@ -62,7 +62,7 @@ async function putRoutine(host: HostContext, r: RouteRequest): Promise<Response>
   onlyFields(body, ["goal", "intent", "schedule", "profile", "cap", "catchUp", "execution", "enabled"]);
   const scope = routineScope(org);
   const existing = await host.routines.scheduler.stores.routines.get(scope, id);
-  const routine = await host.routines.scheduler.saveRoutine({ ...body, scope, id, destination: STAFF_INBOX, createdAt: host.clock.now() } as unknown as Routine);
+  const routine = await host.routines.scheduler.saveRoutine({ ...body, scope, id, destination: STAFF_INBOX, createdAt: host.clock.now() } as unknown as RoutineInput);
   return json(existing ? 200 : 201, { routine: routineBody(routine) });
 }
 

@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import type { OutputSink, Routine, RoutineOutput, Scope } from "@alma-harness/core";
+import type { OutputSink, RoutineInput, RoutineOutput, Scope } from "@alma-harness/core";
 import { intervalTrigger, type RoutineScheduler, type TickReport } from "@alma-harness/schedule";
 import { routineScheduler } from "@alma-harness/runtime";
 import type { Runtime } from "@alma-harness/runtime";
@@ -65,7 +65,7 @@ export function routineScope(org: string): Scope {
  * sensitivity (the day names patients). The lead switches `execution` to `job` (a provider batch
  * job through `RoutineJobs`) when the batch client is merged.
  */
-export function nightlyRoutine(clinic: Clinic, createdAt: number): Routine {
+export function nightlyRoutine(clinic: Clinic, createdAt: number): RoutineInput {
   return {
     scope: routineScope(clinic.org),
     id: NIGHTLY_ID,

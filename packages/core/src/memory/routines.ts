@@ -27,6 +27,7 @@ import {
   normalizeRoutineRef,
   type Routine,
   type RoutinePage,
+  type RoutineInput,
   type RoutinePutResult,
   type RoutineStore,
   routineCursorKey,
@@ -41,7 +42,7 @@ import { covers, ERASE, type Erasable, type EraseTarget, MEMORY_STATE, markOf } 
 export class InMemoryRoutineStore implements RoutineStore, Erasable {
   readonly #rows = new Map<string, { readonly key: string; readonly routine: Routine }>();
 
-  async put(input: Routine): Promise<RoutinePutResult> {
+  async put(input: RoutineInput): Promise<RoutinePutResult> {
     const { routine, key } = normalizeRoutine(input);
     const rowKey = `${key} ${routine.id}`;
     const result = routineUpdate(this.#rows.get(rowKey)?.routine, routine);

@@ -1,4 +1,4 @@
-import { type CapAction, normalizePerTurnCap } from "../caps.js";
+import { type CapAction, type CapInput, normalizePerTurnCap } from "../caps.js";
 import { ValidationError } from "../errors.js";
 import { normalizeIntent, type RoutingIntent } from "../routing.js";
 import { type Scope, validateId } from "../scope.js";
@@ -49,6 +49,14 @@ export interface Routine {
   readonly createdAt: number;
 }
 
+/** A routine as a host writes it: the cap as any `CapInput` (a number blocks), the flags optional. */
+export type RoutineInput = Omit<Routine, "cap" | "catchUp" | "execution" | "enabled"> & {
+  readonly cap: CapInput;
+  readonly catchUp?: boolean;
+  readonly execution?: RoutineExecution;
+  readonly enabled?: boolean;
+};
+
 /** What `RoutineStore.put` did: `created`, `updated` (its `createdAt` kept), or `unchanged`. */
 export interface RoutinePutResult {
   readonly status: "created" | "updated" | "unchanged";
@@ -70,7 +78,7 @@ export interface RoutinePage {
  * - `eraseScope` removes the scope's routines (their goals are the tenant's content).
  */
 export interface RoutineStore {
-  put(routine: Routine): Promise<RoutinePutResult>;
+  put(routine: RoutineInput): Promise<RoutinePutResult>;
   get(scope: Scope, id: string): Promise<Routine | undefined>;
   remove(scope: Scope, id: string): Promise<boolean>;
   list(scope: Scope, query?: { readonly cursor?: string; readonly limit?: number }): Promise<RoutinePage>;
