@@ -1,16 +1,8 @@
 import type { Scope } from "../scope.js";
 import { isErasedMark } from "../stores/erasure.js";
 import {
-  claimTransition,
-  finishTransition,
-  interruptedRun,
-  missedRun,
-  normalizeRoutineClaim,
-  normalizeRoutineFinish,
-  normalizeRoutineResolve,
   normalizeRoutineRun,
   normalizeRoutineRunQuery,
-  resolveTransition,
   type RoutineClaim,
   type RoutineClaimResult,
   type RoutineFinish,
@@ -21,6 +13,16 @@ import {
   type RoutineRunStore,
   routineRunKey,
 } from "../stores/routine-runs.js";
+import {
+  claimTransition,
+  finishTransition,
+  interruptedRun,
+  missedRun,
+  normalizeRoutineClaim,
+  normalizeRoutineFinish,
+  normalizeRoutineResolve,
+  resolveTransition,
+} from "../stores/routine-transitions.js";
 import {
   normalizeRoutine,
   normalizeRoutineQuery,
