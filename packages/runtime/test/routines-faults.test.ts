@@ -68,7 +68,10 @@ async function faultedSlot(make: (config: RuntimeConfig) => Promise<Runtime>, fa
     },
   };
   let deliveries = 0;
-  const sink: OutputSink = { destinations: ["staff"], deliver: async () => void (deliveries += 1) };
+  const sink: OutputSink = { destinations: ["staff"], deliver: async () => {
+      deliveries += 1;
+    },
+  };
   const rt = await make({ clients: [model], policy: { resolve: () => ({ clientId: "fake", model: "demo", maxOutputTokens: 256, cache: false }) }, prompt: "nightly", clock, ...DEPLOYMENT });
   try {
     const stores = rt.stores;
