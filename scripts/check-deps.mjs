@@ -17,8 +17,9 @@ const ALLOWED = {
   "@alma-harness/store-sqlite": ["core"],
   "@alma-harness/store-postgres": ["core"],
   "@alma-harness/testing": ["core"],
-  "@alma-harness/runtime": ["core", "execution", "memory", "loop", "conversation", "store-sqlite", "store-postgres", "providers", "batch"],
-  "@alma-harness/server": ["core", "execution", "memory", "loop", "conversation", "store-sqlite", "store-postgres", "providers", "runtime", "batch"],
+  "@alma-harness/schedule": ["core", "execution", "loop", "conversation"],
+  "@alma-harness/runtime": ["core", "execution", "memory", "loop", "conversation", "store-sqlite", "store-postgres", "providers", "batch", "schedule"],
+  "@alma-harness/server": ["core", "execution", "memory", "loop", "conversation", "store-sqlite", "store-postgres", "providers", "runtime", "batch", "schedule"],
 };
 // Tests may also use the shared contract suites and the doubles of the packages below them.
 const TEST_EXTRA = ["testing", "loop"];

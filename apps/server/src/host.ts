@@ -14,6 +14,7 @@ import { DEFAULT_PING_MS } from "./http/sse.js";
 import type { ModelSetup } from "./models/select.js";
 import { nodeListener } from "./node-adapter.js";
 import { PermissionDesk } from "./permissions.js";
+import { hostRoutines } from "./routines/nightly.js";
 import { openRuntime, type StoreEnv } from "./runtime.js";
 import { Shutdown } from "./shutdown.js";
 import { Directory, LiveTurns } from "./turns.js";
@@ -59,6 +60,8 @@ export interface Host {
   maintain(): Promise<{ readonly released: readonly ExpiredRelease[]; readonly fenced: number }>;
   /** Starts the maintenance timer; returns its stop function. */
   startMaintenance(everyMs: number, onError?: (error: unknown) => void): () => void;
+  /** Starts the routines' scheduler tick every `everyMs`; graceful shutdown stops it (a tick in progress gets the grace period). */
+  startRoutines(everyMs: number, onError?: (error: unknown) => void): void;
   /** Resolves once no turn is running. */
   idle(): Promise<void>;
   /**
@@ -107,6 +110,7 @@ async function assemble(options: HostOptions): Promise<HostContext> {
     intent: FRONT_DESK_INTENT,
     clock,
     shutdown: new Shutdown(),
+    routines: await hostRoutines(runtime, clinics, clock),
     http: { bodyLimit: DEFAULT_BODY_LIMIT, waitMs: 25_000, pingMs: DEFAULT_PING_MS, publicDir: DEFAULT_PUBLIC_DIR, ...options.http },
   };
 }
@@ -173,7 +177,8 @@ export async function createHost(options: HostOptions): Promise<Host> {
     const closed = servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve())));
     for (const server of servers) server.closeIdleConnections();
     const asksDenied = context.asks.close();
-    await boundedWait(turns.idle(), graceMs);
+    // No new routine tick starts; one in progress shares the grace period with the turns.
+    await boundedWait(Promise.all([turns.idle(), context.routines.stop()]), graceMs);
     const turnsCancelled = turns.size;
     if (turnsCancelled > 0) {
       shutdown.abortTurns();
@@ -203,6 +208,7 @@ export async function createHost(options: HostOptions): Promise<Host> {
     },
     maintain: () => runtime.maintain(),
     startMaintenance: (everyMs, onError) => maintenanceTimer(runtime, everyMs, onError),
+    startRoutines: (everyMs, onError) => context.routines.start(everyMs, onError),
     idle: () => turns.idle(),
     close(graceMs = options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS) {
       closing ??= close(graceMs);

@@ -157,4 +157,34 @@ describe.skipIf(!HAVE_CHROMIUM)(title, () => {
     const erasures = (await rt.stores.audit.query(scope, { trail: "lifecycle" })).items.flatMap((e) => (e.trail === "lifecycle" && e.action === "erasure.completed" ? [e.detail] : []));
     expect(erasures).toEqual(["fact:0:1:0", "memory:1:2:0"]);
   }, 60_000);
+
+  it("shows each clinic's nightly routine, ticks the scheduler, and lists the run and its delivered summary", async () => {
+    // A once-a-minute routine created two minutes ago: its last slot is due now (the nightly ones fire at 22:00).
+    const created = Date.now() - 120_000;
+    await t.host.context.routines.scheduler.saveRoutine({
+      scope: { org: "sunrise-clinic", uid: "back-office" },
+      id: "minutely-check",
+      goal: "Summarize the last minute at the clinic for the staff.",
+      intent: { tier: "balanced", sensitivity: "confidential" },
+      schedule: { cron: "* * * * *", timeZone: "UTC" },
+      cap: { usd: 0.05, onExceeded: "block" },
+      destination: "clinic-staff",
+      catchUp: false,
+      execution: "turn",
+      enabled: true,
+      createdAt: created,
+    });
+    await page.getByTestId("tab-routines").click();
+    const rows = page.getByTestId("routine-row");
+    await expect.poll(() => rows.count()).toBe(3);
+    expect(await page.locator('[data-testid="routine-row"][data-org="harbor-dental"]').textContent()).toMatch(/nightly-day-summary · "0 22 \* \* \*" America\/Sao_Paulo/);
+    await page.getByTestId("routines-tick").click();
+    const completed = page.locator('[data-testid="routine-run"][data-state="completed"]');
+    await expect.poll(() => completed.count()).toBeGreaterThan(0);
+    expect(await completed.first().textContent()).toMatch(/sunrise-clinic · minutely-check · .* · attempt 1completed · \$0\.0\d+/);
+    await expect.poll(() => page.getByTestId("routine-message").count()).toBeGreaterThan(0);
+    expect(await page.getByTestId("routine-message").first().textContent()).toMatch(/^minutely-check@.*#1/);
+    await expect.poll(() => page.getByTestId("routines-tick-status").textContent()).toMatch(/last tick .*: \d+ ran, 0 missed/);
+    await page.screenshot({ path: join(ARTIFACTS, "console-routines.png") });
+  }, 60_000);
 });

@@ -21,7 +21,7 @@ async function cli(argv: string[], opts: { stdin?: string[]; env?: NodeJS.Proces
   return { code, out: stdout.text(), err: stderr.text(), home };
 }
 
-const COMMANDS = ["serve", "chat", "sessions", "trails", "fence", "erase", "migrate", "token", "doctor"];
+const COMMANDS = ["serve", "chat", "sessions", "trails", "fence", "erase", "routines", "migrate", "token", "doctor"];
 
 describe("alma CLI", () => {
   it("prints --help for every command and for alma itself", async () => {

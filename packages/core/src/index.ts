@@ -68,3 +68,7 @@ export {
 } from "./trail.js";
 export * from "./stores/erasure.js";
 export { type AlmaErrorCode, type CallCause, isUncertainCause, type RunnerCause, type StreamRule, stopTag, type UncertainCause } from "./vocabulary.js";
+export * from "./stores/routines.js";
+export * from "./stores/routine-runs.js";
+export * from "./stores/routine-transitions.js";
+export * from "./routine-seams.js";

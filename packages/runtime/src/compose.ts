@@ -1,6 +1,6 @@
 import type { ConversationConfig, ConversationRunner, ConversationStores, ExpiredRelease, RecordEventsRequest } from "@alma-harness/conversation";
 import { createConversationRunner } from "@alma-harness/conversation";
-import { type EpisodeStore, ValidationError, type ErasureReport, type MemoryErasure, normalizeScope, type ProfileStore, resolveTrailKey, type Scope, scopePath } from "@alma-harness/core";
+import { type BudgetCapsInput, type EpisodeStore, type ErasureReport, type MemoryErasure, normalizeScope, type ProfileStore, resolveTrailKey, type Scope, scopePath, ValidationError } from "@alma-harness/core";
 import { createMemoryErasure, type MemoryHostErasure, storeRecall } from "@alma-harness/memory";
 
 /**
@@ -47,6 +47,11 @@ export interface Runtime {
   erase(scope: Scope, sessionId: string): Promise<ErasureReport>;
   /** The runner's `eraseScope`. */
   eraseScope(scope: Scope): Promise<ErasureReport>;
+  /**
+   * A runner over the same stores and configuration whose caps are the configuration's with
+   * `caps` over them (a routine's per-run cap is its `perTurnUsd`); one per distinct caps, kept.
+   */
+  runnerFor(caps: BudgetCapsInput): ConversationRunner;
   close(): Promise<void>;
 }
 
@@ -87,10 +92,21 @@ export function compose(config: RuntimeConfig, stores: RuntimeStores, close: () 
     }
     return out;
   };
+  const byCaps = new Map<string, ConversationRunner>();
+  const runnerFor = (caps: BudgetCapsInput): ConversationRunner => {
+    const key = JSON.stringify(caps);
+    let found = byCaps.get(key);
+    if (!found) {
+      found = createConversationRunner({ ...runnerConfig(config, stores), caps: { ...config.caps, ...caps } });
+      byCaps.set(key, found);
+    }
+    return found;
+  };
   return {
     runner,
     stores,
     memory: createMemoryErasure({ stores, trailKey: resolveTrailKey(config.trailKey) }),
+    runnerFor,
     maintain: async (scope) => {
       const events = await releaseHeldEvents(scope);
       return { released: [...events, ...(await runner.releaseExpired(scope))], fenced: await runner.reconcileExpired(scope) };

@@ -4,3 +4,4 @@ export { postgres } from "./postgres.js";
 export { sqlite } from "./sqlite.js";
 export { TRAIL_KEY_FILE } from "./trail-key.js";
 export { type ModelJobStores, modelJobs, type ModelJobsConfig } from "./model-jobs.js";
+export { hasRoutineStores, type RoutineOptions, type RoutineStores, routineScheduler } from "./routines.js";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defineTool, FenceError, type ModelClient, type ModelJob, type ModelJobStore, type Scope } from "@alma-harness/core";
 import { FakeModelClient, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
-import { memory, postgres, type Runtime, type RuntimeConfig, sqlite } from "@alma-harness/runtime";
+import { memory, postgres, type RoutineStores, type Runtime, type RuntimeConfig, sqlite } from "@alma-harness/runtime";
 import { type Canaries, canariesOf, type ErasureFixture, erasureContract, jobItemOf, jobOf, needlesOf, observationOf, type ScanHit, scanFiles, scanPostgres, scanSqlite, scanValue } from "@alma-harness/testing";
 import Database from "better-sqlite3";
 import pg from "pg";
@@ -111,6 +111,9 @@ async function fixture(
       await rt.stores.profiles.put({ scope, factId: `f-${tag}`, key: `allergy.s${tag}`, text: `${c.patient} is allergic to penicillin (${c.label}).`, source, sensitivity: "confidential", confidence: 0.9 });
       // A batch job's item of the session (spec: model-jobs): kept under the session's mark.
       await (rt.stores as { readonly modelJobs?: ModelJobStore }).modelJobs?.create(batchJobOf(scope, c.sessionId));
+      // A routine run whose turn ran in the session (a routine's session id is its own): erasure keeps it under the mark.
+      const runs = (rt.stores as Partial<RoutineStores>).routineRuns;
+      await runs?.claim({ scope, routineId: "nightly", slot: Date.UTC(2026, 0, 1, 1), sessionId: c.sessionId, owner: "host-1", at: Date.UTC(2026, 0, 1, 1) });
       // A grouped store set commits the put at its next durability point: the scan reads from outside.
       await rt.stores.barrier?.commit();
     },

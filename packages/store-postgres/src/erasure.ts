@@ -77,6 +77,12 @@ async function eraseAccountRows(tx: Queryable, key: string, s: ErasedSession): P
     s.id,
     s.mark,
   ]);
+  // A routine run is content-free: kept, under the mark.
+  await tx.query("UPDATE routine_runs SET session_id = $3, record = jsonb_set(record::jsonb, '{sessionId}', to_jsonb($3::text))::text WHERE scope = $1 AND session_id = $2", [
+    key,
+    s.id,
+    s.mark,
+  ]);
   if (s.audit !== undefined) await tx.query("DELETE FROM audit_events WHERE scope = $1 AND session_id = $2", [key, s.audit]);
   return rows.filter((r) => r.state === "active" || r.state === "uncertain").length;
 }
@@ -120,6 +126,9 @@ export class PgErasure implements SessionErasure {
         await tx.query("DELETE FROM audit_events WHERE scope = $1", [key]);
         // Memory of the scope: every episode and fact, from any session (one already erased included).
         await eraseMemoryRows(tx, key);
+        // The scope's routines (their goals are its content) and their runs go with it.
+        await tx.query("DELETE FROM routines WHERE scope = $1", [key]);
+        await tx.query("DELETE FROM routine_runs WHERE scope = $1", [key]);
         await tx.query("INSERT INTO sealed_label_scopes (scope) VALUES ($1) ON CONFLICT (scope) DO NOTHING", [key]);
         return fenced;
       },
@@ -146,7 +155,7 @@ export class PgErasure implements SessionErasure {
        UNION SELECT session_id FROM session_labels WHERE scope = $1 UNION SELECT session_id FROM settlements WHERE scope = $1
        UNION SELECT session_id FROM admissions WHERE scope = $1 UNION SELECT session_id FROM spend_sessions WHERE scope = $1
        UNION SELECT session_id FROM spend_reservations WHERE scope = $1 UNION SELECT session_id FROM execution WHERE scope = $1
-       UNION SELECT session_id FROM usage_inbox WHERE scope = $1 UNION SELECT session_id FROM model_job_items WHERE scope = $1`,
+       UNION SELECT session_id FROM usage_inbox WHERE scope = $1 UNION SELECT session_id FROM model_job_items WHERE scope = $1 UNION SELECT session_id FROM routine_runs WHERE scope = $1`,
       [key],
     );
     return rows.map((r) => r.id).filter((id) => !isErasedMark(id));

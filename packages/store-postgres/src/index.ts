@@ -15,6 +15,7 @@ import { PgSessionLabelStore } from "./labels.js";
 import { loadMigrations, migrate, pendingMigrations, resolveSchemas, type SchemaNames, schemaVersion } from "./migrate.js";
 import { schemaPool } from "./pg.js";
 import { PgResultStore } from "./results.js";
+import { PgRoutineRunStore, PgRoutineStore } from "./routines.js";
 import { PgSessionStore } from "./sessions.js";
 import { PgCostSettlementStore, PgSpendStore } from "./settlements.js";
 import { PgModelJobStore } from "./model-jobs.js";
@@ -27,6 +28,7 @@ export { mapPgError } from "./pg.js";
 export { PgModelJobStore } from "./model-jobs.js";
 export { PgUsageInbox } from "./usage-inbox.js";
 export { PgEpisodeStore, PgMemoryErasure, PgProfileStore } from "./memory.js";
+export { PgRoutineRunStore, PgRoutineStore } from "./routines.js";
 
 export interface PostgresStoreOptions extends SchemaNames {
   /** `postgresql://…` URL (or give `pool`: host, user, password, ssl, …). */
@@ -130,6 +132,8 @@ export function buildStores(
     profiles: new PgProfileStore(on),
     memoryErasure: new PgMemoryErasure(on),
     modelJobs: new PgModelJobStore(on),
+    routines: new PgRoutineStore(on),
+    routineRuns: new PgRoutineRunStore(on),
     audit: new PgAuditLog(on),
     erasure: new PgErasure(on, schemas),
     schemas,

@@ -130,9 +130,10 @@ describe.skipIf(!DATABASE_URL)(`postgres: this build reads the v1 fixture after 
       { version: 4, name: "scope_fences", target: "main" },
       { version: 5, name: "usage_inbox", target: "main" },
       { version: 7, name: "model_jobs", target: "main" },
+      { version: 8, name: "routines", target: "main" },
       { version: 9, name: "memory", target: "main" },
     ]);
-    expect(loadMigrations().map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 7, 9]);
+    expect(loadMigrations().map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 7, 8, 9]);
     const after = await rowsOf(names);
     // Every table a later step added is empty; every v1 table holds what it held.
     for (const name of Object.keys(after).filter((k) => !(k in before))) expect(after[name], name).toEqual([]);

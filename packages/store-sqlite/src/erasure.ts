@@ -52,6 +52,8 @@ function eraseAccountRows(db: SqliteDb, key: string, s: ErasedSession): number {
   db.stmt("UPDATE usage_inbox SET session_id = ?, record = json_set(record, '$.sessionId', ?) WHERE scope = ? AND session_id = ?").run(s.mark, s.mark, key, s.id);
   // A batch job's items keep their claim under the mark, as the receipts they settle into.
   db.stmt("UPDATE model_job_items SET session_id = ?, record = json_set(record, '$.sessionId', ?) WHERE scope = ? AND session_id = ?").run(s.mark, s.mark, key, s.id);
+  // A routine run is content-free: kept, under the mark.
+  db.stmt("UPDATE routine_runs SET session_id = ?, record = json_set(record, '$.sessionId', ?) WHERE scope = ? AND session_id = ?").run(s.mark, s.mark, key, s.id);
   if (s.audit !== undefined) db.stmt("DELETE FROM audit_events WHERE scope = ? AND session_id = ?").run(key, s.audit);
   return holding.n;
 }
@@ -66,6 +68,7 @@ function sessionsOf(db: SqliteDb, key: string): readonly string[] {
        UNION SELECT session_id FROM admissions WHERE scope = @key UNION SELECT session_id FROM spend_sessions WHERE scope = @key
        UNION SELECT session_id FROM spend_reservations WHERE scope = @key UNION SELECT session_id FROM usage_inbox WHERE scope = @key
        UNION SELECT session_id FROM model_job_items WHERE scope = @key
+       UNION SELECT session_id FROM routine_runs WHERE scope = @key
        UNION SELECT json_extract(claim, '$.sessionId') FROM execution WHERE scope = @key`,
     )
     .all({ key }) as { id: string }[];
@@ -105,6 +108,9 @@ export class SqliteErasure implements SessionErasure {
       this.#db.stmt("DELETE FROM audit_events WHERE scope = ?").run(key);
       // Memory of the scope: every episode and fact, from any session (one already erased included).
       eraseMemoryRows(this.#db, key);
+      // The scope's routines (their goals are its content) and their runs go with it.
+      this.#db.stmt("DELETE FROM routines WHERE scope = ?").run(key);
+      this.#db.stmt("DELETE FROM routine_runs WHERE scope = ?").run(key);
       this.#db.stmt("INSERT INTO sealed_label_scopes (scope) VALUES (?) ON CONFLICT (scope) DO NOTHING").run(key);
       return fenced;
     });

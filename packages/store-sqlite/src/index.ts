@@ -12,6 +12,7 @@ import { SqliteErasure } from "./erasure.js";
 import { SqliteExecutionStore } from "./execution.js";
 import { SqliteSessionLabelStore } from "./labels.js";
 import { SqliteResultStore } from "./results.js";
+import { SqliteRoutineRunStore, SqliteRoutineStore } from "./routines.js";
 import { SqliteSessionStore } from "./sessions.js";
 import { SqliteCostSettlementStore, SqliteSpendStore } from "./settlements.js";
 import { SqliteEpisodeStore, SqliteMemoryErasure, SqliteProfileStore } from "./memory.js";
@@ -23,6 +24,7 @@ export { defaultRootPath, type SqliteStoreOptions } from "./db.js";
 export { SqliteModelJobStore } from "./model-jobs.js";
 export { SqliteUsageInbox } from "./usage-inbox.js";
 export { SqliteEpisodeStore, SqliteMemoryErasure, SqliteProfileStore } from "./memory.js";
+export { SqliteRoutineRunStore, SqliteRoutineStore } from "./routines.js";
 export { MAIN_MIGRATIONS, type Migration, ROOT_MIGRATIONS } from "./migrations.js";
 
 /** Every store over one connection: step results in the main file, root results in the attached root-results file. */
@@ -58,6 +60,8 @@ export function createSqliteStores(options: SqliteStoreOptions): SqliteStores {
     profiles: new SqliteProfileStore(db),
     memoryErasure: new SqliteMemoryErasure(db),
     modelJobs: new SqliteModelJobStore(db),
+    routines: new SqliteRoutineStore(db),
+    routineRuns: new SqliteRoutineRunStore(db),
     audit: new SqliteAuditLog(db),
     erasure: new SqliteErasure(db),
     barrier: Object.freeze({ commit: async () => db.commit() }),

@@ -226,6 +226,33 @@ CREATE INDEX model_job_items_session ON model_job_items (scope, session_id);
 `,
   },
   {
+    // Routines and their runs (@alma-harness/schedule). Versions 5 and 6 are other steps' numbers;
+    // \`migrate\` applies every step not yet recorded, so this one depends on none but 1.
+    version: 7,
+    name: "routines",
+    sql: `
+CREATE TABLE routines (
+  scope TEXT NOT NULL,
+  id TEXT NOT NULL,
+  record TEXT NOT NULL,
+  PRIMARY KEY (scope, id)
+) WITHOUT ROWID;
+CREATE TABLE routine_runs (
+  scope TEXT NOT NULL,
+  routine_id TEXT NOT NULL,
+  slot INTEGER NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('running', 'submitted', 'completed', 'failed', 'missed', 'reconciliation_required')),
+  session_id TEXT NOT NULL,
+  claimed_at INTEGER,
+  record TEXT NOT NULL,
+  PRIMARY KEY (scope, routine_id, slot)
+) WITHOUT ROWID;
+CREATE INDEX routine_runs_order ON routine_runs (scope, slot DESC, routine_id);
+CREATE INDEX routine_runs_running ON routine_runs (state, claimed_at);
+CREATE INDEX routine_runs_session ON routine_runs (scope, session_id);
+`,
+  },
+  {
     // Memory (issue 18): episodes and profile facts, each with a contentless FTS5 index (no copy of
     // the text in the index; `secure-delete` so a deleted record's terms leave the pages). The
     // index holds core's `memoryDocument` of the record; `sensitivity` is `sensitivityRank`.

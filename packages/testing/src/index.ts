@@ -32,6 +32,7 @@ export { costSettlementStoreContract, DAY, type SettlementFixture, settlementOf,
 export { jobItemOf, jobOf, type ModelJobFixture, modelJobStoreContract } from "./model-jobs.js";
 export { observationOf, type UsageInboxFixture, usageInboxContract } from "./usage-inbox.js";
 export { episodeOf, factOf, type MemoryFixture, memoryContract } from "./memory.js";
+export { claimOf as routineClaimOf, type RoutineFixture, routineOf, routineStoreContract } from "./routines.js";
 
 /** Every store of one implementation, as a composition hands them out (root results included). */
 export type StoreSet = AdmissionFixture &

@@ -4,6 +4,7 @@ import { chatView } from "./chat.js";
 import { clear, h } from "./dom.js";
 import { memoryView } from "./memory.js";
 import { reconcileView } from "./reconcile.js";
+import { routinesView } from "./routines.js";
 import { sessionsView } from "./sessions.js";
 import { spendView } from "./spend.js";
 
@@ -58,8 +59,9 @@ async function start(): Promise<void> {
   const spend = spendView(admin);
   const reconcile = reconcileView(admin);
   const memory = memoryView(admin);
+  const routines = routinesView(admin);
   const chat = chatView(info, tenants, admin, () => void asks.refresh());
-  const views = { chat, sessions: sessions.element, spend: spend.element, reconcile: reconcile.element, memory: memory.element } as const;
+  const views = { chat, sessions: sessions.element, spend: spend.element, reconcile: reconcile.element, memory: memory.element, routines: routines.element } as const;
   const main = h("main", {});
   const tabs = h("nav", {});
   const show = (name: keyof typeof views) => {
@@ -69,8 +71,9 @@ async function start(): Promise<void> {
     if (name === "spend") void spend.refresh();
     if (name === "reconcile") void reconcile.refresh();
     if (name === "memory") void memory.refresh();
+    if (name === "routines") void routines.refresh();
   };
-  for (const [name, label] of [["chat", "Chat"], ["sessions", "Sessions & timeline"], ["spend", "Spend"], ["reconcile", "Uncertain & late usage"], ["memory", "Patient memory"]] as const) {
+  for (const [name, label] of [["chat", "Chat"], ["sessions", "Sessions & timeline"], ["spend", "Spend"], ["reconcile", "Uncertain & late usage"], ["memory", "Patient memory"], ["routines", "Routines"]] as const) {
     tabs.append(h("button", { "data-tab": name, "data-testid": `tab-${name}`, onclick: () => show(name) }, label));
   }
   clear(app, header(info), tabs, h("div", { class: "layout" }, main, asks.element));

@@ -16,6 +16,7 @@ import {
 import { type CliIo, write } from "./context.js";
 import { DOCTOR_HELP, doctorCommand } from "./doctor.js";
 import { FENCE_HELP, fenceCommand } from "./fence.js";
+import { ROUTINES_HELP, routinesCommand } from "./routines.js";
 import { SERVE_HELP, serveCommand } from "./serve.js";
 
 interface Command {
@@ -36,6 +37,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   trails: { help: TRAILS_HELP, flags: [...ADMIN, "org", "uid"], run: trailsCommand },
   fence: { help: FENCE_HELP, flags: [...ADMIN, "org", "uid", "reason"], booleans: ["lift", "list"], run: fenceCommand },
   erase: { help: ERASE_HELP, flags: [...TENANT, "session"], run: eraseCommand },
+  routines: { help: ROUTINES_HELP, flags: [...ADMIN, "org", "state", "routine", "slot", "action"], run: routinesCommand },
   migrate: { help: MIGRATE_HELP, flags: [], run: migrateCommand },
   token: { help: TOKEN_HELP, flags: ["org", "uid", "ttl"], run: tokenCommand },
   doctor: { help: DOCTOR_HELP, flags: CLIENT, run: doctorCommand },
@@ -50,6 +52,7 @@ Usage: alma <command> [options]   (alma <command> --help for each)
   trails    print a turn's audit trails as a timeline (operator)
   fence     fence a tenant or one person, lift it, list fences (operator)
   erase     erase one of your sessions
+  routines  the routines on a clock, their runs and results; tick, resolve (operator)
   migrate   bring the store's schema up to date
   token     mint a dev tenant token
   doctor    check the setup and the provider`;

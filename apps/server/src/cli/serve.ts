@@ -80,6 +80,7 @@ export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number>
   const { url } = await host.listen(env.port, env.host);
   banner(io, env, host, url, host.context.store);
   const stop = host.startMaintenance(env.maintainEveryMs, (error) => write(io.stderr, `maintenance failed: ${errorForLog(error)}`));
+  host.startRoutines(env.routinesEveryMs, (error) => write(io.stderr, `routine tick failed: ${errorForLog(error)}`));
   await (io.stopSignal ?? new Promise<void>(() => undefined));
   stop();
   write(io.stdout, `stopping: no new turns; running turns get up to ${env.shutdownGraceMs} ms`);

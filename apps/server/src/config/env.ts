@@ -31,6 +31,8 @@ export interface HostEnv {
   readonly compatModel: string | undefined;
   readonly caps: { readonly perTurnUsd: number; readonly perClinicDayUsd: number };
   readonly maintainEveryMs: number;
+  /** How often the routines' scheduler ticks (`ALMA_ROUTINES_MS`, default one minute). */
+  readonly routinesEveryMs: number;
   /** Socket timeouts and the connection cap (`ALMA_HEADERS_TIMEOUT_MS`, `ALMA_REQUEST_TIMEOUT_MS`, `ALMA_KEEPALIVE_TIMEOUT_MS`, `ALMA_MAX_CONNECTIONS`). */
   readonly limits: ServerLimits;
   /** `ALMA_ALLOWED_HOSTS` (`*` or names); absent: the default for the bind address. */
@@ -121,6 +123,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd(
     compatModel: nonEmpty(env.ALMA_OPENAI_COMPAT_MODEL),
     caps: { perTurnUsd: usd(env, "ALMA_CAP_TURN_USD", 0.25), perClinicDayUsd: usd(env, "ALMA_CAP_CLINIC_DAY_USD", 2) },
     maintainEveryMs: int(env, "ALMA_MAINTAIN_MS", 60_000, 1_000, 86_400_000),
+    routinesEveryMs: int(env, "ALMA_ROUTINES_MS", 60_000, 1_000, 86_400_000),
     limits: serverLimits(env),
     allowedHosts: nonEmpty(env.ALMA_ALLOWED_HOSTS) === undefined ? undefined : parseAllowedHosts(env.ALMA_ALLOWED_HOSTS as string),
     shutdownGraceMs: int(env, "ALMA_SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),

@@ -5,6 +5,7 @@ import type { HostContext } from "./context.js";
 import { HttpError, json } from "./errors.js";
 import { fenceRoutes } from "./fence-routes.js";
 import { memoryRoutes } from "./memory-routes.js";
+import { routineRoutes } from "./routine-routes.js";
 import type { RouteRequest, Router } from "./router.js";
 import { transcriptOf, turnsOf } from "./transcript.js";
 import { viewResponse } from "./views.js";
@@ -178,5 +179,6 @@ export function adminRoutes(router: Router, host: HostContext): void {
   on("POST", "/v1/admin/tokens", (r) => postToken(host, r));
   fenceRoutes(on, host);
   memoryRoutes(on, host);
+  routineRoutes(on, host);
   on("GET", "/v1/admin/tenants/:org/outbox", async (r) => json(200, { messages: host.desk.outbox(clinicOf(host, r.params.org as string)) }));
 }

@@ -4,6 +4,7 @@ import type { ClinicDesk } from "../agent/clinics.js";
 import type { HostSecrets } from "../config/secrets.js";
 import type { ModelSetup } from "../models/select.js";
 import type { PermissionDesk } from "../permissions.js";
+import type { HostRoutines } from "../routines/nightly.js";
 import type { StoreInfo } from "../runtime.js";
 import type { Shutdown } from "../shutdown.js";
 import type { Directory, LiveTurns } from "../turns.js";
@@ -36,4 +37,6 @@ export interface HostContext {
   readonly http: HttpSettings;
   /** Stops admitting on shutdown, and carries the signal every turn runs under. */
   readonly shutdown: Shutdown;
+  /** The routines on a clock (the nightly clinic summaries) and the staff inbox they deliver to. */
+  readonly routines: HostRoutines;
 }

@@ -31,6 +31,8 @@ export const STATUS_OF_CODE = {
   not_admitted: 503,
   shutting_down: 503,
   store_unavailable: 503,
+  // A routine run transition the store refused (not in the state it needs; spec: routine-runner).
+  store_conflict: 409,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof STATUS_OF_CODE;

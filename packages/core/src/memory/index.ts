@@ -10,6 +10,7 @@ export { InMemoryErasure, MEMORY_STATE } from "./erase.js";
 export { InMemoryExecutionStore } from "./execution.js";
 export { InMemorySessionLabelStore } from "./labels.js";
 export { InMemoryExecutionResultStore } from "./results.js";
+export { InMemoryRoutineRunStore, InMemoryRoutineStore } from "./routines.js";
 export { InMemorySessionStore } from "./sessions.js";
 export { InMemoryCostSettlementStore, InMemorySpendStore } from "./settlements.js";
 export { type InMemoryStores, inMemoryStores } from "./stores.js";

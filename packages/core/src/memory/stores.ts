@@ -7,6 +7,7 @@ import { InMemoryErasure } from "./erase.js";
 import { InMemoryExecutionStore } from "./execution.js";
 import { InMemorySessionLabelStore } from "./labels.js";
 import { InMemoryExecutionResultStore } from "./results.js";
+import { InMemoryRoutineRunStore, InMemoryRoutineStore } from "./routines.js";
 import { InMemorySessionStore } from "./sessions.js";
 import { InMemoryCostSettlementStore, InMemorySpendStore } from "./settlements.js";
 import { InMemoryModelJobStore } from "./model-jobs.js";
@@ -31,6 +32,10 @@ export interface InMemoryStores<A extends AuditLog = InMemoryAuditLog> {
   readonly usageInbox: InMemoryUsageInbox;
   /** Provider batch jobs and their items (erasure keeps an item under its session's mark). */
   readonly modelJobs: InMemoryModelJobStore;
+  /** Routines (their goals are the scope's content: `eraseScope` removes them). */
+  readonly routines: InMemoryRoutineStore;
+  /** Routine runs (erasure keeps a session's under its mark; `eraseScope` removes them). */
+  readonly routineRuns: InMemoryRoutineRunStore;
   readonly audit: A;
   /** Erasure over every store of the set, in one synchronous step. */
   readonly erasure: InMemoryErasure;
@@ -59,6 +64,8 @@ export function inMemoryStores(opts: { readonly audit?: AuditLog; readonly trail
     labels: new InMemorySessionLabelStore(marker),
     usageInbox: new InMemoryUsageInbox(marker),
     modelJobs: new InMemoryModelJobStore(marker),
+    routines: new InMemoryRoutineStore(),
+    routineRuns: new InMemoryRoutineRunStore(),
     audit: opts.audit ?? new InMemoryAuditLog(),
   };
   // An audit log of the host's own (not the in-memory one) keeps its events: it is erased by its owner.

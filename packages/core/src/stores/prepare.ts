@@ -9,6 +9,8 @@ import type { SessionErasure } from "./erasure.js";
 import type { ModelJobStore } from "./model-jobs.js";
 import type { UsageInbox } from "./usage-inbox.js";
 import type { EpisodeStore, MemoryErasure, ProfileStore } from "./memory-records.js";
+import type { RoutineRunStore } from "./routine-runs.js";
+import type { RoutineStore } from "./routines.js";
 import { type ExecutionChange, type ExecutionChangeColumns, type ExecutionRow, executionChangeColumns, executionFromRow, type ResultRow, resultFromRow, type SessionSummaryRow, type SettlementRow, sessionSummaryFromRow, settlementFromRow, type TenantDayRow, tenantDayFromRow } from "./codecs.js";
 import { ConflictError, SettlementConflictError, StaleFenceError } from "./errors.js";
 import type { ClaimOptions, ClaimResult, ExecutionClaim, ExecutionRecord, ExecutionState, ExecutionStore, Fence } from "./execution.js";
@@ -345,6 +347,9 @@ export interface DurableStores {
   readonly usageInbox: UsageInbox;
   /** Provider batch jobs (`@alma-harness/batch`): their state, so another process collects them. */
   readonly modelJobs: ModelJobStore;
+  /** Routines and their runs (`@alma-harness/schedule`); erasure covers both. */
+  readonly routines: RoutineStore;
+  readonly routineRuns: RoutineRunStore;
   readonly audit: AuditLog;
   /** Episodes and profile facts (issue 18), ranked by the database's own full-text search. */
   readonly episodes: EpisodeStore;

@@ -1,0 +1,130 @@
+import { hostname } from "node:os";
+import type { OutputSink, RoutineInput, RoutineOutput, Scope } from "@alma-harness/core";
+import { intervalTrigger, type RoutineScheduler, type TickReport } from "@alma-harness/schedule";
+import { routineScheduler } from "@alma-harness/runtime";
+import type { Runtime } from "@alma-harness/runtime";
+import type { Clinic } from "../agent/clinics.js";
+
+/** The destination the example routines deliver to: each clinic's staff inbox. */
+export const STAFF_INBOX = "clinic-staff";
+/** The scope a clinic's routines run in: the clinic's own back office, never a patient's. */
+export const ROUTINE_UID = "back-office";
+export const NIGHTLY_ID = "nightly-day-summary";
+const KEPT_PER_CLINIC = 100;
+
+/** One delivered result, as the console shows it. */
+export interface StaffMessage {
+  readonly deliveryId: string;
+  readonly org: string;
+  readonly routineId: string;
+  readonly slot: number;
+  readonly text: string;
+  readonly costMicros: number;
+  readonly capsCrossed?: readonly string[];
+  readonly late?: true;
+}
+
+/**
+ * The example host's `OutputSink`: the clinic staff's inbox, in memory, the last hundred per
+ * clinic, deduplicated by delivery id (a sink must be: a repeated delivery id delivers once).
+ * A real host delivers to its own channel (an email, a staff chat) the same way.
+ */
+export class StaffInbox implements OutputSink {
+  readonly destinations = [STAFF_INBOX];
+  readonly #byOrg = new Map<string, StaffMessage[]>();
+
+  async deliver(o: RoutineOutput): Promise<void> {
+    const list = this.#byOrg.get(o.scope.org) ?? [];
+    if (list.some((m) => m.deliveryId === o.deliveryId)) return;
+    list.unshift({
+      deliveryId: o.deliveryId,
+      org: o.scope.org,
+      routineId: o.routineId,
+      slot: o.slot,
+      text: o.text,
+      costMicros: o.costMicros,
+      ...(o.capsCrossed ? { capsCrossed: o.capsCrossed } : {}),
+      ...(o.late ? { late: true as const } : {}),
+    });
+    this.#byOrg.set(o.scope.org, list.slice(0, KEPT_PER_CLINIC));
+  }
+
+  messages(org?: string): readonly StaffMessage[] {
+    if (org !== undefined) return this.#byOrg.get(org) ?? [];
+    return [...this.#byOrg.values()].flat();
+  }
+}
+
+export function routineScope(org: string): Scope {
+  return Object.freeze({ org, uid: ROUTINE_UID });
+}
+
+/**
+ * The example routine: every night at 22:00 (São Paulo), summarize each clinic's day for its
+ * staff — one governed turn per clinic, under its own cap of five cents, at the front desk's
+ * sensitivity (the day names patients). The lead switches `execution` to `job` (a provider batch
+ * job through `RoutineJobs`) when the batch client is merged.
+ */
+export function nightlyRoutine(clinic: Clinic, createdAt: number): RoutineInput {
+  return {
+    scope: routineScope(clinic.org),
+    id: NIGHTLY_ID,
+    goal: `Summarize today's day at ${clinic.name} for the staff: appointments booked and cancelled, and anything left to follow up. Use the clinic's tools; write three short lines.`,
+    intent: { tier: "balanced", sensitivity: "confidential", task: "nightly-summary" },
+    schedule: { cron: "0 22 * * *", timeZone: "America/Sao_Paulo" },
+    cap: { usd: 0.05, onExceeded: "block" },
+    destination: STAFF_INBOX,
+    catchUp: false,
+    execution: "turn",
+    enabled: true,
+    createdAt,
+  };
+}
+
+/** The host's routines: the scheduler, its inbox, and the tick on an interval that graceful shutdown stops. */
+export interface HostRoutines {
+  readonly scheduler: RoutineScheduler & { readonly stores: ReturnType<typeof routineScheduler>["stores"] };
+  readonly inbox: StaffInbox;
+  /** The last tick's report (null before the first). */
+  lastTick(): TickReport | null;
+  /** Runs one tick now (what the interval runs; the console's "tick now"). */
+  tick(): Promise<TickReport>;
+  /** Starts the interval tick; `stop` clears it and waits for a tick in progress. */
+  start(everyMs: number, onError?: (error: unknown) => void): void;
+  stop(): Promise<void>;
+}
+
+export async function hostRoutines(runtime: Runtime, clinics: readonly Clinic[], clock: { now(): number }): Promise<HostRoutines> {
+  const inbox = new StaffInbox();
+  const scheduler = routineScheduler(runtime, { sink: inbox, owner: `${hostname()}:${process.pid}`, clock });
+  for (const clinic of clinics) {
+    // Saved once: a later start keeps the stored routine (and its createdAt), so slots never re-fire.
+    if (!(await scheduler.stores.routines.get(routineScope(clinic.org), NIGHTLY_ID))) await scheduler.saveRoutine(nightlyRoutine(clinic, clock.now()));
+  }
+  let last: TickReport | null = null;
+  let trigger: ReturnType<typeof intervalTrigger> | undefined;
+  const tick = async () => {
+    last = await scheduler.tick();
+    return last;
+  };
+  return {
+    scheduler,
+    inbox,
+    lastTick: () => last,
+    tick,
+    start(everyMs, onError) {
+      if (trigger) return;
+      trigger = intervalTrigger({ everyMs, clock: () => clock.now() });
+      trigger.start(async () => {
+        try {
+          await tick();
+        } catch (error) {
+          onError?.(error);
+        }
+      });
+    },
+    async stop() {
+      await trigger?.stop();
+    },
+  };
+}
