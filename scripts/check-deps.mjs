@@ -13,11 +13,12 @@ const ALLOWED = {
   "@alma-harness/memory": ["core", "execution"],
   "@alma-harness/loop": ["core", "execution", "memory"],
   "@alma-harness/conversation": ["core", "execution", "memory", "loop"],
+  "@alma-harness/single-call": ["core", "execution"],
   "@alma-harness/store-sqlite": ["core"],
   "@alma-harness/store-postgres": ["core"],
   "@alma-harness/testing": ["core"],
-  "@alma-harness/runtime": ["core", "execution", "memory", "loop", "conversation", "store-sqlite", "store-postgres", "providers"],
-  "@alma-harness/server": ["core", "execution", "memory", "loop", "conversation", "store-sqlite", "store-postgres", "providers", "runtime"],
+  "@alma-harness/runtime": ["core", "execution", "memory", "loop", "conversation", "store-sqlite", "store-postgres", "providers", "single-call"],
+  "@alma-harness/server": ["core", "execution", "memory", "loop", "conversation", "store-sqlite", "store-postgres", "providers", "runtime", "single-call"],
 };
 // Tests may also use the shared contract suites and the doubles of the packages below them.
 const TEST_EXTRA = ["testing", "loop"];

@@ -68,7 +68,10 @@ export function normalizeBudgetCaps(input: unknown): BudgetCaps {
   return Object.freeze(out);
 }
 
-export type CallKind = "main" | "direct" | "delegate" | "summary";
+/** Who made a model call: a turn's main step, a tool's direct call, a delegate, a rotation summary, or a governed single call (`@alma-harness/single-call`). */
+export type CallKind = "main" | "direct" | "delegate" | "summary" | "single";
+/** Every call kind, the one list stores and vocabularies check against. */
+export const CALL_KINDS: readonly CallKind[] = Object.freeze(["main", "direct", "delegate", "summary", "single"]);
 
 /** The record of one priced, settled model call. */
 export interface CostReceipt {

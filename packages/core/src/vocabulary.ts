@@ -137,7 +137,7 @@ const SIMPLE: ReadonlySet<string> = new Set([
   "loop",
 ]);
 
-const CALL = /^call:(main|direct|delegate|summary):[a-z0-9_]+(:[a-z0-9_]+)*$/;
+const CALL = /^call:(main|direct|delegate|summary|single):[a-z0-9_]+(:[a-z0-9_]+)*$/;
 const HOOK = /^hook:(turn:start|turn:end|step:pre|step:post|tool:pre|tool:post)$/;
 const TOOL = /^tool:[A-Za-z0-9_-]{1,128}$/;
 

@@ -101,6 +101,13 @@ export interface CallIdentity {
   readonly kind: CallKind;
   /** The admission the call is fenced by: the claim commits only while it is active and before its deadline. */
   readonly admissionId?: string;
+  /**
+   * A governed call outside a conversation turn (a single call, seed 001): the operation the host
+   * asked for and this attempt of it. Its routing records carry both (with `callId`, the journal's
+   * operation id), and its egress goes on the access trail, by provider and message count, before
+   * the dispatch. Absent for a turn's calls, whose `turnId` keeps its conversation meaning.
+   */
+  readonly operation?: { readonly operationId: string; readonly attemptId: string };
 }
 
 /** Everything a call needs besides its identity, choice and request: plain data and the turn's account. */
@@ -258,7 +265,7 @@ export class GovernedCalls {
     books.unsettled.add(identity.operationId);
     const call = { config, identity, client, choice, request, options, fence: claim.fence, books, worst, before, now };
     try {
-      await requestTrails(config.audit, identity, choice, options, now);
+      await requestTrails(config.audit, identity, choice, options, now, client.provider, request.messages.length);
     } catch (error) {
       // Nothing was sent: the claim ends as not dispatched, and its reservation with it.
       books.reservedMicros -= worst;

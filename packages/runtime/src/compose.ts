@@ -1,6 +1,8 @@
 import type { ConversationConfig, ConversationRunner, ConversationStores, ExpiredRelease, RecordEventsRequest } from "@alma-harness/conversation";
 import { createConversationRunner } from "@alma-harness/conversation";
 import { type ErasureReport, normalizeScope, type Scope, scopePath } from "@alma-harness/core";
+import type { GovernedStepRunner } from "@alma-harness/single-call";
+import { stepRunnerOf } from "./steps.js";
 
 /** Everything a runner needs except its stores. */
 export type RuntimeConfig = Omit<ConversationConfig, "stores">;
@@ -9,6 +11,11 @@ export type RuntimeConfig = Omit<ConversationConfig, "stores">;
 export interface Runtime {
   readonly runner: ConversationRunner;
   readonly stores: ConversationStores;
+  /**
+   * The governed step runner on the same stores, clients, policy, prices, caps and trail key
+   * (`@alma-harness/single-call`): one structured call per key, no session append.
+   */
+  readonly steps: GovernedStepRunner;
   /**
    * First `runner.releaseExpiredEvents` for each session whose `recordEvents` answered
    * `reconciliation_required` through this runtime (its event admission held to its deadline; the
@@ -52,6 +59,7 @@ export function compose(config: RuntimeConfig, stores: ConversationStores, close
   return {
     runner,
     stores,
+    steps: stepRunnerOf(config, stores),
     maintain: async (scope) => {
       const events = await releaseHeldEvents(scope);
       return { released: [...events, ...(await runner.releaseExpired(scope))], fenced: await runner.reconcileExpired(scope) };
