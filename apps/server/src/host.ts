@@ -38,6 +38,8 @@ export interface HostOptions {
   readonly allowedHosts?: AllowedHosts;
   /** How long `close` lets running turns settle before cancelling them (default 10 s). */
   readonly shutdownGraceMs?: number;
+  /** Classify each incoming message with the triage single call before its turn (default off; `ALMA_TRIAGE=on`). */
+  readonly triage?: boolean;
 }
 
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
@@ -102,6 +104,7 @@ async function assemble(options: HostOptions): Promise<HostContext> {
     secrets: options.secrets,
     caps,
     intent: FRONT_DESK_INTENT,
+    triage: options.triage === true,
     clock,
     shutdown: new Shutdown(),
     http: { bodyLimit: DEFAULT_BODY_LIMIT, waitMs: 25_000, pingMs: DEFAULT_PING_MS, publicDir: DEFAULT_PUBLIC_DIR, ...options.http },

@@ -74,6 +74,7 @@ export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number>
     limits: env.limits,
     ...(env.allowedHosts ? { allowedHosts: env.allowedHosts } : {}),
     shutdownGraceMs: env.shutdownGraceMs,
+    triage: env.triage,
   });
   const { url } = await host.listen(env.port, env.host);
   banner(io, env, host, url, host.context.store);
