@@ -1,6 +1,6 @@
 import { type AuditRecord, type ModelRequest, type Scope, ValidationError, worstCaseMicros } from "@alma-harness/core";
-import { FakeModelClient, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
-import { createGovernedStepRunner, StepCallConflictError, StepCallInProgressError, stepOperationId } from "@alma-harness/single-call";
+import { FakeModelClient, scriptedHang, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
+import { createGovernedStepRunner, StepCallConflictError, StepCallErasedError, StepCallInProgressError, stepOperationId } from "@alma-harness/single-call";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PRICES, pseudonym, STEP_TRAIL_KEY, stepRunner, TRIAGE_SCHEMA, triage } from "./single-call-kit.js";
 import { KINDS, type OpenedStores, openStores } from "./store-kit.js";
@@ -179,5 +179,31 @@ describe.each(KINDS)("governed step runner on %s", (kind, enabled) => {
     const op = stepOperationId(scope, "k2");
     expect(await opened.stores.rootResults.get(scope, op, Date.now())).toBeUndefined();
     expect(client.calls).toBe(0);
+  });
+
+  it.skipIf(!enabled)("erasing the session erases the stored result: the key is never answered or sent again", async () => {
+    const scope = freshScope();
+    const client = new FakeModelClient([scriptedText(ANSWER), scriptedText(ANSWER)]);
+    const runner = stepRunner(opened.stores, client);
+    expect((await runner.run(triage(scope, "k1"))).status).toBe("completed");
+    await opened.stores.erasure.eraseSession(scope, "s1", { auditSessionId: pseudonym(scope) });
+    await expect(runner.run(triage(scope, "k1"))).rejects.toBeInstanceOf(StepCallErasedError);
+    expect(await runner.read(scope, "k1")).toBeUndefined();
+    const record = await opened.stores.rootResults.get(scope, stepOperationId(scope, "k1"), Date.now());
+    expect(record?.envelope).toBeUndefined();
+    expect(client.calls).toBe(1);
+  });
+
+  it.skipIf(!enabled)("a cancelled call in flight is reconciliation_required, and its key never sends again", async () => {
+    const scope = freshScope();
+    const client = new FakeModelClient([scriptedHang(scriptedText(ANSWER), 0), scriptedText(ANSWER)]);
+    const runner = stepRunner(opened.stores, client);
+    const controller = new AbortController();
+    const running = runner.run(triage(scope, "k1", { signal: controller.signal }));
+    while (client.calls === 0) await new Promise((resolve) => setImmediate(resolve));
+    controller.abort();
+    expect(await running).toMatchObject({ status: "reconciliation_required", cause: "cancelled", replayed: false });
+    expect(await runner.run(triage(scope, "k1"))).toMatchObject({ status: "reconciliation_required", replayed: true });
+    expect(client.calls).toBe(1);
   });
 });

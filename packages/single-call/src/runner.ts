@@ -1,4 +1,5 @@
 import {
+  type ExecutionRecord,
   type ModelChoice,
   type ModelClient,
   type ModelRequest,
@@ -174,10 +175,18 @@ async function answerExisting(config: ResolvedStepConfig, step: NormalizedStep, 
   const now = config.clock.now();
   const reservedAt = record.expiresAt - config.resultRetentionMs;
   if (journal === undefined && now < reservedAt + config.dispatchDeadlineMs) throw new StepCallInProgressError(ids.operationId);
-  if (journal !== undefined && ["prepared", "dispatching", "received", "settled"].includes(journal.state) && now < journal.deadlineAt) {
-    throw new StepCallInProgressError(ids.operationId);
-  }
+  if (journal !== undefined && inFlight(journal) && now < journal.deadlineAt) throw new StepCallInProgressError(ids.operationId);
   return { status: "reconciliation_required", operationId: ids.operationId, cause: "result_store", replayed: true };
+}
+
+/**
+ * Whether a journal record may still be moving under a live caller: claimed, dispatching, or
+ * received with usage being settled. A record received with `unknown` usage is a call its caller
+ * already gave up on (the governed call writes that on a failure): it ends here as uncertain.
+ */
+function inFlight(record: ExecutionRecord): boolean {
+  if (record.state === "received") return record.evidence?.status !== "unknown";
+  return record.state === "prepared" || record.state === "dispatching" || record.state === "settled";
 }
 
 async function callOnce(
