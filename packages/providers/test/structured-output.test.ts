@@ -70,7 +70,7 @@ describe("Anthropic native JSON output (output_config.format), recorded traffic"
 });
 
 describe("OpenAI json_schema output: strict where the schema allows it", () => {
-  it("Chat Completions: response_format.json_schema with strict true for a closed schema, without strict otherwise", async () => {
+  it("Chat Completions: response_format.json_schema with strict true for a closed schema, strict false otherwise", async () => {
     const TEXT = toSse(chunkLines("openai/openai-text.chunks.txt"), { named: false, done: true });
     const chat = createOpenAIChatClient({ apiKey: "sk-test", baseURL: `${server.url}/v1` });
     server.enqueue({ body: TEXT }, { body: TEXT });
@@ -78,7 +78,7 @@ describe("OpenAI json_schema output: strict where the schema allows it", () => {
     await collect(chat, baseRequest("gpt-4.1-nano", { output: { name: "loose", schema: LOOSE } }));
     const [strict, loose] = server.requests.map((r) => (r.body as { response_format: unknown }).response_format);
     expect(strict).toEqual({ type: "json_schema", json_schema: { name: "characters", schema: CHARACTERS, strict: true } });
-    expect(loose).toEqual({ type: "json_schema", json_schema: { name: "loose", schema: LOOSE } });
+    expect(loose).toEqual({ type: "json_schema", json_schema: { name: "loose", schema: LOOSE, strict: false } });
   });
 
   it("Responses: text.format json_schema with strict true for a closed schema, strict false otherwise", async () => {

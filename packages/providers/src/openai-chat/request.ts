@@ -25,10 +25,10 @@ export function buildChatBody(request: ModelRequest, options: ChatBodyOptions): 
   if (tools.length > 0) body.tools = tools;
   if (request.toolChoice) body.tool_choice = toChatToolChoice(request.toolChoice);
   if (request.temperature !== undefined) body.temperature = request.temperature;
-  // Strict where the schema allows it (the decoder then guarantees the shape); else as given, checked by the caller.
+  // Strict where the schema allows it (the decoder then guarantees the shape); else `strict: false`, checked by the caller.
   if (request.output) {
-    const strict = strictEligible(request.output.schema);
-    body.response_format = { type: "json_schema", json_schema: { name: request.output.name, schema: request.output.schema, ...(strict ? { strict: true as const } : {}) } };
+    // Explicit either way: some OpenRouter routes read an omitted flag as strict.
+    body.response_format = { type: "json_schema", json_schema: { name: request.output.name, schema: request.output.schema, strict: strictEligible(request.output.schema) } };
   }
   return body;
 }
