@@ -105,7 +105,13 @@ export function resultOf(operationId: string, envelope: JsonValue | undefined): 
   if (envelope === null || typeof envelope !== "object" || Array.isArray(envelope)) return undefined;
   const e = envelope as Record<string, JsonValue>;
   if (e.v !== 1) return undefined;
-  const receipt = e.receipt === undefined ? undefined : normalizeCostReceipt(e.receipt);
+  let receipt: ReturnType<typeof normalizeCostReceipt> | undefined;
+  try {
+    receipt = e.receipt === undefined ? undefined : normalizeCostReceipt(e.receipt);
+  } catch {
+    // A stored receipt that no longer reads as one: the envelope is not a result this version knows.
+    return undefined;
+  }
   const stopReason = typeof e.stopReason === "string" ? e.stopReason : "none";
   if (e.status === "completed" && receipt && e.object !== null && typeof e.object === "object" && !Array.isArray(e.object)) {
     return { status: "completed", operationId, object: e.object as JsonObject, stopReason, receipt, replayed: true };

@@ -80,6 +80,25 @@ const MAX_MESSAGES = 64;
 const MAX_TOOLS = 64;
 const OUTPUT_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
+/**
+ * Compiled schemas by their canonical JSON, so a host that asks with the same schema every time
+ * (the usual case) compiles it once, not per call. Bounded: the oldest entry leaves first.
+ */
+const COMPILED = new Map<string, CompiledSchema>();
+const MAX_COMPILED = 256;
+
+function compiledOnce(schema: JsonValue | undefined, path: string): CompiledSchema {
+  const key = schema !== null && typeof schema === "object" && !Array.isArray(schema) ? canonicalJson(schema) : undefined;
+  const known = key === undefined ? undefined : COMPILED.get(key);
+  if (known) return known;
+  const compiled = compileSchema(schema as JsonSchema, path);
+  if (key !== undefined) {
+    if (COMPILED.size >= MAX_COMPILED) COMPILED.delete(COMPILED.keys().next().value as string);
+    COMPILED.set(key, compiled);
+  }
+  return compiled;
+}
+
 function sha256(text: string): string {
   return hash("sha256", text, "hex");
 }
@@ -192,7 +211,7 @@ function outputOf(value: JsonValue | undefined): { readonly output: { readonly n
   const o = closed("output", value, ["name", "schema"]);
   if (typeof o.name !== "string" || !OUTPUT_NAME.test(o.name)) throw new ValidationError("output.name", "name", "output.name is 1-64 characters of [A-Za-z0-9_-]");
   // The project's validator, compiled once per call: the same schema goes on the wire and checks the answer.
-  const compiled = compileSchema(o.schema as JsonSchema, "output.schema");
+  const compiled = compiledOnce(o.schema, "output.schema");
   return { output: Object.freeze({ name: o.name, schema: compiled.schema }), compiled };
 }
 
@@ -206,7 +225,7 @@ function toolsOf(value: JsonValue | undefined): readonly ToolSpec[] {
     if (seen.has(t.name)) throw new ValidationError(`tools[${i}].name`, "duplicate", "a tool is advertised once");
     seen.add(t.name);
     if (typeof t.description !== "string") throw new ValidationError(`tools[${i}].description`, "string", "a tool needs a description");
-    const compiled = compileSchema(t.inputSchema as JsonSchema, `tools[${i}].inputSchema`);
+    const compiled = compiledOnce(t.inputSchema, `tools[${i}].inputSchema`);
     return Object.freeze({ name: t.name, description: t.description, inputSchema: compiled.schema });
   });
 }

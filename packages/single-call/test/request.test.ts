@@ -127,3 +127,18 @@ describe("createGovernedStepRunner", () => {
     expect(client.calls).toBe(4);
   });
 });
+
+describe("stored envelopes", () => {
+  it("an unknown or malformed envelope is not replayed as a result: the key answers reconciliation_required, never re-sent", async () => {
+    const stores = inMemoryStores();
+    const client = new FakeModelClient([scriptedText('{"label":"x"}')]);
+    const steps = runner(client, { stores });
+    const first = await steps.run(base);
+    expect(first.status).toBe("completed");
+    const { resultOf } = await import("../src/outcome.js");
+    expect(resultOf("op", { v: 2, status: "completed" })).toBeUndefined();
+    expect(resultOf("op", { v: 1, status: "completed", object: {}, receipt: { usdMicros: -1 } })).toBeUndefined();
+    expect(resultOf("op", null)).toBeUndefined();
+    expect(client.calls).toBe(1);
+  });
+});
