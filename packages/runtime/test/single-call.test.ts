@@ -1,6 +1,7 @@
 import { type AuditRecord, type ModelRequest, type Scope, ValidationError, worstCaseMicros } from "@alma-harness/core";
 import { FakeModelClient, scriptedHang, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { createGovernedStepRunner, StepCallConflictError, StepCallErasedError, StepCallInProgressError, stepOperationId } from "@alma-harness/single-call";
+import { tapStore, tapStores } from "@alma-harness/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PRICES, pseudonym, STEP_TRAIL_KEY, stepRunner, TRIAGE_SCHEMA, triage } from "./single-call-kit.js";
 import { KINDS, type OpenedStores, openStores } from "./store-kit.js";
@@ -204,6 +205,35 @@ describe.each(KINDS)("governed step runner on %s", (kind, enabled) => {
     controller.abort();
     expect(await running).toMatchObject({ status: "reconciliation_required", cause: "cancelled", replayed: false });
     expect(await runner.run(triage(scope, "k1"))).toMatchObject({ status: "reconciliation_required", replayed: true });
+    expect(client.calls).toBe(1);
+  });
+
+  it.skipIf(!enabled)("a second caller while the first stores its result (journal completed, result not yet stored) is told it is in progress", async () => {
+    const scope = freshScope();
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let storing: () => void = () => undefined;
+    const atPut = new Promise<void>((resolve) => {
+      storing = resolve;
+    });
+    const gated = tapStores(opened.stores, (name, store) =>
+      tapStore(store, async (method, call) => {
+        if (name === "rootResults" && method === "put") {
+          storing();
+          await gate;
+        }
+        return call();
+      }),
+    );
+    const client = new FakeModelClient([scriptedText(ANSWER)]);
+    const first = stepRunner(gated, client).run(triage(scope, "k1"));
+    await atPut;
+    await expect(stepRunner(opened.stores, client).run(triage(scope, "k1"))).rejects.toBeInstanceOf(StepCallInProgressError);
+    release();
+    expect((await first).status).toBe("completed");
+    expect((await stepRunner(opened.stores, client).run(triage(scope, "k1"))).replayed).toBe(true);
     expect(client.calls).toBe(1);
   });
 });

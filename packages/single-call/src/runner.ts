@@ -176,6 +176,9 @@ async function answerExisting(config: ResolvedStepConfig, step: NormalizedStep, 
   const reservedAt = record.expiresAt - config.resultRetentionMs;
   if (journal === undefined && now < reservedAt + config.dispatchDeadlineMs) throw new StepCallInProgressError(ids.operationId);
   if (journal !== undefined && inFlight(journal) && now < journal.deadlineAt) throw new StepCallInProgressError(ids.operationId);
+  // Completed in the journal, its result not stored yet: its caller writes the cost trail and then
+  // the result right after, so for one round's timeout it is still that caller's to finish.
+  if (journal?.state === "completed" && now < journal.updatedAt + config.roundTimeoutMs) throw new StepCallInProgressError(ids.operationId);
   return { status: "reconciliation_required", operationId: ids.operationId, cause: "result_store", replayed: true };
 }
 
