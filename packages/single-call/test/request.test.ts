@@ -1,8 +1,9 @@
-import { type JsonSchema, ProviderError, SnapshotError, ValidationError } from "@alma-harness/core";
+import { type JsonSchema, ProviderError, SnapshotError, StoreUnavailableError, ValidationError } from "@alma-harness/core";
+import { ManualClock } from "@alma-harness/core/testing";
 import { inMemoryStores } from "@alma-harness/core/memory";
 import { FakeModelClient, scriptedText } from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
-import { createGovernedStepRunner, type StepRequest, StepRunnerConfigError } from "../src/index.js";
+import { createGovernedStepRunner, StepCallInProgressError, type StepRequest, StepRunnerConfigError } from "../src/index.js";
 import { normalizeStep, stepBinding } from "../src/request.js";
 
 const SCHEMA: JsonSchema = { type: "object", properties: { label: { type: "string" } }, required: ["label"], additionalProperties: false };
@@ -140,5 +141,33 @@ describe("stored envelopes", () => {
     expect(resultOf("op", { v: 1, status: "completed", object: {}, receipt: { usdMicros: -1 } })).toBeUndefined();
     expect(resultOf("op", null)).toBeUndefined();
     expect(client.calls).toBe(1);
+  });
+});
+
+describe("a key whose first caller failed before its claim", () => {
+  it("is in progress within the dispatch deadline, then reconciliation_required: never sent under that key", async () => {
+    const stores = inMemoryStores();
+    const clock = new ManualClock();
+    const client = new FakeModelClient([scriptedText('{"label":"x"}')]);
+    let failClaim = true;
+    const journal = new Proxy(stores.journal, {
+      get: (target, prop) => {
+        const value = Reflect.get(target, prop, target);
+        if (prop === "claim") {
+          return async (...args: unknown[]) => {
+            if (failClaim) throw new StoreUnavailableError("journal down");
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        }
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const steps = runner(client, { stores: { ...stores, journal }, clock, dispatchDeadlineMs: 60_000, resultRetentionMs: 3_600_000 });
+    expect(await steps.run(base)).toMatchObject({ status: "reconciliation_required", cause: "call:single:error" });
+    failClaim = false;
+    await expect(steps.run(base)).rejects.toBeInstanceOf(StepCallInProgressError);
+    clock.advance(60_000);
+    expect(await steps.run(base)).toMatchObject({ status: "reconciliation_required", cause: "result_store", replayed: true });
+    expect(client.calls).toBe(0);
   });
 });
