@@ -236,4 +236,19 @@ describe.each(KINDS)("governed step runner on %s", (kind, enabled) => {
     expect((await stepRunner(opened.stores, client).run(triage(scope, "k1"))).replayed).toBe(true);
     expect(client.calls).toBe(1);
   });
+
+  it.skipIf(!enabled)("a fenced tenant makes no new call (typed, nothing durable); a stored key still replays; lifted, it calls again", async () => {
+    const scope = freshScope();
+    const client = new FakeModelClient([scriptedText(ANSWER), scriptedText(ANSWER)]);
+    const runner = stepRunner(opened.stores, client);
+    const stored = await runner.run(triage(scope, "k1"));
+    await opened.stores.admissions.fenceScope({ target: { org: scope.org }, reason: "suspended", now: Date.now() });
+    await expect(runner.run(triage(scope, "k2"))).rejects.toMatchObject({ code: "scope_fenced" });
+    await noDurable(opened, scope, "k2");
+    expect(await runner.run(triage(scope, "k1"))).toEqual({ ...stored, replayed: true });
+    expect(client.calls).toBe(1);
+    await opened.stores.admissions.liftScopeFence({ org: scope.org });
+    expect((await runner.run(triage(scope, "k2"))).status).toBe("completed");
+    expect(client.calls).toBe(2);
+  });
 });

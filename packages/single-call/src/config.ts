@@ -1,4 +1,5 @@
 import {
+  type AdmissionStore,
   type AuditLog,
   type BudgetCapsInput,
   type Clock,
@@ -32,6 +33,11 @@ export interface StepRunnerStores {
   readonly audit: AuditLog;
   /** Each key's result (`sc1_…` ids, apart from a conversation's `c1_…` roots). */
   readonly rootResults: ExecutionResultStore;
+  /**
+   * An operator's scope fences (the conversation's admission store): a fenced tenant or person makes
+   * no new single call (`ScopeFencedError`, before anything is durable); a stored key still replays.
+   */
+  readonly admissions?: Pick<AdmissionStore, "scopeFences">;
   readonly usageInbox?: UsageInbox;
   /** A store set that groups writes: committed after each result is stored. */
   readonly barrier?: DurabilityBarrier;

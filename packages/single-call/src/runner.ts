@@ -7,6 +7,7 @@ import {
   normalizeModelChoice,
   type ReserveResult,
   type ResultRecord,
+  ScopeFencedError,
   sessionPseudonym,
   trailHash,
   type UncertainCause,
@@ -96,6 +97,9 @@ async function execute(config: ResolvedStepConfig, calls: GovernedCalls, step: N
   if (routed === undefined) return { status: "refused", operationId: ids.operationId, reason: "not_admitted", replayed: false };
   // The adapter's own check (no I/O): a request it cannot honor is refused before anything is durable.
   routed.client.validate(routed.request);
+  // An operator's fence on the tenant or the person: read before the reservation (a fence placed
+  // after this read does not stop this call, the bound a turn's dispatch has too).
+  if (((await config.stores.admissions?.scopeFences(step.scope)) ?? []).length > 0) throw new ScopeFencedError("the scope is fenced by an operator: no new call is made");
   const reserved = await reserve(config, step, ids, binding);
   if (reserved !== "ours") return answerExisting(config, step, ids, binding, reserved);
   const result = await callOnce(config, calls, step, ids, routed);
