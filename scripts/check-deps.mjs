@@ -14,12 +14,13 @@ const ALLOWED = {
   "@alma-harness/loop": ["core", "execution", "memory"],
   "@alma-harness/conversation": ["core", "execution", "memory", "loop"],
   "@alma-harness/batch": ["core", "execution"],
+  "@alma-harness/single-call": ["core", "execution"],
   "@alma-harness/store-sqlite": ["core"],
   "@alma-harness/store-postgres": ["core"],
   "@alma-harness/testing": ["core"],
   "@alma-harness/schedule": ["core", "execution", "loop", "conversation"],
-  "@alma-harness/runtime": ["core", "execution", "memory", "loop", "conversation", "store-sqlite", "store-postgres", "providers", "batch", "schedule"],
-  "@alma-harness/server": ["core", "execution", "memory", "loop", "conversation", "store-sqlite", "store-postgres", "providers", "runtime", "batch", "schedule"],
+  "@alma-harness/runtime": ["core", "execution", "memory", "loop", "conversation", "store-sqlite", "store-postgres", "providers", "batch", "schedule", "single-call"],
+  "@alma-harness/server": ["core", "execution", "memory", "loop", "conversation", "store-sqlite", "store-postgres", "providers", "runtime", "batch", "schedule", "single-call"],
 };
 // Tests may also use the shared contract suites and the doubles of the packages below them.
 const TEST_EXTRA = ["testing", "loop"];

@@ -41,6 +41,8 @@ export interface HostOptions {
   readonly shutdownGraceMs?: number;
   /** The patient memory (recall and extraction over the runtime's memory stores); off, the agent forgets between sessions. */
   readonly memory?: boolean;
+  /** Classify each incoming message with the triage single call before its turn (default off; `ALMA_TRIAGE=on`). */
+  readonly triage?: boolean;
 }
 
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
@@ -108,6 +110,7 @@ async function assemble(options: HostOptions): Promise<HostContext> {
     secrets: options.secrets,
     caps,
     intent: FRONT_DESK_INTENT,
+    triage: options.triage === true,
     clock,
     shutdown: new Shutdown(),
     routines: await hostRoutines(runtime, clinics, clock),

@@ -184,6 +184,7 @@ export class ModelJobClient {
       account,
       route: { tier: routed.item.intent.tier, sensitivity: routed.item.intent.sensitivity },
       validate: (request) => transport.validate(request),
+      provider: transport.provider,
       deadlineMs: this.#windowMs,
     });
   }

@@ -68,8 +68,14 @@ export function normalizeBudgetCaps(input: unknown): BudgetCaps {
   return Object.freeze(out);
 }
 
-/** `extraction`: the optional memory extraction after a completed turn (its own route, under the root). */
-export type CallKind = "main" | "direct" | "delegate" | "summary" | "extraction";
+/**
+ * Who made a model call: a turn's main step, a tool's direct call, a delegate, a rotation summary,
+ * the memory extraction after a completed turn (its own route, under the root), or a governed
+ * single call (`@alma-harness/single-call`).
+ */
+export type CallKind = "main" | "direct" | "delegate" | "summary" | "extraction" | "single";
+/** Every call kind, the one list stores and vocabularies check against. */
+export const CALL_KINDS: readonly CallKind[] = Object.freeze(["main", "direct", "delegate", "summary", "extraction", "single"]);
 
 /** The record of one priced, settled model call. */
 export interface CostReceipt {

@@ -141,7 +141,7 @@ const SIMPLE: ReadonlySet<string> = new Set([
   "loop",
 ]);
 
-const CALL = /^call:(main|direct|delegate|summary|extraction):[a-z0-9_]+(:[a-z0-9_]+)*$/;
+const CALL = /^call:(main|direct|delegate|summary|extraction|single):[a-z0-9_]+(:[a-z0-9_]+)*$/;
 const HOOK = /^hook:(turn:start|turn:end|step:pre|step:post|tool:pre|tool:post)$/;
 const TOOL = /^tool:[A-Za-z0-9_-]{1,128}$/;
 

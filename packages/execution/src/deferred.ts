@@ -33,6 +33,8 @@ export interface DeferredSettlement {
 export interface DeferredClaimOptions extends AdmitOptions {
   /** Checks the request against what the transport supports, without I/O (`ProviderError` → `request_invalid`). */
   readonly validate: (request: ModelRequest) => void;
+  /** The provider the transport sends to (named on a single call's egress record; default `batch`). */
+  readonly provider?: string;
   /** The journal deadline of the claim: past it the sweep fences the record. A batch job needs its window (default: the configuration's). */
   readonly deadlineMs?: number;
 }
@@ -43,6 +45,7 @@ type AdmitFn = (
   request: ModelRequest,
   options: AdmitOptions,
   validate: (request: ModelRequest) => void,
+  provider: string,
   deadlineMs?: number,
 ) => Promise<Admitted | Extract<CallOutcome, { status: "refused" }>>;
 
@@ -67,7 +70,7 @@ export class DeferredCalls {
 
   /** Claims the call and reserves its worst case; refused at zero cost like `run` (nothing claimed). */
   async claim(identity: CallIdentity, choice: ModelChoice, request: ModelRequest, options: DeferredClaimOptions): Promise<DeferredClaim> {
-    const admitted = await this.#admit(identity, choice, request, options, options.validate, options.deadlineMs);
+    const admitted = await this.#admit(identity, choice, request, options, options.validate, options.provider ?? "batch", options.deadlineMs);
     if (admitted.status === "refused") return admitted;
     const ticket: DeferredTicket = Object.freeze({
       identity,

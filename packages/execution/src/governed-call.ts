@@ -103,6 +103,13 @@ export interface CallIdentity {
   readonly kind: CallKind;
   /** The admission the call is fenced by: the claim commits only while it is active and before its deadline. */
   readonly admissionId?: string;
+  /**
+   * A governed call outside a conversation turn (a single call, seed 001): the operation the host
+   * asked for and this attempt of it. Its routing records carry both (with `callId`, the journal's
+   * operation id), and its egress goes on the access trail, by provider and message count, before
+   * the dispatch. Absent for a turn's calls, whose `turnId` keeps its conversation meaning.
+   */
+  readonly operation?: { readonly operationId: string; readonly attemptId: string };
 }
 
 /** Everything a call needs besides its identity, choice and request: plain data and the turn's account. */
@@ -242,7 +249,7 @@ export class GovernedCalls {
 
   async run(identity: CallIdentity, client: ModelClient, choice: ModelChoice, asked: ModelRequest, options: CallOptions): Promise<CallOutcome> {
     const config = this.#config;
-    const admitted = await this.#admit(identity, choice, asked, options, (request) => client.validate(request));
+    const admitted = await this.#admit(identity, choice, asked, options, (request) => client.validate(request), client.provider);
     if (admitted.status === "refused") return admitted;
     const { request, fence, books, worst, before, now } = admitted;
     const call = { config, identity, client, choice, request, options, fence, books, worst, before, now };
@@ -255,8 +262,8 @@ export class GovernedCalls {
    * for a call whose answer arrives later, possibly in another process (a provider batch job).
    */
   get deferred(): DeferredCalls {
-    this.#deferred ??= new DeferredCalls(this.#config, (identity, choice, request, options, validate, deadlineMs) =>
-      this.#admit(identity, choice, request, options, validate, deadlineMs),
+    this.#deferred ??= new DeferredCalls(this.#config, (identity, choice, request, options, validate, provider, deadlineMs) =>
+      this.#admit(identity, choice, request, options, validate, provider, deadlineMs),
     );
     return this.#deferred;
   }
@@ -272,6 +279,7 @@ export class GovernedCalls {
     asked: ModelRequest,
     options: AdmitOptions,
     validate: (request: ModelRequest) => void,
+    provider: string,
     deadlineMs?: number,
   ): Promise<Admitted | Extract<CallOutcome, { status: "refused" }>> {
     const config = this.#config;
@@ -313,7 +321,7 @@ export class GovernedCalls {
     books.calls += 1;
     books.unsettled.add(identity.operationId);
     try {
-      await requestTrails(config.audit, identity, choice, options, now);
+      await requestTrails(config.audit, identity, choice, options, now, provider, request.messages.length);
     } catch (error) {
       // Nothing was sent: the claim ends as not dispatched, and its reservation with it.
       books.reservedMicros -= worst;

@@ -1,4 +1,4 @@
-import { type AuditEvent, type AuditLog, type CostEvent, type CostReceipt, isTrailShaped, type ModelChoice, type RefusalCategory, type TrailValue, trailId, trailKind } from "@alma-harness/core";
+import { type AuditEvent, type AuditLog, type CostEvent, type CostReceipt, isTrailShaped, type ModelChoice, type RefusalCategory, type TrailValue, trailId, trailJoin, trailKind } from "@alma-harness/core";
 import type { Ledger } from "./account.js";
 import { UncertainCallError } from "./errors.js";
 import type { CallIdentity, CallOptions } from "./governed-call.js";
@@ -20,10 +20,17 @@ function baseOf(identity: CallIdentity, at: number) {
   return { scope: identity.scope, sessionId: identity.trailSession, turnId: trailId(identity.turnId), callId: trailId(identity.operationId), at };
 }
 
+/** A single call's operation and attempt (`CallIdentity.operation`), as trail values; nothing for a turn's call. */
+function operationOf(identity: CallIdentity): { readonly operationId?: TrailValue; readonly attemptId?: TrailValue } {
+  const op = identity.operation;
+  return op === undefined ? {} : { operationId: trailId(op.operationId), attemptId: trailId(op.attemptId) };
+}
+
 function routingBase(identity: CallIdentity, choice: ModelChoice, options: RouteOptions, at: number) {
   const route = options.route;
   return {
     ...baseOf(identity, at),
+    ...operationOf(identity),
     trail: "routing" as const,
     kind: identity.kind,
     tier: route.tier,
@@ -37,9 +44,30 @@ function routingBase(identity: CallIdentity, choice: ModelChoice, options: Route
   };
 }
 
-/** Before egress: the routing record, and for a main step the lifecycle `model.request` record. */
-export async function requestTrails(audit: AuditLog, identity: CallIdentity, choice: ModelChoice, options: RouteOptions, at: number): Promise<void> {
+/**
+ * Before egress: the routing record; for a main step the lifecycle `model.request` record; for a
+ * single call (`identity.operation`) its egress on the access trail, by provider and message count.
+ */
+export async function requestTrails(
+  audit: AuditLog,
+  identity: CallIdentity,
+  choice: ModelChoice,
+  options: RouteOptions,
+  at: number,
+  provider: string,
+  messages: number,
+): Promise<void> {
   await durable(audit, routingBase(identity, choice, options, at));
+  if (identity.operation !== undefined) {
+    await durable(audit, {
+      ...baseOf(identity, at),
+      ...operationOf(identity),
+      trail: "access",
+      tool: trailKind("model"),
+      resource: trailJoin(trailKind("provider"), trailId(provider), trailKind("messages"), messages),
+      action: "egress",
+    });
+  }
   const step = options.lifecycle;
   if (step === undefined) return;
   await durable(audit, {

@@ -2,6 +2,8 @@ import type { ConversationConfig, ConversationRunner, ConversationStores, Expire
 import { createConversationRunner } from "@alma-harness/conversation";
 import { type BudgetCapsInput, type EpisodeStore, type ErasureReport, type MemoryErasure, normalizeScope, type ProfileStore, resolveTrailKey, type Scope, scopePath, ValidationError } from "@alma-harness/core";
 import { createMemoryErasure, type MemoryHostErasure, storeRecall } from "@alma-harness/memory";
+import type { GovernedStepRunner } from "@alma-harness/single-call";
+import { stepRunnerOf } from "./steps.js";
 
 /**
  * Recall and extraction over the composition's own memory stores (issue 18): `recall` reads through
@@ -35,6 +37,11 @@ export interface Runtime {
   readonly stores: RuntimeStores;
   /** `createMemoryErasure` over this set under the runner's trail key: a session or a scope erased everywhere, one pseudonymous audit event. */
   readonly memory: MemoryHostErasure;
+  /**
+   * The governed step runner on the same stores, clients, policy, prices, caps and trail key
+   * (`@alma-harness/single-call`): one structured call per key, no session append.
+   */
+  readonly steps: GovernedStepRunner;
   /**
    * First `runner.releaseExpiredEvents` for each session whose `recordEvents` answered
    * `reconciliation_required` through this runtime (its event admission held to its deadline; the
@@ -107,6 +114,7 @@ export function compose(config: RuntimeConfig, stores: RuntimeStores, close: () 
     stores,
     memory: createMemoryErasure({ stores, trailKey: resolveTrailKey(config.trailKey) }),
     runnerFor,
+    steps: stepRunnerOf(config, stores),
     maintain: async (scope) => {
       const events = await releaseHeldEvents(scope);
       return { released: [...events, ...(await runner.releaseExpired(scope))], fenced: await runner.reconcileExpired(scope) };

@@ -5,3 +5,4 @@ export { sqlite } from "./sqlite.js";
 export { TRAIL_KEY_FILE } from "./trail-key.js";
 export { type ModelJobStores, modelJobs, type ModelJobsConfig } from "./model-jobs.js";
 export { hasRoutineStores, type RoutineOptions, type RoutineStores, routineScheduler } from "./routines.js";
+export { stepRunnerOf } from "./steps.js";

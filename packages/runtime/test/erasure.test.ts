@@ -12,6 +12,7 @@ import { clinicConfig, skipNote } from "./open.js";
 
 const DATABASE_URL = process.env.ALMA_TEST_DATABASE_URL;
 const dirs: string[] = [];
+let steps = 0;
 afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
@@ -102,6 +103,17 @@ async function fixture(
       const view = await rt.runner.runTurn(request(scope, c, "k1"));
       expect(view.status).toBe("completed");
       await rt.stores.labels.put(scope, c.sessionId, { mrn: c.label });
+      // A single call on the session (a triage of its message): its stored result, claim and receipt are the session's too.
+      model.push(scriptedText(JSON.stringify({ label: `${c.patient} ${c.apiKey}` })));
+      const step = await rt.steps.run({
+        scope,
+        sessionId: c.sessionId,
+        idempotencyKey: `triage-${++steps}`,
+        intent: { tier: "fast", sensitivity: "confidential" },
+        prompt: `Triage: patient ${c.patient}, portal key ${c.apiKey}.`,
+        output: { name: "triage", schema: { type: "object", properties: { label: { type: "string" } }, required: ["label"] } },
+      });
+      expect(step.status).toBe("completed");
       // Late usage of one of the session's calls, as a cut stream would leave it.
       await rt.stores.usageInbox?.record(observationOf(`late-${c.sessionId.slice(-4)}`, { scope, sessionId: c.sessionId, observedAt: Date.UTC(2026, 0, 1) }));
       // What memory extraction would keep of the session: an episode and a profile fact holding its canaries.

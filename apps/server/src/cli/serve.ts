@@ -76,6 +76,7 @@ export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number>
     shutdownGraceMs: env.shutdownGraceMs,
     // The patient memory (recall and extraction) is on unless ALMA_MEMORY=off.
     memory: io.env.ALMA_MEMORY !== "off",
+    triage: env.triage,
   });
   const { url } = await host.listen(env.port, env.host);
   banner(io, env, host, url, host.context.store);

@@ -39,6 +39,8 @@ export interface HostEnv {
   readonly allowedHosts: AllowedHosts | undefined;
   /** `ALMA_SHUTDOWN_GRACE_MS`: how long running turns get on SIGTERM/SIGINT (default 10 s). */
   readonly shutdownGraceMs: number;
+  /** `ALMA_TRIAGE=on`: classify each incoming message with the triage single call before its turn. */
+  readonly triage: boolean;
   readonly jwtSecret: string | undefined;
   readonly adminToken: string | undefined;
   /** The trail key (`ALMA_TRAIL_KEY`, at least 32 bytes); else the `trail-key` file under `home`. */
@@ -127,6 +129,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd(
     limits: serverLimits(env),
     allowedHosts: nonEmpty(env.ALMA_ALLOWED_HOSTS) === undefined ? undefined : parseAllowedHosts(env.ALMA_ALLOWED_HOSTS as string),
     shutdownGraceMs: int(env, "ALMA_SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
+    triage: nonEmpty(env.ALMA_TRIAGE) === "on",
     jwtSecret: nonEmpty(env.ALMA_JWT_SECRET),
     adminToken: nonEmpty(env.ALMA_ADMIN_TOKEN),
     trailKey: nonEmpty(env.ALMA_TRAIL_KEY),

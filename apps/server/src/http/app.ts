@@ -4,6 +4,7 @@ import { describe, errorResponse, HttpError, json } from "./errors.js";
 import { type AllowedHosts, hostAllowed, withSecurityHeaders } from "./hardening.js";
 import { Router } from "./router.js";
 import { staticRoutes } from "./static.js";
+import { callRoutes } from "./call-routes.js";
 import { tenantRoutes } from "./tenant-routes.js";
 
 /** The host's HTTP core: a standard `Request` in, a standard `Response` out. */
@@ -47,6 +48,7 @@ export function createApp(host: HostContext, hooks: AppHooks = {}): Handle {
   router.on("GET", "/healthz", async () => json(200, { ok: true }));
   router.on("GET", "/v1/info", async () => json(200, info(host)));
   tenantRoutes(router, host);
+  callRoutes(router, host);
   adminRoutes(router, host);
   staticRoutes(router, host.http.publicDir);
   return async (request) => {

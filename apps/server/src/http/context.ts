@@ -35,6 +35,8 @@ export interface HostContext {
   readonly intent: RoutingIntent;
   readonly clock: Clock;
   readonly http: HttpSettings;
+  /** Whether each incoming message is classified by the triage single call before its turn (`agent/triage.ts`). */
+  readonly triage: boolean;
   /** Stops admitting on shutdown, and carries the signal every turn runs under. */
   readonly shutdown: Shutdown;
   /** The routines on a clock (the nightly clinic summaries) and the staff inbox they deliver to. */

@@ -1,5 +1,6 @@
 import { type ConversationView, conversationRootKey, type RecordedEvent, type RunTurnRequest } from "@alma-harness/conversation";
 import { type Scope, validateId } from "@alma-harness/core";
+import { triageIncoming } from "../agent/triage.js";
 import { verifyTenant } from "./auth.js";
 import { onlyFields, readJsonObject } from "./body.js";
 import type { HostContext } from "./context.js";
@@ -15,7 +16,7 @@ type TenantHandler = (route: RouteRequest, scope: Scope) => Promise<Response>;
  * Every tenant route derives the scope from the verified token first (401 before anything else),
  * refuses tenants the host does not serve (403), and only then reads the body.
  */
-function tenant(host: HostContext, handler: TenantHandler) {
+export function tenant(host: HostContext, handler: TenantHandler) {
   return async (route: RouteRequest): Promise<Response> => {
     const scope = await verifyTenant(route.request, host.secrets.jwtSecret, () => host.clock.now());
     if (!host.desk.clinic(scope.org)) throw new HttpError("forbidden", "this host does not serve this token's tenant");
@@ -53,11 +54,11 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined
 }
 
 /** A view as a response; an `in_progress` view first waits (up to `ms`) for the turn if it is live here. */
-export async function viewReply(host: HostContext, view: ConversationView, ms: number): Promise<Response> {
+export async function viewReply(host: HostContext, view: ConversationView, ms: number, extra: Record<string, unknown> = {}): Promise<Response> {
   let settled = view;
   if (view.status === "in_progress") settled = (await host.turns.wait(view.rootKey, ms)) ?? view;
   const { status, body } = viewResponse(settled);
-  return json(status, body);
+  return json(status, { ...body, ...extra });
 }
 
 /**
@@ -86,12 +87,16 @@ async function postTurn(host: HostContext, route: RouteRequest, scope: Scope): P
   // Checked again after the last await: no turn starts once shutdown has begun.
   host.shutdown.admit();
   if (wantsSse(request)) return streamTurnSse(host, turn, rootKey);
+  // With triage on, the message is classified first by one governed single call (its key is this delivery's).
+  const triage = host.triage ? await triageIncoming(host.runtime.steps, scope, sessionId, idempotencyKey, body.input) : undefined;
+  const extra = triage ? { triage } : {};
+  host.shutdown.admit();
   const waitMs = preferredWait(request, host.http.waitMs);
   const started = host.clock.now();
   const running = host.turns.run(rootKey, scope, sessionId, started, () => host.runtime.runner.runTurn(turn));
   const view = await within(running, waitMs);
-  if (!view) return json(202, { status: "in_progress", rootKey });
-  return viewReply(host, view, Math.max(0, waitMs - (host.clock.now() - started)));
+  if (!view) return json(202, { status: "in_progress", rootKey, ...extra });
+  return viewReply(host, view, Math.max(0, waitMs - (host.clock.now() - started)), extra);
 }
 
 async function getTurn(host: HostContext, route: RouteRequest, scope: Scope): Promise<Response> {

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { MODEL_SPECIFICATION_VERSION, type ModelClient, type ModelRequest, type ModelStreamEvent, type PriceTable, ProviderError, type StreamToolCall, type Usage } from "@alma-harness/core";
 import { demoStep } from "./demo-script.js";
+import { demoStructured } from "./demo-triage.js";
 
 export const DEMO_CLIENT_ID = "demo";
 export const DEMO_MODEL = "offline-demo";
@@ -23,7 +24,8 @@ function usageOf(request: ModelRequest, produced: string): Usage {
  * any) as one delta, the tool call of a tool step, the usage evidence, then the terminal frame.
  */
 export function demoEvents(request: ModelRequest): readonly ModelStreamEvent[] {
-  const step = demoStep(request);
+  // A structured request (a single call's output schema) is answered with its JSON object.
+  const step = request.output ? { kind: "text" as const, text: demoStructured(request) } : demoStep(request);
   const toolCalls: readonly StreamToolCall[] =
     step.kind === "tool" ? [{ id: `demo_${randomUUID().slice(0, 12)}`, name: step.name, arguments: JSON.stringify(step.input) }] : [];
   const usage = usageOf(request, step.text + toolCalls.map((c) => c.arguments).join(""));

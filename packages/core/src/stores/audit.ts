@@ -31,6 +31,10 @@ export interface AccessEvent extends Base {
   readonly tool: TrailValue;
   readonly resource: TrailValue;
   readonly action: "read" | "write" | "egress" | "load";
+  /** A governed single call's operation (seed 001); `callId` is its journal operation id. Absent in a turn. */
+  readonly operationId?: TrailValue;
+  /** A governed single call's attempt of its operation. Absent in a turn. */
+  readonly attemptId?: TrailValue;
 }
 
 export interface RoutingEvent extends Base {
@@ -51,6 +55,10 @@ export interface RoutingEvent extends Base {
   /** A refused call's category (closed, never the provider's text): on the record written after settlement. */
   readonly refusal?: RefusalCategory;
   readonly parentCallId?: TrailValue;
+  /** A governed single call's operation (seed 001); `callId` is its journal operation id. Absent in a turn. */
+  readonly operationId?: TrailValue;
+  /** A governed single call's attempt of its operation. Absent in a turn. */
+  readonly attemptId?: TrailValue;
 }
 
 export interface CostEvent extends Base {

@@ -15,6 +15,7 @@ export {
   normalizeCancelCause,
   normalizeClaim,
   normalizeClaimOptions,
+  normalizeCostReceipt,
   normalizeEnvelope,
   normalizeFence,
   normalizeFenceOpts,

@@ -10,8 +10,8 @@ import { closedObject, decodeCursor, PAGE, pageLimit, scopeKey, validateCount, v
 
 const BASE_FIELDS = ["trail", "scope", "sessionId", "turnId", "callId", "at"];
 const TRAIL_FIELDS: Readonly<Record<Trail, readonly string[]>> = {
-  access: ["tool", "resource", "action"],
-  routing: ["kind", "tier", "sensitivity", "clientId", "model", "cacheTtl", "reasoning", "requestedTier", "servedTier", "upstream", "refusal", "parentCallId"],
+  access: ["tool", "resource", "action", "operationId", "attemptId"],
+  routing: ["kind", "tier", "sensitivity", "clientId", "model", "cacheTtl", "reasoning", "requestedTier", "servedTier", "upstream", "refusal", "parentCallId", "operationId", "attemptId"],
   cost: ["operationId", "model", "usdMicros", "settlementId", "capsCrossed", "warning", "refused"],
   recall: ["source", "items", "episodes", "facts", "characters", "estimatedTokens", "attempts", "dropped", "degradedTiers"],
   context: ["step", "field", "decision"],

@@ -1,4 +1,4 @@
-import type { CallKind, CostReceipt } from "../caps.js";
+import { CALL_KINDS, type CostReceipt } from "../caps.js";
 import { ValidationError } from "../errors.js";
 import type { Msg } from "../messages.js";
 import { SENSITIVITIES } from "../routing.js";
@@ -23,7 +23,6 @@ import {
 export { normalizeAuditEvent, normalizeAuditQuery, TRAILS } from "./normalize-audit.js";
 
 const BLOCK_TYPES = ["text", "media", "tool_call", "tool_result", "provider_tool_call", "provider_tool_result", "reasoning"] as const;
-const CALL_KINDS: readonly CallKind[] = ["main", "direct", "delegate", "summary", "extraction"];
 const SERVICE_TIERS = ["standard", "priority", "flex", "batch"] as const;
 const CAP_NAMES = ["perTurnUsd", "perSessionUsd", "perTenantDayUsd"] as const;
 const USAGE_FIELDS = [...USAGE_COUNTERS, "serviceTier"];
@@ -209,14 +208,15 @@ export function normalizeSettlement(input: unknown): SettlementInput {
     scope: scopeKey(s.scope).scope,
     sessionId: validateId("sessionId", s.sessionId),
     day: validateDay("day", s.day),
-    receipt: normalizeReceipt(s.receipt),
+    receipt: normalizeCostReceipt(s.receipt),
     at: validateTime("at", s.at),
     consumers: Object.freeze(consumers),
   };
   return Object.freeze(out);
 }
 
-function normalizeReceipt(receipt: unknown): CostReceipt {
+/** A cost receipt, closed and checked (a settlement's, or one a caller stored and reads back). */
+export function normalizeCostReceipt(receipt: unknown): CostReceipt {
   const r = closedObject("receipt", receipt, [
     "settlementId",
     "operationId",

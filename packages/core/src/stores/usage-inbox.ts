@@ -1,4 +1,4 @@
-import type { CallKind } from "../caps.js";
+import { CALL_KINDS, type CallKind } from "../caps.js";
 import { ValidationError } from "../errors.js";
 import { type Scope, validateId } from "../scope.js";
 import { snapshot } from "../snapshot.js";
@@ -84,7 +84,6 @@ export interface UsageInbox {
 }
 
 const FIELDS = ["scope", "sessionId", "rootKey", "turnId", "operationId", "kind", "clientId", "model", "attribution", "usage", "source", "observedAt"] as const;
-const KINDS: readonly CallKind[] = ["main", "direct", "delegate", "summary", "extraction"];
 /** An observation is small: twelve fields, ids of 200 characters, a usage record of a dozen counters. */
 const LIMITS = Object.freeze({ maxDepth: 3, maxNodes: 64, maxStringBytes: 256, maxTotalBytes: 8 * 1024 });
 const QUERY_FIELDS = ["sessionId", "cursor", "limit"] as const;
@@ -100,7 +99,7 @@ export function normalizeUsageObservation(input: unknown): { readonly observatio
     rootKey: validateId("rootKey", o.rootKey),
     turnId: validateId("turnId", o.turnId),
     operationId: validateId("operationId", o.operationId),
-    kind: validateOneOf("kind", o.kind, KINDS),
+    kind: validateOneOf("kind", o.kind, CALL_KINDS),
     clientId: validateId("clientId", o.clientId),
     model: validateId("model", o.model),
     attribution: validateOneOf("attribution", o.attribution, LATE_USAGE_ATTRIBUTIONS),

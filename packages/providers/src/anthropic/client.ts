@@ -63,7 +63,7 @@ function capabilities(traits: AnthropicModelTraits): Capabilities {
   return {
     tools: true,
     webSearch: true,
-    output: true,
+    output: traits.structuredOutput,
     reasoning: true,
     cache: true,
     serviceTiers: new Set(["standard", "priority"]),

@@ -11,6 +11,13 @@ export interface AnthropicModelTraits {
    * 4.5 and later, every 5.x, Fable and Mythos (tool-search-tool, "Model compatibility").
    */
   readonly toolSearch: boolean;
+  /**
+   * Native JSON output (`output_config.format`, structured-outputs): Opus 4.1 and later, Sonnet and
+   * Haiku 4.5 and later, every Opus/Sonnet/Haiku 5.x (reference/provider-wire.md §1.7). Not
+   * assumed for Fable and Mythos, nor for an unknown id: a host whose model has it says so with
+   * `createAnthropicClient({models})`. Without it, `validate` refuses an output schema before any I/O.
+   */
+  readonly structuredOutput: boolean;
 }
 
 const NAMED = /^claude-(opus|sonnet|haiku|fable|mythos)-(\d+)(?:-(\d{1,2}))?(?:-|$|\[)/;
@@ -22,13 +29,14 @@ const NAMED = /^claude-(opus|sonnet|haiku|fable|mythos)-(\d+)(?:-(\d{1,2}))?(?:-
  */
 export function defaultAnthropicTraits(model: string): AnthropicModelTraits {
   const match = NAMED.exec(model);
-  if (!match) return { thinking: "budget", temperature: "any", forcedToolChoice: true, toolSearch: false };
+  if (!match) return { thinking: "budget", temperature: "any", forcedToolChoice: true, toolSearch: false, structuredOutput: false };
   const family = match[1] ?? "";
   const version = Number(match[2]) + Number(match[3] ?? 0) / 10;
   const novel = family === "fable" || family === "mythos";
   const recent = novel || version >= 5 || (family === "opus" && version >= 4.7);
   const noForcing = (novel && version >= 5.1) || version >= 5.5;
-  return { thinking: recent ? "adaptive" : "budget", temperature: recent ? "one" : "any", forcedToolChoice: !noForcing, toolSearch: novel || version >= 4.5 };
+  const structuredOutput = !novel && (version >= 4.5 || (family === "opus" && version >= 4.1));
+  return { thinking: recent ? "adaptive" : "budget", temperature: recent ? "one" : "any", forcedToolChoice: !noForcing, toolSearch: novel || version >= 4.5, structuredOutput };
 }
 
 /** Thinking budgets per neutral effort, capped to leave room for the answer within max_tokens. */

@@ -1,3 +1,4 @@
+import { strictEligible } from "../shared/strict.js";
 import type { ModelRequest } from "@alma-harness/core";
 import { type AssistantExtras, toChatMessages } from "./messages.js";
 import { toChatToolChoice, toChatTools } from "./tools.js";
@@ -24,6 +25,10 @@ export function buildChatBody(request: ModelRequest, options: ChatBodyOptions): 
   if (tools.length > 0) body.tools = tools;
   if (request.toolChoice) body.tool_choice = toChatToolChoice(request.toolChoice);
   if (request.temperature !== undefined) body.temperature = request.temperature;
-  if (request.output) body.response_format = { type: "json_schema", json_schema: { name: request.output.name, schema: request.output.schema } };
+  // Strict where the schema allows it (the decoder then guarantees the shape); else `strict: false`, checked by the caller.
+  if (request.output) {
+    // Explicit either way: some OpenRouter routes read an omitted flag as strict.
+    body.response_format = { type: "json_schema", json_schema: { name: request.output.name, schema: request.output.schema, strict: strictEligible(request.output.schema) } };
+  }
   return body;
 }

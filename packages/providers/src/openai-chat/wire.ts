@@ -36,7 +36,7 @@ export interface ChatRequestBody {
   tools?: (ChatTool | JsonObject)[];
   tool_choice?: ChatToolChoice;
   temperature?: number;
-  response_format?: { type: "json_schema"; json_schema: { name: string; schema: JsonObject } };
+  response_format?: { type: "json_schema"; json_schema: { name: string; schema: JsonObject; strict: boolean } };
   reasoning_effort?: "low" | "medium" | "high";
   service_tier?: "default" | "flex" | "priority";
   [extra: string]: unknown;

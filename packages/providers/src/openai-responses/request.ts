@@ -1,3 +1,4 @@
+import { strictEligible } from "../shared/strict.js";
 import type { ModelRequest } from "@alma-harness/core";
 import { toInputItems, toInstructions } from "./messages.js";
 import { nativeSearch } from "./tool-search.js";
@@ -32,7 +33,8 @@ export function buildResponsesBody(request: ModelRequest, reasoningModel: boolea
   if (request.reasoning) body.reasoning = { effort: request.reasoning, ...(summary !== "none" ? { summary } : {}) };
   const include = [...(reasoningModel ? ["reasoning.encrypted_content"] : []), ...(search ? ["web_search_call.action.sources"] : [])];
   if (include.length > 0) body.include = include;
-  if (request.output) body.text = { format: { type: "json_schema", name: request.output.name, schema: request.output.schema, strict: false } };
+  // Strict where the schema allows it (the decoder then guarantees the shape); else `strict: false`, checked by the caller.
+  if (request.output) body.text = { format: { type: "json_schema", name: request.output.name, schema: request.output.schema, strict: strictEligible(request.output.schema) } };
   if (request.serviceTier) body.service_tier = request.serviceTier === "standard" ? "default" : (request.serviceTier as "flex" | "priority");
   return body;
 }

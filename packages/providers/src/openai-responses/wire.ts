@@ -38,7 +38,7 @@ export interface ResponsesRequestBody {
   temperature?: number;
   reasoning?: { effort: "low" | "medium" | "high"; summary?: "auto" | "concise" | "detailed" };
   include?: string[];
-  text?: { format: { type: "json_schema"; name: string; schema: JsonObject; strict: false } };
+  text?: { format: { type: "json_schema"; name: string; schema: JsonObject; strict: boolean } };
   service_tier?: "default" | "flex" | "priority";
 }
 
