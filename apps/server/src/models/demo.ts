@@ -24,8 +24,8 @@ function usageOf(request: ModelRequest, produced: string): Usage {
  * any) as one delta, the tool call of a tool step, the usage evidence, then the terminal frame.
  */
 export function demoEvents(request: ModelRequest): readonly ModelStreamEvent[] {
-  // A structured request (a single call's output schema) is answered with its JSON object.
-  const step = request.output ? { kind: "text" as const, text: demoStructured(request) } : demoStep(request);
+  // A structured request (a single call's output schema) is answered with its JSON object; the memory extraction by the script.
+  const step = request.output && request.output.name !== "memory_extraction" ? { kind: "text" as const, text: demoStructured(request) } : demoStep(request);
   const toolCalls: readonly StreamToolCall[] =
     step.kind === "tool" ? [{ id: `demo_${randomUUID().slice(0, 12)}`, name: step.name, arguments: JSON.stringify(step.input) }] : [];
   const usage = usageOf(request, step.text + toolCalls.map((c) => c.arguments).join(""));
