@@ -4,4 +4,5 @@ export { postgres } from "./postgres.js";
 export { sqlite } from "./sqlite.js";
 export { TRAIL_KEY_FILE } from "./trail-key.js";
 export { type ModelJobStores, modelJobs, type ModelJobsConfig } from "./model-jobs.js";
+export { type RoutineJobClients, type RoutineJobsOptions, routineJobId, routineJobs } from "./routine-jobs.js";
 export { hasRoutineStores, type RoutineOptions, type RoutineStores, routineScheduler } from "./routines.js";
