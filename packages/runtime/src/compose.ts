@@ -1,6 +1,6 @@
 import type { ConversationConfig, ConversationRunner, ConversationStores, ExpiredRelease, RecordEventsRequest } from "@alma-harness/conversation";
 import { createConversationRunner } from "@alma-harness/conversation";
-import { type BudgetCapsInput, type EpisodeStore, type ErasureReport, type MemoryErasure, normalizeScope, type ProfileStore, resolveTrailKey, type Scope, scopePath, ValidationError } from "@alma-harness/core";
+import { type BudgetCapsInput, type EpisodeStore, type ErasureReport, type MemoryErasure, normalizeScope, type ProfileStore, resolveTrailKey, type Scope, scopePath, type TrailKey, ValidationError } from "@alma-harness/core";
 import { createMemoryErasure, type MemoryHostErasure, storeRecall } from "@alma-harness/memory";
 
 /**
@@ -52,6 +52,8 @@ export interface Runtime {
    * `caps` over them (a routine's per-run cap is its `perTurnUsd`); one per distinct caps, kept.
    */
   runnerFor(caps: BudgetCapsInput): ConversationRunner;
+  /** The key its runner's trails (and its model jobs' items) are keyed with. */
+  readonly trailKey: TrailKey;
   close(): Promise<void>;
 }
 
@@ -102,10 +104,12 @@ export function compose(config: RuntimeConfig, stores: RuntimeStores, close: () 
     }
     return found;
   };
+  const key = resolveTrailKey(config.trailKey);
   return {
     runner,
     stores,
-    memory: createMemoryErasure({ stores, trailKey: resolveTrailKey(config.trailKey) }),
+    memory: createMemoryErasure({ stores, trailKey: key }),
+    trailKey: key,
     runnerFor,
     maintain: async (scope) => {
       const events = await releaseHeldEvents(scope);

@@ -6,7 +6,7 @@ import type { ModelClient, OutputSink, PriceTable, Routine, RoutineOutput } from
 import { routineSessionId } from "@alma-harness/core";
 import { ManualClock } from "@alma-harness/core/testing";
 import { afterAll, describe, expect, it } from "vitest";
-import { memory, modelJobs, type Runtime, routineJobId, routineJobs, routineScheduler, sqlite } from "../src/index.js";
+import { memory, type Runtime, routineJobId, routineJobs, routineScheduler, runtimeModelJobs, sqlite } from "../src/index.js";
 import { DEPLOYMENT } from "./workers/deployment.js";
 
 const SCOPE = { org: "clinic-rj", uid: "nightly" };
@@ -56,9 +56,9 @@ function host(open: Open, prices: PriceTable) {
   const transport = new ScriptedBatchTransport({ id: "demo-batch", now: () => clock.now() });
   const policy = { resolve: () => ({ clientId: "demo-batch", model: "demo", maxOutputTokens: 256, cache: false as const }) };
   const rt = open({ ...DEPLOYMENT, prices, clients: [NEVER], policy: { resolve: () => ({ clientId: "stream", model: "demo", maxOutputTokens: 256, cache: false as const }) }, prompt: "nightly", clock, trailKey: KEY });
-  const stores = rt.stores as unknown as Parameters<typeof modelJobs>[0]["stores"];
-  const base = { stores, prices, policyVersion: "p", trailKey: KEY, transports: [transport], policy, clock };
-  const jobs = routineJobs((caps) => modelJobs({ ...base, caps }), { system: "Summarize for the staff.", maxOutputTokens: 200 });
+  const stores = rt.stores;
+  const base = { prices, policyVersion: "p", transports: [transport], policy, clock };
+  const jobs = routineJobs((caps) => runtimeModelJobs(rt, { ...base, caps }), { system: "Summarize for the staff.", maxOutputTokens: 200 });
   const delivered: RoutineOutput[] = [];
   const sink: OutputSink = { destinations: ["staff-inbox"], deliver: async (o) => void delivered.push(o) };
   const scheduler = routineScheduler(rt, { sink, owner: "host-1", clock, jobs });

@@ -1,0 +1,61 @@
+import { routineSessionId } from "@alma-harness/core";
+import { ManualClock } from "@alma-harness/core/testing";
+import { describe, expect, it } from "vitest";
+import { CLINICS } from "../src/agent/clinics.js";
+import { DEMO_PRICES } from "../src/models/demo.js";
+import { demoSetup } from "../src/models/select.js";
+import { NIGHTLY_ID, routineScope } from "../src/routines/nightly.js";
+import { hostPerTest, SUNRISE } from "./helpers.js";
+
+const startHost = hostPerTest();
+/** Tonight's 22:00 in São Paulo (01:00 UTC). */
+const SLOT = Date.UTC(2026, 11, 2, 1);
+
+describe("host: the nightly routine runs as a provider batch job", () => {
+  it("submitted on its tick, pending on the next, collected on a later one: each clinic's inbox gets its summary once, at the batch price", async () => {
+    const clock = new ManualClock(SLOT - 3_600_000);
+    const models = demoSetup();
+    const t = await startHost({ models, clock });
+    const routines = t.host.context.routines;
+    clock.set(SLOT + 60_000);
+    const first = await routines.tick();
+    expect(first.ran).toEqual([]);
+    expect(first.submitted.map((r) => [r.scope.org, r.routineId, r.slot, r.state]).sort()).toEqual(CLINICS.map((c) => [c.org, NIGHTLY_ID, SLOT, "submitted"]).sort());
+    expect(models.batch.transport.submitted, "one job per clinic").toBe(CLINICS.length);
+
+    clock.advance(60_000);
+    const second = await routines.tick();
+    expect([second.ran, second.submitted.length], "the demo batch is still running").toEqual([[], CLINICS.length]);
+    expect(routines.inbox.messages()).toEqual([]);
+
+    clock.advance(60_000);
+    const third = await routines.tick();
+    expect(third.ran.map((r) => r.state)).toEqual(CLINICS.map(() => "completed"));
+    clock.advance(60_000);
+    const fourth = await routines.tick();
+    expect([fourth.ran, fourth.submitted]).toEqual([[], []]);
+
+    expect(models.batch.transport.submitted, "never submitted again").toBe(CLINICS.length);
+    expect(t.calls(), "no streaming turn ran").toBe(0);
+    const inbox = routines.inbox.messages(SUNRISE);
+    expect(inbox).toHaveLength(1);
+    expect(inbox[0]).toMatchObject({ routineId: NIGHTLY_ID, slot: SLOT, deliveryId: `${NIGHTLY_ID}@${new Date(SLOT).toISOString()}#1` });
+    expect(inbox[0]?.text).toMatch(/^Offline demo summary \(batch job\)\. Asked: Summarize today's day at .+ for the staff:/);
+
+    // The settlement is the governed receipt at the demo model's batch rates ($1.5/$7.5 per million, half the standard).
+    const scope = routineScope(SUNRISE);
+    const settled = (await t.host.context.runtime.stores.settlements.list(scope, { sessionId: routineSessionId(NIGHTLY_ID, SLOT) })).items;
+    expect(settled).toHaveLength(1);
+    const receipt = settled[0]?.receipt;
+    const usage = receipt?.usage;
+    expect(usage?.serviceTier).toBe("batch");
+    const batch = DEMO_PRICES.models["offline-demo"]?.tiers?.batch;
+    expect(batch).toEqual({ input: 1.5, output: 7.5 });
+    const expected = (usage?.inputTokens ?? 0) * 1.5 + (usage?.outputTokens ?? 0) * 7.5;
+    expect(receipt?.usdMicros).toBe(Math.ceil(expected));
+    expect(receipt?.usdMicros).toBeGreaterThan(0);
+    expect(inbox[0]?.costMicros).toBe(receipt?.usdMicros);
+    const run = (await routines.scheduler.stores.routineRuns.list(scope, { limit: 10 })).items[0];
+    expect(run).toMatchObject({ state: "completed", costMicros: receipt?.usdMicros, sessionId: routineSessionId(NIGHTLY_ID, SLOT) });
+  });
+});
