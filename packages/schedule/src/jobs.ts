@@ -27,8 +27,8 @@ export type RoutineJobResult =
 
 /**
  * The "submit work / collect it" seam of a routine whose `execution` is `job` (the provider batch
- * path). The lead wires `@alma-harness/batch`'s `ModelJobClient` behind it; this package never
- * talks to a provider. Contract:
+ * path). `@alma-harness/runtime`'s `routineJobs` puts `@alma-harness/batch`'s `ModelJobClient`
+ * behind it; this package never talks to a provider. Contract:
  * - `submit` hands the work to one job and answers its id (or `refused`: nothing sent, nothing spent). It is called once per claimed slot and
  *   attempt, after the claim is durable. A throw cannot say whether the job exists: the run is
  *   recorded `reconciliation_required` (`job_uncertain`) and an operator looks the job up by
