@@ -110,7 +110,7 @@ async function assemble(options: HostOptions): Promise<HostContext> {
     intent: FRONT_DESK_INTENT,
     clock,
     shutdown: new Shutdown(),
-    routines: await hostRoutines(runtime, clinics, clock, nightlyJobs(runtime, options.models, config.caps, clock)),
+    routines: await hostRoutines(runtime, clinics, clock, nightlyJobs(runtime, options.models, config.caps, desk, clock)),
     http: { bodyLimit: DEFAULT_BODY_LIMIT, waitMs: 25_000, pingMs: DEFAULT_PING_MS, publicDir: DEFAULT_PUBLIC_DIR, ...options.http },
   };
 }

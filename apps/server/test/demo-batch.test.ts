@@ -14,14 +14,14 @@ const request = (text: string, tools: ModelRequest["tools"] = []): ModelRequest 
 describe("the offline demo batch transport (production code of the host)", () => {
   it("a batch is in progress on its first poll and ended from the second; each item gets the deterministic summary at the demo's token counts, batch tier", async () => {
     const t = new DemoBatchTransport(() => 1_000);
-    const items = [{ customId: "routine", request: request("Summarize today's day at Sunrise Clinic for the staff: all of it. Then more.") }];
+    const items = [{ customId: "routine", request: request("Summarize today's day at Sunrise Clinic for the staff: all of it. Then more.\n\nThe day's appointments (2026-12-01):\n- 09:00 p-1001 booked\n- 10:30 p-1002 cancelled\n- 14:00 p-1003 booked") }];
     const { batchId } = await t.submit("job-1", items);
     await expect(t.results(batchId), "not ended: no results").rejects.toMatchObject({ kind: "invalid_request" });
     expect(await t.poll(batchId)).toBe("in_progress");
     expect(await t.poll(batchId)).toBe("ended");
     const [result] = await t.results(batchId);
     const text = demoSummary(items[0]?.request as ModelRequest);
-    expect(text).toBe("Offline demo summary (batch job). Asked: Summarize today's day at Sunrise Clinic for the staff: No live data was read: a real provider writes the staff's three lines here.");
+    expect(text).toBe("Offline demo summary (batch job). Asked: Summarize today's day at Sunrise Clinic for the staff: Given: 2 booked, 1 cancelled. A real provider writes the staff's three lines here.");
     expect(result).toEqual({ customId: "routine", type: "succeeded", stopReason: "end_turn", text, toolCalls: [], usage: { ...usageOf(items[0]?.request as ModelRequest, text), serviceTier: "batch" } });
     expect(await t.results(batchId), "the same answer every time").toEqual([result]);
     expect(t.submitted).toBe(1);

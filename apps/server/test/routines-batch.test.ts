@@ -5,7 +5,7 @@ import { CLINICS } from "../src/agent/clinics.js";
 import { DEMO_PRICES } from "../src/models/demo.js";
 import { demoSetup } from "../src/models/select.js";
 import { NIGHTLY_ID, routineScope } from "../src/routines/nightly.js";
-import { hostPerTest, SUNRISE } from "./helpers.js";
+import { ANA, hostPerTest, SUNRISE } from "./helpers.js";
 
 const startHost = hostPerTest();
 /** Tonight's 22:00 in São Paulo (01:00 UTC). */
@@ -13,10 +13,16 @@ const SLOT = Date.UTC(2026, 11, 2, 1);
 
 describe("host: the nightly routine runs as a provider batch job", () => {
   it("submitted on its tick, pending on the next, collected on a later one: each clinic's inbox gets its summary once, at the batch price", async () => {
-    const clock = new ManualClock(SLOT - 3_600_000);
+    // The host starts in the clinic's morning; two appointments are booked and one of them cancelled that day.
+    const clock = new ManualClock(Date.UTC(2026, 11, 1, 8));
     const models = demoSetup();
     const t = await startHost({ models, clock });
     const routines = t.host.context.routines;
+    const desk = t.host.context.desk;
+    expect(desk.book(SUNRISE, ANA, "2026-12-01T10:30", "k1")).toMatchObject({ ok: true });
+    const second = desk.book(SUNRISE, "p-1002", "2026-12-01T14:00", "k2");
+    expect(second).toMatchObject({ ok: true });
+    if (second.ok) expect(desk.cancel(SUNRISE, "p-1002", second.value.id)).toMatchObject({ ok: true });
     clock.set(SLOT + 60_000);
     const first = await routines.tick();
     expect(first.ran).toEqual([]);
@@ -24,8 +30,8 @@ describe("host: the nightly routine runs as a provider batch job", () => {
     expect(models.batch.transport.submitted, "one job per clinic").toBe(CLINICS.length);
 
     clock.advance(60_000);
-    const second = await routines.tick();
-    expect([second.ran, second.submitted.length], "the demo batch is still running").toEqual([[], CLINICS.length]);
+    const pending = await routines.tick();
+    expect([pending.ran, pending.submitted.length], "the demo batch is still running").toEqual([[], CLINICS.length]);
     expect(routines.inbox.messages()).toEqual([]);
 
     clock.advance(60_000);
@@ -40,7 +46,8 @@ describe("host: the nightly routine runs as a provider batch job", () => {
     const inbox = routines.inbox.messages(SUNRISE);
     expect(inbox).toHaveLength(1);
     expect(inbox[0]).toMatchObject({ routineId: NIGHTLY_ID, slot: SLOT, deliveryId: `${NIGHTLY_ID}@${new Date(SLOT).toISOString()}#1` });
-    expect(inbox[0]?.text).toMatch(/^Offline demo summary \(batch job\)\. Asked: Summarize today's day at .+ for the staff:/);
+    expect(inbox[0]?.text).toMatch(/^Offline demo summary \(batch job\)\. Asked: Summarize today's day at .+ for the staff: Given: 1 booked, 1 cancelled\./);
+    expect(routines.inbox.messages("harbor-dental")[0]?.text).toMatch(/Given: 0 booked, 0 cancelled\./);
 
     // The settlement is the governed receipt at the demo model's batch rates ($1.5/$7.5 per million, half the standard).
     const scope = routineScope(SUNRISE);

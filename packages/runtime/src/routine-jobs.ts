@@ -16,6 +16,13 @@ export interface RoutineJobsOptions {
   readonly system: string;
   /** Lowers the route's output ceiling for a routine's item (never raises it). */
   readonly maxOutputTokens?: number;
+  /**
+   * The item's user message for a run (default: the routine's goal): the host's data for the work
+   * (a batch item has no tools, so what it should read goes here). It is sent to the provider under
+   * the routine's intent and sensitivity. It runs before the client is called; a throw fails the
+   * submission as uncertain (`job_uncertain`, the operator's), though nothing was sent.
+   */
+  readonly input?: (work: RoutineWork) => string | Promise<string>;
 }
 
 /** A routine's job has one item, under this custom id. */
@@ -67,10 +74,12 @@ export function routineJobs(source: RoutineJobClients, options: RoutineJobsOptio
   if (options === null || typeof options !== "object" || typeof options.system !== "string" || options.system.length === 0) {
     throw new TypeError("routineJobs needs options with a non-empty system prompt");
   }
+  if (options.input !== undefined && typeof options.input !== "function") throw new TypeError("routineJobs: input must be a function");
   const clientFor = clients(source);
   return Object.freeze({
     async submit(work: RoutineWork): Promise<RoutineJobSubmission> {
       const jobId = routineJobId(work.customId);
+      const text = options.input ? await options.input(work) : work.goal;
       const answer = await clientFor(work.cap).submit({
         jobId,
         items: [
@@ -80,7 +89,7 @@ export function routineJobs(source: RoutineJobClients, options: RoutineJobsOptio
             sessionId: routineSessionId(work.routineId, work.slot),
             intent: work.intent,
             system: options.system,
-            messages: [{ role: "user", blocks: [{ type: "text", text: work.goal }] }],
+            messages: [{ role: "user", blocks: [{ type: "text", text }] }],
             ...(options.maxOutputTokens !== undefined ? { maxOutputTokens: options.maxOutputTokens } : {}),
           },
         ],

@@ -5,6 +5,7 @@ import { ScriptedBatchTransport, succeeded } from "@alma-harness/batch/testing";
 import type { ModelClient, OutputSink, PriceTable, Routine, RoutineOutput } from "@alma-harness/core";
 import { routineSessionId } from "@alma-harness/core";
 import { ManualClock } from "@alma-harness/core/testing";
+import type { RoutineWork } from "@alma-harness/schedule";
 import { afterAll, describe, expect, it } from "vitest";
 import { memory, type Runtime, routineJobId, routineJobs, routineScheduler, runtimeModelJobs, sqlite } from "../src/index.js";
 import { DEPLOYMENT } from "./workers/deployment.js";
@@ -51,14 +52,14 @@ const KINDS: readonly [string, Open][] = [
   ["sqlite", (config) => sqlite({ ...config, store: { path: join(dir, `f${++files}`, "alma.db"), commits: "each" } })],
 ];
 
-function host(open: Open, prices: PriceTable) {
+function host(open: Open, prices: PriceTable, input?: (work: RoutineWork) => string) {
   const clock = new ManualClock(SLOT1 + 60_000);
   const transport = new ScriptedBatchTransport({ id: "demo-batch", now: () => clock.now() });
   const policy = { resolve: () => ({ clientId: "demo-batch", model: "demo", maxOutputTokens: 256, cache: false as const }) };
   const rt = open({ ...DEPLOYMENT, prices, clients: [NEVER], policy: { resolve: () => ({ clientId: "stream", model: "demo", maxOutputTokens: 256, cache: false as const }) }, prompt: "nightly", clock, trailKey: KEY });
   const stores = rt.stores;
   const base = { prices, policyVersion: "p", transports: [transport], policy, clock };
-  const jobs = routineJobs((caps) => runtimeModelJobs(rt, { ...base, caps }), { system: "Summarize for the staff.", maxOutputTokens: 200 });
+  const jobs = routineJobs((caps) => runtimeModelJobs(rt, { ...base, caps }), { system: "Summarize for the staff.", maxOutputTokens: 200, ...(input ? { input } : {}) });
   const delivered: RoutineOutput[] = [];
   const sink: OutputSink = { destinations: ["staff-inbox"], deliver: async (o) => void delivered.push(o) };
   const scheduler = routineScheduler(rt, { sink, owner: "host-1", clock, jobs });
@@ -99,6 +100,17 @@ describe.each(KINDS)("routineJobs over a ModelJobClient (%s)", (_kind, open) => 
       expect(run).toMatchObject({ state: "completed", costMicros: 1_000, sessionId: routineSessionId("clinic-day", SLOT1) });
       const settled = (await h.stores.settlements.list(SCOPE, { sessionId: routineSessionId("clinic-day", SLOT1) })).items;
       expect(settled.map((s) => [s.status, s.receipt.usdMicros, s.receipt.usage.serviceTier])).toEqual([["applied", 1_000, "batch"]]);
+    } finally {
+      await h.rt.close();
+    }
+  });
+
+  it("the host's input is the item's user message (the routine's goal and the host's data for the slot)", async () => {
+    const h = host(open, PRICES, (work) => `${work.goal}\nday of ${new Date(work.slot).toISOString()} in ${work.scope.org}`);
+    try {
+      await h.scheduler.saveRoutine(routine());
+      await h.scheduler.tick();
+      expect(h.transport.submissions[0]?.items[0]?.request.messages.at(-1)?.blocks).toEqual([{ type: "text", text: `Summarize the clinic's day.\nday of ${new Date(SLOT1).toISOString()} in clinic-rj` }]);
     } finally {
       await h.rt.close();
     }

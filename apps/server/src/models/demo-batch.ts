@@ -17,13 +17,15 @@ function askedFor(request: ModelRequest): string {
 }
 
 /**
- * The deterministic summary an item gets: what was asked (its first sentence) and a labelled line
- * saying who wrote it. A batch item has no tools, so the demo reads no clinic data; a real model
- * writes the day from what the prompt gives it.
+ * The deterministic summary an item gets: what was asked (its first sentence), the counts of the
+ * appointment lines it was given (`- … booked` / `- … cancelled`), and a label saying who wrote it.
  */
 export function demoSummary(request: ModelRequest): string {
-  const asked = askedFor(request).split(/(?<=[.:])\s/)[0] ?? "";
-  return `Offline demo summary (batch job). Asked: ${asked.slice(0, 200)} No live data was read: a real provider writes the staff's three lines here.`;
+  const prompt = askedFor(request);
+  const asked = prompt.split(/(?<=[.:])\s/)[0] ?? "";
+  const booked = prompt.split("\n").filter((l) => /^- .* booked$/.test(l)).length;
+  const cancelled = prompt.split("\n").filter((l) => /^- .* cancelled$/.test(l)).length;
+  return `Offline demo summary (batch job). Asked: ${asked.slice(0, 200)} Given: ${booked} booked, ${cancelled} cancelled. A real provider writes the staff's three lines here.`;
 }
 
 /**

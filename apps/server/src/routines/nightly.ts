@@ -3,7 +3,7 @@ import type { BudgetCapsInput, Clock, OutputSink, Routine, RoutineInput, Routine
 import { intervalTrigger, type RoutineJobs, type RoutineScheduler, type TickReport } from "@alma-harness/schedule";
 import { routineJobs, routineScheduler, runtimeModelJobs } from "@alma-harness/runtime";
 import type { Runtime } from "@alma-harness/runtime";
-import type { Clinic } from "../agent/clinics.js";
+import type { Clinic, ClinicDesk } from "../agent/clinics.js";
 import type { ModelSetup } from "../models/select.js";
 
 /** The destination the example routines deliver to: each clinic's staff inbox. */
@@ -106,11 +106,24 @@ export interface HostRoutines {
  * items count toward the same session and clinic-day caps as the turns), the provider's batch
  * transport and policy, the host's caps with each routine's cap as the job's `perTurnUsd`.
  */
-export function nightlyJobs(runtime: Runtime, models: ModelSetup, caps: BudgetCapsInput | undefined, clock?: Clock): RoutineJobs | undefined {
+export function nightlyJobs(runtime: Runtime, models: ModelSetup, caps: BudgetCapsInput | undefined, desk: ClinicDesk, clock?: Clock): RoutineJobs | undefined {
   const batch = models.batch;
   if (!batch) return undefined;
   const base = { prices: models.prices, policyVersion: `routing-${models.provider}-batch-1`, transports: [batch.transport], policy: batch.policy, ...(clock ? { clock } : {}) };
-  return routineJobs((cap) => runtimeModelJobs(runtime, { ...base, caps: { ...caps, ...cap } }), { system: NIGHTLY_SYSTEM, maxOutputTokens: NIGHTLY_MAX_OUTPUT_TOKENS });
+  return routineJobs((cap) => runtimeModelJobs(runtime, { ...base, caps: { ...caps, ...cap } }), {
+    system: NIGHTLY_SYSTEM,
+    maxOutputTokens: NIGHTLY_MAX_OUTPUT_TOKENS,
+    input: (work) => nightlyInput(desk, work),
+  });
+}
+
+const DAY_IN_CLINIC = new Intl.DateTimeFormat("en-CA", { timeZone: "America/Sao_Paulo", year: "numeric", month: "2-digit", day: "2-digit" });
+
+/** A nightly item's message: the goal, then the clinic's appointments of the slot's day (São Paulo), one line each. */
+export function nightlyInput(desk: ClinicDesk, work: { readonly scope: Scope; readonly goal: string; readonly slot: number }): string {
+  const day = DAY_IN_CLINIC.format(work.slot);
+  const lines = desk.dayOf(work.scope.org, day).map((a) => `- ${a.slotId.slice(11)} ${a.patientId} ${a.status}`);
+  return `${work.goal}\n\nThe day's appointments (${day}):\n${lines.length > 0 ? lines.join("\n") : "(none)"}`;
 }
 
 export async function hostRoutines(runtime: Runtime, clinics: readonly Clinic[], clock: { now(): number }, jobs?: RoutineJobs): Promise<HostRoutines> {
