@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { routineSessionId } from "@alma-harness/core";
 import { ManualClock } from "@alma-harness/core/testing";
 import { describe, expect, it } from "vitest";
@@ -5,7 +8,7 @@ import { CLINICS } from "../src/agent/clinics.js";
 import { DEMO_PRICES } from "../src/models/demo.js";
 import { demoSetup } from "../src/models/select.js";
 import { NIGHTLY_ID, routineScope } from "../src/routines/nightly.js";
-import { ANA, hostPerTest, SUNRISE } from "./helpers.js";
+import { ANA, fakeSetup, hostPerTest, SUNRISE } from "./helpers.js";
 
 const startHost = hostPerTest();
 /** Tonight's 22:00 in São Paulo (01:00 UTC). */
@@ -64,5 +67,21 @@ describe("host: the nightly routine runs as a provider batch job", () => {
     expect(inbox[0]?.costMicros).toBe(receipt?.usdMicros);
     const run = (await routines.scheduler.stores.routineRuns.list(scope, { limit: 10 })).items[0];
     expect(run).toMatchObject({ state: "completed", costMicros: receipt?.usdMicros, sessionId: routineSessionId(NIGHTLY_ID, SLOT) });
+  });
+
+  it("a provider without a batch API keeps the routine a turn; a restart with one switches the stored routine to a job, its createdAt kept", async () => {
+    const home = mkdtempSync(join(tmpdir(), "alma-host-switch-"));
+    try {
+      const store = { home, databaseUrl: undefined };
+      const first = await startHost({ models: fakeSetup(), store, clock: new ManualClock(SLOT - 7_200_000) });
+      const before = await first.host.context.routines.scheduler.stores.routines.get(routineScope(SUNRISE), NIGHTLY_ID);
+      expect(before).toMatchObject({ execution: "turn", createdAt: SLOT - 7_200_000 });
+      await first.close();
+      const again = await startHost({ models: demoSetup(), store, clock: new ManualClock(SLOT - 3_600_000) });
+      const after = await again.host.context.routines.scheduler.stores.routines.get(routineScope(SUNRISE), NIGHTLY_ID);
+      expect(after).toMatchObject({ execution: "job", createdAt: SLOT - 7_200_000 });
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 });
