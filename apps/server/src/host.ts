@@ -14,7 +14,7 @@ import { DEFAULT_PING_MS } from "./http/sse.js";
 import type { ModelSetup } from "./models/select.js";
 import { nodeListener } from "./node-adapter.js";
 import { PermissionDesk } from "./permissions.js";
-import { hostRoutines } from "./routines/nightly.js";
+import { hostRoutines, nightlyJobs } from "./routines/nightly.js";
 import { openRuntime, type StoreEnv } from "./runtime.js";
 import { Shutdown } from "./shutdown.js";
 import { Directory, LiveTurns } from "./turns.js";
@@ -113,7 +113,7 @@ async function assemble(options: HostOptions): Promise<HostContext> {
     triage: options.triage === true,
     clock,
     shutdown: new Shutdown(),
-    routines: await hostRoutines(runtime, clinics, clock),
+    routines: await hostRoutines(runtime, clinics, clock, nightlyJobs(runtime, options.models, config.caps, desk, clock)),
     http: { bodyLimit: DEFAULT_BODY_LIMIT, waitMs: 25_000, pingMs: DEFAULT_PING_MS, publicDir: DEFAULT_PUBLIC_DIR, ...options.http },
   };
 }

@@ -158,8 +158,8 @@ describe.skipIf(!HAVE_CHROMIUM)(title, () => {
     expect(erasures).toEqual(["fact:0:1:0", "memory:1:2:0"]);
   }, 60_000);
 
-  it("shows each clinic's nightly routine, ticks the scheduler, and lists the run and its delivered summary", async () => {
-    // A once-a-minute routine created two minutes ago: its last slot is due now (the nightly ones fire at 22:00).
+  it("shows each clinic's nightly routine (a batch job), ticks the scheduler: the run goes submitted → completed across ticks, its summary delivered once", async () => {
+    // A once-a-minute batch routine created two minutes ago: its last slot is due now (the nightly ones fire at 22:00).
     const created = Date.now() - 120_000;
     await t.host.context.routines.scheduler.saveRoutine({
       scope: { org: "sunrise-clinic", uid: "back-office" },
@@ -170,21 +170,39 @@ describe.skipIf(!HAVE_CHROMIUM)(title, () => {
       cap: { usd: 0.05, onExceeded: "block" },
       destination: "clinic-staff",
       catchUp: false,
-      execution: "turn",
+      execution: "job",
       enabled: true,
       createdAt: created,
     });
     await page.getByTestId("tab-routines").click();
     const rows = page.getByTestId("routine-row");
     await expect.poll(() => rows.count()).toBe(3);
-    expect(await page.locator('[data-testid="routine-row"][data-org="harbor-dental"]').textContent()).toMatch(/nightly-day-summary · "0 22 \* \* \*" America\/Sao_Paulo/);
-    await page.getByTestId("routines-tick").click();
+    const harbor = page.locator('[data-testid="routine-row"][data-org="harbor-dental"]');
+    expect(await harbor.textContent()).toMatch(/nightly-day-summary · "0 22 \* \* \*" America\/Sao_Paulo/);
+    expect(await harbor.textContent(), "the nightly routine is a batch job").toMatch(/cap \$0\.05 \(block\) · job/);
+    const tickStatus = () => page.getByTestId("routines-tick-status").textContent();
+    const submitted = page.locator('[data-testid="routine-run"][data-state="submitted"]');
     const completed = page.locator('[data-testid="routine-run"][data-state="completed"]');
+    // First tick: the slot is handed to the (offline demo) batch API — submitted, nothing delivered.
+    await page.getByTestId("routines-tick").click();
+    await expect.poll(tickStatus).toMatch(/last tick .*: 0 ran, [1-9]\d* submitted or waiting on a batch job, 0 missed/);
+    await expect.poll(() => submitted.count()).toBeGreaterThan(0);
+    expect(await submitted.first().textContent()).toMatch(/^sunrise-clinic · minutely-check · .* · attempt 1submitted$/);
+    expect(await page.getByTestId("routine-message").count()).toBe(0);
+    // The batch ends after its first poll, so the run completes within two more ticks (a new minute's slot may submit meanwhile).
+    for (let i = 0; i < 2 && (await completed.count()) === 0; i += 1) {
+      const before = await tickStatus();
+      await page.getByTestId("routines-tick").click();
+      await expect.poll(tickStatus).not.toBe(before);
+    }
     await expect.poll(() => completed.count()).toBeGreaterThan(0);
     expect(await completed.first().textContent()).toMatch(/sunrise-clinic · minutely-check · .* · attempt 1completed · \$0\.0\d+/);
-    await expect.poll(() => page.getByTestId("routine-message").count()).toBeGreaterThan(0);
-    expect(await page.getByTestId("routine-message").first().textContent()).toMatch(/^minutely-check@.*#1/);
-    await expect.poll(() => page.getByTestId("routines-tick-status").textContent()).toMatch(/last tick .*: \d+ ran, 0 missed/);
+    // One message per completed run: each delivery id once.
+    const messages = page.getByTestId("routine-message");
+    await expect.poll(() => messages.count()).toBe(await completed.count());
+    const ids = await page.locator('[data-testid="routine-message"] > div:first-child').allTextContents();
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(await messages.first().textContent()).toMatch(/^minutely-check@.*#1Offline demo summary \(batch job\)\. Asked: Summarize the last minute at the clinic for the staff\./);
     await page.screenshot({ path: join(ARTIFACTS, "console-routines.png") });
   }, 60_000);
 });

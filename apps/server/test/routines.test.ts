@@ -38,7 +38,7 @@ describe("host: routines", () => {
     const routines = list.body.routines as { org: string; uid: string; id: string }[];
     expect(routines.map((r) => `${r.org}/${r.uid}/${r.id}`)).toEqual(CLINICS.map((c) => `${c.org}/${ROUTINE_UID}/${NIGHTLY_ID}`).sort());
     const one = routines[0];
-    expect(one).toMatchObject({ schedule: { cron: "0 22 * * *", timeZone: "America/Sao_Paulo" }, cap: { usd: 0.05, onExceeded: "block" }, destination: "clinic-staff", execution: "turn", catchUp: false });
+    expect(one).toMatchObject({ schedule: { cron: "0 22 * * *", timeZone: "America/Sao_Paulo" }, cap: { usd: 0.05, onExceeded: "block" }, destination: "clinic-staff", execution: "job", catchUp: false });
     expect(nightlyRoutine(CLINICS[0] as (typeof CLINICS)[number], 0).intent.sensitivity).toBe("confidential");
     expect((await call(t.url, "/v1/admin/routines")).status, "operator only").toBe(401);
     expect((await call(t.url, "/v1/admin/routines", { token: await t.token() })).status).toBe(401);
@@ -86,7 +86,7 @@ describe("host: routines", () => {
     const list = await cli(["routines", ...common]);
     expect(list.code).toBe(0);
     expect(list.out).toMatch(/^2 routine\(s\); last tick not yet\n/);
-    expect(list.out).toContain(`  ${HARBOR}  ${NIGHTLY_ID}  "0 22 * * *" America/Sao_Paulo  cap $0.05 (block)  turn\n`);
+    expect(list.out).toContain(`  ${HARBOR}  ${NIGHTLY_ID}  "0 22 * * *" America/Sao_Paulo  cap $0.05 (block)  job\n`);
     const tick = await cli(["routines", "tick", ...common]);
     expect(tick.out).toMatch(/^tick: \d+ ran, \d+ missed, 0 submitted, 0 interrupted, 0 held elsewhere, 0 error\(s\)\n$/);
     const scope = { org: SUNRISE, uid: ROUTINE_UID };

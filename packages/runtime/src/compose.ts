@@ -1,6 +1,6 @@
 import type { ConversationConfig, ConversationRunner, ConversationStores, ExpiredRelease, RecordEventsRequest } from "@alma-harness/conversation";
 import { createConversationRunner } from "@alma-harness/conversation";
-import { type BudgetCapsInput, type EpisodeStore, type ErasureReport, type MemoryErasure, normalizeScope, type ProfileStore, resolveTrailKey, type Scope, scopePath, ValidationError } from "@alma-harness/core";
+import { type BudgetCapsInput, type EpisodeStore, type ErasureReport, type MemoryErasure, normalizeScope, type ProfileStore, resolveTrailKey, type Scope, scopePath, type TrailKey, ValidationError } from "@alma-harness/core";
 import { createMemoryErasure, type MemoryHostErasure, storeRecall } from "@alma-harness/memory";
 import type { GovernedStepRunner } from "@alma-harness/single-call";
 import { stepRunnerOf } from "./steps.js";
@@ -59,6 +59,8 @@ export interface Runtime {
    * `caps` over them (a routine's per-run cap is its `perTurnUsd`); one per distinct caps, kept.
    */
   runnerFor(caps: BudgetCapsInput): ConversationRunner;
+  /** The key its runner's trails (and its model jobs' items) are keyed with. */
+  readonly trailKey: TrailKey;
   close(): Promise<void>;
 }
 
@@ -109,10 +111,12 @@ export function compose(config: RuntimeConfig, stores: RuntimeStores, close: () 
     }
     return found;
   };
+  const key = resolveTrailKey(config.trailKey);
   return {
     runner,
     stores,
-    memory: createMemoryErasure({ stores, trailKey: resolveTrailKey(config.trailKey) }),
+    memory: createMemoryErasure({ stores, trailKey: key }),
+    trailKey: key,
     runnerFor,
     steps: stepRunnerOf(config, stores),
     maintain: async (scope) => {

@@ -66,3 +66,15 @@ export function modelJobs(config: ModelJobsConfig): ModelJobClient {
     ...(config.windowMs !== undefined ? { windowMs: config.windowMs } : {}),
   });
 }
+
+/** Whether a store set keeps model jobs beside the turns' stores (every composition's: memory, SQLite, PostgreSQL). */
+export function hasModelJobStores(stores: object): stores is ModelJobStores {
+  const s = stores as Partial<ModelJobStores>;
+  return typeof s.modelJobs?.create === "function" && typeof s.journal?.claim === "function" && typeof s.settlements?.settle === "function" && typeof s.audit?.append === "function";
+}
+
+/** `modelJobs` over a runtime's own stores and trail key: what a host passes to `routineJobs`. */
+export function runtimeModelJobs(runtime: { readonly stores: object; readonly trailKey: TrailKey }, config: Omit<ModelJobsConfig, "stores" | "trailKey">): ModelJobClient {
+  if (!hasModelJobStores(runtime.stores)) throw new TypeError("the runtime's stores keep no model jobs");
+  return modelJobs({ ...config, stores: runtime.stores, trailKey: runtime.trailKey });
+}

@@ -27,9 +27,9 @@ export type RoutineJobResult =
 
 /**
  * The "submit work / collect it" seam of a routine whose `execution` is `job` (the provider batch
- * path). The lead wires `@alma-harness/batch`'s `ModelJobClient` behind it; this package never
- * talks to a provider. Contract:
- * - `submit` hands the work to one job and answers its id. It is called once per claimed slot and
+ * path). `@alma-harness/runtime`'s `routineJobs` puts `@alma-harness/batch`'s `ModelJobClient`
+ * behind it; this package never talks to a provider. Contract:
+ * - `submit` hands the work to one job and answers its id (or `refused`: nothing sent, nothing spent). It is called once per claimed slot and
  *   attempt, after the claim is durable. A throw cannot say whether the job exists: the run is
  *   recorded `reconciliation_required` (`job_uncertain`) and an operator looks the job up by
  *   `customId`; the runner never submits that slot again by itself.
@@ -40,6 +40,23 @@ export type RoutineJobResult =
  *   and `capsCrossed` it answers are recorded on the run and its delivery as evidence.
  */
 export interface RoutineJobs {
-  submit(work: RoutineWork): Promise<{ readonly jobId: string }>;
-  collect(job: { readonly scope: Scope; readonly routineId: string; readonly slot: number; readonly jobId: string; readonly customId: string }): Promise<RoutineJobResult>;
+  submit(work: RoutineWork): Promise<RoutineJobSubmission>;
+  collect(job: RoutineJobRef): Promise<RoutineJobResult>;
+}
+
+/**
+ * What `submit` answers: the job's id, or `refused` — certainly nothing was sent and nothing spent
+ * (the batch tier is unpriced, or the work's worst case does not fit under a block cap: the
+ * zero-cost preflight). A refused run is `failed` (`budget_stopped`) at zero cost, as a turn's.
+ */
+export type RoutineJobSubmission = { readonly status?: "submitted"; readonly jobId: string } | { readonly status: "refused"; readonly reason: "unpriced" | "cap" };
+
+/** A submitted run's job as `collect` reads it; `cap` is the routine's per-run cap (the one its work was submitted under). */
+export interface RoutineJobRef {
+  readonly scope: Scope;
+  readonly routineId: string;
+  readonly slot: number;
+  readonly jobId: string;
+  readonly customId: string;
+  readonly cap?: Routine["cap"];
 }

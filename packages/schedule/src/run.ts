@@ -8,7 +8,7 @@ import {
   type RoutineRunStore,
   ValidationError,
 } from "@alma-harness/core";
-import type { RoutineJobResult, RoutineJobs } from "./jobs.js";
+import type { RoutineJobResult, RoutineJobs, RoutineJobSubmission } from "./jobs.js";
 
 /** The governed runner a routine's turn runs through, under the routine's own per-run cap (its `perTurnUsd`). */
 export type RoutineTurns = (cap: Routine["cap"]) => Pick<ConversationRunner, "runTurn">;
@@ -108,9 +108,9 @@ export async function runTurnSlot(deps: RunDeps, routine: Routine, run: RoutineR
 /** Hands a claimed slot's work to a provider batch job and records it `submitted` with the job's id. */
 export async function submitSlot(deps: RunDeps, routine: Routine, run: RoutineRun): Promise<RoutineRun> {
   if (!deps.jobs) return finish(deps, run, { state: "failed", reason: "job_failed" });
-  let jobId: string;
+  let submitted: RoutineJobSubmission;
   try {
-    ({ jobId } = await deps.jobs.submit({
+    submitted = await deps.jobs.submit({
       scope: run.scope,
       routineId: run.routineId,
       slot: run.slot,
@@ -120,11 +120,13 @@ export async function submitSlot(deps: RunDeps, routine: Routine, run: RoutineRu
       intent: routine.intent,
       cap: routine.cap,
       ...(routine.profile !== undefined ? { profile: routine.profile } : {}),
-    }));
+    });
   } catch {
     return finish(deps, run, { state: "reconciliation_required", reason: "job_uncertain" });
   }
-  return finish(deps, run, { state: "submitted", submission: { jobId, submittedAt: deps.now() } });
+  // The zero-cost preflight refused it (unpriced batch tier, or over a block cap): nothing was sent.
+  if (submitted.status === "refused") return finish(deps, run, { state: "failed", reason: "budget_stopped", costMicros: 0 });
+  return finish(deps, run, { state: "submitted", submission: { jobId: submitted.jobId, submittedAt: deps.now() } });
 }
 
 /** Collects a `submitted` run taken for collection: pending goes back to `submitted`; a result is delivered. */
@@ -133,7 +135,7 @@ export async function collectSlot(deps: RunDeps, routine: Routine, run: RoutineR
   if (!deps.jobs || !submission) return finish(deps, run, { state: "submitted" });
   let result: RoutineJobResult;
   try {
-    result = await deps.jobs.collect({ scope: run.scope, routineId: run.routineId, slot: run.slot, jobId: submission.jobId, customId: deliveryId(run) });
+    result = await deps.jobs.collect({ scope: run.scope, routineId: run.routineId, slot: run.slot, jobId: submission.jobId, customId: deliveryId(run), cap: routine.cap });
   } catch {
     return finish(deps, run, { state: "submitted" });
   }

@@ -52,13 +52,19 @@ export class RecordingSink implements OutputSink {
 /** A batch-job seam double: jobs complete after `pendingFor` collections. */
 export class FakeJobs implements RoutineJobs {
   readonly submitted: string[] = [];
+  /** The cap each `collect` was given. */
+  readonly collectedUnder: unknown[] = [];
   collects = 0;
+  /** Answer `refused` (the batch client's zero-cost preflight) instead of a job id. */
+  refuse: "unpriced" | "cap" | undefined;
   constructor(public pendingFor = 1) {}
-  async submit(work: { readonly customId: string }): Promise<{ readonly jobId: string }> {
+  async submit(work: { readonly customId: string }): Promise<import("../src/index.js").RoutineJobSubmission> {
     this.submitted.push(work.customId);
+    if (this.refuse) return { status: "refused", reason: this.refuse };
     return { jobId: `job-${this.submitted.length}` };
   }
-  async collect(): Promise<import("../src/index.js").RoutineJobResult> {
+  async collect(job: import("../src/index.js").RoutineJobRef): Promise<import("../src/index.js").RoutineJobResult> {
+    this.collectedUnder.push(job.cap);
     this.collects += 1;
     if (this.collects <= this.pendingFor) return { status: "pending" };
     return { status: "completed", text: "Batch summary: 12 appointments.", costMicros: 40, capsCrossed: [] };

@@ -239,5 +239,21 @@ describe("schedule: the batch path (submit, then collect under a fresh claim)", 
     expect(h.sink.delivered.map((d) => d.text)).toEqual(["Batch summary: 12 appointments."]);
     expect(jobs.submitted, "never submitted again").toHaveLength(1);
     expect(h.model.calls, "no governed turn ran").toBe(0);
+    expect(new Set(jobs.collectedUnder.map((c) => JSON.stringify(c))), "collect is given the routine's cap").toEqual(new Set([JSON.stringify(routineOf().cap)]));
+  });
+
+  it("a job the batch client refused (unpriced tier, over a block cap) is failed (budget_stopped) at zero cost: never collected, nothing delivered", async () => {
+    for (const reason of ["unpriced", "cap"] as const) {
+      const jobs = new FakeJobs(0);
+      jobs.refuse = reason;
+      const h = setup({ config: { jobs } });
+      const a = h.scheduler("host-a");
+      await a.saveRoutine(routineOf({ execution: "job" }));
+      const first = await a.tick();
+      expect(first.ran.map((r) => [r.state, r.reason, r.costMicros, r.submission])).toEqual([["failed", "budget_stopped", 0, undefined]]);
+      h.clock.advance(60_000);
+      expect((await a.tick()).ran).toEqual([]);
+      expect([jobs.submitted.length, jobs.collects, h.sink.delivered.length, h.model.calls]).toEqual([1, 0, 0, 0]);
+    }
   });
 });

@@ -67,7 +67,7 @@ export function routinesView(admin: string): { element: HTMLElement; refresh: ()
     );
   async function refresh(): Promise<void> {
     const [list, history, messages] = await Promise.all([
-      getJson<{ routines: RoutineRow[]; lastTick: { at: number; ran: number; missed: number } | null }>("/v1/admin/routines", admin),
+      getJson<{ routines: RoutineRow[]; lastTick: { at: number; ran: number; missed: number; submitted: number } | null }>("/v1/admin/routines", admin),
       getJson<{ runs: RunRow[] }>("/v1/admin/routines/runs", admin),
       getJson<{ messages: Message[] }>("/v1/admin/routines/inbox", admin),
     ]);
@@ -88,7 +88,7 @@ export function routinesView(admin: string): { element: HTMLElement; refresh: ()
       ...(messages.messages.length === 0 ? [h("li", { class: "muted" }, "Nothing delivered yet.")] : []),
       ...messages.messages.map((m) => h("li", { "data-testid": "routine-message" }, h("div", { class: "small muted" }, m.deliveryId), h("div", {}, m.text))),
     );
-    status.textContent = list.lastTick ? `last tick ${new Date(list.lastTick.at).toISOString()}: ${list.lastTick.ran} ran, ${list.lastTick.missed} missed` : "no tick yet";
+    status.textContent = list.lastTick ? `last tick ${new Date(list.lastTick.at).toISOString()}: ${list.lastTick.ran} ran, ${list.lastTick.submitted} submitted or waiting on a batch job, ${list.lastTick.missed} missed` : "no tick yet";
   }
   const tick = h(
     "button",

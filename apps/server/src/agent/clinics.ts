@@ -166,6 +166,11 @@ export class ClinicDesk {
     return { ok: true, value: cancelled };
   }
 
+  /** The clinic's appointments on `day` (`YYYY-MM-DD`), booked and cancelled, by slot: what the nightly summary is given. */
+  dayOf(org: string, day: string): readonly Appointment[] {
+    return this.#appointments.filter((a) => a.org === org && a.slotId.startsWith(`${day}T`)).sort((a, b) => a.slotId.localeCompare(b.slotId));
+  }
+
   appointmentsOf(org: string, patientId: string): readonly Appointment[] {
     return this.#appointments.filter((a) => a.org === org && a.patientId === patientId);
   }

@@ -11,10 +11,14 @@ export const DEMO_LABEL = "offline demo model";
  * The demo's price table. The demo model costs nothing to run; it is priced like a mid-size model
  * so the spend views and the caps have something real to show. Labelled as such everywhere.
  */
-export const DEMO_PRICES: PriceTable = { version: "offline-demo-1", models: { [DEMO_MODEL]: { rates: { input: 3, output: 15 } } } };
+export const DEMO_PRICES: PriceTable = {
+  version: "offline-demo-2",
+  // The batch tier at half the standard rates, as the providers' Batch APIs price it (the nightly routine's jobs).
+  models: { [DEMO_MODEL]: { rates: { input: 3, output: 15 }, tiers: { batch: { input: 1.5, output: 7.5 } } } },
+};
 
 /** Deterministic token counts: about four characters a token, as a real tokenizer roughly does. */
-function usageOf(request: ModelRequest, produced: string): Usage {
+export function usageOf(request: ModelRequest, produced: string): Usage {
   const prompt = JSON.stringify(request.system).length + JSON.stringify(request.messages).length + JSON.stringify(request.tools).length;
   return { inputTokens: Math.ceil(prompt / 4), outputTokens: Math.ceil(produced.length / 4) + 1 };
 }

@@ -1,7 +1,9 @@
-import type { ModelChoice, ModelClient, ModelPolicy, PriceTable, RoutingIntent, Tier } from "@alma-harness/core";
+import type { ModelChoice, ModelClient, ModelJobTransport, ModelPolicy, PriceTable, RoutingIntent, Tier } from "@alma-harness/core";
 import {
   ANTHROPIC_PRICES,
+  createAnthropicBatchTransport,
   createAnthropicClient,
+  createOpenAIBatchTransport,
   createOpenAIChatClient,
   createOpenAICompatibleClient,
   createOpenRouterClient,
@@ -11,6 +13,13 @@ import {
 import type { HostEnv, ProviderName } from "../config/env.js";
 import { EnvError } from "../config/env.js";
 import { DEMO_LABEL, DEMO_MODEL, DEMO_PRICES, DemoModelClient } from "./demo.js";
+import { DemoBatchTransport } from "./demo-batch.js";
+
+/** The provider's batch API and the routing policy over it (same tiers, the batch transport's id): the nightly routine's jobs. */
+export interface BatchSetup {
+  readonly transport: ModelJobTransport;
+  readonly policy: ModelPolicy;
+}
 
 /** What the host routes to: the clients, the policy over them, their prices and a label for people. */
 export interface ModelSetup {
@@ -22,6 +31,8 @@ export interface ModelSetup {
   readonly policy: ModelPolicy;
   readonly prices: PriceTable;
   readonly tiers: Readonly<Record<Tier, string>>;
+  /** The batch API, where the provider has one (Anthropic, OpenAI, the offline demo); absent, routines run as turns. */
+  readonly batch?: BatchSetup;
 }
 
 /**
@@ -38,10 +49,12 @@ export function tierPolicy(clientId: string, tiers: Readonly<Record<Tier, string
   };
 }
 
-export function demoSetup(): ModelSetup & { readonly demo: DemoModelClient } {
+export function demoSetup(): ModelSetup & { readonly demo: DemoModelClient; readonly batch: BatchSetup & { readonly transport: DemoBatchTransport } } {
   const demo = new DemoModelClient();
   const tiers = { fast: DEMO_MODEL, balanced: DEMO_MODEL, deep: DEMO_MODEL };
-  return { provider: "demo", offlineDemo: true, label: DEMO_LABEL, clients: [demo], policy: tierPolicy(demo.id, tiers), prices: DEMO_PRICES, tiers, demo };
+  const transport = new DemoBatchTransport();
+  const batch = { transport, policy: tierPolicy(transport.id, tiers) };
+  return { provider: "demo", offlineDemo: true, label: DEMO_LABEL, clients: [demo], policy: tierPolicy(demo.id, tiers), prices: DEMO_PRICES, tiers, demo, batch };
 }
 
 type Provider = Exclude<ProviderName, "demo">;
@@ -52,6 +65,8 @@ interface ProviderPlan {
   readonly cache: boolean;
   readonly prices: PriceTable | undefined;
   readonly client: (env: HostEnv) => ModelClient;
+  /** The provider's batch API under the same key as `client` (none: OpenRouter and local servers have none). */
+  readonly batch?: (env: HostEnv) => ModelJobTransport;
 }
 
 const PLANS: Readonly<Record<Provider, ProviderPlan>> = {
@@ -60,12 +75,14 @@ const PLANS: Readonly<Record<Provider, ProviderPlan>> = {
     cache: true,
     prices: ANTHROPIC_PRICES,
     client: (env) => createAnthropicClient({ apiKey: env.keys.anthropic }),
+    batch: (env) => createAnthropicBatchTransport({ apiKey: env.keys.anthropic }),
   },
   openai: {
     defaults: { fast: "gpt-5-mini", balanced: "gpt-5.4", deep: "gpt-5.5" },
     cache: false,
     prices: OPENAI_PRICES,
     client: (env) => createOpenAIChatClient({ apiKey: env.keys.openai }),
+    batch: (env) => createOpenAIBatchTransport({ apiKey: env.keys.openai }),
   },
   openrouter: {
     defaults: { fast: "openai/gpt-5-mini", balanced: "anthropic/claude-sonnet-4.6", deep: "anthropic/claude-sonnet-4.6" },
@@ -110,7 +127,10 @@ export function providerSetup(env: HostEnv, provider: Provider): ModelSetup {
   }
   const client = plan.client(env);
   const label = `${provider} (${[...new Set(Object.values(tiers))].join(", ")})`;
-  return { provider, offlineDemo: false, label, clients: [client], policy: tierPolicy(client.id, tiers, { cache: plan.cache }), prices, tiers };
+  const transport = plan.batch?.(env);
+  // Batch items carry no cache breakpoints: a batch tier's cache rates are not in every table.
+  const batch = transport ? { batch: { transport, policy: tierPolicy(transport.id, tiers) } } : {};
+  return { provider, offlineDemo: false, label, clients: [client], policy: tierPolicy(client.id, tiers, { cache: plan.cache }), prices, tiers, ...batch };
 }
 
 export async function selectModels(env: HostEnv): Promise<ModelSetup> {

@@ -1,9 +1,10 @@
 import { hostname } from "node:os";
-import type { OutputSink, RoutineInput, RoutineOutput, Scope } from "@alma-harness/core";
-import { intervalTrigger, type RoutineScheduler, type TickReport } from "@alma-harness/schedule";
-import { routineScheduler } from "@alma-harness/runtime";
+import type { BudgetCapsInput, Clock, OutputSink, Routine, RoutineInput, RoutineOutput, Scope } from "@alma-harness/core";
+import { intervalTrigger, type RoutineJobs, type RoutineScheduler, type TickReport } from "@alma-harness/schedule";
+import { routineJobs, routineScheduler, runtimeModelJobs } from "@alma-harness/runtime";
 import type { Runtime } from "@alma-harness/runtime";
-import type { Clinic } from "../agent/clinics.js";
+import type { Clinic, ClinicDesk } from "../agent/clinics.js";
+import type { ModelSetup } from "../models/select.js";
 
 /** The destination the example routines deliver to: each clinic's staff inbox. */
 export const STAFF_INBOX = "clinic-staff";
@@ -59,23 +60,29 @@ export function routineScope(org: string): Scope {
   return Object.freeze({ org, uid: ROUTINE_UID });
 }
 
+/** The system prompt of a nightly batch item (a batch item has no tools: it writes from its prompt alone). */
+export const NIGHTLY_SYSTEM = "You write the clinic staff's end-of-day summary: three short lines, plain text, no patient identifiers beyond what the request names.";
+/** A nightly summary's output ceiling (lowers the route's, never raises it). */
+export const NIGHTLY_MAX_OUTPUT_TOKENS = 400;
+
 /**
  * The example routine: every night at 22:00 (São Paulo), summarize each clinic's day for its
- * staff — one governed turn per clinic, under its own cap of five cents, at the front desk's
- * sensitivity (the day names patients). The lead switches `execution` to `job` (a provider batch
- * job through `RoutineJobs`) when the batch client is merged.
+ * staff, under its own cap of five cents, at the front desk's sensitivity (the day names patients).
+ * `execution: "job"` (the default): one provider batch job per clinic and night, at the batch price,
+ * submitted on the slot's tick and collected on a later one; `"turn"` where the provider has no
+ * batch API (OpenRouter, a local server): one governed turn.
  */
-export function nightlyRoutine(clinic: Clinic, createdAt: number): RoutineInput {
+export function nightlyRoutine(clinic: Clinic, createdAt: number, execution: Routine["execution"] = "job"): RoutineInput {
   return {
     scope: routineScope(clinic.org),
     id: NIGHTLY_ID,
-    goal: `Summarize today's day at ${clinic.name} for the staff: appointments booked and cancelled, and anything left to follow up. Use the clinic's tools; write three short lines.`,
+    goal: `Summarize today's day at ${clinic.name} for the staff: appointments booked and cancelled, and anything left to follow up. Write three short lines.`,
     intent: { tier: "balanced", sensitivity: "confidential", task: "nightly-summary" },
     schedule: { cron: "0 22 * * *", timeZone: "America/Sao_Paulo" },
     cap: { usd: 0.05, onExceeded: "block" },
     destination: STAFF_INBOX,
     catchUp: false,
-    execution: "turn",
+    execution,
     enabled: true,
     createdAt,
   };
@@ -94,12 +101,41 @@ export interface HostRoutines {
   stop(): Promise<void>;
 }
 
-export async function hostRoutines(runtime: Runtime, clinics: readonly Clinic[], clock: { now(): number }): Promise<HostRoutines> {
+/**
+ * The nightly routine's jobs: `routineJobs` over the runtime's own stores and trail key (so a job's
+ * items count toward the same session and clinic-day caps as the turns), the provider's batch
+ * transport and policy, the host's caps with each routine's cap as the job's `perTurnUsd`.
+ */
+export function nightlyJobs(runtime: Runtime, models: ModelSetup, caps: BudgetCapsInput | undefined, desk: ClinicDesk, clock?: Clock): RoutineJobs | undefined {
+  const batch = models.batch;
+  if (!batch) return undefined;
+  const base = { prices: models.prices, policyVersion: `routing-${models.provider}-batch-1`, transports: [batch.transport], policy: batch.policy, ...(clock ? { clock } : {}) };
+  return routineJobs((cap) => runtimeModelJobs(runtime, { ...base, caps: { ...caps, ...cap } }), {
+    system: NIGHTLY_SYSTEM,
+    maxOutputTokens: NIGHTLY_MAX_OUTPUT_TOKENS,
+    input: (work) => nightlyInput(desk, work),
+  });
+}
+
+const DAY_IN_CLINIC = new Intl.DateTimeFormat("en-CA", { timeZone: "America/Sao_Paulo", year: "numeric", month: "2-digit", day: "2-digit" });
+
+/** A nightly item's message: the goal, then the clinic's appointments of the slot's day (São Paulo), one line each. */
+export function nightlyInput(desk: ClinicDesk, work: { readonly scope: Scope; readonly goal: string; readonly slot: number }): string {
+  const day = DAY_IN_CLINIC.format(work.slot);
+  const lines = desk.dayOf(work.scope.org, day).map((a) => `- ${a.slotId.slice(11)} ${a.patientId} ${a.status}`);
+  return `${work.goal}\n\nThe day's appointments (${day}):\n${lines.length > 0 ? lines.join("\n") : "(none)"}`;
+}
+
+export async function hostRoutines(runtime: Runtime, clinics: readonly Clinic[], clock: { now(): number }, jobs?: RoutineJobs): Promise<HostRoutines> {
   const inbox = new StaffInbox();
-  const scheduler = routineScheduler(runtime, { sink: inbox, owner: `${hostname()}:${process.pid}`, clock });
+  const scheduler = routineScheduler(runtime, { sink: inbox, owner: `${hostname()}:${process.pid}`, clock, ...(jobs ? { jobs } : {}) });
+  const execution = jobs ? "job" : "turn";
   for (const clinic of clinics) {
-    // Saved once: a later start keeps the stored routine (and its createdAt), so slots never re-fire.
-    if (!(await scheduler.stores.routines.get(routineScope(clinic.org), NIGHTLY_ID))) await scheduler.saveRoutine(nightlyRoutine(clinic, clock.now()));
+    // Saved once: a later start keeps the stored routine (and its createdAt), so slots never re-fire;
+    // only its execution follows the provider (a batch API or none).
+    const stored = await scheduler.stores.routines.get(routineScope(clinic.org), NIGHTLY_ID);
+    if (!stored) await scheduler.saveRoutine(nightlyRoutine(clinic, clock.now(), execution));
+    else if (stored.execution !== execution) await scheduler.saveRoutine({ ...stored, execution });
   }
   let last: TickReport | null = null;
   let trigger: ReturnType<typeof intervalTrigger> | undefined;
