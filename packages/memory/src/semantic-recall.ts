@@ -81,8 +81,9 @@ export function semanticRecall(options: SemanticRecallOptions): RecallSource {
       const embedded = await embedGoverned(config, query, texts);
       if (embedded.status !== "semantic") return tell(config, embedded.status, fallback);
       const [q, ...rest] = embedded.vectors;
-      const episodes = ranked(found.episodes, rest.slice(0, found.episodes.length), q as readonly number[], query.limits.episodes);
-      const facts = ranked(found.facts, rest.slice(found.episodes.length), q as readonly number[], query.limits.facts);
+      // A recent episode the words missed is recalled only when it is similar at all (words found none of it).
+      const episodes = ranked(found.episodes, rest.slice(0, found.episodes.length), q as readonly number[], query.limits.episodes, found.episodesByWords);
+      const facts = ranked(found.facts, rest.slice(found.episodes.length), q as readonly number[], query.limits.facts, found.facts.length);
       return tell(config, "semantic", Object.freeze({ episodes: Object.freeze(episodes), facts: Object.freeze(facts) }));
     },
   };
@@ -146,10 +147,11 @@ function tell(config: Compiled, ranking: SemanticRanking, result: RecallResult):
   return result;
 }
 
-/** The candidates by cosine similarity to the query, ties in the lexical order, at most `limit`. */
-function ranked<T>(records: readonly T[], vectors: readonly (readonly number[])[], query: readonly number[], limit: number): T[] {
+/** The candidates by cosine similarity to the query, ties in the lexical order, at most `limit`; those from `kept` on only when similar (> 0). */
+function ranked<T>(records: readonly T[], vectors: readonly (readonly number[])[], query: readonly number[], limit: number, kept: number): T[] {
   return records
     .map((record, i) => ({ record, i, score: cosine(query, vectors[i] as readonly number[]) }))
+    .filter((x) => x.i < kept || x.score > 0)
     .sort((a, b) => b.score - a.score || a.i - b.i)
     .slice(0, limit)
     .map((x) => x.record);
