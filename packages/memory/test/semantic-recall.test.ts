@@ -114,6 +114,11 @@ describe("semanticRecall", () => {
     expect(ids(await t.source.recall(q))).toEqual(ids(await t.lexical.recall(q)));
     expect(t.embedding.requests).toHaveLength(0);
     expect(t.rankings).toEqual(["lexical_unpriced"]);
+    // Said on the cost trail too: one refused record at zero.
+    const costs = t.audit.trail("cost");
+    expect(costs).toHaveLength(1);
+    expect(costs[0]?.usdMicros).toBe(0);
+    expect(costs[0]?.refused?.reason).toBe("unpriced");
     expect((await t.journal.list(PATIENT, { resolved: true })).items).toHaveLength(0);
     expect((await t.settlements.spend.peek(PATIENT, "s-new", utcDay(t.clock.now()))).sessionMicros).toBe(0);
   });
@@ -178,6 +183,7 @@ describe("semanticRecall", () => {
     expect(ids(await under.source.recall(q))).toEqual(ids(await under.lexical.recall(q)));
     expect(under.embedding.requests).toHaveLength(0);
     expect(under.rankings).toEqual(["lexical_refused"]);
+    expect(under.audit.trail("cost").map((c) => [c.usdMicros, c.refused?.reason])).toEqual([[0, "cap"]]);
     expect((await under.journal.list(PATIENT, { resolved: true })).items).toHaveLength(0);
     expect((await under.settlements.spend.peek(PATIENT, "s-new", utcDay(under.clock.now()))).sessionMicros).toBe(0);
 
@@ -214,6 +220,21 @@ describe("semanticRecall", () => {
     expect(ids(await t.source.recall(query("   ", { limits: { episodes: 2, facts: 2 } })))).toEqual(ids(await t.lexical.recall(query("   ", { limits: { episodes: 2, facts: 2 } }))));
     expect(t.embedding.requests).toHaveLength(0);
     expect(t.rankings).toEqual(["lexical_only", "lexical_only"]);
+  });
+
+  it("a settlement that landed and then reported a failure: lexical order, spend moved once, nothing re-sent", async () => {
+    const t = await build();
+    const settle = t.settlements.settle.bind(t.settlements);
+    t.settlements.settle = async (input) => {
+      await settle(input);
+      throw new Error("connection reset after commit");
+    };
+    const q = query("which medicine can I not take, any allergies?");
+    expect(ids(await t.source.recall(q))).toEqual(ids(await t.lexical.recall(q)));
+    expect(t.rankings).toEqual(["lexical_failed"]);
+    expect(t.embedding.requests).toHaveLength(1);
+    const tokens = (t.embedding.requests[0] as string[]).join(" ").match(/[\p{L}\p{N}]+/gu)?.length ?? 0;
+    expect((await t.settlements.spend.peek(PATIENT, "s-new", utcDay(t.clock.now()))).sessionMicros).toBe(tokens * 100);
   });
 
   it("an embedding answering off its shape (a vector short) is not used", async () => {
