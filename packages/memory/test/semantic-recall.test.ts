@@ -237,6 +237,29 @@ describe("semanticRecall", () => {
     expect((await t.settlements.spend.peek(PATIENT, "s-new", utcDay(t.clock.now()))).sessionMicros).toBe(tokens * 100);
   });
 
+  it("a recall already cancelled sends nothing: lexical order, the claim ended not dispatched", async () => {
+    const t = await build();
+    const ac = new AbortController();
+    ac.abort(new Error("cancelled"));
+    const q = query("which medicine can I not take, any allergies?", { signal: ac.signal });
+    expect(ids(await t.source.recall(q))).toEqual(ids(await t.lexical.recall(query(q.text))));
+    expect(t.embedding.requests).toHaveLength(0);
+    expect(t.rankings).toEqual(["lexical_failed"]);
+    expect(t.audit.trail("cost")).toHaveLength(0);
+  });
+
+  it("8 concurrent recalls are 8 calls, each settled once under its own operation", async () => {
+    const t = await build();
+    const q = query("which medicine can I not take, any allergies?");
+    const results = await Promise.all(Array.from({ length: 8 }, () => t.source.recall(q)));
+    for (const r of results) expect(ids(r)).toEqual({ episodes: ["patient-1-cats"], facts: ["patient-1-penicillin"] });
+    const tokens = (t.embedding.requests[0] as string[]).join(" ").match(/[\p{L}\p{N}]+/gu)?.length ?? 0;
+    expect((await t.settlements.spend.peek(PATIENT, "s-new", utcDay(t.clock.now()))).sessionMicros).toBe(8 * tokens * 100);
+    const costs = t.audit.trail("cost");
+    expect(new Set(costs.map((c) => c.operationId)).size).toBe(8);
+    expect(costs).toHaveLength(8);
+  });
+
   it("an embedding answering off its shape (a vector short) is not used", async () => {
     const t = await build();
     t.embedding.embed = async (request) => ({ vectors: request.texts.slice(1).map(() => [1, 0]), usage: { inputTokens: 3 } });
