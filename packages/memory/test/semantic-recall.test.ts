@@ -192,6 +192,20 @@ describe("semanticRecall", () => {
     expect(at.rankings).toEqual(["semantic"]);
   });
 
+  it("a session block cap counts the session's settled embeddings: the second recall that would pass it is refused, lexical order", async () => {
+    const probe = await build();
+    const q = query("which medicine can I not take, any allergies?");
+    await probe.source.recall(q);
+    const worst = worstCaseMicros(PRICES, { clientId: "concept-embed", model: MODEL, maxOutputTokens: 1, cache: false }, embeddingRequest(MODEL, probe.embedding.requests[0] as string[])) as number;
+    const t = await build({ caps: { perSessionUsd: { usd: worst / 1e6, onExceeded: "block" } } });
+    expect(ids(await t.source.recall(q))).toEqual({ episodes: ["patient-1-cats"], facts: ["patient-1-penicillin"] });
+    expect(ids(await t.source.recall(q))).toEqual(ids(await t.lexical.recall(q)));
+    expect(t.rankings).toEqual(["semantic", "lexical_refused"]);
+    expect(t.embedding.requests).toHaveLength(1);
+    // Another session of the same tenant is not counted against this one.
+    expect(ids(await t.source.recall({ ...q, sessionId: "s-other" }))).toEqual({ episodes: ["patient-1-cats"], facts: ["patient-1-penicillin"] });
+  });
+
   it("never returns another scope's record or one above the ceiling, across 1,024 attempts", async () => {
     const t = await build();
     const texts = ["any allergies?", "medicine I cannot take", "restricted drug rash", "patient-2 coffee daughter", "weekend trip", "penicillin patient-1 patient-2"];
