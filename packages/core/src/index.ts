@@ -45,6 +45,7 @@ export * from "./stores/settlements.js";
 export * from "./stores/labels.js";
 export * from "./stores/usage-inbox.js";
 export * from "./stores/memory-records.js";
+export * from "./stores/embedding.js";
 export * from "./stores/normalize-memory.js";
 export * from "./stores/model-jobs.js";
 export * from "./model-jobs.js";
