@@ -1,7 +1,8 @@
 import type { ConversationConfig, ConversationRunner, ConversationStores, ExpiredRelease, RecordEventsRequest } from "@alma-harness/conversation";
 import { createConversationRunner } from "@alma-harness/conversation";
-import { type BudgetCapsInput, type EpisodeStore, type ErasureReport, type MemoryErasure, normalizeScope, type ProfileStore, resolveTrailKey, type Scope, scopePath, type TrailKey, ValidationError } from "@alma-harness/core";
-import { createMemoryErasure, type MemoryHostErasure, storeRecall } from "@alma-harness/memory";
+import { type BudgetCapsInput, type EmbeddingClient, type EpisodeStore, type ErasureReport, type MemoryErasure, normalizeScope, type ProfileStore, resolveTrailKey, type Scope, scopePath, type TrailKey, ValidationError } from "@alma-harness/core";
+import { createMemoryErasure, type MemoryHostErasure, semanticRecall, storeRecall } from "@alma-harness/memory";
+import { governedCallsOver } from "./model-jobs.js";
 import type { GovernedStepRunner } from "@alma-harness/single-call";
 import { stepRunnerOf } from "./steps.js";
 
@@ -12,8 +13,20 @@ import { stepRunnerOf } from "./steps.js";
 type RecallConfig = NonNullable<ConversationConfig["recall"]>;
 type ExtractionConfig = NonNullable<ConversationConfig["extraction"]>;
 
+/**
+ * Semantic ranking for recall (`semanticRecall` of `@alma-harness/memory`): the stores' lexical
+ * candidates re-ranked by an `EmbeddingClient`, the embedding a governed call of its own over the
+ * runtime's stores, priced by the runtime's price table (which must price `model`; unpriced, recall
+ * stays lexical).
+ */
+export interface RuntimeEmbedding {
+  readonly client: EmbeddingClient;
+  readonly model: string;
+  readonly candidates?: number;
+}
+
 export interface RuntimeMemory {
-  readonly recall?: Omit<RecallConfig, "source"> & { readonly source?: RecallConfig["source"] };
+  readonly recall?: Omit<RecallConfig, "source"> & { readonly source?: RecallConfig["source"]; readonly embedding?: RuntimeEmbedding };
   readonly extraction?: Omit<ExtractionConfig, "stores">;
 }
 
@@ -64,6 +77,24 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
+/** `memory.recall` bound to the set: its own source, else semantic ranking when an embedding is given, else `storeRecall`. */
+function recallOver(config: RuntimeConfig, given: NonNullable<RuntimeMemory["recall"]>, stores: RuntimeStores): RecallConfig {
+  const { embedding, source, ...bounds } = given;
+  if (source !== undefined && embedding !== undefined) throw new ValidationError("memory", "one_source", "give recall a source or an embedding, not both");
+  if (source !== undefined) return { ...bounds, source };
+  if (embedding === undefined) return { ...bounds, source: storeRecall(stores) };
+  const calls = governedCallsOver(stores, { prices: config.prices, caps: config.caps, policyVersion: config.policyVersion, ...(config.clock ? { clock: config.clock } : {}) });
+  const semantic = semanticRecall({
+    stores,
+    embedding: embedding.client,
+    calls,
+    model: embedding.model,
+    trailKey: resolveTrailKey(config.trailKey),
+    ...(embedding.candidates !== undefined ? { candidates: embedding.candidates } : {}),
+  });
+  return { ...bounds, source: semantic };
+}
+
 /** The runner's configuration: `memory`'s recall and extraction bound to the set's memory stores. */
 function runnerConfig(config: RuntimeConfig, stores: RuntimeStores): ConversationConfig {
   const { memory, ...rest } = config;
@@ -71,7 +102,7 @@ function runnerConfig(config: RuntimeConfig, stores: RuntimeStores): Conversatio
   if ((memory.recall && rest.recall) || (memory.extraction && rest.extraction)) {
     throw new ValidationError("memory", "one_recall", "give recall and extraction either in `memory` or on their own, not both");
   }
-  const recall = memory.recall ? { ...memory.recall, source: memory.recall.source ?? storeRecall(stores) } : rest.recall;
+  const recall = memory.recall ? recallOver(config, memory.recall, stores) : rest.recall;
   const extraction = memory.extraction ? { ...memory.extraction, stores } : rest.extraction;
   return { ...rest, stores, ...(recall ? { recall } : {}), ...(extraction ? { extraction } : {}) };
 }

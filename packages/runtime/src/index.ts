@@ -1,4 +1,4 @@
-export { compose, type Runtime, type RuntimeConfig, type RuntimeMemory, type RuntimeStores } from "./compose.js";
+export { compose, type Runtime, type RuntimeConfig, type RuntimeEmbedding, type RuntimeMemory, type RuntimeStores } from "./compose.js";
 export { type MemoryRuntimeStores, memory, memoryStores } from "./memory.js";
 export { postgres } from "./postgres.js";
 export { sqlite } from "./sqlite.js";

@@ -46,16 +46,7 @@ export interface ModelJobsConfig {
  */
 export function modelJobs(config: ModelJobsConfig): ModelJobClient {
   const { stores } = config;
-  const calls = new GovernedCalls({
-    journal: stores.journal,
-    settlements: stores.settlements,
-    spend: stores.spend,
-    prices: config.prices,
-    caps: normalizeBudgetCaps(config.caps),
-    policyVersion: config.policyVersion,
-    audit: stores.audit,
-    ...(config.clock ? { clock: config.clock } : {}),
-  });
+  const calls = governedCallsOver(stores, config);
   return new ModelJobClient({
     calls,
     jobs: stores.modelJobs,
@@ -64,6 +55,27 @@ export function modelJobs(config: ModelJobsConfig): ModelJobClient {
     trailKey: config.trailKey,
     ...(config.clock ? { clock: config.clock } : {}),
     ...(config.windowMs !== undefined ? { windowMs: config.windowMs } : {}),
+  });
+}
+
+/**
+ * A `GovernedCalls` of its own over a runtime's journal, settlements, spend and audit: what a call
+ * made beside the turns (a batch job's items, a recall's embedding) is governed by, so its spend and
+ * reservations count toward the same session and tenant-day caps as the turns'.
+ */
+export function governedCallsOver(
+  stores: Pick<ModelJobStores, "journal" | "settlements" | "spend" | "audit">,
+  config: { readonly prices: PriceTable; readonly caps?: BudgetCapsInput; readonly policyVersion: string; readonly clock?: Clock },
+): GovernedCalls {
+  return new GovernedCalls({
+    journal: stores.journal,
+    settlements: stores.settlements,
+    spend: stores.spend,
+    prices: config.prices,
+    caps: normalizeBudgetCaps(config.caps),
+    policyVersion: config.policyVersion,
+    audit: stores.audit,
+    ...(config.clock ? { clock: config.clock } : {}),
   });
 }
 
