@@ -7,6 +7,7 @@ import { routineSessionId } from "@alma-harness/core";
 import { ManualClock } from "@alma-harness/core/testing";
 import type { RoutineWork } from "@alma-harness/schedule";
 import { afterAll, describe, expect, it } from "vitest";
+import { routineOf } from "@alma-harness/testing";
 import { memory, type Runtime, routineJobId, routineJobs, routineScheduler, runtimeModelJobs, sqlite } from "../src/index.js";
 import { DEPLOYMENT } from "./workers/deployment.js";
 
@@ -21,20 +22,8 @@ const dir = mkdtempSync(join(tmpdir(), "alma-rt-routine-jobs-"));
 let files = 0;
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const routine = (over: Partial<Routine> = {}): Routine => ({
-  scope: SCOPE,
-  id: "clinic-day",
-  goal: "Summarize the clinic's day.",
-  intent: { tier: "balanced", sensitivity: "internal" },
-  schedule: { cron: "0 22 * * *", timeZone: "America/Sao_Paulo" },
-  cap: { usd: 0.01, onExceeded: "block" },
-  destination: "staff-inbox",
-  catchUp: false,
-  execution: "job",
-  enabled: true,
-  createdAt: T0,
-  ...over,
-});
+const routine = (over: Partial<Routine> = {}): Routine =>
+  routineOf("clinic-day", { scope: SCOPE, goal: "Summarize the clinic's day.", intent: { tier: "balanced", sensitivity: "internal" }, cap: { usd: 0.01, onExceeded: "block" }, catchUp: false, execution: "job", createdAt: T0, ...over });
 
 /** A streaming model that must never be called on the job path. */
 const NEVER: ModelClient = {

@@ -10,6 +10,7 @@ import { scriptedText } from "@alma-harness/loop/testing";
 import { createPostgresStores } from "@alma-harness/store-postgres";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
+import { routineOf } from "@alma-harness/testing";
 import { memory, postgres, type Runtime, routineScheduler, sqlite } from "../src/index.js";
 import { DEPLOYMENT } from "./workers/deployment.js";
 
@@ -31,20 +32,8 @@ afterAll(async () => {
   }
 });
 
-const routine = (over: Partial<Routine> = {}): Routine => ({
-  scope: SCOPE,
-  id: "daily-summary",
-  goal: "Summarize today's appointments.",
-  intent: { tier: "balanced", sensitivity: "internal" },
-  schedule: { cron: "0 22 * * *", timeZone: "America/Sao_Paulo" },
-  cap: { usd: 0.01, onExceeded: "block" },
-  destination: "staff-inbox",
-  catchUp: true,
-  execution: "turn",
-  enabled: true,
-  createdAt: T0,
-  ...over,
-});
+const routine = (over: Partial<Routine> = {}): Routine =>
+  routineOf("daily-summary", { scope: SCOPE, goal: "Summarize today's appointments.", intent: { tier: "balanced", sensitivity: "internal" }, cap: { usd: 0.01, onExceeded: "block" }, catchUp: true, execution: "turn", createdAt: T0, ...over });
 
 function host(clock: ManualClock) {
   let calls = 0;
