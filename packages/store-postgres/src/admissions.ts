@@ -20,6 +20,7 @@ import {
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
 import { scopeFencedIn } from "./fences.js";
+import { lockKey } from "./pg.js";
 
 const BY_ID = "SELECT * FROM admissions WHERE scope = $1 AND admission_id = $2";
 const HOLDER = "SELECT * FROM admissions WHERE scope = $1 AND session_id = $2 AND state IN ('active', 'uncertain')";
@@ -30,10 +31,23 @@ const HOLDER = "SELECT * FROM admissions WHERE scope = $1 AND session_id = $2 AN
  */
 export class PgAdmissionStore extends AdmissionTransitions implements AdmissionStore {
   readonly #db: Conn;
+  readonly #schema: string;
 
-  constructor(pool: pg.Pool | Conn) {
+  /** `schema` namespaces the fence lock keys (advisory locks are database-wide). */
+  constructor(pool: pg.Pool | Conn, schema = "public") {
     super();
     this.#db = asConn(pool);
+    this.#schema = schema;
+  }
+
+  /**
+   * The tenant's fence lock: an admission takes it shared in the statement before its insert, a
+   * fence takes it exclusive before its own. So a fence waits for every admission in flight (whose
+   * row it then sees and locks), and an admission that waits behind a fence reads the fence in a
+   * statement that starts after the fence committed: none is admitted past a fence that returned.
+   */
+  #fenceLock(org: string, mode: "shared" | "exclusive"): string {
+    return `SELECT pg_advisory_xact_lock${mode === "shared" ? "_shared" : ""}(${lockKey(this.#schema, "scope-fence", org)})`;
   }
 
   async admit(input: Parameters<AdmissionStore["admit"]>[0]): Promise<AdmitResult> {
@@ -41,11 +55,15 @@ export class PgAdmissionStore extends AdmissionTransitions implements AdmissionS
     // Insert-or-nothing, then read why: a holder that ends in between makes the reads miss, so retry.
     for (let attempt = 0; attempt < 8; attempt++) {
       // A fenced scope inserts nothing; a holder is looked for first below, so it still answers busy.
-      const inserted = await this.#db.write<AdmissionRow>(
-        `INSERT INTO admissions (scope, admission_id, session_id, root_key, kind, state, created_at, deadline_at)
-         SELECT $1, $2, $3, $4, $5, 'active', $6, $7 WHERE NOT EXISTS (SELECT 1 FROM scope_fences WHERE target IN ($8, $9))
-         ON CONFLICT DO NOTHING RETURNING *`,
-        [key, a.admissionId, a.sessionId, a.rootKey, a.kind, a.now, a.deadlineAt, ...coveringFenceKeys(key)],
+      const inserted = await this.#db.transaction(
+        (tx) =>
+          tx.query<AdmissionRow>(
+            `INSERT INTO admissions (scope, admission_id, session_id, root_key, kind, state, created_at, deadline_at)
+             SELECT $1, $2, $3, $4, $5, 'active', $6, $7 WHERE NOT EXISTS (SELECT 1 FROM scope_fences WHERE target IN ($8, $9))
+             ON CONFLICT DO NOTHING RETURNING *`,
+            [key, a.admissionId, a.sessionId, a.rootKey, a.kind, a.now, a.deadlineAt, ...coveringFenceKeys(key)],
+          ),
+        { locks: this.#fenceLock(a.scope.org, "shared") },
       );
       const row = inserted.rows[0];
       if (row) return admitted(row);
@@ -95,6 +113,7 @@ export class PgAdmissionStore extends AdmissionTransitions implements AdmissionS
     const scopeArg = f.target.uid === undefined ? f.target.org.replace(/[\\%_]/g, "\\$&") : `${f.target.org}/${f.target.uid}`;
     return this.#db.transaction(
       async (tx) => {
+        await tx.query(this.#fenceLock(f.target.org, "exclusive"));
         await tx.query("INSERT INTO scope_fences (target, org, reason, fenced_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", [target, f.target.org, f.reason, f.now]);
         await tx.query(`SELECT admission_id FROM admissions WHERE state IN ('active', 'uncertain') AND ${covered} ORDER BY scope, admission_id FOR UPDATE`, [scopeArg]);
         const { rows } = await tx.query<FenceRow>("SELECT * FROM scope_fences WHERE target = $1", [target]);

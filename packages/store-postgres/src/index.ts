@@ -116,7 +116,7 @@ export function buildStores(
   const on = db.on(main);
   const execution = new PgExecutionStore(on, schemas.schema);
   return Object.freeze({
-    admissions: new PgAdmissionStore(on),
+    admissions: new PgAdmissionStore(on, schemas.schema),
     sessions: new PgSessionStore(on),
     execution,
     journal: execution,
