@@ -14,16 +14,13 @@ import {
   type ModelChoice,
   type ModelClient,
   type ModelRequest,
-  normalizePriceTable,
   type PriceTable,
   ProviderError,
   type RejectionKind,
-  persistentBlockLimits,
   type ReservationLimits,
   type Scope,
   type Sensitivity,
   type SpendStore,
-  systemClock,
   type Tier,
   type TrailValue,
   trailJoin,
@@ -31,16 +28,16 @@ import {
   type UnpricedReason,
   type UsageInbox,
   utcDay,
-  validateId,
   worstCaseMicros,
 } from "@alma-harness/core";
 import { type Ledger, ledger, TurnAccount } from "./account.js";
 import { dispatchAndSettle } from "./call.js";
 import { DeferredCalls } from "./deferred.js";
 import { UncertainCallError } from "./errors.js";
-import { LateUsage } from "./late-usage.js";
+import type { LateUsage } from "./late-usage.js";
+import { resolveConfig } from "./resolve-config.js";
 import { provenUnsent } from "./retry.js";
-import { checkConsumers, checkNormalizedCaps, unpricedBeforeDispatch } from "./preflight.js";
+import { unpricedBeforeDispatch } from "./preflight.js";
 import type { StepOutput } from "./stream-validate.js";
 import { refusedTrail, requestTrails } from "./trails.js";
 
@@ -168,47 +165,6 @@ export interface Admitted {
 export interface SpendBefore {
   readonly sessionMicros: number;
   readonly tenantDayMicros: number;
-}
-
-const STORE_METHODS: readonly [keyof GovernedCallsConfig, readonly string[]][] = [
-  ["journal", ["claim", "dispatch", "receive", "settle", "complete", "cancelPrepared"]],
-  ["settlements", ["settle"]],
-  ["spend", ["peek"]],
-  ["audit", ["append"]],
-];
-
-function positive(name: string, value: number): number {
-  if (!Number.isSafeInteger(value) || value < 1) throw new TypeError(`${name} must be a positive integer`);
-  return value;
-}
-
-function resolveConfig(config: GovernedCallsConfig): ResolvedCallsConfig {
-  if (config === null || typeof config !== "object") throw new TypeError("GovernedCalls needs a configuration");
-  for (const [name, methods] of STORE_METHODS) {
-    const store = config[name] as unknown as Record<string, unknown> | undefined;
-    if (!store || methods.some((m) => typeof store[m] !== "function")) throw new TypeError(`GovernedCalls: ${name} is not a ${name} store`);
-  }
-  const caps = checkNormalizedCaps(config.caps);
-  if (config.cacheKey !== undefined && typeof config.cacheKey !== "function") throw new TypeError("GovernedCalls: cacheKey must be a function");
-  const limits = persistentBlockLimits(caps);
-  const reserves = limits.perSessionUsd !== undefined || limits.perTenantDayUsd !== undefined;
-  const { usageInbox, lateUsageGraceMs, ...rest } = config;
-  const clock = config.clock ?? systemClock;
-  return Object.freeze({
-    ...rest,
-    late: usageInbox === undefined ? undefined : new LateUsage(usageInbox, clock, lateUsageGraceMs),
-    prices: normalizePriceTable(config.prices),
-    caps,
-    policyVersion: validateId("policyVersion", config.policyVersion),
-    consumers: checkConsumers(config.consumers),
-    dispatchDeadlineMs: positive("dispatchDeadlineMs", config.dispatchDeadlineMs ?? 15 * 60_000),
-    reservationHoldMs: positive("reservationHoldMs", config.reservationHoldMs ?? 86_400_000),
-    clock,
-    limits,
-    peeks: caps.perSessionUsd !== undefined || caps.perTenantDayUsd !== undefined,
-    blocks: caps.perTurnUsd?.onExceeded === "block" || reserves,
-    reserves,
-  });
 }
 
 /**
