@@ -28,7 +28,7 @@ const nothingLoaded = (name: string) => !(CLINIC.find((x) => x.name === name)?.d
 describe("terms: what the ranking compares", () => {
   it("splits names at joiners and case changes, stems, drops function words and bare numbers", () => {
     expect(termsOf("The pods of 3 Releases")).toEqual(["pod", "releas"]);
-    expect(termsOf("parseConfig")).toEqual(["pars", "config"]);
+    expect(termsOf("parseConfig")).toEqual(["pars", "config", "parseconfig"]);
     expect(termsOf("create_invoice")).toEqual(["~create_invoice", "creat", "invoic"]);
     expect(termsOf("get-current-time")).toEqual(["~get_current_time", "get", "current", "tim"]);
   });
@@ -250,7 +250,9 @@ describe("the catalog's own words: servers, split names, word beginnings, verbs"
     const hub = catalogOf([t("github__list_tags", "Lists tags in a GitHub repository."), t("git__git_tag", "Lists local tags."), t("git__git_log", "Shows the log.")]);
     expect(hub.index.servers.has("github")).toBe(true);
     const names = (words?: string[]) => score(hub.index, termsOf("GitHub tags"), 1, words).map((s) => hub.tools[s.index]?.name);
-    expect(names()).toContain("git__git_tag");
+    // A word in camel case is also the word whole, so the query's own terms name the server.
+    expect(termsOf("GitHub")).toEqual(["git", "hub", "github"]);
+    expect(names()).toEqual(["github__list_tags"]);
     expect(names(["github", "git", "hub", "tags"])).toEqual(["github__list_tags"]);
     expect(findTools(hub, () => false, { query: "GitHub tags" }).loaded).toEqual(["github__list_tags"]);
   });
@@ -267,6 +269,50 @@ describe("the catalog's own words: servers, split names, word beginnings, verbs"
     expect(findTools(strict, () => false, { query: "shipment tracking" }).loaded).toEqual(["ship__get_tracking"]);
     expect(findTools(strict, () => false, { query: "update the shipment tracking" }).loaded).toEqual(["ship__update_tracking"]);
     expect(findTools(strict, () => false, { query: "unassign the shipment tracking" }).loaded).toEqual(["ship__get_tracking", "ship__update_tracking"]);
+  });
+});
+
+describe("names that say more of the query, shared names, word forms", () => {
+  it("a near tie whose name says less of the query than the best's stays out; one whose name says more leads", () => {
+    const git = catalogOf([t("git__git_diff_staged", "Shows staged changes."), t("git__git_diff_unstaged", "Shows changes not yet staged.")]);
+    expect(findTools(git, () => false, { query: "git diff staged" }).loaded).toEqual(["git__git_diff_staged"]);
+    const jira = catalogOf([
+      t("jira__get_transitions", "Gets the transitions of an issue: each transition moves the issue to a status, transition by transition."),
+      t("jira__transition_issue", "Moves an issue to a status."),
+    ]);
+    expect(findTools(jira, () => false, { query: "transition issue status" }).loaded).toEqual(["jira__transition_issue"]);
+    // Without the rule both are near ties and the higher score loads first.
+    expect(findTools(jira, () => false, { query: "transition status" }).loaded).toEqual(["jira__get_transitions", "jira__transition_issue"]);
+  });
+
+  it("when the best match is callable already, a near tie whose name says less still loads", () => {
+    const plans = catalogOf([t("pay__create_subscription_plan", "Creates a plan for a subscription."), t("pay__create_subscription", "Creates a subscription to a plan.")]);
+    expect(findTools(plans, () => false, { query: "create subscription plan" }).loaded).toEqual(["pay__create_subscription_plan"]);
+    expect(findTools(plans, (n) => n === "pay__create_subscription_plan", { query: "create subscription plan" }).loaded).toEqual(["pay__create_subscription"]);
+  });
+
+  it("a shared short name in a query loads the sharers its other words match; with no such word, every sharer stays", () => {
+    // OpenShift is a common word here (four tools of five say it), so it weighs little against the shared name.
+    const shared = catalogOf([
+      t("hub__projects_list", "Lists projects of a user."),
+      t("kube__projects_list", "Lists the OpenShift projects in the cluster."),
+      ...["get", "delete", "create"].map((verb) => t(`kube__resources_${verb}`, `Works on an OpenShift or Kubernetes resource (${verb}).`)),
+    ]);
+    expect(findTools(shared, () => false, { query: "projects_list openshift" }).loaded).toEqual(["kube__projects_list"]);
+    expect(findTools(shared, () => false, { query: "projects_list" }).loaded).toEqual(["hub__projects_list", "kube__projects_list"]);
+    expect(findTools(shared, () => false, { query: "projects_list zebra" }).loaded).toEqual(["hub__projects_list", "kube__projects_list"]);
+  });
+
+  it("a camel-case word is also the word whole; a long word meets a name word that differs only from its last letter", () => {
+    expect(termsOf("OpenShift")).toEqual(["open", "shift", "openshift"]);
+    const subs = catalogOf([t("pay__create_subscription", "Creates one for a customer."), t("pay__list_customers", "Lists customers.")]);
+    expect(findTools(subs, () => false, { query: "subscribe the customer" }).loaded[0]).toBe("pay__create_subscription");
+  });
+
+  it("a word naming the state of a thing makes an opening verb a noun: the query asks neither to write nor only to read", () => {
+    expect(moodOf(termsOf("refund status"))).toBe("any");
+    expect(moodOf(termsOf("refund the payment"))).toBe("write");
+    expect(moodOf(termsOf("comment on the page"))).toBe("write");
   });
 });
 

@@ -77,7 +77,7 @@ function nameTerms(name: string): { readonly prefix: readonly string[]; readonly
  * A short-name part the catalog's own words spell in two (`usergroups`, `freebusy`, `breadcrumbs`):
  * the two words, when both occur among the granted tools' terms; else nothing.
  */
-function splitOf(part: string, vocabulary: ReadonlySet<string>): readonly string[] {
+function splitOf(part: string, vocabulary: { has(term: string): boolean; readonly size: number }): readonly string[] {
   if (part.startsWith(COMPOUND) || vocabulary.size === 0 || part.length < 2 * SPLIT_MIN) return [];
   for (let at = SPLIT_MIN; at <= part.length - SPLIT_MIN; at++) {
     const [head, tail] = [part.slice(0, at), part.slice(at)];
@@ -86,6 +86,12 @@ function splitOf(part: string, vocabulary: ReadonlySet<string>): readonly string
     if (found !== undefined && rest !== undefined) return [found, rest];
   }
   return [];
+}
+
+/** A query term no granted tool has, as the two catalog words it joins (`openshift`: open, shift), or itself. */
+function splitOrSelf(term: string, vocabulary: ReadonlyMap<string, number>): readonly string[] {
+  const halves = splitOf(term, vocabulary);
+  return halves.length === 2 ? halves : [term];
 }
 
 export function buildIndex(tools: readonly { readonly name: string; readonly description: string }[], nameWeight: number): Bm25Index {
@@ -159,6 +165,18 @@ function withPrefix(sorted: readonly string[], prefix: string): string[] {
   return out;
 }
 
+/** A term of this many letters or more also matches name terms that differ from it only from its last letter on. */
+const DERIVED_MIN = 6;
+
+/**
+ * The longer name terms a query term begins ("doc" -> "documentation"), and, from `DERIVED_MIN`
+ * letters, those that share all but its last letter (`subscrib` -> `subscription`).
+ */
+function nameStems(index: Bm25Index, term: string): string[] {
+  const stemOf = term.length >= DERIVED_MIN ? term.slice(0, -1) : term;
+  return withPrefix(index.sortedNames, stemOf).filter((known) => known !== term && known.length > stemOf.length && (known.startsWith(term) || term.length >= DERIVED_MIN));
+}
+
 /**
  * Resolves the query's distinct terms; an unknown term falls back to the terms it begins, at half
  * weight. A term no granted tool has weighs `unknownWeight` of the rarest word's idf in coverage.
@@ -166,21 +184,22 @@ function withPrefix(sorted: readonly string[], prefix: string): string[] {
 function resolve(index: Bm25Index, terms: readonly string[], unknownWeight: number): QueryTerm[] {
   const out: QueryTerm[] = [];
   const unseenWeight = unknownWeight * idf(index, 0);
-  for (const term of new Set(terms)) {
+  for (const term of new Set(terms.flatMap((t) => (index.df.has(t) ? [t] : splitOrSelf(t, index.df))))) {
     const df = index.df.get(term);
     if (df !== undefined) {
       const w = idf(index, df);
       const matches = [{ term, idf: w, factor: 1 }];
       // A known word that begins a longer name word matches it too ("doc" -> "documentation").
       if (term.length >= PREFIX_MIN && !term.startsWith(COMPOUND)) {
-        for (const known of withPrefix(index.sortedNames, term)) if (known.length > term.length) matches.push({ term: known, idf: idf(index, index.df.get(known) ?? 1), factor: PREFIX_FACTOR });
+        for (const known of nameStems(index, term)) matches.push({ term: known, idf: idf(index, index.df.get(known) ?? 1), factor: PREFIX_FACTOR });
       }
       out.push({ matches, weight: w });
       continue;
     }
     const matches: { term: string; idf: number; factor: number }[] = [];
     if (term.length >= PREFIX_MIN && !term.startsWith(COMPOUND)) {
-      for (const known of withPrefix(index.sortedTerms, term)) matches.push({ term: known, idf: idf(index, index.df.get(known) ?? 1), factor: PREFIX_FACTOR });
+      const begun = withPrefix(index.sortedTerms, term);
+      for (const known of new Set([...begun, ...nameStems(index, term)])) matches.push({ term: known, idf: idf(index, index.df.get(known) ?? 1), factor: PREFIX_FACTOR });
     }
     // A compound term is the short name spelled whole: its parts carry the meaning when no tool has it.
     if (!term.startsWith(COMPOUND)) out.push({ matches, weight: unseenWeight });
@@ -250,7 +269,7 @@ export function score(index: Bm25Index, terms: readonly string[], unknownWeight 
       s += parts[i * width + at] as number;
       covered += (query[at] as QueryTerm).weight * (factors[i * width + at] as number);
     }
-    if (s > 0) out.push({ index: i, score: s, coverage: totalWeight > 0 ? covered / totalWeight : 0, parts: parts.subarray(i * width, (i + 1) * width), named: named.subarray(i * width, (i + 1) * width) });
+    if (s > 0) out.push({ index: i, score: s, coverage: totalWeight > 0 ? covered / totalWeight : 0, parts: parts.subarray(i * width, (i + 1) * width), named: named.subarray(i * width, (i + 1) * width)});
   }
   return out;
 }

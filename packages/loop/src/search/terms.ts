@@ -49,11 +49,14 @@ export function stem(word: string): string {
 export function partsOf(word: string): string[] {
   const out: string[] = [];
   for (const piece of word.split(JOINERS)) {
-    for (const part of piece.replace(CASE_CHANGE, "$1 $2").split(" ")) {
+    const split = piece.replace(CASE_CHANGE, "$1 $2").split(" ");
+    for (const part of split) {
       const lower = part.toLowerCase();
       if (lower.length < 2 || DIGITS.test(lower) || STOPWORDS.has(lower)) continue;
       out.push(stem(lower));
     }
+    // A word written in camel case is also the word whole (`OpenShift` is open, shift and openshift).
+    if (split.length > 1 && !DIGITS.test(piece)) out.push(stem(piece.toLowerCase()));
   }
   return out;
 }

@@ -202,6 +202,8 @@ function queryLoads(findings: Findings, query: string, limit: number): void {
   const rest: string[] = [];
   const restWords: string[] = [];
   const all: string[] = [];
+  const shared: number[] = [];
+  const others: string[] = [];
   let loadedByName = 0;
   for (const word of wordsOf(withoutValues(query))) {
     const tool = findings.name(word, false);
@@ -210,6 +212,9 @@ function queryLoads(findings: Findings, query: string, limit: number): void {
     termsOfWord(word, all);
     if (tool === undefined) {
       termsOfWord(word, rest);
+      const sharers = resolveName(catalog, word);
+      if (sharers && "ambiguous" in sharers) shared.push(...sharers.ambiguous);
+      else termsOfWord(word, others);
       // A server is named by its word whole ("GitHub" is also the parts git, hub).
       restWords.push(word.toLowerCase(), ...partsOf(word));
       continue;
@@ -223,8 +228,9 @@ function queryLoads(findings: Findings, query: string, limit: number): void {
   const { ranking } = catalog;
   const mood = moodOf(rest);
   const [penalised, penalty] = mood === "write" ? [catalog.reads, ranking.readPenalty] : mood === "read" ? [catalog.writes, ranking.writePenalty] : [catalog.reads, 0];
+  const outvoted = outvotedSharers(catalog, shared, others);
   const ranked = score(catalog.index, rest, ranking.unknownWeight, restWords)
-    .filter((s) => !findings.seen.has(s.index) && !isStray(s, ranking))
+    .filter((s) => !findings.seen.has(s.index) && !isStray(s, ranking) && !outvoted.has(s.index))
     .map((s) => (penalty > 0 && penalised[s.index] ? { ...s, score: s.score * (1 - penalty) } : s));
   const top = best(ranked);
   if (!top || top.coverage < ranking.minCoverage) return;
@@ -232,10 +238,26 @@ function queryLoads(findings: Findings, query: string, limit: number): void {
   const bar = Math.max(ranking.relative * Math.max(top.score, namedTop), catalog.floorScore);
   const cover = ranking.coverageRatio * top.coverage;
   const eligible = ranked.filter((s) => s.score >= bar && s.coverage >= cover).sort((a, b) => b.score - a.score || a.index - b.index);
-  for (const s of chooseCovering(eligible, top.score, ranking)) {
+  // A best match the model can call already did not answer it: a tie whose name says less still may.
+  const held = eligible[0] !== undefined && !isCandidate(catalog, callable, eligible[0]);
+  for (const s of chooseCovering(eligible, top.score, ranking, held)) {
     if (room - (findings.loaded.length - loadedBefore) <= 0) break;
     if (isCandidate(catalog, callable, s)) findings.take(s.index);
   }
+}
+
+/**
+ * The tools sharing a short name the query spells that its other words rule out: when those words
+ * match some of the sharers, the ones they match nothing of (`projects_list openshift`: the
+ * Kubernetes one, whose description says OpenShift, not GitHub's). With no other word, or none
+ * matching any sharer, every sharer stays in the ranking.
+ */
+function outvotedSharers(catalog: ToolCatalog, shared: readonly number[], others: readonly string[]): ReadonlySet<number> {
+  if (shared.length === 0 || others.length === 0) return new Set();
+  const sharers = new Set(shared);
+  const matched = new Set(score(catalog.index, others, catalog.ranking.unknownWeight).filter((s) => sharers.has(s.index)).map((s) => s.index));
+  if (matched.size === 0) return new Set();
+  return new Set([...sharers].filter((i) => !matched.has(i)));
 }
 
 /**
@@ -244,11 +266,12 @@ function queryLoads(findings: Findings, query: string, limit: number): void {
  * best score (a query that needs two tools names two things; a crowd sharing the best's words
  * adds nothing new, even when a description mentions the other thing).
  */
-function chooseCovering(eligible: readonly Scored[], topScore: number, ranking: Ranking): Scored[] {
+function chooseCovering(eligible: readonly Scored[], topScore: number, ranking: Ranking, held: boolean): Scored[] {
   const chosen: Scored[] = [];
   let named: Uint8Array | undefined;
-  for (const s of eligible) {
-    const tie = s.score >= ranking.tie * topScore && !unnamedTie(s, chosen[0], named);
+  for (const s of leaderFirst(eligible, ranking.tie * topScore)) {
+    const lead = chosen[0];
+    const tie = s.score >= ranking.tie * topScore && !unnamedTie(s, lead, named) && (held || !namesLess(s, lead));
     if (named !== undefined && !tie) {
       let fresh = 0;
       for (let t = 0; t < s.parts.length; t++) if (s.named[t] === 1 && named[t] === 0) fresh += s.parts[t] as number;
@@ -270,6 +293,51 @@ function chooseCovering(eligible: readonly Scored[], topScore: number, ranking: 
 function unnamedTie(s: Scored, best: Scored | undefined, named: Uint8Array | undefined): boolean {
   if (best === undefined || named === undefined || best.coverage < FULL_COVERAGE) return false;
   return named.includes(1) && !s.named.includes(1);
+}
+
+/** What a tool's short name matched of the query: the share of its score its name earned. */
+function nameWeight(s: Scored): number {
+  let [named, all] = [0, 0];
+  for (let t = 0; t < s.parts.length; t++) {
+    all += s.parts[t] as number;
+    if (s.named[t] === 1) named += s.parts[t] as number;
+  }
+  // Scaled as the score was (the query's mood may have lowered it).
+  return all > 0 ? (named * s.score) / all : 0;
+}
+
+/**
+ * The ranking with its leader first: among the near ties of the best whose short names say more of
+ * the query than the best's (see `namesLess`), the one whose name matched the most of it
+ * (`jira transition issue status`: `jira_transition_issue` leads `jira_get_transitions`, which
+ * scored higher on its description). The rest keep their order.
+ */
+function leaderFirst(eligible: readonly Scored[], tieScore: number): readonly Scored[] {
+  const top = eligible[0];
+  if (top === undefined) return eligible;
+  let lead = 0;
+  for (let i = 1; i < eligible.length && (eligible[i] as Scored).score >= tieScore; i++) {
+    const s = eligible[i] as Scored;
+    if (namesLess(top, s) && nameWeight(s) > nameWeight(eligible[lead] as Scored)) lead = i;
+  }
+  return lead === 0 ? eligible : [eligible[lead] as Scored, ...eligible.filter((_, i) => i !== lead)];
+}
+
+/**
+ * A near tie whose name says less of the query than the best's name: every query word this tool's
+ * short name matches (one at least), the best's does too, and the best's matches more; and this tool matches no
+ * query word the best does not (`git diff staged`: `git_diff_staged`, not `git_diff_unstaged`,
+ * whose description says "staged").
+ */
+function namesLess(s: Scored, best: Scored | undefined): boolean {
+  if (best === undefined || !s.named.includes(1)) return false;
+  let fewer = false;
+  for (let t = 0; t < s.named.length; t++) {
+    if (s.named[t] === 1 && best.named[t] === 0) return false;
+    if ((s.parts[t] as number) > 0 && (best.parts[t] as number) === 0) return false;
+    if (best.named[t] === 1 && s.named[t] === 0) fewer = true;
+  }
+  return fewer;
 }
 
 /** The coverage of a match that covers every query word (floating point aside). */

@@ -11,7 +11,7 @@ const WRITE_VERBS = new Set(
     "create update delete add remove send cancel edit move set write patch post put apply install uninstall merge fork push " +
     "trigger assign transition accept pay finalize mark modify draft reply copy exec execute run scale commit checkout reset " +
     "respond rename replace insert upload approve stage close open reopen resolve archive restore refund capture submit " +
-    "start stop make build generate invite join leave share enable disable block unblock link unlink tell notify"
+    "start stop make build generate invite join leave share enable disable block unblock link unlink tell notify comment react subscribe unsubscribe"
   )
     .split(" ")
     .map(stem),
@@ -39,6 +39,9 @@ export function asksToWrite(terms: readonly string[]): boolean {
   return terms.some((term) => WRITE_VERBS.has(term) || WRITE_SIGNALS.has(term) || (/^(un|re)/.test(term) && WRITE_VERBS.has(term.slice(2))));
 }
 
+/** Nouns that name the state or record of a thing (stemmed): a query that says one asks about that thing. */
+const STATE_NOUNS = new Set("status state details history progress".split(" ").map(stem));
+
 /** What a query asks, by its mood: `write` when it opens with a verb that changes, `read` when it asks to read, `any` when it says neither. */
 export type QueryMood = "write" | "read" | "any";
 
@@ -50,6 +53,8 @@ const isWriteVerb = (term: string) => WRITE_VERBS.has(term) || (/^(un|re)/.test(
  * later in the query may be a noun (`my local checkout`), so only the opening verb says `write`.
  */
 export function moodOf(terms: readonly string[]): QueryMood {
+  // "refund status", "order details": a word naming the state of a thing makes the opening verb a noun too.
+  if (terms.some((t) => STATE_NOUNS.has(t))) return "any";
   const first = terms.find((t) => !t.startsWith("~"));
   if (first !== undefined && (isWriteVerb(first) || (first === "re" && terms.some(isWriteVerb)))) return "write";
   return asksToWrite(terms) ? "any" : "read";
