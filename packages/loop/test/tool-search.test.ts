@@ -312,7 +312,21 @@ describe("names that say more of the query, shared names, word forms", () => {
   it("a word naming the state of a thing makes an opening verb a noun: the query asks neither to write nor only to read", () => {
     expect(moodOf(termsOf("refund status"))).toBe("any");
     expect(moodOf(termsOf("refund the payment"))).toBe("write");
-    expect(moodOf(termsOf("comment on the page"))).toBe("write");
+  });
+
+  it("a noun that opens a query as an imperative, or an opening verb with \"new\", asks to create; the same noun later, or \"new\" alone, does not", () => {
+    expect(moodOf(termsOf("comment on the page"))).toBe("create");
+    expect(moodOf(termsOf("email the agenda to the team"))).toBe("create");
+    expect(moodOf(termsOf("start a new sprint"))).toBe("create");
+    expect(moodOf(termsOf("start the sprint"))).toBe("write");
+    expect(moodOf(termsOf("find the email about the agenda"))).toBe("read");
+    expect(moodOf(termsOf("release health and new issues"))).toBe("any");
+    const mail = catalogOf(
+      [t("mail__send_email", "Sends an email."), t("mail__read_email", "Reads an email."), t("mail__delete_email", "Deletes an email.")],
+      { ...ONLY, tie: 0.9, gain: 1, readPenalty: RANKING.readPenalty },
+    );
+    expect(findTools(mail, () => false, { query: "email the agenda" }).loaded).toEqual(["mail__send_email"]);
+    expect(findTools(mail, () => false, { query: "agenda email" }).loaded).toEqual(["mail__send_email", "mail__read_email", "mail__delete_email"]);
   });
 });
 

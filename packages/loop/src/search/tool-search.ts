@@ -1,6 +1,6 @@
 import { type Bm25Index, buildIndex, idf, type Scored, score } from "./bm25.js";
 import { isNumbered, partsOf, termsOfWord, withoutValues, wordsOf } from "./terms.js";
-import { isReadName, isWriteName, moodOf } from "./verbs.js";
+import { isCreateName, isReadName, isWriteName, moodOf, type QueryMood } from "./verbs.js";
 
 /**
  * What `search_tools` finds among the turn's granted tools. Pure: it reads the grant (registration
@@ -51,7 +51,7 @@ export interface Ranking {
   readonly strayTerms: number;
 }
 
-export const RANKING: Ranking = Object.freeze({ nameWeight: 3, relative: 0.6, floor: 0.6, minCoverage: 0.2, coverageRatio: 0.5, unknownWeight: 1, tie: 0.8, gain: 0.2, writePenalty: 0.2, readPenalty: 0.5, strayTerms: 3 });
+export const RANKING: Ranking = Object.freeze({ nameWeight: 3, relative: 0.6, floor: 0.6, minCoverage: 0.2, coverageRatio: 0.5, unknownWeight: 1, tie: 0.8, gain: 0.2, writePenalty: 0.3, readPenalty: 0.5, strayTerms: 3 });
 /** The best ranked match must cover this share of the query's weight (idf-weighted terms). */
 export const MIN_COVERAGE = RANKING.minCoverage;
 /** A ranked tool loads at this share of the best score or more. */
@@ -78,6 +78,8 @@ export interface ToolCatalog {
   readonly writes: readonly boolean[];
   /** Per tool, whether its short name carries a verb that only reads (and none that changes). */
   readonly reads: readonly boolean[];
+  /** Per tool, whether its short name carries a verb that makes something new. */
+  readonly creates: readonly boolean[];
 }
 
 export interface SearchRequest {
@@ -114,7 +116,7 @@ export function catalogOf(tools: readonly SearchableTool[], ranking: Ranking = R
     push(byLowerShort, tool.shortName.toLowerCase(), i);
   });
   const index = buildIndex(tools, ranking.nameWeight);
-  return { tools, index, byName, byShort, byLowerName, byLowerShort, ranking, floorScore: ranking.floor * idf(index, 1), writes: tools.map((t) => isWriteName(t.shortName)), reads: tools.map((t) => isReadName(t.shortName)) };
+  return { tools, index, byName, byShort, byLowerName, byLowerShort, ranking, floorScore: ranking.floor * idf(index, 1), writes: tools.map((t) => isWriteName(t.shortName)), reads: tools.map((t) => isReadName(t.shortName)), creates: tools.map((t) => isCreateName(t.shortName)) };
 }
 
 type Resolved = { readonly tool: number } | { readonly ambiguous: readonly number[] } | undefined;
@@ -226,8 +228,7 @@ function queryLoads(findings: Findings, query: string, limit: number): void {
   if (room <= 0 || rest.length === 0) return;
   const loadedBefore = findings.loaded.length;
   const { ranking } = catalog;
-  const mood = moodOf(rest);
-  const [penalised, penalty] = mood === "write" ? [catalog.reads, ranking.readPenalty] : mood === "read" ? [catalog.writes, ranking.writePenalty] : [catalog.reads, 0];
+  const [penalised, penalty] = penaltyOf(catalog, moodOf(rest));
   const outvoted = outvotedSharers(catalog, shared, others);
   const ranked = score(catalog.index, rest, ranking.unknownWeight, restWords)
     .filter((s) => !findings.seen.has(s.index) && !isStray(s, ranking) && !outvoted.has(s.index))
@@ -244,6 +245,15 @@ function queryLoads(findings: Findings, query: string, limit: number): void {
     if (room - (findings.loaded.length - loadedBefore) <= 0) break;
     if (isCandidate(catalog, callable, s)) findings.take(s.index);
   }
+}
+
+/** Which tools a query's mood scores lower, and by what share: reading ones for a write, writing ones for a read, all but creating ones for a create. */
+function penaltyOf(catalog: ToolCatalog, mood: QueryMood): readonly [readonly boolean[], number] {
+  const { ranking } = catalog;
+  if (mood === "write") return [catalog.reads, ranking.readPenalty];
+  if (mood === "read") return [catalog.writes, ranking.writePenalty];
+  if (mood === "create") return [catalog.creates.map((c) => !c), ranking.readPenalty];
+  return [catalog.reads, 0];
 }
 
 /**

@@ -11,7 +11,7 @@ const WRITE_VERBS = new Set(
     "create update delete add remove send cancel edit move set write patch post put apply install uninstall merge fork push " +
     "trigger assign transition accept pay finalize mark modify draft reply copy exec execute run scale commit checkout reset " +
     "respond rename replace insert upload approve stage close open reopen resolve archive restore refund capture submit " +
-    "start stop make build generate invite join leave share enable disable block unblock link unlink tell notify comment react subscribe unsubscribe"
+    "start stop make build generate invite join leave share enable disable block unblock link unlink tell notify react subscribe unsubscribe"
   )
     .split(" ")
     .map(stem),
@@ -39,23 +39,44 @@ export function asksToWrite(terms: readonly string[]): boolean {
   return terms.some((term) => WRITE_VERBS.has(term) || WRITE_SIGNALS.has(term) || (/^(un|re)/.test(term) && WRITE_VERBS.has(term.slice(2))));
 }
 
+/**
+ * Nouns that, opening a query, are verbs that make that thing ("email the agenda": send an email;
+ * "comment on the page": add a comment). Said later in a query they stay nouns.
+ */
+const OPENING_VERBS = new Set("email message comment text ping tag label schedule book".split(" ").map(stem));
+
+/** Verbs that make something new (stemmed): a name that carries one creates. */
+const CREATE_VERBS = new Set("create add send post make new insert upload book invite open start".split(" ").map(stem));
+
 /** Nouns that name the state or record of a thing (stemmed): a query that says one asks about that thing. */
 const STATE_NOUNS = new Set("status state details history progress".split(" ").map(stem));
 
-/** What a query asks, by its mood: `write` when it opens with a verb that changes, `read` when it asks to read, `any` when it says neither. */
-export type QueryMood = "write" | "read" | "any";
+/**
+ * What a query asks, by its mood: `create` when it asks for something new (a noun opening it as a
+ * verb, or an opening verb and the word "new"), `write` when it opens with a verb that changes, `read` when it asks to
+ * read, `any` when it says neither.
+ */
+export type QueryMood = "create" | "write" | "read" | "any";
 
 const isWriteVerb = (term: string) => WRITE_VERBS.has(term) || (/^(un|re)/.test(term) && WRITE_VERBS.has(term.slice(2)));
+
+/** Whether a tool's short name makes something new (`create_sprint`, `send_email`, `add_comment`). */
+export function isCreateName(shortName: string): boolean {
+  return partsOf(shortName).some((part) => CREATE_VERBS.has(part));
+}
 
 /**
  * A query's mood. A query that opens with a verb that changes something (`refund the payment`,
  * `re-run the workflow`) asks to write; one that says no such verb anywhere asks to read. A verb
  * later in the query may be a noun (`my local checkout`), so only the opening verb says `write`.
+ * A word naming the state of a thing makes the opening verb a noun too ("refund status"). A noun
+ * that opens the query as a verb asks to create, and so does an opening verb with the word "new"
+ * ("start a new sprint"; "new issues" alone only reads).
  */
 export function moodOf(terms: readonly string[]): QueryMood {
-  // "refund status", "order details": a word naming the state of a thing makes the opening verb a noun too.
   if (terms.some((t) => STATE_NOUNS.has(t))) return "any";
   const first = terms.find((t) => !t.startsWith("~"));
-  if (first !== undefined && (isWriteVerb(first) || (first === "re" && terms.some(isWriteVerb)))) return "write";
+  if (first !== undefined && OPENING_VERBS.has(first)) return "create";
+  if (first !== undefined && (isWriteVerb(first) || (first === "re" && terms.some(isWriteVerb)))) return terms.some((t) => WRITE_SIGNALS.has(t)) ? "create" : "write";
   return asksToWrite(terms) ? "any" : "read";
 }
