@@ -318,6 +318,7 @@ describe("names that say more of the query, shared names, word forms", () => {
     expect(moodOf(termsOf("comment on the page"))).toBe("create");
     expect(moodOf(termsOf("email the agenda to the team"))).toBe("create");
     expect(moodOf(termsOf("start a new sprint"))).toBe("create");
+    expect([moodOf(termsOf("react with a thumbs up")), moodOf(termsOf("reply to the email"))]).toEqual(["create", "create"]);
     expect(moodOf(termsOf("start the sprint"))).toBe("write");
     expect(moodOf(termsOf("find the email about the agenda"))).toBe("read");
     expect(moodOf(termsOf("release health and new issues"))).toBe("any");

@@ -43,7 +43,7 @@ export function asksToWrite(terms: readonly string[]): boolean {
  * Nouns that, opening a query, are verbs that make that thing ("email the agenda": send an email;
  * "comment on the page": add a comment). Said later in a query they stay nouns.
  */
-const OPENING_VERBS = new Set("email message comment text ping tag label schedule book".split(" ").map(stem));
+const OPENING_VERBS = new Set("email message comment text ping tag label schedule book react reply respond".split(" ").map(stem));
 
 /** Verbs that make something new (stemmed): a name that carries one creates. */
 const CREATE_VERBS = new Set("create add send post make new insert upload book invite open start".split(" ").map(stem));
