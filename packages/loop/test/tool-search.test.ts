@@ -314,6 +314,19 @@ describe("names that say more of the query, shared names, word forms", () => {
     expect(moodOf(termsOf("refund the payment"))).toBe("write");
   });
 
+  it("a question asks to read, more firmly than a query without a verb", () => {
+    expect([moodOf(termsOf("which subscriptions are on the price"), true), moodOf(termsOf("subscriptions on the price"))]).toEqual(["ask", "read"]);
+    const subs = [
+      t("pay__list_subscriptions", "Lists subscriptions."),
+      t("pay__update_subscription", "Updates the price of a subscription."),
+      ...["list_customers", "create_coupon", "get_balance"].map((name) => t(`pay__${name}`, `Does ${name}.`)),
+    ];
+    // The update matches the price too: as a plain query it leads; as a question the reading tool does.
+    const ranked = catalogOf(subs, { ...ONLY, tie: 0.97, gain: 1, writePenalty: 0.3, readPenalty: 0.5 });
+    expect(findTools(ranked, () => false, { query: "which subscriptions are on the Pro price" }).loaded).toEqual(["pay__list_subscriptions"]);
+    expect(findTools(ranked, () => false, { query: "subscriptions on the Pro price" }).loaded).toEqual(["pay__update_subscription"]);
+  });
+
   it("a noun that opens a query as an imperative, or an opening verb with \"new\", asks to create; the same noun later, or \"new\" alone, does not", () => {
     expect(moodOf(termsOf("comment on the page"))).toBe("create");
     expect(moodOf(termsOf("email the agenda to the team"))).toBe("create");

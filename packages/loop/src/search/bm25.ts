@@ -269,7 +269,7 @@ export function score(index: Bm25Index, terms: readonly string[], unknownWeight 
       s += parts[i * width + at] as number;
       covered += (query[at] as QueryTerm).weight * (factors[i * width + at] as number);
     }
-    if (s > 0) out.push({ index: i, score: s, coverage: totalWeight > 0 ? covered / totalWeight : 0, parts: parts.subarray(i * width, (i + 1) * width), named: named.subarray(i * width, (i + 1) * width)});
+    if (s > 0) out.push({ index: i, score: s, coverage: totalWeight > 0 ? covered / totalWeight : 0, parts: parts.subarray(i * width, (i + 1) * width), named: named.subarray(i * width, (i + 1) * width) });
   }
   return out;
 }

@@ -1,6 +1,6 @@
 import { type Bm25Index, buildIndex, idf, type Scored, score } from "./bm25.js";
 import { isNumbered, partsOf, termsOfWord, withoutValues, wordsOf } from "./terms.js";
-import { isCreateName, isReadName, isWriteName, moodOf, type QueryMood } from "./verbs.js";
+import { isCreateName, isQuestion, isReadName, isWriteName, moodOf, type QueryMood } from "./verbs.js";
 
 /**
  * What `search_tools` finds among the turn's granted tools. Pure: it reads the grant (registration
@@ -228,7 +228,7 @@ function queryLoads(findings: Findings, query: string, limit: number): void {
   if (room <= 0 || rest.length === 0) return;
   const loadedBefore = findings.loaded.length;
   const { ranking } = catalog;
-  const [penalised, penalty] = penaltyOf(catalog, moodOf(rest));
+  const [penalised, penalty] = penaltyOf(catalog, moodOf(rest, isQuestion(query)));
   const outvoted = outvotedSharers(catalog, shared, others);
   const ranked = score(catalog.index, rest, ranking.unknownWeight, restWords)
     .filter((s) => !findings.seen.has(s.index) && !isStray(s, ranking) && !outvoted.has(s.index))
@@ -247,11 +247,12 @@ function queryLoads(findings: Findings, query: string, limit: number): void {
   }
 }
 
-/** Which tools a query's mood scores lower, and by what share: reading ones for a write, writing ones for a read, all but creating ones for a create. */
+/** Which tools a query's mood scores lower, and by what share: reading ones for a write, writing ones for a read (more for a question), all but creating ones for a create. */
 function penaltyOf(catalog: ToolCatalog, mood: QueryMood): readonly [readonly boolean[], number] {
   const { ranking } = catalog;
   if (mood === "write") return [catalog.reads, ranking.readPenalty];
   if (mood === "read") return [catalog.writes, ranking.writePenalty];
+  if (mood === "ask") return [catalog.writes, ranking.readPenalty];
   if (mood === "create") return [catalog.creates.map((c) => !c), ranking.readPenalty];
   return [catalog.reads, 0];
 }

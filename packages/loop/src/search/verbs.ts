@@ -56,7 +56,16 @@ const STATE_NOUNS = new Set("status state details history progress".split(" ").m
  * verb, or an opening verb and the word "new"), `write` when it opens with a verb that changes, `read` when it asks to
  * read, `any` when it says neither.
  */
-export type QueryMood = "create" | "write" | "read" | "any";
+export type QueryMood = "create" | "write" | "read" | "ask" | "any";
+
+/** Words that open a question ("which subscriptions…", "how many errors…"): a question asks to read. */
+const QUESTION_WORDS = new Set("which what whats how who whom whose when where is are was were do does did".split(" "));
+
+/** Whether a query, as written, opens with a question word. */
+export function isQuestion(query: string): boolean {
+  const first = /[A-Za-z]+/.exec(query)?.[0]?.toLowerCase();
+  return first !== undefined && QUESTION_WORDS.has(first);
+}
 
 const isWriteVerb = (term: string) => WRITE_VERBS.has(term) || (/^(un|re)/.test(term) && WRITE_VERBS.has(term.slice(2)));
 
@@ -71,10 +80,12 @@ export function isCreateName(shortName: string): boolean {
  * later in the query may be a noun (`my local checkout`), so only the opening verb says `write`.
  * A word naming the state of a thing makes the opening verb a noun too ("refund status"). A noun
  * that opens the query as a verb asks to create, and so does an opening verb with the word "new"
- * ("start a new sprint"; "new issues" alone only reads).
+ * ("start a new sprint"; "new issues" alone only reads). A question asks to read, more firmly
+ * than a query without a verb (`ask`).
  */
-export function moodOf(terms: readonly string[]): QueryMood {
+export function moodOf(terms: readonly string[], question = false): QueryMood {
   if (terms.some((t) => STATE_NOUNS.has(t))) return "any";
+  if (question) return "ask";
   const first = terms.find((t) => !t.startsWith("~"));
   if (first !== undefined && OPENING_VERBS.has(first)) return "create";
   if (first !== undefined && (isWriteVerb(first) || (first === "re" && terms.some(isWriteVerb)))) return terms.some((t) => WRITE_SIGNALS.has(t)) ? "create" : "write";
