@@ -51,7 +51,7 @@ export interface Ranking {
   readonly strayTerms: number;
 }
 
-export const RANKING: Ranking = Object.freeze({ nameWeight: 3, relative: 0.6, floor: 0.6, minCoverage: 0.2, coverageRatio: 0.5, unknownWeight: 1, tie: 0.8, gain: 0.2, writePenalty: 0.3, readPenalty: 0.5, strayTerms: 3 });
+export const RANKING: Ranking = Object.freeze({ nameWeight: 3, relative: 0.6, floor: 0.6, minCoverage: 0.2, coverageRatio: 0.5, unknownWeight: 1, tie: 0.835, gain: 0.2, writePenalty: 0.3, readPenalty: 0.5, strayTerms: 3 });
 /** The best ranked match must cover this share of the query's weight (idf-weighted terms). */
 export const MIN_COVERAGE = RANKING.minCoverage;
 /** A ranked tool loads at this share of the best score or more. */
