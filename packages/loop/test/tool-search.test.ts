@@ -307,6 +307,10 @@ describe("names that say more of the query, shared names, word forms", () => {
     expect(termsOf("OpenShift")).toEqual(["open", "shift", "openshift"]);
     const subs = catalogOf([t("pay__create_subscription", "Creates one for a customer."), t("pay__list_customers", "Lists customers.")]);
     expect(findTools(subs, () => false, { query: "subscribe the customer" }).loaded[0]).toBe("pay__create_subscription");
+    // At the limit (six letters) and one under: "alphay" meets `alphax`, "alphy" meets nothing.
+    const near = catalogOf([t("x__alphax", "Unrelated."), t("x__other", "Something else.")]);
+    expect(findTools(near, () => false, { query: "alphay" }).loaded).toEqual(["x__alphax"]);
+    expect(findTools(near, () => false, { query: "alphy" }).loaded).toEqual([]);
   });
 
   it("a word naming the state of a thing makes an opening verb a noun: the query asks neither to write nor only to read", () => {
