@@ -68,9 +68,11 @@ export function catalogTools(name: CatalogName): readonly ToolDefinition[] {
  * Which queries: `public` is the committed benchmark set (test/toolsearch, SOURCES.md); `project`
  * is the set the project wrote itself and never tunes on (test/toolsearch/project/README.md);
  * `tune` and `check` are the two halves of the public set (every other query of each kind, every
- * other sequence), so a rule tuned on one half shows what it does on the other.
+ * other sequence), so a rule tuned on one half shows what it does on the other; `fresh` was written
+ * after the ranking was tuned, from the catalogs alone, by someone who never saw the ranking or its
+ * results (test/toolsearch/fresh/README.md), and is never tuned on either.
  */
-export const QUERY_SETS = ["public", "tune", "check", "project"] as const;
+export const QUERY_SETS = ["public", "tune", "check", "project", "fresh"] as const;
 export type QuerySet = (typeof QUERY_SETS)[number];
 
 const kindOf = (c: QueryCase) => /kind=([a-z_]+)/.exec(c.note ?? "")?.[1] ?? "";
@@ -87,13 +89,13 @@ function halfOf<T>(cases: readonly T[], kind: (c: T) => string, half: "tune" | "
 }
 
 export function queriesOf(name: CatalogName, set: QuerySet = "public"): QueryCase[] {
-  if (set === "project") return read<QueryCase[]>(`project/queries-${name}.json`);
+  if (set === "project" || set === "fresh") return read<QueryCase[]>(`${set}/queries-${name}.json`);
   const all = read<QueryCase[]>(`queries-${name}.json`);
   return set === "public" ? all : halfOf(all, kindOf, set);
 }
 
 export function sequencesOf(name: CatalogName, set: QuerySet = "public"): SequenceCase[] {
-  if (set === "project") return read<SequenceCase[]>(`project/sequences-${name}.json`);
+  if (set === "project" || set === "fresh") return read<SequenceCase[]>(`${set}/sequences-${name}.json`);
   const all = read<SequenceCase[]>(`sequences-${name}.json`);
   return set === "public" ? all : halfOf(all, () => "", set);
 }
