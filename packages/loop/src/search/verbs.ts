@@ -53,8 +53,9 @@ const STATE_NOUNS = new Set("status state details history progress".split(" ").m
 
 /**
  * What a query asks, by its mood: `create` when it asks for something new (a noun opening it as a
- * verb, or an opening verb and the word "new"), `write` when it opens with a verb that changes, `read` when it asks to
- * read, `any` when it says neither.
+ * verb, or an opening verb and the word "new"), `write` when it opens with a verb that changes,
+ * `read` when it says no such verb, `ask` when it is a question, `any` when it says neither
+ * firmly (a changing word later in it, or a word naming the state of a thing).
  */
 export type QueryMood = "create" | "write" | "read" | "ask" | "any";
 
