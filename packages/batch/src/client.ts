@@ -17,7 +17,7 @@ import {
   validateCustomId,
 } from "@alma-harness/core";
 import { scopeKey } from "@alma-harness/core/stores";
-import { type DeferredTicket, type GovernedCalls, type TurnAccount, unpricedBeforeDispatch } from "@alma-harness/execution";
+import { type DeferredTicket, type GovernedCalls, type TurnAccount, UncertainCallError, unpricedBeforeDispatch } from "@alma-harness/execution";
 import { collectJob, type ModelJobCollection } from "./collect.js";
 import { checkJob, type ModelJobInput } from "./input.js";
 import { type RoutedItem, routeJob } from "./route.js";
@@ -137,10 +137,12 @@ export class ModelJobClient {
     };
     const created = await this.#record(record, tickets, account);
     const submitting = await this.#startSubmitting(created, tickets, account);
-    for (const ticket of tickets) {
+    for (const [i, ticket] of tickets.entries()) {
       try {
         await this.#calls.deferred.dispatch(ticket);
-      } catch {
+      } catch (error) {
+        // A scope fence refused this item: it and the items after it are still `prepared`, cancelled here.
+        if (error instanceof UncertainCallError && error.uncertainCause === "scope_fenced") await this.#cancel(tickets.slice(i), "scope_fenced", account);
         // Nothing was sent, but the journal may hold `dispatching`: never undone, never sent.
         return { status: "reconciliation_required", job: submitting, cause: "dispatch" };
       }
@@ -190,7 +192,7 @@ export class ModelJobClient {
   }
 
   /** Cancels claims that were never dispatched (best effort: a claim left `prepared` expires as not dispatched). */
-  async #cancel(tickets: readonly DeferredTicket[], cause: "store" | "invalid" | "aborted", account?: TurnAccount): Promise<void> {
+  async #cancel(tickets: readonly DeferredTicket[], cause: "store" | "invalid" | "aborted" | "scope_fenced", account?: TurnAccount): Promise<void> {
     for (const ticket of tickets) await this.#calls.deferred.cancel(ticket, cause, account).catch(() => undefined);
   }
 

@@ -32,7 +32,11 @@ export type UsageEvidence =
   | { readonly status: "unknown" }
   | { readonly status: "not_dispatched"; readonly cause?: NotDispatchedCause };
 
-export type NotDispatchedCause = "aborted" | "audit" | "store" | "input" | "invalid" | "expired";
+/**
+ * Why a claimed call was never sent. `scope_fenced`: an operator's scope fence refused its dispatch
+ * (`ExecutionStore.dispatch`); `expired`: the sweep closed it, and only the sweep records it.
+ */
+export type NotDispatchedCause = "aborted" | "audit" | "store" | "input" | "invalid" | "scope_fenced" | "expired";
 
 /** The counters of a `Usage` record (all but `serviceTier`). */
 export const USAGE_COUNTERS = [

@@ -8,6 +8,7 @@ import {
   type ModelRequest,
   priceUsage,
   ProviderError,
+  ScopeFencedError,
   SettlementConflictError,
   StaleFenceError,
   stopTag,
@@ -72,13 +73,7 @@ export async function dispatchAndSettle(call: ClaimedCall): Promise<CallOutcome>
   let rejected: { readonly proof: NonNullable<ReturnType<typeof attestedRejection>>; readonly error: ProviderError } | undefined;
   try {
     if (round.signal.aborted) {
-      call.books.reservedMicros -= call.worst;
-      await config.journal.cancelPrepared(fence, "aborted", now).then(
-        () => {
-          call.books.unsettled.delete(call.identity.operationId);
-        },
-        () => undefined,
-      );
+      await cancelUnsent(call, "aborted");
       throw abortReason(round.signal);
     }
     // Committed before any byte leaves: a crash after this line is a `dispatching` record the sweep fences.
@@ -118,14 +113,36 @@ export async function dispatchAndSettle(call: ClaimedCall): Promise<CallOutcome>
 
 /**
  * The journal's `dispatching` write. Its failure is a store failure before the provider: nothing
- * was sent, which the journal must still prove before another attempt (`unsent`).
+ * was sent, which the journal must still prove before another attempt (`unsent`). A scope fence
+ * that refused it (`ScopeFencedError`, the record left `prepared`) ends the call as a fence at its
+ * claim does: the claim is cancelled (`scope_fenced`, its reservation released), nothing was sent,
+ * and the turn ends `reconciliation_required` (`scope_fenced`), never tried again.
  */
 async function dispatchWrite(call: ClaimedCall): Promise<void> {
   try {
     await call.config.journal.dispatch(call.fence, call.now);
   } catch (error) {
+    if (error instanceof ScopeFencedError) {
+      await cancelUnsent(call, "scope_fenced");
+      throw new UncertainCallError("scope_fenced", "the turn's scope was fenced before the dispatch: nothing was sent", error);
+    }
     throw new UncertainCallError(`call:${call.identity.kind}:error`, "the journal could not record the dispatch; nothing was sent", error, "unsent");
   }
+}
+
+/**
+ * A claimed call that is not sent: the turn's books stop holding its worst case, and the journal
+ * records `not_dispatched` with `cause` (the store releases its reservation in that transaction).
+ * A cancel that fails leaves the record `prepared`: the sweep closes it as not dispatched.
+ */
+async function cancelUnsent(call: ClaimedCall, cause: "aborted" | "scope_fenced"): Promise<void> {
+  call.books.reservedMicros -= call.worst;
+  await call.config.journal.cancelPrepared(call.fence, cause, call.now).then(
+    () => {
+      call.books.unsettled.delete(call.identity.operationId);
+    },
+    () => undefined,
+  );
 }
 
 /** What settling a call reads: the claimed call without its client, request and stream options. */

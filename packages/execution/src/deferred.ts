@@ -1,4 +1,4 @@
-import type { CostReceipt, ExecutionState, ModelChoice, ModelRequest, NotDispatchedCause, UsageEvidence } from "@alma-harness/core";
+import { type CostReceipt, type ExecutionState, type ModelChoice, type ModelRequest, type NotDispatchedCause, ScopeFencedError, type UsageEvidence } from "@alma-harness/core";
 import { ledger, type TurnAccount } from "./account.js";
 import { settleReceived } from "./call.js";
 import { UncertainCallError } from "./errors.js";
@@ -84,11 +84,17 @@ export class DeferredCalls {
     return { status: "claimed", ticket, request: admitted.request };
   }
 
-  /** `prepared → dispatching`, committed before the caller's egress; a failure proves nothing was sent by this call. */
+  /**
+   * `prepared → dispatching`, committed before the caller's egress; a failure proves nothing was
+   * sent by this call. A scope fence over the call's scope refuses it (`UncertainCallError`, cause
+   * `scope_fenced`, never retried): the record stays `prepared`, and the caller sends nothing and
+   * cancels it (`cancel`, cause `scope_fenced`).
+   */
   async dispatch(ticket: DeferredTicket): Promise<void> {
     try {
       await this.#config.journal.dispatch(fenceOf(ticket), this.#config.clock.now());
     } catch (error) {
+      if (error instanceof ScopeFencedError) throw new UncertainCallError("scope_fenced", "the call's scope is fenced: nothing was dispatched or sent", error);
       throw new UncertainCallError(`call:${ticket.identity.kind}:error`, "the journal could not record the dispatch; nothing was sent", error, "unsent");
     }
   }

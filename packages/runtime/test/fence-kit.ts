@@ -27,7 +27,7 @@ export class GatedClient implements ModelClient {
   readonly inner: FakeModelClient;
   readonly gates = new Map<number, Gate>();
   dispatched = 0;
-  /** Dispatches seen after `markFenced()`; a call already claimed before the fence may still go. */
+  /** Dispatches seen after `markFenced()` (none: a fenced scope dispatches nothing). */
   afterFence = 0;
   #fenced = false;
   #waiters: { n: number; resolve: () => void }[] = [];

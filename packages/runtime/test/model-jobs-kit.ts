@@ -21,6 +21,7 @@ import { ManualClock, RecordingAuditLog } from "@alma-harness/core/testing";
 import { GovernedCalls } from "@alma-harness/execution";
 import { createPostgresStores } from "@alma-harness/store-postgres";
 import { createSqliteStores } from "@alma-harness/store-sqlite";
+import { afterEach } from "vitest";
 import { DATABASE_URL } from "./store-kit.js";
 
 /** The stores a model job touches: the governed call's and the job store. */
@@ -89,6 +90,19 @@ export async function openJobStores(kind: "memory" | "sqlite" | "postgres"): Pro
     close: async () => {
       for (const s of opened) await s.close();
     },
+  };
+}
+
+/** An opener for the calling test file: each store set it opens is closed after its test. */
+export function jobStoresPerTest(): (kind: "memory" | "sqlite" | "postgres") => Promise<OpenedJobStores> {
+  const opened: OpenedJobStores[] = [];
+  afterEach(async () => {
+    for (const o of opened.splice(0)) await o.close();
+  });
+  return async (kind) => {
+    const o = await openJobStores(kind);
+    opened.push(o);
+    return o;
   };
 }
 

@@ -1,20 +1,12 @@
 import { MixedTenantJobError } from "@alma-harness/batch";
 import { succeeded } from "@alma-harness/batch/testing";
 import { ValidationError } from "@alma-harness/core";
-import { afterEach, describe, expect, it } from "vitest";
-import { DAY, dayJob, jobClient, openJobStores, type OpenedJobStores, PRICES, SCOPE, UNPRICED_BATCH } from "./model-jobs-kit.js";
+import { describe, expect, it } from "vitest";
+import { DAY, dayJob, jobClient, jobStoresPerTest, PRICES, SCOPE, UNPRICED_BATCH } from "./model-jobs-kit.js";
 import { skipNote } from "./open.js";
 import { KINDS } from "./store-kit.js";
 
-const opened: OpenedJobStores[] = [];
-afterEach(async () => {
-  for (const o of opened.splice(0)) await o.close();
-});
-async function open(kind: (typeof KINDS)[number][0]) {
-  const o = await openJobStores(kind);
-  opened.push(o);
-  return o;
-}
+const open = jobStoresPerTest();
 
 /** 1,000 input tokens and 100 output tokens at the batch row ($1.5 / $7.5 per million): 2,250 micro-dollars. */
 const ANSWER = (customId: string) => succeeded(customId, `Summary of ${customId}.`, 1_000, 100);

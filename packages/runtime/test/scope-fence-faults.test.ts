@@ -5,6 +5,7 @@ import { EXPIRED_RELEASE_GRACE_MS, ScopeFencedError } from "@alma-harness/conver
 import { createPostgresStores } from "@alma-harness/store-postgres";
 import { createSqliteStores } from "@alma-harness/store-sqlite";
 import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
+import { utcDay } from "@alma-harness/core";
 import { ManualClock, SequentialIds } from "@alma-harness/core/testing";
 import { FakeModelClient } from "@alma-harness/loop/testing";
 import { compose, type RuntimeStores } from "@alma-harness/runtime";
@@ -53,6 +54,24 @@ function wrapped(stores: RuntimeStores) {
   return { stores: { ...stores, admissions: admissions.proxy, sessions: sessions.proxy } as RuntimeStores, admissions, sessions };
 }
 
+/** The stores with a journal whose next dispatch first runs `before` (a fence landing between a call's claim and its dispatch). */
+function fencedBeforeDispatch(stores: RuntimeStores) {
+  const hook: { before?: () => Promise<unknown> } = {};
+  const journal = new Proxy(stores.journal, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target);
+      if (typeof value !== "function") return value;
+      return async (...args: unknown[]) => {
+        const before = prop === "dispatch" ? hook.before : undefined;
+        if (before) hook.before = undefined;
+        await before?.();
+        return value.apply(target, args);
+      };
+    },
+  });
+  return { stores: { ...stores, journal, execution: journal } as RuntimeStores, hook };
+}
+
 const event = (id: string) => ({ id, at: "2026-01-01T00:00:00Z", kind: "message" as const, role: "user" as const, blocks: [{ type: "text" as const, text: "Running late." }] });
 
 for (const [kind, enabled] of KINDS) {
@@ -67,6 +86,23 @@ for (const [kind, enabled] of KINDS) {
       t.clock.advance(5);
       expect(await t.runner.fenceScope({ target: { org: "clinic-a" }, reason: "erasure" })).toEqual({ org: "clinic-a", reason: "suspended", fencedAt });
       expect(t.model.dispatched).toBe(0);
+    });
+
+    it("a fence landing between a call's claim and its dispatch: nothing is sent, the claim ends not_dispatched (scope_fenced), zero spend", async () => {
+      const stores = await open(kind);
+      const w = fencedBeforeDispatch(stores);
+      const t = fencedRunner(w.stores, [scriptedText("Hi.")]);
+      w.hook.before = () => t.runner.fenceScope({ target: { org: "clinic-a" }, reason: "suspended" });
+      expect((await t.runner.runTurn(turnRequest("k1"))).status).toBe("reconciliation_required");
+      expect(t.model.dispatched).toBe(0);
+      expect(t.uncertain.map((u) => [u.cause, u.released])).toEqual([["scope_fenced", true]]);
+      const records = (await stores.journal.list(FENCE_SCOPE, { resolved: true })).items;
+      expect(records.map((r) => [r.state, r.notDispatchedCause])).toEqual([["not_dispatched", "scope_fenced"]]);
+      expect(await stores.spend.peek(FENCE_SCOPE, "s1", utcDay(t.clock.now()))).toEqual({ sessionMicros: 0, tenantDayMicros: 0 });
+      // After the lift the same session answers again.
+      await t.runner.liftScopeFence({ org: "clinic-a" });
+      expect((await t.runner.runTurn(turnRequest("k2"))).status).toBe("completed");
+      expect(t.model.dispatched).toBe(1);
     });
 
     it("fenceScope failing before its effect fences nothing; liftScopeFence executed then failed has lifted", async () => {

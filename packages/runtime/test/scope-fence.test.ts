@@ -6,6 +6,9 @@ import { FENCE_SCOPE, fencedRunner, Gate, OTHER_UID, turnRequest } from "./fence
 import { skipNote } from "./open.js";
 import { KINDS, type OpenedStores, openStores } from "./store-kit.js";
 
+/** Whether the journal record was dispatched (it may have been sent). */
+const dispatched = (r: { readonly state: string }) => r.state !== "prepared" && r.state !== "not_dispatched";
+
 const toolThenText = () => [scriptedToolCall({ id: "c1", name: "opening_hours", input: { day: "monday" } }), scriptedText("9 to 5.")];
 
 let opened: OpenedStores[] = [];
@@ -148,13 +151,15 @@ for (const [kind, enabled] of KINDS) {
       const turns: Promise<ConversationView | unknown>[] = [];
       for (let i = 0; i < n; i++) turns.push(t.runner.runTurn(turnRequest(`k${i}`, `s${i}`)).catch((e: unknown) => e));
       await t.model.arrived(2 + n);
-      const claimedBefore = (await stores.journal.list(FENCE_SCOPE, { resolved: true, limit: 100 })).items.length;
       const fencing = t.runner.fenceScope({ target: { org: "clinic-a" }, reason: "suspended" });
       // New keys racing the fence: each either admitted first (and then fenced at its claim) or refused.
       const racers = [0, 1, 2].map((i) => t.runner.runTurn(turnRequest(`r${i}`, `r${i}`)).catch((e: unknown) => e));
       await fencing;
       t.model.markFenced();
-      const claimed = (await stores.journal.list(FENCE_SCOPE, { resolved: true, limit: 100 })).items.length;
+      // Once fenceScope returned no dispatch can land: what is dispatched now is all that ever is.
+      const atFence = (await stores.journal.list(FENCE_SCOPE, { resolved: true, limit: 100 })).items;
+      const claimed = atFence.length;
+      const dispatchedAtFence = atFence.filter(dispatched).length;
       gate.open();
       const ends = await Promise.all(turns);
       for (const end of ends) {
@@ -166,10 +171,13 @@ for (const [kind, enabled] of KINDS) {
         if (end instanceof Error) expect(end).toBeInstanceOf(ScopeFencedError);
         else expect(["reconciliation_required", "completed"]).toContain((end as ConversationView).status);
       }
-      // A racer's call claimed before the fence returned may still be sent after it (the dispatch
-      // transition is not scope-fenced: documented in the conversation README); none other is.
-      expect(t.model.afterFence).toBeLessThanOrEqual(claimed - claimedBefore);
-      expect((await stores.journal.list(FENCE_SCOPE, { resolved: true, limit: 100 })).items.length).toBe(claimed);
+      // No call is dispatched after the fence returned, not even one claimed just before it: the
+      // provider saw exactly the calls dispatched by then, and every other claim was cancelled.
+      const end = (await stores.journal.list(FENCE_SCOPE, { resolved: true, limit: 100 })).items;
+      expect(end.length).toBe(claimed);
+      expect(end.filter(dispatched).length).toBe(dispatchedAtFence);
+      expect(t.model.dispatched).toBe(dispatchedAtFence);
+      for (const r of end.filter((e) => !dispatched(e))) expect([r.operationId, r.state, r.notDispatchedCause]).toEqual([r.operationId, "not_dispatched", "scope_fenced"]);
       expect(t.uncertain.map((u) => u.cause).filter((c) => c !== "scope_fenced")).toEqual([]);
       expect(t.uncertain.length).toBeGreaterThanOrEqual(n);
       for (const v of before) expect(await t.runner.runTurn(turnRequest(v === before[0] ? "b1" : "b2", v === before[0] ? "sb1" : "sb2"))).toEqual({ ...v, replayed: true });

@@ -19,8 +19,7 @@ import {
 } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
-import { scopeFencedIn } from "./fences.js";
-import { lockKey } from "./pg.js";
+import { fenceLock, scopeFencedIn } from "./fences.js";
 
 const BY_ID = "SELECT * FROM admissions WHERE scope = $1 AND admission_id = $2";
 const HOLDER = "SELECT * FROM admissions WHERE scope = $1 AND session_id = $2 AND state IN ('active', 'uncertain')";
@@ -40,16 +39,6 @@ export class PgAdmissionStore extends AdmissionTransitions implements AdmissionS
     this.#schema = schema;
   }
 
-  /**
-   * The tenant's fence lock: an admission takes it shared in the statement before its insert, a
-   * fence takes it exclusive before its own. So a fence waits for every admission in flight (whose
-   * row it then sees and locks), and an admission that waits behind a fence reads the fence in a
-   * statement that starts after the fence committed: none is admitted past a fence that returned.
-   */
-  #fenceLock(org: string, mode: "shared" | "exclusive"): string {
-    return `SELECT pg_advisory_xact_lock${mode === "shared" ? "_shared" : ""}(${lockKey(this.#schema, "scope-fence", org)})`;
-  }
-
   async admit(input: Parameters<AdmissionStore["admit"]>[0]): Promise<AdmitResult> {
     const { a, key } = prepareAdmit(input);
     // Insert-or-nothing, then read why: a holder that ends in between makes the reads miss, so retry.
@@ -63,7 +52,7 @@ export class PgAdmissionStore extends AdmissionTransitions implements AdmissionS
              ON CONFLICT DO NOTHING RETURNING *`,
             [key, a.admissionId, a.sessionId, a.rootKey, a.kind, a.now, a.deadlineAt, ...coveringFenceKeys(key)],
           ),
-        { locks: this.#fenceLock(a.scope.org, "shared") },
+        { locks: fenceLock(this.#schema, a.scope.org, "shared") },
       );
       const row = inserted.rows[0];
       if (row) return admitted(row);
@@ -113,7 +102,7 @@ export class PgAdmissionStore extends AdmissionTransitions implements AdmissionS
     const scopeArg = f.target.uid === undefined ? f.target.org.replace(/[\\%_]/g, "\\$&") : `${f.target.org}/${f.target.uid}`;
     return this.#db.transaction(
       async (tx) => {
-        await tx.query(this.#fenceLock(f.target.org, "exclusive"));
+        await tx.query(fenceLock(this.#schema, f.target.org, "exclusive"));
         await tx.query("INSERT INTO scope_fences (target, org, reason, fenced_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", [target, f.target.org, f.reason, f.now]);
         await tx.query(`SELECT admission_id FROM admissions WHERE state IN ('active', 'uncertain') AND ${covered} ORDER BY scope, admission_id FOR UPDATE`, [scopeArg]);
         const { rows } = await tx.query<FenceRow>("SELECT * FROM scope_fences WHERE target = $1", [target]);

@@ -1,8 +1,8 @@
 import { type Admission, type ClaimOptions, type ClaimResult, type ExecutionClaim, type ExecutionRecord, type ExecutionStore, type Fence, type Scope, StaleFenceError } from "@alma-harness/core";
-import { claimedResult, EXPIRED_EVIDENCE_COLUMN, type ExecutionRow, type ExecutionStep, executionFromRow, executionOf, executionPage, existingClaim, FencedJournal, fenceRefusal, prepareClaim, prepareExecutionList, prepareKeyed, prepareReconcile, prepareStep, RECORD_VERSION, reconciledRecords, reservationRefusal, staleStep } from "@alma-harness/core/stores";
+import { claimedResult, coveringFenceKeys, EXPIRED_EVIDENCE_COLUMN, type ExecutionRow, type ExecutionStep, executionFromRow, executionOf, executionPage, existingClaim, FencedJournal, fenceRefusal, prepareClaim, prepareExecutionList, prepareKeyed, prepareReconcile, prepareStep, RECORD_VERSION, reconciledRecords, reservationRefusal, scopeFenceRefusal, staleStep } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
-import { scopeFencedIn } from "./fences.js";
+import { fenceLock, scopeFencedIn } from "./fences.js";
 import { type Queryable, RolledBack, spendLocks } from "./pg.js";
 
 const BY_ID = "SELECT * FROM execution WHERE scope = $1 AND operation_id = $2";
@@ -11,6 +11,13 @@ const BY_ID = "SELECT * FROM execution WHERE scope = $1 AND operation_id = $2";
 const STEP = `UPDATE execution SET state = $1, evidence = COALESCE($2, evidence), not_dispatched_cause = COALESCE($3, not_dispatched_cause),
     settlement_id = COALESCE($4, settlement_id), updated_at = $5
   WHERE scope = $6 AND operation_id = $7 AND fence_token = $8 AND state = $9 RETURNING *`;
+
+/**
+ * `STEP` for the dispatch: it matches nothing while a scope fence covers the record's scope (the
+ * fence keys `$10`, `$11`), read in this statement's snapshot, which starts after the fence lock.
+ */
+const DISPATCH = `${STEP.slice(0, STEP.lastIndexOf(" RETURNING *"))}
+    AND NOT EXISTS (SELECT 1 FROM scope_fences WHERE target IN ($10, $11)) RETURNING *`;
 
 /** `STEP`, and in the same statement the deletion of the reservation the moved row held (cancelPrepared). */
 const STEP_RELEASING = `WITH up AS (${STEP}),
@@ -97,8 +104,8 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
   /**
    * Without options: one statement. With an admission or a reservation: one transaction of three
    * (four for a new claim fenced by an admission: the scope fence's own read, see `scopeFencedIn`)
-   * round trips, `BEGIN` (plus, with a reservation, the two advisory locks in the same simple-protocol
-   * string), the claim statement, then `COMMIT` or `ROLLBACK`. The claim statement inserts the claim
+   * round trips, `BEGIN` (plus the tenant's fence lock, shared, and with a reservation the two
+   * reservation locks, in the same simple-protocol string), the claim statement, then `COMMIT` or `ROLLBACK`. The claim statement inserts the claim
    * (or returns the one already there), reads the admission `FOR SHARE`, reads what is settled and
    * held, and inserts the reservation; the checks then run here, in the contract's order (retry,
    * fence, reservation), with core's rules, and a refusal rolls everything back.
@@ -123,7 +130,8 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
         const fenced = row.inserted && o.admissionId !== undefined && (await scopeFencedIn(tx, key));
         return this.#settleClaim(c, text, row, o, fenced);
       },
-      r === undefined ? {} : { locks: spendLocks(this.#schema, c.scope.org, r.day, key, c.sessionId) },
+      // The fence lock first (see `fenceLock`), then the reservation's: the one order every writer takes.
+      { locks: [fenceLock(this.#schema, c.scope.org, "shared"), ...(r === undefined ? [] : [spendLocks(this.#schema, c.scope.org, r.day, key, c.sessionId)])].join("; ") },
     );
   }
 
@@ -157,17 +165,39 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
 
   /**
    * One conditional UPDATE. A cancelled claim was never sent: the money it held is released in the
-   * same statement as the transition. A dispatch is a durability point: egress follows, so the claim
-   * and everything before it commit with it.
+   * same statement as the transition. A dispatch is scope-fenced (`#dispatch`) and a durability
+   * point: egress follows, so the claim and everything before it commit with it.
    */
   protected async step(fence: Fence, now: number, step: ExecutionStep): Promise<ExecutionRecord> {
     const release = step.name === "cancelPrepared";
     const { f, at, key, cols } = prepareStep(fence, now, step);
     const values = [cols.state, cols.evidence, cols.not_dispatched_cause, cols.settlement_id, at, key, f.operationId, f.token, step.from];
-    const updated = await this.#db.write<ExecutionRow>(release ? STEP_RELEASING : STEP, values, { retry: release, durable: step.name === "dispatch" });
+    const updated =
+      step.name === "dispatch"
+        ? await this.#dispatch(f.scope.org, key, values)
+        : await this.#db.write<ExecutionRow>(release ? STEP_RELEASING : STEP, values, { retry: release });
     const row = updated.rows[0];
     if (row) return executionFromRow(row);
     throw staleStep((await this.#db.query<ExecutionRow>(BY_ID, [key, f.operationId])).rows[0], f.token, step.from);
+  }
+
+  /**
+   * The dispatch, scope-fenced: under the tenant's fence lock, shared (see `fenceLock`), one
+   * conditional update that also needs no fence over the scope. When it matches nothing, a fence
+   * read in the same transaction tells a fenced scope (`ScopeFencedError`, the record left
+   * `prepared`) from a stale fence. So a `fenceScope` that returned has seen every dispatch before
+   * it commit, and refuses every one after it. A durability point.
+   */
+  #dispatch(org: string, key: string, values: readonly unknown[]) {
+    return this.#db.transaction(
+      async (tx) => {
+        const updated = await tx.query<ExecutionRow>(DISPATCH, [...values, ...coveringFenceKeys(key)]);
+        const refused = updated.rows.length === 0 ? scopeFenceRefusal(await scopeFencedIn(tx, key)) : undefined;
+        if (refused) throw refused;
+        return updated;
+      },
+      { locks: fenceLock(this.#schema, org, "shared"), durable: true },
+    );
   }
 
   async get(scope: Scope, operationId: string): Promise<ExecutionRecord | undefined> {

@@ -1,7 +1,7 @@
 import type { ClaimOptions, ClaimResult, ExecutionClaim, ExecutionRecord, ExecutionState, ExecutionStore, Fence, Scope } from "@alma-harness/core";
-import { claimedResult, EXPIRED_EVIDENCE_COLUMN, type ExecutionRow, type ExecutionStep, executionFromRow, executionOf, executionPage, existingClaim, FencedJournal, prepareClaim, prepareExecutionList, prepareKeyed, prepareReconcile, prepareStep, RECORD_VERSION, reconciledRecords, staleStep } from "@alma-harness/core/stores";
+import { claimedResult, EXPIRED_EVIDENCE_COLUMN, type ExecutionRow, type ExecutionStep, executionFromRow, executionOf, executionPage, existingClaim, FencedJournal, prepareClaim, prepareExecutionList, prepareKeyed, prepareReconcile, prepareStep, RECORD_VERSION, reconciledRecords, scopeFenceRefusal, staleStep } from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
-import { checkFence, release, reserve } from "./spend.js";
+import { checkFence, release, reserve, scopeFenced } from "./spend.js";
 
 const BY_ID = "SELECT * FROM execution WHERE scope = ? AND operation_id = ?";
 
@@ -90,6 +90,10 @@ export class SqliteExecutionStore extends FencedJournal implements ExecutionStor
   #step(fence: Fence, now: number, step: ExecutionStep, effect?: (scopeKey: string, operationId: string) => void): ExecutionRecord {
     const { f, at, key, cols } = prepareStep(fence, now, step);
     return this.#db.write(() => {
+      // The dispatch is scope-fenced, checked in its own write transaction (SQLite's one writer:
+      // `fenceScope` lands wholly before or after it), before the record's state.
+      const refused = step.name === "dispatch" ? scopeFenceRefusal(scopeFenced(this.#db, key)) : undefined;
+      if (refused) throw refused;
       const row = this.#db
         .stmt(
           `UPDATE execution SET state = ?, evidence = COALESCE(?, evidence), not_dispatched_cause = COALESCE(?, not_dispatched_cause),

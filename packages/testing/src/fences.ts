@@ -1,4 +1,4 @@
-import { type AdmissionStore, FenceError, InvalidScopeError, ScopeFencedError, type ScopeFenceTarget, ValidationError } from "@alma-harness/core";
+import { type AdmissionStore, FenceError, InvalidScopeError, type Scope, ScopeFencedError, type ScopeFenceTarget, ValidationError } from "@alma-harness/core";
 import { admitWith } from "./admissions.js";
 import { claimOf } from "./execution.js";
 import { contractSuite, type Factory, type FixtureTest, rejects, SCOPE_A, SCOPE_A2, SCOPE_B, T0, type TestApi, unsafe, userMsg } from "./harness.js";
@@ -14,7 +14,7 @@ const GRACE = 15 * 60_000;
  * admission of a covered scope inside the write's own transaction; transitions still run.
  */
 export function scopeFenceContract(name: string, factory: Factory<StoreSet>, t: TestApi): void {
-  contractSuite(t, `${name}: scope fence contract`, factory, [fenceRecordTests, fenceAdmitTests, fenceWriteTests, expiryFilterTests]);
+  contractSuite(t, `${name}: scope fence contract`, factory, [fenceRecordTests, fenceAdmitTests, fenceWriteTests, fenceDispatchTests, expiryFilterTests]);
 }
 
 type Declare = FixtureTest<StoreSet>;
@@ -111,6 +111,55 @@ function fenceWriteTests(t: TestApi, test: Declare): void {
     await fence(admissions, SCOPE_A);
     const error = await rejects(t, () => sessions.append(SCOPE_A, "s1", [userMsg("hi")], { admissionId: "a1", now: T0 + 1 }), FenceError, "fenced");
     t.expect(error).not.toBeInstanceOf(ScopeFencedError);
+  });
+}
+
+/** A claim made under admission `admissionId` of `scope`: its fence, for the dispatch. */
+async function claimedUnder(execution: StoreSet["execution"], operationId: string, admissionId: string, scope: Scope = SCOPE_A) {
+  const result = await execution.claim(claimOf(operationId, { scope }), { admissionId });
+  if (result.status !== "claimed") throw new Error(`expected a fence for ${operationId}`);
+  return result.fence;
+}
+
+function fenceDispatchTests(t: TestApi, test: Declare): void {
+  test("a claim made before the fence is not dispatched after it: ScopeFencedError, the record still prepared", async ({ admissions, execution }) => {
+    await admitWith(admissions, { admissionId: "a1" });
+    await admitWith(admissions, { admissionId: "a2", scope: SCOPE_A2 });
+    await admitWith(admissions, { admissionId: "b1", scope: SCOPE_B });
+    const own = await claimedUnder(execution, "op-1", "a1");
+    const other = await claimedUnder(execution, "op-2", "a2", SCOPE_A2);
+    const tenant = await claimedUnder(execution, "op-3", "b1", SCOPE_B);
+    // A uid fence: that scope only.
+    await fence(admissions, SCOPE_A);
+    await rejects(t, () => execution.dispatch(own, T0 + 1), ScopeFencedError, "scope_fenced");
+    t.expect(await execution.get(SCOPE_A, "op-1")).toMatchObject({ state: "prepared", fenceToken: own.token, updatedAt: T0 });
+    t.expect((await execution.dispatch(other, T0 + 1)).state).toBe("dispatching");
+    // The org's fence covers every uid of it; another tenant is untouched.
+    await fence(admissions, { org: "org-a" });
+    const later = await claimedUnder(execution, "op-4", "b1", SCOPE_B);
+    await admissions.liftScopeFence(SCOPE_A);
+    await rejects(t, () => execution.dispatch(own, T0 + 2), ScopeFencedError);
+    t.expect((await execution.get(SCOPE_A, "op-1"))?.state).toBe("prepared");
+    t.expect((await execution.dispatch(tenant, T0 + 2)).state).toBe("dispatching");
+    t.expect((await execution.dispatch(later, T0 + 2)).state).toBe("dispatching");
+    // The refused record can still be cancelled by its owner (a transition, never fenced).
+    t.expect(await execution.cancelPrepared(own, "scope_fenced", T0 + 3)).toMatchObject({ state: "not_dispatched", notDispatchedCause: "scope_fenced" });
+  });
+
+  test("after the lift the same claim and a new one dispatch; a fence refuses before the record's state is read", async ({ admissions, execution }) => {
+    await admitWith(admissions, { admissionId: "a1" });
+    const first = await claimedUnder(execution, "op-1", "a1");
+    await fence(admissions, { org: "org-a" });
+    await rejects(t, () => execution.dispatch(first, T0 + 1), ScopeFencedError);
+    // A stale fence under a fence is refused too: nothing is written either way.
+    await rejects(t, () => execution.dispatch({ ...first, token: first.token + 1 }, T0 + 1), ScopeFencedError);
+    t.expect(await admissions.liftScopeFence({ org: "org-a" })).toBe(true);
+    t.expect((await execution.dispatch(first, T0 + 2)).state).toBe("dispatching");
+    const next = await claimedUnder(execution, "op-2", "a1");
+    t.expect(await execution.dispatch(next, T0 + 3)).toMatchObject({ state: "dispatching", updatedAt: T0 + 3 });
+    // A dispatched record under a new fence: the fence does not stop what is already on its way.
+    await fence(admissions, SCOPE_A);
+    t.expect((await execution.receive(next, { status: "unknown" }, T0 + 4)).state).toBe("received");
   });
 }
 

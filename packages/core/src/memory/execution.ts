@@ -7,7 +7,7 @@ import type { NotDispatchedCause, UsageEvidence } from "../usage.js";
 import { normalizeCancelCause, normalizeClaim, normalizeClaimOptions, normalizeFence, normalizeReceivedEvidence, normalizeReconcile } from "../stores/normalize.js";
 import { prepareExecutionList } from "../stores/prepare.js";
 import { pageOf, scopeKey, validateTime } from "../stores/rules.js";
-import { expiryChange, fenceRefusal, sameClaim } from "../stores/transitions.js";
+import { expiryChange, fenceRefusal, sameClaim, scopeFenceRefusal } from "../stores/transitions.js";
 import { isErasedMark } from "../stores/erasure.js";
 import { covers, ERASE, type Erasable, type EraseTarget, MEMORY_STATE, markOf } from "./erase.js";
 
@@ -22,7 +22,7 @@ export class InMemoryExecutionStore implements ExecutionStore, Erasable {
   readonly #links: { readonly admissions?: InMemoryAdmissionStore; readonly spend?: InMemorySpendStore };
 
   /**
-   * `admissions` fences claims that name an admission; `spend` holds their reservations (the same
+   * `admissions` fences claims that name an admission, and every dispatch by its scope fences; `spend` holds their reservations (the same
    * spend store the settlement store moves). A claim naming either without the link throws.
    */
   constructor(links: { readonly admissions?: InMemoryAdmissionStore; readonly spend?: InMemorySpendStore } = {}) {
@@ -59,7 +59,7 @@ export class InMemoryExecutionStore implements ExecutionStore, Erasable {
   }
 
   async dispatch(fence: Fence, now: number): Promise<ExecutionRecord> {
-    return this.#step(fence, now, "prepared", () => ({ state: "dispatching" }));
+    return this.#step(fence, now, "prepared", () => ({ state: "dispatching" }), undefined, true);
   }
 
   async receive(fence: Fence, evidence: UsageEvidence, now: number): Promise<ExecutionRecord> {
@@ -140,10 +140,15 @@ export class InMemoryExecutionStore implements ExecutionStore, Erasable {
     if (this.#links.spend) releaseSpend(this.#links.spend, scopeKey(row.scope).key, row.operationId);
   }
 
-  #step(fence: Fence, now: number, from: ExecutionState, change: () => Partial<ExecutionRecord>, effect?: (row: ExecutionRecord) => void): ExecutionRecord {
+  /** `fenced`: the transition is scope-fenced (the dispatch), checked before the record's state. */
+  #step(fence: Fence, now: number, from: ExecutionState, change: () => Partial<ExecutionRecord>, effect?: (row: ExecutionRecord) => void, fenced = false): ExecutionRecord {
     const f = normalizeFence(fence);
     const at = validateTime("now", now);
-    const key = `${scopeKey(f.scope).key} ${f.operationId}`;
+    const scopeText = scopeKey(f.scope).key;
+    const key = `${scopeText} ${f.operationId}`;
+    const admissions = this.#links.admissions;
+    const refused = fenced && admissions ? scopeFenceRefusal(scopeFenced(admissions, scopeText)) : undefined;
+    if (refused) throw refused;
     const row = this.#rows.get(key);
     if (!row || row.fenceToken !== f.token) throw new StaleFenceError();
     if (row.state !== from) throw new StaleFenceError(`the record is ${row.state}, not ${from}`);

@@ -42,9 +42,11 @@ export type AdmitResult =
  *   that scope (the org's and its own). While a fence covers a scope, `admit` on it throws
  *   `ScopeFencedError` after the session's occupancy is checked (a holder still answers `busy`),
  *   and every write fenced on one of its admissions (session append, journal claim, final-result
- *   put) throws `ScopeFencedError` in the write's own transaction, writing nothing. A fence never
- *   blocks a transition (mark, finish, release) or an erasure; the SQL stores make `fenceScope`
- *   wait for the fenced writes in flight, so once it returns none of them can land.
+ *   put) throws `ScopeFencedError` in the write's own transaction, writing nothing; so does the
+ *   journal's `dispatch` of a record in that scope (`ExecutionStore`). A fence never blocks a
+ *   transition of an admission (mark, finish, release), a journal transition other than the
+ *   dispatch, or an erasure; the SQL stores make `fenceScope` wait for the fenced writes and
+ *   dispatches in flight, so once it returns none of them can land.
  * - An admission id is used once per scope: admitting an id that exists throws `ConflictError`
  *   (code `admission_exists`), so no two callers ever hold one fence.
  * - Scope isolation: an admission id from another scope reads as absent.

@@ -10,7 +10,7 @@ export class FenceError extends AlmaError {
 /**
  * The scope is fenced by an operator (`AdmissionStore.fenceScope`): a new key is refused before
  * admission, and a write fenced on an admission of the scope (claim, session append, final-result
- * put) is refused inside its transaction. It is a `FenceError`, so code that handles a stale
+ * put) or a journal dispatch of the scope is refused inside its transaction. It is a `FenceError`, so code that handles a stale
  * admission handles it too; `code` is `scope_fenced`. Not retryable: only lifting the fence helps.
  */
 export class ScopeFencedError extends FenceError {

@@ -75,6 +75,13 @@ export type ClaimResult =
  * - Every transition takes the fence and throws `StaleFenceError` when the fence is no longer
  *   current (the sweep fenced the record) or the record is not in the state the transition needs.
  * - `dispatch` (prepared → dispatching) must commit before provider egress and cannot be replayed.
+ *   It is scope-fenced (spec: scope-fence): while an operator's fence covers the record's scope
+ *   (its org's or its own, `AdmissionStore.fenceScope`), read in the dispatch's own transaction
+ *   before the record's state, it throws `ScopeFencedError` and changes nothing: the record stays
+ *   `prepared`, and its owner sends nothing and cancels it (`cancelPrepared`, cause `scope_fenced`).
+ *   The SQL stores serialize it with `fenceScope` as the fenced writes are: once `fenceScope`
+ *   returns, no dispatch of a covered scope lands. A store without a linked admission store (a
+ *   bare memory journal) has no fence to read.
  * - `receive` keeps the known / unpriced / unknown distinction as given.
  * - `reconcileExpired` turns expired `prepared` records into `not_dispatched` (cause `expired`) and
  *   expired `dispatching` ones into `fenced`, bumping the fence token; it never re-sends.

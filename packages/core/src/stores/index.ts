@@ -92,7 +92,7 @@ export {
 } from "./prepare.js";
 export { AdmissionTransitions, type AdmissionTransition, admissionExists, admissionOf, admitted, busy, prepareAdmit, prepareReleaseExpired, releasedAdmissions } from "./prepare-admissions.js";
 export { coveringFenceKeys, fenceKey, normalizeFenceInput, normalizeFenceTarget, scopeFenceFromRow } from "./fences.js";
-export { expiryChange, fenceRefusal, oversize, putRefusal, reservationRefusal, resultView, sameClaim } from "./transitions.js";
+export { expiryChange, fenceRefusal, oversize, putRefusal, reservationRefusal, resultView, sameClaim, scopeFenceRefusal } from "./transitions.js";
 export {
   type AdmissionRow,
   type AuditRow,

@@ -163,7 +163,7 @@ export function normalizeReceivedEvidence(evidence: unknown): UsageEvidence {
 
 export function normalizeCancelCause(cause: unknown): Exclude<NotDispatchedCause, "expired"> {
   if (cause === "expired") throw new ValidationError("cause", "expired_is_the_sweeps", "only the expiry sweep records the cause expired");
-  return validateOneOf("cause", cause, ["aborted", "audit", "store", "input", "invalid"]);
+  return validateOneOf("cause", cause, ["aborted", "audit", "store", "input", "invalid", "scope_fenced"]);
 }
 
 export function normalizeReservation(reservation: unknown): ResultReservation {

@@ -69,9 +69,17 @@ export function oversize(text: string, maxChars: number): ValidationError | unde
  */
 export function fenceRefusal(admission: Pick<Admission, "state" | "sessionId" | "deadlineAt"> | undefined, sessionId: string, now: number, scopeFenced = false): FenceError | undefined {
   if (admission?.state !== "active" || admission.sessionId !== sessionId || now >= admission.deadlineAt) return new FenceError();
-  // An operator's scope fence (`AdmissionStore.fenceScope`), read in the same transaction.
-  if (scopeFenced) return new ScopeFencedError();
-  return undefined;
+  return scopeFenceRefusal(scopeFenced);
+}
+
+/**
+ * The one scope-fence rule: a write refused while an operator's fence (`AdmissionStore.fenceScope`)
+ * covers its scope, `scopeFenced` read by the store in the write's own transaction. The fenced
+ * writes apply it after their admission (`fenceRefusal`); the journal's `dispatch`, which names no
+ * admission, applies it alone, before the record's state is checked.
+ */
+export function scopeFenceRefusal(scopeFenced: boolean): ScopeFencedError | undefined {
+  return scopeFenced ? new ScopeFencedError() : undefined;
 }
 
 /**
