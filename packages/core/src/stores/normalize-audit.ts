@@ -25,9 +25,7 @@ const FIELDS_OF_TRAIL = new Map<string, ReadonlySet<string>>(TRAILS.map((t) => [
 
 /** An audit event: closed per trail (a field the trail does not define is refused), snapshotted. */
 export function normalizeAuditEvent(event: unknown): AuditEvent {
-  const e = closedObject("event", event, ANY_TRAIL_FIELDS);
-  const trail = validateOneOf("event.trail", e.trail, TRAILS);
-  closedObject("event", event, FIELDS_OF_TRAIL.get(trail) as ReadonlySet<string>);
+  const { e, trail } = closedEvent(event);
   const { scope } = scopeKey(e.scope);
   validateId("event.sessionId", e.sessionId);
   validateId("event.turnId", e.turnId);
@@ -36,11 +34,36 @@ export function normalizeAuditEvent(event: unknown): AuditEvent {
   if (e.refusal !== undefined) validateOneOf("event.refusal", e.refusal, REFUSAL_CATEGORIES);
   if (e.upstream !== undefined) validateName("event.upstream", e.upstream);
   if (trail === "recall") recallFields(e);
-  const copy = snapshotOnce(event) as Record<string, JsonValue>;
-  trailShaped("event", copy);
+  // The trail rule is checked on the snapshot's own walk; its first refusal is thrown once the copy
+  // is whole, so a snapshot error still comes first, as when the copy was walked again.
+  let refused: TrailValueError | undefined;
+  const copy = snapshotOnce(event, undefined, (value, path) => {
+    refused ??= trailRefusal(value, path);
+  }) as Record<string, JsonValue>;
+  if (refused !== undefined) throw refused;
   // The engine passes the normalized scope itself, which the snapshot keeps: nothing to replace.
   if ((copy.scope as unknown) === scope) return copy as unknown as AuditEvent;
   return Object.freeze({ ...copy, scope }) as unknown as AuditEvent;
+}
+
+/**
+ * The event's fields, each in the set of every trail's fields, then its trail, then each field in
+ * that trail's own set: one read of the keys, and the errors (and their order) of the checks one by one.
+ */
+function closedEvent(event: unknown): { readonly e: Record<string, unknown>; readonly trail: Trail } {
+  if (event === null || typeof event !== "object" || Array.isArray(event)) closedObject("event", event, ANY_TRAIL_FIELDS);
+  const e = event as Record<string, unknown>;
+  const named = e.trail;
+  const own = typeof named === "string" ? FIELDS_OF_TRAIL.get(named) : undefined;
+  let outside = false;
+  for (const key of Object.keys(e)) {
+    if (own?.has(key)) continue;
+    if (!ANY_TRAIL_FIELDS.has(key)) closedObject("event", event, ANY_TRAIL_FIELDS);
+    outside = true;
+  }
+  const trail = validateOneOf("event.trail", named, TRAILS);
+  if (outside) closedObject("event", event, own as ReadonlySet<string>);
+  return { e, trail };
 }
 
 /** A recall record's counts are non-negative integers and its degraded tiers a closed list without repeats. */
@@ -52,6 +75,19 @@ function recallFields(e: Record<string, unknown>): void {
   if (!Array.isArray(tiers) || tiers.length > RECALL_DEGRADED_TIERS.length) throw new ValidationError("event.degradedTiers", "array", "event.degradedTiers must be a list of recall tiers");
   for (const [i, t] of tiers.entries()) validateOneOf(`event.degradedTiers[${i}]`, t, RECALL_DEGRADED_TIERS);
   if (new Set(tiers).size !== tiers.length) throw new ValidationError("event.degradedTiers", "unique", "event.degradedTiers repeats a tier");
+}
+
+/** What the trail rule says of a value the snapshot kept at `path`: nothing, or the error naming the field (never the value). */
+function trailRefusal(value: JsonValue, path: readonly (string | number)[]): TrailValueError | undefined {
+  if (typeof value === "string" && isTrailShaped(value)) return undefined;
+  let at = "event";
+  for (const part of path) at += typeof part === "number" ? `[${part}]` : `.${part}`;
+  try {
+    trailShaped(at, value);
+    return undefined;
+  } catch (error) {
+    return error as TrailValueError;
+  }
 }
 
 /**
