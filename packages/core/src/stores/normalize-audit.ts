@@ -77,31 +77,35 @@ function recallFields(e: Record<string, unknown>): void {
   if (new Set(tiers).size !== tiers.length) throw new ValidationError("event.degradedTiers", "unique", "event.degradedTiers repeats a tier");
 }
 
-/** What the trail rule says of a value the snapshot kept at `path`: nothing, or the error naming the field (never the value). */
+/**
+ * The trail rule, checked where every store accepts an event, on what the snapshot kept at `path`:
+ * each string has a trail value's shape (no spaces or control characters, at most 200). Nothing,
+ * or the error naming the first field that breaks it, never the value.
+ */
 function trailRefusal(value: JsonValue, path: readonly (string | number)[]): TrailValueError | undefined {
-  if (typeof value === "string" && isTrailShaped(value)) return undefined;
+  const below = unshaped(value);
+  if (below === undefined) return undefined;
   let at = "event";
-  for (const part of path) at += typeof part === "number" ? `[${part}]` : `.${part}`;
-  try {
-    trailShaped(at, value);
-    return undefined;
-  } catch (error) {
-    return error as TrailValueError;
-  }
+  for (const part of [...path, ...below]) at += typeof part === "number" ? `[${part}]` : `.${part}`;
+  return new TrailValueError("identifier", `${at}: a trail holds identifiers, kinds, counts and hashes (1-200 printable ASCII characters without spaces)`);
 }
 
-/**
- * The trail rule, checked again where every store accepts an event: each string in it has a trail
- * value's shape (no spaces or control characters, at most 200). The error names the field, never the value.
- */
-function trailShaped(path: string, value: JsonValue): void {
-  if (typeof value === "string") {
-    if (!isTrailShaped(value)) throw new TrailValueError("identifier", `${path}: a trail holds identifiers, kinds, counts and hashes (1-200 printable ASCII characters without spaces)`);
-  } else if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) trailShaped(`${path}[${i}]`, value[i] as JsonValue);
-  } else if (value !== null && typeof value === "object") {
-    for (const [k, v] of Object.entries(value)) trailShaped(`${path}.${k}`, v);
+/** Where in `value` (keys and indexes, in order) its first string without a trail value's shape is; nothing when every one has it. */
+function unshaped(value: JsonValue): (string | number)[] | undefined {
+  if (typeof value === "string") return isTrailShaped(value) ? undefined : [];
+  if (value === null || typeof value !== "object") return undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const below = unshaped(value[i] as JsonValue);
+      if (below !== undefined) return [i, ...below];
+    }
+    return undefined;
   }
+  for (const key of Object.keys(value)) {
+    const below = unshaped((value as Record<string, JsonValue>)[key] as JsonValue);
+    if (below !== undefined) return [key, ...below];
+  }
+  return undefined;
 }
 
 /** A validated audit query: filters, page size and the position after which to read. */
