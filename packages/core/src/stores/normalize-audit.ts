@@ -48,21 +48,17 @@ export function normalizeAuditEvent(event: unknown): AuditEvent {
 
 /**
  * The event's fields, each in the set of every trail's fields, then its trail, then each field in
- * that trail's own set: one read of the keys, and the errors (and their order) of the checks one by one.
+ * that trail's own set: the checks one by one, their reads in the same order and their errors, on
+ * one read of the keys.
  */
 function closedEvent(event: unknown): { readonly e: Record<string, unknown>; readonly trail: Trail } {
   if (event === null || typeof event !== "object" || Array.isArray(event)) closedObject("event", event, ANY_TRAIL_FIELDS);
   const e = event as Record<string, unknown>;
-  const named = e.trail;
-  const own = typeof named === "string" ? FIELDS_OF_TRAIL.get(named) : undefined;
-  let outside = false;
-  for (const key of Object.keys(e)) {
-    if (own?.has(key)) continue;
-    if (!ANY_TRAIL_FIELDS.has(key)) closedObject("event", event, ANY_TRAIL_FIELDS);
-    outside = true;
-  }
-  const trail = validateOneOf("event.trail", named, TRAILS);
-  if (outside) closedObject("event", event, own as ReadonlySet<string>);
+  const keys = Object.keys(e);
+  for (const key of keys) if (!ANY_TRAIL_FIELDS.has(key)) closedObject("event", event, ANY_TRAIL_FIELDS);
+  const trail = validateOneOf("event.trail", e.trail, TRAILS);
+  const own = FIELDS_OF_TRAIL.get(trail) as ReadonlySet<string>;
+  for (const key of keys) if (!own.has(key)) closedObject("event", event, own);
   return { e, trail };
 }
 
