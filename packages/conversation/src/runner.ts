@@ -8,7 +8,6 @@ import {
   ScopeFencedError,
   type ScopeFenceReason,
   type ScopeFenceTarget,
-  trailHash,
   utf8Length,
 } from "@alma-harness/core";
 import { GovernedCalls } from "@alma-harness/execution";
@@ -20,7 +19,7 @@ import { eraseScope, eraseSession } from "./erasure.js";
 import { ConversationConflictError } from "./errors.js";
 import { type EventsApi, eventsApi, type RecordEventsRequest, type RecordEventsResult } from "./events.js";
 import { type NormalizedRequest, normalizeRequest, type RunTurnRequest } from "./input.js";
-import { bindingOf, conversationRootKey } from "./keys.js";
+import { bindingOf, conversationRootKey, promptCacheKey } from "./keys.js";
 import { type ExpiredRelease, listUnresolved, releaseExpired, releaseExpiredEvents, type UnresolvedPage } from "./maintenance.js";
 import { readRoot } from "./read.js";
 import { renderEvents } from "./render.js";
@@ -75,6 +74,7 @@ export interface ConversationRunner {
 export function createConversationRunner(input: ConversationConfig): ConversationRunner {
   const config = resolveConfig(input);
   const { stores, clock } = config;
+  const scopeCacheKey = promptCacheKey(config.trailKey);
   const calls = new GovernedCalls({
     journal: stores.journal,
     settlements: stores.settlements,
@@ -86,9 +86,8 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
     consumers: config.consumers ?? [],
     clock,
     ...(stores.usageInbox ? { usageInbox: stores.usageInbox } : {}),
-    // OpenAI's `prompt_cache_key`: the scope's keyed hash, so requests of one person share a cache
-    // route without the provider ever seeing the tenant's or the person's id.
-    cacheKey: ({ scope }) => trailHash(config.trailKey, scope, "prompt_cache_key"),
+    // OpenAI's `prompt_cache_key`: the scope's keyed hash (`promptCacheKey`).
+    cacheKey: ({ scope }) => scopeCacheKey(scope),
   });
   // The engine's options go to the engine as they came, compiled once there; the runner adds its own seams.
   const engine = createEngine({

@@ -59,7 +59,12 @@ interface Walk {
   readonly ancestors: object[];
   /** Keys and indexes from the root to here; the path text is built only when a rule breaks. */
   readonly path: (string | number)[];
+  /** A caller's rule over the same walk (`snapshotOnce`): told each string value and each certified container kept. */
+  readonly visit?: SnapshotVisit;
 }
+
+/** Sees each string value the copy keeps and each certified container it keeps as is, at `path` (reused: copy it to keep it). Must not throw. */
+export type SnapshotVisit = (value: JsonValue, path: readonly (string | number)[]) => void;
 
 /** What a certified copy holds: the totals its own walk counted, so a later walk can add them at once. */
 interface Certificate {
@@ -92,22 +97,15 @@ export function snapshot(value: unknown, limits?: SnapshotLimits): JsonValue {
 
 /**
  * `snapshot` for a copy nothing will snapshot again (a record a store keeps): the same rules and the
- * same result, without recording a certificate for it. Internal to core.
+ * same result, without recording a certificate for it. `visit` lets a store check a rule of its own
+ * on the same walk instead of walking the copy again. Internal to core.
  */
-export function snapshotOnce(value: unknown, limits?: SnapshotLimits): JsonValue {
-  return take(value, limits, false);
+export function snapshotOnce(value: unknown, limits?: SnapshotLimits, visit?: SnapshotVisit): JsonValue {
+  return take(value, limits, false, visit);
 }
 
-function take(value: unknown, limits: SnapshotLimits | undefined, certify: boolean): JsonValue {
-  const walk: Walk = {
-    limits: resolveLimits(limits),
-    nodes: 0,
-    bytes: 0,
-    deepest: 0,
-    longest: 0,
-    ancestors: [],
-    path: [],
-  };
+function take(value: unknown, limits: SnapshotLimits | undefined, certify: boolean, visit?: SnapshotVisit): JsonValue {
+  const walk: Walk = { limits: resolveLimits(limits), nodes: 0, bytes: 0, deepest: 0, longest: 0, ancestors: [], path: [], visit };
   const out = guarded(walk, () => copy(value, 0, walk));
   if (certify && out !== null && typeof out === "object" && !certified.has(out)) {
     certified.set(out, { nodes: walk.nodes, bytes: walk.bytes, depth: walk.deepest, longest: walk.longest });
@@ -222,6 +220,7 @@ function copy(value: unknown, depth: number, walk: Walk): JsonValue {
   switch (typeof value) {
     case "string":
       countString(value, walk);
+      walk.visit?.(value, walk.path);
       return value;
     case "number":
       if (!Number.isFinite(value)) fail(walk, "non_finite", "numbers must be finite");
@@ -245,6 +244,7 @@ function copyContainer(value: object, depth: number, walk: Walk): JsonValue {
     walk.bytes += held.bytes;
     if (depth - 1 + held.depth > walk.deepest) walk.deepest = depth - 1 + held.depth;
     if (held.longest > walk.longest) walk.longest = held.longest;
+    walk.visit?.(value as JsonValue, walk.path);
     return value as JsonValue;
   }
   if (depth > walk.limits.maxDepth) fail(walk, "depth", `nesting deeper than ${walk.limits.maxDepth}`);

@@ -1,4 +1,4 @@
-import { type AuditEvent, type AuditLog, type CostEvent, type CostReceipt, isTrailShaped, type ModelChoice, type RefusalCategory, type TrailValue, trailId, trailJoin, trailKind } from "@alma-harness/core";
+import { type AuditEvent, type AuditLog, type CostEvent, type CostReceipt, isTrailShaped, type ModelChoice, type RefusalCategory, type RoutingEvent, type TrailValue, trailId, trailJoin, trailKind } from "@alma-harness/core";
 import type { Ledger } from "./account.js";
 import { UncertainCallError } from "./errors.js";
 import type { CallIdentity, CallOptions } from "./governed-call.js";
@@ -26,23 +26,32 @@ function operationOf(identity: CallIdentity): { readonly operationId?: TrailValu
   return op === undefined ? {} : { operationId: trailId(op.operationId), attemptId: trailId(op.attemptId) };
 }
 
-function routingBase(identity: CallIdentity, choice: ModelChoice, options: RouteOptions, at: number) {
+/**
+ * The routing record, field by field in the order its records have always had (no object spreads:
+ * two records per call, the second extending the first).
+ */
+function routingBase(identity: CallIdentity, choice: ModelChoice, options: RouteOptions, at: number): Writable<RoutingEvent> {
   const route = options.route;
-  return {
-    ...baseOf(identity, at),
-    ...operationOf(identity),
-    trail: "routing" as const,
-    kind: identity.kind,
-    tier: route.tier,
-    sensitivity: route.sensitivity,
-    clientId: trailId(choice.clientId),
-    model: trailId(choice.model),
-    cacheTtl: choice.cache === false ? ("off" as const) : choice.cache.ttl,
-    ...(choice.reasoning ? { reasoning: choice.reasoning } : {}),
-    ...(choice.serviceTier ? { requestedTier: choice.serviceTier } : {}),
-    ...(route.parentCallId ? { parentCallId: route.parentCallId } : {}),
-  };
+  const event = baseOf(identity, at) as Writable<RoutingEvent>;
+  const op = identity.operation;
+  if (op !== undefined) {
+    event.operationId = trailId(op.operationId);
+    event.attemptId = trailId(op.attemptId);
+  }
+  event.trail = "routing";
+  event.kind = identity.kind;
+  event.tier = route.tier;
+  event.sensitivity = route.sensitivity;
+  event.clientId = trailId(choice.clientId);
+  event.model = trailId(choice.model);
+  event.cacheTtl = choice.cache === false ? "off" : choice.cache.ttl;
+  if (choice.reasoning) event.reasoning = choice.reasoning;
+  if (choice.serviceTier) event.requestedTier = choice.serviceTier;
+  if (route.parentCallId) event.parentCallId = route.parentCallId;
+  return event;
 }
+
+type Writable<T> = { -readonly [K in keyof T]: T[K] };
 
 /**
  * Before egress: the routing record; for a main step the lifecycle `model.request` record; for a
@@ -92,13 +101,12 @@ export interface ServedFacts {
  * closed category.
  */
 export async function servedTrail(audit: AuditLog, identity: CallIdentity, choice: ModelChoice, options: RouteOptions, receipt: CostReceipt, at: number, facts: ServedFacts = {}): Promise<void> {
-  await durable(audit, {
-    ...routingBase(identity, choice, options, at),
-    servedTier: receipt.serviceTier,
-    // The upstream is the wire's word: kept only when it has an identifier's shape (a slug).
-    ...(isTrailShaped(facts.upstream) ? { upstream: facts.upstream } : {}),
-    ...(facts.refusal !== undefined ? { refusal: facts.refusal } : {}),
-  });
+  const event = routingBase(identity, choice, options, at);
+  event.servedTier = receipt.serviceTier;
+  // The upstream is the wire's word: kept only when it has an identifier's shape (a slug).
+  if (isTrailShaped(facts.upstream)) event.upstream = facts.upstream;
+  if (facts.refusal !== undefined) event.refusal = facts.refusal;
+  await durable(audit, event);
 }
 
 /** The cost event of a call: who and what, at what price, under which settlement. */

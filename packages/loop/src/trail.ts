@@ -32,9 +32,10 @@ export function turnTrail(key: TrailKey, scope: Scope, sessionId: string, turnId
   return Object.freeze({ scope, session: sessionPseudonym(key, scope, sessionId), turnId: trailId(turnId), hash, callId: idOrHash, idOrHash, kindOrHash });
 }
 
-/** The fields every record of the turn shares, at `at`. */
-export function trailBase(trail: TurnTrail, at: number, callId?: string) {
-  return { scope: trail.scope, sessionId: trail.session, turnId: trail.turnId, ...(callId !== undefined ? { callId: trail.callId(callId) } : {}), at };
+/** The fields every record of the turn shares, at `at` (two literals of the same key order, no spread: it heads every loop record). */
+export function trailBase(trail: TurnTrail, at: number, callId?: string): { readonly scope: Scope; readonly sessionId: TrailValue; readonly turnId: TrailValue; readonly callId?: TrailValue; readonly at: number } {
+  if (callId === undefined) return { scope: trail.scope, sessionId: trail.session, turnId: trail.turnId, at };
+  return { scope: trail.scope, sessionId: trail.session, turnId: trail.turnId, callId: trail.callId(callId), at };
 }
 
 /**

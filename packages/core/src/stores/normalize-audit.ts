@@ -25,9 +25,7 @@ const FIELDS_OF_TRAIL = new Map<string, ReadonlySet<string>>(TRAILS.map((t) => [
 
 /** An audit event: closed per trail (a field the trail does not define is refused), snapshotted. */
 export function normalizeAuditEvent(event: unknown): AuditEvent {
-  const e = closedObject("event", event, ANY_TRAIL_FIELDS);
-  const trail = validateOneOf("event.trail", e.trail, TRAILS);
-  closedObject("event", event, FIELDS_OF_TRAIL.get(trail) as ReadonlySet<string>);
+  const { e, trail } = closedEvent(event);
   const { scope } = scopeKey(e.scope);
   validateId("event.sessionId", e.sessionId);
   validateId("event.turnId", e.turnId);
@@ -36,11 +34,32 @@ export function normalizeAuditEvent(event: unknown): AuditEvent {
   if (e.refusal !== undefined) validateOneOf("event.refusal", e.refusal, REFUSAL_CATEGORIES);
   if (e.upstream !== undefined) validateName("event.upstream", e.upstream);
   if (trail === "recall") recallFields(e);
-  const copy = snapshotOnce(event) as Record<string, JsonValue>;
-  trailShaped("event", copy);
+  // The trail rule is checked on the snapshot's own walk; its first refusal is thrown once the copy
+  // is whole, so a snapshot error still comes first, as when the copy was walked again.
+  let refused: TrailValueError | undefined;
+  const copy = snapshotOnce(event, undefined, (value, path) => {
+    refused ??= trailRefusal(value, path);
+  }) as Record<string, JsonValue>;
+  if (refused !== undefined) throw refused;
   // The engine passes the normalized scope itself, which the snapshot keeps: nothing to replace.
   if ((copy.scope as unknown) === scope) return copy as unknown as AuditEvent;
   return Object.freeze({ ...copy, scope }) as unknown as AuditEvent;
+}
+
+/**
+ * The event's fields, each in the set of every trail's fields, then its trail, then each field in
+ * that trail's own set: the checks one by one, their reads in the same order and their errors, on
+ * one read of the keys.
+ */
+function closedEvent(event: unknown): { readonly e: Record<string, unknown>; readonly trail: Trail } {
+  if (event === null || typeof event !== "object" || Array.isArray(event)) closedObject("event", event, ANY_TRAIL_FIELDS);
+  const e = event as Record<string, unknown>;
+  const keys = Object.keys(e);
+  for (const key of keys) if (!ANY_TRAIL_FIELDS.has(key)) closedObject("event", event, ANY_TRAIL_FIELDS);
+  const trail = validateOneOf("event.trail", e.trail, TRAILS);
+  const own = FIELDS_OF_TRAIL.get(trail) as ReadonlySet<string>;
+  for (const key of keys) if (!own.has(key)) closedObject("event", event, own);
+  return { e, trail };
 }
 
 /** A recall record's counts are non-negative integers and its degraded tiers a closed list without repeats. */
@@ -55,17 +74,34 @@ function recallFields(e: Record<string, unknown>): void {
 }
 
 /**
- * The trail rule, checked again where every store accepts an event: each string in it has a trail
- * value's shape (no spaces or control characters, at most 200). The error names the field, never the value.
+ * The trail rule, checked where every store accepts an event, on what the snapshot kept at `path`:
+ * each string has a trail value's shape (no spaces or control characters, at most 200). Nothing,
+ * or the error naming the first field that breaks it, never the value.
  */
-function trailShaped(path: string, value: JsonValue): void {
-  if (typeof value === "string") {
-    if (!isTrailShaped(value)) throw new TrailValueError("identifier", `${path}: a trail holds identifiers, kinds, counts and hashes (1-200 printable ASCII characters without spaces)`);
-  } else if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) trailShaped(`${path}[${i}]`, value[i] as JsonValue);
-  } else if (value !== null && typeof value === "object") {
-    for (const [k, v] of Object.entries(value)) trailShaped(`${path}.${k}`, v);
+function trailRefusal(value: JsonValue, path: readonly (string | number)[]): TrailValueError | undefined {
+  const below = unshaped(value);
+  if (below === undefined) return undefined;
+  let at = "event";
+  for (const part of [...path, ...below]) at += typeof part === "number" ? `[${part}]` : `.${part}`;
+  return new TrailValueError("identifier", `${at}: a trail holds identifiers, kinds, counts and hashes (1-200 printable ASCII characters without spaces)`);
+}
+
+/** Where in `value` (keys and indexes, in order) its first string without a trail value's shape is; nothing when every one has it. */
+function unshaped(value: JsonValue): (string | number)[] | undefined {
+  if (typeof value === "string") return isTrailShaped(value) ? undefined : [];
+  if (value === null || typeof value !== "object") return undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const below = unshaped(value[i] as JsonValue);
+      if (below !== undefined) return [i, ...below];
+    }
+    return undefined;
   }
+  for (const key of Object.keys(value)) {
+    const below = unshaped((value as Record<string, JsonValue>)[key] as JsonValue);
+    if (below !== undefined) return [key, ...below];
+  }
+  return undefined;
 }
 
 /** A validated audit query: filters, page size and the position after which to read. */
