@@ -1,3 +1,4 @@
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ConversationStores } from "@alma-harness/conversation";
 import { createPostgresStores } from "@alma-harness/store-postgres";
@@ -37,6 +38,19 @@ async function prepare(store: "postgres" | "sqlite"): Promise<{ target: Target; 
 }
 
 const PROCESSES = 4;
+
+/** Writes `go` once every process has written `ready-<pid>` (each composed its runtime); a process that fails first fails the wait. */
+async function openBarrier(barrier: string, running: Promise<unknown>): Promise<void> {
+  let failed: unknown;
+  running.catch((error: unknown) => {
+    failed = error;
+  });
+  while (readdirSync(barrier).filter((f) => f.startsWith("ready-")).length < PROCESSES) {
+    if (failed !== undefined) throw failed;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  writeFileSync(join(barrier, "go"), "");
+}
 const cases = [
   { store: "sqlite" as const, skip: false },
   { store: "postgres" as const, skip: URL_ === undefined },
@@ -49,8 +63,11 @@ describe.each(cases)("one single call under one key from $store host processes (
     try {
       const { target, open } = await prepare(store);
       const spec = { ...target, url: wire.url, key: "k-proc" };
-      const startAt = Date.now() + 4000;
-      const lines = await Promise.all(Array.from({ length: PROCESSES }, () => runWorker<Line>("step-worker.ts", { ...spec, startAt })));
+      const barrier = join(dir, `barrier-${store}`);
+      mkdirSync(barrier);
+      const running = Promise.all(Array.from({ length: PROCESSES }, () => runWorker<Line>("step-worker.ts", { ...spec, barrier })));
+      await openBarrier(barrier, running);
+      const lines = await running;
       expect(new Set(lines.map((l) => l.pid)).size).toBe(PROCESSES);
       expect(wire.bodies, "one provider dispatch across every process").toHaveLength(1);
       const completed = lines.filter((l) => l.status === "completed");
@@ -62,7 +79,7 @@ describe.each(cases)("one single call under one key from $store host processes (
       }
       // Not vacuous: the processes raced (another one called while the first was in flight).
       expect(lines.filter((l) => l.error === "step_call_in_progress").length).toBeGreaterThan(0);
-      const retry = await runWorker<Line>("step-worker.ts", { ...spec, startAt: 0 });
+      const retry = await runWorker<Line>("step-worker.ts", spec);
       expect(retry).toMatchObject({ status: "completed", replayed: true, object: first?.object, usdMicros: WIRE_STEP_MICROS });
       expect(wire.bodies, "the retry sends nothing").toHaveLength(1);
       const check = await open();
