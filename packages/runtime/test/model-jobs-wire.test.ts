@@ -1,8 +1,6 @@
-import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
@@ -13,14 +11,13 @@ import { modelJobs } from "@alma-harness/runtime";
 import { createSqliteStores } from "@alma-harness/store-sqlite";
 import { afterEach, describe, expect, it } from "vitest";
 import { dayJob, JOB_KEY, SCOPE } from "./model-jobs-kit.js";
+import { runWorker } from "./process-kit.js";
 import { WIRE_PRICES } from "./workers/wire-config.js";
 
 const FIXTURES = fileURLToPath(new URL("../../providers/test/fixtures/batch/anthropic/", import.meta.url));
 const fixture = (name: string) => readFileSync(`${FIXTURES}${name}`, "utf8");
 const BATCH = "msgbatch_013Zva2CMHLNnXjNJJKqJ2EF";
 const PRICES = WIRE_PRICES;
-const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
-const WORKER = fileURLToPath(new URL("./workers/collect-worker.ts", import.meta.url));
 
 type Route = (req: IncomingMessage, res: ServerResponse) => void;
 const servers: { close(): void }[] = [];
@@ -102,8 +99,8 @@ describe("a model job end to end over the Anthropic batch wire (a local HTTP ser
       const jobs = modelJobs({ stores, prices: PRICES, policyVersion: "p", trailKey: JOB_KEY, transports: [transport], policy: { resolve: () => ({ clientId: "anthropic-batch", model: "claude-sonnet-4-5", maxOutputTokens: 200, cache: false }) } });
       expect(await jobs.submit(dayJob("night-1", 4))).toMatchObject({ status: "submitted", job: { batchId: BATCH } });
       stores.close();
-      const run = () => promisify(execFile)(process.execPath, ["--conditions=alma-source", "--import", "tsx", WORKER, JSON.stringify({ path, url: wire.url, jobId: "night-1" })], { cwd: ROOT });
-      const first = JSON.parse((await run()).stdout) as { status: string; state: string; items: unknown[] };
+      const run = <T>() => runWorker<T>("collect-worker.ts", { path, url: wire.url, jobId: "night-1" });
+      const first = await run<{ status: string; state: string; items: unknown[] }>();
       expect(first).toEqual({
         status: "collected",
         state: "collected",
@@ -115,7 +112,7 @@ describe("a model job end to end over the Anthropic batch wire (a local HTTP ser
         ],
       });
       // A third process collecting again replays: nothing applied twice.
-      const again = JSON.parse((await run()).stdout) as { items: unknown[][] };
+      const again = await run<{ items: unknown[][] }>();
       expect(again.items.map((i) => i[3])).toEqual([false, false, false, false]);
       const reread = createSqliteStores({ path, commits: "each" });
       expect((await reread.settlements.list(SCOPE)).items).toHaveLength(4);

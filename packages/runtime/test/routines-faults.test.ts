@@ -1,29 +1,18 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ModelClient, ModelStreamEvent, OutputSink, RoutineInput } from "@alma-harness/core";
 import { ManualClock } from "@alma-harness/core/testing";
 import { scriptedText } from "@alma-harness/loop/testing";
 import { cachedTurns, createRoutineScheduler } from "@alma-harness/schedule";
 import { InjectedStoreFault, tapStore } from "@alma-harness/testing";
-import pg from "pg";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { hasRoutineStores, memory, postgres, type Runtime, type RuntimeConfig, sqlite } from "../src/index.js";
+import { scratch } from "./store-kit.js";
 import { DEPLOYMENT } from "./workers/deployment.js";
 
 const URL_ = process.env.ALMA_TEST_DATABASE_URL;
 const SCOPE = { org: "clinic-faults", uid: "back-office" };
 const SLOT1 = Date.UTC(2026, 0, 1, 1);
-const dir = mkdtempSync(join(tmpdir(), "alma-rt-routine-faults-"));
-const schemas: string[] = [];
-afterAll(async () => {
-  rmSync(dir, { recursive: true, force: true });
-  if (URL_ && schemas.length > 0) {
-    const pool = new pg.Pool({ connectionString: URL_, max: 1 });
-    await pool.query(`DROP SCHEMA IF EXISTS ${schemas.join(", ")} CASCADE`);
-    await pool.end();
-  }
-});
+const { dir, schemas } = scratch("alma-rt-routine-faults");
 
 const ROUTINE: RoutineInput = {
   scope: SCOPE,

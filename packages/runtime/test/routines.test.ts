@@ -1,36 +1,21 @@
-import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import type { ModelClient, ModelStreamEvent, OutputSink, RoutineOutput, Routine } from "@alma-harness/core";
 import { ManualClock } from "@alma-harness/core/testing";
 import { scriptedText } from "@alma-harness/loop/testing";
 import { createPostgresStores } from "@alma-harness/store-postgres";
-import pg from "pg";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { routineOf } from "@alma-harness/testing";
 import { memory, postgres, type Runtime, routineScheduler, sqlite } from "../src/index.js";
+import { runWorker } from "./process-kit.js";
+import { scratch } from "./store-kit.js";
 import { DEPLOYMENT } from "./workers/deployment.js";
 
 const URL_ = process.env.ALMA_TEST_DATABASE_URL;
-const WORKER = fileURLToPath(new URL("./workers/routine-worker.ts", import.meta.url));
-const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 const SCOPE = { org: "clinic-rt", uid: "nightly" };
 const T0 = Date.UTC(2026, 0, 1);
 const SLOT1 = Date.UTC(2026, 0, 1, 1);
 const DAY = 86_400_000;
-const dir = mkdtempSync(join(tmpdir(), "alma-rt-routines-"));
-const schemas: string[] = [];
-afterAll(async () => {
-  rmSync(dir, { recursive: true, force: true });
-  if (URL_ && schemas.length > 0) {
-    const pool = new pg.Pool({ connectionString: URL_, max: 1 });
-    await pool.query(`DROP SCHEMA IF EXISTS ${schemas.join(", ")} CASCADE`);
-    await pool.end();
-  }
-});
+const { dir, schemas } = scratch("alma-rt-routines");
 
 const routine = (over: Partial<Routine> = {}): Routine =>
   routineOf("daily-summary", { scope: SCOPE, goal: "Summarize today's appointments.", intent: { tier: "balanced", sensitivity: "internal" }, cap: { usd: 0.01, onExceeded: "block" }, catchUp: true, execution: "turn", createdAt: T0, ...over });
@@ -98,11 +83,8 @@ describe.skipIf(!URL_)("runtime: two host processes on one PostgreSQL fire the s
     await stores.close();
     const now = SLOT1 + 5 * DAY + 60_000;
     const startAt = Date.now() + 4000;
-    const exec = promisify(execFile);
-    const run = (owner: string) =>
-      exec(process.execPath, ["--conditions=alma-source", "--import", "tsx", WORKER, JSON.stringify({ schema, rootSchema: `${schema}_root`, owner, now, startAt })], { cwd: ROOT, env: process.env });
-    const outs = await Promise.all([run("proc-a"), run("proc-b")]);
-    const lines = outs.map((o) => JSON.parse(o.stdout.trim().split("\n").at(-1) ?? "{}") as { owner: string; ran: [number, string][]; calls: number; delivered: string[] });
+    const run = (owner: string) => runWorker<{ owner: string; ran: [number, string][]; calls: number; delivered: string[] }>("routine-worker.ts", { schema, rootSchema: `${schema}_root`, owner, now, startAt });
+    const lines = await Promise.all([run("proc-a"), run("proc-b")]);
     const slots = lines.flatMap((l) => l.ran.map(([slot]) => slot)).sort((a, b) => a - b);
     expect(slots).toEqual([0, 1, 2, 3, 4, 5].map((d) => SLOT1 + d * DAY));
     expect(lines.reduce((n, l) => n + l.calls, 0), "one model call per slot across both processes").toBe(6);

@@ -4,6 +4,8 @@ import { join } from "node:path";
 import { createPostgresStores } from "@alma-harness/store-postgres";
 import { createSqliteStores } from "@alma-harness/store-sqlite";
 import { memoryStores, type RuntimeStores } from "@alma-harness/runtime";
+import pg from "pg";
+import { afterAll } from "vitest";
 
 export const DATABASE_URL = process.env.ALMA_TEST_DATABASE_URL;
 
@@ -42,3 +44,21 @@ export const KINDS = [
   ["sqlite", true],
   ["postgres", DATABASE_URL !== undefined],
 ] as const;
+
+/**
+ * A test file's scratch space: a temporary directory, and a list of PostgreSQL schemas the file
+ * pushes what it creates to; both are removed after the file's tests.
+ */
+export function scratch(prefix: string): { readonly dir: string; readonly schemas: string[] } {
+  const dir = mkdtempSync(join(tmpdir(), `${prefix}-`));
+  const created: string[] = [];
+  afterAll(async () => {
+    rmSync(dir, { recursive: true, force: true });
+    if (DATABASE_URL && created.length > 0) {
+      const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 1 });
+      await pool.query(`DROP SCHEMA IF EXISTS ${created.join(", ")} CASCADE`);
+      await pool.end();
+    }
+  });
+  return { dir, schemas: created };
+}
