@@ -1,5 +1,5 @@
 import { type FailureKind, type ModelJobItemResult, ProviderError } from "@alma-harness/core";
-import { abortedError, type ErrorFacts, errorFields, networkError, retryAfterMs } from "../shared/errors.js";
+import { abortedError, type ErrorFacts, networkError, refusalFacts } from "../shared/errors.js";
 import type { FetchLike } from "../shared/types.js";
 
 /** One call of a batch API: JSON in or a form, the answer's text out; a non-2xx answer classified once, by the adapter's rules. */
@@ -34,23 +34,8 @@ export async function send(call: BatchCall, url: string, init: { readonly method
     throw networkError(call.provider, error);
   }
   if (response.ok) return text;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  const fields = errorFields(parsed);
-  const retryAfter = retryAfterMs(response.headers, call.now);
-  const facts: ErrorFacts = {
-    provider: call.provider,
-    status: response.status,
-    ...fields,
-    message: fields.message ?? (text.trim().slice(0, 200) || response.statusText || "no error body"),
-    ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}),
-    // A batch call is never a pre-stream refusal of a model call: no rejection proof is taken here.
-    pristine: false,
-  };
+  // A batch call is never a pre-stream refusal of a model call: no rejection proof is taken here.
+  const facts: ErrorFacts = { ...refusalFacts(call.provider, response, text, call.now), pristine: false };
   throw call.classify(facts);
 }
 

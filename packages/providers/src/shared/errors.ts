@@ -163,3 +163,27 @@ export function errorFields(body: unknown): { type?: string; code?: string; deta
   const flagged = Array.isArray(metadata.reasons) || metadata.flagged_input !== undefined;
   return { ...(type ? { type } : {}), ...(code ? { code } : {}), ...(detail ? { detail } : {}), ...(message ? { message } : {}), ...(flagged ? { flagged } : {}) };
 }
+
+/**
+ * What a non-2xx answer says, read once for every adapter: its status, the fields of its JSON body
+ * (a body that is not JSON is read as text), a message (the body's, else its first 200 characters,
+ * else the status text) and `Retry-After`. The caller adds what only it knows (`pristine`, and the
+ * `x-should-retry` header a model call honours).
+ */
+export function refusalFacts(provider: string, response: Response, text: string, now: () => number): Omit<ErrorFacts, "pristine"> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const fields = errorFields(parsed);
+  const retryAfter = retryAfterMs(response.headers, now);
+  return {
+    provider,
+    status: response.status,
+    ...fields,
+    message: fields.message ?? (text.trim().slice(0, 200) || response.statusText || "no error body"),
+    ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}),
+  };
+}

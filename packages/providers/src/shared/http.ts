@@ -1,5 +1,5 @@
 import type { ProviderError } from "@alma-harness/core";
-import { abortedError, type ErrorFacts, errorFields, networkError, retryAfterMs } from "./errors.js";
+import { abortedError, type ErrorFacts, networkError, refusalFacts } from "./errors.js";
 import type { FetchLike } from "./types.js";
 
 /** An error body longer than this is cut before parsing: it is diagnostics, not data. */
@@ -47,21 +47,9 @@ export async function postJson(spec: PostSpec): Promise<Response> {
     if (spec.signal.aborted) throw abortedError(spec.provider, spec.signal, error);
     return "";
   });
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  const fields = errorFields(parsed);
-  const retryAfter = retryAfterMs(response.headers, spec.now);
   const should = response.headers.get("x-should-retry")?.trim().toLowerCase();
   const facts: ErrorFacts = {
-    provider: spec.provider,
-    status: response.status,
-    ...fields,
-    message: fields.message ?? (text.trim().slice(0, 200) || response.statusText || "no error body"),
-    ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}),
+    ...refusalFacts(spec.provider, response, text, spec.now),
     ...(should === "true" || should === "false" ? { shouldRetry: should === "true" } : {}),
     pristine: true,
   };
