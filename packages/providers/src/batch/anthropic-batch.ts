@@ -10,7 +10,7 @@ import { anthropicEvidence } from "../anthropic/usage.js";
 import { ANTHROPIC_VERSION, type WireUsage } from "../anthropic/wire.js";
 import { joinUrl } from "../shared/http.js";
 import { asRecord, asString } from "../shared/neutral.js";
-import { type BatchCall, itemFailure, jsonLines, malformed, objectOf, oncePerItem, send } from "./http.js";
+import { type BatchCall, itemFailure, jsonLines, malformed, objectOf, oncePerItem, send, unbatched } from "./http.js";
 
 export type AnthropicBatchOptions = Pick<AnthropicClientOptions, "apiKey" | "baseURL" | "fetch" | "headers" | "now" | "betas" | "models" | "webSearchToolType"> & {
   readonly id?: string;
@@ -101,13 +101,6 @@ export function createAnthropicBatchTransport(options: AnthropicBatchOptions = {
     },
     results,
   };
-}
-
-/** The request as the Messages API reads it: the batch endpoint is the tier, so no `service_tier` field. */
-function unbatched(request: ModelRequest): ModelRequest {
-  if (request.serviceTier === undefined) return request;
-  const { serviceTier: _tier, ...rest } = request;
-  return rest;
 }
 
 /** One results line → the neutral result (the message's text, tool calls, stop reason and usage). */

@@ -1,4 +1,4 @@
-import { type FailureKind, type ModelJobItemResult, ProviderError } from "@alma-harness/core";
+import { type FailureKind, type ModelJobItemResult, type ModelRequest, ProviderError } from "@alma-harness/core";
 import { abortedError, type ErrorFacts, networkError, refusalFacts } from "../shared/errors.js";
 import type { FetchLike } from "../shared/types.js";
 
@@ -92,4 +92,11 @@ export function oncePerItem(provider: string, results: readonly ModelJobItemResu
     seen.add(r.customId);
   }
   return results;
+}
+
+/** The request as a batch endpoint reads it: the endpoint is the tier, so the request names none. */
+export function unbatched(request: ModelRequest): ModelRequest {
+  if (request.serviceTier === undefined) return request;
+  const { serviceTier: _tier, ...rest } = request;
+  return rest;
 }

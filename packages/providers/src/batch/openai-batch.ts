@@ -14,7 +14,7 @@ import { chatEvidence } from "../openai-chat/usage.js";
 import type { ChatWireUsage } from "../openai-chat/wire.js";
 import { joinUrl } from "../shared/http.js";
 import { asCount, asRecord, asString } from "../shared/neutral.js";
-import { type BatchCall, itemFailure, jsonLines, malformed, objectOf, oncePerItem, send } from "./http.js";
+import { type BatchCall, itemFailure, jsonLines, malformed, objectOf, oncePerItem, send, unbatched } from "./http.js";
 
 export type OpenAIBatchOptions = Pick<OpenAIClientOptions, "apiKey" | "baseURL" | "fetch" | "headers" | "now" | "organization" | "project" | "reasoningModels"> & {
   readonly id?: string;
@@ -120,12 +120,6 @@ export function createOpenAIBatchTransport(options: OpenAIBatchOptions = {}): Mo
     if (request.cacheKey !== undefined) rest.prompt_cache_key = request.cacheKey;
     return rest;
   }
-}
-
-function unbatched(request: ModelRequest): ModelRequest {
-  if (request.serviceTier === undefined) return request;
-  const { serviceTier: _tier, ...rest } = request;
-  return rest;
 }
 
 /** One output or error line → the neutral result. */
