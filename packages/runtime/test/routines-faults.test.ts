@@ -1,7 +1,7 @@
 import { join } from "node:path";
-import type { ModelClient, ModelStreamEvent, OutputSink, RoutineInput } from "@alma-harness/core";
+import type { OutputSink, RoutineInput } from "@alma-harness/core";
 import { ManualClock } from "@alma-harness/core/testing";
-import { scriptedText } from "@alma-harness/loop/testing";
+import { repeatingTextModel } from "@alma-harness/loop/testing";
 import { cachedTurns, createRoutineScheduler } from "@alma-harness/schedule";
 import { InjectedStoreFault, tapStore } from "@alma-harness/testing";
 import { describe, expect, it } from "vitest";
@@ -46,16 +46,7 @@ const open: Record<string, ((config: RuntimeConfig) => Promise<Runtime>) | undef
 /** A tick whose `failAt`-th routine-store call fails `mode`, then two recovery ticks (now, and past the interrupted bound). */
 async function faultedSlot(make: (config: RuntimeConfig) => Promise<Runtime>, failAt: number, mode: "before" | "after") {
   const clock = new ManualClock(SLOT1 + 60_000);
-  let calls = 0;
-  const model: ModelClient = {
-    id: "fake",
-    provider: "fake",
-    validate: () => undefined,
-    async *stream(): AsyncIterable<ModelStreamEvent> {
-      calls += 1;
-      for (const event of scriptedText("summary").events) yield event;
-    },
-  };
+  const model = repeatingTextModel("summary");
   let deliveries = 0;
   const sink: OutputSink = { destinations: ["staff"], deliver: async () => {
       deliveries += 1;
@@ -87,7 +78,7 @@ async function faultedSlot(make: (config: RuntimeConfig) => Promise<Runtime>, fa
     await scheduler.tick();
     clock.advance(31 * 60_000);
     await scheduler.tick();
-    return { calls, deliveries, run: await stores.routineRuns.get(SCOPE, "nightly", SLOT1) };
+    return { calls: model.calls, deliveries, run: await stores.routineRuns.get(SCOPE, "nightly", SLOT1) };
   } finally {
     await rt.close();
   }

@@ -1,7 +1,7 @@
 import { join } from "node:path";
-import type { ModelClient, ModelStreamEvent, OutputSink, RoutineOutput, Routine } from "@alma-harness/core";
+import type { OutputSink, RoutineOutput, Routine } from "@alma-harness/core";
 import { ManualClock } from "@alma-harness/core/testing";
-import { scriptedText } from "@alma-harness/loop/testing";
+import { repeatingTextModel } from "@alma-harness/loop/testing";
 import { createPostgresStores } from "@alma-harness/store-postgres";
 import { describe, expect, it } from "vitest";
 import { routineOf } from "@alma-harness/testing";
@@ -21,20 +21,11 @@ const routine = (over: Partial<Routine> = {}): Routine =>
   routineOf("daily-summary", { scope: SCOPE, goal: "Summarize today's appointments.", intent: { tier: "balanced", sensitivity: "internal" }, cap: { usd: 0.01, onExceeded: "block" }, catchUp: true, execution: "turn", createdAt: T0, ...over });
 
 function host(clock: ManualClock) {
-  let calls = 0;
-  const model: ModelClient = {
-    id: "fake",
-    provider: "fake",
-    validate: () => undefined,
-    async *stream(): AsyncIterable<ModelStreamEvent> {
-      calls += 1;
-      for (const event of scriptedText("the day's summary").events) yield event;
-    },
-  };
+  const model = repeatingTextModel("the day's summary");
   const delivered: RoutineOutput[] = [];
   const sink: OutputSink = { destinations: ["staff-inbox"], deliver: async (o) => void delivered.push(o) };
   const config = { clients: [model], policy: { resolve: () => ({ clientId: "fake", model: "demo", maxOutputTokens: 256, cache: false as const }) }, prompt: "nightly", clock, ...DEPLOYMENT };
-  return { config, sink, delivered, calls: () => calls };
+  return { config, sink, delivered, calls: () => model.calls };
 }
 
 /** The scheduler over each composition: one run per slot under eight concurrent ticks, missed and late slots, the cap. */

@@ -217,3 +217,24 @@ function waitForAbort(signal: AbortSignal): Promise<never> {
     signal.addEventListener("abort", () => reject(abortError(signal)), { once: true });
   });
 }
+
+/**
+ * A model that answers every call with the same text, however many calls come (a scheduler's runs,
+ * several processes' turns), and counts them in `calls`. For a fixed script that fails past its
+ * end, use `FakeModelClient`.
+ */
+export function repeatingTextModel(text: string): ModelClient & { readonly calls: number } {
+  let calls = 0;
+  return {
+    id: "fake",
+    provider: "fake",
+    validate: () => undefined,
+    get calls() {
+      return calls;
+    },
+    async *stream(): AsyncIterable<ModelStreamEvent> {
+      calls += 1;
+      for (const event of scriptedText(text).events) yield event;
+    },
+  };
+}

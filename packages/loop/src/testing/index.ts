@@ -1,5 +1,6 @@
 export {
   FakeModelClient,
+  repeatingTextModel,
   type ScriptedCall,
   type ScriptedResponse,
   scriptedError,

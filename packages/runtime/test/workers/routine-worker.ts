@@ -1,23 +1,14 @@
 // A host process for the routines multi-process test: one scheduler tick on one PostgreSQL database
 // at a shared instant, with a scripted model; prints one JSON line (what it ran) on stdout.
 //   argv[2]: JSON {schema, rootSchema, owner, now, startAt}
-import type { ModelClient, ModelStreamEvent, OutputSink, RoutineOutput } from "@alma-harness/core";
+import type { OutputSink, RoutineOutput } from "@alma-harness/core";
 import { ManualClock } from "@alma-harness/core/testing";
-import { scriptedText } from "@alma-harness/loop/testing";
+import { repeatingTextModel } from "@alma-harness/loop/testing";
 import { postgres, routineScheduler } from "@alma-harness/runtime";
 import { DEPLOYMENT } from "./deployment.js";
 
 const spec = JSON.parse(process.argv[2] ?? "{}") as { schema: string; rootSchema: string; owner: string; now: number; startAt: number };
-let calls = 0;
-const model: ModelClient = {
-  id: "fake",
-  provider: "fake",
-  validate: () => undefined,
-  async *stream(): AsyncIterable<ModelStreamEvent> {
-    calls += 1;
-    for (const event of scriptedText(`summary by ${spec.owner}`).events) yield event;
-  },
-};
+const model = repeatingTextModel(`summary by ${spec.owner}`);
 const delivered: string[] = [];
 const sink: OutputSink = {
   destinations: ["staff-inbox"],
@@ -39,5 +30,5 @@ const scheduler = routineScheduler(rt, { sink, owner: spec.owner, clock });
 // Both processes tick at the same instant, so their claims of the same slots race in the database.
 await new Promise((resolve) => setTimeout(resolve, Math.max(0, spec.startAt - Date.now())));
 const report = await scheduler.tick();
-process.stdout.write(`${JSON.stringify({ owner: spec.owner, ran: report.ran.map((r) => [r.slot, r.state]), skipped: report.skipped, calls, delivered })}\n`);
+process.stdout.write(`${JSON.stringify({ owner: spec.owner, ran: report.ran.map((r) => [r.slot, r.state]), skipped: report.skipped, calls: model.calls, delivered })}\n`);
 await rt.close();
