@@ -8,12 +8,28 @@
 import type { CacheTtl, ModelClient, PriceTable } from "@alma-harness/core";
 import { ManualClock } from "@alma-harness/core/testing";
 import { cacheHygieneGuard } from "@alma-harness/loop";
-import { ANTHROPIC_PRICES, createAnthropicClient, createOpenAIChatClient, createOpenAIResponsesClient, OPENAI_PRICES } from "@alma-harness/providers";
+import {
+  ANTHROPIC_PRICES,
+  createAnthropicClient,
+  createOpenAIChatClient,
+  createOpenAIResponsesClient,
+  OPENAI_PRICES,
+} from "@alma-harness/providers";
 import { memory } from "@alma-harness/runtime";
 import { startAnthropicCacheServer } from "./cache/anthropic-server.js";
-import { startOpenAIChatCacheServer, startOpenAIResponsesCacheServer, startOpenAIResponsesNativeCacheServer } from "./cache/openai-server.js";
+import {
+  startOpenAIChatCacheServer,
+  startOpenAIResponsesCacheServer,
+  startOpenAIResponsesNativeCacheServer,
+} from "./cache/openai-server.js";
 import type { CacheServer, RequestRecord, ServerOptions } from "./cache/server.js";
-import { CLINIC_GAPS_S, CLINIC_INPUTS, CLINIC_PROMPT, CLINIC_TOOLS, clinicModel } from "./cache/clinic.js";
+import {
+  CLINIC_GAPS_S,
+  CLINIC_INPUTS,
+  CLINIC_PROMPT,
+  CLINIC_TOOLS,
+  clinicModel,
+} from "./cache/clinic.js";
 import { selfCheck } from "./cache/model.js";
 
 /** Anthropic's minimum cacheable prompt for Sonnet 4.5 (prompt-caching page), and OpenAI's 1,024-token floor. */
@@ -45,14 +61,24 @@ const OPENAI_RESPONSES: Provider = {
   model: "gpt-5",
   prices: OPENAI_PRICES,
   start: startOpenAIResponsesCacheServer,
-  client: (url) => createOpenAIResponsesClient({ apiKey: "bench-key", baseURL: url, reasoningModels: () => false }),
+  client: (url) =>
+    createOpenAIResponsesClient({
+      apiKey: "bench-key",
+      baseURL: url,
+      reasoningModels: () => false,
+    }),
 };
 const OPENAI_RESPONSES_NATIVE: Provider = {
   name: "openai responses (tool search)",
   model: "gpt-5.4",
   prices: OPENAI_PRICES,
   start: startOpenAIResponsesNativeCacheServer,
-  client: (url) => createOpenAIResponsesClient({ apiKey: "bench-key", baseURL: url, reasoningModels: () => false }),
+  client: (url) =>
+    createOpenAIResponsesClient({
+      apiKey: "bench-key",
+      baseURL: url,
+      reasoningModels: () => false,
+    }),
 };
 const TARGET_READS = 0.9;
 const TARGET_COST = 0.3;
@@ -67,10 +93,25 @@ interface Config {
 const CONFIGS: readonly Config[] = [
   { label: "anthropic, 5m writes", provider: ANTHROPIC, cache: { ttl: "5m" }, targeted: true },
   { label: "anthropic, 1h writes", provider: ANTHROPIC, cache: { ttl: "1h" }, targeted: true },
-  { label: "anthropic, 1h prefix + 5m tail", provider: ANTHROPIC, cache: { ttl: "1h", tailTtl: "5m" }, targeted: false },
+  {
+    label: "anthropic, 1h prefix + 5m tail",
+    provider: ANTHROPIC,
+    cache: { ttl: "1h", tailTtl: "5m" },
+    targeted: false,
+  },
   { label: "openai chat, automatic", provider: OPENAI_CHAT, cache: false, targeted: false },
-  { label: "openai responses, automatic", provider: OPENAI_RESPONSES, cache: false, targeted: false },
-  { label: "openai responses gpt-5.4, native tool search", provider: OPENAI_RESPONSES_NATIVE, cache: false, targeted: false },
+  {
+    label: "openai responses, automatic",
+    provider: OPENAI_RESPONSES,
+    cache: false,
+    targeted: false,
+  },
+  {
+    label: "openai responses gpt-5.4, native tool search",
+    provider: OPENAI_RESPONSES_NATIVE,
+    cache: false,
+    targeted: false,
+  },
 ];
 
 interface Figures {
@@ -94,12 +135,23 @@ interface Figures {
 async function runSession(config: Config): Promise<Figures> {
   const clock = new ManualClock();
   const { provider } = config;
-  const server = await provider.start({ now: () => clock.now(), minimumTokens: MINIMUM_TOKENS, respond: clinicModel });
+  const server = await provider.start({
+    now: () => clock.now(),
+    minimumTokens: MINIMUM_TOKENS,
+    respond: clinicModel,
+  });
   try {
     const client = provider.client(server.url);
     const rt = memory({
       clients: [client],
-      policy: { resolve: () => ({ clientId: client.id, model: provider.model, maxOutputTokens: 1024, cache: config.cache }) },
+      policy: {
+        resolve: () => ({
+          clientId: client.id,
+          model: provider.model,
+          maxOutputTokens: 1024,
+          cache: config.cache,
+        }),
+      },
       prompt: CLINIC_PROMPT,
       tools: CLINIC_TOOLS,
       prices: provider.prices,
@@ -116,19 +168,32 @@ async function runSession(config: Config): Promise<Figures> {
     });
     const scope = { org: "clinic-bench", uid: "patient-1" };
     for (let i = 0; i < CLINIC_INPUTS.length; i++) {
-      const view = await rt.runner.runTurn({ scope, sessionId: "visit-1", idempotencyKey: `k${i}`, input: CLINIC_INPUTS[i] as string, intent: { tier: "balanced", sensitivity: "internal" } });
-      if (view.status !== "completed") throw new Error(`turn ${i}: ${view.status} ${JSON.stringify(view).slice(0, 400)}`);
+      const view = await rt.runner.runTurn({
+        scope,
+        sessionId: "visit-1",
+        idempotencyKey: `k${i}`,
+        input: CLINIC_INPUTS[i] as string,
+        intent: { tier: "balanced", sensitivity: "internal" },
+      });
+      if (view.status !== "completed")
+        throw new Error(`turn ${i}: ${view.status} ${JSON.stringify(view).slice(0, 400)}`);
       clock.advance((CLINIC_GAPS_S[i] ?? 0) * 1000);
     }
     const context = await rt.stores.audit.query(scope, { trail: "context", limit: 500 });
-    const warnings = context.items.flatMap((e) => (e.trail === "context" && e.decision === "warned" ? [String(e.field)] : []));
+    const warnings = context.items.flatMap((e) =>
+      e.trail === "context" && e.decision === "warned" ? [String(e.field)] : [],
+    );
     return figures(config, server.records, warnings);
   } finally {
     await server.close();
   }
 }
 
-function figures(config: Config, records: readonly RequestRecord[], warnings: readonly string[]): Figures {
+function figures(
+  config: Config,
+  records: readonly RequestRecord[],
+  warnings: readonly string[],
+): Figures {
   const { model, prices } = config.provider;
   const rates = prices.models[model]?.rates;
   if (!rates) throw new Error(`${model} has no price row`);
@@ -140,13 +205,37 @@ function figures(config: Config, records: readonly RequestRecord[], warnings: re
   const uncached = sum((r) => r.input);
   const output = sum((r) => r.output);
   // A term with tokens and no rate is a missing price (NaN shows it); no tokens cost nothing.
-  const usd = (tokens: number, rate: number | undefined) => (tokens === 0 ? 0 : (tokens * (rate ?? Number.NaN)) / 1e6);
-  const costUsd = usd(uncached, rates.input) + usd(write5m, rates.cacheWrite5m) + usd(write1h, rates.cacheWrite1h) + usd(read, rates.cacheRead) + usd(output, rates.output);
+  const usd = (tokens: number, rate: number | undefined) =>
+    tokens === 0 ? 0 : (tokens * (rate ?? Number.NaN)) / 1e6;
+  const costUsd =
+    usd(uncached, rates.input) +
+    usd(write5m, rates.cacheWrite5m) +
+    usd(write1h, rates.cacheWrite1h) +
+    usd(read, rates.cacheRead) +
+    usd(output, rates.output);
   const naiveUsd = usd(prompt, rates.input) + usd(output, rates.output);
-  const ceiling = config.cache && config.cache.tailTtl === undefined ? readCeiling(records, TTL_MS[config.cache.ttl]) : undefined;
+  const ceiling =
+    config.cache && config.cache.tailTtl === undefined
+      ? readCeiling(records, TTL_MS[config.cache.ttl])
+      : undefined;
   const breaks: Record<string, number> = {};
   for (const r of records) if (r.brokeAt) breaks[r.brokeAt] = (breaks[r.brokeAt] ?? 0) + 1;
-  return { label: config.label, targeted: config.targeted, model: `${model} at ${prices.version}`, requests: records.length, prompt, readShare: read / prompt, ...(ceiling !== undefined ? { ceiling } : {}), write5m, write1h, uncached, breaks, costUsd, naiveUsd, warnings };
+  return {
+    label: config.label,
+    targeted: config.targeted,
+    model: `${model} at ${prices.version}`,
+    requests: records.length,
+    prompt,
+    readShare: read / prompt,
+    ...(ceiling !== undefined ? { ceiling } : {}),
+    write5m,
+    write1h,
+    uncached,
+    breaks,
+    costUsd,
+    naiveUsd,
+    warnings,
+  };
 }
 
 const TTL_MS: Record<CacheTtl, number> = { "5m": 300_000, "1h": 3_600_000 };
@@ -177,14 +266,25 @@ function print(rows: readonly Figures[]): boolean {
   for (const f of rows) {
     const ratio = f.costUsd / f.naiveUsd;
     if (f.targeted && (f.readShare < TARGET_READS || ratio > TARGET_COST)) met = false;
-    const breaks = Object.entries(f.breaks).map(([k, v]) => `${k} ${v}`).join(", ") || "none";
-    const warned = f.warnings.length ? f.warnings.map((w) => w.replace("cache_hygiene:", "")).join(", ") : "none";
-    lines.push(`| ${f.label} | ${f.requests} | ${f.prompt} | ${pct(f.readShare)} | ${f.ceiling !== undefined ? pct(f.ceiling) : "—"} | ${f.write5m} | ${f.write1h} | ${f.uncached} | ${breaks} (of ${f.requests - 1}) | $${f.costUsd.toFixed(4)} | $${f.naiveUsd.toFixed(4)} | ${ratio.toFixed(2)}× | ${warned} |`);
+    const breaks =
+      Object.entries(f.breaks)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(", ") || "none";
+    const warned = f.warnings.length
+      ? f.warnings.map((w) => w.replace("cache_hygiene:", "")).join(", ")
+      : "none";
+    lines.push(
+      `| ${f.label} | ${f.requests} | ${f.prompt} | ${pct(f.readShare)} | ${f.ceiling !== undefined ? pct(f.ceiling) : "—"} | ${f.write5m} | ${f.write1h} | ${f.uncached} | ${breaks} (of ${f.requests - 1}) | $${f.costUsd.toFixed(4)} | $${f.naiveUsd.toFixed(4)} | ${ratio.toFixed(2)}× | ${warned} |`,
+    );
   }
   const models = [...new Set(rows.map((r) => r.model))].join(", ");
-  console.log(`30-turn clinic session, ${CLINIC_TOOLS.length} tools (${CLINIC_TOOLS.filter((t) => t.deferred).length} deferred); ${models}; minimum cacheable ${MINIMUM_TOKENS} tokens`);
+  console.log(
+    `30-turn clinic session, ${CLINIC_TOOLS.length} tools (${CLINIC_TOOLS.filter((t) => t.deferred).length} deferred); ${models}; minimum cacheable ${MINIMUM_TOKENS} tokens`,
+  );
   console.log(lines.join("\n"));
-  console.log(`targets (anthropic 5m and 1h rows): read share ≥ ${pct(TARGET_READS)} and cost ≤ ${TARGET_COST}× naive: ${met ? "met" : "NOT met"}`);
+  console.log(
+    `targets (anthropic 5m and 1h rows): read share ≥ ${pct(TARGET_READS)} and cost ≤ ${TARGET_COST}× naive: ${met ? "met" : "NOT met"}`,
+  );
   return met;
 }
 

@@ -2,10 +2,16 @@ import type { ModelClient, ToolDefinition } from "@alma-harness/core";
 import type { RuntimeConfig } from "@alma-harness/runtime";
 
 /** The runner configuration every benchmark uses: one model `m` at $1 / $2 per Mtok, the given tools. */
-export function benchConfig(model: ModelClient, tools: readonly ToolDefinition[], maxCalls = 8): RuntimeConfig {
+export function benchConfig(
+  model: ModelClient,
+  tools: readonly ToolDefinition[],
+  maxCalls = 8,
+): RuntimeConfig {
   return {
     clients: [model],
-    policy: { resolve: () => ({ clientId: model.id, model: "m", maxOutputTokens: 256, cache: false }) },
+    policy: {
+      resolve: () => ({ clientId: model.id, model: "m", maxOutputTokens: 256, cache: false }),
+    },
     prompt: "bench",
     tools,
     prices: { version: "p", models: { m: { rates: { input: 1, output: 2 } } } },

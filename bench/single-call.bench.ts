@@ -10,17 +10,37 @@ import { benchConfig } from "./config.js";
 
 const N = Number(process.argv[2] ?? 2000);
 const ANSWER = '{"category":"booking","urgency":2}';
-const schema = { type: "object", properties: { category: { type: "string" }, urgency: { type: "integer" } }, required: ["category", "urgency"] };
+const schema = {
+  type: "object",
+  properties: { category: { type: "string" }, urgency: { type: "integer" } },
+  required: ["category", "urgency"],
+};
 const scope = { org: "bench", uid: "u" };
 const intent = { tier: "fast" as const, sensitivity: "internal" as const };
 
-async function perCall(open: (model: FakeModelClient) => Runtime, kind: "step" | "turn", n: number): Promise<number> {
+async function perCall(
+  open: (model: FakeModelClient) => Runtime,
+  kind: "step" | "turn",
+  n: number,
+): Promise<number> {
   const model = new FakeModelClient(Array.from({ length: n + 50 }, () => scriptedText(ANSWER)));
   const rt = open(model);
   const run = (i: number) =>
     kind === "step"
-      ? rt.steps.run({ scope, idempotencyKey: `k${i}`, intent, prompt: "Classify: book me for Friday.", output: { name: "triage", schema } })
-      : rt.runner.runTurn({ scope, sessionId: `s${i}`, idempotencyKey: `k${i}`, input: "Classify: book me for Friday.", intent });
+      ? rt.steps.run({
+          scope,
+          idempotencyKey: `k${i}`,
+          intent,
+          prompt: "Classify: book me for Friday.",
+          output: { name: "triage", schema },
+        })
+      : rt.runner.runTurn({
+          scope,
+          sessionId: `s${i}`,
+          idempotencyKey: `k${i}`,
+          input: "Classify: book me for Friday.",
+          intent,
+        });
   for (let i = 0; i < 50; i++) await run(-1 - i);
   const start = process.hrtime.bigint();
   for (let i = 0; i < n; i++) {
@@ -34,7 +54,8 @@ async function perCall(open: (model: FakeModelClient) => Runtime, kind: "step" |
 
 const dir = mkdtempSync(join(tmpdir(), "alma-bench-single-"));
 let files = 0;
-const onSqlite = (model: FakeModelClient) => sqlite({ ...benchConfig(model, []), store: { path: join(dir, `b${++files}.db`) } });
+const onSqlite = (model: FakeModelClient) =>
+  sqlite({ ...benchConfig(model, []), store: { path: join(dir, `b${++files}.db`) } });
 const onMemory = (model: FakeModelClient) => memory(benchConfig(model, []));
 try {
   const rows = [
@@ -43,7 +64,8 @@ try {
     ["sqlite", "single call", await perCall(onSqlite, "step", Math.min(N, 500))],
     ["sqlite", "text turn", await perCall(onSqlite, "turn", Math.min(N, 500))],
   ] as const;
-  for (const [store, what, us] of rows) console.log(`${store.padEnd(7)} ${what.padEnd(12)} ${us.toFixed(1).padStart(8)} µs/call`);
+  for (const [store, what, us] of rows)
+    console.log(`${store.padEnd(7)} ${what.padEnd(12)} ${us.toFixed(1).padStart(8)} µs/call`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

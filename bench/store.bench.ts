@@ -8,7 +8,12 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { defineTool, type ModelClient, type ModelRequest, type ModelStreamEvent } from "@alma-harness/core";
+import {
+  defineTool,
+  type ModelClient,
+  type ModelRequest,
+  type ModelStreamEvent,
+} from "@alma-harness/core";
 import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { memory, postgres, type Runtime, type RuntimeConfig, sqlite } from "@alma-harness/runtime";
 import pg from "pg";
@@ -21,7 +26,9 @@ const Database = require("better-sqlite3") as typeof import("better-sqlite3");
 const counter = { writes: 0 };
 {
   const probe = new Database(":memory:");
-  const Statement = Object.getPrototypeOf(probe.prepare("select 1")) as { run: (...a: unknown[]) => unknown };
+  const Statement = Object.getPrototypeOf(probe.prepare("select 1")) as {
+    run: (...a: unknown[]) => unknown;
+  };
   const run = Statement.run;
   Statement.run = function (this: { reader: boolean }, ...args: unknown[]) {
     if (!this.reader) counter.writes += 1;
@@ -52,12 +59,23 @@ class ScriptedByRequest implements ModelClient {
   validate(): void {}
   async *stream(request: ModelRequest): AsyncIterable<ModelStreamEvent> {
     const afterTool = request.messages.at(-1)?.blocks.some((b) => b.type === "tool_result");
-    const script = afterTool ? scriptedText("done") : scriptedToolCall({ id: `c${Math.random().toString(36).slice(2)}`, name: "note", input: { text: "x" } });
+    const script = afterTool
+      ? scriptedText("done")
+      : scriptedToolCall({
+          id: `c${Math.random().toString(36).slice(2)}`,
+          name: "note",
+          input: { text: "x" },
+        });
     yield* script.events;
   }
 }
 
-const note = defineTool({ name: "note", description: "Takes a note.", input: { type: "object" }, handler: () => "ok" });
+const note = defineTool({
+  name: "note",
+  description: "Takes a note.",
+  input: { type: "object" },
+  handler: () => "ok",
+});
 const config: RuntimeConfig = benchConfig(new ScriptedByRequest(), [note], 4);
 
 async function drive(rt: Runtime, sessions: number, turns: number, tag: string): Promise<number> {
@@ -68,7 +86,13 @@ async function drive(rt: Runtime, sessions: number, turns: number, tag: string):
       for (;;) {
         const i = next++;
         if (i >= turns) return;
-        const view = await rt.runner.runTurn({ scope: { org: "bench", uid: "u" }, sessionId: `${tag}-${s}`, idempotencyKey: `${tag}-${i}`, input: "hi", intent: { tier: "balanced", sensitivity: "internal" } });
+        const view = await rt.runner.runTurn({
+          scope: { org: "bench", uid: "u" },
+          sessionId: `${tag}-${s}`,
+          idempotencyKey: `${tag}-${i}`,
+          input: "hi",
+          intent: { tier: "balanced", sensitivity: "internal" },
+        });
         if (view.status !== "completed") throw new Error(`${tag} turn ${i}: ${view.status}`);
       }
     }),
@@ -76,7 +100,12 @@ async function drive(rt: Runtime, sessions: number, turns: number, tag: string):
   return Number(process.hrtime.bigint() - start) / 1e9;
 }
 
-function sqliteFloor(path: string, statements: number, transactions: number, turns: number): number {
+function sqliteFloor(
+  path: string,
+  statements: number,
+  transactions: number,
+  turns: number,
+): number {
   const db = new Database(path);
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = FULL");
@@ -95,7 +124,13 @@ function sqliteFloor(path: string, statements: number, transactions: number, tur
   return seconds;
 }
 
-async function pgFloor(url: string, statements: number, transactions: number, turns: number, sessions: number): Promise<number> {
+async function pgFloor(
+  url: string,
+  statements: number,
+  transactions: number,
+  turns: number,
+  sessions: number,
+): Promise<number> {
   const pool = new pg.Pool({ connectionString: url, max: Math.min(sessions, 10) });
   await pool.query("create table if not exists bench_floor (id bigserial primary key, body text)");
   const perTx = Math.max(1, Math.round(statements / transactions));
@@ -108,7 +143,8 @@ async function pgFloor(url: string, statements: number, transactions: number, tu
         const client = await pool.connect();
         try {
           await client.query("BEGIN");
-          for (let i = 0; i < perTx; i++) await client.query("insert into bench_floor (body) values ($1)", ["x".repeat(200)]);
+          for (let i = 0; i < perTx; i++)
+            await client.query("insert into bench_floor (body) values ($1)", ["x".repeat(200)]);
           await client.query("COMMIT");
         } finally {
           client.release();
@@ -125,7 +161,9 @@ async function pgFloor(url: string, statements: number, transactions: number, tu
 async function pgCommitsNow(url: string): Promise<number> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
-  const { rows } = await client.query<{ n: string }>("select xact_commit::text as n from pg_stat_database where datname = current_database()");
+  const { rows } = await client.query<{ n: string }>(
+    "select xact_commit::text as n from pg_stat_database where datname = current_database()",
+  );
   await client.end();
   return Number(rows[0]?.n ?? 0);
 }
@@ -151,7 +189,16 @@ async function pgCommits(url: string): Promise<{ readonly n: number; readonly re
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 200);
 const rows: string[] = [];
-const row = (...cells: (string | number)[]) => rows.push(cells.map((c, i) => String(c).padStart(i === 0 ? 0 : 12).padEnd(i === 0 ? 16 : 0)).join(" "));
+const row = (...cells: (string | number)[]) =>
+  rows.push(
+    cells
+      .map((c, i) =>
+        String(c)
+          .padStart(i === 0 ? 0 : 12)
+          .padEnd(i === 0 ? 16 : 0),
+      )
+      .join(" "),
+  );
 row("store", "sessions", "turns/s", "commits/turn", "writes/turn", "floor ×");
 // commits/turn: SQLite counts flushes (a transaction that writes both files is two), PostgreSQL transactions.
 for (const sessions of [1, 8, 64]) {
@@ -173,8 +220,20 @@ for (const commits of ["each", "grouped"] as const) {
     const flushes = (flushed() - before.flushes) / TURNS;
     await rt.close();
     const writes = (counter.writes - before.writes) / TURNS;
-    const floor = sqliteFloor(join(dir, `floor-${commits}-${sessions}.db`), Math.round(writes), Math.max(1, Math.round(flushes)), TURNS);
-    row(`sqlite ${commits}`, sessions, (TURNS / seconds).toFixed(0), flushes.toFixed(1), writes.toFixed(1), (seconds / floor).toFixed(2));
+    const floor = sqliteFloor(
+      join(dir, `floor-${commits}-${sessions}.db`),
+      Math.round(writes),
+      Math.max(1, Math.round(flushes)),
+      TURNS,
+    );
+    row(
+      `sqlite ${commits}`,
+      sessions,
+      (TURNS / seconds).toFixed(0),
+      flushes.toFixed(1),
+      writes.toFixed(1),
+      (seconds / floor).toFixed(2),
+    );
   }
 }
 rmSync(dir, { recursive: true, force: true });
@@ -182,15 +241,32 @@ const url = process.env.ALMA_TEST_DATABASE_URL;
 if (url) {
   for (const sessions of [1, 8, 64]) {
     const schema = `bench_${process.pid}_${sessions}`;
-    const rt = await postgres({ ...config, store: { connectionString: url, schema, rootSchema: `${schema}_root`, migrate: true } });
+    const rt = await postgres({
+      ...config,
+      store: { connectionString: url, schema, rootSchema: `${schema}_root`, migrate: true },
+    });
     const before = await pgCommits(url);
     const seconds = await drive(rt, sessions, TURNS, `p${sessions}`);
     await rt.close();
     const after = await pgCommits(url);
     const commits = (after.n - before.n - after.reads) / TURNS;
-    const floor = await pgFloor(url, Math.round(commits), Math.max(1, Math.round(commits)), TURNS, sessions);
-    row("postgres", sessions, (TURNS / seconds).toFixed(0), commits.toFixed(1), "-", (seconds / floor).toFixed(2));
+    const floor = await pgFloor(
+      url,
+      Math.round(commits),
+      Math.max(1, Math.round(commits)),
+      TURNS,
+      sessions,
+    );
+    row(
+      "postgres",
+      sessions,
+      (TURNS / seconds).toFixed(0),
+      commits.toFixed(1),
+      "-",
+      (seconds / floor).toFixed(2),
+    );
   }
-} else rows.push("postgres   skipped: ALMA_TEST_DATABASE_URL is not set (eval \"$(npm run -s db:up)\")");
+} else
+  rows.push('postgres   skipped: ALMA_TEST_DATABASE_URL is not set (eval "$(npm run -s db:up)")');
 console.log(`two-step tool turns with the scripted model, ${TURNS} turns per row`);
 console.log(rows.join("\n"));

@@ -3,23 +3,36 @@
 // The 1,000 tools are the three benchmark catalogs (packages/loop/test/toolsearch, SOURCES.md)
 // repeated under renamed servers (`github2__…`), so the words and their spread are real ones.
 import { readFileSync } from "node:fs";
-import { catalogOf, findTools, type SearchableTool } from "../packages/loop/src/search/tool-search.js";
+import {
+  catalogOf,
+  findTools,
+  type SearchableTool,
+} from "../packages/loop/src/search/tool-search.js";
 
 const DIR = new URL("../packages/loop/test/toolsearch/", import.meta.url);
 const CATALOGS = ["devtools", "workspace", "commerce"];
 const read = <T>(file: string): T => JSON.parse(readFileSync(new URL(file, DIR), "utf8")) as T;
 
-const base = CATALOGS.flatMap((c) => read<{ name: string; description: string }[]>(`catalog-${c}.json`));
+const base = CATALOGS.flatMap((c) =>
+  read<{ name: string; description: string }[]>(`catalog-${c}.json`),
+);
 const tools: SearchableTool[] = [];
 for (let copy = 0; tools.length < 1000; copy++) {
   for (const t of base) {
     if (tools.length >= 1000) break;
     const at = t.name.lastIndexOf("__");
     const name = copy === 0 ? t.name : `${t.name.slice(0, at)}${copy + 1}${t.name.slice(at)}`;
-    tools.push({ name, shortName: name.slice(name.lastIndexOf("__") + 2), description: t.description, deferred: true });
+    tools.push({
+      name,
+      shortName: name.slice(name.lastIndexOf("__") + 2),
+      description: t.description,
+      deferred: true,
+    });
   }
 }
-const queries = CATALOGS.flatMap((c) => read<{ query?: string; names?: string[] }[]>(`queries-${c}.json`)).filter((q) => q.query !== undefined);
+const queries = CATALOGS.flatMap((c) =>
+  read<{ query?: string; names?: string[] }[]>(`queries-${c}.json`),
+).filter((q) => q.query !== undefined);
 
 const time = (f: () => void, n: number): number => {
   const start = process.hrtime.bigint();
@@ -32,18 +45,39 @@ const buildUs = time(() => catalogOf(tools), builds);
 const catalog = catalogOf(tools);
 const none = () => false;
 let sink = 0;
-for (let i = 0; i < 3; i++) for (const q of queries) sink += findTools(catalog, none, { query: q.query as string }).loaded.length; // warm up
+for (let i = 0; i < 3; i++)
+  for (const q of queries)
+    sink += findTools(catalog, none, { query: q.query as string }).loaded.length; // warm up
 // The machine may be shared: each figure is the median of its rounds, so a neighbour's burst does not count.
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 const searchUs = median(
-  Array.from({ length: 15 }, () => time(() => {
-    for (const q of queries) sink += findTools(catalog, none, { query: q.query as string }).loaded.length;
-  }, 1) / queries.length),
+  Array.from(
+    { length: 15 },
+    () =>
+      time(() => {
+        for (const q of queries)
+          sink += findTools(catalog, none, { query: q.query as string }).loaded.length;
+      }, 1) / queries.length,
+  ),
 );
-const worst = Math.max(...queries.map((q) => median(Array.from({ length: 15 }, () => time(() => findTools(catalog, none, { query: q.query as string }), 5)))));
+const worst = Math.max(
+  ...queries.map((q) =>
+    median(
+      Array.from({ length: 15 }, () =>
+        time(() => findTools(catalog, none, { query: q.query as string }), 5),
+      ),
+    ),
+  ),
+);
 
-console.log(`search_tools on ${tools.length} granted tools (${queries.length} public free-text queries)`);
+console.log(
+  `search_tools on ${tools.length} granted tools (${queries.length} public free-text queries)`,
+);
 console.log(`  index build (once per registration): ${(buildUs / 1000).toFixed(1)} ms`);
-console.log(`  one search, mean (median of rounds): ${searchUs.toFixed(0)} µs  (${(searchUs / 1000).toFixed(3)} of the 1 ms budget)`);
-console.log(`  one search, slowest query (median):  ${worst.toFixed(0)} µs  (${(worst / 1000).toFixed(3)} of the 1 ms budget)`);
+console.log(
+  `  one search, mean (median of rounds): ${searchUs.toFixed(0)} µs  (${(searchUs / 1000).toFixed(3)} of the 1 ms budget)`,
+);
+console.log(
+  `  one search, slowest query (median):  ${worst.toFixed(0)} µs  (${(worst / 1000).toFixed(3)} of the 1 ms budget)`,
+);
 if (sink < 0) console.log(sink);

@@ -13,12 +13,21 @@ const tool = defineTool({
   handler: (input) => ({ found: input.q as string }),
 });
 const extraTools = Array.from({ length: 99 }, (_, i) =>
-  defineTool({ name: `tool_${i}`, description: `Extra tool ${i}.`, input: { type: "object" }, handler: () => "ok" }),
+  defineTool({
+    name: `tool_${i}`,
+    description: `Extra tool ${i}.`,
+    input: { type: "object" },
+    handler: () => "ok",
+  }),
 );
 
 function script(n: number) {
   const out = [];
-  for (let i = 0; i < n; i++) out.push(scriptedToolCall({ id: `c${i}`, name: "lookup", input: { q: "x" } }), scriptedText("answer"));
+  for (let i = 0; i < n; i++)
+    out.push(
+      scriptedToolCall({ id: `c${i}`, name: "lookup", input: { q: "x" } }),
+      scriptedText("answer"),
+    );
   return out;
 }
 
@@ -41,24 +50,56 @@ async function floor(n: number): Promise<number> {
     const messages: Msg[] = [{ role: "user", blocks: [{ type: "text", text: "hello" }] }];
     for (let step = 0; step < 2; step++) {
       const calls: { name: string; arguments: string; id: string }[] = [];
-      for await (const e of model.stream({ model: "m", system: [], messages, tools: [], maxOutputTokens: 256 }, new AbortController().signal)) {
+      for await (const e of model.stream(
+        { model: "m", system: [], messages, tools: [], maxOutputTokens: 256 },
+        new AbortController().signal,
+      )) {
         if (e.type === "tool_call") calls.push(e);
       }
-      for (const c of calls) messages.push({ role: "user", blocks: [{ type: "tool_result", callId: c.id, name: c.name, output: (await tool.handler(JSON.parse(c.arguments), {} as never)) as never, isError: false }] });
+      for (const c of calls)
+        messages.push({
+          role: "user",
+          blocks: [
+            {
+              type: "tool_result",
+              callId: c.id,
+              name: c.name,
+              output: (await tool.handler(JSON.parse(c.arguments), {} as never)) as never,
+              isError: false,
+            },
+          ],
+        });
     }
   }
   return Number(process.hrtime.bigint() - start) / 1000 / n;
 }
 
-async function governed(n: number, opts: { history?: number; tools?: boolean } = {}): Promise<number> {
+async function governed(
+  n: number,
+  opts: { history?: number; tools?: boolean } = {},
+): Promise<number> {
   const model = new FakeModelClient(script(n + (opts.history ? 0 : 0)));
   const rt = runtime(model, opts.tools ? [tool, ...extraTools] : [tool]);
   if (opts.history) {
     for (let i = 0; i < n; i++) {
-      const admission = await rt.stores.admissions.admit({ scope: request(i).scope, sessionId: `s${i}`, rootKey: "seed", kind: "events", admissionId: `seed${i}`, now: Date.now(), deadlineAt: Date.now() + 60_000 });
+      const admission = await rt.stores.admissions.admit({
+        scope: request(i).scope,
+        sessionId: `s${i}`,
+        rootKey: "seed",
+        kind: "events",
+        admissionId: `seed${i}`,
+        now: Date.now(),
+        deadlineAt: Date.now() + 60_000,
+      });
       if (admission.status !== "admitted") throw new Error("seed");
-      const past: Msg[] = Array.from({ length: opts.history }, (_, j) => ({ role: j % 2 === 0 ? "user" : "assistant", blocks: [{ type: "text", text: `message ${j}` }] }));
-      await rt.stores.sessions.append(request(i).scope, `s${i}`, past, { admissionId: `seed${i}`, now: Date.now() });
+      const past: Msg[] = Array.from({ length: opts.history }, (_, j) => ({
+        role: j % 2 === 0 ? "user" : "assistant",
+        blocks: [{ type: "text", text: `message ${j}` }],
+      }));
+      await rt.stores.sessions.append(request(i).scope, `s${i}`, past, {
+        admissionId: `seed${i}`,
+        now: Date.now(),
+      });
       await rt.stores.admissions.finish(request(i).scope, `seed${i}`);
     }
   }
@@ -78,11 +119,14 @@ async function concurrent(n: number): Promise<{ ms: number; peakMb: number; star
     peak = Math.max(peak, process.memoryUsage().rss);
   }, 5);
   const began = process.hrtime.bigint();
-  const views = await Promise.all(Array.from({ length: n }, (_, i) => rt.runner.runTurn(request(i))));
+  const views = await Promise.all(
+    Array.from({ length: n }, (_, i) => rt.runner.runTurn(request(i))),
+  );
   const ms = Number(process.hrtime.bigint() - began) / 1e6;
   clearInterval(timer);
   peak = Math.max(peak, process.memoryUsage().rss);
-  if (views.some((v) => v.status !== "completed")) throw new Error("a concurrent turn did not complete");
+  if (views.some((v) => v.status !== "completed"))
+    throw new Error("a concurrent turn did not complete");
   return { ms, peakMb: peak / 1024 / 1024, startMb: start / 1024 / 1024 };
 }
 
@@ -97,12 +141,19 @@ const w2 = await governed(N);
 const w3 = await governed(Math.min(N, 500), { history: 200 });
 const w4 = await governed(N, { tools: true });
 const w5 = await concurrent(1000);
-const row = (name: string, us: number, target: string) => console.log(`${name.padEnd(44)} ${us.toFixed(1).padStart(9)} µs  ${(us / f).toFixed(1).padStart(7)}× floor   ${target}`);
+const row = (name: string, us: number, target: string) =>
+  console.log(
+    `${name.padEnd(44)} ${us.toFixed(1).padStart(9)} µs  ${(us / f).toFixed(1).padStart(7)}× floor   ${target}`,
+  );
 console.log(`turns per workload: ${N} (BENCH_TURNS)`);
 row("floor: bare loop, same model and tool", f, "");
 row("W2 governed turn, tool call then answer", w2, "target ≤ 60 µs");
-console.log(`${"W3 W2 with 200 prior messages".padEnd(44)} ${w3.toFixed(1).padStart(9)} µs  ${(w3 / w2).toFixed(2).padStart(7)}× W2      target ≤ 1.2× W2`);
-console.log(`${"W4 W2 with 100 registered tools".padEnd(44)} ${w4.toFixed(1).padStart(9)} µs  ${(w4 / w2).toFixed(2).padStart(7)}× W2      target ≤ 1.2× W2`);
+console.log(
+  `${"W3 W2 with 200 prior messages".padEnd(44)} ${w3.toFixed(1).padStart(9)} µs  ${(w3 / w2).toFixed(2).padStart(7)}× W2      target ≤ 1.2× W2`,
+);
+console.log(
+  `${"W4 W2 with 100 registered tools".padEnd(44)} ${w4.toFixed(1).padStart(9)} µs  ${(w4 / w2).toFixed(2).padStart(7)}× W2      target ≤ 1.2× W2`,
+);
 // Peak RSS is the whole process's: it includes the loader (tsx: about 100 MB at start) and the
 // high-water mark the earlier workloads left, so the growth during W5 is printed beside it.
 console.log(

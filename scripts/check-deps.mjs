@@ -19,8 +19,33 @@ const ALLOWED = {
   "@alma-harness/store-postgres": ["core"],
   "@alma-harness/testing": ["core"],
   "@alma-harness/schedule": ["core", "execution", "loop", "conversation"],
-  "@alma-harness/runtime": ["core", "execution", "memory", "loop", "conversation", "store-sqlite", "store-postgres", "providers", "batch", "schedule", "single-call"],
-  "@alma-harness/server": ["core", "execution", "memory", "loop", "conversation", "store-sqlite", "store-postgres", "providers", "runtime", "batch", "schedule", "single-call"],
+  "@alma-harness/runtime": [
+    "core",
+    "execution",
+    "memory",
+    "loop",
+    "conversation",
+    "store-sqlite",
+    "store-postgres",
+    "providers",
+    "batch",
+    "schedule",
+    "single-call",
+  ],
+  "@alma-harness/server": [
+    "core",
+    "execution",
+    "memory",
+    "loop",
+    "conversation",
+    "store-sqlite",
+    "store-postgres",
+    "providers",
+    "runtime",
+    "batch",
+    "schedule",
+    "single-call",
+  ],
 };
 // Tests may also use the shared contract suites and the doubles of the packages below them.
 const TEST_EXTRA = ["testing", "loop"];
@@ -50,19 +75,28 @@ const problems = [];
 for (const w of workspaces()) {
   const allowed = ALLOWED[w.name];
   if (!allowed) {
-    problems.push(`${w.name}: not in the DAG (add it to scripts/check-deps.mjs and DESIGN.md's map)`);
+    problems.push(
+      `${w.name}: not in the DAG (add it to scripts/check-deps.mjs and DESIGN.md's map)`,
+    );
     continue;
   }
-  for (const [sub, extra] of [["src", []], ["test", TEST_EXTRA], ["bench", TEST_EXTRA]]) {
+  for (const [sub, extra] of [
+    ["src", []],
+    ["test", TEST_EXTRA],
+    ["bench", TEST_EXTRA],
+  ]) {
     for (const file of files(join(w.dir, sub))) {
       const text = readFileSync(file, "utf8");
       for (const match of text.matchAll(IMPORT)) {
         const target = match[1].slice("@alma-harness/".length);
         if (sub === "src" && TESTING_SUBPATH.test(match[2] ?? "") && !underTesting(w.dir, file)) {
-          problems.push(`${file}: production source may not import ${match[1]}${match[2]} (a double; only test/, bench/ and src/testing/ may)`);
+          problems.push(
+            `${file}: production source may not import ${match[1]}${match[2]} (a double; only test/, bench/ and src/testing/ may)`,
+          );
         }
         if (`@alma-harness/${target}` === w.name) continue;
-        if (!allowed.includes(target) && !extra.includes(target)) problems.push(`${file}: ${w.name} may not import @alma-harness/${target}`);
+        if (!allowed.includes(target) && !extra.includes(target))
+          problems.push(`${file}: ${w.name} may not import @alma-harness/${target}`);
       }
     }
   }

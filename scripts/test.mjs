@@ -9,7 +9,14 @@ const dir = mkdtempSync(join(tmpdir(), "alma-test-"));
 const report = join(dir, "report.json");
 const run = spawnSync(
   process.execPath,
-  ["node_modules/vitest/vitest.mjs", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`, ...process.argv.slice(2)],
+  [
+    "node_modules/vitest/vitest.mjs",
+    "run",
+    "--reporter=default",
+    "--reporter=json",
+    `--outputFile.json=${report}`,
+    ...process.argv.slice(2),
+  ],
   { stdio: "inherit" },
 );
 let summary = "tests: 0 passed, 1 failed (no report was written)";

@@ -4,7 +4,16 @@
 // Bench-only. The real Anthropic adapter talks to it over real HTTP.
 import type { CacheUsage, PromptBlock, Ttl } from "./model.js";
 import { tokensOf } from "./model.js";
-import { type Action, asArr, asObj, type CacheServer, type Obj, type ServerOptions, startCacheServer, type Wire } from "./server.js";
+import {
+  type Action,
+  asArr,
+  asObj,
+  type CacheServer,
+  type Obj,
+  type ServerOptions,
+  startCacheServer,
+  type Wire,
+} from "./server.js";
 
 function marker(block: Obj): Ttl | undefined {
   const cc = asObj(block.cache_control);
@@ -28,24 +37,47 @@ export function promptBlocks(body: Obj): PromptBlock[] {
       definitions.set(String(tool.name), tokensOf(text));
       continue;
     }
-    blocks.push({ region: "tools", text, tokens: tokensOf(text), ...(marker(tool) ? { marker: marker(tool) } : {}) });
+    blocks.push({
+      region: "tools",
+      text,
+      tokens: tokensOf(text),
+      ...(marker(tool) ? { marker: marker(tool) } : {}),
+    });
   }
   const system = body.system;
-  const systemBlocks = typeof system === "string" ? [{ type: "text", text: system } as Obj] : asArr(system).map((b) => asObj(b) as Obj);
-  for (const b of systemBlocks) blocks.push({ region: "system", text: canonical(b), tokens: tokensOf(String(b.text ?? "")), ...(marker(b) ? { marker: marker(b) } : {}) });
+  const systemBlocks =
+    typeof system === "string"
+      ? [{ type: "text", text: system } as Obj]
+      : asArr(system).map((b) => asObj(b) as Obj);
+  for (const b of systemBlocks)
+    blocks.push({
+      region: "system",
+      text: canonical(b),
+      tokens: tokensOf(String(b.text ?? "")),
+      ...(marker(b) ? { marker: marker(b) } : {}),
+    });
   for (const m of asArr(body.messages)) {
     const msg = asObj(m) as Obj;
-    const content = typeof msg.content === "string" ? [{ type: "text", text: msg.content } as Obj] : asArr(msg.content).map((b) => asObj(b) as Obj);
+    const content =
+      typeof msg.content === "string"
+        ? [{ type: "text", text: msg.content } as Obj]
+        : asArr(msg.content).map((b) => asObj(b) as Obj);
     content.forEach((b, i) => {
       const text = `${i === 0 ? String(msg.role) : ""}${canonical(b)}`;
       // A tool reference loads the deferred definition inline, where the reference is.
       const loaded = references(b).reduce((sum, name) => sum + (definitions.get(name) ?? 0), 0);
-      blocks.push({ region: "messages", text, tokens: tokensOf(text) + loaded, ...(marker(b) ? { marker: marker(b) } : {}) });
+      blocks.push({
+        region: "messages",
+        text,
+        tokens: tokensOf(text) + loaded,
+        ...(marker(b) ? { marker: marker(b) } : {}),
+      });
     });
   }
   const auto = asObj(body.cache_control);
   const last = blocks.at(-1);
-  if (auto && last && !last.marker) blocks[blocks.length - 1] = { ...last, marker: auto.ttl === "1h" ? "1h" : "5m" };
+  if (auto && last && !last.marker)
+    blocks[blocks.length - 1] = { ...last, marker: auto.ttl === "1h" ? "1h" : "5m" };
   return blocks;
 }
 
@@ -68,9 +100,15 @@ function position(body: Obj): { turn: number; step: number; callable: Set<string
   }
   for (const m of asArr(body.messages)) {
     const msg = asObj(m) as Obj;
-    const content = typeof msg.content === "string" ? [{ type: "text" } as Obj] : asArr(msg.content).map((b) => asObj(b) as Obj);
+    const content =
+      typeof msg.content === "string"
+        ? [{ type: "text" } as Obj]
+        : asArr(msg.content).map((b) => asObj(b) as Obj);
     if (msg.role === "assistant") step += 1;
-    else if (content.some((b) => b.type === "text") && !content.some((b) => b.type === "tool_result")) {
+    else if (
+      content.some((b) => b.type === "text") &&
+      !content.some((b) => b.type === "tool_result")
+    ) {
       turn += 1;
       step = 0;
     }
@@ -89,20 +127,46 @@ function answer(action: Action, usage: CacheUsage, id: string): { text: string; 
     input_tokens: usage.input,
     cache_creation_input_tokens: usage.write5m + usage.write1h,
     cache_read_input_tokens: usage.read,
-    cache_creation: { ephemeral_5m_input_tokens: usage.write5m, ephemeral_1h_input_tokens: usage.write1h },
+    cache_creation: {
+      ephemeral_5m_input_tokens: usage.write5m,
+      ephemeral_1h_input_tokens: usage.write1h,
+    },
     output_tokens: 1,
     service_tier: "standard",
   };
-  let out = sse("message_start", { message: { id: `msg_${id}`, type: "message", role: "assistant", model: "claude-sonnet-4-5", content: [], stop_reason: null, stop_sequence: null, usage: start } });
+  let out = sse("message_start", {
+    message: {
+      id: `msg_${id}`,
+      type: "message",
+      role: "assistant",
+      model: "claude-sonnet-4-5",
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: start,
+    },
+  });
   if (action.type === "text") {
     out += sse("content_block_start", { index: 0, content_block: { type: "text", text: "" } });
-    out += sse("content_block_delta", { index: 0, delta: { type: "text_delta", text: action.text } });
+    out += sse("content_block_delta", {
+      index: 0,
+      delta: { type: "text_delta", text: action.text },
+    });
   } else {
-    out += sse("content_block_start", { index: 0, content_block: { type: "tool_use", id: `toolu_${id}`, name: action.name, input: {} } });
-    out += sse("content_block_delta", { index: 0, delta: { type: "input_json_delta", partial_json: JSON.stringify(action.input) } });
+    out += sse("content_block_start", {
+      index: 0,
+      content_block: { type: "tool_use", id: `toolu_${id}`, name: action.name, input: {} },
+    });
+    out += sse("content_block_delta", {
+      index: 0,
+      delta: { type: "input_json_delta", partial_json: JSON.stringify(action.input) },
+    });
   }
   out += sse("content_block_stop", { index: 0 });
-  out += sse("message_delta", { delta: { stop_reason: action.type === "text" ? "end_turn" : "tool_use", stop_sequence: null }, usage: { ...start, output_tokens: output } });
+  out += sse("message_delta", {
+    delta: { stop_reason: action.type === "text" ? "end_turn" : "tool_use", stop_sequence: null },
+    usage: { ...start, output_tokens: output },
+  });
   out += sse("message_stop", {});
   return { text: out, output };
 }

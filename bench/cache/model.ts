@@ -94,10 +94,21 @@ export class PromptCacheModel {
     }
     const brokeAt = this.#diagnose(key, hashes, blocks);
     this.#previous.set(key, { hashes, lastMarker: markers.at(-1) ?? -1 });
-    return { input: sum - read - write5m - write1h, read, write5m, write1h, total: sum, ...(brokeAt ? { brokeAt } : {}) };
+    return {
+      input: sum - read - write5m - write1h,
+      read,
+      write5m,
+      write1h,
+      total: sum,
+      ...(brokeAt ? { brokeAt } : {}),
+    };
   }
 
-  #diagnose(key: string, hashes: readonly string[], blocks: readonly PromptBlock[]): Region | undefined {
+  #diagnose(
+    key: string,
+    hashes: readonly string[],
+    blocks: readonly PromptBlock[],
+  ): Region | undefined {
     const prev = this.#previous.get(key);
     if (!prev || prev.lastMarker < 0) return undefined;
     for (let i = 0; i <= prev.lastMarker; i++) {
@@ -112,19 +123,34 @@ export function selfCheck(): void {
   const fail = (what: string) => {
     throw new Error(`cache model self-check: ${what}`);
   };
-  const block = (text: string, region: Region, marker?: Ttl): PromptBlock => ({ region, text, tokens: 1000, ...(marker ? { marker } : {}) });
+  const block = (text: string, region: Region, marker?: Ttl): PromptBlock => ({
+    region,
+    text,
+    tokens: 1000,
+    ...(marker ? { marker } : {}),
+  });
   const m = new PromptCacheModel(1500);
   const a = [block("tools", "tools"), block("sys", "system", "1h"), block("u1", "messages", "5m")];
   const first = m.account("s", a, 0);
-  if (first.write1h !== 2000 || first.write5m !== 1000 || first.read !== 0 || first.input !== 0) fail("first request writes each breakpoint by its TTL");
-  const second = m.account("s", [...a.slice(0, 2), block("u1", "messages"), block("u2", "messages", "5m")], 60_000);
-  if (second.read !== 3000 || second.write5m !== 1000 || second.brokeAt !== undefined) fail("a grown prompt reads through the looked-back entry and writes its tail");
+  if (first.write1h !== 2000 || first.write5m !== 1000 || first.read !== 0 || first.input !== 0)
+    fail("first request writes each breakpoint by its TTL");
+  const second = m.account(
+    "s",
+    [...a.slice(0, 2), block("u1", "messages"), block("u2", "messages", "5m")],
+    60_000,
+  );
+  if (second.read !== 3000 || second.write5m !== 1000 || second.brokeAt !== undefined)
+    fail("a grown prompt reads through the looked-back entry and writes its tail");
   const cold = m.account("s", [block("other-tools", "tools"), ...a.slice(1)], 120_000);
-  if (cold.read !== 0 || cold.brokeAt !== "tools") fail("a changed tools block breaks the prefix at the tools");
+  if (cold.read !== 0 || cold.brokeAt !== "tools")
+    fail("a changed tools block breaks the prefix at the tools");
   const small = new PromptCacheModel(5000).account("t", a, 0);
-  if (small.write5m + small.write1h !== 0 || small.input !== 3000) fail("under the minimum nothing is written");
+  if (small.write5m + small.write1h !== 0 || small.input !== 3000)
+    fail("under the minimum nothing is written");
   const expired = new PromptCacheModel(0);
   expired.account("e", [block("x", "system", "5m")], 0);
-  if (expired.account("e", [block("x", "system", "5m")], 300_001).read !== 0) fail("a 5-minute entry expires after five minutes");
-  if (expired.account("e", [block("x", "system", "5m")], 600_000).read !== 1000) fail("an entry read within its TTL hits");
+  if (expired.account("e", [block("x", "system", "5m")], 300_001).read !== 0)
+    fail("a 5-minute entry expires after five minutes");
+  if (expired.account("e", [block("x", "system", "5m")], 600_000).read !== 1000)
+    fail("an entry read within its TTL hits");
 }

@@ -9,7 +9,17 @@
 import { SEARCH_TOOLS_NAME } from "@alma-harness/core";
 import type { CacheUsage, PromptBlock } from "./model.js";
 import { tokensOf } from "./model.js";
-import { type Action, asArr, asObj, type CacheServer, type Json, type Obj, type ServerOptions, startCacheServer, type Wire } from "./server.js";
+import {
+  type Action,
+  asArr,
+  asObj,
+  type CacheServer,
+  type Json,
+  type Obj,
+  type ServerOptions,
+  startCacheServer,
+  type Wire,
+} from "./server.js";
 
 const STEP = 128;
 
@@ -22,7 +32,12 @@ function blocks(body: Obj): PromptBlock[] {
   for (const m of asArr(body.messages)) {
     const msg = asObj(m) as Obj;
     const text = JSON.stringify(msg);
-    out.push({ region: msg.role === "system" || msg.role === "developer" ? "system" : "messages", text, tokens: tokensOf(text), marker: "5m" });
+    out.push({
+      region: msg.role === "system" || msg.role === "developer" ? "system" : "messages",
+      text,
+      tokens: tokensOf(text),
+      marker: "5m",
+    });
   }
   return out;
 }
@@ -45,7 +60,8 @@ function position(body: Obj): { turn: number; step: number; callable: Set<string
   return { turn, step, callable };
 }
 
-const chunk = (id: string, data: Obj): string => `data: ${JSON.stringify({ id: `chatcmpl-${id}`, object: "chat.completion.chunk", created: 0, model: "gpt-5", ...data })}\n\n`;
+const chunk = (id: string, data: Obj): string =>
+  `data: ${JSON.stringify({ id: `chatcmpl-${id}`, object: "chat.completion.chunk", created: 0, model: "gpt-5", ...data })}\n\n`;
 
 /** Automatic caching's bill: reads in 128-token steps, writes free. */
 function automatic(modelled: CacheUsage): CacheUsage {
@@ -53,21 +69,47 @@ function automatic(modelled: CacheUsage): CacheUsage {
   return { ...modelled, read, write5m: 0, write1h: 0, input: modelled.total - read };
 }
 
-const outputOf = (action: Action) => tokensOf(action.type === "text" ? action.text : JSON.stringify(action.input)) + 5;
+const outputOf = (action: Action) =>
+  tokensOf(action.type === "text" ? action.text : JSON.stringify(action.input)) + 5;
 
-function answer(action: Action, modelled: CacheUsage, id: string): { text: string; output: number; usage: CacheUsage } {
+function answer(
+  action: Action,
+  modelled: CacheUsage,
+  id: string,
+): { text: string; output: number; usage: CacheUsage } {
   const usage = automatic(modelled);
   const read = usage.read;
   const output = outputOf(action);
   const delta =
     action.type === "text"
       ? { role: "assistant", content: action.text }
-      : { role: "assistant", content: null, tool_calls: [{ index: 0, id: `call_${id}`, type: "function", function: { name: action.name, arguments: JSON.stringify(action.input) } }] };
+      : {
+          role: "assistant",
+          content: null,
+          tool_calls: [
+            {
+              index: 0,
+              id: `call_${id}`,
+              type: "function",
+              function: { name: action.name, arguments: JSON.stringify(action.input) },
+            },
+          ],
+        };
   let text = chunk(id, { choices: [{ index: 0, delta: delta as Obj, finish_reason: null }] });
-  text += chunk(id, { choices: [{ index: 0, delta: {}, finish_reason: action.type === "text" ? "stop" : "tool_calls" }] });
+  text += chunk(id, {
+    choices: [
+      { index: 0, delta: {}, finish_reason: action.type === "text" ? "stop" : "tool_calls" },
+    ],
+  });
   text += chunk(id, {
     choices: [],
-    usage: { prompt_tokens: usage.total, completion_tokens: output, total_tokens: usage.total + output, prompt_tokens_details: { cached_tokens: read }, completion_tokens_details: { reasoning_tokens: 0 } },
+    usage: {
+      prompt_tokens: usage.total,
+      completion_tokens: output,
+      total_tokens: usage.total + output,
+      prompt_tokens_details: { cached_tokens: read },
+      completion_tokens_details: { reasoning_tokens: 0 },
+    },
   });
   text += "data: [DONE]\n\n";
   return { text, output, usage };
@@ -85,10 +127,19 @@ function responsesBlocks(body: Obj): PromptBlock[] {
   const out: PromptBlock[] = [];
   for (const t of asArr(body.tools)) {
     const tool = asObj(t) as Obj;
-    const text = tool.defer_loading === true ? JSON.stringify({ name: tool.name, description: tool.description }) : JSON.stringify(t);
+    const text =
+      tool.defer_loading === true
+        ? JSON.stringify({ name: tool.name, description: tool.description })
+        : JSON.stringify(t);
     out.push({ region: "tools", text, tokens: tokensOf(text), marker: "5m" });
   }
-  if (typeof body.instructions === "string") out.push({ region: "system", text: body.instructions, tokens: tokensOf(body.instructions), marker: "5m" });
+  if (typeof body.instructions === "string")
+    out.push({
+      region: "system",
+      text: body.instructions,
+      tokens: tokensOf(body.instructions),
+      marker: "5m",
+    });
   for (const item of asArr(body.input)) {
     const text = JSON.stringify(item);
     out.push({ region: "messages", text, tokens: tokensOf(text), marker: "5m" });
@@ -107,12 +158,19 @@ function responsesPosition(body: Obj): { turn: number; step: number; callable: S
   }
   for (const i of asArr(body.input)) {
     const item = asObj(i);
-    if (item?.type === "tool_search_output") for (const t of asArr(item.tools)) if (typeof asObj(t)?.name === "string") callable.add(String(asObj(t)?.name));
+    if (item?.type === "tool_search_output")
+      for (const t of asArr(item.tools))
+        if (typeof asObj(t)?.name === "string") callable.add(String(asObj(t)?.name));
     // A user message after a tool search output is that search's text, not the person's next message.
     if (item?.role === "user" && !afterSearch(body.input, i)) {
       turn += 1;
       step = 0;
-    } else if (item?.role === "assistant" || item?.type === "function_call" || item?.type === "tool_search_call") step += 1;
+    } else if (
+      item?.role === "assistant" ||
+      item?.type === "function_call" ||
+      item?.type === "tool_search_call"
+    )
+      step += 1;
   }
   return { turn, step, callable };
 }
@@ -128,32 +186,92 @@ function afterSearch(input: Json | undefined, item: Json): boolean {
   return false;
 }
 
-const event = (type: string, data: Obj, seq: number): string => `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq, ...data })}\n\n`;
+const event = (type: string, data: Obj, seq: number): string =>
+  `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq, ...data })}\n\n`;
 
-function responsesAnswer(action: Action, modelled: CacheUsage, id: string, native = false): { text: string; output: number; usage: CacheUsage } {
+function responsesAnswer(
+  action: Action,
+  modelled: CacheUsage,
+  id: string,
+  native = false,
+): { text: string; output: number; usage: CacheUsage } {
   const usage = automatic(modelled);
   const output = outputOf(action);
   const item: Obj =
     action.type === "text"
-      ? { id: `msg_${id}`, type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: action.text, annotations: [] }] }
+      ? {
+          id: `msg_${id}`,
+          type: "message",
+          role: "assistant",
+          status: "completed",
+          content: [{ type: "output_text", text: action.text, annotations: [] }],
+        }
       : native && action.name === SEARCH_TOOLS_NAME
-        ? { id: `tsc_${id}`, type: "tool_search_call", status: "completed", call_id: `call_${id}`, execution: "client", arguments: action.input }
-        : { id: `fc_${id}`, type: "function_call", status: "completed", call_id: `call_${id}`, name: action.name, arguments: JSON.stringify(action.input) };
-  const response = { id: `resp_${id}`, object: "response", status: "in_progress", model: "gpt-5", output: [] };
+        ? {
+            id: `tsc_${id}`,
+            type: "tool_search_call",
+            status: "completed",
+            call_id: `call_${id}`,
+            execution: "client",
+            arguments: action.input,
+          }
+        : {
+            id: `fc_${id}`,
+            type: "function_call",
+            status: "completed",
+            call_id: `call_${id}`,
+            name: action.name,
+            arguments: JSON.stringify(action.input),
+          };
+  const response = {
+    id: `resp_${id}`,
+    object: "response",
+    status: "in_progress",
+    model: "gpt-5",
+    output: [],
+  };
   let seq = 0;
   let text = event("response.created", { response }, seq++);
-  if (action.type === "text") text += event("response.output_text.delta", { item_id: `msg_${id}`, output_index: 0, content_index: 0, delta: action.text }, seq++);
-  else if (item.type === "function_call") text += event("response.function_call_arguments.delta", { item_id: `fc_${id}`, output_index: 0, delta: String(item.arguments) }, seq++);
+  if (action.type === "text")
+    text += event(
+      "response.output_text.delta",
+      { item_id: `msg_${id}`, output_index: 0, content_index: 0, delta: action.text },
+      seq++,
+    );
+  else if (item.type === "function_call")
+    text += event(
+      "response.function_call_arguments.delta",
+      { item_id: `fc_${id}`, output_index: 0, delta: String(item.arguments) },
+      seq++,
+    );
   text += event("response.output_item.done", { output_index: 0, item }, seq++);
-  const wireUsage = { input_tokens: usage.total, input_tokens_details: { cached_tokens: usage.read }, output_tokens: output, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: usage.total + output };
-  text += event("response.completed", { response: { ...response, status: "completed", output: [item], usage: wireUsage } }, seq++);
+  const wireUsage = {
+    input_tokens: usage.total,
+    input_tokens_details: { cached_tokens: usage.read },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: usage.total + output,
+  };
+  text += event(
+    "response.completed",
+    { response: { ...response, status: "completed", output: [item], usage: wireUsage } },
+    seq++,
+  );
   return { text, output, usage };
 }
 
-export const OPENAI_RESPONSES_WIRE: Wire = { path: "/v1/responses", blocks: responsesBlocks, position: responsesPosition, answer: responsesAnswer };
+export const OPENAI_RESPONSES_WIRE: Wire = {
+  path: "/v1/responses",
+  blocks: responsesBlocks,
+  position: responsesPosition,
+  answer: responsesAnswer,
+};
 
 /** The Responses dialect on a model with tool search: a search the model makes is a client-executed `tool_search_call`. */
-export const OPENAI_RESPONSES_NATIVE_WIRE: Wire = { ...OPENAI_RESPONSES_WIRE, answer: (action, usage, id) => responsesAnswer(action, usage, id, true) };
+export const OPENAI_RESPONSES_NATIVE_WIRE: Wire = {
+  ...OPENAI_RESPONSES_WIRE,
+  answer: (action, usage, id) => responsesAnswer(action, usage, id, true),
+};
 
 /** Starts the Responses server with tool search (gpt-5.4 and later) on 127.0.0.1 (a free port). */
 export function startOpenAIResponsesNativeCacheServer(opts: ServerOptions): Promise<CacheServer> {

@@ -8,11 +8,14 @@ import { type CacheUsage, type PromptBlock, PromptCacheModel } from "./model.js"
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 export type Obj = { [k: string]: Json };
 
-export const asObj = (v: Json | undefined): Obj | undefined => (v !== null && typeof v === "object" && !Array.isArray(v) ? v : undefined);
+export const asObj = (v: Json | undefined): Obj | undefined =>
+  v !== null && typeof v === "object" && !Array.isArray(v) ? v : undefined;
 export const asArr = (v: Json | undefined): Json[] => (Array.isArray(v) ? v : []);
 
 /** What the scripted model does next: call a tool (it must be callable) or answer. */
-export type Action = { readonly type: "tool"; readonly name: string; readonly input: Obj } | { readonly type: "text"; readonly text: string };
+export type Action =
+  | { readonly type: "tool"; readonly name: string; readonly input: Obj }
+  | { readonly type: "text"; readonly text: string };
 
 export interface ModelContext {
   /** The turn, counted by the person's messages (0-based), and the step within it. */
@@ -48,7 +51,11 @@ export interface Wire {
   blocks(body: Obj): PromptBlock[];
   position(body: Obj): { turn: number; step: number; callable: Set<string> };
   /** The SSE body and the output tokens it reports; `bill` may adjust the modelled usage to the provider's rules. */
-  answer(action: Action, usage: CacheUsage, id: string): { text: string; output: number; usage?: CacheUsage };
+  answer(
+    action: Action,
+    usage: CacheUsage,
+    id: string,
+  ): { text: string; output: number; usage?: CacheUsage };
 }
 
 async function readBody(req: IncomingMessage): Promise<Obj> {
@@ -68,7 +75,8 @@ export async function startCacheServer(wire: Wire, opts: ServerOptions): Promise
         if (req.url?.split("?")[0] !== wire.path) throw new Error(`unexpected path ${req.url}`);
         const { turn, step, callable } = wire.position(body);
         const action = opts.respond({ turn, step, callable });
-        if (action.type === "tool" && !callable.has(action.name)) throw new Error(`turn ${turn} step ${step}: ${action.name} is not callable`);
+        if (action.type === "tool" && !callable.has(action.name))
+          throw new Error(`turn ${turn} step ${step}: ${action.name} is not callable`);
         const blocks = wire.blocks(body);
         const modelled = cache.account("session", blocks, opts.now());
         n += 1;
@@ -80,7 +88,12 @@ export async function startCacheServer(wire: Wire, opts: ServerOptions): Promise
       })
       .catch((error: Error) => {
         res.writeHead(400, { "content-type": "application/json" });
-        res.end(JSON.stringify({ type: "error", error: { type: "invalid_request_error", message: error.message.slice(0, 300) } }));
+        res.end(
+          JSON.stringify({
+            type: "error",
+            error: { type: "invalid_request_error", message: error.message.slice(0, 300) },
+          }),
+        );
       });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -88,12 +101,21 @@ export async function startCacheServer(wire: Wire, opts: ServerOptions): Promise
   return {
     url: `http://127.0.0.1:${port}/v1`,
     records,
-    close: () => new Promise<void>((resolve, reject) => server.close((e) => (e ? reject(e) : resolve()))),
+    close: () =>
+      new Promise<void>((resolve, reject) => server.close((e) => (e ? reject(e) : resolve()))),
   };
 }
 
 /** `BENCH_CACHE_TRACE=1`: one line per request on stderr (session time, position, the cache's accounting, the breakpoints). */
-function trace(now: number, turn: number, step: number, blocks: readonly PromptBlock[], u: CacheUsage): void {
+function trace(
+  now: number,
+  turn: number,
+  step: number,
+  blocks: readonly PromptBlock[],
+  u: CacheUsage,
+): void {
   const markers = blocks.flatMap((b, i) => (b.marker ? [`${i}:${b.marker}`] : [])).join(",");
-  console.error(`t=${Math.round(now / 1000)}s turn=${turn} step=${step} total=${u.total} read=${u.read} w5m=${u.write5m} w1h=${u.write1h} uncached=${u.input}${u.brokeAt ? ` broke=${u.brokeAt}` : ""} blocks=${blocks.length} markers=${markers}`);
+  console.error(
+    `t=${Math.round(now / 1000)}s turn=${turn} step=${step} total=${u.total} read=${u.read} w5m=${u.write5m} w1h=${u.write1h} uncached=${u.input}${u.brokeAt ? ` broke=${u.brokeAt}` : ""} blocks=${blocks.length} markers=${markers}`,
+  );
 }

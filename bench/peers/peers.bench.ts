@@ -68,13 +68,27 @@ async function heap(r: Runner, n: number): Promise<{ mb: number }> {
 }
 
 function child(mode: "w5" | "heap", name: string): Record<string, number> {
-  const out = spawnSync(process.execPath, ["--expose-gc", "--conditions=alma-source", "--import", "tsx", fileURLToPath(import.meta.url), "--child", mode, name], {
-    encoding: "utf8",
-    env: process.env,
-    maxBuffer: 16 * 2 ** 20,
-  });
+  const out = spawnSync(
+    process.execPath,
+    [
+      "--expose-gc",
+      "--conditions=alma-source",
+      "--import",
+      "tsx",
+      fileURLToPath(import.meta.url),
+      "--child",
+      mode,
+      name,
+    ],
+    {
+      encoding: "utf8",
+      env: process.env,
+      maxBuffer: 16 * 2 ** 20,
+    },
+  );
   const line = out.stdout.trim().split("\n").at(-1) ?? "";
-  if (out.status !== 0 || !line.startsWith("{")) throw new Error(`child ${mode} ${name} failed (${out.status}):\n${out.stderr}`);
+  if (out.status !== 0 || !line.startsWith("{"))
+    throw new Error(`child ${mode} ${name} failed (${out.status}):\n${out.stderr}`);
   return JSON.parse(line) as Record<string, number>;
 }
 
@@ -108,7 +122,8 @@ if (args[0] === "--child") {
         if (failed.has(r.name)) continue;
         try {
           const us = await timedBatch(r, w, BATCH);
-          if (round >= WARMUP_ROUNDS) samples.set(`${r.name}/${w}`, [...(samples.get(`${r.name}/${w}`) ?? []), us]);
+          if (round >= WARMUP_ROUNDS)
+            samples.set(`${r.name}/${w}`, [...(samples.get(`${r.name}/${w}`) ?? []), us]);
         } catch (e) {
           failed.set(r.name, `${w}: ${e instanceof Error ? e.message : String(e)}`.split("\n")[0]!);
         }
@@ -124,7 +139,10 @@ if (args[0] === "--child") {
     try {
       return child(mode, r.name);
     } catch (e) {
-      failed.set(r.name, `${mode}: ${e instanceof Error ? e.message : String(e)}`.split("\n").slice(0, 2).join(" "));
+      failed.set(
+        r.name,
+        `${mode}: ${e instanceof Error ? e.message : String(e)}`.split("\n").slice(0, 2).join(" "),
+      );
       return undefined;
     }
   };
@@ -169,25 +187,71 @@ if (args[0] === "--child") {
   const f1 = (x: number) => x.toFixed(1);
   const f2 = (x: number) => x.toFixed(2);
   const q = (a: number, b: number) => `${f2(a / b)}×`;
-  const table: string[][] = [["runner", "W2 µs", "W3 µs", "W4 µs", "W3/W2", "W4/W2", "W5 ms", "W5 peak RSS MB", "W5 RSS growth MB", "heap MB / 1k results"]];
-  for (const [name, x] of rows) table.push([name, f1(x.w2), f1(x.w3), f1(x.w4), f2(x.w3 / x.w2), f2(x.w4 / x.w2), f1(x.w5ms), x.peakMb.toFixed(0), x.growthMb.toFixed(0), f1(x.heapMb)]);
-  for (const name of failed.keys()) table.push([name, "not run", ...Array.from({ length: 8 }, () => "-")]);
+  const table: string[][] = [
+    [
+      "runner",
+      "W2 µs",
+      "W3 µs",
+      "W4 µs",
+      "W3/W2",
+      "W4/W2",
+      "W5 ms",
+      "W5 peak RSS MB",
+      "W5 RSS growth MB",
+      "heap MB / 1k results",
+    ],
+  ];
+  for (const [name, x] of rows)
+    table.push([
+      name,
+      f1(x.w2),
+      f1(x.w3),
+      f1(x.w4),
+      f2(x.w3 / x.w2),
+      f2(x.w4 / x.w2),
+      f1(x.w5ms),
+      x.peakMb.toFixed(0),
+      x.growthMb.toFixed(0),
+      f1(x.heapMb),
+    ]);
+  for (const name of failed.keys())
+    table.push([name, "not run", ...Array.from({ length: 8 }, () => "-")]);
   const base = rows.get(BASE);
   for (const name of ["alma runtime", "alma engine"]) {
     const x = rows.get(name);
     if (!x || !base) continue;
     // A growth of a few MB is within the noise of RSS sampling: no ratio against it.
     const growth = base.growthMb < 5 ? "-" : q(x.growthMb, base.growthMb);
-    table.push([`${name} ÷ ${BASE}`, q(x.w2, base.w2), q(x.w3, base.w3), q(x.w4, base.w4), q(x.w3 / x.w2, base.w3 / base.w2), q(x.w4 / x.w2, base.w4 / base.w2), q(x.w5ms, base.w5ms), q(x.peakMb, base.peakMb), growth, q(x.heapMb, base.heapMb)]);
+    table.push([
+      `${name} ÷ ${BASE}`,
+      q(x.w2, base.w2),
+      q(x.w3, base.w3),
+      q(x.w4, base.w4),
+      q(x.w3 / x.w2, base.w3 / base.w2),
+      q(x.w4 / x.w2, base.w4 / base.w2),
+      q(x.w5ms, base.w5ms),
+      q(x.peakMb, base.peakMb),
+      growth,
+      q(x.heapMb, base.heapMb),
+    ]);
   }
   const widths = table[0]!.map((_, c) => Math.max(...table.map((row) => row[c]!.length)));
-  const line = (row: string[]) => `| ${row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join(" | ")} |`;
+  const line = (row: string[]) =>
+    `| ${row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join(" | ")} |`;
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(" ");
-  console.log(`peer benchmark: ${N} measured turns per runner and workload (BENCH_TURNS) in batches of ${BATCH}, ${WARMUP_ROUNDS * BATCH} warm-up turns each, runners interleaved`);
-  console.log(`W2-W4: median over batches of the mean µs per turn; W5: ${W5_TURNS} concurrent W2 turns in a child process per runner, median of ${W5_ROUNDS} (BENCH_W5_ROUNDS); heap: heapUsed growth keeping ${HEAP_RESULTS} W2 results, after gc, in a child process`);
-  console.log(`node ${process.version}, ${cpus().length} cores, load average ${load(loadAtStart)} at start and ${load(loadavg())} at the end, ${inProcessS.toFixed(1)} s in process`);
+  console.log(
+    `peer benchmark: ${N} measured turns per runner and workload (BENCH_TURNS) in batches of ${BATCH}, ${WARMUP_ROUNDS * BATCH} warm-up turns each, runners interleaved`,
+  );
+  console.log(
+    `W2-W4: median over batches of the mean µs per turn; W5: ${W5_TURNS} concurrent W2 turns in a child process per runner, median of ${W5_ROUNDS} (BENCH_W5_ROUNDS); heap: heapUsed growth keeping ${HEAP_RESULTS} W2 results, after gc, in a child process`,
+  );
+  console.log(
+    `node ${process.version}, ${cpus().length} cores, load average ${load(loadAtStart)} at start and ${load(loadavg())} at the end, ${inProcessS.toFixed(1)} s in process`,
+  );
   console.log(line(table[0]!));
-  console.log(`|${widths.map((w, c) => (c === 0 ? "-".repeat(w + 2) : `${"-".repeat(w + 1)}:`)).join("|")}|`);
+  console.log(
+    `|${widths.map((w, c) => (c === 0 ? "-".repeat(w + 2) : `${"-".repeat(w + 1)}:`)).join("|")}|`,
+  );
   for (const row of table.slice(1)) console.log(line(row));
   for (const [name, why] of failed) console.log(`${name} not run: ${why}`);
 }

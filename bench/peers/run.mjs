@@ -14,7 +14,9 @@ const modules = join(here, "node_modules");
 const stamp = join(modules, ".alma-bench-peers-stamp");
 
 if (!existsSync(join(root, "node_modules", "tsx"))) {
-  console.error("bench:peers: run `npm install` at the repo root first (tsx and the workspace packages come from there)");
+  console.error(
+    "bench:peers: run `npm install` at the repo root first (tsx and the workspace packages come from there)",
+  );
   process.exit(1);
 }
 
@@ -29,15 +31,30 @@ const have = existsSync(stamp) ? readFileSync(stamp, "utf8").trim() : "";
 
 if (!existsSync(modules) || have !== want) {
   const prefix = relative(root, here) || ".";
-  console.error(`bench:peers: installing the peers (npm install --prefix ${prefix} --no-audit --no-fund)`);
+  console.error(
+    `bench:peers: installing the peers (npm install --prefix ${prefix} --no-audit --no-fund)`,
+  );
   const npm = process.platform === "win32" ? "npm.cmd" : "npm";
-  const install = spawnSync(npm, ["install", "--prefix", prefix, "--no-audit", "--no-fund"], { cwd: root, stdio: "inherit" });
+  const install = spawnSync(npm, ["install", "--prefix", prefix, "--no-audit", "--no-fund"], {
+    cwd: root,
+    stdio: "inherit",
+  });
   if (install.status !== 0) process.exit(install.status ?? 1);
   writeFileSync(stamp, `${want}\n`);
 }
 
-const run = spawnSync(process.execPath, ["--conditions=alma-source", "--import", "tsx", join("bench", "peers", "peers.bench.ts"), ...process.argv.slice(2)], {
-  cwd: root,
-  stdio: "inherit",
-});
+const run = spawnSync(
+  process.execPath,
+  [
+    "--conditions=alma-source",
+    "--import",
+    "tsx",
+    join("bench", "peers", "peers.bench.ts"),
+    ...process.argv.slice(2),
+  ],
+  {
+    cwd: root,
+    stdio: "inherit",
+  },
+);
 process.exit(run.status ?? 1);

@@ -40,10 +40,62 @@ export interface Question {
 }
 
 const CLINICS = ["sunrise-clinic", "harbor-dental", "valley-care"];
-const NAMES = ["Ana", "Bruno", "Carla", "Diego", "Elena", "Fabio", "Gina", "Hugo", "Iris", "Jonas", "Karen", "Luis"];
-const ALLERGENS = ["penicillin", "latex", "iodine", "sulfa", "aspirin", "ibuprofen", "peanuts", "shellfish", "codeine", "morphine", "pollen", "nickel"];
-const MEDICATIONS = ["metformin", "lisinopril", "atorvastatin", "levothyroxine", "amlodipine", "omeprazole", "sertraline", "salbutamol", "warfarin", "insulin", "prednisone", "gabapentin"];
-const CONDITIONS = ["type 2 diabetes", "hypertension", "asthma", "hypothyroidism", "epilepsy", "depression", "migraine", "arthritis", "anemia", "psoriasis", "glaucoma", "gout"];
+const NAMES = [
+  "Ana",
+  "Bruno",
+  "Carla",
+  "Diego",
+  "Elena",
+  "Fabio",
+  "Gina",
+  "Hugo",
+  "Iris",
+  "Jonas",
+  "Karen",
+  "Luis",
+];
+const ALLERGENS = [
+  "penicillin",
+  "latex",
+  "iodine",
+  "sulfa",
+  "aspirin",
+  "ibuprofen",
+  "peanuts",
+  "shellfish",
+  "codeine",
+  "morphine",
+  "pollen",
+  "nickel",
+];
+const MEDICATIONS = [
+  "metformin",
+  "lisinopril",
+  "atorvastatin",
+  "levothyroxine",
+  "amlodipine",
+  "omeprazole",
+  "sertraline",
+  "salbutamol",
+  "warfarin",
+  "insulin",
+  "prednisone",
+  "gabapentin",
+];
+const CONDITIONS = [
+  "type 2 diabetes",
+  "hypertension",
+  "asthma",
+  "hypothyroidism",
+  "epilepsy",
+  "depression",
+  "migraine",
+  "arthritis",
+  "anemia",
+  "psoriasis",
+  "glaucoma",
+  "gout",
+];
 const CHANNELS = ["WhatsApp", "email", "phone call", "SMS"];
 
 export const PATIENTS: readonly Patient[] = NAMES.map((name, i) => ({
@@ -55,7 +107,13 @@ export const PATIENTS: readonly Patient[] = NAMES.map((name, i) => ({
 const tag = (p: Patient, v: number) => `#p${String(p.n).padStart(2, "0")}v${v}`;
 const stag = (p: Patient, s: number) => `#p${String(p.n).padStart(2, "0")}s${s}`;
 
-function fact(p: Patient, key: string, version: number, text: string, sensitivity: Sensitivity): CorpusFact {
+function fact(
+  p: Patient,
+  key: string,
+  version: number,
+  text: string,
+  sensitivity: Sensitivity,
+): CorpusFact {
   return { patient: p.n, key, version, text: `${text} ${tag(p, version)}`, sensitivity };
 }
 
@@ -68,7 +126,12 @@ export function tellingTurns(): TellingTurn[] {
     const condition = CONDITIONS[i] as string;
     const first = CHANNELS[i % 4] as string;
     const second = CHANNELS[(i + 1) % 4] as string;
-    const turn = (session: number, message: string, sensitivity: Sensitivity, facts: CorpusFact[]): TellingTurn => ({
+    const turn = (
+      session: number,
+      message: string,
+      sensitivity: Sensitivity,
+      facts: CorpusFact[],
+    ): TellingTurn => ({
       patient: p,
       session,
       message,
@@ -77,12 +140,36 @@ export function tellingTurns(): TellingTurn[] {
       episode: `${p.name} ${message.toLowerCase().replace(/[.?!]$/, "")} ${stag(p, session)}`,
     });
     out.push(
-      turn(1, `Please contact me by ${first}.`, "internal", [fact(p, "contact.channel", 1, `Contact channel: prefers ${first}.`, "internal")]),
-      turn(1, `I am allergic to ${allergen}.`, "confidential", [fact(p, "allergy.drug", 1, `Allergy: allergic to ${allergen}.`, "confidential")]),
-      turn(1, `I take ${med} 500 mg every morning.`, "confidential", [fact(p, "medication.dose", 1, `Medication dose: ${med} 500 mg every morning.`, "confidential")]),
-      turn(2, `My doctor says I have ${condition}.`, "restricted", [fact(p, "condition.diagnosis", 1, `Condition: diagnosed with ${condition}.`, "restricted")]),
-      turn(2, `The dose of ${med} is now 1000 mg.`, "confidential", [fact(p, "medication.dose", 2, `Medication dose: ${med} 1000 mg every morning.`, "confidential")]),
-      turn(2, `I changed my mind, contact me by ${second} instead.`, "internal", [fact(p, "contact.channel", 2, `Contact channel: prefers ${second}.`, "internal")]),
+      turn(1, `Please contact me by ${first}.`, "internal", [
+        fact(p, "contact.channel", 1, `Contact channel: prefers ${first}.`, "internal"),
+      ]),
+      turn(1, `I am allergic to ${allergen}.`, "confidential", [
+        fact(p, "allergy.drug", 1, `Allergy: allergic to ${allergen}.`, "confidential"),
+      ]),
+      turn(1, `I take ${med} 500 mg every morning.`, "confidential", [
+        fact(
+          p,
+          "medication.dose",
+          1,
+          `Medication dose: ${med} 500 mg every morning.`,
+          "confidential",
+        ),
+      ]),
+      turn(2, `My doctor says I have ${condition}.`, "restricted", [
+        fact(p, "condition.diagnosis", 1, `Condition: diagnosed with ${condition}.`, "restricted"),
+      ]),
+      turn(2, `The dose of ${med} is now 1000 mg.`, "confidential", [
+        fact(
+          p,
+          "medication.dose",
+          2,
+          `Medication dose: ${med} 1000 mg every morning.`,
+          "confidential",
+        ),
+      ]),
+      turn(2, `I changed my mind, contact me by ${second} instead.`, "internal", [
+        fact(p, "contact.channel", 2, `Contact channel: prefers ${second}.`, "internal"),
+      ]),
     );
   }
   return out;
@@ -93,19 +180,67 @@ export function questions(): Question[] {
   const out: Question[] = [];
   for (const [i, p] of PATIENTS.entries()) {
     out.push(
-      { patient: p, kind: "lexical", text: "Which antibiotic is safe with my allergy?", sensitivity: "confidential", needs: ["allergy.drug"] },
-      { patient: p, kind: "lexical", text: "What medication dose do I take now?", sensitivity: "confidential", needs: ["medication.dose"] },
-      { patient: p, kind: "lexical", text: "Which contact channel do you use for me?", sensitivity: "internal", needs: ["contact.channel"] },
-      { patient: p, kind: "lexical", text: "Does my condition change my medication dose?", sensitivity: "restricted", needs: ["condition.diagnosis", "medication.dose"] },
-      { patient: p, kind: "paraphrase", text: "Can I take amoxicillin for my sore throat?", sensitivity: "confidential", needs: ["allergy.drug"] },
-      { patient: p, kind: "paraphrase", text: "How should the clinic reach me tomorrow?", sensitivity: "internal", needs: ["contact.channel"] },
+      {
+        patient: p,
+        kind: "lexical",
+        text: "Which antibiotic is safe with my allergy?",
+        sensitivity: "confidential",
+        needs: ["allergy.drug"],
+      },
+      {
+        patient: p,
+        kind: "lexical",
+        text: "What medication dose do I take now?",
+        sensitivity: "confidential",
+        needs: ["medication.dose"],
+      },
+      {
+        patient: p,
+        kind: "lexical",
+        text: "Which contact channel do you use for me?",
+        sensitivity: "internal",
+        needs: ["contact.channel"],
+      },
+      {
+        patient: p,
+        kind: "lexical",
+        text: "Does my condition change my medication dose?",
+        sensitivity: "restricted",
+        needs: ["condition.diagnosis", "medication.dose"],
+      },
+      {
+        patient: p,
+        kind: "paraphrase",
+        text: "Can I take amoxicillin for my sore throat?",
+        sensitivity: "confidential",
+        needs: ["allergy.drug"],
+      },
+      {
+        patient: p,
+        kind: "paraphrase",
+        text: "How should the clinic reach me tomorrow?",
+        sensitivity: "internal",
+        needs: ["contact.channel"],
+      },
       // Asked below the facts' sensitivity: the answer would need them, and recall must not give them.
-      { patient: p, kind: "above_sensitivity", text: "Do I have an allergy or a condition, and what is my medication dose?", sensitivity: "internal", needs: [] },
+      {
+        patient: p,
+        kind: "above_sensitivity",
+        text: "Do I have an allergy or a condition, and what is my medication dose?",
+        sensitivity: "internal",
+        needs: [],
+      },
     );
     // Another patient's words: what matches them belongs to that patient and must never come back.
     for (const [j, other] of PATIENTS.entries()) {
       if (j === i) continue;
-      out.push({ patient: p, kind: "cross_patient", text: `Am I allergic to ${ALLERGENS[j]}? Do I take ${MEDICATIONS[j]}? Is ${other.name} my name?`, sensitivity: "restricted", needs: ["allergy.drug"] });
+      out.push({
+        patient: p,
+        kind: "cross_patient",
+        text: `Am I allergic to ${ALLERGENS[j]}? Do I take ${MEDICATIONS[j]}? Is ${other.name} my name?`,
+        sensitivity: "restricted",
+        needs: ["allergy.drug"],
+      });
     }
   }
   return out;
@@ -114,6 +249,8 @@ export function questions(): Question[] {
 /** Every fact by its tag (`p07v2` → the fact), for the measure. */
 export function factsByTag(turns: readonly TellingTurn[]): Map<string, CorpusFact> {
   const out = new Map<string, CorpusFact>();
-  for (const t of turns) for (const f of t.facts) out.set(`p${String(f.patient).padStart(2, "0")}v${f.version}:${f.key}`, f);
+  for (const t of turns)
+    for (const f of t.facts)
+      out.set(`p${String(f.patient).padStart(2, "0")}v${f.version}:${f.key}`, f);
   return out;
 }

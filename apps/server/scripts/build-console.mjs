@@ -11,6 +11,13 @@ await build({
   base: "/",
   configFile: false,
   logLevel: "warn",
-  build: { outDir, emptyOutDir: true, assetsDir: "assets", target: "es2022", sourcemap: false, modulePreload: { polyfill: false } },
+  build: {
+    outDir,
+    emptyOutDir: true,
+    assetsDir: "assets",
+    target: "es2022",
+    sourcemap: false,
+    modulePreload: { polyfill: false },
+  },
 });
 console.log(`console built into ${outDir}`);

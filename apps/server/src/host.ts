@@ -8,7 +8,14 @@ import { CLINICS, type Clinic, ClinicDesk } from "./agent/clinics.js";
 import type { HostSecrets } from "./config/secrets.js";
 import { type AccessLog, createApp, type Handle } from "./http/app.js";
 import { DEFAULT_BODY_LIMIT } from "./http/body.js";
-import { type AllowedHosts, boundedServer, checkServerLimits, DEFAULT_SERVER_LIMITS, defaultAllowedHosts, type ServerLimits } from "./http/hardening.js";
+import {
+  type AllowedHosts,
+  boundedServer,
+  checkServerLimits,
+  DEFAULT_SERVER_LIMITS,
+  defaultAllowedHosts,
+  type ServerLimits,
+} from "./http/hardening.js";
 import type { HostContext, HttpSettings } from "./http/context.js";
 import { DEFAULT_PING_MS } from "./http/sse.js";
 import type { ModelSetup } from "./models/select.js";
@@ -57,7 +64,10 @@ export interface Host {
   readonly handle: Handle;
   readonly context: HostContext;
   /** Serves on `port` (0 picks one) and resolves with the bound address. */
-  listen(port: number, hostname: string): Promise<{ readonly url: string; readonly server: Server }>;
+  listen(
+    port: number,
+    hostname: string,
+  ): Promise<{ readonly url: string; readonly server: Server }>;
   /** Runs the runtime's maintenance now (also what the timer runs). */
   maintain(): Promise<{ readonly released: readonly ExpiredRelease[]; readonly fenced: number }>;
   /** Starts the maintenance timer; returns its stop function. */
@@ -84,7 +94,9 @@ async function assemble(options: HostOptions): Promise<HostContext> {
   const caps = options.caps ?? { perTurnUsd: 0.25, perClinicDayUsd: 2 };
   const desk = new ClinicDesk(clinics, () => clock.now());
   const turns = new LiveTurns();
-  const directory = new Directory(Object.fromEntries(clinics.map((c) => [c.org, c.patients.map((p) => p.id)])));
+  const directory = new Directory(
+    Object.fromEntries(clinics.map((c) => [c.org, c.patients.map((p) => p.id)])),
+  );
   const asks = new PermissionDesk(turns, ids, () => clock.now(), new Set([BOOK_TOOL]));
   const config = clinicAgent({
     models: options.models,
@@ -98,7 +110,10 @@ async function assemble(options: HostOptions): Promise<HostContext> {
     ...(options.permissionTimeoutMs ? { permissionTimeoutMs: options.permissionTimeoutMs } : {}),
     ...(options.memory ? { memory: options.memory } : {}),
   });
-  const { runtime, store } = await openRuntime(options.store, options.secrets.trailKey ? { ...config, trailKey: options.secrets.trailKey } : config);
+  const { runtime, store } = await openRuntime(
+    options.store,
+    options.secrets.trailKey ? { ...config, trailKey: options.secrets.trailKey } : config,
+  );
   return {
     runtime,
     turns,
@@ -113,8 +128,19 @@ async function assemble(options: HostOptions): Promise<HostContext> {
     triage: options.triage === true,
     clock,
     shutdown: new Shutdown(),
-    routines: await hostRoutines(runtime, clinics, clock, nightlyJobs(runtime, options.models, config.caps, desk, clock)),
-    http: { bodyLimit: DEFAULT_BODY_LIMIT, waitMs: 25_000, pingMs: DEFAULT_PING_MS, publicDir: DEFAULT_PUBLIC_DIR, ...options.http },
+    routines: await hostRoutines(
+      runtime,
+      clinics,
+      clock,
+      nightlyJobs(runtime, options.models, config.caps, desk, clock),
+    ),
+    http: {
+      bodyLimit: DEFAULT_BODY_LIMIT,
+      waitMs: 25_000,
+      pingMs: DEFAULT_PING_MS,
+      publicDir: DEFAULT_PUBLIC_DIR,
+      ...options.http,
+    },
   };
 }
 
@@ -130,7 +156,11 @@ async function listenOn(server: Server, port: number, hostname: string): Promise
 }
 
 /** One maintenance run per tick at most: a slow run is never stacked on by the next tick. */
-function maintenanceTimer(runtime: HostContext["runtime"], everyMs: number, onError?: (error: unknown) => void): () => void {
+function maintenanceTimer(
+  runtime: HostContext["runtime"],
+  everyMs: number,
+  onError?: (error: unknown) => void,
+): () => void {
   let running = false;
   const timer = setInterval(() => {
     if (running) return;
@@ -177,7 +207,9 @@ export async function createHost(options: HostOptions): Promise<Host> {
   let closing: Promise<CloseReport> | undefined;
   const close = async (graceMs: number): Promise<CloseReport> => {
     shutdown.begin();
-    const closed = servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve())));
+    const closed = servers.map(
+      (server) => new Promise<void>((resolve) => server.close(() => resolve())),
+    );
     for (const server of servers) server.closeIdleConnections();
     const asksDenied = context.asks.close();
     // No new routine tick starts; one in progress shares the grace period with the turns.

@@ -3,8 +3,21 @@
  * `createHost` (the example clinic agent over HTTP/SSE), its `Request`/`Response` core and Node
  * adapter, the agent's configuration, the offline demo model and the CLI entry.
  */
-export { clinicAgent, clinicCaps, clinicMemory, configRevision, FRONT_DESK_INTENT, SYSTEM_PROMPT } from "./agent/agent.js";
-export { type Appointment, CLINICS, type Clinic, ClinicDesk, type Patient } from "./agent/clinics.js";
+export {
+  clinicAgent,
+  clinicCaps,
+  clinicMemory,
+  configRevision,
+  FRONT_DESK_INTENT,
+  SYSTEM_PROMPT,
+} from "./agent/agent.js";
+export {
+  type Appointment,
+  CLINICS,
+  type Clinic,
+  ClinicDesk,
+  type Patient,
+} from "./agent/clinics.js";
 export { clinicTools } from "./agent/tools.js";
 export { runCli } from "./cli/main.js";
 export { type HostEnv, readEnv } from "./config/env.js";

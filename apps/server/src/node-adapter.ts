@@ -52,7 +52,12 @@ export function toRequest(req: IncomingMessage, signal: AbortSignal): Request {
   const url = new URL(req.url ?? "/", `http://${req.headers.host ?? "localhost"}`);
   const method = req.method ?? "GET";
   const hasBody = method !== "GET" && method !== "HEAD";
-  return new Request(url, { method, headers: headersOf(req), signal, ...(hasBody ? { body: bodyOf(req), duplex: "half" } : {}) } as RequestInit);
+  return new Request(url, {
+    method,
+    headers: headersOf(req),
+    signal,
+    ...(hasBody ? { body: bodyOf(req), duplex: "half" } : {}),
+  } as RequestInit);
 }
 
 /** Writes a Response to Node, streaming its body with backpressure; stops when the client leaves. */
@@ -86,13 +91,21 @@ async function send(res: ServerResponse, response: Response, signal: AbortSignal
 }
 
 /** The core's answer; a request no URL can be built from is 400, a handler that threw is 500. */
-async function answer(handle: Handle, req: IncomingMessage, signal: AbortSignal): Promise<Response> {
+async function answer(
+  handle: Handle,
+  req: IncomingMessage,
+  signal: AbortSignal,
+): Promise<Response> {
   let request: Request;
   try {
     request = toRequest(req, signal);
   } catch {
     // A Host header or target no URL can be built from: the client's request, not the host's fault.
-    return withSecurityHeaders(errorResponse(new HttpError("bad_request", "the request's Host header or target is not valid")));
+    return withSecurityHeaders(
+      errorResponse(
+        new HttpError("bad_request", "the request's Host header or target is not valid"),
+      ),
+    );
   }
   try {
     return await handle(request);

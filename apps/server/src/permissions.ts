@@ -1,5 +1,9 @@
 import type { IdSource, JsonObject } from "@alma-harness/core";
-import type { PermissionController, PermissionDecision, PermissionRequest } from "@alma-harness/loop";
+import type {
+  PermissionController,
+  PermissionDecision,
+  PermissionRequest,
+} from "@alma-harness/loop";
 import type { LiveTurns } from "./turns.js";
 
 /** A permission ask waiting for the operator, as the console and the API show it. */
@@ -82,7 +86,9 @@ export class PermissionDesk implements PermissionController {
 
   /** Pending asks, oldest first, optionally for one tenant. */
   pending(org?: string): readonly PendingAsk[] {
-    return [...this.#waiting.values()].map((w) => w.ask).filter((a) => org === undefined || a.org === org);
+    return [...this.#waiting.values()]
+      .map((w) => w.ask)
+      .filter((a) => org === undefined || a.org === org);
   }
 
   /** The operator's answer; `unknown` when no such ask is waiting (answered, withdrawn or never made). */
@@ -113,7 +119,8 @@ export class PermissionDesk implements PermissionController {
       this.#listeners.set(rootKey, set);
     }
     set.add(listener);
-    for (const w of this.#waiting.values()) if (w.ask.rootKey === rootKey) listener(w.ask, "pending");
+    for (const w of this.#waiting.values())
+      if (w.ask.rootKey === rootKey) listener(w.ask, "pending");
     return () => {
       set.delete(listener);
       if (set.size === 0) this.#listeners.delete(rootKey);

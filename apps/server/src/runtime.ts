@@ -43,7 +43,8 @@ export function redact(url: string): string {
 }
 
 function postgresUrl(url: string): string {
-  if (!/^postgres(ql)?:\/\//.test(url)) throw new Error("ALMA_DATABASE_URL must be a postgres:// URL");
+  if (!/^postgres(ql)?:\/\//.test(url))
+    throw new Error("ALMA_DATABASE_URL must be a postgres:// URL");
   return url;
 }
 
@@ -52,25 +53,46 @@ function postgresUrl(url: string): string {
  * must be migrated first, with `alma migrate`), else the embedded SQLite file in `home`.
  */
 export async function openRuntime(env: StoreEnv, config: RuntimeConfig): Promise<OpenedRuntime> {
-  if (env.memory) return { runtime: memory(config), store: { kind: "memory", location: "in memory", durable: false, note: "state is lost on exit" } };
+  if (env.memory)
+    return {
+      runtime: memory(config),
+      store: {
+        kind: "memory",
+        location: "in memory",
+        durable: false,
+        note: "state is lost on exit",
+      },
+    };
   if (env.databaseUrl !== undefined) {
     const connectionString = postgresUrl(env.databaseUrl);
     try {
       const runtime = await postgres({ ...config, store: { connectionString, ...env.pgSchemas } });
-      return { runtime, store: { kind: "postgres", location: redact(connectionString), durable: true } };
+      return {
+        runtime,
+        store: { kind: "postgres", location: redact(connectionString), durable: true },
+      };
     } catch (error) {
-      throw new Error(`PostgreSQL at ${redact(connectionString)}: ${(error as Error).message.replace(/run alma-pg-migrate/, "run `npx alma migrate`")}`);
+      throw new Error(
+        `PostgreSQL at ${redact(connectionString)}: ${(error as Error).message.replace(/run alma-pg-migrate/, "run `npx alma migrate`")}`,
+      );
     }
   }
   const path = sqlitePath(env.home);
-  return { runtime: sqlite({ ...config, store: { path } }), store: { kind: "sqlite", location: path, durable: true } };
+  return {
+    runtime: sqlite({ ...config, store: { path } }),
+    store: { kind: "sqlite", location: path, durable: true },
+  };
 }
 
 /** `alma migrate`: brings the configured store's schema up to date and says what it did. */
 export async function migrateStore(env: StoreEnv): Promise<string> {
   if (env.databaseUrl !== undefined) {
     const connectionString = postgresUrl(env.databaseUrl);
-    const stores = await createPostgresStores({ connectionString, migrate: true, ...env.pgSchemas });
+    const stores = await createPostgresStores({
+      connectionString,
+      migrate: true,
+      ...env.pgSchemas,
+    });
     await stores.close();
     return `PostgreSQL at ${redact(connectionString)}: schemas ${stores.schemas.schema} and ${stores.schemas.rootSchema} are up to date`;
   }

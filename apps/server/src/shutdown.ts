@@ -31,10 +31,14 @@ export class Shutdown {
   /** Throws the typed 503 once shutdown has begun. */
   admit(): void {
     if (this.#draining) {
-      throw new HttpError("shutting_down", "the host is shutting down and admits no new turns; retry the same request later", {
-        retryable: true,
-        headers: { "retry-after": "5", connection: "close" },
-      });
+      throw new HttpError(
+        "shutting_down",
+        "the host is shutting down and admits no new turns; retry the same request later",
+        {
+          retryable: true,
+          headers: { "retry-after": "5", connection: "close" },
+        },
+      );
     }
   }
 }

@@ -21,7 +21,13 @@ export class LiveTurns {
    * Registers the turn before it starts (a tool can run on the first step), runs it, and keeps the
    * first registration when a retry of a running key arrives, so the owner's result stays waitable.
    */
-  run(rootKey: string, scope: Scope, sessionId: string, now: number, start: () => Promise<ConversationView>): Promise<ConversationView> {
+  run(
+    rootKey: string,
+    scope: Scope,
+    sessionId: string,
+    now: number,
+    start: () => Promise<ConversationView>,
+  ): Promise<ConversationView> {
     const existing = this.#live.get(rootKey);
     if (existing) return start();
     const entry: Live = { scope, sessionId, startedAt: now, done: Promise.resolve(undefined) };
@@ -44,7 +50,13 @@ export class LiveTurns {
   }
 
   /** Same as `run` for a stream whose result promise is created by `start`. */
-  track<T extends { readonly result: Promise<ConversationView> }>(rootKey: string, scope: Scope, sessionId: string, now: number, start: () => T): T {
+  track<T extends { readonly result: Promise<ConversationView> }>(
+    rootKey: string,
+    scope: Scope,
+    sessionId: string,
+    now: number,
+    start: () => T,
+  ): T {
     let handle: T | undefined;
     void this.run(rootKey, scope, sessionId, now, () => {
       handle = start();

@@ -18,7 +18,6 @@ const OPERATOR = "adm_CANARY_operator_token_7777777777";
 const FIELD = "canary_field_5550009999";
 const JWT_SECRET = "canary-test-secret-canary-test-secret-0123";
 
-
 /** `depth` objects nested under the canary key: over the snapshot's depth limit at 70. */
 function deep(depth: number): unknown {
   let value: unknown = "x";
@@ -35,12 +34,31 @@ describe("host text leaks: canaries", () => {
     const stopSignal = new Promise<void>((resolve) => {
       stop = resolve;
     });
-    const env = { ALMA_HOME: home, ALMA_PROVIDER: "demo", ALMA_ADMIN_TOKEN: OPERATOR, ALMA_JWT_SECRET: JWT_SECRET, PORT: "0" };
-    const serving = runCli(["serve"], { stdin: Readable.from([]), stdout, stderr, env, cwd: home, stopSignal });
+    const env = {
+      ALMA_HOME: home,
+      ALMA_PROVIDER: "demo",
+      ALMA_ADMIN_TOKEN: OPERATOR,
+      ALMA_JWT_SECRET: JWT_SECRET,
+      PORT: "0",
+    };
+    const serving = runCli(["serve"], {
+      stdin: Readable.from([]),
+      stdout,
+      stderr,
+      env,
+      cwd: home,
+      stopSignal,
+    });
     try {
-      while (!/front desk: (http:\/\/\S+)/.test(stdout.text())) await new Promise((resolve) => setTimeout(resolve, 20));
-      const url = (/front desk: (http:\/\/\S+)/.exec(stdout.text()) as RegExpExecArray)[1] as string;
-      const { token } = await mintToken(new TextEncoder().encode(JWT_SECRET), { org: SUNRISE, uid: ANA });
+      while (!/front desk: (http:\/\/\S+)/.test(stdout.text()))
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      const url = (
+        /front desk: (http:\/\/\S+)/.exec(stdout.text()) as RegExpExecArray
+      )[1] as string;
+      const { token } = await mintToken(new TextEncoder().encode(JWT_SECRET), {
+        org: SUNRISE,
+        uid: ANA,
+      });
       const tenant = { authorization: `Bearer ${token}`, "content-type": "application/json" };
       const errors: string[] = [];
       const send = async (path: string, init: RequestInit, expected: number) => {
@@ -51,29 +69,106 @@ describe("host text leaks: canaries", () => {
         return text;
       };
       const turns = `/v1/sessions/${SESSION}/turns`;
-      await send(turns, { method: "POST", headers: { ...tenant, "idempotency-key": "k1" }, body: JSON.stringify({ input: "When are you open?" }) }, 200);
+      await send(
+        turns,
+        {
+          method: "POST",
+          headers: { ...tenant, "idempotency-key": "k1" },
+          body: JSON.stringify({ input: "When are you open?" }),
+        },
+        200,
+      );
       await send(`/v1/sessions/${SESSION}`, { headers: tenant }, 200);
-      await send(turns, { method: "POST", headers: { ...tenant, "idempotency-key": "k2" }, body: JSON.stringify({ input: "hi", [FIELD]: 1 }) }, 422);
+      await send(
+        turns,
+        {
+          method: "POST",
+          headers: { ...tenant, "idempotency-key": "k2" },
+          body: JSON.stringify({ input: "hi", [FIELD]: 1 }),
+        },
+        422,
+      );
       const nested = { role: "user", blocks: [{ type: "text", text: "hi" }], [FIELD]: 1 };
-      await send(turns, { method: "POST", headers: { ...tenant, "idempotency-key": "k3" }, body: JSON.stringify({ input: nested }) }, 422);
-      await send(turns, { method: "POST", headers: { ...tenant, "idempotency-key": "k4" }, body: JSON.stringify({ input: deep(70) }) }, 422);
+      await send(
+        turns,
+        {
+          method: "POST",
+          headers: { ...tenant, "idempotency-key": "k3" },
+          body: JSON.stringify({ input: nested }),
+        },
+        422,
+      );
+      await send(
+        turns,
+        {
+          method: "POST",
+          headers: { ...tenant, "idempotency-key": "k4" },
+          body: JSON.stringify({ input: deep(70) }),
+        },
+        422,
+      );
       const block = { type: "text", text: "hi", [FIELD]: 1 };
-      await send(turns, { method: "POST", headers: { ...tenant, "idempotency-key": "k5" }, body: JSON.stringify({ input: { role: "user", blocks: [block] } }) }, 422);
-      await send(`/v1/sessions/${SESSION}/events`, { method: "POST", headers: tenant, body: JSON.stringify({ events: [], [FIELD]: 1 }) }, 422);
-      await send(`/v1/sessions/${SESSION}/turns`, { method: "POST", headers: { authorization: `Bearer ${token}x`, "content-type": "application/json", "idempotency-key": "k6" }, body: "{}" }, 401);
-      await send(`/v1/admin/tenants/${SUNRISE}/sessions/${ANA}/${SESSION}`, { headers: { authorization: `Bearer ${OPERATOR}` } }, 200);
+      await send(
+        turns,
+        {
+          method: "POST",
+          headers: { ...tenant, "idempotency-key": "k5" },
+          body: JSON.stringify({ input: { role: "user", blocks: [block] } }),
+        },
+        422,
+      );
+      await send(
+        `/v1/sessions/${SESSION}/events`,
+        { method: "POST", headers: tenant, body: JSON.stringify({ events: [], [FIELD]: 1 }) },
+        422,
+      );
+      await send(
+        `/v1/sessions/${SESSION}/turns`,
+        {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${token}x`,
+            "content-type": "application/json",
+            "idempotency-key": "k6",
+          },
+          body: "{}",
+        },
+        401,
+      );
+      await send(
+        `/v1/admin/tenants/${SUNRISE}/sessions/${ANA}/${SESSION}`,
+        { headers: { authorization: `Bearer ${OPERATOR}` } },
+        200,
+      );
       await send("/v1/admin/asks", { headers: { authorization: `Bearer ${OPERATOR}x` } }, 401);
       await send(`/v1/${SESSION}/nothing`, {}, 404);
-      await send(`/v1/admin/tokens`, { method: "POST", headers: { authorization: `Bearer ${OPERATOR}`, "content-type": "application/json" }, body: JSON.stringify({ org: SUNRISE, uid: ANA, [FIELD]: 1 }) }, 422);
+      await send(
+        `/v1/admin/tokens`,
+        {
+          method: "POST",
+          headers: { authorization: `Bearer ${OPERATOR}`, "content-type": "application/json" },
+          body: JSON.stringify({ org: SUNRISE, uid: ANA, [FIELD]: 1 }),
+        },
+        422,
+      );
       stop();
       expect(await serving).toBe(0);
       const logs = stdout.text() + stderr.text();
       // The log did run (one line per request), by route pattern.
       expect(logs).toContain("POST /v1/sessions/:sessionId/turns 200");
       expect(logs).toContain("GET - 404");
-      for (const canary of [SESSION, "15550001234", OPERATOR, token, token.slice(-20), FIELD, "5550009999"]) {
+      for (const canary of [
+        SESSION,
+        "15550001234",
+        OPERATOR,
+        token,
+        token.slice(-20),
+        FIELD,
+        "5550009999",
+      ]) {
         expect(logs, `logs hold ${canary}`).not.toContain(canary);
-        for (const body of errors) expect(body, `an error body holds ${canary}`).not.toContain(canary);
+        for (const body of errors)
+          expect(body, `an error body holds ${canary}`).not.toContain(canary);
       }
       // The banner says where the operator token is.
       expect(stdout.text()).toContain("the operator token is in $ALMA_ADMIN_TOKEN");

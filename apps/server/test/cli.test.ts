@@ -12,16 +12,32 @@ import { hostPerTest, pendingAsk } from "./helpers.js";
 
 const startHost = hostPerTest();
 
-
 async function cli(argv: string[], opts: { stdin?: string[]; env?: NodeJS.ProcessEnv } = {}) {
   const stdout = sink();
   const stderr = sink();
   const home = mkdtempSync(join(tmpdir(), "alma-cli-"));
-  const code = await runCli(argv, { stdin: Readable.from(opts.stdin ?? []), stdout, stderr, env: { ALMA_HOME: home, ...opts.env }, cwd: home });
+  const code = await runCli(argv, {
+    stdin: Readable.from(opts.stdin ?? []),
+    stdout,
+    stderr,
+    env: { ALMA_HOME: home, ...opts.env },
+    cwd: home,
+  });
   return { code, out: stdout.text(), err: stderr.text(), home };
 }
 
-const COMMANDS = ["serve", "chat", "sessions", "trails", "fence", "erase", "routines", "migrate", "token", "doctor"];
+const COMMANDS = [
+  "serve",
+  "chat",
+  "sessions",
+  "trails",
+  "fence",
+  "erase",
+  "routines",
+  "migrate",
+  "token",
+  "doctor",
+];
 
 describe("alma CLI", () => {
   it("prints --help for every command and for alma itself", async () => {
@@ -36,15 +52,24 @@ describe("alma CLI", () => {
 
   it("fails in one line with a non-zero exit", async () => {
     const unknown = await cli(["frobnicate"]);
-    expect(unknown).toMatchObject({ code: 2, err: 'alma: unknown command "frobnicate" (alma --help lists them)\n' });
+    expect(unknown).toMatchObject({
+      code: 2,
+      err: 'alma: unknown command "frobnicate" (alma --help lists them)\n',
+    });
     const flagTypo = await cli(["chat", "--tokn", "x"]);
-    expect(flagTypo).toMatchObject({ code: 1, err: "alma chat: unknown option --tokn (see --help)\n" });
+    expect(flagTypo).toMatchObject({
+      code: 1,
+      err: "alma chat: unknown option --tokn (see --help)\n",
+    });
     const down = await cli(["chat", "--url", "http://127.0.0.1:9", "--token", "x"]);
     expect(down.code).toBe(1);
     expect(down.err.trim().split("\n")).toHaveLength(1);
     expect(down.err).toMatch(/^alma chat: cannot reach the host at http:\/\/127\.0\.0\.1:9/);
     const noKey = await cli(["trails"]);
-    expect(noKey).toMatchObject({ code: 1, err: "alma trails: alma trails needs a root key (see --help)\n" });
+    expect(noKey).toMatchObject({
+      code: 1,
+      err: "alma trails: alma trails needs a root key (see --help)\n",
+    });
   });
 
   it("mints a token the host's secret verifies, and creates that secret once", async () => {
@@ -58,17 +83,24 @@ describe("alma CLI", () => {
   it("alma chat reads messages from stdin and streams the replies of a running host", async () => {
     const t = await startHost();
     const token = await t.token();
-    const { code, out, err } = await cli(["chat", "--url", t.url, "--token", token, "--session", "cli-s1"], {
-      stdin: ["When are you open on Monday?\n", "\n", "What is on my record?\n"],
-    });
+    const { code, out, err } = await cli(
+      ["chat", "--url", t.url, "--token", token, "--session", "cli-s1"],
+      {
+        stdin: ["When are you open on Monday?\n", "\n", "What is on my record?\n"],
+      },
+    );
     expect(err).toBe("");
     expect(code).toBe(0);
     const lines = out.trim().split("\n");
-    expect(lines[0]).toBe("alma chat · Sunrise Family Clinic · p-1001 (Ana Souza) · session cli-s1 · offline demo model (scripted, not an AI)");
+    expect(lines[0]).toBe(
+      "alma chat · Sunrise Family Clinic · p-1001 (Ana Souza) · session cli-s1 · offline demo model (scripted, not an AI)",
+    );
     expect(lines.slice(1)).toEqual([
       "you> When are you open on Monday?",
       "assistant> Let me check the opening hours.",
-      expect.stringMatching(/^assistant> Sunrise Family Clinic is open on monday \d{4}-\d{2}-\d{2} from 08:00 to 18:00\.$/),
+      expect.stringMatching(
+        /^assistant> Sunrise Family Clinic is open on monday \d{4}-\d{2}-\d{2} from 08:00 to 18:00\.$/,
+      ),
       "you> What is on my record?",
       "assistant> Let me open the record.",
       "assistant> Record of Ana Souza: allergies: penicillin. Notes: Asthma, controlled. Prefers morning visits.",
@@ -78,7 +110,10 @@ describe("alma CLI", () => {
   it("alma chat shows a permission ask, what the terminal tool sent, and operator commands read it back", async () => {
     const t = await startHost();
     const host = t;
-    const chat = cli(["chat", "--url", host.url, "--token", await host.token(), "--session", "cli-book"], { stdin: ["Please book an appointment\n"] });
+    const chat = cli(
+      ["chat", "--url", host.url, "--token", await host.token(), "--session", "cli-book"],
+      { stdin: ["Please book an appointment\n"] },
+    );
     const ask = await pendingAsk(host);
     host.host.context.asks.answer(ask.id, true);
     const { out } = await chat;
@@ -87,12 +122,33 @@ describe("alma CLI", () => {
     expect(out).toMatch(/ {2}\[sent to you\] Confirmed: your appointment on /);
 
     const sessions = await cli(["sessions", "--url", host.url, "--admin-token", host.admin]);
-    expect(sessions.out).toMatch(/^sunrise-clinic: 1 session\(s\)\n {2}p-1001 {2}cli-book {2}7 message\(s\)/);
-    const trails = await cli(["trails", ask.rootKey, "--url", host.url, "--admin-token", host.admin]);
+    expect(sessions.out).toMatch(
+      /^sunrise-clinic: 1 session\(s\)\n {2}p-1001 {2}cli-book {2}7 message\(s\)/,
+    );
+    const trails = await cli([
+      "trails",
+      ask.rootKey,
+      "--url",
+      host.url,
+      "--admin-token",
+      host.admin,
+    ]);
     expect(trails.code).toBe(0);
-    expect(trails.out).toContain(`turn ${ask.rootKey} · sunrise-clinic/p-1001 · session cli-book · completed`);
-    expect(trails.out).toMatch(/policy {5}permission\.resolved book_appointment book:slot:\S+ → allow by operator/);
-    const erase = await cli(["erase", "--session", "cli-book", "--url", host.url, "--token", await host.token()]);
+    expect(trails.out).toContain(
+      `turn ${ask.rootKey} · sunrise-clinic/p-1001 · session cli-book · completed`,
+    );
+    expect(trails.out).toMatch(
+      /policy {5}permission\.resolved book_appointment book:slot:\S+ → allow by operator/,
+    );
+    const erase = await cli([
+      "erase",
+      "--session",
+      "cli-book",
+      "--url",
+      host.url,
+      "--token",
+      await host.token(),
+    ]);
     expect(erase).toMatchObject({ code: 0, out: "erased session cli-book\n" });
   });
 
@@ -103,7 +159,9 @@ describe("alma CLI", () => {
     expect(out).toContain("provider  offline demo model (no provider key set)");
     expect(out).toContain(`host      ${t.url} answers`);
     expect(out).toMatch(/live {6}skipped {2}anthropic: set ANTHROPIC_API_KEY to check it/);
-    const bad = await cli(["doctor", "--url", t.url], { env: { ALMA_PROVIDER: "openrouter", ALMA_MODEL_FAST: "nope/unpriced" } });
+    const bad = await cli(["doctor", "--url", t.url], {
+      env: { ALMA_PROVIDER: "openrouter", ALMA_MODEL_FAST: "nope/unpriced" },
+    });
     expect(bad.code).toBe(1);
     expect(bad.out).toMatch(/provider {2}error: the fast model "nope\/unpriced" has no price/);
   });
@@ -111,14 +169,22 @@ describe("alma CLI", () => {
   it("alma migrate brings the embedded store's schema up to date, and says so", async () => {
     const { code, out, home } = await cli(["migrate"]);
     expect(code).toBe(0);
-    expect(out).toMatch(new RegExp(`^SQLite at ${join(home, "alma.db")}: schema version \\d+ \\(root results \\d+\\), up to date\n$`));
+    expect(out).toMatch(
+      new RegExp(
+        `^SQLite at ${join(home, "alma.db")}: schema version \\d+ \\(root results \\d+\\), up to date\n$`,
+      ),
+    );
     expect((await cli(["migrate"], { env: { ALMA_HOME: home } })).out).toBe(out);
   });
 
   it("the alma bin drives chat over a piped stdin", async () => {
     const t = await startHost();
     const bin = fileURLToPath(new URL("../bin/alma.mjs", import.meta.url));
-    const child = spawn(process.execPath, [bin, "chat", "--url", t.url, "--token", await t.token(), "--session", "bin-s1"], { stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(
+      process.execPath,
+      [bin, "chat", "--url", t.url, "--token", await t.token(), "--session", "bin-s1"],
+      { stdio: ["pipe", "pipe", "pipe"] },
+    );
     let out = "";
     let err = "";
     child.stdout.on("data", (c: Buffer) => {
@@ -131,6 +197,8 @@ describe("alma CLI", () => {
     const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
     expect(err).toBe("");
     expect(code).toBe(0);
-    expect(out).toMatch(/assistant> Sunrise Family Clinic is open on saturday \S+ from 09:00 to 13:00\./);
+    expect(out).toMatch(
+      /assistant> Sunrise Family Clinic is open on saturday \S+ from 09:00 to 13:00\./,
+    );
   });
 });

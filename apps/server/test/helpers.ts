@@ -23,13 +23,28 @@ export const SECRETS: HostSecrets = {
   source: { jwt: "test", admin: "test", trail: "test" },
 };
 
-export const FAKE_PRICES: PriceTable = { version: "fake-1", models: { "fake-main": { rates: { input: 3, output: 15 } } } };
+export const FAKE_PRICES: PriceTable = {
+  version: "fake-1",
+  models: { "fake-main": { rates: { input: 3, output: 15 } } },
+};
 
 /** A scripted model in place of the demo (for failures the demo never produces). */
-export function fakeSetup(script: ScriptedResponse[] = [], policy?: ModelPolicy): ModelSetup & { readonly fake: FakeModelClient } {
+export function fakeSetup(
+  script: ScriptedResponse[] = [],
+  policy?: ModelPolicy,
+): ModelSetup & { readonly fake: FakeModelClient } {
   const fake = new FakeModelClient(script);
   const tiers = { fast: "fake-main", balanced: "fake-main", deep: "fake-main" };
-  return { provider: "demo", offlineDemo: false, label: "scripted test model", clients: [fake], policy: policy ?? tierPolicy(fake.id, tiers), prices: FAKE_PRICES, tiers, fake };
+  return {
+    provider: "demo",
+    offlineDemo: false,
+    label: "scripted test model",
+    clients: [fake],
+    policy: policy ?? tierPolicy(fake.id, tiers),
+    prices: FAKE_PRICES,
+    tiers,
+    fake,
+  };
 }
 
 export interface TestHost {
@@ -45,10 +60,17 @@ export interface TestHost {
 }
 
 /** A host on an ephemeral loopback port with the offline demo model unless `models` says otherwise. */
-export async function startHost(opts: Partial<Omit<HostOptions, "secrets">> = {}): Promise<TestHost> {
+export async function startHost(
+  opts: Partial<Omit<HostOptions, "secrets">> = {},
+): Promise<TestHost> {
   const models = opts.models ?? demoSetup();
   const home = mkdtempSync(join(tmpdir(), "alma-host-"));
-  const host = await createHost({ secrets: SECRETS, store: { home, databaseUrl: undefined }, ...opts, models });
+  const host = await createHost({
+    secrets: SECRETS,
+    store: { home, databaseUrl: undefined },
+    ...opts,
+    models,
+  });
   const { url, server } = await host.listen(0, "127.0.0.1");
   const counter = models.clients[0] as unknown as { calls: number };
   return {
@@ -57,7 +79,8 @@ export async function startHost(opts: Partial<Omit<HostOptions, "secrets">> = {}
     server,
     admin: SECRETS.adminToken,
     calls: () => counter.calls,
-    token: async (org = SUNRISE, uid = ANA) => (await mintToken(SECRETS.jwtSecret, { org, uid })).token,
+    token: async (org = SUNRISE, uid = ANA) =>
+      (await mintToken(SECRETS.jwtSecret, { org, uid })).token,
     close: async () => {
       await host.close(0);
       rmSync(home, { recursive: true, force: true });
@@ -87,7 +110,11 @@ export interface Call {
   readonly signal?: AbortSignal;
 }
 
-export async function call(url: string, path: string, opts: Call = {}): Promise<{ status: number; headers: Headers; body: Record<string, unknown> }> {
+export async function call(
+  url: string,
+  path: string,
+  opts: Call = {},
+): Promise<{ status: number; headers: Headers; body: Record<string, unknown> }> {
   const response = await fetch(`${url}${path}`, {
     method: opts.method ?? (opts.body !== undefined || opts.raw !== undefined ? "POST" : "GET"),
     headers: {
@@ -100,26 +127,57 @@ export async function call(url: string, path: string, opts: Call = {}): Promise<
     ...(opts.signal ? { signal: opts.signal } : {}),
   } as RequestInit);
   const text = await response.text();
-  return { status: response.status, headers: response.headers, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
+  };
 }
 
 /** Posts a turn (JSON) under a key. */
-export function turn(t: TestHost, token: string, session: string, key: string, input: unknown, headers: Record<string, string> = {}) {
-  return call(t.url, `/v1/sessions/${session}/turns`, { token, body: { input }, headers: { "idempotency-key": key, ...headers } });
+export function turn(
+  t: TestHost,
+  token: string,
+  session: string,
+  key: string,
+  input: unknown,
+  headers: Record<string, string> = {},
+) {
+  return call(t.url, `/v1/sessions/${session}/turns`, {
+    token,
+    body: { input },
+    headers: { "idempotency-key": key, ...headers },
+  });
 }
 
 /** Opens a turn as SSE and returns the raw response. */
-export async function sseTurn(t: TestHost, token: string, session: string, key: string, input: unknown, signal?: AbortSignal): Promise<Response> {
+export async function sseTurn(
+  t: TestHost,
+  token: string,
+  session: string,
+  key: string,
+  input: unknown,
+  signal?: AbortSignal,
+): Promise<Response> {
   return fetch(`${t.url}/v1/sessions/${session}/turns`, {
     method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "text/event-stream", "idempotency-key": key },
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      accept: "text/event-stream",
+      "idempotency-key": key,
+    },
     body: JSON.stringify({ input }),
     ...(signal ? { signal } : {}),
   });
 }
 
 /** Reads SSE events until `until` says stop (or the stream ends). */
-export async function collect(response: Response, until: (e: SseEvent) => boolean = () => false, comments?: string[]): Promise<SseEvent[]> {
+export async function collect(
+  response: Response,
+  until: (e: SseEvent) => boolean = () => false,
+  comments?: string[],
+): Promise<SseEvent[]> {
   const out: SseEvent[] = [];
   if (!response.body) return out;
   for await (const e of readSseEvents(response.body, (c) => comments?.push(c))) {
@@ -130,7 +188,10 @@ export async function collect(response: Response, until: (e: SseEvent) => boolea
 }
 
 /** Pulls events from an open stream until `until` says stop, leaving the stream open. */
-export async function pull(events: AsyncGenerator<SseEvent>, until: (e: SseEvent) => boolean): Promise<SseEvent[]> {
+export async function pull(
+  events: AsyncGenerator<SseEvent>,
+  until: (e: SseEvent) => boolean,
+): Promise<SseEvent[]> {
   const out: SseEvent[] = [];
   for (;;) {
     const next = await events.next();
@@ -141,7 +202,9 @@ export async function pull(events: AsyncGenerator<SseEvent>, until: (e: SseEvent
 }
 
 /** Waits until the host has a pending ask (asks appear as the turn reaches its booking). */
-export async function pendingAsk(t: TestHost): Promise<{ id: string; rootKey: string; org: string; subject: string }> {
+export async function pendingAsk(
+  t: TestHost,
+): Promise<{ id: string; rootKey: string; org: string; subject: string }> {
   for (;;) {
     const asks = t.host.context.asks.pending();
     if (asks[0]) return asks[0];

@@ -8,7 +8,16 @@ import { createSqliteStores } from "@alma-harness/store-sqlite";
 import { describe, expect, it } from "vitest";
 import { defaultAllowedHosts, parseAllowedHosts, SECURITY_HEADERS } from "../src/http/hardening.js";
 import { sqlitePath } from "../src/runtime.js";
-import { ANA, call, fakeSetup, hostPerTest, pendingAsk, SUNRISE, type TestHost, turn } from "./helpers.js";
+import {
+  ANA,
+  call,
+  fakeSetup,
+  hostPerTest,
+  pendingAsk,
+  SUNRISE,
+  type TestHost,
+  turn,
+} from "./helpers.js";
 
 const startHost = hostPerTest();
 
@@ -37,7 +46,9 @@ function head(method: string, path: string, headers: Record<string, string>): st
 
 describe("socket limits", () => {
   it("closes a slow-body socket (headers sent, the body dribbled) within the request timeout", async () => {
-    const t = await startHost({ limits: { headersTimeoutMs: 200, requestTimeoutMs: 400, checkEveryMs: 50 } });
+    const t = await startHost({
+      limits: { headersTimeoutMs: 200, requestTimeoutMs: 400, checkEveryMs: 50 },
+    });
     const token = await t.token();
     const client = rawClient(t);
     await once(client.socket, "connect");
@@ -67,11 +78,15 @@ describe("socket limits", () => {
     // Node answers 408 before closing; nothing reached the runner.
     expect(client.received()).toMatch(/^HTTP\/1\.1 408/);
     expect(t.calls()).toBe(0);
-    expect(await t.host.context.runtime.stores.admissions.holder({ org: SUNRISE, uid: ANA }, "s1")).toBeUndefined();
+    expect(
+      await t.host.context.runtime.stores.admissions.holder({ org: SUNRISE, uid: ANA }, "s1"),
+    ).toBeUndefined();
   });
 
   it("closes a socket whose headers never finish within the headers timeout", async () => {
-    const t = await startHost({ limits: { headersTimeoutMs: 200, requestTimeoutMs: 400, checkEveryMs: 50 } });
+    const t = await startHost({
+      limits: { headersTimeoutMs: 200, requestTimeoutMs: 400, checkEveryMs: 50 },
+    });
     const client = rawClient(t);
     await once(client.socket, "connect");
     client.socket.write("GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n");
@@ -85,7 +100,8 @@ describe("socket limits", () => {
     const open = Array.from({ length: cap }, () => rawClient(t));
     await Promise.all(open.map((c) => once(c.socket, "connect")));
     // Wait until the server has accepted all of them (accepting is asynchronous to connecting).
-    while ((await connections(t.server)) < cap) await new Promise((resolve) => setImmediate(resolve));
+    while ((await connections(t.server)) < cap)
+      await new Promise((resolve) => setImmediate(resolve));
     const over = rawClient(t);
     await once(over.socket, "connect");
     over.socket.write(head("GET", "/healthz", { host: "127.0.0.1" }));
@@ -116,7 +132,8 @@ describe("security headers", () => {
       await call(t.url, "/v1/admin/asks", { token: t.admin }),
     ];
     for (const answer of answers) {
-      for (const [name, value] of Object.entries(SECURITY_HEADERS)) expect(answer.headers.get(name)).toBe(value);
+      for (const [name, value] of Object.entries(SECURITY_HEADERS))
+        expect(answer.headers.get(name)).toBe(value);
       expect(answer.headers.get("cache-control")).toBe("no-store");
       expect(answer.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
     }
@@ -137,7 +154,9 @@ describe("allowed hosts", () => {
       expect(client.received()).toMatch(/^HTTP\/1\.1 200/);
     }
     const client = rawClient(t);
-    client.socket.write(head("GET", "/v1/info", { host: "rebind.attacker.example", connection: "close" }));
+    client.socket.write(
+      head("GET", "/v1/info", { host: "rebind.attacker.example", connection: "close" }),
+    );
     await client.closed;
     expect(client.received()).toMatch(/^HTTP\/1\.1 421/);
     expect(client.received()).toContain('"code":"host_not_allowed"');
@@ -157,7 +176,9 @@ describe("allowed hosts", () => {
     await ok.closed;
     expect(ok.received()).toMatch(/^HTTP\/1\.1 200/);
     const refused = rawClient(t);
-    refused.socket.write(head("GET", "/healthz", { host: `127.0.0.1:${portOf(t)}`, connection: "close" }));
+    refused.socket.write(
+      head("GET", "/healthz", { host: `127.0.0.1:${portOf(t)}`, connection: "close" }),
+    );
     await refused.closed;
     expect(refused.received()).toMatch(/^HTTP\/1\.1 421/);
     expect(parseAllowedHosts(" * ")).toBe("any");
@@ -177,7 +198,11 @@ describe("graceful shutdown (in process)", () => {
     const refused = await t.host.handle(
       new Request(`${t.url}/v1/sessions/s2/turns`, {
         method: "POST",
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "idempotency-key": "k2" },
+        headers: {
+          authorization: `Bearer ${token}`,
+          "content-type": "application/json",
+          "idempotency-key": "k2",
+        },
         body: JSON.stringify({ input: "hi" }),
       }),
     );
@@ -198,7 +223,10 @@ describe("graceful shutdown: past the grace period", () => {
   it("cancels a turn still running when the grace period ends, and no admission is left held", async () => {
     const home = mkdtempSync(join(tmpdir(), "alma-grace-"));
     try {
-      const t = await startHost({ models: fakeSetup([scriptedHang()]), store: { home, databaseUrl: undefined } });
+      const t = await startHost({
+        models: fakeSetup([scriptedHang()]),
+        store: { home, databaseUrl: undefined },
+      });
       const token = await t.token();
       const started = await turn(t, token, "s1", "hang-1", "hello", { prefer: "respond-async" });
       expect(started.status).toBe(202);

@@ -7,7 +7,11 @@ afterEach(async () => {
 });
 
 async function post(raw: RequestInit["body"], headers: Record<string, string> = {}) {
-  return call(t.url, "/v1/sessions/s1/turns", { token: await t.token(), raw, headers: { "content-type": "application/json", "idempotency-key": "k1", ...headers } });
+  return call(t.url, "/v1/sessions/s1/turns", {
+    token: await t.token(),
+    raw,
+    headers: { "content-type": "application/json", "idempotency-key": "k1", ...headers },
+  });
 }
 
 describe("request bodies are refused before the runner", () => {
@@ -19,7 +23,8 @@ describe("request bodies are refused before the runner", () => {
     expect(declared.body).toMatchObject({ error: { code: "payload_too_large" } });
     const chunks = new ReadableStream<Uint8Array>({
       start(controller) {
-        for (let i = 0; i < 8; i += 1) controller.enqueue(new TextEncoder().encode("x".repeat(512)));
+        for (let i = 0; i < 8; i += 1)
+          controller.enqueue(new TextEncoder().encode("x".repeat(512)));
         controller.close();
       },
     });
@@ -30,11 +35,15 @@ describe("request bodies are refused before the runner", () => {
 
   it("400 for malformed JSON or bytes that are not UTF-8, 422 for JSON that is not an object", async () => {
     t = await startHost();
-    expect((await post("{ not json")).body).toMatchObject({ error: { code: "malformed_json", message: "the body is not valid JSON" } });
+    expect((await post("{ not json")).body).toMatchObject({
+      error: { code: "malformed_json", message: "the body is not valid JSON" },
+    });
     expect((await post("{ not json")).status).toBe(400);
     const notUtf8 = await post(new Uint8Array([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]));
     expect(notUtf8.status).toBe(400);
-    expect(notUtf8.body).toMatchObject({ error: { code: "malformed_json", message: "the body is not UTF-8" } });
+    expect(notUtf8.body).toMatchObject({
+      error: { code: "malformed_json", message: "the body is not UTF-8" },
+    });
     for (const body of ["[]", '"text"', "null", "3"]) expect((await post(body)).status).toBe(422);
     expect(t.calls()).toBe(0);
   });

@@ -9,26 +9,61 @@ describe("POST /v1/sessions/:id/events", () => {
   it("records product-side events once (200), replays them, and refuses a changed batch (409)", async () => {
     const t = await startHost();
     const token = await t.token();
-    const events = [{ id: "msg-1", at: AT, kind: "message", role: "assistant", origin: "human", blocks: [{ type: "text", text: "Hi, this is Ana from the clinic." }] }];
+    const events = [
+      {
+        id: "msg-1",
+        at: AT,
+        kind: "message",
+        role: "assistant",
+        origin: "human",
+        blocks: [{ type: "text", text: "Hi, this is Ana from the clinic." }],
+      },
+    ];
     const first = await call(t.url, "/v1/sessions/s1/events", { token, body: { events } });
     expect(first.status).toBe(200);
     expect(first.body).toEqual({ status: "recorded", appended: 1, replayed: 0 });
     const again = await call(t.url, "/v1/sessions/s1/events", { token, body: { events } });
     expect(again.body).toEqual({ status: "recorded", appended: 0, replayed: 1 });
     const changed = [{ ...events[0], blocks: [{ type: "text", text: "Something else" }] }];
-    const conflict = await call(t.url, "/v1/sessions/s1/events", { token, body: { events: changed } });
+    const conflict = await call(t.url, "/v1/sessions/s1/events", {
+      token,
+      body: { events: changed },
+    });
     expect(conflict.status).toBe(409);
     expect(conflict.body).toMatchObject({ error: { code: "event_refused" } });
     const session = await call(t.url, "/v1/sessions/s1", { token });
-    expect(session.body.messages).toEqual([expect.objectContaining({ role: "assistant", origin: "human", text: "Hi, this is Ana from the clinic.", event: "message" })]);
+    expect(session.body.messages).toEqual([
+      expect.objectContaining({
+        role: "assistant",
+        origin: "human",
+        text: "Hi, this is Ana from the clinic.",
+        event: "message",
+      }),
+    ]);
   });
 
   it("refuses malformed events with 422 and unknown fields with 422", async () => {
     const t = await startHost();
     const token = await t.token();
-    expect((await call(t.url, "/v1/sessions/s1/events", { token, body: { events: [] } })).status).toBe(422);
-    expect((await call(t.url, "/v1/sessions/s1/events", { token, body: { events: [{ id: "x", at: "yesterday", kind: "message" }] } })).status).toBe(422);
-    expect((await call(t.url, "/v1/sessions/s1/events", { token, body: { events: [], scope: { org: "harbor-dental" } } })).status).toBe(422);
+    expect(
+      (await call(t.url, "/v1/sessions/s1/events", { token, body: { events: [] } })).status,
+    ).toBe(422);
+    expect(
+      (
+        await call(t.url, "/v1/sessions/s1/events", {
+          token,
+          body: { events: [{ id: "x", at: "yesterday", kind: "message" }] },
+        })
+      ).status,
+    ).toBe(422);
+    expect(
+      (
+        await call(t.url, "/v1/sessions/s1/events", {
+          token,
+          body: { events: [], scope: { org: "harbor-dental" } },
+        })
+      ).status,
+    ).toBe(422);
   });
 
   it("answers 409 busy while a turn holds the session", async () => {
@@ -36,7 +71,15 @@ describe("POST /v1/sessions/:id/events", () => {
     const token = await t.token();
     const pending = turn(t, token, "s1", "book", "Please book an appointment");
     const ask = await pendingAsk(t);
-    const events = [{ id: "msg-2", at: AT, kind: "message", role: "user", blocks: [{ type: "text", text: "hello?" }] }];
+    const events = [
+      {
+        id: "msg-2",
+        at: AT,
+        kind: "message",
+        role: "user",
+        blocks: [{ type: "text", text: "hello?" }],
+      },
+    ];
     const busy = await call(t.url, "/v1/sessions/s1/events", { token, body: { events } });
     expect(busy.status).toBe(409);
     expect(busy.body).toMatchObject({ error: { code: "busy" } });
@@ -54,7 +97,14 @@ describe("sessions: list, read, erase", () => {
     expect(list.status).toBe(200);
     expect(list.body.items).toEqual([expect.objectContaining({ sessionId: "s1", revision: 4 })]);
     const read = await call(t.url, "/v1/sessions/s1", { token });
-    expect(read.body.turns).toEqual([{ rootKey: done.body.rootKey, input: "What is on my record?", reply: done.body.text, tools: ["read_patient_record"] }]);
+    expect(read.body.turns).toEqual([
+      {
+        rootKey: done.body.rootKey,
+        input: "What is on my record?",
+        reply: done.body.text,
+        tools: ["read_patient_record"],
+      },
+    ]);
     expect(JSON.stringify(read.body)).not.toContain("Today is");
   });
 
@@ -85,7 +135,12 @@ describe("sessions: list, read, erase", () => {
   it("GET /v1/me says who the token is for", async () => {
     const t = await startHost();
     const res = await call(t.url, "/v1/me", { token: await t.token() });
-    expect(res.body).toEqual({ org: "sunrise-clinic", uid: "p-1001", clinic: "Sunrise Family Clinic", patient: "Ana Souza" });
+    expect(res.body).toEqual({
+      org: "sunrise-clinic",
+      uid: "p-1001",
+      clinic: "Sunrise Family Clinic",
+      patient: "Ana Souza",
+    });
   });
 });
 
@@ -94,7 +149,12 @@ describe("public routes", () => {
     const t = await startHost();
     expect((await call(t.url, "/healthz")).body).toEqual({ ok: true });
     const info = await call(t.url, "/v1/info");
-    expect(info.body).toMatchObject({ offlineDemo: true, model: "offline demo model", tiers: { fast: "offline-demo" }, intent: { sensitivity: "confidential" } });
+    expect(info.body).toMatchObject({
+      offlineDemo: true,
+      model: "offline demo model",
+      tiers: { fast: "offline-demo" },
+      intent: { sensitivity: "confidential" },
+    });
     const head = await fetch(`${t.url}/healthz`, { method: "HEAD" });
     expect(head.status).toBe(200);
     expect(await head.text()).toBe("");
@@ -123,9 +183,23 @@ describe("turn inputs that carry a recorded event id", () => {
   it("answers 409 duplicate_event for an input whose event id is already in the log, before any call", async () => {
     const t = await startHost();
     const token = await t.token();
-    const events = [{ id: "wa-77", at: AT, kind: "message", role: "user", blocks: [{ type: "text", text: "hi" }] }];
-    expect((await call(t.url, "/v1/sessions/s1/events", { token, body: { events } })).status).toBe(200);
-    const input = { role: "user", blocks: [{ type: "text", text: "When are you open on Monday?" }], meta: { event: { id: "wa-77", kind: "input" } } };
+    const events = [
+      {
+        id: "wa-77",
+        at: AT,
+        kind: "message",
+        role: "user",
+        blocks: [{ type: "text", text: "hi" }],
+      },
+    ];
+    expect((await call(t.url, "/v1/sessions/s1/events", { token, body: { events } })).status).toBe(
+      200,
+    );
+    const input = {
+      role: "user",
+      blocks: [{ type: "text", text: "When are you open on Monday?" }],
+      meta: { event: { id: "wa-77", kind: "input" } },
+    };
     const res = await turn(t, token, "s1", "k1", input);
     expect(res.status).toBe(409);
     expect(res.body).toMatchObject({ error: { code: "duplicate_event" } });
@@ -140,9 +214,15 @@ describe("turn inputs that carry a recorded event id", () => {
     const calls = t.calls();
     const res = await turn(t, token, "s1", "k2", "When are you open on Monday?");
     expect(res.status).toBe(410);
-    expect(res.body).toEqual({ error: { code: "unavailable", message: "this session was erased; start a new session" } });
-    const events = [{ id: "e1", at: AT, kind: "message", role: "user", blocks: [{ type: "text", text: "hi" }] }];
-    expect((await call(t.url, "/v1/sessions/s1/events", { token, body: { events } })).status).toBe(410);
+    expect(res.body).toEqual({
+      error: { code: "unavailable", message: "this session was erased; start a new session" },
+    });
+    const events = [
+      { id: "e1", at: AT, kind: "message", role: "user", blocks: [{ type: "text", text: "hi" }] },
+    ];
+    expect((await call(t.url, "/v1/sessions/s1/events", { token, body: { events } })).status).toBe(
+      410,
+    );
     expect(t.calls()).toBe(calls);
   });
 });

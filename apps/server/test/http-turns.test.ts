@@ -9,7 +9,12 @@ describe("POST /v1/sessions/:id/turns", () => {
     const t = await startHost();
     const res = await turn(t, await t.token(), "s1", "k1", "When are you open on Monday?");
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: "completed", replayed: false, terminalReason: "answered", toolCalls: [{ name: "opening_hours", isError: false }] });
+    expect(res.body).toMatchObject({
+      status: "completed",
+      replayed: false,
+      terminalReason: "answered",
+      toolCalls: [{ name: "opening_hours", isError: false }],
+    });
     expect(res.body.text).toMatch(/Sunrise Family Clinic is open on monday .* from 08:00 to 18:00/);
     expect(res.body).not.toHaveProperty("result");
   });
@@ -21,7 +26,12 @@ describe("POST /v1/sessions/:id/turns", () => {
     const calls = t.calls();
     const second = await turn(t, token, "s1", "same-key", "When are you open on Monday?");
     expect(second.status).toBe(200);
-    expect(second.body).toMatchObject({ status: "completed", replayed: true, rootKey: first.body.rootKey, text: first.body.text });
+    expect(second.body).toMatchObject({
+      status: "completed",
+      replayed: true,
+      rootKey: first.body.rootKey,
+      text: first.body.text,
+    });
     expect(t.calls()).toBe(calls);
   });
 
@@ -32,38 +42,58 @@ describe("POST /v1/sessions/:id/turns", () => {
     const calls = t.calls();
     const res = await turn(t, token, "s1", "k1", "Any free slots tomorrow?");
     expect(res.status).toBe(409);
-    expect(res.body).toEqual({ error: { code: "conversation_conflict", message: expect.any(String) } });
+    expect(res.body).toEqual({
+      error: { code: "conversation_conflict", message: expect.any(String) },
+    });
     expect(t.calls()).toBe(calls);
   });
 
   it("answers 202 while the turn waits for an operator, 409 busy for another key, then completes", async () => {
     const t = await startHost();
     const token = await t.token();
-    const started = await turn(t, token, "s1", "book-1", "Please book an appointment", { prefer: "wait=0" });
+    const started = await turn(t, token, "s1", "book-1", "Please book an appointment", {
+      prefer: "wait=0",
+    });
     expect(started.status).toBe(202);
     expect(started.body).toEqual({ status: "in_progress", rootKey: expect.stringMatching(/^c1_/) });
     const rootKey = started.body.rootKey as string;
     const ask = await pendingAsk(t);
-    expect(ask).toMatchObject({ rootKey, org: "sunrise-clinic", subject: expect.stringMatching(/^slot:/) });
+    expect(ask).toMatchObject({
+      rootKey,
+      org: "sunrise-clinic",
+      subject: expect.stringMatching(/^slot:/),
+    });
 
     const read = await call(t.url, `/v1/turns/${rootKey}`, { token });
     expect(read.status).toBe(202);
     const longPoll = call(t.url, `/v1/turns/${rootKey}`, { token, headers: { prefer: "wait=20" } });
-    const retry = await turn(t, token, "s1", "book-1", "Please book an appointment", { prefer: "respond-async" });
+    const retry = await turn(t, token, "s1", "book-1", "Please book an appointment", {
+      prefer: "respond-async",
+    });
     expect(retry.status).toBe(202);
     const busy = await turn(t, token, "s1", "other-key", "When are you open on Monday?");
     expect(busy.status).toBe(409);
     expect(busy.body).toMatchObject({ error: { code: "busy" } });
 
-    expect((await call(t.url, `/v1/admin/asks/${ask.id}/approve`, { method: "POST", token: t.admin })).status).toBe(200);
+    expect(
+      (await call(t.url, `/v1/admin/asks/${ask.id}/approve`, { method: "POST", token: t.admin }))
+        .status,
+    ).toBe(200);
     // A long poll (`Prefer: wait`) answers as the turn settles.
     expect((await longPoll).status).toBe(200);
     await t.host.idle();
     const done = await call(t.url, `/v1/turns/${rootKey}`, { token });
     expect(done.status).toBe(200);
-    expect(done.body).toMatchObject({ status: "completed", replayed: true, terminalReason: "terminal_tool", stopReason: "tool_use" });
+    expect(done.body).toMatchObject({
+      status: "completed",
+      replayed: true,
+      terminalReason: "terminal_tool",
+      stopReason: "tool_use",
+    });
     expect(done.body.text).toMatch(/Your appointment is booked for/);
-    expect((done.body.delivered as string[])[0]).toMatch(/^Confirmed: your appointment on .* \(reference apt-\d+\)\.$/);
+    expect((done.body.delivered as string[])[0]).toMatch(
+      /^Confirmed: your appointment on .* \(reference apt-\d+\)\.$/,
+    );
   });
 
   it("a retry of a running key waits for the live turn and returns its outcome", async () => {
@@ -84,7 +114,9 @@ describe("POST /v1/sessions/:id/turns", () => {
     const token = await t.token();
     const pending = turn(t, token, "s1", "book-3", "Please book an appointment");
     const ask = await pendingAsk(t);
-    expect((await call(t.url, `/v1/admin/asks/${ask.id}/deny`, { method: "POST", token: t.admin })).body).toEqual({ askId: ask.id, state: "denied" });
+    expect(
+      (await call(t.url, `/v1/admin/asks/${ask.id}/deny`, { method: "POST", token: t.admin })).body,
+    ).toEqual({ askId: ask.id, state: "denied" });
     const res = await pending;
     expect(res.status).toBe(200);
     expect(res.body.text).toMatch(/The booking was not made: .*denied/);
@@ -95,15 +127,26 @@ describe("POST /v1/sessions/:id/turns", () => {
   it("refuses input the runner would refuse with 422, before any model call", async () => {
     const t = await startHost();
     const token = await t.token();
-    for (const input of ["", 42, { role: "assistant", blocks: [{ type: "text", text: "hi" }] }, "x".repeat(4_001)]) {
+    for (const input of [
+      "",
+      42,
+      { role: "assistant", blocks: [{ type: "text", text: "hi" }] },
+      "x".repeat(4_001),
+    ]) {
       const res = await turn(t, token, "s1", `k-${String(input).length}`, input);
       expect(res.status).toBe(422);
       expect(res.body).toMatchObject({ error: { code: "invalid_input" } });
     }
-    const unknown = await call(t.url, "/v1/sessions/s1/turns", { token, body: { input: "hi", intent: { tier: "deep", sensitivity: "public" } }, headers: { "idempotency-key": "k9" } });
+    const unknown = await call(t.url, "/v1/sessions/s1/turns", {
+      token,
+      body: { input: "hi", intent: { tier: "deep", sensitivity: "public" } },
+      headers: { "idempotency-key": "k9" },
+    });
     expect(unknown.status).toBe(422);
     // The answer names what the route takes, never the field that was sent.
-    expect(unknown.body).toMatchObject({ error: { code: "invalid_input", message: "this route takes only input" } });
+    expect(unknown.body).toMatchObject({
+      error: { code: "invalid_input", message: "this route takes only input" },
+    });
     expect(t.calls()).toBe(0);
   });
 
@@ -138,16 +181,31 @@ describe("POST /v1/sessions/:id/turns", () => {
     const t = await startHost({ models: fakeSetup([scriptedTorn(scriptedText("partial"))]) });
     const res = await turn(t, await t.token(), "s1", "k1", "hi");
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: "reconciliation_required", notice: expect.stringContaining("could not confirm") });
+    expect(res.body).toMatchObject({
+      status: "reconciliation_required",
+      notice: expect.stringContaining("could not confirm"),
+    });
     const listed = await call(t.url, "/v1/admin/uncertain", { token: t.admin });
-    expect(listed.body.turns).toEqual([expect.objectContaining({ rootKey: res.body.rootKey, org: "sunrise-clinic", uid: "p-1001", cause: expect.stringMatching(/^call:main:/) })]);
+    expect(listed.body.turns).toEqual([
+      expect.objectContaining({
+        rootKey: res.body.rootKey,
+        org: "sunrise-clinic",
+        uid: "p-1001",
+        cause: expect.stringMatching(/^call:main:/),
+      }),
+    ]);
   });
 
   it("shows the host's message when the clinic's daily cap stops a turn", async () => {
     const t = await startHost({ caps: { perTurnUsd: 1, perClinicDayUsd: 0.000001 } });
     const res = await turn(t, await t.token(), "s1", "k1", "When are you open on Monday?");
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: "completed", terminalReason: "budget", text: "", notice: expect.stringContaining("budget for today") });
+    expect(res.body).toMatchObject({
+      status: "completed",
+      terminalReason: "budget",
+      text: "",
+      notice: expect.stringContaining("budget for today"),
+    });
   });
 });
 

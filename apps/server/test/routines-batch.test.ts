@@ -25,16 +25,22 @@ describe("host: the nightly routine runs as a provider batch job", () => {
     expect(desk.book(SUNRISE, ANA, "2026-12-01T10:30", "k1")).toMatchObject({ ok: true });
     const second = desk.book(SUNRISE, "p-1002", "2026-12-01T14:00", "k2");
     expect(second).toMatchObject({ ok: true });
-    if (second.ok) expect(desk.cancel(SUNRISE, "p-1002", second.value.id)).toMatchObject({ ok: true });
+    if (second.ok)
+      expect(desk.cancel(SUNRISE, "p-1002", second.value.id)).toMatchObject({ ok: true });
     clock.set(SLOT + 60_000);
     const first = await routines.tick();
     expect(first.ran).toEqual([]);
-    expect(first.submitted.map((r) => [r.scope.org, r.routineId, r.slot, r.state]).sort()).toEqual(CLINICS.map((c) => [c.org, NIGHTLY_ID, SLOT, "submitted"]).sort());
+    expect(first.submitted.map((r) => [r.scope.org, r.routineId, r.slot, r.state]).sort()).toEqual(
+      CLINICS.map((c) => [c.org, NIGHTLY_ID, SLOT, "submitted"]).sort(),
+    );
     expect(models.batch.transport.submitted, "one job per clinic").toBe(CLINICS.length);
 
     clock.advance(60_000);
     const pending = await routines.tick();
-    expect([pending.ran, pending.submitted.length], "the demo batch is still running").toEqual([[], CLINICS.length]);
+    expect([pending.ran, pending.submitted.length], "the demo batch is still running").toEqual([
+      [],
+      CLINICS.length,
+    ]);
     expect(routines.inbox.messages()).toEqual([]);
 
     clock.advance(60_000);
@@ -48,13 +54,25 @@ describe("host: the nightly routine runs as a provider batch job", () => {
     expect(t.calls(), "no streaming turn ran").toBe(0);
     const inbox = routines.inbox.messages(SUNRISE);
     expect(inbox).toHaveLength(1);
-    expect(inbox[0]).toMatchObject({ routineId: NIGHTLY_ID, slot: SLOT, deliveryId: `${NIGHTLY_ID}@${new Date(SLOT).toISOString()}#1` });
-    expect(inbox[0]?.text).toMatch(/^Offline demo summary \(batch job\)\. Asked: Summarize today's day at .+ for the staff: Given: 1 booked, 1 cancelled\./);
-    expect(routines.inbox.messages("harbor-dental")[0]?.text).toMatch(/Given: 0 booked, 0 cancelled\./);
+    expect(inbox[0]).toMatchObject({
+      routineId: NIGHTLY_ID,
+      slot: SLOT,
+      deliveryId: `${NIGHTLY_ID}@${new Date(SLOT).toISOString()}#1`,
+    });
+    expect(inbox[0]?.text).toMatch(
+      /^Offline demo summary \(batch job\)\. Asked: Summarize today's day at .+ for the staff: Given: 1 booked, 1 cancelled\./,
+    );
+    expect(routines.inbox.messages("harbor-dental")[0]?.text).toMatch(
+      /Given: 0 booked, 0 cancelled\./,
+    );
 
     // The settlement is the governed receipt at the demo model's batch rates ($1.5/$7.5 per million, half the standard).
     const scope = routineScope(SUNRISE);
-    const settled = (await t.host.context.runtime.stores.settlements.list(scope, { sessionId: routineSessionId(NIGHTLY_ID, SLOT) })).items;
+    const settled = (
+      await t.host.context.runtime.stores.settlements.list(scope, {
+        sessionId: routineSessionId(NIGHTLY_ID, SLOT),
+      })
+    ).items;
     expect(settled).toHaveLength(1);
     const receipt = settled[0]?.receipt;
     const usage = receipt?.usage;
@@ -66,19 +84,37 @@ describe("host: the nightly routine runs as a provider batch job", () => {
     expect(receipt?.usdMicros).toBeGreaterThan(0);
     expect(inbox[0]?.costMicros).toBe(receipt?.usdMicros);
     const run = (await routines.scheduler.stores.routineRuns.list(scope, { limit: 10 })).items[0];
-    expect(run).toMatchObject({ state: "completed", costMicros: receipt?.usdMicros, sessionId: routineSessionId(NIGHTLY_ID, SLOT) });
+    expect(run).toMatchObject({
+      state: "completed",
+      costMicros: receipt?.usdMicros,
+      sessionId: routineSessionId(NIGHTLY_ID, SLOT),
+    });
   });
 
   it("a provider without a batch API keeps the routine a turn; a restart with one switches the stored routine to a job, its createdAt kept", async () => {
     const home = mkdtempSync(join(tmpdir(), "alma-host-switch-"));
     try {
       const store = { home, databaseUrl: undefined };
-      const first = await startHost({ models: fakeSetup(), store, clock: new ManualClock(SLOT - 7_200_000) });
-      const before = await first.host.context.routines.scheduler.stores.routines.get(routineScope(SUNRISE), NIGHTLY_ID);
+      const first = await startHost({
+        models: fakeSetup(),
+        store,
+        clock: new ManualClock(SLOT - 7_200_000),
+      });
+      const before = await first.host.context.routines.scheduler.stores.routines.get(
+        routineScope(SUNRISE),
+        NIGHTLY_ID,
+      );
       expect(before).toMatchObject({ execution: "turn", createdAt: SLOT - 7_200_000 });
       await first.close();
-      const again = await startHost({ models: demoSetup(), store, clock: new ManualClock(SLOT - 3_600_000) });
-      const after = await again.host.context.routines.scheduler.stores.routines.get(routineScope(SUNRISE), NIGHTLY_ID);
+      const again = await startHost({
+        models: demoSetup(),
+        store,
+        clock: new ManualClock(SLOT - 3_600_000),
+      });
+      const after = await again.host.context.routines.scheduler.stores.routines.get(
+        routineScope(SUNRISE),
+        NIGHTLY_ID,
+      );
       expect(after).toMatchObject({ execution: "job", createdAt: SLOT - 7_200_000 });
     } finally {
       rmSync(home, { recursive: true, force: true });

@@ -25,10 +25,21 @@ const ADMIN = "adm_process_test_operator_token_0123456789";
 describe("alma serve: SIGTERM with a pending permission ask", () => {
   it("exits within the grace period, leaving no admission held", async () => {
     const home = mkdtempSync(join(tmpdir(), "alma-sigterm-"));
-    const child = spawn(process.execPath, ["--conditions=alma-source", "--import", TSX, SOURCE, "serve", "--port", "0"], {
-      env: { PATH: process.env.PATH, ALMA_HOME: home, ALMA_PROVIDER: "demo", ALMA_JWT_SECRET: JWT_SECRET, ALMA_ADMIN_TOKEN: ADMIN, ALMA_SHUTDOWN_GRACE_MS: "20000" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      ["--conditions=alma-source", "--import", TSX, SOURCE, "serve", "--port", "0"],
+      {
+        env: {
+          PATH: process.env.PATH,
+          ALMA_HOME: home,
+          ALMA_PROVIDER: "demo",
+          ALMA_JWT_SECRET: JWT_SECRET,
+          ALMA_ADMIN_TOKEN: ADMIN,
+          ALMA_SHUTDOWN_GRACE_MS: "20000",
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     let out = "";
     let err = "";
     child.stdout.on("data", (c: Buffer) => {
@@ -44,23 +55,35 @@ describe("alma serve: SIGTERM with a pending permission ask", () => {
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
       const url = (/front desk: (http:\/\/\S+)/.exec(out) as RegExpExecArray)[1] as string;
-      const { token } = await mintToken(new TextEncoder().encode(JWT_SECRET), { org: SUNRISE, uid: ANA });
+      const { token } = await mintToken(new TextEncoder().encode(JWT_SECRET), {
+        org: SUNRISE,
+        uid: ANA,
+      });
       const started = await fetch(`${url}/v1/sessions/s1/turns`, {
         method: "POST",
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "idempotency-key": "book-1", prefer: "respond-async" },
+        headers: {
+          authorization: `Bearer ${token}`,
+          "content-type": "application/json",
+          "idempotency-key": "book-1",
+          prefer: "respond-async",
+        },
         body: JSON.stringify({ input: "Please book an appointment" }),
       });
       expect(started.status).toBe(202);
       const { rootKey } = (await started.json()) as { rootKey: string };
       for (;;) {
-        const asks = (await (await fetch(`${url}/v1/admin/asks`, { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as { asks: unknown[] };
+        const asks = (await (
+          await fetch(`${url}/v1/admin/asks`, { headers: { authorization: `Bearer ${ADMIN}` } })
+        ).json()) as { asks: unknown[] };
         if (asks.asks.length === 1) break;
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
       child.kill("SIGTERM");
       const [code] = await exited;
       expect(code).toBe(0);
-      expect(out).toContain("1 pending asks denied by shutdown, 0 turns cancelled after the grace period");
+      expect(out).toContain(
+        "1 pending asks denied by shutdown, 0 turns cancelled after the grace period",
+      );
 
       const stores = createSqliteStores({ path: sqlitePath(home) });
       try {

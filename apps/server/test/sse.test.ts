@@ -12,17 +12,37 @@ describe("SSE turns", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
     const events = await collect(res);
-    expect(events.map((e) => e.event)).toEqual(["usage", "text", "tool", "usage", "text", "result"]);
+    expect(events.map((e) => e.event)).toEqual([
+      "usage",
+      "text",
+      "tool",
+      "usage",
+      "text",
+      "result",
+    ]);
     expect(events.map((e) => Number(e.id))).toEqual([1, 2, 3, 4, 5, 6]);
     expect(JSON.parse(events[1]?.data ?? "")).toEqual({ step: 1, text: "Let me open the record." });
-    expect(JSON.parse(events[2]?.data ?? "")).toMatchObject({ name: "read_patient_record", isError: false });
+    expect(JSON.parse(events[2]?.data ?? "")).toMatchObject({
+      name: "read_patient_record",
+      isError: false,
+    });
     const result = JSON.parse(events[5]?.data ?? "");
-    expect(result).toMatchObject({ httpStatus: 200, status: "completed", text: JSON.parse(events[4]?.data ?? "").text });
+    expect(result).toMatchObject({
+      httpStatus: 200,
+      status: "completed",
+      text: JSON.parse(events[4]?.data ?? "").text,
+    });
   });
 
   it("frames each event as id, event and one data line of JSON", async () => {
     const t = await startHost();
-    const res = await sseTurn(t, await t.token(), "s1", "k1", "When are you open on Monday?\nThanks");
+    const res = await sseTurn(
+      t,
+      await t.token(),
+      "s1",
+      "k1",
+      "When are you open on Monday?\nThanks",
+    );
     const raw = await res.text();
     expect(raw.startsWith(": stream open\n\n")).toBe(true);
     const frames = raw.split("\n\n").filter((f) => f && !f.startsWith(":"));
@@ -40,7 +60,9 @@ describe("SSE turns", () => {
     expect(() => sseFrame("text\nevent: result", {}, "1")).toThrow(TypeError);
     expect(() => sseFrame("text", {}, "1\r2")).toThrow(TypeError);
     expect(() => sseFrame("bad name", {}, "1")).toThrow(TypeError);
-    expect(sseFrame("text", { text: "a\nb\r\nc" }, "7")).toBe('id: 7\nevent: text\ndata: {"text":"a\\nb\\r\\nc"}\n\n');
+    expect(sseFrame("text", { text: "a\nb\r\nc" }, "7")).toBe(
+      'id: 7\nevent: text\ndata: {"text":"a\\nb\\r\\nc"}\n\n',
+    );
   });
 
   it("sends keepalive pings and permission events while the turn waits for the operator", async () => {
@@ -50,17 +72,28 @@ describe("SSE turns", () => {
     const events = readSseEvents(res.body as ReadableStream<Uint8Array>, (c) => comments.push(c));
     const seen = await pull(events, (e) => e.event === "permission");
     const ask = await pendingAsk(t);
-    expect(JSON.parse(seen.at(-1)?.data ?? "")).toEqual({ askId: ask.id, tool: "book_appointment", action: "book", subject: ask.subject, state: "pending" });
+    expect(JSON.parse(seen.at(-1)?.data ?? "")).toEqual({
+      askId: ask.id,
+      tool: "book_appointment",
+      action: "book",
+      subject: ask.subject,
+      state: "pending",
+    });
     // Nobody answers yet: keepalive comments keep the connection open meanwhile.
     const pings = comments.filter((c) => c === "ping").length;
     const rest = pull(events, (e) => e.event === "result");
-    while (comments.filter((c) => c === "ping").length === pings) await new Promise((resolve) => setTimeout(resolve, 5));
+    while (comments.filter((c) => c === "ping").length === pings)
+      await new Promise((resolve) => setTimeout(resolve, 5));
     t.host.context.asks.answer(ask.id, true);
     const after = await rest;
     const approved = after.find((e) => e.event === "permission");
     expect(JSON.parse(approved?.data ?? "")).toMatchObject({ state: "approved" });
     expect(after.at(-1)?.event).toBe("result");
-    expect(JSON.parse(after.at(-1)?.data ?? "")).toMatchObject({ status: "completed", terminalReason: "terminal_tool", delivered: [expect.stringMatching(/^Confirmed/)] });
+    expect(JSON.parse(after.at(-1)?.data ?? "")).toMatchObject({
+      status: "completed",
+      terminalReason: "terminal_tool",
+      delivered: [expect.stringMatching(/^Confirmed/)],
+    });
     expect((await events.next()).done).toBe(true);
   });
 
@@ -68,7 +101,14 @@ describe("SSE turns", () => {
     const t = await startHost();
     const token = await t.token();
     const controller = new AbortController();
-    const res = await sseTurn(t, token, "s1", "k1", "Please book an appointment", controller.signal);
+    const res = await sseTurn(
+      t,
+      token,
+      "s1",
+      "k1",
+      "Please book an appointment",
+      controller.signal,
+    );
     const seen = await collect(res, (e) => e.event === "text");
     expect(seen.at(-1)?.event).toBe("text");
     const ask = await pendingAsk(t);
@@ -93,13 +133,21 @@ describe("SSE turns", () => {
     const token = await t.token();
     const pending = turn(t, token, "s1", "book", "Please book an appointment");
     const ask = await pendingAsk(t);
-    const busy = await collect(await sseTurn(t, token, "s1", "other", "When are you open on Monday?"));
+    const busy = await collect(
+      await sseTurn(t, token, "s1", "other", "When are you open on Monday?"),
+    );
     expect(busy.at(-1)?.event).toBe("error");
-    expect(JSON.parse(busy.at(-1)?.data ?? "")).toEqual({ status: 409, error: { code: "busy", message: expect.any(String) } });
+    expect(JSON.parse(busy.at(-1)?.data ?? "")).toEqual({
+      status: 409,
+      error: { code: "busy", message: expect.any(String) },
+    });
     t.host.context.asks.answer(ask.id, false);
     await pending;
     const conflict = await collect(await sseTurn(t, token, "s1", "book", "different text"));
-    expect(JSON.parse(conflict.at(-1)?.data ?? "")).toMatchObject({ status: 409, error: { code: "conversation_conflict" } });
+    expect(JSON.parse(conflict.at(-1)?.data ?? "")).toMatchObject({
+      status: 409,
+      error: { code: "conversation_conflict" },
+    });
   });
 
   it("a retry of a settled key over SSE replays only the final view", async () => {
@@ -107,9 +155,14 @@ describe("SSE turns", () => {
     const token = await t.token();
     await collect(await sseTurn(t, token, "s1", "k1", "When are you open on Monday?"));
     const calls = t.calls();
-    const replay = await collect(await sseTurn(t, token, "s1", "k1", "When are you open on Monday?"));
+    const replay = await collect(
+      await sseTurn(t, token, "s1", "k1", "When are you open on Monday?"),
+    );
     expect(replay.map((e) => e.event)).toEqual(["result"]);
-    expect(JSON.parse(replay[0]?.data ?? "")).toMatchObject({ status: "completed", replayed: true });
+    expect(JSON.parse(replay[0]?.data ?? "")).toMatchObject({
+      status: "completed",
+      replayed: true,
+    });
     expect(t.calls()).toBe(calls);
   });
 });

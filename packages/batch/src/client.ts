@@ -17,7 +17,13 @@ import {
   validateCustomId,
 } from "@alma-harness/core";
 import { scopeKey } from "@alma-harness/core/stores";
-import { type DeferredTicket, type GovernedCalls, type TurnAccount, UncertainCallError, unpricedBeforeDispatch } from "@alma-harness/execution";
+import {
+  type DeferredTicket,
+  type GovernedCalls,
+  type TurnAccount,
+  UncertainCallError,
+  unpricedBeforeDispatch,
+} from "@alma-harness/execution";
 import { collectJob, type ModelJobCollection } from "./collect.js";
 import { checkJob, type ModelJobInput } from "./input.js";
 import { type RoutedItem, routeJob } from "./route.js";
@@ -27,13 +33,32 @@ import { itemIdentity, itemOfTicket, ticketOfItem } from "./tickets.js";
 export type ModelJobUncertainCause = "lost_ack" | "dispatch" | "store" | "item_uncertain";
 
 export type ModelJobSubmission =
-  | { readonly status: "submitted"; readonly job: ModelJob; readonly replayed: boolean; readonly reconciled: boolean }
-  | { readonly status: "refused"; readonly customId: string; readonly reason: "unpriced"; readonly missing: UnpricedReason }
-  | { readonly status: "refused"; readonly customId: string; readonly reason: "cap"; readonly cap: BudgetCapName }
+  | {
+      readonly status: "submitted";
+      readonly job: ModelJob;
+      readonly replayed: boolean;
+      readonly reconciled: boolean;
+    }
+  | {
+      readonly status: "refused";
+      readonly customId: string;
+      readonly reason: "unpriced";
+      readonly missing: UnpricedReason;
+    }
+  | {
+      readonly status: "refused";
+      readonly customId: string;
+      readonly reason: "cap";
+      readonly cap: BudgetCapName;
+    }
   /** The job is recorded `claimed` and no submission has started: another submitter holds it (or crashed: `cancel` it). */
   | { readonly status: "in_progress"; readonly job: ModelJob }
   | { readonly status: "cancelled"; readonly job: ModelJob }
-  | { readonly status: "reconciliation_required"; readonly job: ModelJob; readonly cause: ModelJobUncertainCause };
+  | {
+      readonly status: "reconciliation_required";
+      readonly job: ModelJob;
+      readonly cause: ModelJobUncertainCause;
+    };
 
 export interface ModelJobClientConfig {
   /** The one governed call: its journal, settlements, spend, prices, caps and audit govern every item. */
@@ -70,13 +95,24 @@ export class ModelJobClient {
   readonly #windowMs: number;
 
   constructor(config: ModelJobClientConfig) {
-    if (config === null || typeof config !== "object") throw new TypeError("ModelJobClient needs a configuration");
-    if (typeof config.calls?.deferred?.claim !== "function") throw new TypeError("ModelJobClient: calls must be a GovernedCalls");
-    for (const m of ["create", "get", "advance", "settleItem", "list"] as const) if (typeof config.jobs?.[m] !== "function") throw new TypeError("ModelJobClient: jobs is not a ModelJobStore");
-    if (typeof config.policy?.resolve !== "function") throw new TypeError("ModelJobClient: policy must resolve");
+    if (config === null || typeof config !== "object")
+      throw new TypeError("ModelJobClient needs a configuration");
+    if (typeof config.calls?.deferred?.claim !== "function")
+      throw new TypeError("ModelJobClient: calls must be a GovernedCalls");
+    for (const m of ["create", "get", "advance", "settleItem", "list"] as const)
+      if (typeof config.jobs?.[m] !== "function")
+        throw new TypeError("ModelJobClient: jobs is not a ModelJobStore");
+    if (typeof config.policy?.resolve !== "function")
+      throw new TypeError("ModelJobClient: policy must resolve");
     const byId = new Map<string, ModelJobTransport>();
     for (const t of config.transports ?? []) {
-      if (typeof t?.submit !== "function" || typeof t.find !== "function" || typeof t.poll !== "function" || typeof t.results !== "function") throw new TypeError("ModelJobClient: a transport is not a ModelJobTransport");
+      if (
+        typeof t?.submit !== "function" ||
+        typeof t.find !== "function" ||
+        typeof t.poll !== "function" ||
+        typeof t.results !== "function"
+      )
+        throw new TypeError("ModelJobClient: a transport is not a ModelJobTransport");
       if (byId.has(t.id)) throw new TypeError(`ModelJobClient: two transports are ${t.id}`);
       byId.set(t.id, t);
     }
@@ -87,7 +123,8 @@ export class ModelJobClient {
     this.#key = resolveTrailKey(config.trailKey);
     this.#clock = config.clock ?? systemClock;
     const windowMs = config.windowMs ?? WINDOW_MS;
-    if (!Number.isSafeInteger(windowMs) || windowMs < 1) throw new TypeError("ModelJobClient: windowMs must be a positive integer");
+    if (!Number.isSafeInteger(windowMs) || windowMs < 1)
+      throw new TypeError("ModelJobClient: windowMs must be a positive integer");
     this.#windowMs = windowMs;
   }
 
@@ -105,21 +142,30 @@ export class ModelJobClient {
     const seen = await this.#jobs.get(job.scope, job.jobId);
     if (seen) return this.#answer(seen, transport);
     const account = this.#calls.account();
-    const firstUnpriced = items.find((r) => unpricedBeforeDispatch(this.#calls.prices, r.choice, r.request) !== undefined);
+    const firstUnpriced = items.find(
+      (r) => unpricedBeforeDispatch(this.#calls.prices, r.choice, r.request) !== undefined,
+    );
     // An unpriced item refuses the job before any claim: only its zero-cost refusal is written.
     const order = firstUnpriced ? [firstUnpriced] : items;
     const tickets: DeferredTicket[] = [];
     // What goes out is what the governed call claimed and validated (stamped with its route's sensitivity).
     const sent: { readonly customId: string; readonly request: ModelRequest }[] = [];
     for (const routed of order) {
-      const claim = await this.#claim(job.scope, job.jobId, routed, transport, account).catch(async (error: unknown) => {
-        await this.#cancel(tickets, "store", account);
-        throw error;
-      });
+      const claim = await this.#claim(job.scope, job.jobId, routed, transport, account).catch(
+        async (error: unknown) => {
+          await this.#cancel(tickets, "store", account);
+          throw error;
+        },
+      );
       if (claim.status === "refused") {
         await this.#cancel(tickets, "invalid", account);
         return claim.reason === "unpriced"
-          ? { status: "refused", customId: routed.item.customId, reason: "unpriced", missing: claim.missing }
+          ? {
+              status: "refused",
+              customId: routed.item.customId,
+              reason: "unpriced",
+              missing: claim.missing,
+            }
           : { status: "refused", customId: routed.item.customId, reason: "cap", cap: claim.cap };
       }
       tickets.push(claim.ticket);
@@ -131,7 +177,9 @@ export class ModelJobClient {
       jobId: job.jobId,
       transportId: transport.id,
       state: "claimed",
-      items: tickets.map((ticket, i) => itemOfTicket((items[i] as RoutedItem).item.customId, ticket)),
+      items: tickets.map((ticket, i) =>
+        itemOfTicket((items[i] as RoutedItem).item.customId, ticket),
+      ),
       createdAt: now,
       updatedAt: now,
     };
@@ -142,7 +190,8 @@ export class ModelJobClient {
         await this.#calls.deferred.dispatch(ticket);
       } catch (error) {
         // A scope fence refused this item: it and the items after it are still `prepared`, cancelled here.
-        if (error instanceof UncertainCallError && error.uncertainCause === "scope_fenced") await this.#cancel(tickets.slice(i), "scope_fenced", account);
+        if (error instanceof UncertainCallError && error.uncertainCause === "scope_fenced")
+          await this.#cancel(tickets.slice(i), "scope_fenced", account);
         // Nothing was sent, but the journal may hold `dispatching`: never undone, never sent.
         return { status: "reconciliation_required", job: submitting, cause: "dispatch" };
       }
@@ -157,22 +206,34 @@ export class ModelJobClient {
     const job = await this.#jobs.get(s, id);
     if (!job) throw new ModelJobStateError(undefined, `no model job ${id} in this scope`);
     const transport = this.#transports.get(job.transportId);
-    if (!transport) throw new TypeError(`ModelJobClient: job ${id} was submitted through ${job.transportId}, which is not configured`);
+    if (!transport)
+      throw new TypeError(
+        `ModelJobClient: job ${id} was submitted through ${job.transportId}, which is not configured`,
+      );
     let current = job;
     if (current.state === "submitting") {
       const answered = await this.#reconcile(current, transport);
-      if (answered.status !== "submitted") return { status: "reconciliation_required", job: current, cause: "lost_ack" };
+      if (answered.status !== "submitted")
+        return { status: "reconciliation_required", job: current, cause: "lost_ack" };
       current = answered.job;
     }
-    if (current.state === "claimed" || current.state === "cancelled") return { status: "not_submitted", job: current };
-    return collectJob({ calls: this.#calls, jobs: this.#jobs, transport, key: this.#key, clock: this.#clock }, current);
+    if (current.state === "claimed" || current.state === "cancelled")
+      return { status: "not_submitted", job: current };
+    return collectJob(
+      { calls: this.#calls, jobs: this.#jobs, transport, key: this.#key, clock: this.#clock },
+      current,
+    );
   }
 
   /** Gives up a job recorded `claimed` (nothing of it was sent): `cancelled`, its items `not_dispatched`, their reservations released. */
   async cancel(scope: Scope, jobId: string): Promise<ModelJob> {
     const { scope: s } = scopeKey(scope);
     const id = validateCustomId("jobId", jobId);
-    const cancelled = await this.#jobs.advance(s, id, { from: "claimed", to: "cancelled", at: this.#clock.now() });
+    const cancelled = await this.#jobs.advance(s, id, {
+      from: "claimed",
+      to: "cancelled",
+      at: this.#clock.now(),
+    });
     await this.#cancel(
       cancelled.items.map((item) => ticketOfItem(s, item, this.#key)),
       "aborted",
@@ -180,8 +241,20 @@ export class ModelJobClient {
     return cancelled;
   }
 
-  #claim(scope: Scope, jobId: string, routed: RoutedItem, transport: ModelJobTransport, account: TurnAccount) {
-    const identity = itemIdentity(scope, jobId, routed.item.customId, routed.item.sessionId, this.#key);
+  #claim(
+    scope: Scope,
+    jobId: string,
+    routed: RoutedItem,
+    transport: ModelJobTransport,
+    account: TurnAccount,
+  ) {
+    const identity = itemIdentity(
+      scope,
+      jobId,
+      routed.item.customId,
+      routed.item.sessionId,
+      this.#key,
+    );
     return this.#calls.deferred.claim(identity, routed.choice, routed.request, {
       account,
       route: { tier: routed.item.intent.tier, sensitivity: routed.item.intent.sensitivity },
@@ -192,12 +265,21 @@ export class ModelJobClient {
   }
 
   /** Cancels claims that were never dispatched (best effort: a claim left `prepared` expires as not dispatched). */
-  async #cancel(tickets: readonly DeferredTicket[], cause: "store" | "invalid" | "aborted" | "scope_fenced", account?: TurnAccount): Promise<void> {
-    for (const ticket of tickets) await this.#calls.deferred.cancel(ticket, cause, account).catch(() => undefined);
+  async #cancel(
+    tickets: readonly DeferredTicket[],
+    cause: "store" | "invalid" | "aborted" | "scope_fenced",
+    account?: TurnAccount,
+  ): Promise<void> {
+    for (const ticket of tickets)
+      await this.#calls.deferred.cancel(ticket, cause, account).catch(() => undefined);
   }
 
   /** The job recorded `claimed`; a create that failed is read back (it may have landed), else its claims are cancelled. */
-  async #record(record: ModelJob, tickets: readonly DeferredTicket[], account: TurnAccount): Promise<ModelJob> {
+  async #record(
+    record: ModelJob,
+    tickets: readonly DeferredTicket[],
+    account: TurnAccount,
+  ): Promise<ModelJob> {
     try {
       return (await this.#jobs.create(record)).job;
     } catch (error) {
@@ -209,20 +291,34 @@ export class ModelJobClient {
   }
 
   /** `claimed → submitting`, the one submitter's step; a failed write is read back, and a job left claimed is cancelled. */
-  async #startSubmitting(job: ModelJob, tickets: readonly DeferredTicket[], account: TurnAccount): Promise<ModelJob> {
+  async #startSubmitting(
+    job: ModelJob,
+    tickets: readonly DeferredTicket[],
+    account: TurnAccount,
+  ): Promise<ModelJob> {
     try {
-      return await this.#jobs.advance(job.scope, job.jobId, { from: "claimed", to: "submitting", at: this.#clock.now() });
+      return await this.#jobs.advance(job.scope, job.jobId, {
+        from: "claimed",
+        to: "submitting",
+        at: this.#clock.now(),
+      });
     } catch (error) {
       const now = await this.#jobs.get(job.scope, job.jobId).catch(() => undefined);
       if (now?.state === "submitting") return now;
       await this.#cancel(tickets, "store", account);
-      await this.#jobs.advance(job.scope, job.jobId, { from: "claimed", to: "cancelled", at: this.#clock.now() }).catch(() => undefined);
+      await this.#jobs
+        .advance(job.scope, job.jobId, { from: "claimed", to: "cancelled", at: this.#clock.now() })
+        .catch(() => undefined);
       throw error;
     }
   }
 
   /** The one submission; a throw is a lost acknowledgement until the provider's listing says otherwise. */
-  async #send(job: ModelJob, transport: ModelJobTransport, items: readonly ModelJobRequestItem[]): Promise<ModelJobSubmission> {
+  async #send(
+    job: ModelJob,
+    transport: ModelJobTransport,
+    items: readonly ModelJobRequestItem[],
+  ): Promise<ModelJobSubmission> {
     let batchId: string;
     try {
       batchId = (await transport.submit(job.jobId, items)).batchId;
@@ -234,13 +330,23 @@ export class ModelJobClient {
     return this.#submitted(job, batchId, false);
   }
 
-  async #submitted(job: ModelJob, batchId: string, reconciled: boolean): Promise<ModelJobSubmission> {
+  async #submitted(
+    job: ModelJob,
+    batchId: string,
+    reconciled: boolean,
+  ): Promise<ModelJobSubmission> {
     try {
-      const next = await this.#jobs.advance(job.scope, job.jobId, { from: "submitting", to: "submitted", at: this.#clock.now(), batchId });
+      const next = await this.#jobs.advance(job.scope, job.jobId, {
+        from: "submitting",
+        to: "submitted",
+        at: this.#clock.now(),
+        batchId,
+      });
       return { status: "submitted", job: next, replayed: false, reconciled };
     } catch {
       const now = await this.#jobs.get(job.scope, job.jobId).catch(() => undefined);
-      if (now?.state === "submitted" || now?.state === "collected") return { status: "submitted", job: now, replayed: false, reconciled };
+      if (now?.state === "submitted" || now?.state === "collected")
+        return { status: "submitted", job: now, replayed: false, reconciled };
       // The provider holds the batch; the next collect finds it again by the job's metadata or custom ids.
       return { status: "reconciliation_required", job: now ?? job, cause: "store" };
     }
@@ -249,12 +355,15 @@ export class ModelJobClient {
   /** A `submitting` job: the provider's listing since the submission started, read-only; found, the batch id is recorded. */
   async #reconcile(job: ModelJob, transport: ModelJobTransport): Promise<ModelJobSubmission> {
     const since = job.submittingAt ?? job.createdAt;
-    const found = await transport.find(
-      job.jobId,
-      job.items.map((i) => i.customId),
-      since,
-    ).catch(() => ({ status: "unresolved" as const }));
-    if (found.status !== "found") return { status: "reconciliation_required", job, cause: "lost_ack" };
+    const found = await transport
+      .find(
+        job.jobId,
+        job.items.map((i) => i.customId),
+        since,
+      )
+      .catch(() => ({ status: "unresolved" as const }));
+    if (found.status !== "found")
+      return { status: "reconciliation_required", job, cause: "lost_ack" };
     return this.#submitted(job, found.batchId, true);
   }
 

@@ -28,14 +28,23 @@ export interface CollectedItem {
   /** Whether this collection applied the receipt (`false`: settled before, or by another collector). */
   readonly applied: boolean;
   /** A `succeeded` item's answer (content: returned to the caller, stored nowhere here). */
-  readonly answer?: { readonly stopReason: StopReason; readonly text: string; readonly toolCalls: readonly StreamToolCall[]; readonly refusal?: RefusalCategory };
+  readonly answer?: {
+    readonly stopReason: StopReason;
+    readonly text: string;
+    readonly toolCalls: readonly StreamToolCall[];
+    readonly refusal?: RefusalCategory;
+  };
   readonly failure?: FailureKind;
 }
 
 export type ModelJobCollection =
   /** The provider has not ended the batch: collect again later. */
   | { readonly status: "pending"; readonly job: ModelJob; readonly batch: ModelJobBatchStatus }
-  | { readonly status: "collected"; readonly job: ModelJob; readonly items: readonly CollectedItem[] }
+  | {
+      readonly status: "collected";
+      readonly job: ModelJob;
+      readonly items: readonly CollectedItem[];
+    }
   /** Recorded but never submitted (`claimed`, `cancelled`): nothing to collect. */
   | { readonly status: "not_submitted"; readonly job: ModelJob }
   | {
@@ -68,7 +77,8 @@ const UNANSWERED: Usage = Object.freeze({ inputTokens: 0, outputTokens: 0, servi
 export async function collectJob(deps: CollectDeps, job: ModelJob): Promise<ModelJobCollection> {
   const batchId = job.batchId as string;
   const status = await deps.transport.poll(batchId);
-  if (status === "in_progress" || status === "canceling") return { status: "pending", job, batch: status };
+  if (status === "in_progress" || status === "canceling")
+    return { status: "pending", job, batch: status };
   const results = status === "failed" ? failedBatch(job) : await deps.transport.results(batchId);
   const byId = new Map<string, ModelJobItemResult>();
   for (const r of results) if (!byId.has(r.customId)) byId.set(r.customId, r);
@@ -77,33 +87,63 @@ export async function collectJob(deps: CollectDeps, job: ModelJob): Promise<Mode
   const uncertain: string[] = [];
   for (const item of job.items) {
     const result = byId.get(item.customId);
-    const collected = result === undefined ? undefined : await settleItem(deps, job, item, result, account).catch(() => undefined);
+    const collected =
+      result === undefined
+        ? undefined
+        : await settleItem(deps, job, item, result, account).catch(() => undefined);
     if (collected) items.push(collected);
     else uncertain.push(item.customId);
   }
-  if (uncertain.length > 0) return { status: "reconciliation_required", job: (await deps.jobs.get(job.scope, job.jobId)) ?? job, cause: "item_uncertain", items, uncertain };
+  if (uncertain.length > 0)
+    return {
+      status: "reconciliation_required",
+      job: (await deps.jobs.get(job.scope, job.jobId)) ?? job,
+      cause: "item_uncertain",
+      items,
+      uncertain,
+    };
   const collected = await markCollected(deps, job).catch(() => undefined);
   // Every item is settled; only the job's own state could not be recorded: the next collect replays.
-  if (!collected) return { status: "reconciliation_required", job, cause: "store", items, uncertain: [] };
+  if (!collected)
+    return { status: "reconciliation_required", job, cause: "store", items, uncertain: [] };
   return { status: "collected", job: collected, items };
 }
 
-async function settleItem(deps: CollectDeps, job: ModelJob, item: ModelJobItem, result: ModelJobItemResult, account: TurnAccount): Promise<CollectedItem> {
+async function settleItem(
+  deps: CollectDeps,
+  job: ModelJob,
+  item: ModelJobItem,
+  result: ModelJobItemResult,
+  account: TurnAccount,
+): Promise<CollectedItem> {
   const ticket = ticketOfItem(job.scope, item, deps.key);
   const answered = result.type === "succeeded";
   // The Batch API is the batch tier: every item is priced at its row, whatever the body says.
   const usage: Usage = answered ? { ...result.usage, serviceTier: "batch" } : UNANSWERED;
   const stop = answered ? result.stopReason : "none";
-  const evidence: UsageEvidence = answered && result.usageUnresolved !== undefined ? { status: "unpriced", usage, reason: result.usageUnresolved } : { status: "known", usage };
+  const evidence: UsageEvidence =
+    answered && result.usageUnresolved !== undefined
+      ? { status: "unpriced", usage, reason: result.usageUnresolved }
+      : { status: "known", usage };
   const settled = await deps.calls.deferred.settle(ticket, evidence, stop, account);
-  await deps.jobs.settleItem(job.scope, job.jobId, item.customId, { settlementId: settled.receipt.settlementId, outcome: result.type });
+  await deps.jobs.settleItem(job.scope, job.jobId, item.customId, {
+    settlementId: settled.receipt.settlementId,
+    outcome: result.type,
+  });
   return Object.freeze({
     customId: item.customId,
     outcome: result.type,
     receipt: settled.receipt,
     applied: settled.applied,
     ...(answered
-      ? { answer: Object.freeze({ stopReason: result.stopReason, text: result.text, toolCalls: result.toolCalls, ...(result.refusal !== undefined ? { refusal: result.refusal } : {}) }) }
+      ? {
+          answer: Object.freeze({
+            stopReason: result.stopReason,
+            text: result.text,
+            toolCalls: result.toolCalls,
+            ...(result.refusal !== undefined ? { refusal: result.refusal } : {}),
+          }),
+        }
       : result.failure !== undefined
         ? { failure: result.failure }
         : {}),
@@ -114,7 +154,11 @@ async function settleItem(deps: CollectDeps, job: ModelJob, item: ModelJobItem, 
 async function markCollected(deps: CollectDeps, job: ModelJob): Promise<ModelJob> {
   if (job.state === "collected") return job;
   try {
-    return await deps.jobs.advance(job.scope, job.jobId, { from: "submitted", to: "collected", at: deps.clock.now() });
+    return await deps.jobs.advance(job.scope, job.jobId, {
+      from: "submitted",
+      to: "collected",
+      at: deps.clock.now(),
+    });
   } catch (error) {
     const now = await deps.jobs.get(job.scope, job.jobId);
     if (now?.state === "collected") return now;
@@ -123,5 +167,9 @@ async function markCollected(deps: CollectDeps, job: ModelJob): Promise<ModelJob
 }
 
 function failedBatch(job: ModelJob): readonly ModelJobItemResult[] {
-  return job.items.map((i) => ({ customId: i.customId, type: "errored" as const, failure: "invalid_request" as const }));
+  return job.items.map((i) => ({
+    customId: i.customId,
+    type: "errored" as const,
+    failure: "invalid_request" as const,
+  }));
 }

@@ -9,7 +9,10 @@ export class MixedTenantJobError extends AlmaError {
   readonly path: string;
   readonly reason: "tenant" | "scope";
   constructor(path: string, reason: "tenant" | "scope") {
-    super("model_job_mixed_tenants", `${path}: a job's items share one scope (${reason === "tenant" ? "another tenant" : "another scope of the tenant"})`);
+    super(
+      "model_job_mixed_tenants",
+      `${path}: a job's items share one scope (${reason === "tenant" ? "another tenant" : "another scope of the tenant"})`,
+    );
     this.path = path;
     this.reason = reason;
   }

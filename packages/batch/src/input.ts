@@ -55,31 +55,72 @@ export interface CheckedItem {
 }
 
 const JOB_FIELDS = new Set(["jobId", "items"]);
-const ITEM_FIELDS = new Set(["customId", "scope", "sessionId", "intent", "system", "messages", "output", "temperature", "maxOutputTokens"]);
+const ITEM_FIELDS = new Set([
+  "customId",
+  "scope",
+  "sessionId",
+  "intent",
+  "system",
+  "messages",
+  "output",
+  "temperature",
+  "maxOutputTokens",
+]);
 /** A job's content is bounded as a turn's input is: 64 levels, and at most 32 MiB of text in all. */
-const LIMITS = Object.freeze({ maxDepth: 64, maxNodes: 2_000_000, maxTotalBytes: 32 * 1024 * 1024 });
+const LIMITS = Object.freeze({
+  maxDepth: 64,
+  maxNodes: 2_000_000,
+  maxTotalBytes: 32 * 1024 * 1024,
+});
 
-function fields(path: string, value: unknown, allowed: ReadonlySet<string>): Record<string, unknown> {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new ValidationError(path, "object", `${path} must be an object`);
-  for (const key of Object.keys(value)) if (!allowed.has(key)) throw new ValidationError(`${path}.${key}`, "unknown_field", `${path}.${key} is not a field`);
+function fields(
+  path: string,
+  value: unknown,
+  allowed: ReadonlySet<string>,
+): Record<string, unknown> {
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    throw new ValidationError(path, "object", `${path} must be an object`);
+  for (const key of Object.keys(value))
+    if (!allowed.has(key))
+      throw new ValidationError(`${path}.${key}`, "unknown_field", `${path}.${key} is not a field`);
   return value as Record<string, unknown>;
 }
 
-function checkItem(path: string, raw: unknown): { readonly scope: Scope; readonly key: string; readonly item: CheckedItem } {
+function checkItem(
+  path: string,
+  raw: unknown,
+): { readonly scope: Scope; readonly key: string; readonly item: CheckedItem } {
   const o = fields(path, raw, ITEM_FIELDS);
   const { scope, key } = scopeKey(o.scope);
   const messages = normalizeMessages(o.messages);
-  if (o.system !== undefined && (typeof o.system !== "string" || o.system.length === 0)) throw new ValidationError(`${path}.system`, "string", `${path}.system must be a non-empty string`);
-  const system: readonly TextBlock[] = o.system === undefined ? [] : [{ type: "text", text: o.system }];
+  if (o.system !== undefined && (typeof o.system !== "string" || o.system.length === 0))
+    throw new ValidationError(
+      `${path}.system`,
+      "string",
+      `${path}.system must be a non-empty string`,
+    );
+  const system: readonly TextBlock[] =
+    o.system === undefined ? [] : [{ type: "text", text: o.system }];
   let output: ModelRequest["output"];
   if (o.output !== undefined) {
     const out = fields(`${path}.output`, o.output, new Set(["name", "schema"]));
-    if (out.schema === null || typeof out.schema !== "object" || Array.isArray(out.schema)) throw new ValidationError(`${path}.output.schema`, "object", "an output schema is an object");
-    output = { name: validateId(`${path}.output.name`, out.name), schema: out.schema as JsonSchema };
+    if (out.schema === null || typeof out.schema !== "object" || Array.isArray(out.schema))
+      throw new ValidationError(`${path}.output.schema`, "object", "an output schema is an object");
+    output = {
+      name: validateId(`${path}.output.name`, out.name),
+      schema: out.schema as JsonSchema,
+    };
   }
   const temperature = normalizeTemperature(o.temperature);
-  if (o.maxOutputTokens !== undefined && (!Number.isSafeInteger(o.maxOutputTokens) || (o.maxOutputTokens as number) < 1)) {
-    throw new ValidationError(`${path}.maxOutputTokens`, "positive_integer", `${path}.maxOutputTokens must be a positive integer`);
+  if (
+    o.maxOutputTokens !== undefined &&
+    (!Number.isSafeInteger(o.maxOutputTokens) || (o.maxOutputTokens as number) < 1)
+  ) {
+    throw new ValidationError(
+      `${path}.maxOutputTokens`,
+      "positive_integer",
+      `${path}.maxOutputTokens must be a positive integer`,
+    );
   }
   const draft: CheckedItem["draft"] = Object.freeze({
     system,
@@ -107,14 +148,27 @@ export function checkJob(input: unknown): CheckedJob {
   const o = fields("job", snapshot(input, LIMITS), JOB_FIELDS);
   const jobId = validateCustomId("job.jobId", o.jobId);
   if (!Array.isArray(o.items) || o.items.length < 1 || o.items.length > MODEL_JOB_MAX_ITEMS) {
-    throw new ValidationError("job.items", "items_1_max", `a job has 1-${MODEL_JOB_MAX_ITEMS} items`);
+    throw new ValidationError(
+      "job.items",
+      "items_1_max",
+      `a job has 1-${MODEL_JOB_MAX_ITEMS} items`,
+    );
   }
   const checked = o.items.map((raw, i) => checkItem(`job.items[${i}]`, raw));
   const first = checked[0] as (typeof checked)[number];
   for (const [i, c] of checked.entries()) {
-    if (c.key !== first.key) throw new MixedTenantJobError(`job.items[${i}]`, c.scope.org === first.scope.org ? "scope" : "tenant");
+    if (c.key !== first.key)
+      throw new MixedTenantJobError(
+        `job.items[${i}]`,
+        c.scope.org === first.scope.org ? "scope" : "tenant",
+      );
   }
   const items = checked.map((c) => c.item);
-  if (new Set(items.map((i) => i.customId)).size !== items.length) throw new ValidationError("job.items", "distinct_custom_ids", "a job's custom ids must be distinct");
+  if (new Set(items.map((i) => i.customId)).size !== items.length)
+    throw new ValidationError(
+      "job.items",
+      "distinct_custom_ids",
+      "a job's custom ids must be distinct",
+    );
   return Object.freeze({ jobId, scope: first.scope, items: Object.freeze(items) });
 }

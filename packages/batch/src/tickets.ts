@@ -5,7 +5,13 @@ import type { DeferredTicket } from "@alma-harness/execution";
 export const JOB_CALL_KIND = "direct" as const;
 
 /** The identity of item `customId` of job `jobId`: stable, so a retry can never claim it twice. */
-export function itemIdentity(scope: Scope, jobId: string, customId: string, sessionId: string, key: TrailKey) {
+export function itemIdentity(
+  scope: Scope,
+  jobId: string,
+  customId: string,
+  sessionId: string,
+  key: TrailKey,
+) {
   return Object.freeze({
     scope,
     sessionId,

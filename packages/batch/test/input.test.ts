@@ -12,7 +12,13 @@ const item = (n: number, over: Partial<ModelJobItemInput> = {}): ModelJobItemInp
   messages: [{ role: "user", blocks: [{ type: "text", text: `notes ${n}` }] }],
   ...over,
 });
-const job = (n: number, over: (i: number) => Partial<ModelJobItemInput> = () => ({})): ModelJobInput => ({ jobId: "night-1", items: Array.from({ length: n }, (_, i) => item(i + 1, over(i))) });
+const job = (
+  n: number,
+  over: (i: number) => Partial<ModelJobItemInput> = () => ({}),
+): ModelJobInput => ({
+  jobId: "night-1",
+  items: Array.from({ length: n }, (_, i) => item(i + 1, over(i))),
+});
 
 describe("a job's input, checked before any I/O", () => {
   it(`${MODEL_JOB_MAX_ITEMS} items are accepted, one more refused, none refused`, () => {
@@ -22,17 +28,28 @@ describe("a job's input, checked before any I/O", () => {
   });
 
   it("a custom id of 64 characters is accepted, 65 refused; repeated custom ids refused", () => {
-    expect(checkJob(job(1, () => ({ customId: "c".repeat(64) }))).items[0]?.customId).toHaveLength(64);
+    expect(checkJob(job(1, () => ({ customId: "c".repeat(64) }))).items[0]?.customId).toHaveLength(
+      64,
+    );
     expect(() => checkJob(job(1, () => ({ customId: "c".repeat(65) })))).toThrow(ValidationError);
     expect(() => checkJob(job(2, () => ({ customId: "same" })))).toThrow(ValidationError);
     expect(() => checkJob({ ...job(1), jobId: "has space" })).toThrow(ValidationError);
   });
 
   it("one scope per job: another tenant or another uid of the tenant is a MixedTenantJobError, wherever it is", () => {
-    const tenant = () => checkJob(job(3, (i) => (i === 2 ? { scope: { org: "clinic-8", uid: "nightly" } } : {})));
+    const tenant = () =>
+      checkJob(job(3, (i) => (i === 2 ? { scope: { org: "clinic-8", uid: "nightly" } } : {})));
     expect(tenant).toThrow(MixedTenantJobError);
-    expect(tenant).toThrow(expect.objectContaining({ code: "model_job_mixed_tenants", reason: "tenant", path: "job.items[2]" }));
-    expect(() => checkJob(job(2, (i) => (i === 1 ? { scope: { org: "clinic-7", uid: "desk" } } : {})))).toThrow(expect.objectContaining({ reason: "scope" }));
+    expect(tenant).toThrow(
+      expect.objectContaining({
+        code: "model_job_mixed_tenants",
+        reason: "tenant",
+        path: "job.items[2]",
+      }),
+    );
+    expect(() =>
+      checkJob(job(2, (i) => (i === 1 ? { scope: { org: "clinic-7", uid: "desk" } } : {}))),
+    ).toThrow(expect.objectContaining({ reason: "scope" }));
   });
 
   it("hostile input is refused typed: unknown fields, a getter (never run), a bad intent, temperature past 2, a zero token ceiling", () => {
@@ -48,7 +65,10 @@ describe("a job's input, checked before any I/O", () => {
       { ...job(1), extra: true },
       { jobId: "night-1", items: [{ ...item(1), prompt: "raw" }] },
       { jobId: "night-1", items: [getter] },
-      { jobId: "night-1", items: [{ ...item(1), intent: { tier: "fast", sensitivity: "secret" } }] },
+      {
+        jobId: "night-1",
+        items: [{ ...item(1), intent: { tier: "fast", sensitivity: "secret" } }],
+      },
       { jobId: "night-1", items: [{ ...item(1), temperature: 2.01 }] },
       { jobId: "night-1", items: [{ ...item(1), maxOutputTokens: 0 }] },
       { jobId: "night-1", items: [{ ...item(1), messages: [] }] },

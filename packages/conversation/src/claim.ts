@@ -7,7 +7,9 @@ import { freeAdmission, type TurnRef, uncertain } from "./uncertain.js";
 import type { ConversationView } from "./views.js";
 
 /** What claiming a turn came to: the session and the root are this invocation's, or a view to answer. */
-export type Claim = { readonly status: "claimed"; readonly turn: TurnRef } | { readonly status: "answered"; readonly view: ConversationView };
+export type Claim =
+  | { readonly status: "claimed"; readonly turn: TurnRef }
+  | { readonly status: "answered"; readonly view: ConversationView };
 
 /**
  * Admits the session and reserves the root's final-result slot: the turn's first durable writes.
@@ -17,18 +19,42 @@ export type Claim = { readonly status: "claimed"; readonly turn: TurnRef } | { r
  * and reported `reconciliation_required` (cause `admit` or `root_reserve`). No path leaves the
  * session held without an `onUncertainTurn` report.
  */
-export async function claimTurn(config: ResolvedConfig, request: NormalizedRequest, rootKey: string, binding: string, now: number, deadlineAt: number): Promise<Claim> {
+export async function claimTurn(
+  config: ResolvedConfig,
+  request: NormalizedRequest,
+  rootKey: string,
+  binding: string,
+  now: number,
+  deadlineAt: number,
+): Promise<Claim> {
   const { stores } = config;
-  const turn: TurnRef = { scope: request.scope, sessionId: request.sessionId, rootKey, admissionId: config.ids.next("adm") };
+  const turn: TurnRef = {
+    scope: request.scope,
+    sessionId: request.sessionId,
+    rootKey,
+    admissionId: config.ids.next("adm"),
+  };
   let admitted: AdmitResult;
   try {
-    admitted = await stores.admissions.admit({ scope: turn.scope, sessionId: turn.sessionId, rootKey, kind: "turn", admissionId: turn.admissionId, now, deadlineAt });
+    admitted = await stores.admissions.admit({
+      scope: turn.scope,
+      sessionId: turn.sessionId,
+      rootKey,
+      kind: "turn",
+      admissionId: turn.admissionId,
+      now,
+      deadlineAt,
+    });
   } catch (error) {
     return { status: "answered", view: await afterFailedAdmit(config, turn, error) };
   }
   if (admitted.status === "busy") {
-    if (admitted.holder.rootKey === rootKey) return { status: "answered", view: { status: "in_progress", rootKey } };
-    return { status: "answered", view: { status: "busy", rootKey, holder: admitted.holder.rootKey } };
+    if (admitted.holder.rootKey === rootKey)
+      return { status: "answered", view: { status: "in_progress", rootKey } };
+    return {
+      status: "answered",
+      view: { status: "busy", rootKey, holder: admitted.holder.rootKey },
+    };
   }
   let reserved: ReserveResult;
   try {
@@ -45,7 +71,11 @@ export async function claimTurn(config: ResolvedConfig, request: NormalizedReque
   } catch (error) {
     return { status: "answered", view: await afterFailedReserve(config, turn, binding, error) };
   }
-  if (reserved.status === "exists") return { status: "answered", view: await answerExisting(config, turn, binding, reserved.record) };
+  if (reserved.status === "exists")
+    return {
+      status: "answered",
+      view: await answerExisting(config, turn, binding, reserved.record),
+    };
   return { status: "claimed", turn };
 }
 
@@ -54,7 +84,11 @@ export async function claimTurn(config: ResolvedConfig, request: NormalizedReque
  * its id is safe whether or not it landed (an absent admission holds nothing), so a confirmed
  * release rethrows the error; an unconfirmed one is uncertain.
  */
-async function afterFailedAdmit(config: ResolvedConfig, turn: TurnRef, error: unknown): Promise<ConversationView> {
+async function afterFailedAdmit(
+  config: ResolvedConfig,
+  turn: TurnRef,
+  error: unknown,
+): Promise<ConversationView> {
   if (await freeAdmission(config, turn.scope, turn.admissionId)) throw error;
   return uncertain(config, turn, "admit");
 }
@@ -65,7 +99,12 @@ async function afterFailedAdmit(config: ResolvedConfig, turn: TurnRef, error: un
  * earlier delivery's that never settled; either way the root can never be answered, so the turn is
  * uncertain. Any other record answers as a found root does.
  */
-async function afterFailedReserve(config: ResolvedConfig, turn: TurnRef, binding: string, error: unknown): Promise<ConversationView> {
+async function afterFailedReserve(
+  config: ResolvedConfig,
+  turn: TurnRef,
+  binding: string,
+  error: unknown,
+): Promise<ConversationView> {
   let record: ResultRecord | undefined;
   try {
     record = await config.stores.rootResults.get(turn.scope, turn.rootKey, config.clock.now());
@@ -76,13 +115,25 @@ async function afterFailedReserve(config: ResolvedConfig, turn: TurnRef, binding
     if (await freeAdmission(config, turn.scope, turn.admissionId)) throw error;
     return uncertain(config, turn, "root_reserve");
   }
-  if (record.state === "reserved" && record.binding === binding) return uncertain(config, turn, "root_reserve");
+  if (record.state === "reserved" && record.binding === binding)
+    return uncertain(config, turn, "root_reserve");
   return answerExisting(config, turn, binding, record);
 }
 
 /** The root was reserved before this delivery's admission: free the session, then answer what the root says. */
-async function answerExisting(config: ResolvedConfig, turn: TurnRef, binding: string, record: ResultRecord): Promise<ConversationView> {
-  if (!(await freeAdmission(config, turn.scope, turn.admissionId))) return uncertain(config, turn, "admission_store");
+async function answerExisting(
+  config: ResolvedConfig,
+  turn: TurnRef,
+  binding: string,
+  record: ResultRecord,
+): Promise<ConversationView> {
+  if (!(await freeAdmission(config, turn.scope, turn.admissionId)))
+    return uncertain(config, turn, "admission_store");
   if (record.binding !== binding) throw new ConversationConflictError(turn.rootKey);
-  return (await readRoot(config, turn.scope, turn.rootKey)) ?? { status: "reconciliation_required", rootKey: turn.rootKey };
+  return (
+    (await readRoot(config, turn.scope, turn.rootKey)) ?? {
+      status: "reconciliation_required",
+      rootKey: turn.rootKey,
+    }
+  );
 }

@@ -159,7 +159,8 @@ export function answerByAt(runTimeoutMs: number, deadlineAt: number): number {
 }
 
 function hasControl(text: string): boolean {
-  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) < 0x20 || text.charCodeAt(i) === 0x7f) return true;
+  for (let i = 0; i < text.length; i++)
+    if (text.charCodeAt(i) < 0x20 || text.charCodeAt(i) === 0x7f) return true;
   return false;
 }
 
@@ -171,32 +172,57 @@ function int(name: string, value: unknown, min: number, max: number): number {
 }
 
 function text(name: string, value: unknown, max = 200): string {
-  if (typeof value !== "string" || value.length < 1 || value.length > max) throw new ConversationConfigError(`${name} must be 1-${max} characters`);
+  if (typeof value !== "string" || value.length < 1 || value.length > max)
+    throw new ConversationConfigError(`${name} must be 1-${max} characters`);
   return value;
 }
 
 /** Copies and validates the configuration synchronously; stores, clients and the policy are trusted capabilities. */
 export function resolveConfig(config: ConversationConfig): ResolvedConfig {
-  if (!config || typeof config !== "object") throw new ConversationConfigError("a configuration object is required");
+  if (!config || typeof config !== "object")
+    throw new ConversationConfigError("a configuration object is required");
   const stores = config.stores;
   if (!stores) throw new ConversationConfigError("stores are required");
-  for (const key of ["admissions", "sessions", "results", "rootResults", "journal", "settlements", "spend", "labels", "audit", "erasure"] as const) {
+  for (const key of [
+    "admissions",
+    "sessions",
+    "results",
+    "rootResults",
+    "journal",
+    "settlements",
+    "spend",
+    "labels",
+    "audit",
+    "erasure",
+  ] as const) {
     if (!stores[key]) throw new ConversationConfigError(`stores.${key} is required`);
   }
-  if (stores.usageInbox !== undefined && (typeof stores.usageInbox?.record !== "function" || typeof stores.usageInbox.list !== "function")) {
+  if (
+    stores.usageInbox !== undefined &&
+    (typeof stores.usageInbox?.record !== "function" ||
+      typeof stores.usageInbox.list !== "function")
+  ) {
     throw new ConversationConfigError("stores.usageInbox must be a usage inbox");
   }
-  if (stores.results === stores.rootResults) throw new ConversationConfigError("stores.rootResults must be a separate namespace from stores.results");
+  if (stores.results === stores.rootResults)
+    throw new ConversationConfigError(
+      "stores.rootResults must be a separate namespace from stores.results",
+    );
   text("prompt", config.prompt, 200_000);
   text("policyVersion", config.policyVersion);
   text("priceVersion", config.priceVersion);
   text("configRevision", config.configRevision);
   const prices = normalizePriceTable(config.prices);
-  if (prices.version !== config.priceVersion) throw new ConversationConfigError("priceVersion must equal prices.version");
+  if (prices.version !== config.priceVersion)
+    throw new ConversationConfigError("priceVersion must equal prices.version");
   const profiles = config.profiles ?? {};
   const toolNames = new Set((config.tools ?? []).map((t) => t.name));
   for (const [name, list] of Object.entries(profiles)) {
-    for (const tool of list) if (!toolNames.has(tool)) throw new ConversationConfigError(`profile "${name}" names the unregistered tool "${tool}"`);
+    for (const tool of list)
+      if (!toolNames.has(tool))
+        throw new ConversationConfigError(
+          `profile "${name}" names the unregistered tool "${tool}"`,
+        );
   }
   let capsNormalized: BudgetCaps;
   try {
@@ -204,12 +230,19 @@ export function resolveConfig(config: ConversationConfig): ResolvedConfig {
   } catch (error) {
     throw error instanceof TypeError ? error : new TypeError(String(error));
   }
-  if (config.releasePreStreamRejections !== undefined && typeof config.releasePreStreamRejections !== "boolean") {
+  if (
+    config.releasePreStreamRejections !== undefined &&
+    typeof config.releasePreStreamRejections !== "boolean"
+  ) {
     throw new ConversationConfigError("releasePreStreamRejections must be a boolean");
   }
-  if (config.eventLabels) for (const [k, v] of Object.entries(config.eventLabels)) {
-    if (typeof v !== "string" || v.length < 1 || v.length > 500 || hasControl(v)) throw new ConversationConfigError(`eventLabels.${k} must be 1-500 characters without control characters`);
-  }
+  if (config.eventLabels)
+    for (const [k, v] of Object.entries(config.eventLabels)) {
+      if (typeof v !== "string" || v.length < 1 || v.length > 500 || hasControl(v))
+        throw new ConversationConfigError(
+          `eventLabels.${k} must be 1-500 characters without control characters`,
+        );
+    }
   let trailKey: TrailKey;
   try {
     trailKey = resolveTrailKey(config.trailKey);
@@ -228,7 +261,9 @@ export function resolveConfig(config: ConversationConfig): ResolvedConfig {
     resultRetentionMs: int("resultRetentionMs", config.resultRetentionMs, 1, 10 * 365 * 86_400_000),
     runTimeoutMs: int("runTimeoutMs", config.runTimeoutMs, 1, MAX_RUN_TIMEOUT_MS),
     maxCalls: int("maxCalls", config.maxCalls, 1, 1000),
-    ...(config.callAttempts !== undefined ? { callAttempts: int("callAttempts", config.callAttempts, 1, MAX_CALL_ATTEMPTS) } : {}),
+    ...(config.callAttempts !== undefined
+      ? { callAttempts: int("callAttempts", config.callAttempts, 1, MAX_CALL_ATTEMPTS) }
+      : {}),
     maxInputChars: int("maxInputChars", config.maxInputChars, 1, 10_000_000),
     maxResultChars: int("maxResultChars", config.maxResultChars ?? 1_000_000, 1, 1_000_000),
     consumers: Object.freeze([...(config.consumers ?? [])]),

@@ -14,9 +14,15 @@ export function auditSessionValue(config: ResolvedConfig, scope: Scope, sessionI
  * Erases one session in every store of the runner (one transaction where the store allows; see
  * `SessionErasure`). A turn holding the session is fenced: its admission goes with the erasure.
  */
-export async function eraseSession(config: ResolvedConfig, scope: Scope, sessionId: string): Promise<ErasureReport> {
+export async function eraseSession(
+  config: ResolvedConfig,
+  scope: Scope,
+  sessionId: string,
+): Promise<ErasureReport> {
   // async: a bad scope or id (the pseudonym derivation checks both) rejects, never throws synchronously.
-  return await config.stores.erasure.eraseSession(scope, sessionId, { auditSessionId: auditSessionValue(config, scope, sessionId) });
+  return await config.stores.erasure.eraseSession(scope, sessionId, {
+    auditSessionId: auditSessionValue(config, scope, sessionId),
+  });
 }
 
 /** Erases everything of a scope in every store of the runner. */

@@ -4,7 +4,10 @@ import { AlmaError } from "@alma-harness/core";
 export class ConversationConflictError extends AlmaError {
   readonly rootKey: string;
   constructor(rootKey: string) {
-    super("conversation_conflict", "this idempotency key was used with a different request or configuration");
+    super(
+      "conversation_conflict",
+      "this idempotency key was used with a different request or configuration",
+    );
     this.rootKey = rootKey;
   }
 }
@@ -16,7 +19,10 @@ export class ConversationStreamResyncError extends AlmaError {
   readonly reason: ResyncReason;
   readonly rootKey: string;
   constructor(reason: ResyncReason, rootKey: string) {
-    super("stream_resync", `the stream reader was detached (${reason}); read the root to resynchronize`);
+    super(
+      "stream_resync",
+      `the stream reader was detached (${reason}); read the root to resynchronize`,
+    );
     this.reason = reason;
     this.rootKey = rootKey;
   }

@@ -27,7 +27,12 @@ export type RecordedEvent =
       readonly origin?: "human" | "system";
       readonly blocks: readonly { readonly type: "text"; readonly text: string }[];
     }
-  | { readonly id: string; readonly at: string; readonly kind: "undelivered"; readonly turn: string };
+  | {
+      readonly id: string;
+      readonly at: string;
+      readonly kind: "undelivered";
+      readonly turn: string;
+    };
 
 export interface RecordEventsRequest {
   readonly scope: Scope;
@@ -49,30 +54,55 @@ const AT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?(Z|[+-]\d{2}:\d{2})$
 
 function normalizeEvents(raw: unknown): RecordedEvent[] {
   const events = snapshot(raw) as JsonValue;
-  if (!Array.isArray(events) || events.length < 1 || events.length > 20) throw new ValidationError("events", "count_1_20", "record 1-20 events at a time");
+  if (!Array.isArray(events) || events.length < 1 || events.length > 20)
+    throw new ValidationError("events", "count_1_20", "record 1-20 events at a time");
   const ids = new Set<string>();
   return events.map((e, i) => {
     const path = `events[${i}]`;
     const ev = e as Record<string, JsonValue>;
     validateId(`${path}.id`, ev.id);
-    if (ids.has(ev.id as string)) throw new ValidationError(`${path}.id`, "unique", "event ids in a batch must be unique");
+    if (ids.has(ev.id as string))
+      throw new ValidationError(`${path}.id`, "unique", "event ids in a batch must be unique");
     ids.add(ev.id as string);
-    if (typeof ev.at !== "string" || !AT.test(ev.at)) throw new ValidationError(`${path}.at`, "timestamp", "at must be an ISO timestamp with a zone, at most milliseconds");
+    if (typeof ev.at !== "string" || !AT.test(ev.at))
+      throw new ValidationError(
+        `${path}.at`,
+        "timestamp",
+        "at must be an ISO timestamp with a zone, at most milliseconds",
+      );
     if (ev.kind === "undelivered") {
-      if (Object.keys(ev).some((k) => !["id", "at", "kind", "turn"].includes(k))) throw new ValidationError(path, "unknown_field", `${path} has unknown fields`);
+      if (Object.keys(ev).some((k) => !["id", "at", "kind", "turn"].includes(k)))
+        throw new ValidationError(path, "unknown_field", `${path} has unknown fields`);
       validateId(`${path}.turn`, ev.turn);
       return ev as unknown as RecordedEvent;
     }
-    if (ev.kind !== "message") throw new ValidationError(`${path}.kind`, "closed", "kind is message or undelivered");
-    if (Object.keys(ev).some((k) => !["id", "at", "kind", "role", "origin", "blocks"].includes(k))) throw new ValidationError(path, "unknown_field", `${path} has unknown fields`);
-    if (ev.role !== "user" && ev.role !== "assistant") throw new ValidationError(`${path}.role`, "closed", "role is user or assistant");
-    if (ev.origin !== undefined && (ev.role !== "assistant" || (ev.origin !== "human" && ev.origin !== "system"))) {
-      throw new ValidationError(`${path}.origin`, "closed", "origin (human or system) only on an assistant message");
+    if (ev.kind !== "message")
+      throw new ValidationError(`${path}.kind`, "closed", "kind is message or undelivered");
+    if (Object.keys(ev).some((k) => !["id", "at", "kind", "role", "origin", "blocks"].includes(k)))
+      throw new ValidationError(path, "unknown_field", `${path} has unknown fields`);
+    if (ev.role !== "user" && ev.role !== "assistant")
+      throw new ValidationError(`${path}.role`, "closed", "role is user or assistant");
+    if (
+      ev.origin !== undefined &&
+      (ev.role !== "assistant" || (ev.origin !== "human" && ev.origin !== "system"))
+    ) {
+      throw new ValidationError(
+        `${path}.origin`,
+        "closed",
+        "origin (human or system) only on an assistant message",
+      );
     }
     const blocks = ev.blocks;
-    if (!Array.isArray(blocks) || blocks.length < 1 || blocks.length > 16) throw new ValidationError(`${path}.blocks`, "count_1_16", "a message takes 1-16 text blocks");
+    if (!Array.isArray(blocks) || blocks.length < 1 || blocks.length > 16)
+      throw new ValidationError(`${path}.blocks`, "count_1_16", "a message takes 1-16 text blocks");
     for (const b of blocks as Record<string, JsonValue>[]) {
-      if (b?.type !== "text" || typeof b.text !== "string" || b.text.length === 0 || Object.keys(b).length !== 2) throw new ValidationError(`${path}.blocks`, "text", "blocks must be {type: text, text}");
+      if (
+        b?.type !== "text" ||
+        typeof b.text !== "string" ||
+        b.text.length === 0 ||
+        Object.keys(b).length !== 2
+      )
+        throw new ValidationError(`${path}.blocks`, "text", "blocks must be {type: text, text}");
     }
     return ev as unknown as RecordedEvent;
   });
@@ -81,21 +111,44 @@ function normalizeEvents(raw: unknown): RecordedEvent[] {
 function toMessage(event: RecordedEvent, labels: ResolvedConfig["eventLabels"]): Msg {
   if (event.kind === "undelivered") {
     const template = labels?.undelivered ?? DEFAULT_EVENT_LABELS.undelivered;
-    return { role: "user", blocks: [{ type: "text", text: template.replace("{at}", event.at), origin: "harness" }], meta: { event: { id: event.id, kind: "undelivered" } } };
+    return {
+      role: "user",
+      blocks: [{ type: "text", text: template.replace("{at}", event.at), origin: "harness" }],
+      meta: { event: { id: event.id, kind: "undelivered" } },
+    };
   }
-  const blocks: Block[] = event.blocks.map((b) => (event.origin ? { type: "text", text: b.text, origin: event.origin } : { type: "text", text: b.text }));
+  const blocks: Block[] = event.blocks.map((b) =>
+    event.origin
+      ? { type: "text", text: b.text, origin: event.origin }
+      : { type: "text", text: b.text },
+  );
   return { role: event.role, blocks, meta: { event: { id: event.id, kind: "message" } } };
 }
 
 function sameContent(a: Msg, b: Msg): boolean {
-  return canonicalJson({ role: a.role, blocks: a.blocks, event: a.meta?.event ?? null } as unknown as JsonValue) ===
-    canonicalJson({ role: b.role, blocks: b.blocks, event: b.meta?.event ?? null } as unknown as JsonValue);
+  return (
+    canonicalJson({
+      role: a.role,
+      blocks: a.blocks,
+      event: a.meta?.event ?? null,
+    } as unknown as JsonValue) ===
+    canonicalJson({
+      role: b.role,
+      blocks: b.blocks,
+      event: b.meta?.event ?? null,
+    } as unknown as JsonValue)
+  );
 }
 
 /** Finishes an event batch's admission; after a failure, whether a read-back (or a release) shows the session free. */
-async function finishedOrFreed(config: ResolvedConfig, scope: Scope, admissionId: string): Promise<boolean> {
+async function finishedOrFreed(
+  config: ResolvedConfig,
+  scope: Scope,
+  admissionId: string,
+): Promise<boolean> {
   try {
-    if ((await config.stores.admissions.finish(scope, admissionId))?.state === "finished") return true;
+    if ((await config.stores.admissions.finish(scope, admissionId))?.state === "finished")
+      return true;
   } catch {
     // read back below
   }
@@ -115,14 +168,19 @@ export function eventsApi(config: ResolvedConfig): EventsApi {
       const sessionId = validateId("sessionId", request.sessionId);
       const events = normalizeEvents(request.events);
       const messages = events.map((e) => toMessage(e, config.eventLabels));
-      const present = await stores.sessions.findEvents(scope, sessionId, events.map((e) => e.id));
+      const present = await stores.sessions.findEvents(
+        scope,
+        sessionId,
+        events.map((e) => e.id),
+      );
       const byId = new Map(present.map((m) => [m.meta?.event?.id ?? "", m]));
       let prefix = 0;
       for (const [i, event] of events.entries()) {
         const found = byId.get(event.id);
         if (!found) continue;
         const msg = messages[i] as Msg;
-        if (i !== prefix || !sameContent(found, msg)) throw new EventRefusedError(event.id, "conflict");
+        if (i !== prefix || !sameContent(found, msg))
+          throw new EventRefusedError(event.id, "conflict");
         prefix += 1;
       }
       const fresh = messages.slice(prefix);
@@ -132,7 +190,10 @@ export function eventsApi(config: ResolvedConfig): EventsApi {
       if (view.erased) throw new FenceError("the session was erased");
       for (const event of events.slice(prefix)) {
         if (event.kind !== "undelivered") continue;
-        const replied = view.messages.some((m) => m.meta?.turn === event.turn && m.role === "assistant" && textOf(m.blocks).length > 0);
+        const replied = view.messages.some(
+          (m) =>
+            m.meta?.turn === event.turn && m.role === "assistant" && textOf(m.blocks).length > 0,
+        );
         if (!replied) throw new EventRefusedError(event.id, "no_reply");
       }
       const now = clock.now();
@@ -140,7 +201,15 @@ export function eventsApi(config: ResolvedConfig): EventsApi {
       const admissionId = config.ids.next("adm");
       let admitted: Awaited<ReturnType<typeof stores.admissions.admit>>;
       try {
-        admitted = await stores.admissions.admit({ scope, sessionId, rootKey, kind: "events", admissionId, now, deadlineAt: now + 60_000 });
+        admitted = await stores.admissions.admit({
+          scope,
+          sessionId,
+          rootKey,
+          kind: "events",
+          admissionId,
+          now,
+          deadlineAt: now + 60_000,
+        });
       } catch (error) {
         // Landed or not, the admission is released by its id: confirmed, nothing happened.
         if (await freeAdmission(config, scope, admissionId)) throw error;
@@ -152,12 +221,18 @@ export function eventsApi(config: ResolvedConfig): EventsApi {
       } catch (error) {
         const finished = await stores.admissions.finish(scope, admissionId).catch(() => undefined);
         if (!finished) return { status: "reconciliation_required" };
-        const after = await stores.sessions.findEvents(scope, sessionId, events.map((e) => e.id));
-        if (after.length === events.length) return { status: "recorded", appended: fresh.length, replayed: prefix };
+        const after = await stores.sessions.findEvents(
+          scope,
+          sessionId,
+          events.map((e) => e.id),
+        );
+        if (after.length === events.length)
+          return { status: "recorded", appended: fresh.length, replayed: prefix };
         throw error;
       }
       // The batch is in the log; a lost finish acknowledgement is read back, never left holding the session.
-      if (!(await finishedOrFreed(config, scope, admissionId))) return { status: "reconciliation_required" };
+      if (!(await finishedOrFreed(config, scope, admissionId)))
+        return { status: "reconciliation_required" };
       return { status: "recorded", appended: fresh.length, replayed: prefix };
     },
   };

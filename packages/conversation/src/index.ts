@@ -8,8 +8,20 @@ export {
   type UncertainTurnEvent,
 } from "./config.js";
 /** Re-exported from core: the error a new key of a fenced scope rejects with (spec: scope-fence). */
-export { type ScopeFence, ScopeFencedError, type ScopeFenceReason, type ScopeFenceTarget } from "@alma-harness/core";
-export { ConversationConfigError, ConversationConflictError, ConversationStreamResyncError, EventRefusedError, type EventRefusalReason, type ResyncReason } from "./errors.js";
+export {
+  type ScopeFence,
+  ScopeFencedError,
+  type ScopeFenceReason,
+  type ScopeFenceTarget,
+} from "@alma-harness/core";
+export {
+  ConversationConfigError,
+  ConversationConflictError,
+  ConversationStreamResyncError,
+  EventRefusedError,
+  type EventRefusalReason,
+  type ResyncReason,
+} from "./errors.js";
 export type { RecordedEvent, RecordEventsRequest, RecordEventsResult } from "./events.js";
 export type { RunTurnRequest } from "./input.js";
 export { conversationRootKey } from "./keys.js";
@@ -17,6 +29,11 @@ export { DEFAULT_EVENT_LABELS, renderEvents } from "./render.js";
 export type { ExpiredRelease, UnresolvedPage } from "./maintenance.js";
 export { type ConversationRunner, createConversationRunner } from "./runner.js";
 export type { ProgressEvent } from "./step-outputs.js";
-export { type ConversationStream, type ConversationStreamEvent, STREAM_METADATA_LIMIT, STREAM_QUEUE_LIMIT } from "./stream.js";
+export {
+  type ConversationStream,
+  type ConversationStreamEvent,
+  STREAM_METADATA_LIMIT,
+  STREAM_QUEUE_LIMIT,
+} from "./stream.js";
 export type { AuditPage, SessionTrailQuery } from "./trails.js";
 export type { ConversationView, FinalEnvelope } from "./views.js";

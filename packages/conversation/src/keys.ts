@@ -1,5 +1,13 @@
 import { hash } from "node:crypto";
-import { canonicalJson, type JsonValue, normalizeScope, type Scope, type TrailKey, trailHash, validateId } from "@alma-harness/core";
+import {
+  canonicalJson,
+  type JsonValue,
+  normalizeScope,
+  type Scope,
+  type TrailKey,
+  trailHash,
+  validateId,
+} from "@alma-harness/core";
 
 function sha256(text: string): string {
   // One-shot hashing (Node 20.12+; the engines floor is 20.19): the same digest without a Hash object.
@@ -10,7 +18,11 @@ function sha256(text: string): string {
  * The root key of a conversation turn: a hash of the scope, the session and the host's delivery
  * key, so a host can `read` without loading content. 67 printable characters.
  */
-export function conversationRootKey(scope: Scope, sessionId: string, idempotencyKey: string): string {
+export function conversationRootKey(
+  scope: Scope,
+  sessionId: string,
+  idempotencyKey: string,
+): string {
   const s = normalizeScope(scope);
   validateId("sessionId", sessionId);
   validateId("idempotencyKey", idempotencyKey);

@@ -1,4 +1,10 @@
-import { type AdmissionKind, type ExecutionRecord, normalizeScope, type Scope, validateId } from "@alma-harness/core";
+import {
+  type AdmissionKind,
+  type ExecutionRecord,
+  normalizeScope,
+  type Scope,
+  validateId,
+} from "@alma-harness/core";
 import { closedObject } from "@alma-harness/core/stores";
 import { EXPIRED_RELEASE_GRACE_MS, type ResolvedConfig } from "./config.js";
 import { persistedOf, report } from "./uncertain.js";
@@ -24,13 +30,32 @@ export async function releaseExpired(
   only: { readonly scope?: Scope; readonly sessionId?: string; readonly kind?: AdmissionKind },
 ): Promise<readonly ExpiredRelease[]> {
   // The one expiry rule (deadline + grace at or before now) is the store's, narrowed here.
-  const released = await config.stores.admissions.releaseExpired({ ...only, now: config.clock.now(), graceMs: EXPIRED_RELEASE_GRACE_MS });
+  const released = await config.stores.admissions.releaseExpired({
+    ...only,
+    now: config.clock.now(),
+    graceMs: EXPIRED_RELEASE_GRACE_MS,
+  });
   const out: ExpiredRelease[] = [];
   for (const a of released) {
-    out.push(Object.freeze({ scope: a.scope, sessionId: a.sessionId, rootKey: a.rootKey, kind: a.kind, deadlineAt: a.deadlineAt }));
+    out.push(
+      Object.freeze({
+        scope: a.scope,
+        sessionId: a.sessionId,
+        rootKey: a.rootKey,
+        kind: a.kind,
+        deadlineAt: a.deadlineAt,
+      }),
+    );
     if (a.kind !== "turn") continue;
     const persisted = await persistedOf(config, a.scope, a.sessionId, a.rootKey);
-    report(config, { scope: a.scope, sessionId: a.sessionId, rootKey: a.rootKey, cause: "expired", persisted, released: true });
+    report(config, {
+      scope: a.scope,
+      sessionId: a.sessionId,
+      rootKey: a.rootKey,
+      cause: "expired",
+      persisted,
+      released: true,
+    });
   }
   return Object.freeze(out);
 }
@@ -42,7 +67,10 @@ export async function releaseExpired(
  * reported to `onUncertainTurn`). Bad input is refused before any I/O (`InvalidScopeError`,
  * `InvalidIdError`, `ValidationError` for another field).
  */
-export async function releaseExpiredEvents(config: ResolvedConfig, request: unknown): Promise<readonly ExpiredRelease[]> {
+export async function releaseExpiredEvents(
+  config: ResolvedConfig,
+  request: unknown,
+): Promise<readonly ExpiredRelease[]> {
   const r = closedObject("releaseExpiredEvents", request, ["scope", "sessionId"]);
   const scope = normalizeScope(r.scope);
   const sessionId = validateId("sessionId", r.sessionId);
@@ -60,17 +88,26 @@ export interface UnresolvedPage {
  * ended uncertain is listed with the rest of its turn. A page is one page of the journal filtered,
  * so it may hold fewer items than `limit` while `nextCursor` says more remain.
  */
-export async function listUnresolved(config: ResolvedConfig, scope: Scope, opts: { readonly cursor?: string; readonly limit?: number } = {}): Promise<UnresolvedPage> {
+export async function listUnresolved(
+  config: ResolvedConfig,
+  scope: Scope,
+  opts: { readonly cursor?: string; readonly limit?: number } = {},
+): Promise<UnresolvedPage> {
   const page = await config.stores.journal.list(scope, { ...opts, resolved: true });
   const settled = new Map<string, boolean>();
   const items: ExecutionRecord[] = [];
   for (const record of page.items) {
     let stored = settled.get(record.rootKey);
     if (stored === undefined) {
-      stored = (await config.stores.rootResults.get(scope, record.rootKey, config.clock.now()))?.state === "stored";
+      stored =
+        (await config.stores.rootResults.get(scope, record.rootKey, config.clock.now()))?.state ===
+        "stored";
       settled.set(record.rootKey, stored);
     }
     if (!stored) items.push(record);
   }
-  return Object.freeze({ items: Object.freeze(items), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
+  return Object.freeze({
+    items: Object.freeze(items),
+    ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+  });
 }

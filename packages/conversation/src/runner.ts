@@ -14,13 +14,30 @@ import { GovernedCalls } from "@alma-harness/execution";
 import { createEngine, type Engine, type TurnOutcome, type TurnResult } from "@alma-harness/loop";
 import { closedObject as closedRecord } from "@alma-harness/core/stores";
 import { claimTurn } from "./claim.js";
-import { answerByAt, type ConversationConfig, type EngineOptions, type ResolvedConfig, resolveConfig } from "./config.js";
+import {
+  answerByAt,
+  type ConversationConfig,
+  type EngineOptions,
+  type ResolvedConfig,
+  resolveConfig,
+} from "./config.js";
 import { eraseScope, eraseSession } from "./erasure.js";
 import { ConversationConflictError } from "./errors.js";
-import { type EventsApi, eventsApi, type RecordEventsRequest, type RecordEventsResult } from "./events.js";
+import {
+  type EventsApi,
+  eventsApi,
+  type RecordEventsRequest,
+  type RecordEventsResult,
+} from "./events.js";
 import { type NormalizedRequest, normalizeRequest, type RunTurnRequest } from "./input.js";
 import { bindingOf, conversationRootKey, promptCacheKey } from "./keys.js";
-import { type ExpiredRelease, listUnresolved, releaseExpired, releaseExpiredEvents, type UnresolvedPage } from "./maintenance.js";
+import {
+  type ExpiredRelease,
+  listUnresolved,
+  releaseExpired,
+  releaseExpiredEvents,
+  type UnresolvedPage,
+} from "./maintenance.js";
 import { readRoot } from "./read.js";
 import { renderEvents } from "./render.js";
 import { StepOutputs } from "./step-outputs.js";
@@ -52,20 +69,29 @@ export interface ConversationRunner {
    * Releases the session's event admission (a `recordEvents` batch) fifteen minutes past its
    * deadline, active or uncertain, never a turn's; returns what it released (none or one).
    */
-  releaseExpiredEvents(request: { readonly scope: Scope; readonly sessionId: string }): Promise<readonly ExpiredRelease[]>;
+  releaseExpiredEvents(request: {
+    readonly scope: Scope;
+    readonly sessionId: string;
+  }): Promise<readonly ExpiredRelease[]>;
   /**
    * Fences a whole org (`{org}`) or one scope (`{org, uid}`), durably (spec: scope-fence): a new key
    * rejects with `ScopeFencedError` before admission, a stored key still replays, and a turn admitted
    * before ends `reconciliation_required` (cause `scope_fenced`) at its next claim, session append
    * or final result, dispatching nothing more. A second fence of the target keeps the first.
    */
-  fenceScope(request: { readonly target: ScopeFenceTarget; readonly reason: ScopeFenceReason }): Promise<ScopeFence>;
+  fenceScope(request: {
+    readonly target: ScopeFenceTarget;
+    readonly reason: ScopeFenceReason;
+  }): Promise<ScopeFence>;
   /** Lifts exactly that target's fence (an org's fence does not lift a uid's); whether one was there. */
   liftScopeFence(target: ScopeFenceTarget): Promise<boolean>;
   /** `{org}`: every fence of the org; `{org, uid}`: the fences covering that scope (the org's and its own). */
   scopeFences(target: ScopeFenceTarget): Promise<readonly ScopeFence[]>;
   /** Journal records whose turn has no stored final result (in every state), a journal page at a time. */
-  listUnresolved(scope: Scope, opts?: { readonly cursor?: string; readonly limit?: number }): Promise<UnresolvedPage>;
+  listUnresolved(
+    scope: Scope,
+    opts?: { readonly cursor?: string; readonly limit?: number },
+  ): Promise<UnresolvedPage>;
   /** Fences expired journal records; never re-sends. */
   reconcileExpired(scope?: Scope): Promise<number>;
 }
@@ -93,7 +119,11 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
   const engine = createEngine({
     ...engineOptions(config),
     system: config.prompt,
-    limits: { ...config.limits, maxCalls: config.maxCalls, ...(config.callAttempts !== undefined ? { callAttempts: config.callAttempts } : {}) },
+    limits: {
+      ...config.limits,
+      maxCalls: config.maxCalls,
+      ...(config.callAttempts !== undefined ? { callAttempts: config.callAttempts } : {}),
+    },
     calls,
     audit: stores.audit,
     ...(stores.barrier ? { barrier: stores.barrier } : {}),
@@ -116,7 +146,10 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
       return streamConversation(
         config,
         normalized,
-        (outputs) => inUnit(config, () => execute(config, engine, events, normalized, normalized.signal, outputs)),
+        (outputs) =>
+          inUnit(config, () =>
+            execute(config, engine, events, normalized, normalized.signal, outputs),
+          ),
         (scope, key) => readRoot(config, scope, key),
       );
     },
@@ -127,17 +160,23 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
     eraseScope: (scope) => eraseScope(config, scope),
     releaseExpired: (scope) => releaseExpired(config, scope === undefined ? {} : { scope }),
     releaseExpiredEvents: (request) => releaseExpiredEvents(config, request),
-    fenceScope: async (request) => stores.admissions.fenceScope({ ...fenceRequest(request), now: clock.now() }),
+    fenceScope: async (request) =>
+      stores.admissions.fenceScope({ ...fenceRequest(request), now: clock.now() }),
     liftScopeFence: (target) => stores.admissions.liftScopeFence(target),
     scopeFences: (target) => stores.admissions.scopeFences(target),
     listUnresolved: (scope, opts) => listUnresolved(config, scope, opts),
-    reconcileExpired: async (scope) => (await stores.journal.reconcileExpired({ now: clock.now(), ...(scope ? { scope } : {}) })).length,
+    reconcileExpired: async (scope) =>
+      (await stores.journal.reconcileExpired({ now: clock.now(), ...(scope ? { scope } : {}) }))
+        .length,
   };
   return Object.freeze(runner);
 }
 
 /** `fenceScope`'s request as plain data (the store validates the target and the reason). */
-function fenceRequest(request: unknown): { readonly target: ScopeFenceTarget; readonly reason: ScopeFenceReason } {
+function fenceRequest(request: unknown): {
+  readonly target: ScopeFenceTarget;
+  readonly reason: ScopeFenceReason;
+} {
   const r = closedRecord("fenceScope", request, ["target", "reason"]);
   return { target: r.target as ScopeFenceTarget, reason: r.reason as ScopeFenceReason };
 }
@@ -174,10 +213,19 @@ function inUnit<T>(config: ResolvedConfig, work: () => Promise<T>): Promise<T> {
 }
 
 function bindingFor(config: ResolvedConfig, request: NormalizedRequest): string {
-  return bindingOf({ bound: request.bound, configRevision: config.configRevision, resultContractVersion: config.resultContractVersion });
+  return bindingOf({
+    bound: request.bound,
+    configRevision: config.configRevision,
+    resultContractVersion: config.resultContractVersion,
+  });
 }
 
-async function existingView(config: ResolvedConfig, request: NormalizedRequest, rootKey: string, binding: string): Promise<ConversationView | undefined> {
+async function existingView(
+  config: ResolvedConfig,
+  request: NormalizedRequest,
+  rootKey: string,
+  binding: string,
+): Promise<ConversationView | undefined> {
   const record = await config.stores.rootResults.get(request.scope, rootKey, config.clock.now());
   if (!record) return undefined;
   if (record.binding !== binding) throw new ConversationConflictError(rootKey);
@@ -204,7 +252,8 @@ async function execute(
   } catch {
     return { status: "not_admitted", reason: "routing_unavailable" };
   }
-  if (request.meta?.event) await events.assertNewInputEvent(request.scope, request.sessionId, request.meta.event.id);
+  if (request.meta?.event)
+    await events.assertNewInputEvent(request.scope, request.sessionId, request.meta.event.id);
   // A request cancelled before its admission is never admitted (seed 002): nothing is written.
   if (signal?.aborted) return { status: "not_admitted", reason: "cancelled" };
   const now = clock.now();
@@ -227,7 +276,12 @@ interface Admitted extends TurnRef {
   readonly outputs: StepOutputs | undefined;
 }
 
-async function runAdmitted(config: ResolvedConfig, engine: Engine, request: NormalizedRequest, a: Admitted): Promise<ConversationView> {
+async function runAdmitted(
+  config: ResolvedConfig,
+  engine: Engine,
+  request: NormalizedRequest,
+  a: Admitted,
+): Promise<ConversationView> {
   const { stores } = config;
   let log: readonly Msg[];
   let history: readonly Msg[];
@@ -272,20 +326,36 @@ async function runAdmitted(config: ResolvedConfig, engine: Engine, request: Norm
   return complete(config, request, a, outcome.messages, outcome.result);
 }
 
-async function complete(config: ResolvedConfig, request: NormalizedRequest, a: Admitted, messages: readonly Msg[], result: TurnResult): Promise<ConversationView> {
+async function complete(
+  config: ResolvedConfig,
+  request: NormalizedRequest,
+  a: Admitted,
+  messages: readonly Msg[],
+  result: TurnResult,
+): Promise<ConversationView> {
   const { stores, clock } = config;
   // A released refusal recorded nothing, the input included: there is no batch to append.
   if (messages.length > 0) {
     try {
-      await stores.sessions.append(request.scope, request.sessionId, messages, { admissionId: a.admissionId, now: clock.now() });
+      await stores.sessions.append(request.scope, request.sessionId, messages, {
+        admissionId: a.admissionId,
+        now: clock.now(),
+      });
     } catch (error) {
-      return uncertain(config, a, error instanceof ScopeFencedError ? "scope_fenced" : "session_append");
+      return uncertain(
+        config,
+        a,
+        error instanceof ScopeFencedError ? "scope_fenced" : "session_append",
+      );
     }
   }
   const envelope: FinalEnvelope = { version: config.resultContractVersion, result };
-  if (utf8Length(JSON.stringify(envelope)) > config.maxResultChars) return uncertain(config, a, "result_store");
+  if (utf8Length(JSON.stringify(envelope)) > config.maxResultChars)
+    return uncertain(config, a, "result_store");
   try {
-    await stores.rootResults.put(request.scope, a.rootKey, envelope as never, clock.now(), { admissionId: a.admissionId });
+    await stores.rootResults.put(request.scope, a.rootKey, envelope as never, clock.now(), {
+      admissionId: a.admissionId,
+    });
     const back = await stores.rootResults.get(request.scope, a.rootKey, clock.now());
     if (back?.state !== "stored") return uncertain(config, a, "root_store");
   } catch (error) {
@@ -298,14 +368,20 @@ async function complete(config: ResolvedConfig, request: NormalizedRequest, a: A
       if (current?.state !== "finished") return uncertain(config, a, "admission_store");
     }
   } catch {
-    const current = await stores.admissions.get(request.scope, a.admissionId).catch(() => undefined);
+    const current = await stores.admissions
+      .get(request.scope, a.admissionId)
+      .catch(() => undefined);
     if (current?.state !== "finished") return uncertain(config, a, "admission_store");
   }
   return { status: "completed", rootKey: a.rootKey, replayed: false, result };
 }
 
 /** An erased session takes no new turn: the session is freed, then erased again (the reservation and the admission go). */
-async function refuseErased(config: ResolvedConfig, request: NormalizedRequest, a: Admitted): Promise<ConversationView> {
+async function refuseErased(
+  config: ResolvedConfig,
+  request: NormalizedRequest,
+  a: Admitted,
+): Promise<ConversationView> {
   const { stores } = config;
   try {
     await stores.admissions.finish(request.scope, a.admissionId);

@@ -5,7 +5,9 @@ import type { NormalizedRequest } from "./input.js";
 /** What a stream reader sees before the result: the loop's one progress vocabulary. */
 export type { ProgressEvent };
 
-export type ProgressListener = (event: ProgressEvent | { readonly type: "unavailable" } | { readonly type: "read_failed" }) => void;
+export type ProgressListener = (
+  event: ProgressEvent | { readonly type: "unavailable" } | { readonly type: "read_failed" },
+) => void;
 
 /**
  * Stores each settled main step's text (sensitivity, retention, character cap) before any observer

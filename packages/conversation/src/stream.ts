@@ -7,7 +7,9 @@ import { conversationRootKey } from "./keys.js";
 import { type ProgressEvent, StepOutputs } from "./step-outputs.js";
 import type { ConversationView } from "./views.js";
 
-export type ConversationStreamEvent = ProgressEvent | { readonly type: "result"; readonly view: ConversationView };
+export type ConversationStreamEvent =
+  | ProgressEvent
+  | { readonly type: "result"; readonly view: ConversationView };
 
 export interface ConversationStream extends AsyncIterable<ConversationStreamEvent> {
   readonly rootKey: string;
@@ -106,7 +108,8 @@ export function streamConversation(
               }
               if (settled) {
                 await result.catch(() => undefined);
-                if (queue.length === 0) return failure ? rejected() : { done: true, value: undefined };
+                if (queue.length === 0)
+                  return failure ? rejected() : { done: true, value: undefined };
                 continue;
               }
               await queue.wait();

@@ -20,7 +20,12 @@ export function report(config: ResolvedConfig, event: UncertainTurnEvent): void 
 }
 
 /** Whether a message of the turn is in the session's log; null when the read failed. */
-export async function persistedOf(config: ResolvedConfig, scope: Scope, sessionId: string, rootKey: string): Promise<boolean | null> {
+export async function persistedOf(
+  config: ResolvedConfig,
+  scope: Scope,
+  sessionId: string,
+  rootKey: string,
+): Promise<boolean | null> {
   try {
     const view = await config.stores.sessions.load(scope, sessionId);
     return view.messages.some((m) => m.meta?.turn === rootKey);
@@ -34,11 +39,16 @@ export async function persistedOf(config: ResolvedConfig, scope: Scope, sessionI
  * the session is confirmed free of it: the release's answer, or a read-back after a lost one. An
  * admission that does not exist holds nothing.
  */
-export async function freeAdmission(config: ResolvedConfig, scope: Scope, admissionId: string): Promise<boolean> {
+export async function freeAdmission(
+  config: ResolvedConfig,
+  scope: Scope,
+  admissionId: string,
+): Promise<boolean> {
   const { admissions } = config.stores;
   try {
     const after = await admissions.releaseFailed(scope, admissionId);
-    if (after === undefined || after.state === "released" || after.state === "finished") return true;
+    if (after === undefined || after.state === "released" || after.state === "finished")
+      return true;
   } catch {
     // read back below
   }
@@ -51,11 +61,22 @@ export async function freeAdmission(config: ResolvedConfig, scope: Scope, admiss
 }
 
 /** Marks the admission uncertain, reads whether the turn persisted, releases the session, tells the host once. */
-export async function uncertain(config: ResolvedConfig, turn: TurnRef, cause: UncertainCause): Promise<ConversationView> {
+export async function uncertain(
+  config: ResolvedConfig,
+  turn: TurnRef,
+  cause: UncertainCause,
+): Promise<ConversationView> {
   const { stores } = config;
   await stores.admissions.markUncertain(turn.scope, turn.admissionId).catch(() => undefined);
   const persisted = await persistedOf(config, turn.scope, turn.sessionId, turn.rootKey);
   const released = await freeAdmission(config, turn.scope, turn.admissionId);
-  report(config, { scope: turn.scope, sessionId: turn.sessionId, rootKey: turn.rootKey, cause, persisted, released });
+  report(config, {
+    scope: turn.scope,
+    sessionId: turn.sessionId,
+    rootKey: turn.rootKey,
+    cause,
+    persisted,
+    released,
+  });
   return { status: "reconciliation_required", rootKey: turn.rootKey };
 }

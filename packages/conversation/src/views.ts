@@ -2,7 +2,12 @@ import type { TurnResult } from "@alma-harness/loop";
 
 /** What the host sees for a turn. */
 export type ConversationView =
-  | { readonly status: "completed"; readonly rootKey: string; readonly replayed: boolean; readonly result: TurnResult }
+  | {
+      readonly status: "completed";
+      readonly rootKey: string;
+      readonly replayed: boolean;
+      readonly result: TurnResult;
+    }
   | { readonly status: "busy"; readonly rootKey: string; readonly holder: string }
   | { readonly status: "in_progress"; readonly rootKey: string }
   | { readonly status: "reconciliation_required"; readonly rootKey: string }

@@ -22,7 +22,11 @@ async function cold(opts: SetupOptions) {
 
 describe("a summary's attempts (spec: call-retry)", () => {
   it("an empty summary is tried again; the turn rotates on the second and lists the failure", async () => {
-    const t = await cold({ script: [scriptedText("9 to 5."), scriptedText("10 to 4."), scriptedText("Yes.")], smallScript: [scriptedText(""), scriptedText("Asked Monday hours.")], config: { longContext: POLICY, callAttempts: 2 } });
+    const t = await cold({
+      script: [scriptedText("9 to 5."), scriptedText("10 to 4."), scriptedText("Yes.")],
+      smallScript: [scriptedText(""), scriptedText("Asked Monday hours.")],
+      config: { longContext: POLICY, callAttempts: 2 },
+    });
     const view = result(await t.runner.runTurn(t.request("k3", "Can I book?")));
     expect(view.failures).toEqual([{ kind: "summary", cause: "call:summary:empty" }]);
     expect(view.receipts.map((r) => r.kind)).toEqual(["summary", "summary", "main"]);
@@ -30,14 +34,25 @@ describe("a summary's attempts (spec: call-retry)", () => {
   });
 
   it("a summary out of attempts stays uncertain, with the last cause", async () => {
-    const t = await cold({ script: [scriptedText("9 to 5."), scriptedText("10 to 4.")], smallScript: [scriptedText(""), scriptedText("")], config: { longContext: POLICY, callAttempts: 2 } });
-    expect((await t.runner.runTurn(t.request("k3", "Can I book?"))).status).toBe("reconciliation_required");
+    const t = await cold({
+      script: [scriptedText("9 to 5."), scriptedText("10 to 4.")],
+      smallScript: [scriptedText(""), scriptedText("")],
+      config: { longContext: POLICY, callAttempts: 2 },
+    });
+    expect((await t.runner.runTurn(t.request("k3", "Can I book?"))).status).toBe(
+      "reconciliation_required",
+    );
     expect(t.uncertain.map((e) => e.cause)).toEqual(["call:summary:empty"]);
   });
 
   it("without callAttempts an empty summary stays uncertain at once, as before", async () => {
-    const t = await cold({ script: [scriptedText("9 to 5."), scriptedText("10 to 4.")], smallScript: [scriptedText("")] });
-    expect((await t.runner.runTurn(t.request("k3", "Can I book?"))).status).toBe("reconciliation_required");
+    const t = await cold({
+      script: [scriptedText("9 to 5."), scriptedText("10 to 4.")],
+      smallScript: [scriptedText("")],
+    });
+    expect((await t.runner.runTurn(t.request("k3", "Can I book?"))).status).toBe(
+      "reconciliation_required",
+    );
     expect(t.uncertain.map((e) => e.cause)).toEqual(["call:summary:empty"]);
     expect(t.small.calls).toBe(1);
   });
@@ -45,7 +60,10 @@ describe("a summary's attempts (spec: call-retry)", () => {
 
 describe("what is not tried again (spec: call-retry)", () => {
   it("cancellation: the caller's signal ends the call, no other attempt", async () => {
-    const t = setup({ script: [scriptedHang(), scriptedText("never")], config: { callAttempts: 3 } });
+    const t = setup({
+      script: [scriptedHang(), scriptedText("never")],
+      config: { callAttempts: 3 },
+    });
     const controller = new AbortController();
     const pending = t.runner.runTurn({ ...t.request("k1"), signal: controller.signal });
     for (let i = 0; i < 1000 && t.model.calls === 0; i++) await new Promise((r) => setImmediate(r));

@@ -1,7 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { conversationRootKey } from "@alma-harness/conversation";
 import { defineTool, type ModelRequest, worstCaseMicros } from "@alma-harness/core";
-import { scriptedHang, scriptedText, scriptedToolCall, scriptedTorn } from "@alma-harness/loop/testing";
+import {
+  scriptedHang,
+  scriptedText,
+  scriptedToolCall,
+  scriptedTorn,
+} from "@alma-harness/loop/testing";
 import { PRICES, SCOPE, setup, withFaulty } from "./harness.js";
 
 const thrower = defineTool({
@@ -42,16 +47,28 @@ describe("why a turn is uncertain, each from a real failure, reported once", () 
     const t = setup({ script: [scriptedText("later")] });
     const controller = new AbortController();
     controller.abort();
-    expect(await t.runner.runTurn({ ...t.request("k1"), signal: controller.signal })).toEqual({ status: "not_admitted", reason: "cancelled" });
+    expect(await t.runner.runTurn({ ...t.request("k1"), signal: controller.signal })).toEqual({
+      status: "not_admitted",
+      reason: "cancelled",
+    });
     expect(await t.stores.admissions.holder(SCOPE, t.request("k1").sessionId)).toBeUndefined();
-    expect(await t.stores.rootResults.get(SCOPE, conversationRootKey(SCOPE, t.request("k1").sessionId, "k1"), t.clock.now())).toBeUndefined();
+    expect(
+      await t.stores.rootResults.get(
+        SCOPE,
+        conversationRootKey(SCOPE, t.request("k1").sessionId, "k1"),
+        t.clock.now(),
+      ),
+    ).toBeUndefined();
     expect(t.uncertain).toEqual([]);
     // The same key runs once the caller tries again: nothing of the cancelled request was kept.
     expect((await t.runner.runTurn(t.request("k1"))).status).toBe("completed");
   });
 
   it("deadline when the run timeout passes", async () => {
-    const t = setup({ script: [scriptedHang()], config: { runTimeoutMs: 1000, limits: { roundTimeoutMs: 60_000 } } });
+    const t = setup({
+      script: [scriptedHang()],
+      config: { runTimeoutMs: 1000, limits: { roundTimeoutMs: 60_000 } },
+    });
     const pending = t.runner.runTurn(t.request("k1"));
     await new Promise((r) => setImmediate(r));
     t.clock.advance(1000);
@@ -65,9 +82,15 @@ describe("why a turn is uncertain, each from a real failure, reported once", () 
     });
     sessions.failNext("append", "before");
     expect((await t.runner.runTurn(t.request("k1"))).status).toBe("reconciliation_required");
-    expect(t.uncertain[0]).toMatchObject({ cause: "session_append", persisted: false, released: true });
+    expect(t.uncertain[0]).toMatchObject({
+      cause: "session_append",
+      persisted: false,
+      released: true,
+    });
     expect((await t.runner.runTurn(t.request("k2"))).status).toBe("completed");
-    expect((await t.stores.sessions.load(SCOPE, "s1")).messages.filter((m) => m.role === "user")).toHaveLength(1);
+    expect(
+      (await t.stores.sessions.load(SCOPE, "s1")).messages.filter((m) => m.role === "user"),
+    ).toHaveLength(1);
   });
 
   it("root_store when the final envelope cannot be stored; persisted is reported true", async () => {
@@ -108,7 +131,15 @@ describe("why a turn is uncertain, each from a real failure, reported once", () 
   });
 
   it("a throwing onUncertainTurn is swallowed", async () => {
-    const t = setup({ tools: [thrower], script: [scriptedToolCall({ id: "c1", name: "broken" })], config: { onUncertainTurn: () => { throw new Error("observer"); } } });
+    const t = setup({
+      tools: [thrower],
+      script: [scriptedToolCall({ id: "c1", name: "broken" })],
+      config: {
+        onUncertainTurn: () => {
+          throw new Error("observer");
+        },
+      },
+    });
     expect((await t.runner.runTurn(t.request("k1"))).status).toBe("reconciliation_required");
   });
 });
@@ -127,28 +158,52 @@ describe("release", () => {
     expect(await t.runner.releaseExpired(SCOPE)).toEqual([]);
     t.clock.advance(1);
     const released = await t.runner.releaseExpired(SCOPE);
-    expect(released.map((r) => [r.kind, r.rootKey])).toEqual([["turn", conversationRootKey(SCOPE, "s1", "k1")]]);
+    expect(released.map((r) => [r.kind, r.rootKey])).toEqual([
+      ["turn", conversationRootKey(SCOPE, "s1", "k1")],
+    ]);
     // The turn whose own release failed is told again when maintenance frees it, this time released.
-    expect(t.uncertain.map((u) => [u.cause, u.released])).toEqual([["tool:broken", false], ["expired", true]]);
+    expect(t.uncertain.map((u) => [u.cause, u.released])).toEqual([
+      ["tool:broken", false],
+      ["expired", true],
+    ]);
     expect((await t.runner.runTurn(t.request("k3"))).status).toBe("completed");
-    expect((await t.runner.read(SCOPE, conversationRootKey(SCOPE, "s1", "k1")))?.status).toBe("reconciliation_required");
+    expect((await t.runner.read(SCOPE, conversationRootKey(SCOPE, "s1", "k1")))?.status).toBe(
+      "reconciliation_required",
+    );
   });
 });
 
 describe("money held through store faults (spec: caps under concurrency)", () => {
   // Each turn: one answer at the main model's prices. The cap holds one call's worst case, not two.
-  const ask = (t: ReturnType<typeof setup>, key: string, sessionId: string) => t.runner.runTurn(t.request(key, "When are you open on Monday?", sessionId));
+  const ask = (t: ReturnType<typeof setup>, key: string, sessionId: string) =>
+    t.runner.runTurn(t.request(key, "When are you open on Monday?", sessionId));
   async function oneWorstCase(): Promise<number> {
     const dry = setup({ script: [scriptedText("a")] });
     await dry.runner.runTurn(dry.request("k0"));
     const request = dry.model.requests[0] as ModelRequest;
-    return worstCaseMicros(PRICES, { clientId: "fake", model: request.model, maxOutputTokens: request.maxOutputTokens, cache: false }, request) ?? 0;
+    return (
+      worstCaseMicros(
+        PRICES,
+        {
+          clientId: "fake",
+          model: request.model,
+          maxOutputTokens: request.maxOutputTokens,
+          cache: false,
+        },
+        request,
+      ) ?? 0
+    );
   }
 
   it("a claim that took effect and then reported a failure sends nothing, and its reservation keeps counting", async () => {
     const worst = await oneWorstCase();
-    const caps = { perTenantDayUsd: { usd: Math.floor(worst * 1.5) / 1e6, onExceeded: "block" as const } };
-    const { t, store: journal } = withFaulty("journal", { script: [scriptedText("a"), scriptedText("b")], config: { caps } });
+    const caps = {
+      perTenantDayUsd: { usd: Math.floor(worst * 1.5) / 1e6, onExceeded: "block" as const },
+    };
+    const { t, store: journal } = withFaulty("journal", {
+      script: [scriptedText("a"), scriptedText("b")],
+      config: { caps },
+    });
     journal.failNext("claim", "after");
     expect((await ask(t, "k1", "s1")).status).toBe("reconciliation_required");
     expect(t.uncertain.map((u) => u.cause)).toEqual(["call:main:error"]);
@@ -161,8 +216,13 @@ describe("money held through store faults (spec: caps under concurrency)", () =>
 
   it("a claim refused before its effect reserves nothing: the next turn fits", async () => {
     const worst = await oneWorstCase();
-    const caps = { perTenantDayUsd: { usd: Math.floor(worst * 1.5) / 1e6, onExceeded: "block" as const } };
-    const { t, store: journal } = withFaulty("journal", { script: [scriptedText("a")], config: { caps } });
+    const caps = {
+      perTenantDayUsd: { usd: Math.floor(worst * 1.5) / 1e6, onExceeded: "block" as const },
+    };
+    const { t, store: journal } = withFaulty("journal", {
+      script: [scriptedText("a")],
+      config: { caps },
+    });
     journal.failNext("claim", "before");
     expect((await ask(t, "k1", "s1")).status).toBe("reconciliation_required");
     const next = await ask(t, "k2", "s2");
@@ -171,8 +231,13 @@ describe("money held through store faults (spec: caps under concurrency)", () =>
 
   it("a settlement that took effect and then reported a failure counts once and frees its reservation", async () => {
     const worst = await oneWorstCase();
-    const caps = { perTenantDayUsd: { usd: Math.floor(worst * 1.5) / 1e6, onExceeded: "block" as const } };
-    const { t, store: settlements } = withFaulty("settlements", { script: [scriptedText("a"), scriptedText("b")], config: { caps } });
+    const caps = {
+      perTenantDayUsd: { usd: Math.floor(worst * 1.5) / 1e6, onExceeded: "block" as const },
+    };
+    const { t, store: settlements } = withFaulty("settlements", {
+      script: [scriptedText("a"), scriptedText("b")],
+      config: { caps },
+    });
     settlements.failNext("settle", "after");
     expect((await ask(t, "k1", "s1")).status).toBe("reconciliation_required");
     const day = await t.stores.spend.tenantDays(SCOPE.org);
@@ -189,7 +254,9 @@ describe("the turn's first durable writes (spec: every outcome after the first d
     it(`an admit that fails ${when} its effect is released and rethrown: nothing held, nothing reported, the key runs once later`, async () => {
       const { t, store: admissions } = withFaulty("admissions", { script: [scriptedText("a")] });
       admissions.failNext("admit", when);
-      await expect(t.runner.runTurn(t.request("k1"))).rejects.toThrow(`injected failure ${when} admit`);
+      await expect(t.runner.runTurn(t.request("k1"))).rejects.toThrow(
+        `injected failure ${when} admit`,
+      );
       expect(await t.stores.admissions.holder(SCOPE, "s1")).toBeUndefined();
       expect(t.uncertain).toEqual([]);
       expect(await t.runner.read(SCOPE, key1)).toBeNull();
@@ -211,7 +278,9 @@ describe("the turn's first durable writes (spec: every outcome after the first d
   it("a reserve that fails before its effect frees the session and rethrows", async () => {
     const { t, store: roots } = withFaulty("rootResults", { script: [scriptedText("a")] });
     roots.failNext("reserve", "before");
-    await expect(t.runner.runTurn(t.request("k1"))).rejects.toThrow("injected failure before reserve");
+    await expect(t.runner.runTurn(t.request("k1"))).rejects.toThrow(
+      "injected failure before reserve",
+    );
     expect(await t.stores.admissions.holder(SCOPE, "s1")).toBeUndefined();
     expect(t.uncertain).toEqual([]);
     expect((await t.runner.runTurn(t.request("k1"))).status).toBe("completed");
@@ -221,7 +290,9 @@ describe("the turn's first durable writes (spec: every outcome after the first d
     const { t, store: roots } = withFaulty("rootResults", { script: [scriptedText("a")] });
     roots.failNext("reserve", "after");
     expect((await t.runner.runTurn(t.request("k1"))).status).toBe("reconciliation_required");
-    expect(t.uncertain).toMatchObject([{ cause: "root_reserve", persisted: false, released: true }]);
+    expect(t.uncertain).toMatchObject([
+      { cause: "root_reserve", persisted: false, released: true },
+    ]);
     expect(await t.stores.admissions.holder(SCOPE, "s1")).toBeUndefined();
     expect((await t.runner.read(SCOPE, key1))?.status).toBe("reconciliation_required");
     expect((await t.runner.runTurn(t.request("k1"))).status).toBe("reconciliation_required");
@@ -231,20 +302,48 @@ describe("the turn's first durable writes (spec: every outcome after the first d
 
 describe("maintenance reports what it frees", () => {
   it("releaseExpired returns each release and reports each turn (cause expired, released, persisted as read)", async () => {
-    const { t, store: admissions } = withFaulty("admissions", { tools: [thrower], script: [scriptedToolCall({ id: "c1", name: "broken" })] });
+    const { t, store: admissions } = withFaulty("admissions", {
+      tools: [thrower],
+      script: [scriptedToolCall({ id: "c1", name: "broken" })],
+    });
     admissions.failNext("releaseFailed", "before");
     admissions.failNext("get", "before");
     expect((await t.runner.runTurn(t.request("k1"))).status).toBe("reconciliation_required");
-    expect(t.uncertain).toMatchObject([{ cause: "tool:broken", persisted: false, released: false }]);
+    expect(t.uncertain).toMatchObject([
+      { cause: "tool:broken", persisted: false, released: false },
+    ]);
     t.clock.advance(120_000 + 15 * 60_000);
     const released = await t.runner.releaseExpired();
-    expect(released).toEqual([{ scope: SCOPE, sessionId: "s1", rootKey: conversationRootKey(SCOPE, "s1", "k1"), kind: "turn", deadlineAt: expect.any(Number) }]);
-    expect(t.uncertain.slice(1)).toEqual([{ scope: SCOPE, sessionId: "s1", rootKey: conversationRootKey(SCOPE, "s1", "k1"), cause: "expired", persisted: false, released: true }]);
+    expect(released).toEqual([
+      {
+        scope: SCOPE,
+        sessionId: "s1",
+        rootKey: conversationRootKey(SCOPE, "s1", "k1"),
+        kind: "turn",
+        deadlineAt: expect.any(Number),
+      },
+    ]);
+    expect(t.uncertain.slice(1)).toEqual([
+      {
+        scope: SCOPE,
+        sessionId: "s1",
+        rootKey: conversationRootKey(SCOPE, "s1", "k1"),
+        cause: "expired",
+        persisted: false,
+        released: true,
+      },
+    ]);
     expect(await t.runner.releaseExpired()).toEqual([]);
   });
 
   it("listUnresolved shows every journal record of a turn without a stored final result, completed calls included", async () => {
-    const { t, store: roots } = withFaulty("rootResults", { script: [scriptedToolCall({ id: "c1", name: "lookup", input: { day: "mon" } }), scriptedText("a"), scriptedText("b")] });
+    const { t, store: roots } = withFaulty("rootResults", {
+      script: [
+        scriptedToolCall({ id: "c1", name: "lookup", input: { day: "mon" } }),
+        scriptedText("a"),
+        scriptedText("b"),
+      ],
+    });
     roots.failNext("put", "before");
     expect((await t.runner.runTurn(t.request("k1"))).status).toBe("reconciliation_required");
     expect((await t.runner.runTurn(t.request("k2"))).status).toBe("completed");
@@ -259,20 +358,40 @@ describe("maintenance reports what it frees", () => {
 });
 
 describe("an event batch's admission under store faults", () => {
-  const batch = { scope: SCOPE, sessionId: "s1", events: [{ id: "m1", at: "2026-01-01T00:00:00Z", kind: "message" as const, role: "user" as const, blocks: [{ type: "text" as const, text: "Hello" }] }] };
+  const batch = {
+    scope: SCOPE,
+    sessionId: "s1",
+    events: [
+      {
+        id: "m1",
+        at: "2026-01-01T00:00:00Z",
+        kind: "message" as const,
+        role: "user" as const,
+        blocks: [{ type: "text" as const, text: "Hello" }],
+      },
+    ],
+  };
 
   it("an admit that landed and lost its acknowledgement is released and rethrown; the retry records the batch once", async () => {
     const { t, store: admissions } = withFaulty("admissions");
     admissions.failNext("admit", "after");
     await expect(t.runner.recordEvents(batch)).rejects.toThrow("injected failure after admit");
     expect(await t.stores.admissions.holder(SCOPE, "s1")).toBeUndefined();
-    expect(await t.runner.recordEvents(batch)).toEqual({ status: "recorded", appended: 1, replayed: 0 });
+    expect(await t.runner.recordEvents(batch)).toEqual({
+      status: "recorded",
+      appended: 1,
+      replayed: 0,
+    });
   });
 
   it("a finish that fails after the batch landed is read back: recorded, and the session is free", async () => {
     const { t, store: admissions } = withFaulty("admissions");
     admissions.failNext("finish", "before");
-    expect(await t.runner.recordEvents(batch)).toEqual({ status: "recorded", appended: 1, replayed: 0 });
+    expect(await t.runner.recordEvents(batch)).toEqual({
+      status: "recorded",
+      appended: 1,
+      replayed: 0,
+    });
     expect(await t.stores.admissions.holder(SCOPE, "s1")).toBeUndefined();
     expect((await t.stores.sessions.load(SCOPE, "s1")).messages).toHaveLength(1);
   });

@@ -1,10 +1,25 @@
-import type { ConversationConfig, ConversationStores, UncertainTurnEvent } from "@alma-harness/conversation";
+import type {
+  ConversationConfig,
+  ConversationStores,
+  UncertainTurnEvent,
+} from "@alma-harness/conversation";
 import { createConversationRunner } from "@alma-harness/conversation";
 import { defineTool, type PriceTable, type ToolDefinition } from "@alma-harness/core";
-import { inMemoryStores, ManualClock, RecordingAuditLog, SequentialIds } from "@alma-harness/core/testing";
+import {
+  inMemoryStores,
+  ManualClock,
+  RecordingAuditLog,
+  SequentialIds,
+} from "@alma-harness/core/testing";
 import { FakeModelClient, type ScriptedResponse } from "@alma-harness/loop/testing";
 
-export const PRICES: PriceTable = { version: "prices-1", models: { "fake-main": { rates: { input: 3, output: 15 } }, "fake-small": { rates: { input: 1, output: 5 } } } };
+export const PRICES: PriceTable = {
+  version: "prices-1",
+  models: {
+    "fake-main": { rates: { input: 3, output: 15 } },
+    "fake-small": { rates: { input: 1, output: 5 } },
+  },
+};
 export const SCOPE = { org: "clinic-a", uid: "u1" } as const;
 
 export const lookupTool = defineTool({
@@ -15,11 +30,14 @@ export const lookupTool = defineTool({
 });
 
 /** Wraps every method of a store so a test can make the next call fail before or after its effect. */
-export function faulty<T extends object>(store: T): T & { failNext(method: string, when: "before" | "after"): void } {
+export function faulty<T extends object>(
+  store: T,
+): T & { failNext(method: string, when: "before" | "after"): void } {
   const plans = new Map<string, "before" | "after">();
   const proxy = new Proxy(store, {
     get(target, prop, receiver) {
-      if (prop === "failNext") return (method: string, when: "before" | "after") => plans.set(method, when);
+      if (prop === "failNext")
+        return (method: string, when: "before" | "after") => plans.set(method, when);
       const value = Reflect.get(target, prop, receiver);
       if (typeof value !== "function") return value;
       return async (...args: unknown[]) => {
@@ -27,7 +45,8 @@ export function faulty<T extends object>(store: T): T & { failNext(method: strin
         if (plan) plans.delete(String(prop));
         if (plan === "before") throw new Error(`injected failure before ${String(prop)}`);
         const out = await value.apply(target, args);
-        if (plan === "after") throw new Error(`injected failure after ${String(prop)} (acknowledgement lost)`);
+        if (plan === "after")
+          throw new Error(`injected failure after ${String(prop)} (acknowledgement lost)`);
         return out;
       };
     },
@@ -49,7 +68,10 @@ export interface SetupOptions {
 export function setup(opts: SetupOptions = {}) {
   const base = inMemoryStores({ audit: new RecordingAuditLog() });
   const stores = opts.wrap ? opts.wrap(base) : base;
-  const model = new FakeModelClient(opts.script ?? [], opts.provider ? { provider: opts.provider } : {});
+  const model = new FakeModelClient(
+    opts.script ?? [],
+    opts.provider ? { provider: opts.provider } : {},
+  );
   const small = new FakeModelClient(opts.smallScript ?? [], { id: "small" });
   const clock = new ManualClock();
   const uncertain: UncertainTurnEvent[] = [];
@@ -88,7 +110,9 @@ export function setup(opts: SetupOptions = {}) {
 }
 
 /** `setup` with one store wrapped by `faulty`, returned beside the turn harness. */
-export function withFaulty<K extends Exclude<keyof ConversationStores, "barrier" | "unit" | "usageInbox">>(key: K, opts: SetupOptions = {}) {
+export function withFaulty<
+  K extends Exclude<keyof ConversationStores, "barrier" | "unit" | "usageInbox">,
+>(key: K, opts: SetupOptions = {}) {
   let store!: ReturnType<typeof faulty<ConversationStores[K]>>;
   const t = setup({
     ...opts,

@@ -29,7 +29,11 @@ function hostile() {
 }
 
 type Base = Record<string, unknown>;
-type Shape = { readonly name: string; readonly rule: SnapshotRule | string; readonly build: (base: Base, h: ReturnType<typeof hostile>) => unknown };
+type Shape = {
+  readonly name: string;
+  readonly rule: SnapshotRule | string;
+  readonly build: (base: Base, h: ReturnType<typeof hostile>) => unknown;
+};
 
 const message = (blocks: unknown[]) => ({ role: "user", blocks });
 const nestedArrays = (levels: number): unknown => {
@@ -39,16 +43,41 @@ const nestedArrays = (levels: number): unknown => {
 };
 
 const SHAPES: readonly Shape[] = [
-  { name: "a getter on the request's own input", rule: "accessor", build: (b, h) => Object.defineProperty({ ...b, input: undefined }, "input", h.getter("hi")) },
-  { name: "a getter on the request's own sessionId", rule: "accessor", build: (b, h) => Object.defineProperty({ ...b, sessionId: undefined }, "sessionId", h.getter("s1")) },
-  { name: "a getter on the request's own signal", rule: "accessor", build: (b, h) => Object.defineProperty({ ...b }, "signal", h.getter(new AbortController().signal)) },
+  {
+    name: "a getter on the request's own input",
+    rule: "accessor",
+    build: (b, h) => Object.defineProperty({ ...b, input: undefined }, "input", h.getter("hi")),
+  },
+  {
+    name: "a getter on the request's own sessionId",
+    rule: "accessor",
+    build: (b, h) =>
+      Object.defineProperty({ ...b, sessionId: undefined }, "sessionId", h.getter("s1")),
+  },
+  {
+    name: "a getter on the request's own signal",
+    rule: "accessor",
+    build: (b, h) =>
+      Object.defineProperty({ ...b }, "signal", h.getter(new AbortController().signal)),
+  },
   {
     name: "a getter nested in a block",
     rule: "accessor",
-    build: (b, h) => ({ ...b, input: message([Object.defineProperty({ type: "text" }, "text", h.getter("hi"))]) }),
+    build: (b, h) => ({
+      ...b,
+      input: message([Object.defineProperty({ type: "text" }, "text", h.getter("hi"))]),
+    }),
   },
-  { name: "a Proxy request whose get trap throws", rule: "proxy", build: (b, h) => new Proxy({ ...b }, { get: h.trap }) },
-  { name: "a Proxy request whose ownKeys trap throws", rule: "proxy", build: (b, h) => new Proxy({ ...b }, { ownKeys: h.trap }) },
+  {
+    name: "a Proxy request whose get trap throws",
+    rule: "proxy",
+    build: (b, h) => new Proxy({ ...b }, { get: h.trap }),
+  },
+  {
+    name: "a Proxy request whose ownKeys trap throws",
+    rule: "proxy",
+    build: (b, h) => new Proxy({ ...b }, { ownKeys: h.trap }),
+  },
   {
     name: "a Proxy request whose getOwnPropertyDescriptor trap throws",
     rule: "proxy",
@@ -57,26 +86,91 @@ const SHAPES: readonly Shape[] = [
   {
     name: "a Proxy input whose traps all throw",
     rule: "proxy",
-    build: (b, h) => ({ ...b, input: new Proxy(message([{ type: "text", text: "hi" }]), { get: h.trap, ownKeys: h.trap, getOwnPropertyDescriptor: h.trap, getPrototypeOf: h.trap }) }),
+    build: (b, h) => ({
+      ...b,
+      input: new Proxy(message([{ type: "text", text: "hi" }]), {
+        get: h.trap,
+        ownKeys: h.trap,
+        getOwnPropertyDescriptor: h.trap,
+        getPrototypeOf: h.trap,
+      }),
+    }),
   },
   {
     name: "a Proxy block nested in an array",
     rule: "proxy",
-    build: (b, h) => ({ ...b, input: message([new Proxy({ type: "text", text: "hi" }, { getOwnPropertyDescriptor: h.trap })]) }),
+    build: (b, h) => ({
+      ...b,
+      input: message([
+        new Proxy({ type: "text", text: "hi" }, { getOwnPropertyDescriptor: h.trap }),
+      ]),
+    }),
   },
-  { name: "a Proxy scope", rule: "invalid_scope", build: (b, h) => ({ ...b, scope: new Proxy({ ...SCOPE }, { ownKeys: h.trap, getOwnPropertyDescriptor: h.trap }) }) },
-  { name: "a symbol key on the request", rule: "symbol_key", build: (b) => ({ ...b, [Symbol("x")]: 1 }) },
-  { name: "a symbol key in the input", rule: "symbol_key", build: (b) => ({ ...b, input: { ...message([{ type: "text", text: "hi" }]), [Symbol("x")]: 1 } }) },
-  { name: "a non-enumerable key on the request", rule: "hidden_property", build: (b) => Object.defineProperty({ ...b }, "trigger", { value: "t", enumerable: false }) },
+  {
+    name: "a Proxy scope",
+    rule: "invalid_scope",
+    build: (b, h) => ({
+      ...b,
+      scope: new Proxy({ ...SCOPE }, { ownKeys: h.trap, getOwnPropertyDescriptor: h.trap }),
+    }),
+  },
+  {
+    name: "a symbol key on the request",
+    rule: "symbol_key",
+    build: (b) => ({ ...b, [Symbol("x")]: 1 }),
+  },
+  {
+    name: "a symbol key in the input",
+    rule: "symbol_key",
+    build: (b) => ({
+      ...b,
+      input: { ...message([{ type: "text", text: "hi" }]), [Symbol("x")]: 1 },
+    }),
+  },
+  {
+    name: "a non-enumerable key on the request",
+    rule: "hidden_property",
+    build: (b) => Object.defineProperty({ ...b }, "trigger", { value: "t", enumerable: false }),
+  },
   {
     name: "a non-enumerable key in a block",
     rule: "hidden_property",
-    build: (b) => ({ ...b, input: message([Object.defineProperty({ type: "text", text: "hi" }, "extra", { value: 1, enumerable: false })]) }),
+    build: (b) => ({
+      ...b,
+      input: message([
+        Object.defineProperty({ type: "text", text: "hi" }, "extra", {
+          value: 1,
+          enumerable: false,
+        }),
+      ]),
+    }),
   },
-  { name: "an own __proto__ key on the request", rule: "unknown_field", build: (b) => ({ ...b, ...JSON.parse('{"__proto__": {"polluted": true}}') }) },
-  { name: "an own constructor key on the request", rule: "unknown_field", build: (b) => ({ ...b, constructor: { prototype: { polluted: true } } }) },
-  { name: "an own __proto__ key in the input", rule: "unknown_field", build: (b) => ({ ...b, input: { ...message([{ type: "text", text: "hi" }]), ...JSON.parse('{"__proto__": {"polluted": true}}') } }) },
-  { name: "a class instance as the request", rule: "non_plain", build: (b) => Object.assign(Object.create({ inherited: 1 }), b) },
+  {
+    name: "an own __proto__ key on the request",
+    rule: "unknown_field",
+    build: (b) => ({ ...b, ...JSON.parse('{"__proto__": {"polluted": true}}') }),
+  },
+  {
+    name: "an own constructor key on the request",
+    rule: "unknown_field",
+    build: (b) => ({ ...b, constructor: { prototype: { polluted: true } } }),
+  },
+  {
+    name: "an own __proto__ key in the input",
+    rule: "unknown_field",
+    build: (b) => ({
+      ...b,
+      input: {
+        ...message([{ type: "text", text: "hi" }]),
+        ...JSON.parse('{"__proto__": {"polluted": true}}'),
+      },
+    }),
+  },
+  {
+    name: "a class instance as the request",
+    rule: "non_plain",
+    build: (b) => Object.assign(Object.create({ inherited: 1 }), b),
+  },
   {
     name: "a cycle in the input",
     rule: "cycle",
@@ -87,13 +181,29 @@ const SHAPES: readonly Shape[] = [
     },
   },
   // The request's copy is one level; 63 nested arrays under `input` reach the depth limit (64) exactly.
-  { name: "input nested at the depth limit (a shape error, not a depth one)", rule: "message", build: (b) => ({ ...b, input: nestedArrays(63) }) },
-  { name: "input nested one over the depth limit", rule: "depth", build: (b) => ({ ...b, input: nestedArrays(64) }) },
-  { name: "text one over maxInputChars", rule: "max_input_chars", build: (b) => ({ ...b, input: "x".repeat(10_001) }) },
+  {
+    name: "input nested at the depth limit (a shape error, not a depth one)",
+    rule: "message",
+    build: (b) => ({ ...b, input: nestedArrays(63) }),
+  },
+  {
+    name: "input nested one over the depth limit",
+    rule: "depth",
+    build: (b) => ({ ...b, input: nestedArrays(64) }),
+  },
+  {
+    name: "text one over maxInputChars",
+    rule: "max_input_chars",
+    build: (b) => ({ ...b, input: "x".repeat(10_001) }),
+  },
 ];
 
 /** The error an entry point gives for `request` (streamTurn throws at the call, before any await). */
-async function rejection(runner: ConversationRunner, entry: "runTurn" | "streamTurn", request: unknown): Promise<unknown> {
+async function rejection(
+  runner: ConversationRunner,
+  entry: "runTurn" | "streamTurn",
+  request: unknown,
+): Promise<unknown> {
   try {
     if (entry === "runTurn") await runner.runTurn(request as RunTurnRequest);
     else await runner.streamTurn(request as RunTurnRequest).result;
@@ -132,7 +242,10 @@ describe("hostile request input is a typed rejection, and no accessor runs", () 
     const error = (await rejection(t.runner, "runTurn", sent)) as ValidationError;
     expect(error).toBeInstanceOf(ValidationError);
     expect(`${error.message} ${error.path}`).not.toContain("5551234567");
-    const nested = (await rejection(t.runner, "runTurn", { ...t.request("k1"), input: { ...message([{ type: "text", text: "hi" }]), field_5551234567: 1 } })) as ValidationError;
+    const nested = (await rejection(t.runner, "runTurn", {
+      ...t.request("k1"),
+      input: { ...message([{ type: "text", text: "hi" }]), field_5551234567: 1 },
+    })) as ValidationError;
     expect(nested.rule).toBe("unknown_field");
     expect(`${nested.message} ${nested.path}`).not.toContain("5551234567");
   });
@@ -145,7 +258,9 @@ describe("hostile request input is a typed rejection, and no accessor runs", () 
 
   it("accepts text at maxInputChars exactly, through the same reading", async () => {
     const t = setup({ script: [scriptedText("ok"), scriptedText("ok")] });
-    expect((await t.runner.runTurn({ ...t.request("k1"), input: "x".repeat(10_000) })).status).toBe("completed");
+    expect((await t.runner.runTurn({ ...t.request("k1"), input: "x".repeat(10_000) })).status).toBe(
+      "completed",
+    );
     const stream = t.runner.streamTurn({ ...t.request("k2"), input: "y".repeat(10_000) });
     expect((await stream.result).status).toBe("completed");
   });
@@ -156,7 +271,10 @@ describe("hostile request input is a typed rejection, and no accessor runs", () 
     controller.abort();
     const view = await t.runner.runTurn({ ...t.request("k1"), signal: controller.signal });
     expect(view.status).not.toBe("completed");
-    const error = await rejection(t.runner, "runTurn", { ...t.request("k2"), signal: { aborted: false } });
+    const error = await rejection(t.runner, "runTurn", {
+      ...t.request("k2"),
+      signal: { aborted: false },
+    });
     expect((error as ValidationError).rule).toBe("abort_signal");
   });
 });

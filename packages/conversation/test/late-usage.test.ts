@@ -1,4 +1,10 @@
-import type { ModelClient, ModelStreamEvent, UsageInbox, UsageObservation, UsageRecordResult } from "@alma-harness/core";
+import type {
+  ModelClient,
+  ModelStreamEvent,
+  UsageInbox,
+  UsageObservation,
+  UsageRecordResult,
+} from "@alma-harness/core";
 import { InMemoryUsageInbox } from "@alma-harness/core/testing";
 import { describe, expect, it } from "vitest";
 import { SCOPE, setup } from "./harness.js";
@@ -25,7 +31,13 @@ function lateClient() {
         started();
         await gate;
         yield { type: "usage", evidence: { status: "known", usage: LATE } };
-        yield { type: "response_completed", stopReason: "end_turn", text: "Let me check", toolCalls: [], usage: LATE };
+        yield {
+          type: "response_completed",
+          stopReason: "end_turn",
+          text: "Let me check",
+          toolCalls: [],
+          usage: LATE,
+        };
       })(),
   };
   return { client, finish, streaming };
@@ -54,24 +66,39 @@ describe("late usage through the runner (stores.usageInbox)", () => {
     const late = lateClient();
     const inbox = recordingInbox();
     const small = setup().small;
-    const t = setup({ wrap: (s) => ({ ...s, usageInbox: inbox }), config: { clients: [late.client, small] } });
+    const t = setup({
+      wrap: (s) => ({ ...s, usageInbox: inbox }),
+      config: { clients: [late.client, small] },
+    });
     const cancel = new AbortController();
     const pending = t.runner.runTurn({ ...t.request("k1"), signal: cancel.signal });
     await late.streaming;
     cancel.abort();
     const view = await pending;
-    if (view.status !== "reconciliation_required") throw new Error(`the cancelled turn is uncertain, not ${view.status}`);
+    if (view.status !== "reconciliation_required")
+      throw new Error(`the cancelled turn is uncertain, not ${view.status}`);
     const spend = await t.stores.spend.peek(SCOPE, "s1", "2026-01-01");
 
     late.finish();
     const { status, observation } = await inbox.recorded;
     expect(status).toBe("recorded");
-    expect(observation).toMatchObject({ scope: SCOPE, sessionId: "s1", kind: "main", clientId: "fake", model: "fake-main", attribution: "known", usage: LATE, source: "stream_after_cancel" });
+    expect(observation).toMatchObject({
+      scope: SCOPE,
+      sessionId: "s1",
+      kind: "main",
+      clientId: "fake",
+      model: "fake-main",
+      attribution: "known",
+      usage: LATE,
+      source: "stream_after_cancel",
+    });
     expect((await inbox.list(SCOPE)).items).toHaveLength(1);
     // Nowhere else: no receipt, the same spend, the journal's evidence still unknown, the turn still uncertain.
     expect((await t.stores.settlements.list(SCOPE)).items).toEqual([]);
     expect(await t.stores.spend.peek(SCOPE, "s1", "2026-01-01")).toEqual(spend);
-    expect((await t.stores.journal.get(SCOPE, observation.operationId))?.evidence).toEqual({ status: "unknown" });
+    expect((await t.stores.journal.get(SCOPE, observation.operationId))?.evidence).toEqual({
+      status: "unknown",
+    });
     expect((await t.runner.read(SCOPE, view.rootKey))?.status).toBe("reconciliation_required");
     expect(t.uncertain.map((u) => u.cause)).toEqual(["cancelled"]);
   });

@@ -1,4 +1,8 @@
-import { ConversationConfigError, conversationRootKey, type ConversationView } from "@alma-harness/conversation";
+import {
+  ConversationConfigError,
+  conversationRootKey,
+  type ConversationView,
+} from "@alma-harness/conversation";
 import { ProviderError } from "@alma-harness/core";
 import { scriptedError, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
@@ -12,7 +16,12 @@ const rateLimited = () =>
     rejection: { kind: "anthropic_rate_limit_v1", provider: "anthropic", status: 429 },
   });
 
-const released = (opts: SetupOptions = {}) => setup({ provider: "anthropic", ...opts, config: { releasePreStreamRejections: true, ...opts.config } });
+const released = (opts: SetupOptions = {}) =>
+  setup({
+    provider: "anthropic",
+    ...opts,
+    config: { releasePreStreamRejections: true, ...opts.config },
+  });
 
 function completedResult(view: ConversationView) {
   if (view.status !== "completed") throw new Error(`expected completed, got ${view.status}`);
@@ -23,7 +32,11 @@ const withEvent = (key: string, id = "wa-1") => ({
   scope: SCOPE,
   sessionId: "s1",
   idempotencyKey: key,
-  input: { role: "user" as const, blocks: [{ type: "text" as const, text: "Hi" }], meta: { event: { id, kind: "input" as const } } },
+  input: {
+    role: "user" as const,
+    blocks: [{ type: "text" as const, text: "Hi" }],
+    meta: { event: { id, kind: "input" as const } },
+  },
   intent: { tier: "balanced" as const, sensitivity: "internal" as const },
 });
 
@@ -31,7 +44,12 @@ describe("a refused first call, released (spec: pre-stream-rejections)", () => {
   it("completes with terminalReason error and its failure, records nothing, frees the session", async () => {
     const t = released({ script: [scriptedError(rateLimited())] });
     const result = completedResult(await t.runner.runTurn(t.request("k1")));
-    expect(result).toMatchObject({ terminalReason: "error", stopReason: null, reply: [], toolCalls: [] });
+    expect(result).toMatchObject({
+      terminalReason: "error",
+      stopReason: null,
+      reply: [],
+      toolCalls: [],
+    });
     expect(result.failure).toMatchObject({ kind: "rate_limited", retryable: true });
     expect(await t.stores.sessions.load(SCOPE, "s1")).toMatchObject({ messages: [], revision: 0 });
     expect(await t.stores.admissions.holder(SCOPE, "s1")).toBeUndefined();
@@ -42,7 +60,10 @@ describe("a refused first call, released (spec: pre-stream-rejections)", () => {
     const t = released({ script: [scriptedError(rateLimited())] });
     const result = completedResult(await t.runner.runTurn(t.request("k1")));
     expect(result.receipts.map((r) => [r.kind, r.usdMicros])).toEqual([["main", 0]]);
-    const record = await t.stores.journal.get(SCOPE, `${conversationRootKey(SCOPE, "s1", "k1")}:main:1`);
+    const record = await t.stores.journal.get(
+      SCOPE,
+      `${conversationRootKey(SCOPE, "s1", "k1")}:main:1`,
+    );
     expect(record?.state).toBe("completed");
   });
 
@@ -52,7 +73,9 @@ describe("a refused first call, released (spec: pre-stream-rejections)", () => {
     const again = await t.runner.runTurn(withEvent("k1"));
     expect(again).toEqual({ ...first, replayed: true });
     expect(t.model.calls).toBe(1);
-    expect(completedResult(await t.runner.runTurn(withEvent("k2"))).reply).toEqual([{ type: "text", text: "Hello!" }]);
+    expect(completedResult(await t.runner.runTurn(withEvent("k2"))).reply).toEqual([
+      { type: "text", text: "Hello!" },
+    ]);
     const session = await t.stores.sessions.load(SCOPE, "s1");
     expect(session.messages.filter((m) => m.meta?.event?.id === "wa-1")).toHaveLength(1);
   });
@@ -71,30 +94,60 @@ describe("a refused call that stays uncertain", () => {
   it("without the flag: reconciliation_required, the cause names the proof, nothing persisted, session released", async () => {
     const t = setup({ provider: "anthropic", script: [scriptedError(rateLimited())] });
     expect((await t.runner.runTurn(t.request("k1"))).status).toBe("reconciliation_required");
-    expect(t.uncertain).toEqual([expect.objectContaining({ cause: "call:main:rejected:anthropic_rate_limit_v1", persisted: false, released: true })]);
-    expect((await t.runner.read(SCOPE, conversationRootKey(SCOPE, "s1", "k1")))?.status).toBe("reconciliation_required");
+    expect(t.uncertain).toEqual([
+      expect.objectContaining({
+        cause: "call:main:rejected:anthropic_rate_limit_v1",
+        persisted: false,
+        released: true,
+      }),
+    ]);
+    expect((await t.runner.read(SCOPE, conversationRootKey(SCOPE, "s1", "k1")))?.status).toBe(
+      "reconciliation_required",
+    );
   });
 
   it("on a later call, even with the flag", async () => {
-    const t = released({ script: [scriptedToolCall({ id: "c1", name: "lookup", input: { day: "monday" } }), scriptedError(rateLimited())] });
+    const t = released({
+      script: [
+        scriptedToolCall({ id: "c1", name: "lookup", input: { day: "monday" } }),
+        scriptedError(rateLimited()),
+      ],
+    });
     expect((await t.runner.runTurn(t.request("k1"))).status).toBe("reconciliation_required");
     expect(t.uncertain.map((u) => u.cause)).toEqual(["call:main:rejected:anthropic_rate_limit_v1"]);
   });
 
   it("a plain provider failure without a proof, even with the flag", async () => {
-    const t = released({ script: [scriptedError(new ProviderError("anthropic HTTP 529", { kind: "overloaded", provider: "anthropic", status: 529 }))] });
+    const t = released({
+      script: [
+        scriptedError(
+          new ProviderError("anthropic HTTP 529", {
+            kind: "overloaded",
+            provider: "anthropic",
+            status: 529,
+          }),
+        ),
+      ],
+    });
     expect((await t.runner.runTurn(t.request("k1"))).status).toBe("reconciliation_required");
     expect(t.uncertain.map((u) => u.cause)).toEqual(["call:main:overloaded:none"]);
   });
 
   it("with nonzero usage reported before the refusal, even with the flag", async () => {
-    const usage = { type: "usage" as const, evidence: { status: "known" as const, usage: { inputTokens: 3, outputTokens: 0 } } };
-    const t = released({ script: [scriptedError(rateLimited(), { at: 1, partial: { events: [usage] } })] });
+    const usage = {
+      type: "usage" as const,
+      evidence: { status: "known" as const, usage: { inputTokens: 3, outputTokens: 0 } },
+    };
+    const t = released({
+      script: [scriptedError(rateLimited(), { at: 1, partial: { events: [usage] } })],
+    });
     expect((await t.runner.runTurn(t.request("k1"))).status).toBe("reconciliation_required");
     expect(t.uncertain.map((u) => u.cause)).toEqual(["call:main:rate_limited:none"]);
   });
 
   it("the flag is a boolean", () => {
-    expect(() => setup({ config: { releasePreStreamRejections: "yes" as never } })).toThrow(ConversationConfigError);
+    expect(() => setup({ config: { releasePreStreamRejections: "yes" as never } })).toThrow(
+      ConversationConfigError,
+    );
   });
 });

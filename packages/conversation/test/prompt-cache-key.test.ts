@@ -9,9 +9,13 @@ describe("the prompt-cache key", () => {
     const scope = { org: "acme", uid: "u1" };
     expect(of(scope)).toBe(trailHash(key, scope, "prompt_cache_key"));
     expect(of({ org: "acme", uid: "u1" })).toBe(of(scope));
-    expect(of({ org: "acme", uid: "u2" })).toBe(trailHash(key, { org: "acme", uid: "u2" }, "prompt_cache_key"));
+    expect(of({ org: "acme", uid: "u2" })).toBe(
+      trailHash(key, { org: "acme", uid: "u2" }, "prompt_cache_key"),
+    );
     expect(of({ org: "acme", uid: "u2" })).not.toBe(of(scope));
-    expect(promptCacheKey(trailKey("another-trail-key-of-32-bytes-or-more"))(scope)).not.toBe(of(scope));
+    expect(promptCacheKey(trailKey("another-trail-key-of-32-bytes-or-more"))(scope)).not.toBe(
+      of(scope),
+    );
     expect(() => of({ org: "a b", uid: "u" })).toThrow();
   });
 });

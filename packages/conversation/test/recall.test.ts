@@ -6,11 +6,23 @@ import { scriptedText } from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
 import { SCOPE, setup } from "./harness.js";
 
-const LEARNED = JSON.stringify({ episode: "The person said they are allergic to penicillin.", facts: [{ key: "allergy.penicillin", text: "Allergic to penicillin.", confidence: 0.9 }] });
-const SMALL = { clientId: "small", model: "fake-small", maxOutputTokens: 256, cache: false as const };
+const LEARNED = JSON.stringify({
+  episode: "The person said they are allergic to penicillin.",
+  facts: [{ key: "allergy.penicillin", text: "Allergic to penicillin.", confidence: 0.9 }],
+});
+const SMALL = {
+  clientId: "small",
+  model: "fake-small",
+  maxOutputTokens: 256,
+  cache: false as const,
+};
 const MAIN = { clientId: "fake", model: "fake-main", maxOutputTokens: 512, cache: false as const };
 
-function withMemory(script: number, smallScript: ReturnType<typeof scriptedText>[], over: { recall?: Partial<{ source: RecallSource; recallTimeoutMs: number }> } = {}) {
+function withMemory(
+  script: number,
+  smallScript: ReturnType<typeof scriptedText>[],
+  over: { recall?: Partial<{ source: RecallSource; recallTimeoutMs: number }> } = {},
+) {
   const memory = inMemoryMemoryStores();
   const t = setup({
     script: Array.from({ length: script }, (_, i) => scriptedText(`answer ${i}`)),
@@ -28,15 +40,28 @@ const textOf = (t: ReturnType<typeof setup>, i: number) => JSON.stringify(t.mode
 
 describe("recall and extraction through the conversation runner", () => {
   it("what a patient said in one session is recalled in the next, for that patient only", async () => {
-    const { t, memory } = withMemory(3, [scriptedText(LEARNED), scriptedText(JSON.stringify({ episode: null, facts: [] })), scriptedText(JSON.stringify({ episode: null, facts: [] }))]);
-    const first = await t.runner.runTurn({ ...t.request("k1", "I am allergic to penicillin.", "session-1") });
+    const { t, memory } = withMemory(3, [
+      scriptedText(LEARNED),
+      scriptedText(JSON.stringify({ episode: null, facts: [] })),
+      scriptedText(JSON.stringify({ episode: null, facts: [] })),
+    ]);
+    const first = await t.runner.runTurn({
+      ...t.request("k1", "I am allergic to penicillin.", "session-1"),
+    });
     expect(first.status).toBe("completed");
-    expect((await memory.profiles.list(SCOPE)).items.map((f) => f.text)).toEqual(["Allergic to penicillin."]);
-    const second = await t.runner.runTurn(t.request("k2", "Which antibiotic can I take for my allergy?", "session-2"));
+    expect((await memory.profiles.list(SCOPE)).items.map((f) => f.text)).toEqual([
+      "Allergic to penicillin.",
+    ]);
+    const second = await t.runner.runTurn(
+      t.request("k2", "Which antibiotic can I take for my allergy?", "session-2"),
+    );
     expect(second.status).toBe("completed");
     expect(textOf(t, 1)).toContain("allergy.penicillin");
     expect(textOf(t, 1)).toContain(RECALL_LABEL.slice(0, 20));
-    const other = await t.runner.runTurn({ ...t.request("k3", "Which antibiotic can I take for my allergy?", "session-3"), scope: { org: SCOPE.org, uid: "u2" } });
+    const other = await t.runner.runTurn({
+      ...t.request("k3", "Which antibiotic can I take for my allergy?", "session-3"),
+      scope: { org: SCOPE.org, uid: "u2" },
+    });
     expect(other.status).toBe("completed");
     expect(textOf(t, 2)).not.toContain("penicillin");
     expect(textOf(t, 2)).not.toContain(RECALL_LABEL.slice(0, 20));
@@ -94,7 +119,9 @@ describe("recall and extraction through the conversation runner", () => {
         return new Promise<RecallResult>(() => undefined);
       },
     };
-    const { t } = withMemory(1, [scriptedText(JSON.stringify({ episode: null, facts: [] }))], { recall: { source, recallTimeoutMs: 300 } });
+    const { t } = withMemory(1, [scriptedText(JSON.stringify({ episode: null, facts: [] }))], {
+      recall: { source, recallTimeoutMs: 300 },
+    });
     const running = t.runner.runTurn(t.request("k1"));
     for (let i = 0; i < 200 && queries.length === 0; i++) await Promise.resolve();
     expect(queries).toHaveLength(1);
@@ -109,7 +136,9 @@ describe("recall and extraction through the conversation runner", () => {
     const { t, memory } = withMemory(1, [scriptedText("{ not json")]);
     const view = await t.runner.runTurn(t.request("k1", "I am allergic to penicillin."));
     expect(view.status).toBe("completed");
-    expect(view.status === "completed" && view.result.reply).toEqual([{ type: "text", text: "answer 0" }]);
+    expect(view.status === "completed" && view.result.reply).toEqual([
+      { type: "text", text: "answer 0" },
+    ]);
     expect((await memory.profiles.list(SCOPE)).items).toEqual([]);
     expect((await memory.episodes.list(SCOPE)).items).toEqual([]);
   });

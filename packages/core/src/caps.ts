@@ -22,17 +22,21 @@ export type BudgetCaps = Readonly<Partial<Record<BudgetCapName, NormalizedCap>>>
 
 function capFrom(input: unknown, name: BudgetCapName, numberMeans: CapAction): NormalizedCap {
   if (typeof input === "number") {
-    if (!Number.isFinite(input) || input < 0) throw new TypeError(`${name} must be a non-negative finite number of USD`);
+    if (!Number.isFinite(input) || input < 0)
+      throw new TypeError(`${name} must be a non-negative finite number of USD`);
     return Object.freeze({ usdMicros: toMicros(input, name), onExceeded: numberMeans });
   }
   if (input === null || typeof input !== "object" || Array.isArray(input)) {
     throw new TypeError(`${name} must be a number or {usd, onExceeded: "block" | "warn"}`);
   }
   const keys = Object.keys(input);
-  if (keys.some((k) => k !== "usd" && k !== "onExceeded")) throw new TypeError(`${name} has an unknown field`);
+  if (keys.some((k) => k !== "usd" && k !== "onExceeded"))
+    throw new TypeError(`${name} has an unknown field`);
   const { usd, onExceeded } = input as { usd: unknown; onExceeded: unknown };
-  if (typeof usd !== "number" || !Number.isFinite(usd) || usd < 0) throw new TypeError(`${name}.usd must be a non-negative finite number`);
-  if (onExceeded !== "block" && onExceeded !== "warn") throw new TypeError(`${name}.onExceeded must be "block" or "warn"`);
+  if (typeof usd !== "number" || !Number.isFinite(usd) || usd < 0)
+    throw new TypeError(`${name}.usd must be a non-negative finite number`);
+  if (onExceeded !== "block" && onExceeded !== "warn")
+    throw new TypeError(`${name}.onExceeded must be "block" or "warn"`);
   return Object.freeze({ usdMicros: toMicros(usd, name), onExceeded });
 }
 
@@ -55,7 +59,8 @@ export function normalizePerTurnCap(input: unknown): NormalizedCap {
  */
 export function normalizeBudgetCaps(input: unknown): BudgetCaps {
   if (input === undefined) return Object.freeze({});
-  if (input === null || typeof input !== "object" || Array.isArray(input)) throw new TypeError("caps must be an object");
+  if (input === null || typeof input !== "object" || Array.isArray(input))
+    throw new TypeError("caps must be an object");
   const out: Partial<Record<BudgetCapName, NormalizedCap>> = {};
   for (const key of Object.keys(input)) {
     if (key !== "perTurnUsd" && key !== "perSessionUsd" && key !== "perTenantDayUsd") {
@@ -75,7 +80,14 @@ export function normalizeBudgetCaps(input: unknown): BudgetCaps {
  */
 export type CallKind = "main" | "direct" | "delegate" | "summary" | "extraction" | "single";
 /** Every call kind, the one list stores and vocabularies check against. */
-export const CALL_KINDS: readonly CallKind[] = Object.freeze(["main", "direct", "delegate", "summary", "extraction", "single"]);
+export const CALL_KINDS: readonly CallKind[] = Object.freeze([
+  "main",
+  "direct",
+  "delegate",
+  "summary",
+  "extraction",
+  "single",
+]);
 
 /** The record of one priced, settled model call. */
 export interface CostReceipt {
@@ -100,8 +112,15 @@ export interface CostWarning {
 }
 
 /** The warnings a receipt carries, one per crossed cap, with the cap's configured action. */
-export function costReceiptWarnings(receipt: CostReceipt, caps: BudgetCaps): readonly CostWarning[] {
-  return receipt.capsCrossed.map((cap) => ({ cap, action: caps[cap]?.onExceeded ?? "warn", operationId: receipt.operationId }));
+export function costReceiptWarnings(
+  receipt: CostReceipt,
+  caps: BudgetCaps,
+): readonly CostWarning[] {
+  return receipt.capsCrossed.map((cap) => ({
+    cap,
+    action: caps[cap]?.onExceeded ?? "warn",
+    operationId: receipt.operationId,
+  }));
 }
 
 /** Spend read from the authoritative store before a call. */
@@ -141,7 +160,11 @@ export interface CapUse {
  * when what is used (settled plus reserved) plus its own worst case stays at or under every block
  * cap it falls under. The one rule of block caps (spec: caps under concurrency).
  */
-export function capRefusing(caps: BudgetCaps, use: CapUse, micros: number): BudgetCapName | undefined {
+export function capRefusing(
+  caps: BudgetCaps,
+  use: CapUse,
+  micros: number,
+): BudgetCapName | undefined {
   const pairs: [BudgetCapName, number][] = [
     ["perTurnUsd", use.turn],
     ["perSessionUsd", use.session],

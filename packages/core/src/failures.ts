@@ -33,7 +33,10 @@ export type FailureKind = (typeof FAILURE_KINDS)[number];
  * Proof that a provider refused a request before streaming anything, with zero usage. Only these
  * kinds exist; each is bound to its provider, and never at the batch tier.
  */
-export type RejectionKind = "anthropic_rate_limit_v1" | "anthropic_overloaded_v1" | "openai_rate_limit_v1";
+export type RejectionKind =
+  | "anthropic_rate_limit_v1"
+  | "anthropic_overloaded_v1"
+  | "openai_rate_limit_v1";
 export const REJECTION_PROVIDERS: Readonly<Record<RejectionKind, string>> = Object.freeze({
   anthropic_rate_limit_v1: "anthropic",
   anthropic_overloaded_v1: "anthropic",
@@ -56,7 +59,13 @@ export interface ProviderErrorInit {
   readonly cause?: unknown;
 }
 
-const RETRYABLE: ReadonlySet<FailureKind> = new Set(["rate_limited", "overloaded", "server", "network", "timeout"]);
+const RETRYABLE: ReadonlySet<FailureKind> = new Set([
+  "rate_limited",
+  "overloaded",
+  "server",
+  "network",
+  "timeout",
+]);
 
 /**
  * Adapters throw this, classified once at the adapter. `retryable` says whether the same request
@@ -70,13 +79,19 @@ export class ProviderError extends AlmaError {
   readonly rejection?: RejectionProof;
 
   constructor(message: string, init: ProviderErrorInit) {
-    super(`provider_${init.kind}`, message, { retryable: init.retryable ?? RETRYABLE.has(init.kind), cause: init.cause });
+    super(`provider_${init.kind}`, message, {
+      retryable: init.retryable ?? RETRYABLE.has(init.kind),
+      cause: init.cause,
+    });
     this.kind = init.kind;
     this.provider = init.provider;
     if (init.status !== undefined) this.status = init.status;
     if (init.retryAfterMs !== undefined) this.retryAfterMs = init.retryAfterMs;
     if (init.rejection !== undefined) {
-      if (REJECTION_PROVIDERS[init.rejection.kind] !== init.provider || init.rejection.provider !== init.provider) {
+      if (
+        REJECTION_PROVIDERS[init.rejection.kind] !== init.provider ||
+        init.rejection.provider !== init.provider
+      ) {
         throw new TypeError(`a ${init.rejection.kind} proof cannot come from ${init.provider}`);
       }
       this.rejection = Object.freeze({ ...init.rejection });
@@ -103,5 +118,9 @@ export function failureOf(error: unknown): TurnFailure {
       ...(error.status !== undefined ? { status: error.status } : {}),
     };
   }
-  return { kind: "unknown", message: error instanceof Error ? error.message : String(error), retryable: false };
+  return {
+    kind: "unknown",
+    message: error instanceof Error ? error.message : String(error),
+    retryable: false,
+  };
 }

@@ -9,7 +9,14 @@ import type { ToolSpec } from "./tools.js";
  * that throws makes the turn uncertain, and whatever a hook returns beyond what its seam allows is
  * refused and recorded on the context trail (shape only, never schema content).
  */
-export const HOOK_NAMES = ["turn:start", "step:pre", "step:post", "tool:pre", "tool:post", "turn:end"] as const;
+export const HOOK_NAMES = [
+  "turn:start",
+  "step:pre",
+  "step:post",
+  "tool:pre",
+  "tool:post",
+  "turn:end",
+] as const;
 export type HookName = (typeof HOOK_NAMES)[number];
 
 export interface TurnStartInput {

@@ -15,7 +15,13 @@ export {
   utf8Length,
 } from "./snapshot.js";
 export * from "./messages.js";
-export { type CompiledSchema, compileSchema, type JsonSchema, type SchemaInput, type StandardJsonSchemaLike } from "./json-schema.js";
+export {
+  type CompiledSchema,
+  compileSchema,
+  type JsonSchema,
+  type SchemaInput,
+  type StandardJsonSchemaLike,
+} from "./json-schema.js";
 export * from "./tools.js";
 export * from "./tool-context.js";
 export * from "./routing.js";
@@ -28,7 +34,12 @@ export * from "./hooks.js";
 export * from "./runtime-seams.js";
 export * from "./stores/errors.js";
 export * from "./stores/admissions.js";
-export { SCOPE_FENCE_REASONS, type ScopeFence, type ScopeFenceReason, type ScopeFenceTarget } from "./stores/fences.js";
+export {
+  SCOPE_FENCE_REASONS,
+  type ScopeFence,
+  type ScopeFenceReason,
+  type ScopeFenceTarget,
+} from "./stores/fences.js";
 export type { DurabilityBarrier } from "./stores/barrier.js";
 export * from "./stores/sessions.js";
 export * from "./stores/execution.js";
@@ -68,7 +79,15 @@ export {
   TrailValueError,
 } from "./trail.js";
 export * from "./stores/erasure.js";
-export { type AlmaErrorCode, type CallCause, isUncertainCause, type RunnerCause, type StreamRule, stopTag, type UncertainCause } from "./vocabulary.js";
+export {
+  type AlmaErrorCode,
+  type CallCause,
+  isUncertainCause,
+  type RunnerCause,
+  type StreamRule,
+  stopTag,
+  type UncertainCause,
+} from "./vocabulary.js";
 export * from "./stores/routines.js";
 export * from "./stores/routine-runs.js";
 export * from "./stores/routine-transitions.js";

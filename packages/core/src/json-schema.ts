@@ -16,7 +16,9 @@ export interface StandardJsonSchemaLike {
   readonly "~standard": {
     readonly version: 1;
     readonly vendor: string;
-    readonly jsonSchema?: { readonly input: (options: { readonly target: string }) => Record<string, unknown> };
+    readonly jsonSchema?: {
+      readonly input: (options: { readonly target: string }) => Record<string, unknown>;
+    };
   };
 }
 
@@ -30,7 +32,12 @@ export interface CompiledSchema {
 
 // `addUsedSchema: false`: a schema's `$id` is not registered globally, so two tools (or the same
 // tool defined twice) may carry the same `$id`.
-const ajv = new Ajv({ strict: false, allErrors: false, validateFormats: false, addUsedSchema: false });
+const ajv = new Ajv({
+  strict: false,
+  allErrors: false,
+  validateFormats: false,
+  addUsedSchema: false,
+});
 
 function isStandard(input: SchemaInput): input is StandardJsonSchemaLike {
   return typeof input === "object" && input !== null && "~standard" in input;
@@ -42,12 +49,20 @@ export function compileSchema(input: SchemaInput, path: string): CompiledSchema 
   if (isStandard(input)) {
     const convert = input["~standard"].jsonSchema?.input;
     if (typeof convert !== "function") {
-      throw new ValidationError(path, "json_schema", `${path}: this Standard Schema cannot describe itself as JSON Schema`);
+      throw new ValidationError(
+        path,
+        "json_schema",
+        `${path}: this Standard Schema cannot describe itself as JSON Schema`,
+      );
     }
     try {
       raw = convert({ target: "draft-07" });
     } catch (error) {
-      throw new ValidationError(path, "json_schema", `${path}: the Standard Schema could not convert itself (${(error as Error)?.message ?? error})`);
+      throw new ValidationError(
+        path,
+        "json_schema",
+        `${path}: the Standard Schema could not convert itself (${(error as Error)?.message ?? error})`,
+      );
     }
   }
   let schema: JsonSchema;
@@ -57,17 +72,29 @@ export function compileSchema(input: SchemaInput, path: string): CompiledSchema 
     throw new ValidationError(path, "json_schema", `${path}: the schema is not JSON data`);
   }
   if (schema === null || typeof schema !== "object" || Array.isArray(schema)) {
-    throw new ValidationError(path, "json_schema", `${path}: a tool input schema must be a JSON object`);
+    throw new ValidationError(
+      path,
+      "json_schema",
+      `${path}: a tool input schema must be a JSON object`,
+    );
   }
   const { $schema: _ignored, ...wire } = schema as Record<string, JsonValue>;
   if (wire.type !== "object") {
-    throw new ValidationError(path, "json_schema", `${path}: a tool input schema must have type "object"`);
+    throw new ValidationError(
+      path,
+      "json_schema",
+      `${path}: a tool input schema must have type "object"`,
+    );
   }
   let validate: ValidateFunction;
   try {
     validate = ajv.compile(wire);
   } catch (error) {
-    throw new ValidationError(path, "json_schema", `${path}: invalid JSON Schema (${(error as Error).message})`);
+    throw new ValidationError(
+      path,
+      "json_schema",
+      `${path}: invalid JSON Schema (${(error as Error).message})`,
+    );
   }
   const frozen = deepFreeze(wire) as JsonSchema;
   return {
@@ -75,7 +102,9 @@ export function compileSchema(input: SchemaInput, path: string): CompiledSchema 
     check(value) {
       if (validate(value)) return undefined;
       const first = validate.errors?.[0];
-      return first ? `${first.instancePath || "(input)"} ${first.message ?? "is invalid"}` : "is invalid";
+      return first
+        ? `${first.instancePath || "(input)"} ${first.message ?? "is invalid"}`
+        : "is invalid";
     },
   };
 }

@@ -63,8 +63,17 @@ export interface ModelJobTransport {
   readonly id: string;
   readonly provider: string;
   validate(request: ModelRequest): void;
-  submit(jobId: string, items: readonly ModelJobRequestItem[], signal?: AbortSignal): Promise<{ readonly batchId: string }>;
-  find(jobId: string, customIds: readonly string[], since: number, signal?: AbortSignal): Promise<ModelJobFound>;
+  submit(
+    jobId: string,
+    items: readonly ModelJobRequestItem[],
+    signal?: AbortSignal,
+  ): Promise<{ readonly batchId: string }>;
+  find(
+    jobId: string,
+    customIds: readonly string[],
+    since: number,
+    signal?: AbortSignal,
+  ): Promise<ModelJobFound>;
   poll(batchId: string, signal?: AbortSignal): Promise<ModelJobBatchStatus>;
   results(batchId: string, signal?: AbortSignal): Promise<readonly ModelJobItemResult[]>;
 }

@@ -21,12 +21,27 @@ export type StopReason = KnownStopReason | (string & { readonly __unknownStopRea
  * keep: Anthropic's `stop_details.category` values, and `unspecified` for a refusal without a
  * named category (OpenAI's refusal part, a null or unknown category). Never the provider's text.
  */
-export type RefusalCategory = "cyber" | "bio" | "frontier_llm" | "reasoning_extraction" | "general_harms" | "unspecified";
-export const REFUSAL_CATEGORIES: readonly RefusalCategory[] = Object.freeze(["cyber", "bio", "frontier_llm", "reasoning_extraction", "general_harms", "unspecified"]);
+export type RefusalCategory =
+  | "cyber"
+  | "bio"
+  | "frontier_llm"
+  | "reasoning_extraction"
+  | "general_harms"
+  | "unspecified";
+export const REFUSAL_CATEGORIES: readonly RefusalCategory[] = Object.freeze([
+  "cyber",
+  "bio",
+  "frontier_llm",
+  "reasoning_extraction",
+  "general_harms",
+  "unspecified",
+]);
 
 /** A provider's category as the closed vocabulary: an absent, null or unknown one is `unspecified`. */
 export function refusalCategory(value: unknown): RefusalCategory {
-  return typeof value === "string" && (REFUSAL_CATEGORIES as readonly string[]).includes(value) ? (value as RefusalCategory) : "unspecified";
+  return typeof value === "string" && (REFUSAL_CATEGORIES as readonly string[]).includes(value)
+    ? (value as RefusalCategory)
+    : "unspecified";
 }
 
 export type ToolChoice =
@@ -101,7 +116,12 @@ export interface StreamToolCall {
  */
 export type ModelStreamEvent =
   | { readonly type: "text_delta"; readonly text: string }
-  | { readonly type: "reasoning_delta"; readonly text: string; readonly signature?: string; readonly redacted?: string }
+  | {
+      readonly type: "reasoning_delta";
+      readonly text: string;
+      readonly signature?: string;
+      readonly redacted?: string;
+    }
   | ({ readonly type: "tool_call" } & StreamToolCall)
   | ProviderToolCallBlock
   | ProviderToolResultBlock
@@ -140,23 +160,37 @@ export interface ModelClient {
 /** Validates and copies a tool choice's closed shape. */
 export function normalizeToolChoice(choice: unknown): ToolChoice | undefined {
   if (choice === undefined) return undefined;
-  if (choice === null || typeof choice !== "object") throw new ValidationError("toolChoice", "closed", "toolChoice must be an object");
+  if (choice === null || typeof choice !== "object")
+    throw new ValidationError("toolChoice", "closed", "toolChoice must be an object");
   const c = choice as Record<string, unknown>;
   const keys = Object.keys(c);
   if (c.type === "auto" || c.type === "none" || c.type === "required") {
-    if (keys.length !== 1) throw new ValidationError("toolChoice", "unknown_field", "toolChoice has unknown fields");
+    if (keys.length !== 1)
+      throw new ValidationError("toolChoice", "unknown_field", "toolChoice has unknown fields");
     return Object.freeze({ type: c.type });
   }
-  if (c.type === "tool" && typeof c.name === "string" && keys.length === 2) return Object.freeze({ type: "tool", name: c.name });
-  throw new ValidationError("toolChoice", "closed", 'toolChoice must be {type: "auto" | "none" | "required"} or {type: "tool", name}');
+  if (c.type === "tool" && typeof c.name === "string" && keys.length === 2)
+    return Object.freeze({ type: "tool", name: c.name });
+  throw new ValidationError(
+    "toolChoice",
+    "closed",
+    'toolChoice must be {type: "auto" | "none" | "required"} or {type: "tool", name}',
+  );
 }
 
 /** Checks a `{type: "tool"}` choice names exactly one advertised tool. */
-export function validateToolChoice(choice: ToolChoice | undefined, tools: readonly ToolSpec[]): void {
+export function validateToolChoice(
+  choice: ToolChoice | undefined,
+  tools: readonly ToolSpec[],
+): void {
   if (choice?.type !== "tool") return;
   const matches = tools.filter((t) => t.name === choice.name).length;
   if (matches !== 1) {
-    throw new ValidationError("toolChoice.name", matches === 0 ? "missing" : "ambiguous", `toolChoice names ${matches === 0 ? "no" : "more than one"} advertised tool "${choice.name}"`);
+    throw new ValidationError(
+      "toolChoice.name",
+      matches === 0 ? "missing" : "ambiguous",
+      `toolChoice names ${matches === 0 ? "no" : "more than one"} advertised tool "${choice.name}"`,
+    );
   }
 }
 

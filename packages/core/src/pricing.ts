@@ -50,14 +50,25 @@ export type UnpricedReason =
   | "web_search";
 
 export type PricedUsage =
-  | { readonly status: "priced"; readonly usdMicros: number; readonly serviceTier: ServiceTier; readonly priceVersion: string }
-  | { readonly status: "unpriced"; readonly missing: UnpricedReason; readonly model: string; readonly serviceTier: ServiceTier };
+  | {
+      readonly status: "priced";
+      readonly usdMicros: number;
+      readonly serviceTier: ServiceTier;
+      readonly priceVersion: string;
+    }
+  | {
+      readonly status: "unpriced";
+      readonly missing: UnpricedReason;
+      readonly model: string;
+      readonly serviceTier: ServiceTier;
+    };
 
 const PICO_PER_MICRO = 1_000_000n;
 
 /** USD-per-million-tokens → integer pico-dollars per token; rejects more than six decimals. */
 export function ratePicosPerToken(usdPerMtok: number, path = "rate"): bigint {
-  if (!Number.isFinite(usdPerMtok) || usdPerMtok < 0) throw new ValidationError(path, "non_negative", `${path} must be a non-negative number`);
+  if (!Number.isFinite(usdPerMtok) || usdPerMtok < 0)
+    throw new ValidationError(path, "non_negative", `${path} must be a non-negative number`);
   const scaled = Math.round(usdPerMtok * 1e6);
   // Exact: a rate with at most six decimals is the double nearest to `scaled / 1e6`, and that
   // division is correctly rounded, so any other value had a seventh decimal (or float noise).
@@ -79,7 +90,12 @@ export function microsToUsd(micros: number): string {
 }
 
 function promptTokens(usage: Usage): number {
-  return usage.inputTokens + (usage.cacheReadTokens ?? 0) + (usage.cacheWrite5mTokens ?? 0) + (usage.cacheWrite1hTokens ?? 0);
+  return (
+    usage.inputTokens +
+    (usage.cacheReadTokens ?? 0) +
+    (usage.cacheWrite5mTokens ?? 0) +
+    (usage.cacheWrite1hTokens ?? 0)
+  );
 }
 
 function selectRates(price: ModelPrice, tier: ServiceTier, usage: Usage): Rates | undefined {
@@ -87,7 +103,8 @@ function selectRates(price: ModelPrice, tier: ServiceTier, usage: Usage): Rates 
   const prompt = promptTokens(usage);
   let best: PriceBand | undefined;
   for (const band of price.bands ?? []) {
-    if (prompt > band.aboveInputTokens && (!best || band.aboveInputTokens > best.aboveInputTokens)) best = band;
+    if (prompt > band.aboveInputTokens && (!best || band.aboveInputTokens > best.aboveInputTokens))
+      best = band;
   }
   if (best) base = tier === "standard" ? best.rates : best.tiers?.[tier];
   return base;
@@ -119,15 +136,28 @@ export function priceUsage(table: PriceTable, model: string, usage: Usage): Pric
   }
   const searches = usage.webSearchRequests ?? 0;
   if (searches > 0) {
-    if (price.webSearchPerRequestUsd === undefined) return { status: "unpriced", missing: "web_search", model, serviceTier: tier };
-    picos += BigInt(searches) * ratePicosPerToken(price.webSearchPerRequestUsd, "webSearchPerRequestUsd") * PICO_PER_MICRO;
+    if (price.webSearchPerRequestUsd === undefined)
+      return { status: "unpriced", missing: "web_search", model, serviceTier: tier };
+    picos +=
+      BigInt(searches) *
+      ratePicosPerToken(price.webSearchPerRequestUsd, "webSearchPerRequestUsd") *
+      PICO_PER_MICRO;
   }
   const micros = (picos + PICO_PER_MICRO - 1n) / PICO_PER_MICRO;
-  return { status: "priced", usdMicros: Number(micros), serviceTier: tier, priceVersion: table.version };
+  return {
+    status: "priced",
+    usdMicros: Number(micros),
+    serviceTier: tier,
+    priceVersion: table.version,
+  };
 }
 
 /** Whether a model and tier can be priced at all, checked before dispatch (zero-cost refusal). */
-export function isPriceable(table: PriceTable, model: string, tier: ServiceTier = "standard"): boolean {
+export function isPriceable(
+  table: PriceTable,
+  model: string,
+  tier: ServiceTier = "standard",
+): boolean {
   const price = Object.hasOwn(table.models, model) ? table.models[model] : undefined;
   if (!price) return false;
   return tier === "standard" || price.tiers?.[tier] !== undefined;
@@ -155,16 +185,26 @@ export function normalizePriceTable(table: PriceTable): PriceTable {
   };
   for (const [model, price] of Object.entries(table.models)) {
     check(price.rates, `prices.models.${model}.rates`);
-    for (const [tier, r] of Object.entries(price.tiers ?? {})) if (r) check(r, `prices.models.${model}.tiers.${tier}`);
+    for (const [tier, r] of Object.entries(price.tiers ?? {}))
+      if (r) check(r, `prices.models.${model}.tiers.${tier}`);
     for (const [i, band] of (price.bands ?? []).entries()) {
       const path = `prices.models.${model}.bands[${i}]`;
       if (!Number.isSafeInteger(band.aboveInputTokens) || band.aboveInputTokens < 0) {
-        throw new ValidationError(`${path}.aboveInputTokens`, "non_negative_integer", `${path}.aboveInputTokens must be a non-negative integer`);
+        throw new ValidationError(
+          `${path}.aboveInputTokens`,
+          "non_negative_integer",
+          `${path}.aboveInputTokens must be a non-negative integer`,
+        );
       }
       check(band.rates, path);
-      for (const [tier, r] of Object.entries(band.tiers ?? {})) if (r) check(r, `${path}.tiers.${tier}`);
+      for (const [tier, r] of Object.entries(band.tiers ?? {}))
+        if (r) check(r, `${path}.tiers.${tier}`);
     }
-    if (price.webSearchPerRequestUsd !== undefined) ratePicosPerToken(price.webSearchPerRequestUsd, `prices.models.${model}.webSearchPerRequestUsd`);
+    if (price.webSearchPerRequestUsd !== undefined)
+      ratePicosPerToken(
+        price.webSearchPerRequestUsd,
+        `prices.models.${model}.webSearchPerRequestUsd`,
+      );
   }
   const out = deepFreeze(structuredClone(table));
   normalizedTables.add(out);

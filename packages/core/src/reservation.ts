@@ -45,7 +45,10 @@ function reachable(price: ModelPrice, tier: ServiceTier): Rates[] {
   return out;
 }
 
-function dearest(rows: readonly Rates[], pick: (r: Rates) => readonly (number | undefined)[]): bigint {
+function dearest(
+  rows: readonly Rates[],
+  pick: (r: Rates) => readonly (number | undefined)[],
+): bigint {
   let best = 0n;
   for (const row of rows) {
     for (const rate of pick(row)) {
@@ -61,17 +64,25 @@ function dearest(rows: readonly Rates[], pick: (r: Rates) => readonly (number | 
  * The most a call can cost, in whole micro-dollars, or undefined when the table cannot price it
  * (the caller refuses such a call before this is asked: see `unpricedBeforeDispatch`).
  */
-export function worstCaseMicros(table: PriceTable, choice: ModelChoice, request: ModelRequest): number | undefined {
+export function worstCaseMicros(
+  table: PriceTable,
+  choice: ModelChoice,
+  request: ModelRequest,
+): number | undefined {
   const price = Object.hasOwn(table.models, choice.model) ? table.models[choice.model] : undefined;
   if (!price) return undefined;
   const rows = reachable(price, choice.serviceTier ?? "standard");
   if (rows.length === 0) return undefined;
   const inputRate = dearest(rows, (r) => [r.input, r.cacheWrite5m, r.cacheWrite1h, r.cacheRead]);
   const outputRate = dearest(rows, (r) => [r.output]);
-  let picos = BigInt(inputTokenBound(request)) * inputRate + BigInt(request.maxOutputTokens) * outputRate;
+  let picos =
+    BigInt(inputTokenBound(request)) * inputRate + BigInt(request.maxOutputTokens) * outputRate;
   for (const tool of request.providerTools ?? []) {
     if (price.webSearchPerRequestUsd === undefined) return undefined;
-    picos += BigInt(tool.maxUses ?? MAX_SEARCH_USES) * ratePicosPerToken(price.webSearchPerRequestUsd) * PICO_PER_MICRO;
+    picos +=
+      BigInt(tool.maxUses ?? MAX_SEARCH_USES) *
+      ratePicosPerToken(price.webSearchPerRequestUsd) *
+      PICO_PER_MICRO;
   }
   return Number((picos + PICO_PER_MICRO - 1n) / PICO_PER_MICRO);
 }
@@ -85,6 +96,7 @@ export interface ReservationLimits {
 export function persistentBlockLimits(caps: BudgetCaps): ReservationLimits {
   const out: { perSessionUsd?: number; perTenantDayUsd?: number } = {};
   if (caps.perSessionUsd?.onExceeded === "block") out.perSessionUsd = caps.perSessionUsd.usdMicros;
-  if (caps.perTenantDayUsd?.onExceeded === "block") out.perTenantDayUsd = caps.perTenantDayUsd.usdMicros;
+  if (caps.perTenantDayUsd?.onExceeded === "block")
+    out.perTenantDayUsd = caps.perTenantDayUsd.usdMicros;
   return Object.freeze(out);
 }

@@ -67,61 +67,156 @@ export interface ModelPolicy {
 
 export function normalizeIntent(intent: unknown, path = "intent"): RoutingIntent {
   if (intent === null || typeof intent !== "object" || Array.isArray(intent)) {
-    throw new ValidationError(path, "object", `${path} must be an object {tier, sensitivity, task?}`);
+    throw new ValidationError(
+      path,
+      "object",
+      `${path} must be an object {tier, sensitivity, task?}`,
+    );
   }
   const raw = readFields(intent, ["tier", "sensitivity", "task"], path, "an intent");
   const { tier, sensitivity, task } = raw;
-  if (!isTier(tier)) throw new ValidationError(`${path}.tier`, "closed", `${path}.tier must be one of ${TIERS.join(", ")}`);
+  if (!isTier(tier))
+    throw new ValidationError(
+      `${path}.tier`,
+      "closed",
+      `${path}.tier must be one of ${TIERS.join(", ")}`,
+    );
   if (!isSensitivity(sensitivity)) {
-    throw new ValidationError(`${path}.sensitivity`, "closed", `${path}.sensitivity must be one of ${SENSITIVITIES.join(", ")}`);
+    throw new ValidationError(
+      `${path}.sensitivity`,
+      "closed",
+      `${path}.sensitivity must be one of ${SENSITIVITIES.join(", ")}`,
+    );
   }
   if (task !== undefined && (typeof task !== "string" || task.length < 1 || task.length > 64)) {
-    throw new ValidationError(`${path}.task`, "string_1_64", `${path}.task must be 1-64 characters`);
+    throw new ValidationError(
+      `${path}.task`,
+      "string_1_64",
+      `${path}.task must be 1-64 characters`,
+    );
   }
-  return Object.freeze({ tier, sensitivity, ...(task !== undefined ? { task: task as string } : {}) });
+  return Object.freeze({
+    tier,
+    sensitivity,
+    ...(task !== undefined ? { task: task as string } : {}),
+  });
 }
 
 /**
  * Reads each own enumerable field once (so a getter cannot show the check one value and the copy
  * another) and rejects any field not in `allowed`.
  */
-function readFields(value: object, allowed: readonly string[], path: string, what: string): Record<string, unknown> {
+function readFields(
+  value: object,
+  allowed: readonly string[],
+  path: string,
+  what: string,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const key of Object.keys(value)) {
-    if (!allowed.includes(key)) throw new ValidationError(`${path}.${key}`, "unknown_field", `${path}.${key} is not a field of ${what}`);
+    if (!allowed.includes(key))
+      throw new ValidationError(
+        `${path}.${key}`,
+        "unknown_field",
+        `${path}.${key} is not a field of ${what}`,
+      );
     out[key] = (value as Record<string, unknown>)[key];
   }
   return out;
 }
 
-const CHOICE_FIELDS = ["clientId", "model", "reasoning", "maxOutputTokens", "cache", "serviceTier"] as const;
+const CHOICE_FIELDS = [
+  "clientId",
+  "model",
+  "reasoning",
+  "maxOutputTokens",
+  "cache",
+  "serviceTier",
+] as const;
 
 /** Validates a policy's answer; a malformed choice refuses the turn like a throw would. */
 export function normalizeModelChoice(choice: unknown): ModelChoice {
-  if (choice === null || typeof choice !== "object") throw new ValidationError("choice", "object", "the policy must return a ModelChoice");
+  if (choice === null || typeof choice !== "object")
+    throw new ValidationError("choice", "object", "the policy must return a ModelChoice");
   const c = readFields(choice, CHOICE_FIELDS, "choice", "a ModelChoice");
   const { clientId, model, maxOutputTokens, reasoning, serviceTier } = c;
-  if (typeof clientId !== "string" || clientId.length === 0) throw new ValidationError("choice.clientId", "string", "choice.clientId is required");
-  if (typeof model !== "string" || model.length === 0) throw new ValidationError("choice.model", "string", "choice.model is required");
-  if (typeof maxOutputTokens !== "number" || !Number.isSafeInteger(maxOutputTokens) || maxOutputTokens < 1) {
-    throw new ValidationError("choice.maxOutputTokens", "positive_integer", "choice.maxOutputTokens must be a positive integer");
+  if (typeof clientId !== "string" || clientId.length === 0)
+    throw new ValidationError("choice.clientId", "string", "choice.clientId is required");
+  if (typeof model !== "string" || model.length === 0)
+    throw new ValidationError("choice.model", "string", "choice.model is required");
+  if (
+    typeof maxOutputTokens !== "number" ||
+    !Number.isSafeInteger(maxOutputTokens) ||
+    maxOutputTokens < 1
+  ) {
+    throw new ValidationError(
+      "choice.maxOutputTokens",
+      "positive_integer",
+      "choice.maxOutputTokens must be a positive integer",
+    );
   }
   let cache: { readonly ttl: CacheTtl; readonly tailTtl?: CacheTtl } | false = false;
   if (c.cache !== false) {
     if (c.cache === null || typeof c.cache !== "object") {
-      throw new ValidationError("choice.cache", "closed", 'choice.cache must be false or {ttl: "5m" | "1h", tailTtl?}');
+      throw new ValidationError(
+        "choice.cache",
+        "closed",
+        'choice.cache must be false or {ttl: "5m" | "1h", tailTtl?}',
+      );
     }
-    const { ttl, tailTtl } = readFields(c.cache, ["ttl", "tailTtl"], "choice.cache", "the cache choice");
-    if (ttl !== "5m" && ttl !== "1h") throw new ValidationError("choice.cache", "closed", 'choice.cache must be false or {ttl: "5m" | "1h", tailTtl?}');
-    if (tailTtl !== undefined && tailTtl !== "5m" && tailTtl !== "1h") throw new ValidationError("choice.cache.tailTtl", "closed", 'choice.cache.tailTtl must be "5m" or "1h"');
-    if (ttl === "5m" && tailTtl === "1h") throw new ValidationError("choice.cache.tailTtl", "ordering", "a 1h tail cannot follow a 5m prefix");
-    cache = Object.freeze({ ttl, ...(tailTtl !== undefined && tailTtl !== ttl ? { tailTtl } : {}) });
+    const { ttl, tailTtl } = readFields(
+      c.cache,
+      ["ttl", "tailTtl"],
+      "choice.cache",
+      "the cache choice",
+    );
+    if (ttl !== "5m" && ttl !== "1h")
+      throw new ValidationError(
+        "choice.cache",
+        "closed",
+        'choice.cache must be false or {ttl: "5m" | "1h", tailTtl?}',
+      );
+    if (tailTtl !== undefined && tailTtl !== "5m" && tailTtl !== "1h")
+      throw new ValidationError(
+        "choice.cache.tailTtl",
+        "closed",
+        'choice.cache.tailTtl must be "5m" or "1h"',
+      );
+    if (ttl === "5m" && tailTtl === "1h")
+      throw new ValidationError(
+        "choice.cache.tailTtl",
+        "ordering",
+        "a 1h tail cannot follow a 5m prefix",
+      );
+    cache = Object.freeze({
+      ttl,
+      ...(tailTtl !== undefined && tailTtl !== ttl ? { tailTtl } : {}),
+    });
   }
-  if (reasoning !== undefined && reasoning !== "low" && reasoning !== "medium" && reasoning !== "high") {
-    throw new ValidationError("choice.reasoning", "closed", "choice.reasoning must be low, medium or high");
+  if (
+    reasoning !== undefined &&
+    reasoning !== "low" &&
+    reasoning !== "medium" &&
+    reasoning !== "high"
+  ) {
+    throw new ValidationError(
+      "choice.reasoning",
+      "closed",
+      "choice.reasoning must be low, medium or high",
+    );
   }
-  if (serviceTier !== undefined && serviceTier !== "standard" && serviceTier !== "priority" && serviceTier !== "flex" && serviceTier !== "batch") {
-    throw new ValidationError("choice.serviceTier", "closed", "choice.serviceTier must be standard, priority, flex or batch");
+  if (
+    serviceTier !== undefined &&
+    serviceTier !== "standard" &&
+    serviceTier !== "priority" &&
+    serviceTier !== "flex" &&
+    serviceTier !== "batch"
+  ) {
+    throw new ValidationError(
+      "choice.serviceTier",
+      "closed",
+      "choice.serviceTier must be standard, priority, flex or batch",
+    );
   }
   return Object.freeze({
     clientId,

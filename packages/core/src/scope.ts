@@ -50,7 +50,9 @@ function readPart(fields: Readonly<Record<string, unknown>>, key: "org" | "uid")
   const value = fields[key];
   if (value === undefined) throw new InvalidScopeError(`scope.${key} is required`);
   if (typeof value !== "string" || !SCOPE_PART.test(value)) {
-    throw new InvalidScopeError(`scope.${key} must be 1-64 characters of [A-Za-z0-9_.-], not starting with "."`);
+    throw new InvalidScopeError(
+      `scope.${key} must be 1-64 characters of [A-Za-z0-9_.-], not starting with "."`,
+    );
   }
   return value;
 }
@@ -69,9 +71,12 @@ const recentIds: string[] = ["", "", "", "", "", "", "", ""];
 let nextRecent = 0;
 
 export function validateId(field: string, value: unknown): string {
-  if (typeof value !== "string") throw new InvalidIdError(field, "must be 1-200 printable ASCII characters without spaces");
-  for (let i = 0; i < recentIds.length; i++) if (recentIds[i] === value && value !== "") return value;
-  if (!ID.test(value)) throw new InvalidIdError(field, "must be 1-200 printable ASCII characters without spaces");
+  if (typeof value !== "string")
+    throw new InvalidIdError(field, "must be 1-200 printable ASCII characters without spaces");
+  for (let i = 0; i < recentIds.length; i++)
+    if (recentIds[i] === value && value !== "") return value;
+  if (!ID.test(value))
+    throw new InvalidIdError(field, "must be 1-200 printable ASCII characters without spaces");
   recentIds[nextRecent] = value;
   nextRecent = (nextRecent + 1) % recentIds.length;
   return value;

@@ -1,7 +1,13 @@
 import { ValidationError } from "./errors.js";
 
 /** Plain JSON data, as every boundary of Alma accepts it. */
-export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
+export type JsonValue =
+  | null
+  | boolean
+  | number
+  | string
+  | readonly JsonValue[]
+  | { readonly [key: string]: JsonValue };
 export type JsonObject = { readonly [key: string]: JsonValue };
 
 export interface SnapshotLimits {
@@ -100,15 +106,38 @@ export function snapshot(value: unknown, limits?: SnapshotLimits): JsonValue {
  * same result, without recording a certificate for it. `visit` lets a store check a rule of its own
  * on the same walk instead of walking the copy again. Internal to core.
  */
-export function snapshotOnce(value: unknown, limits?: SnapshotLimits, visit?: SnapshotVisit): JsonValue {
+export function snapshotOnce(
+  value: unknown,
+  limits?: SnapshotLimits,
+  visit?: SnapshotVisit,
+): JsonValue {
   return take(value, limits, false, visit);
 }
 
-function take(value: unknown, limits: SnapshotLimits | undefined, certify: boolean, visit?: SnapshotVisit): JsonValue {
-  const walk: Walk = { limits: resolveLimits(limits), nodes: 0, bytes: 0, deepest: 0, longest: 0, ancestors: [], path: [], visit };
+function take(
+  value: unknown,
+  limits: SnapshotLimits | undefined,
+  certify: boolean,
+  visit?: SnapshotVisit,
+): JsonValue {
+  const walk: Walk = {
+    limits: resolveLimits(limits),
+    nodes: 0,
+    bytes: 0,
+    deepest: 0,
+    longest: 0,
+    ancestors: [],
+    path: [],
+    visit,
+  };
   const out = guarded(walk, () => copy(value, 0, walk));
   if (certify && out !== null && typeof out === "object" && !certified.has(out)) {
-    certified.set(out, { nodes: walk.nodes, bytes: walk.bytes, depth: walk.deepest, longest: walk.longest });
+    certified.set(out, {
+      nodes: walk.nodes,
+      bytes: walk.bytes,
+      depth: walk.deepest,
+      longest: walk.longest,
+    });
   }
   return out;
 }
@@ -128,7 +157,11 @@ function resolveLimits(limits: SnapshotLimits | undefined): Required<SnapshotLim
     const given: unknown = limits[key];
     if (given === undefined) continue;
     if (typeof given !== "number" || !Number.isSafeInteger(given) || given < 0) {
-      throw new ValidationError(`limits.${key}`, "limit", `limits.${key} must be a non-negative safe integer`);
+      throw new ValidationError(
+        `limits.${key}`,
+        "limit",
+        `limits.${key} must be a non-negative safe integer`,
+      );
     }
     out[key] = given;
   }
@@ -141,7 +174,11 @@ const resolvedLimits = new WeakMap<SnapshotLimits, Required<SnapshotLimits>>();
 const LIMIT_KEYS = Object.keys(DEFAULT_SNAPSHOT_LIMITS) as readonly (keyof SnapshotLimits)[];
 
 /** `snapshot` for values that must be a JSON object at the root. */
-export function snapshotObject(value: unknown, path = "$", limits: SnapshotLimits = {}): JsonObject {
+export function snapshotObject(
+  value: unknown,
+  path = "$",
+  limits: SnapshotLimits = {},
+): JsonObject {
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw new SnapshotError(path, "unsupported_type", "must be a plain object");
   }
@@ -170,7 +207,9 @@ function guarded<T>(walk: Walk, step: () => T): T {
  */
 const isProxy: (value: object) => boolean = (() => {
   const host = globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } };
-  const util = host.process?.getBuiltinModule?.("node:util") as { types?: { isProxy?: (value: unknown) => boolean } } | undefined;
+  const util = host.process?.getBuiltinModule?.("node:util") as
+    | { types?: { isProxy?: (value: unknown) => boolean } }
+    | undefined;
   const check = util?.types?.isProxy;
   return typeof check === "function" ? (value: object) => check(value) : () => false;
 })();
@@ -183,8 +222,17 @@ const isProxy: (value: object) => boolean = (() => {
  * every rejection is a `SnapshotError` at `path`.
  */
 export function dataFields(value: unknown, path: string): Readonly<Record<string, unknown>> {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new SnapshotError(path, "unsupported_type", "must be a plain object");
-  const walk: Walk = { limits: DEFAULT_SNAPSHOT_LIMITS, nodes: 0, bytes: 0, deepest: 0, longest: 0, ancestors: [], path: [] };
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    throw new SnapshotError(path, "unsupported_type", "must be a plain object");
+  const walk: Walk = {
+    limits: DEFAULT_SNAPSHOT_LIMITS,
+    nodes: 0,
+    bytes: 0,
+    deepest: 0,
+    longest: 0,
+    ancestors: [],
+    path: [],
+  };
   try {
     return guarded(walk, () => {
       if (isProxy(value)) fail(walk, "proxy", "a Proxy is not data");
@@ -198,7 +246,11 @@ export function dataFields(value: unknown, path: string): Readonly<Record<string
     });
   } catch (error) {
     // Rebased onto the caller's path; the field a rule broke at is not named (it is what was sent).
-    throw new SnapshotError(path, (error as SnapshotError).rule, "must be a plain object of data properties");
+    throw new SnapshotError(
+      path,
+      (error as SnapshotError).rule,
+      "must be a plain object of data properties",
+    );
   }
 }
 
@@ -216,7 +268,8 @@ function fail(walk: Walk, rule: SnapshotRule, detail: string, extra?: string | n
 
 function copy(value: unknown, depth: number, walk: Walk): JsonValue {
   walk.nodes += 1;
-  if (walk.nodes > walk.limits.maxNodes) fail(walk, "nodes", `more than ${walk.limits.maxNodes} nodes`);
+  if (walk.nodes > walk.limits.maxNodes)
+    fail(walk, "nodes", `more than ${walk.limits.maxNodes} nodes`);
   switch (typeof value) {
     case "string":
       countString(value, walk);
@@ -247,7 +300,8 @@ function copyContainer(value: object, depth: number, walk: Walk): JsonValue {
     walk.visit?.(value as JsonValue, walk.path);
     return value as JsonValue;
   }
-  if (depth > walk.limits.maxDepth) fail(walk, "depth", `nesting deeper than ${walk.limits.maxDepth}`);
+  if (depth > walk.limits.maxDepth)
+    fail(walk, "depth", `nesting deeper than ${walk.limits.maxDepth}`);
   if (depth > walk.deepest) walk.deepest = depth;
   if (walk.ancestors.includes(value)) fail(walk, "cycle", "the value contains itself");
   walk.ancestors.push(value);
@@ -269,7 +323,8 @@ function fits(held: Certificate, depth: number, walk: Walk): boolean {
 }
 
 function copyArray(value: readonly unknown[], depth: number, walk: Walk): JsonValue {
-  if (Object.getPrototypeOf(value) !== Array.prototype) fail(walk, "non_plain", "arrays must be plain arrays");
+  if (Object.getPrototypeOf(value) !== Array.prototype)
+    fail(walk, "non_plain", "arrays must be plain arrays");
   const keys = Reflect.ownKeys(value);
   const length = value.length;
   if (keys.length !== length + 1) {
@@ -308,7 +363,12 @@ function copyObject(value: object, depth: number, walk: Walk): JsonValue {
     path.pop();
     if ((key as string) in Object.prototype) {
       // `__proto__` and every other inherited name is defined, never assigned: no setter runs.
-      Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(out, key, {
+        value: item,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     } else {
       out[key as string] = item;
     }
@@ -319,7 +379,8 @@ function copyObject(value: object, depth: number, walk: Walk): JsonValue {
 /** Only plain objects (or a null prototype) are data. */
 function plainObject(value: object, walk: Walk): void {
   const proto: unknown = Object.getPrototypeOf(value);
-  if (proto !== Object.prototype && proto !== null) fail(walk, "non_plain", "only plain objects are data (no class instances)");
+  if (proto !== Object.prototype && proto !== null)
+    fail(walk, "non_plain", "only plain objects are data (no class instances)");
 }
 
 /**
@@ -331,7 +392,8 @@ function dataValue(value: object, key: string | symbol, walk: Walk): unknown {
   const descriptor = Object.getOwnPropertyDescriptor(value, key);
   if (descriptor === undefined) return undefined;
   if (!("value" in descriptor)) fail(walk, "accessor", "getters and setters are not data", key);
-  if (!descriptor.enumerable) fail(walk, "hidden_property", "non-enumerable properties are not data", key);
+  if (!descriptor.enumerable)
+    fail(walk, "hidden_property", "non-enumerable properties are not data", key);
   return descriptor.value;
 }
 
@@ -342,10 +404,12 @@ function isIndex(key: string, length: number): boolean {
 
 function countString(text: string, walk: Walk): void {
   const bytes = utf8Length(text);
-  if (bytes > walk.limits.maxStringBytes) fail(walk, "string_bytes", `a string over ${walk.limits.maxStringBytes} bytes`);
+  if (bytes > walk.limits.maxStringBytes)
+    fail(walk, "string_bytes", `a string over ${walk.limits.maxStringBytes} bytes`);
   if (bytes > walk.longest) walk.longest = bytes;
   walk.bytes += bytes;
-  if (walk.bytes > walk.limits.maxTotalBytes) fail(walk, "total_bytes", `strings total over ${walk.limits.maxTotalBytes} bytes`);
+  if (walk.bytes > walk.limits.maxTotalBytes)
+    fail(walk, "total_bytes", `strings total over ${walk.limits.maxTotalBytes} bytes`);
 }
 
 /** Any code unit outside ASCII: only such strings need counting unit by unit. */

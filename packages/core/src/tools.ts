@@ -1,5 +1,10 @@
 import { ValidationError } from "./errors.js";
-import { type CompiledSchema, compileSchema, type JsonSchema, type SchemaInput } from "./json-schema.js";
+import {
+  type CompiledSchema,
+  compileSchema,
+  type JsonSchema,
+  type SchemaInput,
+} from "./json-schema.js";
 import type { Sensitivity } from "./routing.js";
 import type { JsonObject, JsonValue } from "./snapshot.js";
 import type { ToolContext } from "./tool-context.js";
@@ -70,7 +75,11 @@ export interface ToolSpec {
 
 export function validateToolName(name: unknown, path = "name"): string {
   if (typeof name !== "string" || !TOOL_NAME.test(name)) {
-    throw new ValidationError(path, "tool_name", `${path}: tool names are 1-64 characters of [A-Za-z0-9_-]`);
+    throw new ValidationError(
+      path,
+      "tool_name",
+      `${path}: tool names are 1-64 characters of [A-Za-z0-9_-]`,
+    );
   }
   return name;
 }
@@ -82,27 +91,57 @@ export function shortToolName(name: string): string {
 
 /** Registers a tool. Throws `ValidationError` naming the tool and the field on bad configuration. */
 export function defineTool(config: ToolConfig): ToolDefinition {
-  if (config === null || typeof config !== "object") throw new ValidationError("tool", "object", "a tool must be an object");
+  if (config === null || typeof config !== "object")
+    throw new ValidationError("tool", "object", "a tool must be an object");
   const name = validateToolName(config.name, "tool.name");
   const where = `tool "${name}"`;
-  if (name === SEARCH_TOOLS_NAME) throw new ValidationError(`${where}.name`, "reserved", `${where}: search_tools is reserved`);
-  if (typeof config.description !== "string" || config.description.length === 0 || config.description.length > 4096) {
-    throw new ValidationError(`${where}.description`, "string_1_4096", `${where}: description must be 1-4096 characters`);
+  if (name === SEARCH_TOOLS_NAME)
+    throw new ValidationError(`${where}.name`, "reserved", `${where}: search_tools is reserved`);
+  if (
+    typeof config.description !== "string" ||
+    config.description.length === 0 ||
+    config.description.length > 4096
+  ) {
+    throw new ValidationError(
+      `${where}.description`,
+      "string_1_4096",
+      `${where}: description must be 1-4096 characters`,
+    );
   }
   if (typeof config.handler !== "function") {
-    throw new ValidationError(`${where}.handler`, "function", `${where}: handler must be a function`);
+    throw new ValidationError(
+      `${where}.handler`,
+      "function",
+      `${where}: handler must be a function`,
+    );
   }
   const maxOutputChars = config.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
-  if (!Number.isSafeInteger(maxOutputChars) || maxOutputChars < 1 || maxOutputChars > MAX_OUTPUT_CHARS_LIMIT) {
-    throw new ValidationError(`${where}.maxOutputChars`, "range", `${where}: maxOutputChars must be an integer 1-${MAX_OUTPUT_CHARS_LIMIT}`);
+  if (
+    !Number.isSafeInteger(maxOutputChars) ||
+    maxOutputChars < 1 ||
+    maxOutputChars > MAX_OUTPUT_CHARS_LIMIT
+  ) {
+    throw new ValidationError(
+      `${where}.maxOutputChars`,
+      "range",
+      `${where}: maxOutputChars must be an integer 1-${MAX_OUTPUT_CHARS_LIMIT}`,
+    );
   }
   for (const key of ["authorize", "access"] as const) {
     if (config[key] !== undefined && typeof config[key] !== "function") {
-      throw new ValidationError(`${where}.${key}`, "function", `${where}: ${key} must be a function`);
+      throw new ValidationError(
+        `${where}.${key}`,
+        "function",
+        `${where}: ${key} must be a function`,
+      );
     }
   }
   if (config.nonSensitiveTrail !== undefined && typeof config.nonSensitiveTrail !== "boolean") {
-    throw new ValidationError(`${where}.nonSensitiveTrail`, "boolean", `${where}: nonSensitiveTrail must be a boolean`);
+    throw new ValidationError(
+      `${where}.nonSensitiveTrail`,
+      "boolean",
+      `${where}: nonSensitiveTrail must be a boolean`,
+    );
   }
   const validator = compileSchema(config.input, `${where}.input`);
   const definition: ToolDefinition = {
@@ -152,9 +191,21 @@ export interface ProviderToolSpec {
   readonly maxUses?: number;
 }
 
-export function defineProviderTool(spec: { kind: "web_search"; maxSensitivity?: Sensitivity; maxUses?: number }): ProviderToolSpec {
-  if (spec.kind !== "web_search") throw new ValidationError("providerTool.kind", "closed", "the only provider tool kind is web_search");
-  if (spec.maxUses !== undefined && (!Number.isSafeInteger(spec.maxUses) || spec.maxUses < 1 || spec.maxUses > 100)) {
+export function defineProviderTool(spec: {
+  kind: "web_search";
+  maxSensitivity?: Sensitivity;
+  maxUses?: number;
+}): ProviderToolSpec {
+  if (spec.kind !== "web_search")
+    throw new ValidationError(
+      "providerTool.kind",
+      "closed",
+      "the only provider tool kind is web_search",
+    );
+  if (
+    spec.maxUses !== undefined &&
+    (!Number.isSafeInteger(spec.maxUses) || spec.maxUses < 1 || spec.maxUses > 100)
+  ) {
     throw new ValidationError("providerTool.maxUses", "range", "maxUses must be an integer 1-100");
   }
   return Object.freeze({

@@ -39,13 +39,18 @@ export function isTrailShaped(value: unknown): value is TrailValue {
 
 /** An identifier the runtime or the host minted (turn, call, operation, settlement, client, model, registered tool). */
 export function trailId(value: string): TrailValue {
-  if (!isTrailShaped(value)) throw new TrailValueError("identifier", "a trail identifier is 1-200 printable ASCII characters without spaces");
+  if (!isTrailShaped(value))
+    throw new TrailValueError(
+      "identifier",
+      "a trail identifier is 1-200 printable ASCII characters without spaces",
+    );
   return value;
 }
 
 /** A word of a closed vocabulary (a rule, a cause, a code, a field name). */
 export function trailKind(value: string): TrailValue {
-  if (typeof value !== "string" || !KIND.test(value)) throw new TrailValueError("kind", "a trail kind is a letter then up to 127 of [A-Za-z0-9_.:-]");
+  if (typeof value !== "string" || !KIND.test(value))
+    throw new TrailValueError("kind", "a trail kind is a letter then up to 127 of [A-Za-z0-9_.:-]");
   return value as TrailValue;
 }
 
@@ -54,7 +59,11 @@ export function trailJoin(...parts: readonly (TrailValue | number)[]): TrailValu
   const text = parts
     .map((part) => {
       if (typeof part === "number") {
-        if (!Number.isSafeInteger(part) || part < 0) throw new TrailValueError("count", "a trail count or size is a non-negative safe integer");
+        if (!Number.isSafeInteger(part) || part < 0)
+          throw new TrailValueError(
+            "count",
+            "a trail count or size is a non-negative safe integer",
+          );
         return String(part);
       }
       return trailId(part);
@@ -83,7 +92,10 @@ export class TrailKey {
   static of(material: TrailKeyMaterial): TrailKey {
     const bytes = typeof material === "string" ? new TextEncoder().encode(material) : material;
     if (!(bytes instanceof Uint8Array) || bytes.byteLength < TRAIL_KEY_MIN_BYTES) {
-      throw new TrailValueError("key", `a trail key is a Uint8Array or string of at least ${TRAIL_KEY_MIN_BYTES} bytes`);
+      throw new TrailValueError(
+        "key",
+        `a trail key is a Uint8Array or string of at least ${TRAIL_KEY_MIN_BYTES} bytes`,
+      );
     }
     return new TrailKey(createSecretKey(Buffer.from(bytes)));
   }
@@ -116,11 +128,19 @@ export function resolveTrailKey(material: TrailKey | TrailKeyMaterial | undefine
   return material === undefined ? processTrailKey() : trailKey(material);
 }
 
-function mac(key: TrailKey | TrailKeyMaterial, domain: string, scope: Scope, value: string): string {
+function mac(
+  key: TrailKey | TrailKeyMaterial,
+  domain: string,
+  scope: Scope,
+  value: string,
+): string {
   const secret = keys.get(trailKey(key)) as KeyObject;
   const s = normalizeScope(scope);
   // JSON of strings is unambiguous: no value can shift into the next field.
-  return createHmac("sha256", secret).update(JSON.stringify([domain, s.org, s.uid, value])).digest("hex").slice(0, 32);
+  return createHmac("sha256", secret)
+    .update(JSON.stringify([domain, s.org, s.uid, value]))
+    .digest("hex")
+    .slice(0, 32);
 }
 
 /**
@@ -129,7 +149,11 @@ function mac(key: TrailKey | TrailKeyMaterial, domain: string, scope: Scope, val
  * differs). This is the one function that computes it: a host that queries or erases a session's
  * audit events by its real id translates through here.
  */
-export function sessionPseudonym(key: TrailKey | TrailKeyMaterial, scope: Scope, sessionId: string): TrailValue {
+export function sessionPseudonym(
+  key: TrailKey | TrailKeyMaterial,
+  scope: Scope,
+  sessionId: string,
+): TrailValue {
   validateId("sessionId", sessionId);
   const k = trailKey(key);
   const s = normalizeScope(scope);
@@ -152,8 +176,13 @@ const PSEUDONYM_CACHE = 4096;
 const pseudonyms = new WeakMap<TrailKey, Map<string, TrailValue>>();
 
 /** A keyed, scope-bound hash of a value the trail may only hold hashed (a tool's subject or resource): `kh_` and 128 bits. */
-export function trailHash(key: TrailKey | TrailKeyMaterial, scope: Scope, value: string): TrailValue {
-  if (typeof value !== "string") throw new TrailValueError("identifier", "a hashed trail value is a string");
+export function trailHash(
+  key: TrailKey | TrailKeyMaterial,
+  scope: Scope,
+  value: string,
+): TrailValue {
+  if (typeof value !== "string")
+    throw new TrailValueError("identifier", "a hashed trail value is a string");
   return `kh_${mac(key, "value", scope, value)}` as TrailValue;
 }
 
@@ -162,7 +191,11 @@ export function trailHash(key: TrailKey | TrailKeyMaterial, scope: Scope, value:
  * HMAC-SHA256(key, scope, sessionId)): without the deployment's key a guessed id (a phone number)
  * cannot be tested against it. See `sessionMarker` in the stores' erasure contract.
  */
-export function erasedSessionKeyedMark(key: TrailKey | TrailKeyMaterial, scope: Scope, sessionId: string): string {
+export function erasedSessionKeyedMark(
+  key: TrailKey | TrailKeyMaterial,
+  scope: Scope,
+  sessionId: string,
+): string {
   validateId("sessionId", sessionId);
   return `e2_${mac(key, "erased", scope, sessionId)}`;
 }

@@ -28,7 +28,12 @@ export interface Usage {
  */
 export type UsageEvidence =
   | { readonly status: "known"; readonly usage: Usage; readonly upstream?: string }
-  | { readonly status: "unpriced"; readonly usage: Usage; readonly reason: string; readonly upstream?: string }
+  | {
+      readonly status: "unpriced";
+      readonly usage: Usage;
+      readonly reason: string;
+      readonly upstream?: string;
+    }
   | { readonly status: "unknown" }
   | { readonly status: "not_dispatched"; readonly cause?: NotDispatchedCause };
 
@@ -36,7 +41,14 @@ export type UsageEvidence =
  * Why a claimed call was never sent. `scope_fenced`: an operator's scope fence refused its dispatch
  * (`ExecutionStore.dispatch`); `expired`: the sweep closed it, and only the sweep records it.
  */
-export type NotDispatchedCause = "aborted" | "audit" | "store" | "input" | "invalid" | "scope_fenced" | "expired";
+export type NotDispatchedCause =
+  | "aborted"
+  | "audit"
+  | "store"
+  | "input"
+  | "invalid"
+  | "scope_fenced"
+  | "expired";
 
 /** The counters of a `Usage` record (all but `serviceTier`). */
 export const USAGE_COUNTERS = [
@@ -53,8 +65,10 @@ export const USAGE_COUNTERS = [
 export function usageProblem(usage: Usage): string | undefined {
   for (const key of USAGE_COUNTERS) {
     const value = usage[key];
-    if (value === undefined && (key === "inputTokens" || key === "outputTokens")) return `${key} is required`;
-    if (value !== undefined && (!Number.isSafeInteger(value) || value < 0)) return `${key} must be a safe non-negative integer`;
+    if (value === undefined && (key === "inputTokens" || key === "outputTokens"))
+      return `${key} is required`;
+    if (value !== undefined && (!Number.isSafeInteger(value) || value < 0))
+      return `${key} must be a safe non-negative integer`;
   }
   if (usage.reasoningTokens !== undefined && usage.reasoningTokens > usage.outputTokens) {
     return "reasoningTokens cannot exceed outputTokens";

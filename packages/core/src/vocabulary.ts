@@ -94,7 +94,16 @@ export type CallCause =
  * prove that nothing happened (or could not free the session); `expired`: maintenance released a
  * turn fifteen minutes past its deadline.
  */
-export type RunnerCause = "session_load" | "session_append" | "result_store" | "root_store" | "admission_store" | "admit" | "root_reserve" | "expired" | "loop";
+export type RunnerCause =
+  | "session_load"
+  | "session_append"
+  | "result_store"
+  | "root_store"
+  | "admission_store"
+  | "admit"
+  | "root_reserve"
+  | "expired"
+  | "loop";
 
 /**
  * Why a turn ended `reconciliation_required`, as `onUncertainTurn` and the lifecycle trail carry
@@ -147,10 +156,21 @@ const TOOL = /^tool:[A-Za-z0-9_-]{1,128}$/;
 
 /** Whether a string is in the uncertain-cause vocabulary (its shape; the call tails are typed above). */
 export function isUncertainCause(value: unknown): value is UncertainCause {
-  return typeof value === "string" && (SIMPLE.has(value) || CALL.test(value) || HOOK.test(value) || TOOL.test(value));
+  return (
+    typeof value === "string" &&
+    (SIMPLE.has(value) || CALL.test(value) || HOOK.test(value) || TOOL.test(value))
+  );
 }
 
-const KNOWN_STOPS: ReadonlySet<string> = new Set(["end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal", "context_window_exceeded"]);
+const KNOWN_STOPS: ReadonlySet<string> = new Set([
+  "end_turn",
+  "tool_use",
+  "max_tokens",
+  "stop_sequence",
+  "pause_turn",
+  "refusal",
+  "context_window_exceeded",
+]);
 
 /** A stop reason as a cause names it: a known one verbatim, anything a provider invented as `unknown`. */
 export function stopTag(stop: string): KnownStopReason | "none" | "unknown" {

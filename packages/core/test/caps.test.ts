@@ -36,8 +36,14 @@ describe("normalizePerTurnCap", () => {
   });
 
   it("keeps an explicit policy", () => {
-    expect(normalizePerTurnCap({ usd: 2, onExceeded: "warn" })).toEqual({ usdMicros: 2_000_000, onExceeded: "warn" });
-    expect(normalizePerTurnCap({ usd: 2, onExceeded: "block" })).toEqual({ usdMicros: 2_000_000, onExceeded: "block" });
+    expect(normalizePerTurnCap({ usd: 2, onExceeded: "warn" })).toEqual({
+      usdMicros: 2_000_000,
+      onExceeded: "warn",
+    });
+    expect(normalizePerTurnCap({ usd: 2, onExceeded: "block" })).toEqual({
+      usdMicros: 2_000_000,
+      onExceeded: "block",
+    });
   });
 
   it("returns a frozen copy detached from the input", () => {
@@ -84,13 +90,17 @@ describe("normalizePerTurnCap", () => {
 
   it("names the cap in its error", () => {
     expect(() => normalizePerTurnCap(-1)).toThrow(/perTurnUsd/);
-    expect(() => normalizePerTurnCap({ usd: 1.0000001, onExceeded: "warn" })).toThrow(/perTurnUsd.*six decimals/);
+    expect(() => normalizePerTurnCap({ usd: 1.0000001, onExceeded: "warn" })).toThrow(
+      /perTurnUsd.*six decimals/,
+    );
   });
 });
 
 describe("normalizeBudgetCaps", () => {
   it("defaults: a per-turn number blocks, session and tenant-day numbers warn", () => {
-    expect(normalizeBudgetCaps({ perTurnUsd: 0.25, perSessionUsd: 5, perTenantDayUsd: 100 })).toEqual({
+    expect(
+      normalizeBudgetCaps({ perTurnUsd: 0.25, perSessionUsd: 5, perTenantDayUsd: 100 }),
+    ).toEqual({
       perTurnUsd: { usdMicros: 250_000, onExceeded: "block" },
       perSessionUsd: { usdMicros: 5_000_000, onExceeded: "warn" },
       perTenantDayUsd: { usdMicros: 100_000_000, onExceeded: "warn" },
@@ -98,7 +108,12 @@ describe("normalizeBudgetCaps", () => {
   });
 
   it("blocks on session and tenant-day caps only when asked to", () => {
-    expect(normalizeBudgetCaps({ perSessionUsd: { usd: 5, onExceeded: "block" }, perTenantDayUsd: { usd: 9, onExceeded: "block" } })).toEqual({
+    expect(
+      normalizeBudgetCaps({
+        perSessionUsd: { usd: 5, onExceeded: "block" },
+        perTenantDayUsd: { usd: 9, onExceeded: "block" },
+      }),
+    ).toEqual({
       perSessionUsd: { usdMicros: 5_000_000, onExceeded: "block" },
       perTenantDayUsd: { usdMicros: 9_000_000, onExceeded: "block" },
     });
@@ -130,7 +145,10 @@ describe("normalizeBudgetCaps", () => {
     ["a NaN cap", { perTenantDayUsd: Number.NaN }],
     ["a string cap", { perTurnUsd: "0.5" }],
     ["a cap with seven decimals", { perSessionUsd: 5.0000001 }],
-    ["a cap object with an unknown field", { perSessionUsd: { usd: 5, onExceeded: "block", scope: "org" } }],
+    [
+      "a cap object with an unknown field",
+      { perSessionUsd: { usd: 5, onExceeded: "block", scope: "org" } },
+    ],
     ["a cap object with a bad policy", { perTenantDayUsd: { usd: 5, onExceeded: "Block" } }],
     ["a null cap", { perTurnUsd: null }],
   ];
@@ -150,33 +168,63 @@ describe("capsCrossedBy", () => {
   const caps = normalizeBudgetCaps({ perTurnUsd: 1, perSessionUsd: 2, perTenantDayUsd: 3 });
 
   it("does not count reaching a cap exactly as crossing it", () => {
-    expect(capsCrossedBy(caps, { turn: 999_999, session: 0, tenantDay: 0 }, { turn: ONE_USD, session: 0, tenantDay: 0 })).toEqual([]);
+    expect(
+      capsCrossedBy(
+        caps,
+        { turn: 999_999, session: 0, tenantDay: 0 },
+        { turn: ONE_USD, session: 0, tenantDay: 0 },
+      ),
+    ).toEqual([]);
   });
 
   it("counts one micro-dollar over as crossed", () => {
-    expect(capsCrossedBy(caps, { turn: ONE_USD, session: 0, tenantDay: 0 }, { turn: ONE_USD + 1, session: 0, tenantDay: 0 })).toEqual([
-      "perTurnUsd",
-    ]);
+    expect(
+      capsCrossedBy(
+        caps,
+        { turn: ONE_USD, session: 0, tenantDay: 0 },
+        { turn: ONE_USD + 1, session: 0, tenantDay: 0 },
+      ),
+    ).toEqual(["perTurnUsd"]);
   });
 
   it("reports a crossing once: a total already over the cap does not cross it again", () => {
-    expect(capsCrossedBy(caps, { turn: ONE_USD + 1, session: 0, tenantDay: 0 }, { turn: 5 * ONE_USD, session: 0, tenantDay: 0 })).toEqual([]);
+    expect(
+      capsCrossedBy(
+        caps,
+        { turn: ONE_USD + 1, session: 0, tenantDay: 0 },
+        { turn: 5 * ONE_USD, session: 0, tenantDay: 0 },
+      ),
+    ).toEqual([]);
   });
 
   it("lists every crossed cap in cap-name order", () => {
     const after = { turn: 3 * ONE_USD + 1, session: 3 * ONE_USD + 1, tenantDay: 3 * ONE_USD + 1 };
-    expect(capsCrossedBy(caps, zero, after)).toEqual(["perTurnUsd", "perSessionUsd", "perTenantDayUsd"]);
-    expect(capsCrossedBy(caps, zero, { turn: 0, session: 2 * ONE_USD + 1, tenantDay: 2 * ONE_USD + 1 })).toEqual(["perSessionUsd"]);
+    expect(capsCrossedBy(caps, zero, after)).toEqual([
+      "perTurnUsd",
+      "perSessionUsd",
+      "perTenantDayUsd",
+    ]);
+    expect(
+      capsCrossedBy(caps, zero, { turn: 0, session: 2 * ONE_USD + 1, tenantDay: 2 * ONE_USD + 1 }),
+    ).toEqual(["perSessionUsd"]);
   });
 
   it("ignores caps that are not configured", () => {
-    expect(capsCrossedBy(normalizeBudgetCaps({}), zero, { turn: 10 ** 12, session: 10 ** 12, tenantDay: 10 ** 12 })).toEqual([]);
+    expect(
+      capsCrossedBy(normalizeBudgetCaps({}), zero, {
+        turn: 10 ** 12,
+        session: 10 ** 12,
+        tenantDay: 10 ** 12,
+      }),
+    ).toEqual([]);
   });
 
   it("treats any spend over a zero cap as crossing it", () => {
     const zeroCaps = normalizeBudgetCaps({ perSessionUsd: 0 });
     expect(capsCrossedBy(zeroCaps, zero, zero)).toEqual([]);
-    expect(capsCrossedBy(zeroCaps, zero, { turn: 1, session: 1, tenantDay: 1 })).toEqual(["perSessionUsd"]);
+    expect(capsCrossedBy(zeroCaps, zero, { turn: 1, session: 1, tenantDay: 1 })).toEqual([
+      "perSessionUsd",
+    ]);
   });
 });
 
@@ -192,19 +240,31 @@ describe("blockingCapReached", () => {
   });
 
   it("refuses at exactly the cap and over it", () => {
-    expect(blockingCapReached(caps, { turn: ONE_USD, session: 0, tenantDay: 0 })).toBe("perTurnUsd");
-    expect(blockingCapReached(caps, { turn: ONE_USD + 1, session: 0, tenantDay: 0 })).toBe("perTurnUsd");
-    expect(blockingCapReached(caps, { turn: 0, session: 2 * ONE_USD, tenantDay: 0 })).toBe("perSessionUsd");
+    expect(blockingCapReached(caps, { turn: ONE_USD, session: 0, tenantDay: 0 })).toBe(
+      "perTurnUsd",
+    );
+    expect(blockingCapReached(caps, { turn: ONE_USD + 1, session: 0, tenantDay: 0 })).toBe(
+      "perTurnUsd",
+    );
+    expect(blockingCapReached(caps, { turn: 0, session: 2 * ONE_USD, tenantDay: 0 })).toBe(
+      "perSessionUsd",
+    );
   });
 
   it("never refuses on a warn cap", () => {
-    expect(blockingCapReached(caps, { turn: 0, session: 0, tenantDay: 1_000 * ONE_USD })).toBeUndefined();
+    expect(
+      blockingCapReached(caps, { turn: 0, session: 0, tenantDay: 1_000 * ONE_USD }),
+    ).toBeUndefined();
     const warnOnly = normalizeBudgetCaps({ perTurnUsd: { usd: 1, onExceeded: "warn" } });
-    expect(blockingCapReached(warnOnly, { turn: 50 * ONE_USD, session: 0, tenantDay: 0 })).toBeUndefined();
+    expect(
+      blockingCapReached(warnOnly, { turn: 50 * ONE_USD, session: 0, tenantDay: 0 }),
+    ).toBeUndefined();
   });
 
   it("names the per-turn cap first when several are reached", () => {
-    expect(blockingCapReached(caps, { turn: ONE_USD, session: 2 * ONE_USD, tenantDay: 0 })).toBe("perTurnUsd");
+    expect(blockingCapReached(caps, { turn: ONE_USD, session: 2 * ONE_USD, tenantDay: 0 })).toBe(
+      "perTurnUsd",
+    );
   });
 
   it("refuses every call under a zero block cap", () => {
@@ -213,7 +273,10 @@ describe("blockingCapReached", () => {
 });
 
 describe("costReceiptWarnings", () => {
-  const caps: BudgetCaps = normalizeBudgetCaps({ perTurnUsd: { usd: 1, onExceeded: "warn" }, perSessionUsd: { usd: 2, onExceeded: "block" } });
+  const caps: BudgetCaps = normalizeBudgetCaps({
+    perTurnUsd: { usd: 1, onExceeded: "warn" },
+    perSessionUsd: { usd: 2, onExceeded: "block" },
+  });
 
   it("gives one warning per crossed cap with the cap's configured action", () => {
     expect(costReceiptWarnings(receipt(["perTurnUsd", "perSessionUsd"]), caps)).toEqual([

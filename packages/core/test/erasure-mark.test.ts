@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { erasedSessionMark, InvalidIdError, InvalidScopeError, isErasedMark, sessionMarker, TrailValueError } from "@alma-harness/core";
+import {
+  erasedSessionMark,
+  InvalidIdError,
+  InvalidScopeError,
+  isErasedMark,
+  sessionMarker,
+  TrailValueError,
+} from "@alma-harness/core";
 
 describe("erasedSessionMark: the pseudonymous id an erased session's tombstones and receipts carry", () => {
   const scope = { org: "clinic-a", uid: "u1" };
@@ -37,7 +44,9 @@ describe("erasedSessionMark: the pseudonymous id an erased session's tombstones 
     expect(keyed).toMatch(/^e2_[0-9a-f]{32}$/);
     expect(isErasedMark(keyed)).toBe(true);
     expect(keyed).not.toContain(erasedSessionMark(scope, "+15550001001").slice(3, 35));
-    expect(erasedSessionMark(scope, "+15550001001", "another-deployment-key-of-32-bytes!!")).not.toBe(keyed);
+    expect(
+      erasedSessionMark(scope, "+15550001001", "another-deployment-key-of-32-bytes!!"),
+    ).not.toBe(keyed);
     expect(sessionMarker(key)(scope, "+15550001001")).toBe(keyed);
     expect(sessionMarker()(scope, "+15550001001")).toBe(erasedSessionMark(scope, "+15550001001"));
     expect(() => sessionMarker("short")).toThrow(TrailValueError);

@@ -45,17 +45,34 @@ describe("ProviderError", () => {
   }
 
   it("lets the adapter override the default verdict", () => {
-    expect(new ProviderError("x", { kind: "rate_limited", provider: "openai", retryable: false }).retryable).toBe(false);
-    expect(new ProviderError("x", { kind: "invalid_request", provider: "openai", retryable: true }).retryable).toBe(true);
+    expect(
+      new ProviderError("x", { kind: "rate_limited", provider: "openai", retryable: false })
+        .retryable,
+    ).toBe(false);
+    expect(
+      new ProviderError("x", { kind: "invalid_request", provider: "openai", retryable: true })
+        .retryable,
+    ).toBe(true);
   });
 
   it("is an AlmaError that keeps status, retry-after, provider and cause", () => {
     const cause = new Error("socket hang up");
-    const error = new ProviderError("rate limited", { kind: "rate_limited", provider: "openai", status: 429, retryAfterMs: 1500, cause });
+    const error = new ProviderError("rate limited", {
+      kind: "rate_limited",
+      provider: "openai",
+      status: 429,
+      retryAfterMs: 1500,
+      cause,
+    });
     expect(error).toBeInstanceOf(AlmaError);
     expect(error).toBeInstanceOf(Error);
     expect(error.name).toBe("ProviderError");
-    expect(error).toMatchObject({ provider: "openai", status: 429, retryAfterMs: 1500, message: "rate limited" });
+    expect(error).toMatchObject({
+      provider: "openai",
+      status: 429,
+      retryAfterMs: 1500,
+      message: "rate limited",
+    });
     expect(error.cause).toBe(cause);
   });
 
@@ -78,8 +95,17 @@ describe("RejectionProof", () => {
   });
 
   it("is accepted from its own provider and copied frozen", () => {
-    const proof: RejectionProof = { kind: "anthropic_overloaded_v1", provider: "anthropic", status: 529 };
-    const error = new ProviderError("overloaded", { kind: "overloaded", provider: "anthropic", status: 529, rejection: proof });
+    const proof: RejectionProof = {
+      kind: "anthropic_overloaded_v1",
+      provider: "anthropic",
+      status: 529,
+    };
+    const error = new ProviderError("overloaded", {
+      kind: "overloaded",
+      provider: "anthropic",
+      status: 529,
+      rejection: proof,
+    });
     expect(error.rejection).toEqual(proof);
     expect(error.rejection).not.toBe(proof);
     expect(Object.isFrozen(error.rejection)).toBe(true);
@@ -131,7 +157,11 @@ describe("RejectionProof", () => {
         new ProviderError("x", {
           kind: "server",
           provider: "anthropic",
-          rejection: { kind: "anthropic_server_v1", provider: "anthropic", status: 500 } as unknown as RejectionProof,
+          rejection: {
+            kind: "anthropic_server_v1",
+            provider: "anthropic",
+            status: 500,
+          } as unknown as RejectionProof,
         }),
     ).toThrow(TypeError);
   });
@@ -139,16 +169,34 @@ describe("RejectionProof", () => {
 
 describe("failureOf", () => {
   it("reports a provider error as data with its verdict", () => {
-    const failure = failureOf(new ProviderError("slow down", { kind: "rate_limited", provider: "openai", status: 429 }));
-    expect(failure).toEqual({ kind: "rate_limited", message: "slow down", retryable: true, provider: "openai", status: 429 });
+    const failure = failureOf(
+      new ProviderError("slow down", { kind: "rate_limited", provider: "openai", status: 429 }),
+    );
+    expect(failure).toEqual({
+      kind: "rate_limited",
+      message: "slow down",
+      retryable: true,
+      provider: "openai",
+      status: 429,
+    });
   });
 
   it("reports anything else as unknown and not retryable", () => {
-    expect(failureOf(new Error("disk full"))).toEqual({ kind: "unknown", message: "disk full", retryable: false });
-    expect(failureOf("a string")).toEqual({ kind: "unknown", message: "a string", retryable: false });
+    expect(failureOf(new Error("disk full"))).toEqual({
+      kind: "unknown",
+      message: "disk full",
+      retryable: false,
+    });
+    expect(failureOf("a string")).toEqual({
+      kind: "unknown",
+      message: "a string",
+      retryable: false,
+    });
   });
 
   it("does not inherit retryable from an AlmaError that is not a provider error", () => {
-    expect(failureOf(new AlmaError("store_unavailable", "x", { retryable: true })).retryable).toBe(false);
+    expect(failureOf(new AlmaError("store_unavailable", "x", { retryable: true })).retryable).toBe(
+      false,
+    );
   });
 });

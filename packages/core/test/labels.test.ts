@@ -1,4 +1,9 @@
-import { normalizeSessionLabels, SnapshotError, type SnapshotRule, ValidationError } from "@alma-harness/core";
+import {
+  normalizeSessionLabels,
+  SnapshotError,
+  type SnapshotRule,
+  ValidationError,
+} from "@alma-harness/core";
 import { InMemorySessionLabelStore } from "@alma-harness/core/memory";
 import { describe, expect, it } from "vitest";
 
@@ -18,20 +23,52 @@ function counting() {
   return { runs: () => runs, run };
 }
 
-const HOSTILE: readonly { name: string; rule: SnapshotRule; build: (c: ReturnType<typeof counting>) => unknown }[] = [
-  { name: "a getter", rule: "accessor", build: (c) => Object.defineProperty({ team: "a" }, "site", { enumerable: true, get: () => c.run("b") }) },
+const HOSTILE: readonly {
+  name: string;
+  rule: SnapshotRule;
+  build: (c: ReturnType<typeof counting>) => unknown;
+}[] = [
+  {
+    name: "a getter",
+    rule: "accessor",
+    build: (c) =>
+      Object.defineProperty({ team: "a" }, "site", { enumerable: true, get: () => c.run("b") }),
+  },
   {
     name: "a Proxy whose traps return values",
     rule: "proxy",
     build: (c) =>
-      new Proxy({ team: "a" }, { get: (t, k) => c.run(Reflect.get(t, k)), getOwnPropertyDescriptor: (t, k) => c.run(Reflect.getOwnPropertyDescriptor(t, k)) as PropertyDescriptor }),
+      new Proxy(
+        { team: "a" },
+        {
+          get: (t, k) => c.run(Reflect.get(t, k)),
+          getOwnPropertyDescriptor: (t, k) =>
+            c.run(Reflect.getOwnPropertyDescriptor(t, k)) as PropertyDescriptor,
+        },
+      ),
   },
-  { name: "a Proxy whose ownKeys trap throws", rule: "proxy", build: (c) => new Proxy({ team: "a" }, { ownKeys: () => c.run(undefined) as never }) },
+  {
+    name: "a Proxy whose ownKeys trap throws",
+    rule: "proxy",
+    build: (c) => new Proxy({ team: "a" }, { ownKeys: () => c.run(undefined) as never }),
+  },
   { name: "a symbol key", rule: "symbol_key", build: () => ({ team: "a", [Symbol("site")]: "b" }) },
-  { name: "a hidden key", rule: "hidden_property", build: () => Object.defineProperty({ team: "a" }, "site", { value: "b", enumerable: false }) },
+  {
+    name: "a hidden key",
+    rule: "hidden_property",
+    build: () => Object.defineProperty({ team: "a" }, "site", { value: "b", enumerable: false }),
+  },
   { name: "a nested object", rule: "depth", build: () => ({ team: { nested: "a" } }) },
-  { name: "a value one over 128 bytes", rule: "string_bytes", build: () => ({ team: "a".repeat(129) }) },
-  { name: "a class instance", rule: "non_plain", build: () => Object.assign(Object.create({ inherited: "x" }), { team: "a" }) },
+  {
+    name: "a value one over 128 bytes",
+    rule: "string_bytes",
+    build: () => ({ team: "a".repeat(129) }),
+  },
+  {
+    name: "a class instance",
+    rule: "non_plain",
+    build: () => Object.assign(Object.create({ inherited: "x" }), { team: "a" }),
+  },
 ];
 
 describe("session labels: hostile input", () => {
@@ -50,7 +87,9 @@ describe("session labels: hostile input", () => {
       expect((error as SnapshotError).rule).toBe(shape.rule);
       // The store takes the same path: nothing stored, nothing run.
       const store = new InMemorySessionLabelStore();
-      await expect(store.put(SCOPE, "s1", shape.build(c) as never)).rejects.toBeInstanceOf(SnapshotError);
+      await expect(store.put(SCOPE, "s1", shape.build(c) as never)).rejects.toBeInstanceOf(
+        SnapshotError,
+      );
       expect(await store.get(SCOPE, "s1")).toBeUndefined();
       expect(c.runs()).toBe(0);
     });
@@ -61,7 +100,9 @@ describe("session labels: hostile input", () => {
     expect(Object.keys(normalizeSessionLabels(eight))).toHaveLength(8);
     expect(() => normalizeSessionLabels({ ...eight, k8: "v" })).toThrow(ValidationError);
     const key32 = `k${"a".repeat(31)}`;
-    expect(normalizeSessionLabels({ [key32]: "v".repeat(128) })).toEqual({ [key32]: "v".repeat(128) });
+    expect(normalizeSessionLabels({ [key32]: "v".repeat(128) })).toEqual({
+      [key32]: "v".repeat(128),
+    });
     expect(() => normalizeSessionLabels({ [`${key32}a`]: "v" })).toThrow(ValidationError);
     expect(() => normalizeSessionLabels({})).toThrow(ValidationError);
   });

@@ -1,4 +1,11 @@
-import { DAY, governedWritesContract, recallEvent, SCOPE_A, settlementOf, storeContracts } from "@alma-harness/testing";
+import {
+  DAY,
+  governedWritesContract,
+  recallEvent,
+  SCOPE_A,
+  settlementOf,
+  storeContracts,
+} from "@alma-harness/testing";
 import { describe, expect, it } from "vitest";
 import { ValidationError } from "../src/index.js";
 import {
@@ -27,11 +34,16 @@ describe("memory doubles beyond the contracts", () => {
     const settlements = new InMemoryCostSettlementStore({ spend });
     t.expect(settlements.spend).toBe(spend);
     await settlements.settle(settlementOf("st-1"));
-    expect(await spend.peek(SCOPE_A, "s1", DAY)).toEqual({ sessionMicros: 1_500, tenantDayMicros: 1_500 });
+    expect(await spend.peek(SCOPE_A, "s1", DAY)).toEqual({
+      sessionMicros: 1_500,
+      tenantDayMicros: 1_500,
+    });
   });
 
   it("RecordingAuditLog fails appends on demand, records nothing then, and heals", async () => {
-    const audit = new RecordingAuditLog({ fail: (e) => (e.trail === "recall" ? new Error("disk full") : undefined) });
+    const audit = new RecordingAuditLog({
+      fail: (e) => (e.trail === "recall" ? new Error("disk full") : undefined),
+    });
     await expect(audit.append(recallEvent())).rejects.toThrow("disk full");
     audit.failAppends(new Error("down"));
     await expect(audit.append(recallEvent())).rejects.toThrow("down");
@@ -45,7 +57,9 @@ describe("memory doubles beyond the contracts", () => {
 
   it("RecordingAuditLog validates an event before the failure option sees it", async () => {
     const audit = new RecordingAuditLog({ fail: new Error("never reached") });
-    await expect(audit.append({ ...recallEvent(), trail: "gossip" } as never)).rejects.toBeInstanceOf(ValidationError);
+    await expect(
+      audit.append({ ...recallEvent(), trail: "gossip" } as never),
+    ).rejects.toBeInstanceOf(ValidationError);
   });
 });
 
@@ -99,7 +113,11 @@ describe("ManualClock", () => {
 describe("SequentialIds", () => {
   it("counts per prefix and refuses malformed prefixes", () => {
     const ids = new SequentialIds();
-    expect([ids.next("turn"), ids.next("op"), ids.next("turn")]).toEqual(["turn_1", "op_1", "turn_2"]);
+    expect([ids.next("turn"), ids.next("op"), ids.next("turn")]).toEqual([
+      "turn_1",
+      "op_1",
+      "turn_2",
+    ]);
     expect(() => ids.next("")).toThrow(RangeError);
     expect(() => ids.next("a b")).toThrow(RangeError);
   });

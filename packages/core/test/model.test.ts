@@ -1,4 +1,10 @@
-import { normalizeTemperature, normalizeToolChoice, type ToolChoice, type ToolSpec, validateToolChoice } from "@alma-harness/core";
+import {
+  normalizeTemperature,
+  normalizeToolChoice,
+  type ToolChoice,
+  type ToolSpec,
+  validateToolChoice,
+} from "@alma-harness/core";
 import { describe, expect, it } from "vitest";
 import { validationError } from "./thrown.js";
 
@@ -28,11 +34,15 @@ describe("normalizeToolChoice", () => {
   });
 
   it("rejects unknown fields on the simple choices", () => {
-    expect(validationError(() => normalizeToolChoice({ type: "auto", name: "capture" }))).toMatchObject({
+    expect(
+      validationError(() => normalizeToolChoice({ type: "auto", name: "capture" })),
+    ).toMatchObject({
       path: "toolChoice",
       rule: "unknown_field",
     });
-    expect(validationError(() => normalizeToolChoice({ type: "none", parallel: false })).rule).toBe("unknown_field");
+    expect(validationError(() => normalizeToolChoice({ type: "none", parallel: false })).rule).toBe(
+      "unknown_field",
+    );
   });
 
   it("rejects anything outside the closed set", () => {
@@ -47,7 +57,9 @@ describe("normalizeToolChoice", () => {
       {},
     ];
     for (const value of bad) {
-      expect(validationError(() => normalizeToolChoice(value)).rule, JSON.stringify(value)).toBe("closed");
+      expect(validationError(() => normalizeToolChoice(value)).rule, JSON.stringify(value)).toBe(
+        "closed",
+      );
     }
   });
 });
@@ -58,18 +70,29 @@ describe("validateToolChoice", () => {
   });
 
   it("rejects a named tool that is not advertised", () => {
-    const error = validationError(() => validateToolChoice({ type: "tool", name: "delete_all" }, TOOLS));
+    const error = validationError(() =>
+      validateToolChoice({ type: "tool", name: "delete_all" }, TOOLS),
+    );
     expect(error).toMatchObject({ path: "toolChoice.name", rule: "missing" });
-    expect(validationError(() => validateToolChoice({ type: "tool", name: "capture" }, [])).rule).toBe("missing");
+    expect(
+      validationError(() => validateToolChoice({ type: "tool", name: "capture" }, [])).rule,
+    ).toBe("missing");
   });
 
   it("rejects a named tool advertised more than once", () => {
-    const error = validationError(() => validateToolChoice({ type: "tool", name: "capture" }, [...TOOLS, TOOLS[0]!]));
+    const error = validationError(() =>
+      validateToolChoice({ type: "tool", name: "capture" }, [...TOOLS, TOOLS[0]!]),
+    );
     expect(error).toMatchObject({ path: "toolChoice.name", rule: "ambiguous" });
   });
 
   it("does not check the tools for choices that name none", () => {
-    const choices: (ToolChoice | undefined)[] = [undefined, { type: "auto" }, { type: "none" }, { type: "required" }];
+    const choices: (ToolChoice | undefined)[] = [
+      undefined,
+      { type: "auto" },
+      { type: "none" },
+      { type: "required" },
+    ];
     for (const choice of choices) expect(() => validateToolChoice(choice, [])).not.toThrow();
   });
 });
@@ -88,7 +111,10 @@ describe("normalizeTemperature", () => {
 
   it("rejects values outside 0..2 and non-numbers", () => {
     for (const value of [2.0001, -1, -0.0001, Number.NaN, Number.POSITIVE_INFINITY, "1", null]) {
-      expect(validationError(() => normalizeTemperature(value))).toMatchObject({ path: "temperature", rule: "range" });
+      expect(validationError(() => normalizeTemperature(value))).toMatchObject({
+        path: "temperature",
+        rule: "range",
+      });
     }
   });
 });

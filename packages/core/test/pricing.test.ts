@@ -35,7 +35,8 @@ const TABLE: PriceTable = {
 };
 
 function micros(result: PricedUsage): number {
-  if (result.status !== "priced") throw new Error(`expected priced, got unpriced (${result.missing})`);
+  if (result.status !== "priced")
+    throw new Error(`expected priced, got unpriced (${result.missing})`);
   return result.usdMicros;
 }
 
@@ -48,18 +49,34 @@ describe("priceUsage: exact integer micro-dollars", () => {
     const result = priceUsage(
       TABLE,
       "sonnet",
-      usage({ inputTokens: 123_456, outputTokens: 89_012, cacheReadTokens: 50_000, cacheWrite5mTokens: 10_000 }),
+      usage({
+        inputTokens: 123_456,
+        outputTokens: 89_012,
+        cacheReadTokens: 50_000,
+        cacheWrite5mTokens: 10_000,
+      }),
     );
     // 123,456×3 + 89,012×15 + 50,000×0.3 + 10,000×3.75 USD per Mtok, in micro-dollars:
     // 370,368 + 1,335,180 + 15,000 + 37,500
-    expect(result).toEqual({ status: "priced", usdMicros: 1_758_048, serviceTier: "standard", priceVersion: "2025-06-01" });
+    expect(result).toEqual({
+      status: "priced",
+      usdMicros: 1_758_048,
+      serviceTier: "standard",
+      priceVersion: "2025-06-01",
+    });
   });
 
   it("prices rates like 0.075 and 3.75 per Mtok without floating error", () => {
     expect(micros(priceUsage(TABLE, "flash", usage({ inputTokens: 1_000_000 })))).toBe(75_000);
-    expect(micros(priceUsage(TABLE, "flash", usage({ inputTokens: 1_000_000, outputTokens: 1_000_000 })))).toBe(375_000);
+    expect(
+      micros(
+        priceUsage(TABLE, "flash", usage({ inputTokens: 1_000_000, outputTokens: 1_000_000 })),
+      ),
+    ).toBe(375_000);
     // (sonnet stays under its 200,000-token band here)
-    expect(micros(priceUsage(TABLE, "sonnet", usage({ cacheWrite5mTokens: 100_000 })))).toBe(375_000);
+    expect(micros(priceUsage(TABLE, "sonnet", usage({ cacheWrite5mTokens: 100_000 })))).toBe(
+      375_000,
+    );
   });
 
   it("rounds each call up to the next whole micro-dollar, and not past an exact one", () => {
@@ -68,7 +85,15 @@ describe("priceUsage: exact integer micro-dollars", () => {
     // 1 token at 0.000001/Mtok is one pico-dollar: still 1 micro-dollar, never 0.
     expect(micros(priceUsage(TABLE, "tiny", usage({ inputTokens: 1 })))).toBe(1);
     // Exactly one micro-dollar (1/3 token at 3/Mtok would not be an integer; 1 token at 1/Mtok is):
-    expect(micros(priceUsage({ version: "v", models: { m: { rates: { input: 1, output: 1 } } } }, "m", usage({ inputTokens: 1 })))).toBe(1);
+    expect(
+      micros(
+        priceUsage(
+          { version: "v", models: { m: { rates: { input: 1, output: 1 } } } },
+          "m",
+          usage({ inputTokens: 1 }),
+        ),
+      ),
+    ).toBe(1);
     // 40 tokens at 0.075 = 3 micro-dollars exactly; 41 tokens = 3.075 → 4.
     expect(micros(priceUsage(TABLE, "flash", usage({ inputTokens: 40 })))).toBe(3);
     expect(micros(priceUsage(TABLE, "flash", usage({ inputTokens: 41 })))).toBe(4);
@@ -78,7 +103,9 @@ describe("priceUsage: exact integer micro-dollars", () => {
     let total = 0;
     let floating = 0;
     for (let i = 0; i < 10_000; i++) {
-      const call = micros(priceUsage(TABLE, "sonnet", usage({ inputTokens: 8, cacheWrite5mTokens: 8 })));
+      const call = micros(
+        priceUsage(TABLE, "sonnet", usage({ inputTokens: 8, cacheWrite5mTokens: 8 })),
+      );
       // 8×3 + 8×3.75 = 54 micro-dollars, exact per call.
       expect(call).toBe(54);
       total += call;
@@ -91,14 +118,24 @@ describe("priceUsage: exact integer micro-dollars", () => {
   });
 
   it("prices 0.1 + 0.2 per Mtok as exactly 0.3", () => {
-    const table: PriceTable = { version: "v", models: { m: { rates: { input: 0.1, output: 0.2 } } } };
-    expect(micros(priceUsage(table, "m", usage({ inputTokens: 1_000_000, outputTokens: 1_000_000 })))).toBe(300_000);
+    const table: PriceTable = {
+      version: "v",
+      models: { m: { rates: { input: 0.1, output: 0.2 } } },
+    };
+    expect(
+      micros(priceUsage(table, "m", usage({ inputTokens: 1_000_000, outputTokens: 1_000_000 }))),
+    ).toBe(300_000);
   });
 
   it("stays exact for very large counts", () => {
-    const table: PriceTable = { version: "v", models: { m: { rates: { input: 75, output: 150 } } } };
+    const table: PriceTable = {
+      version: "v",
+      models: { m: { rates: { input: 75, output: 150 } } },
+    };
     // 10 billion tokens at 75 USD/Mtok = 750,000 USD.
-    expect(micros(priceUsage(table, "m", usage({ inputTokens: 10_000_000_000 })))).toBe(750_000_000_000);
+    expect(micros(priceUsage(table, "m", usage({ inputTokens: 10_000_000_000 })))).toBe(
+      750_000_000_000,
+    );
   });
 
   it("prices zero usage at zero", () => {
@@ -107,7 +144,11 @@ describe("priceUsage: exact integer micro-dollars", () => {
 
   it("reports the price version and the served tier", () => {
     const result = priceUsage(TABLE, "sonnet", usage({ inputTokens: 1, serviceTier: "priority" }));
-    expect(result).toMatchObject({ status: "priced", serviceTier: "priority", priceVersion: "2025-06-01" });
+    expect(result).toMatchObject({
+      status: "priced",
+      serviceTier: "priority",
+      priceVersion: "2025-06-01",
+    });
   });
 });
 
@@ -130,15 +171,21 @@ describe("priceUsage: fails closed", () => {
       model: "sonnet",
       serviceTier: "flex",
     });
-    expect(priceUsage(TABLE, "flash", usage({ inputTokens: 10, serviceTier: "priority" }))).toMatchObject({
+    expect(
+      priceUsage(TABLE, "flash", usage({ inputTokens: 10, serviceTier: "priority" })),
+    ).toMatchObject({
       status: "unpriced",
       missing: "tier",
     });
   });
 
   it("prices a served tier by its own row, not by the standard one", () => {
-    expect(micros(priceUsage(TABLE, "sonnet", usage({ inputTokens: 100_000, serviceTier: "priority" })))).toBe(500_000);
-    expect(micros(priceUsage(TABLE, "sonnet", usage({ inputTokens: 100_000, serviceTier: "batch" })))).toBe(150_000);
+    expect(
+      micros(priceUsage(TABLE, "sonnet", usage({ inputTokens: 100_000, serviceTier: "priority" }))),
+    ).toBe(500_000);
+    expect(
+      micros(priceUsage(TABLE, "sonnet", usage({ inputTokens: 100_000, serviceTier: "batch" }))),
+    ).toBe(150_000);
     expect(micros(priceUsage(TABLE, "sonnet", usage({ inputTokens: 100_000 })))).toBe(300_000);
   });
 
@@ -153,51 +200,85 @@ describe("priceUsage: fails closed", () => {
 
   it("prices web searches per request when the row exists, and ignores zero searches", () => {
     expect(micros(priceUsage(TABLE, "sonnet", usage({ webSearchRequests: 3 })))).toBe(30_000);
-    expect(micros(priceUsage(TABLE, "flash", usage({ inputTokens: 40, webSearchRequests: 0 })))).toBe(3);
+    expect(
+      micros(priceUsage(TABLE, "flash", usage({ inputTokens: 40, webSearchRequests: 0 }))),
+    ).toBe(3);
   });
 
   it("never prices a 1h cache write without its row", () => {
-    expect(priceUsage(TABLE, "sonnet", usage({ inputTokens: 1, cacheWrite1hTokens: 5, serviceTier: "priority" }))).toEqual({
+    expect(
+      priceUsage(
+        TABLE,
+        "sonnet",
+        usage({ inputTokens: 1, cacheWrite1hTokens: 5, serviceTier: "priority" }),
+      ),
+    ).toEqual({
       status: "unpriced",
       missing: "cache_write_1h",
       model: "sonnet",
       serviceTier: "priority",
     });
     // With the row present (standard tier, under the band) it is priced at 6 per Mtok.
-    expect(micros(priceUsage(TABLE, "sonnet", usage({ cacheWrite1hTokens: 100_000 })))).toBe(600_000);
+    expect(micros(priceUsage(TABLE, "sonnet", usage({ cacheWrite1hTokens: 100_000 })))).toBe(
+      600_000,
+    );
   });
 
   it("never prices a cache read or a 5m cache write without its row", () => {
-    expect(priceUsage(TABLE, "flash", usage({ cacheReadTokens: 1 }))).toMatchObject({ status: "unpriced", missing: "cache_read" });
+    expect(priceUsage(TABLE, "flash", usage({ cacheReadTokens: 1 }))).toMatchObject({
+      status: "unpriced",
+      missing: "cache_read",
+    });
     expect(priceUsage(TABLE, "flash", usage({ cacheWrite5mTokens: 1 }))).toMatchObject({
       status: "unpriced",
       missing: "cache_write_5m",
     });
-    expect(priceUsage(TABLE, "sonnet", usage({ cacheReadTokens: 1, serviceTier: "batch" }))).toMatchObject({
+    expect(
+      priceUsage(TABLE, "sonnet", usage({ cacheReadTokens: 1, serviceTier: "batch" })),
+    ).toMatchObject({
       status: "unpriced",
       missing: "cache_read",
     });
   });
 
   it("treats a reported zero counter as nothing to price", () => {
-    expect(micros(priceUsage(TABLE, "flash", usage({ inputTokens: 40, cacheReadTokens: 0, cacheWrite1hTokens: 0 })))).toBe(3);
+    expect(
+      micros(
+        priceUsage(
+          TABLE,
+          "flash",
+          usage({ inputTokens: 40, cacheReadTokens: 0, cacheWrite1hTokens: 0 }),
+        ),
+      ),
+    ).toBe(3);
   });
 
   it("throws rather than guesses when an unnormalized table holds a rate with too many decimals", () => {
-    const table: PriceTable = { version: "v", models: { m: { rates: { input: 3.0000001, output: 1 } } } };
+    const table: PriceTable = {
+      version: "v",
+      models: { m: { rates: { input: 3.0000001, output: 1 } } },
+    };
     expect(() => priceUsage(table, "m", usage({ inputTokens: 1 }))).toThrow(ValidationError);
   });
 });
 
 describe("priceUsage: context-length bands", () => {
   it("uses the base rates at the threshold and the band's rates one token over", () => {
-    expect(micros(priceUsage(TABLE, "sonnet", usage({ inputTokens: 200_000, outputTokens: 1_000 })))).toBe(600_000 + 15_000);
+    expect(
+      micros(priceUsage(TABLE, "sonnet", usage({ inputTokens: 200_000, outputTokens: 1_000 }))),
+    ).toBe(600_000 + 15_000);
     // Over the band every token, output included, is priced at the band's rates.
-    expect(micros(priceUsage(TABLE, "sonnet", usage({ inputTokens: 200_001, outputTokens: 1_000 })))).toBe(1_200_006 + 22_500);
+    expect(
+      micros(priceUsage(TABLE, "sonnet", usage({ inputTokens: 200_001, outputTokens: 1_000 }))),
+    ).toBe(1_200_006 + 22_500);
   });
 
   it("counts cache reads and writes as prompt when choosing a band", () => {
-    const result = priceUsage(TABLE, "sonnet", usage({ inputTokens: 100_000, cacheReadTokens: 100_001 }));
+    const result = priceUsage(
+      TABLE,
+      "sonnet",
+      usage({ inputTokens: 100_000, cacheReadTokens: 100_001 }),
+    );
     // 100,000×6 + 100,001×0.6 per Mtok = 600,000 + 60,000.6 → 660,001
     expect(micros(result)).toBe(660_001);
   });
@@ -221,7 +302,9 @@ describe("priceUsage: context-length bands", () => {
   });
 
   it("is unpriced when a band lacks the served tier, even if the base table has it", () => {
-    expect(priceUsage(TABLE, "sonnet", usage({ inputTokens: 250_000, serviceTier: "priority" }))).toMatchObject({
+    expect(
+      priceUsage(TABLE, "sonnet", usage({ inputTokens: 250_000, serviceTier: "priority" })),
+    ).toMatchObject({
       status: "unpriced",
       missing: "tier",
       serviceTier: "priority",
@@ -229,7 +312,9 @@ describe("priceUsage: context-length bands", () => {
   });
 
   it("is unpriced when a band lacks a counter's row the base table had", () => {
-    expect(priceUsage(TABLE, "sonnet", usage({ inputTokens: 250_000, cacheWrite1hTokens: 1 }))).toMatchObject({
+    expect(
+      priceUsage(TABLE, "sonnet", usage({ inputTokens: 250_000, cacheWrite1hTokens: 1 })),
+    ).toMatchObject({
       status: "unpriced",
       missing: "cache_write_1h",
     });
@@ -248,7 +333,15 @@ describe("rates and USD amounts", () => {
   });
 
   it("rejects a rate with more than six decimals, small or large", () => {
-    for (const rate of [0.0000001, 0.0750001, 0.5000001, 1.0000001, 3.7500004, 600.0000001, 0.1 + 0.2]) {
+    for (const rate of [
+      0.0000001,
+      0.0750001,
+      0.5000001,
+      1.0000001,
+      3.7500004,
+      600.0000001,
+      0.1 + 0.2,
+    ]) {
       let error: unknown;
       try {
         ratePicosPerToken(rate, "prices.models.m.rates.input");
@@ -298,7 +391,10 @@ describe("isPriceable", () => {
 
 describe("normalizePriceTable", () => {
   it("returns a detached, deeply frozen copy", () => {
-    const source = structuredClone(TABLE) as { version: string; models: Record<string, { rates: { input: number } }> };
+    const source = structuredClone(TABLE) as {
+      version: string;
+      models: Record<string, { rates: { input: number } }>;
+    };
     const table = normalizePriceTable(source as PriceTable);
     expect(table).toEqual(TABLE);
     source.models.flash!.rates.input = 99;
@@ -322,17 +418,32 @@ describe("normalizePriceTable", () => {
       }
       return "accepted";
     };
-    expect(where({ version: "v", models: { m: { rates: { input: 1.0000001, output: 1 } } } })).toBe("prices.models.m.rates.input");
-    expect(where({ version: "v", models: { m: { rates: { input: 1, output: 1, cacheRead: 0.30000001 } } } })).toBe(
-      "prices.models.m.rates.cacheRead",
-    );
-    expect(where({ version: "v", models: { m: { rates: { input: 1, output: 1 }, tiers: { flex: { input: 0.5000001, output: 1 } } } } })).toBe(
-      "prices.models.m.tiers.flex.input",
+    expect(where({ version: "v", models: { m: { rates: { input: 1.0000001, output: 1 } } } })).toBe(
+      "prices.models.m.rates.input",
     );
     expect(
       where({
         version: "v",
-        models: { m: { rates: { input: 1, output: 1 }, bands: [{ aboveInputTokens: 10, rates: { input: 2, output: 2.0000001 } }] } },
+        models: { m: { rates: { input: 1, output: 1, cacheRead: 0.30000001 } } },
+      }),
+    ).toBe("prices.models.m.rates.cacheRead");
+    expect(
+      where({
+        version: "v",
+        models: {
+          m: { rates: { input: 1, output: 1 }, tiers: { flex: { input: 0.5000001, output: 1 } } },
+        },
+      }),
+    ).toBe("prices.models.m.tiers.flex.input");
+    expect(
+      where({
+        version: "v",
+        models: {
+          m: {
+            rates: { input: 1, output: 1 },
+            bands: [{ aboveInputTokens: 10, rates: { input: 2, output: 2.0000001 } }],
+          },
+        },
       }),
     ).toBe("prices.models.m.bands[0].output");
     expect(
@@ -341,14 +452,23 @@ describe("normalizePriceTable", () => {
         models: {
           m: {
             rates: { input: 1, output: 1 },
-            bands: [{ aboveInputTokens: 10, rates: { input: 2, output: 2 }, tiers: { priority: { input: 4.0000001, output: 4 } } }],
+            bands: [
+              {
+                aboveInputTokens: 10,
+                rates: { input: 2, output: 2 },
+                tiers: { priority: { input: 4.0000001, output: 4 } },
+              },
+            ],
           },
         },
       }),
     ).toBe("prices.models.m.bands[0].tiers.priority.input");
-    expect(where({ version: "v", models: { m: { rates: { input: 1, output: 1 }, webSearchPerRequestUsd: 0.0100001 } } })).toBe(
-      "prices.models.m.webSearchPerRequestUsd",
-    );
+    expect(
+      where({
+        version: "v",
+        models: { m: { rates: { input: 1, output: 1 }, webSearchPerRequestUsd: 0.0100001 } },
+      }),
+    ).toBe("prices.models.m.webSearchPerRequestUsd");
   });
 
   it("rejects a band threshold that is not a non-negative integer (it would silently never apply)", () => {
@@ -356,7 +476,12 @@ describe("normalizePriceTable", () => {
       expect(() =>
         normalizePriceTable({
           version: "v",
-          models: { m: { rates: { input: 1, output: 1 }, bands: [{ aboveInputTokens, rates: { input: 2, output: 2 } }] } },
+          models: {
+            m: {
+              rates: { input: 1, output: 1 },
+              bands: [{ aboveInputTokens, rates: { input: 2, output: 2 } }],
+            },
+          },
         }),
       ).toThrow(ValidationError);
     }

@@ -1,4 +1,11 @@
-import { AlmaError, InvalidIdError, InvalidScopeError, normalizeScope, scopePath, validateId } from "@alma-harness/core";
+import {
+  AlmaError,
+  InvalidIdError,
+  InvalidScopeError,
+  normalizeScope,
+  scopePath,
+  validateId,
+} from "@alma-harness/core";
 import { describe, expect, it } from "vitest";
 
 describe("normalizeScope", () => {
@@ -16,7 +23,10 @@ describe("normalizeScope", () => {
     const longest = `${"Az09_.-".repeat(9)}x`;
     expect(longest).toHaveLength(64);
     expect(normalizeScope({ org: longest, uid: longest }).org).toBe(longest);
-    expect(normalizeScope({ org: "-dash", uid: "_under.score" })).toEqual({ org: "-dash", uid: "_under.score" });
+    expect(normalizeScope({ org: "-dash", uid: "_under.score" })).toEqual({
+      org: "-dash",
+      uid: "_under.score",
+    });
   });
 
   it("rejects empty and 65-character parts", () => {
@@ -27,14 +37,33 @@ describe("normalizeScope", () => {
   });
 
   it("rejects characters that could escape a path or a key", () => {
-    for (const bad of ["a/b", "..", ".hidden", "a b", "a\\b", "a:b", "a%2F", "ñ", "a\u0000", "a\n", "*", "😀"]) {
-      expect(() => normalizeScope({ org: bad, uid: "u" }), JSON.stringify(bad)).toThrow(InvalidScopeError);
-      expect(() => normalizeScope({ org: "o", uid: bad }), JSON.stringify(bad)).toThrow(InvalidScopeError);
+    for (const bad of [
+      "a/b",
+      "..",
+      ".hidden",
+      "a b",
+      "a\\b",
+      "a:b",
+      "a%2F",
+      "ñ",
+      "a\u0000",
+      "a\n",
+      "*",
+      "😀",
+    ]) {
+      expect(() => normalizeScope({ org: bad, uid: "u" }), JSON.stringify(bad)).toThrow(
+        InvalidScopeError,
+      );
+      expect(() => normalizeScope({ org: "o", uid: bad }), JSON.stringify(bad)).toThrow(
+        InvalidScopeError,
+      );
     }
   });
 
   it("rejects unknown fields, naming what is expected and never the field sent", () => {
-    expect(() => normalizeScope({ org: "o", uid: "u", role: "admin" })).toThrow(/takes only org and uid/);
+    expect(() => normalizeScope({ org: "o", uid: "u", role: "admin" })).toThrow(
+      /takes only org and uid/,
+    );
     expect(() => normalizeScope({ org: "o", uid: "u", role: "admin" })).not.toThrow(/role/);
   });
 
@@ -54,7 +83,8 @@ describe("normalizeScope", () => {
   });
 
   it("rejects anything that is not an object", () => {
-    for (const value of [null, undefined, "o/u", ["o", "u"], 1]) expect(() => normalizeScope(value)).toThrow(InvalidScopeError);
+    for (const value of [null, undefined, "o/u", ["o", "u"], 1])
+      expect(() => normalizeScope(value)).toThrow(InvalidScopeError);
   });
 
   it("throws a typed error with a stable code", () => {

@@ -43,7 +43,16 @@ function expectDeeplyFrozen(value: JsonValue): void {
 
 describe("snapshot: plain JSON data", () => {
   it("copies every JSON type and keeps key order and array order", () => {
-    const input = { s: "text", n: 1.5, i: -3, t: true, f: false, z: null, a: [1, "two", { three: 3 }], o: { nested: [] } };
+    const input = {
+      s: "text",
+      n: 1.5,
+      i: -3,
+      t: true,
+      f: false,
+      z: null,
+      a: [1, "two", { three: 3 }],
+      o: { nested: [] },
+    };
     const copy = snapshot(input);
     expect(copy).toEqual(input);
     expect(copy).not.toBe(input);
@@ -382,7 +391,10 @@ describe("snapshot: string and total byte caps", () => {
 
   it("applies the string cap to object keys, naming the key", () => {
     const error = rejection(() => snapshot({ abcde: 1 }, { maxStringBytes: 4 }));
-    expect({ rule: error.rule, path: error.path }).toEqual({ rule: "string_bytes", path: "$.abcde" });
+    expect({ rule: error.rule, path: error.path }).toEqual({
+      rule: "string_bytes",
+      path: "$.abcde",
+    });
   });
 
   it("allows the default 8 MiB total and rejects one byte over", () => {
@@ -410,7 +422,12 @@ describe("snapshot: string and total byte caps", () => {
 
 describe("snapshot: limits", () => {
   it("keeps the defaults for limits passed as undefined", () => {
-    const limits = { maxDepth: undefined, maxNodes: undefined, maxStringBytes: undefined, maxTotalBytes: undefined };
+    const limits = {
+      maxDepth: undefined,
+      maxNodes: undefined,
+      maxStringBytes: undefined,
+      maxTotalBytes: undefined,
+    };
     expect(rejection(() => snapshot(nestedArrays(65), limits)).rule).toBe("depth");
     expect(rejection(() => snapshot(new Array(100_000).fill(0), limits)).rule).toBe("nodes");
   });
@@ -432,7 +449,11 @@ describe("snapshot: limits", () => {
 
 describe("snapshot: errors", () => {
   it("are typed, carry a stable code, and name the path and the rule", () => {
-    const error = expectRule({ patient: { visits: [{ at: 1 }, { at: Number.NaN }] } }, "non_finite", "$.patient.visits[1].at");
+    const error = expectRule(
+      { patient: { visits: [{ at: 1 }, { at: Number.NaN }] } },
+      "non_finite",
+      "$.patient.visits[1].at",
+    );
     expect(error).toBeInstanceOf(ValidationError);
     expect(error).toBeInstanceOf(AlmaError);
     expect(error.code).toBe("invalid_input");
@@ -448,7 +469,10 @@ describe("snapshotObject", () => {
     expect(snapshotObject({ a: 1 })).toEqual({ a: 1 });
     for (const root of [null, [], "x", 1, undefined]) {
       const error = rejection(() => snapshotObject(root, "request.input"));
-      expect({ rule: error.rule, path: error.path }).toEqual({ rule: "unsupported_type", path: "request.input" });
+      expect({ rule: error.rule, path: error.path }).toEqual({
+        rule: "unsupported_type",
+        path: "request.input",
+      });
     }
   });
 

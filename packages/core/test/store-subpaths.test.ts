@@ -11,8 +11,10 @@ auditLogContract("memory (InMemoryAuditLog)", () => ({ audit: new memory.InMemor
 
 describe("the /stores, /memory and /testing subpaths", () => {
   it("/testing re-exports the in-memory stores and the store rules as the same objects", () => {
-    for (const [name, value] of Object.entries(memory)) expect((testing as Record<string, unknown>)[name], name).toBe(value);
-    for (const [name, value] of Object.entries(stores)) expect((testing as Record<string, unknown>)[name], name).toBe(value);
+    for (const [name, value] of Object.entries(memory))
+      expect((testing as Record<string, unknown>)[name], name).toBe(value);
+    for (const [name, value] of Object.entries(stores))
+      expect((testing as Record<string, unknown>)[name], name).toBe(value);
   });
 
   it("RecordingAuditLog is the in-memory audit log with assertions and failure injection on top", async () => {
@@ -27,7 +29,10 @@ describe("the /stores, /memory and /testing subpaths", () => {
 
 describe("the shared row codecs", () => {
   it("decodes a versioned JSON column deep-frozen and refuses any other version", () => {
-    const value = stores.decodeJson<{ a: { b: number[] } }>(stores.RECORD_VERSION, '{"a":{"b":[1]}}');
+    const value = stores.decodeJson<{ a: { b: number[] } }>(
+      stores.RECORD_VERSION,
+      '{"a":{"b":[1]}}',
+    );
     expect(Object.isFrozen(value.a.b)).toBe(true);
     expect(() => stores.decodeJson(stores.RECORD_VERSION + 1, "{}")).toThrow(StoreUnavailableError);
   });
@@ -39,13 +44,19 @@ describe("the shared row codecs", () => {
   });
 
   it("writes a transition's columns, null where the column keeps its value", () => {
-    expect(stores.executionChangeColumns({ state: "settled", settlementId: "op:settlement" })).toEqual({
+    expect(
+      stores.executionChangeColumns({ state: "settled", settlementId: "op:settlement" }),
+    ).toEqual({
       state: "settled",
       evidence: null,
       not_dispatched_cause: null,
       settlement_id: "op:settlement",
     });
-    const cancelled = stores.executionChangeColumns({ state: "not_dispatched", cause: "aborted", evidence: { status: "not_dispatched", cause: "aborted" } });
+    const cancelled = stores.executionChangeColumns({
+      state: "not_dispatched",
+      cause: "aborted",
+      evidence: { status: "not_dispatched", cause: "aborted" },
+    });
     expect(cancelled.evidence).toBe('{"cause":"aborted","status":"not_dispatched"}');
   });
 });
@@ -54,7 +65,9 @@ describe("deepFreeze", () => {
   it("freezes in place, all the way down, and returns its argument", () => {
     const value = { a: [{ b: 1 }], c: "x" };
     expect(deepFreeze(value)).toBe(value);
-    expect(Object.isFrozen(value) && Object.isFrozen(value.a) && Object.isFrozen(value.a[0])).toBe(true);
+    expect(Object.isFrozen(value) && Object.isFrozen(value.a) && Object.isFrozen(value.a[0])).toBe(
+      true,
+    );
     expect(deepFreeze(null)).toBe(null);
   });
 });

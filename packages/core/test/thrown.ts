@@ -2,7 +2,10 @@ import { expect } from "vitest";
 import { ValidationError } from "../src/index.js";
 
 /** Runs `fn`, expects it to throw a `type`, and returns the error for further checks. */
-export function thrown<E extends Error>(type: abstract new (...args: never[]) => E, fn: () => unknown): E {
+export function thrown<E extends Error>(
+  type: abstract new (...args: never[]) => E,
+  fn: () => unknown,
+): E {
   try {
     fn();
   } catch (error) {

@@ -63,11 +63,24 @@ describe("defineTool: names", () => {
 
   it("rejects empty and 65-character names", () => {
     expect(validationError(() => defineTool(config({ name: "" }))).rule).toBe("tool_name");
-    expect(validationError(() => defineTool(config({ name: "a".repeat(65) }))).rule).toBe("tool_name");
+    expect(validationError(() => defineTool(config({ name: "a".repeat(65) }))).rule).toBe(
+      "tool_name",
+    );
   });
 
   it("rejects characters outside the set, and non-strings", () => {
-    for (const name of ["has space", "dot.name", "slash/name", "ñame", "emoji😀", "colon:name", "new\nline", 42, null, undefined]) {
+    for (const name of [
+      "has space",
+      "dot.name",
+      "slash/name",
+      "ñame",
+      "emoji😀",
+      "colon:name",
+      "new\nline",
+      42,
+      null,
+      undefined,
+    ]) {
       const error = validationError(() => defineTool(config({ name })));
       expect(error.rule, String(name)).toBe("tool_name");
       expect(error.path).toBe("tool.name");
@@ -92,7 +105,9 @@ describe("defineTool: names", () => {
 
   it("validateToolName names the path it was given", () => {
     expect(validateToolName("ok_name")).toBe("ok_name");
-    expect(validationError(() => validateToolName("bad name", "request.tools[2]")).path).toBe("request.tools[2]");
+    expect(validationError(() => validateToolName("bad name", "request.tools[2]")).path).toBe(
+      "request.tools[2]",
+    );
   });
 });
 
@@ -106,8 +121,12 @@ describe("defineTool: configuration", () => {
   });
 
   it("rejects authorize and access hooks that are not functions", () => {
-    expect(validationError(() => defineTool(config({ authorize: "x" }))).path).toBe('tool "lookup_patient".authorize');
-    expect(validationError(() => defineTool(config({ access: {} }))).path).toBe('tool "lookup_patient".access');
+    expect(validationError(() => defineTool(config({ authorize: "x" }))).path).toBe(
+      'tool "lookup_patient".authorize',
+    );
+    expect(validationError(() => defineTool(config({ access: {} }))).path).toBe(
+      'tool "lookup_patient".access',
+    );
   });
 
   it("bounds the description to 1-4096 characters", () => {
@@ -125,8 +144,18 @@ describe("defineTool: configuration", () => {
 
   it("accepts maxOutputChars from 1 to the limit and rejects anything else", () => {
     expect(defineTool(config({ maxOutputChars: 1 })).maxOutputChars).toBe(1);
-    expect(defineTool(config({ maxOutputChars: MAX_OUTPUT_CHARS_LIMIT })).maxOutputChars).toBe(MAX_OUTPUT_CHARS_LIMIT);
-    for (const maxOutputChars of [0, -1, MAX_OUTPUT_CHARS_LIMIT + 1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, "100"]) {
+    expect(defineTool(config({ maxOutputChars: MAX_OUTPUT_CHARS_LIMIT })).maxOutputChars).toBe(
+      MAX_OUTPUT_CHARS_LIMIT,
+    );
+    for (const maxOutputChars of [
+      0,
+      -1,
+      MAX_OUTPUT_CHARS_LIMIT + 1,
+      1.5,
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      "100",
+    ]) {
       const error = validationError(() => defineTool(config({ maxOutputChars })));
       expect(error.rule, String(maxOutputChars)).toBe("range");
       expect(error.path).toBe('tool "lookup_patient".maxOutputChars');
@@ -141,15 +170,24 @@ describe("defineTool: configuration", () => {
 
   it("defaults the authorization intent to the tool's name, and keeps a given one", () => {
     const input = { id: "p1" };
-    expect(defineTool(config()).authorize(input)).toEqual({ action: "lookup_patient", subject: "*" });
-    const custom = defineTool(config({ authorize: (i: JsonObject) => ({ action: "read", subject: `patients/${i.id}` }) }));
+    expect(defineTool(config()).authorize(input)).toEqual({
+      action: "lookup_patient",
+      subject: "*",
+    });
+    const custom = defineTool(
+      config({ authorize: (i: JsonObject) => ({ action: "read", subject: `patients/${i.id}` }) }),
+    );
     expect(custom.authorize(input)).toEqual({ action: "read", subject: "patients/p1" });
   });
 
   it("returns a frozen definition whose wire spec is name, description and schema", () => {
     const tool = defineTool(config());
     expect(Object.isFrozen(tool)).toBe(true);
-    expect(toolSpec(tool)).toEqual({ name: "lookup_patient", description: "Looks up a patient by id.", inputSchema: LOOKUP_SCHEMA });
+    expect(toolSpec(tool)).toEqual({
+      name: "lookup_patient",
+      description: "Looks up a patient by id.",
+      inputSchema: LOOKUP_SCHEMA,
+    });
   });
 
   it("rejects a tool that is not an object", () => {
@@ -168,7 +206,9 @@ describe("defineTool: input schema", () => {
   });
 
   it("compiles once: the schema is a frozen copy, detached from the original", () => {
-    const schema = structuredClone(LOOKUP_SCHEMA) as { properties: { id: { type: string; minLength?: number } } };
+    const schema = structuredClone(LOOKUP_SCHEMA) as {
+      properties: { id: { type: string; minLength?: number } };
+    };
     const tool = defineTool(config({ input: schema }));
     schema.properties.id.type = "number";
     delete schema.properties.id.minLength;
@@ -179,12 +219,21 @@ describe("defineTool: input schema", () => {
   });
 
   it("drops $schema from the wire copy", () => {
-    const tool = defineTool(config({ input: { $schema: "http://json-schema.org/draft-07/schema#", ...LOOKUP_SCHEMA } }));
+    const tool = defineTool(
+      config({ input: { $schema: "http://json-schema.org/draft-07/schema#", ...LOOKUP_SCHEMA } }),
+    );
     expect(tool.inputSchema).toEqual(LOOKUP_SCHEMA);
   });
 
   it("rejects schemas that are not objects of type object, or not valid JSON Schema", () => {
-    for (const input of [{ type: "string" }, {}, [], null, "schema", { type: "object", properties: { a: { type: "no-such-type" } } }]) {
+    for (const input of [
+      { type: "string" },
+      {},
+      [],
+      null,
+      "schema",
+      { type: "object", properties: { a: { type: "no-such-type" } } },
+    ]) {
       const error = validationError(() => defineTool(config({ input })));
       expect(error.rule).toBe("json_schema");
       expect(error.path).toBe('tool "lookup_patient".input');
@@ -230,8 +279,16 @@ describe("defineTool: Standard Schema input", () => {
             properties: {
               pair:
                 target === "draft-2020-12"
-                  ? { type: "array", prefixItems: [{ type: "string" }, { type: "number" }], items: false }
-                  : { type: "array", items: [{ type: "string" }, { type: "number" }], additionalItems: false },
+                  ? {
+                      type: "array",
+                      prefixItems: [{ type: "string" }, { type: "number" }],
+                      items: false,
+                    }
+                  : {
+                      type: "array",
+                      items: [{ type: "string" }, { type: "number" }],
+                      additionalItems: false,
+                    },
             },
             required: ["pair"],
           }),
@@ -245,7 +302,9 @@ describe("defineTool: Standard Schema input", () => {
   });
 
   it("rejects a Standard Schema that cannot describe itself as JSON Schema", () => {
-    const opaque = { "~standard": { version: 1, vendor: "test", validate: () => ({ value: {} }) } } as unknown as SchemaInput;
+    const opaque = {
+      "~standard": { version: 1, vendor: "test", validate: () => ({ value: {} }) },
+    } as unknown as SchemaInput;
     const error = validationError(() => defineTool(config({ input: opaque })));
     expect(error.rule).toBe("json_schema");
     expect(error.path).toBe('tool "lookup_patient".input');
@@ -276,7 +335,9 @@ describe("defineTool: Standard Schema input", () => {
   it("compileSchema is usable on its own and names its path", () => {
     const compiled = compileSchema(LOOKUP_SCHEMA, "output");
     expect(compiled.check({ id: "x" })).toBeUndefined();
-    expect(validationError(() => compileSchema({ type: "array" }, "request.output")).path).toBe("request.output");
+    expect(validationError(() => compileSchema({ type: "array" }, "request.output")).path).toBe(
+      "request.output",
+    );
   });
 });
 
@@ -307,8 +368,13 @@ describe("toolError", () => {
 
 describe("defineProviderTool", () => {
   it("defaults the sensitivity ceiling to internal", () => {
-    expect(defineProviderTool({ kind: "web_search" })).toEqual({ kind: "web_search", maxSensitivity: "internal" });
-    expect(defineProviderTool({ kind: "web_search", maxSensitivity: "public", maxUses: 3 })).toEqual({
+    expect(defineProviderTool({ kind: "web_search" })).toEqual({
+      kind: "web_search",
+      maxSensitivity: "internal",
+    });
+    expect(
+      defineProviderTool({ kind: "web_search", maxSensitivity: "public", maxUses: 3 }),
+    ).toEqual({
       kind: "web_search",
       maxSensitivity: "public",
       maxUses: 3,
@@ -316,10 +382,14 @@ describe("defineProviderTool", () => {
   });
 
   it("rejects other kinds and maxUses outside 1-100", () => {
-    expect(validationError(() => defineProviderTool({ kind: "code_exec" as "web_search" })).rule).toBe("closed");
+    expect(
+      validationError(() => defineProviderTool({ kind: "code_exec" as "web_search" })).rule,
+    ).toBe("closed");
     expect(defineProviderTool({ kind: "web_search", maxUses: 100 }).maxUses).toBe(100);
     for (const maxUses of [0, 101, 1.5]) {
-      expect(validationError(() => defineProviderTool({ kind: "web_search", maxUses })).path).toBe("providerTool.maxUses");
+      expect(validationError(() => defineProviderTool({ kind: "web_search", maxUses })).path).toBe(
+        "providerTool.maxUses",
+      );
     }
   });
 });

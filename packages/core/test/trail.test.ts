@@ -37,7 +37,17 @@ describe("TrailValue: only identifiers, kinds, counts, sizes and keyed hashes", 
     expect(trailId("turn-1")).toBe("turn-1");
     expect(trailId("x".repeat(TRAIL_VALUE_MAX))).toHaveLength(200);
     refused(() => trailId("x".repeat(TRAIL_VALUE_MAX + 1)), "identifier");
-    for (const hostile of ["", "Ana García", "two words", "line\nbreak", "tab\there", "nul\u0000", "ñandú", "emoji🙂"]) refused(() => trailId(hostile), "identifier");
+    for (const hostile of [
+      "",
+      "Ana García",
+      "two words",
+      "line\nbreak",
+      "tab\there",
+      "nul\u0000",
+      "ñandú",
+      "emoji🙂",
+    ])
+      refused(() => trailId(hostile), "identifier");
     refused(() => trailId(42 as unknown as string), "identifier");
   });
 
@@ -48,15 +58,30 @@ describe("TrailValue: only identifiers, kinds, counts, sizes and keyed hashes", 
 
   it("trailKind takes a vocabulary word: a letter, then up to 127 of [A-Za-z0-9_.:-]", () => {
     expect(trailKind("kernel.registered")).toBe("kernel.registered");
-    expect(trailKind("call:main:invalid:none:text_delta")).toBe("call:main:invalid:none:text_delta");
+    expect(trailKind("call:main:invalid:none:text_delta")).toBe(
+      "call:main:invalid:none:text_delta",
+    );
     expect(trailKind(`a${"b".repeat(127)}`)).toHaveLength(128);
-    for (const hostile of [`a${"b".repeat(128)}`, "1abc", "_x", "has space", "slash/y", "quote'", "new\nline", ""]) refused(() => trailKind(hostile), "kind");
+    for (const hostile of [
+      `a${"b".repeat(128)}`,
+      "1abc",
+      "_x",
+      "has space",
+      "slash/y",
+      "quote'",
+      "new\nline",
+      "",
+    ])
+      refused(() => trailKind(hostile), "kind");
   });
 
   it("trailJoin joins trail values and counts with `:`; a count is a non-negative safe integer", () => {
-    expect(trailJoin(trailKind("provider"), trailId("anthropic"), trailKind("results"), 3)).toBe("provider:anthropic:results:3");
+    expect(trailJoin(trailKind("provider"), trailId("anthropic"), trailKind("results"), 3)).toBe(
+      "provider:anthropic:results:3",
+    );
     expect(trailJoin(trailKind("bytes"), 0)).toBe("bytes:0");
-    for (const bad of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, Number.MAX_SAFE_INTEGER + 1]) refused(() => trailJoin(trailKind("n"), bad), "count");
+    for (const bad of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, Number.MAX_SAFE_INTEGER + 1])
+      refused(() => trailJoin(trailKind("n"), bad), "count");
     refused(() => trailJoin("free text" as never), "identifier");
     refused(() => trailJoin(trailId("x".repeat(150)), trailId("y".repeat(60))), "identifier");
   });
@@ -105,8 +130,12 @@ describe("the trail key and the keyed values", () => {
   });
 
   it("scope parts cannot be shifted into the session id (no ambiguous concatenation)", () => {
-    expect(sessionPseudonym(KEY, { org: "a", uid: "b" }, "c")).not.toBe(sessionPseudonym(KEY, { org: "a", uid: "bc" }, "_"));
-    expect(trailHash(KEY, { org: "ab", uid: "c" }, "x")).not.toBe(trailHash(KEY, { org: "a", uid: "bc" }, "x"));
+    expect(sessionPseudonym(KEY, { org: "a", uid: "b" }, "c")).not.toBe(
+      sessionPseudonym(KEY, { org: "a", uid: "bc" }, "_"),
+    );
+    expect(trailHash(KEY, { org: "ab", uid: "c" }, "x")).not.toBe(
+      trailHash(KEY, { org: "a", uid: "bc" }, "x"),
+    );
   });
 
   it("a keyed hash is scope-bound and never equals the session pseudonym of the same text", () => {

@@ -22,7 +22,18 @@ describe("the uncertain-cause vocabulary", () => {
     expect(isUncertainCause(cause)).toBe(true);
   });
 
-  it.each(["", "Deadline", "call:main", "call:robot:error", "hook:before", "tool:", "tool:has space", "call:main:Error", 42, null])("%s is not", (value) => {
+  it.each([
+    "",
+    "Deadline",
+    "call:main",
+    "call:robot:error",
+    "hook:before",
+    "tool:",
+    "tool:has space",
+    "call:main:Error",
+    42,
+    null,
+  ])("%s is not", (value) => {
     expect(isUncertainCause(value)).toBe(false);
   });
 

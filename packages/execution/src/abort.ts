@@ -28,7 +28,12 @@ export const RELEASED: Error = new DOMException("This operation was aborted", "A
  * and cleared directly, with no signal or listener; any other clock gets one `sleep`, cancelled
  * through `owner` or through a controller of its own.
  */
-export function startTimer(clock: Clock, ms: number, onFire: () => void, owner?: AbortSignal): () => void {
+export function startTimer(
+  clock: Clock,
+  ms: number,
+  onFire: () => void,
+  owner?: AbortSignal,
+): () => void {
   if (clock === systemClock) {
     const timer = setTimeout(onFire, ms);
     return () => clearTimeout(timer);
@@ -48,7 +53,10 @@ export function startTimer(clock: Clock, ms: number, onFire: () => void, owner?:
  * once with the abort reason, even if the source ignores the signal; a pull started after the abort
  * rejects before it is awaited.
  */
-export function abortRacer(signal: AbortSignal): { race<T>(work: Promise<T>): Promise<T>; interrupt(): void } {
+export function abortRacer(signal: AbortSignal): {
+  race<T>(work: Promise<T>): Promise<T>;
+  interrupt(): void;
+} {
   let rejectPending: ((error: Error) => void) | undefined;
   return {
     race<T>(work: Promise<T>): Promise<T> {

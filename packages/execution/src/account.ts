@@ -24,7 +24,14 @@ let ledgerOf: (account: TurnAccount) => Ledger;
  * parallel children can never overrun it.
  */
 export class TurnAccount {
-  readonly #ledger: Ledger = { spentMicros: 0, reservedMicros: 0, calls: 0, unsettled: new Set(), receipts: [], warned: new Set() };
+  readonly #ledger: Ledger = {
+    spentMicros: 0,
+    reservedMicros: 0,
+    calls: 0,
+    unsettled: new Set(),
+    receipts: [],
+    warned: new Set(),
+  };
 
   static {
     ledgerOf = (account) => account.#ledger;
@@ -58,6 +65,7 @@ export class TurnAccount {
 
 /** The ledger behind an account, for the governed call alone. */
 export function ledger(account: TurnAccount): Ledger {
-  if (!(account instanceof TurnAccount)) throw new TypeError("a governed call needs the TurnAccount its GovernedCalls opened");
+  if (!(account instanceof TurnAccount))
+    throw new TypeError("a governed call needs the TurnAccount its GovernedCalls opened");
   return ledgerOf(account);
 }

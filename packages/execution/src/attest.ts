@@ -1,4 +1,11 @@
-import { type ModelChoice, type ModelClient, ProviderError, REJECTION_PROVIDERS, type RejectionKind, type Usage } from "@alma-harness/core";
+import {
+  type ModelChoice,
+  type ModelClient,
+  ProviderError,
+  REJECTION_PROVIDERS,
+  type RejectionKind,
+  type Usage,
+} from "@alma-harness/core";
 import type { StreamSeen } from "./stream-validate.js";
 
 /**
@@ -41,9 +48,12 @@ export function attestedRejection(
   turnSignal: AbortSignal,
 ): RejectionKind | "context_window" | undefined {
   if (turnSignal.aborted || !(error instanceof ProviderError)) return undefined;
-  if (error.provider !== client.provider || choice.serviceTier === "batch" || !pristine(seen)) return undefined;
+  if (error.provider !== client.provider || choice.serviceTier === "batch" || !pristine(seen))
+    return undefined;
   const proof = error.rejection;
-  if (proof !== undefined) return REJECTION_PROVIDERS[proof.kind] === client.provider ? proof.kind : undefined;
-  if (error.kind === "context_window" && CONTEXT_REJECTION_PROVIDERS.has(client.provider)) return "context_window";
+  if (proof !== undefined)
+    return REJECTION_PROVIDERS[proof.kind] === client.provider ? proof.kind : undefined;
+  if (error.kind === "context_window" && CONTEXT_REJECTION_PROVIDERS.has(client.provider))
+    return "context_window";
   return undefined;
 }

@@ -21,7 +21,12 @@ import { AbortedError, abortRacer, abortReason, RELEASED, startTimer } from "./a
 import type { Ledger } from "./account.js";
 import { attestedRejection } from "./attest.js";
 import { StreamInvalidError, StreamTornError, UncertainCallError } from "./errors.js";
-import type { CallIdentity, CallOptions, CallOutcome, ResolvedCallsConfig } from "./governed-call.js";
+import type {
+  CallIdentity,
+  CallOptions,
+  CallOutcome,
+  ResolvedCallsConfig,
+} from "./governed-call.js";
 import { collectStep, type StepOutput, type StreamSeen } from "./stream-validate.js";
 import { costTrail, type RouteOptions, servedTrail } from "./trails.js";
 
@@ -62,15 +67,27 @@ export async function dispatchAndSettle(call: ClaimedCall): Promise<CallOutcome>
   if (turn.aborted) round.abort(turn.reason);
   // One timer for the round's own deadline, released with the round; never armed for a stopped round.
   // The round ends at its own timeout or at the turn's answer-by time, whichever comes first.
-  const untilAnswerBy = options.answerByAt === undefined ? Number.POSITIVE_INFINITY : options.answerByAt - now;
+  const untilAnswerBy =
+    options.answerByAt === undefined ? Number.POSITIVE_INFINITY : options.answerByAt - now;
   const byAnswer = untilAnswerBy <= options.roundTimeoutMs;
-  if (byAnswer && untilAnswerBy <= 0 && !round.signal.aborted) round.abort(new AbortedError("answer_by"));
+  if (byAnswer && untilAnswerBy <= 0 && !round.signal.aborted)
+    round.abort(new AbortedError("answer_by"));
   const cancelTimer = round.signal.aborted
     ? undefined
-    : startTimer(config.clock, byAnswer ? untilAnswerBy : options.roundTimeoutMs, () => stop(new AbortedError(byAnswer ? "answer_by" : "timeout")), round.signal);
+    : startTimer(
+        config.clock,
+        byAnswer ? untilAnswerBy : options.roundTimeoutMs,
+        () => stop(new AbortedError(byAnswer ? "answer_by" : "timeout")),
+        round.signal,
+      );
   const seen: StreamSeen = { content: 0, usage: undefined };
   let output: StepOutput | undefined;
-  let rejected: { readonly proof: NonNullable<ReturnType<typeof attestedRejection>>; readonly error: ProviderError } | undefined;
+  let rejected:
+    | {
+        readonly proof: NonNullable<ReturnType<typeof attestedRejection>>;
+        readonly error: ProviderError;
+      }
+    | undefined;
   try {
     if (round.signal.aborted) {
       await cancelUnsent(call, "aborted");
@@ -80,8 +97,13 @@ export async function dispatchAndSettle(call: ClaimedCall): Promise<CallOutcome>
     await dispatchWrite(call);
     const stream = client.stream(request, round.signal);
     // With a usage inbox, a stream the round cuts is read on for its late usage (`late-usage.ts`).
-    const watched = config.late ? config.late.watch(stream, round.signal, call.identity, choice) : stream;
-    output = await collectStep(watched, options.seenCallIds, racer.race, seen, { provider: client.provider, model: request.model });
+    const watched = config.late
+      ? config.late.watch(stream, round.signal, call.identity, choice)
+      : stream;
+    output = await collectStep(watched, options.seenCallIds, racer.race, seen, {
+      provider: client.provider,
+      model: request.model,
+    });
   } catch (error) {
     const proof = attestedRejection(error, client, choice, seen, turn);
     if (error instanceof UncertainCallError) throw error;
@@ -103,7 +125,10 @@ export async function dispatchAndSettle(call: ClaimedCall): Promise<CallOutcome>
     return { status: "rejected", proof, error, receipt };
   }
   const receipt = await settle(call, output.evidence, output.stopReason);
-  const upstream = output.evidence.status === "known" || output.evidence.status === "unpriced" ? output.evidence.upstream : undefined;
+  const upstream =
+    output.evidence.status === "known" || output.evidence.status === "unpriced"
+      ? output.evidence.upstream
+      : undefined;
   await servedTrail(config.audit, call.identity, choice, options, receipt, now, {
     ...(upstream !== undefined ? { upstream } : {}),
     ...(output.refusal !== undefined ? { refusal: output.refusal } : {}),
@@ -124,9 +149,18 @@ async function dispatchWrite(call: ClaimedCall): Promise<void> {
   } catch (error) {
     if (error instanceof ScopeFencedError) {
       await cancelUnsent(call, "scope_fenced");
-      throw new UncertainCallError("scope_fenced", "the turn's scope was fenced before the dispatch: nothing was sent", error);
+      throw new UncertainCallError(
+        "scope_fenced",
+        "the turn's scope was fenced before the dispatch: nothing was sent",
+        error,
+      );
     }
-    throw new UncertainCallError(`call:${call.identity.kind}:error`, "the journal could not record the dispatch; nothing was sent", error, "unsent");
+    throw new UncertainCallError(
+      `call:${call.identity.kind}:error`,
+      "the journal could not record the dispatch; nothing was sent",
+      error,
+      "unsent",
+    );
   }
 }
 
@@ -146,16 +180,27 @@ async function cancelUnsent(call: ClaimedCall, cause: "aborted" | "scope_fenced"
 }
 
 /** What settling a call reads: the claimed call without its client, request and stream options. */
-export type SettlingCall = Pick<ClaimedCall, "config" | "identity" | "choice" | "fence" | "books" | "worst" | "before" | "now"> & {
+export type SettlingCall = Pick<
+  ClaimedCall,
+  "config" | "identity" | "choice" | "fence" | "books" | "worst" | "before" | "now"
+> & {
   readonly options: RouteOptions;
 };
 
 /** Keeps the evidence, prices it, settles once, completes the journal record, writes the cost trail. */
-async function settle(call: SettlingCall, evidence: UsageEvidence, stop: string): Promise<CostReceipt> {
+async function settle(
+  call: SettlingCall,
+  evidence: UsageEvidence,
+  stop: string,
+): Promise<CostReceipt> {
   try {
     await call.config.journal.receive(call.fence, evidence, call.now);
   } catch (error) {
-    throw new UncertainCallError(`call:${call.identity.kind}:error`, (error as Error)?.message ?? String(error), error);
+    throw new UncertainCallError(
+      `call:${call.identity.kind}:error`,
+      (error as Error)?.message ?? String(error),
+      error,
+    );
   }
   return (await settleReceived(call, evidence, stop, false)).receipt;
 }
@@ -171,16 +216,30 @@ async function settle(call: SettlingCall, evidence: UsageEvidence, stop: string)
  * receipt is theirs, never a second spend), a journal transition another settler already made is
  * accepted, and only the settler whose receipt applied moves the account and writes the trail.
  */
-export async function settleReceived(call: SettlingCall, evidence: UsageEvidence, stop: string, shared: boolean): Promise<{ readonly receipt: CostReceipt; readonly applied: boolean }> {
+export async function settleReceived(
+  call: SettlingCall,
+  evidence: UsageEvidence,
+  stop: string,
+  shared: boolean,
+): Promise<{ readonly receipt: CostReceipt; readonly applied: boolean }> {
   const { config, identity, fence, now, books } = call;
   const kind = identity.kind;
   let receipt: CostReceipt;
   let applied = true;
   try {
-    if (evidence.status !== "known") throw new UncertainCallError(`call:${kind}:unsettled:${stopTag(stop)}`, `usage of ${identity.operationId} is ${evidence.status}; its cost cannot be settled`, undefined, "retry");
+    if (evidence.status !== "known")
+      throw new UncertainCallError(
+        `call:${kind}:unsettled:${stopTag(stop)}`,
+        `usage of ${identity.operationId} is ${evidence.status}; its cost cannot be settled`,
+        undefined,
+        "retry",
+      );
     const priced = priceUsage(config.prices, call.choice.model, evidence.usage);
     if (priced.status !== "priced") {
-      throw new UncertainCallError(`call:${kind}:unsettled:${stopTag(stop)}`, `usage of ${identity.operationId} cannot be priced (missing ${priced.missing})`);
+      throw new UncertainCallError(
+        `call:${kind}:unsettled:${stopTag(stop)}`,
+        `usage of ${identity.operationId} cannot be priced (missing ${priced.missing})`,
+      );
     }
     const draft: CostReceipt = {
       settlementId: `${identity.operationId}:settlement`,
@@ -210,17 +269,39 @@ export async function settleReceived(call: SettlingCall, evidence: UsageEvidence
     await journalStep(shared, () => config.journal.complete(fence, now));
   } catch (error) {
     if (error instanceof UncertainCallError) throw error;
-    const cause: UncertainCause = error instanceof SettlementConflictError ? `call:${kind}:settlement_conflict` : `call:${kind}:error`;
+    const cause: UncertainCause =
+      error instanceof SettlementConflictError
+        ? `call:${kind}:settlement_conflict`
+        : `call:${kind}:error`;
     throw new UncertainCallError(cause, (error as Error)?.message ?? String(error), error);
   }
-  if (applied || !shared) await costTrail(config.audit, identity, receipt, books, (cap) => config.caps[cap]?.onExceeded ?? "warn", now);
+  if (applied || !shared)
+    await costTrail(
+      config.audit,
+      identity,
+      receipt,
+      books,
+      (cap) => config.caps[cap]?.onExceeded ?? "warn",
+      now,
+    );
   return { receipt, applied };
 }
 
 /** One settlement under the receipt's id; shared, a receipt another settler applied first is theirs. */
-async function settleOnce(call: SettlingCall, draft: CostReceipt, shared: boolean): Promise<{ readonly receipt: CostReceipt; readonly applied: boolean }> {
+async function settleOnce(
+  call: SettlingCall,
+  draft: CostReceipt,
+  shared: boolean,
+): Promise<{ readonly receipt: CostReceipt; readonly applied: boolean }> {
   const { config, identity, now } = call;
-  const input = { scope: identity.scope, sessionId: identity.sessionId, day: utcDay(now), receipt: draft, at: now, consumers: config.consumers };
+  const input = {
+    scope: identity.scope,
+    sessionId: identity.sessionId,
+    day: utcDay(now),
+    receipt: draft,
+    at: now,
+    consumers: config.consumers,
+  };
   try {
     const settled = await config.settlements.settle(input);
     return { receipt: settled.receipt, applied: settled.status === "applied" || !shared };
@@ -246,23 +327,53 @@ function crossings(call: SettlingCall, micros: number): CostReceipt["capsCrossed
   const turn = call.books.spentMicros;
   const session = call.before?.sessionMicros ?? 0;
   const tenantDay = call.before?.tenantDayMicros ?? 0;
-  return capsCrossedBy(call.config.caps, { turn, session, tenantDay }, { turn: turn + micros, session: session + micros, tenantDay: tenantDay + micros });
+  return capsCrossedBy(
+    call.config.caps,
+    { turn, session, tenantDay },
+    { turn: turn + micros, session: session + micros, tenantDay: tenantDay + micros },
+  );
 }
 
-function classify(kind: CallKind, client: ModelClient, error: unknown, turnSignal: AbortSignal): UncertainCallError {
+function classify(
+  kind: CallKind,
+  client: ModelClient,
+  error: unknown,
+  turnSignal: AbortSignal,
+): UncertainCallError {
   if (turnSignal.aborted) {
     const reason = abortReason(turnSignal);
-    const cause = reason instanceof AbortedError && reason.reason === "deadline" ? "deadline" : "cancelled";
+    const cause =
+      reason instanceof AbortedError && reason.reason === "deadline" ? "deadline" : "cancelled";
     return new UncertainCallError(cause, reason.message, reason);
   }
   // Each of these is a call that did not complete: another attempt may follow (spec: call-retry).
-  if (error instanceof AbortedError && error.reason === "timeout") return new UncertainCallError(`call:${kind}:aborted`, "the model round timed out", error, "retry");
-  if (error instanceof AbortedError && error.reason === "answer_by") return new UncertainCallError(`call:${kind}:deadline`, error.message, error, "retry");
-  if (error instanceof StreamInvalidError) return new UncertainCallError(`call:${kind}:invalid:none:${error.rule}`, error.message, error, "retry");
-  if (error instanceof StreamTornError) return new UncertainCallError(`call:${kind}:torn:none`, error.message, error, "retry");
+  if (error instanceof AbortedError && error.reason === "timeout")
+    return new UncertainCallError(
+      `call:${kind}:aborted`,
+      "the model round timed out",
+      error,
+      "retry",
+    );
+  if (error instanceof AbortedError && error.reason === "answer_by")
+    return new UncertainCallError(`call:${kind}:deadline`, error.message, error, "retry");
+  if (error instanceof StreamInvalidError)
+    return new UncertainCallError(
+      `call:${kind}:invalid:none:${error.rule}`,
+      error.message,
+      error,
+      "retry",
+    );
+  if (error instanceof StreamTornError)
+    return new UncertainCallError(`call:${kind}:torn:none`, error.message, error, "retry");
   // Only an attested refusal, settled at zero, is `rejected:<proof>`: a proof the evidence contradicts is an ordinary failure.
-  if (error instanceof ProviderError) return new UncertainCallError(`call:${kind}:${error.kind}:none`, error.message, error, "retry");
+  if (error instanceof ProviderError)
+    return new UncertainCallError(`call:${kind}:${error.kind}:none`, error.message, error, "retry");
   // Any other AbortError (a store's own, or one after a store failure) is never tried again.
   const foreignAbort = (error as Error | undefined)?.name === "AbortError";
-  return new UncertainCallError(`call:${kind}:error`, `${client.id}: ${(error as Error)?.message ?? String(error)}`, error, foreignAbort ? undefined : "retry");
+  return new UncertainCallError(
+    `call:${kind}:error`,
+    `${client.id}: ${(error as Error)?.message ?? String(error)}`,
+    error,
+    foreignAbort ? undefined : "retry",
+  );
 }

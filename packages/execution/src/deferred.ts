@@ -1,8 +1,23 @@
-import { type CostReceipt, type ExecutionState, type ModelChoice, type ModelRequest, type NotDispatchedCause, ScopeFencedError, type UsageEvidence } from "@alma-harness/core";
+import {
+  type CostReceipt,
+  type ExecutionState,
+  type ModelChoice,
+  type ModelRequest,
+  type NotDispatchedCause,
+  ScopeFencedError,
+  type UsageEvidence,
+} from "@alma-harness/core";
 import { ledger, type TurnAccount } from "./account.js";
 import { settleReceived } from "./call.js";
 import { UncertainCallError } from "./errors.js";
-import type { AdmitOptions, Admitted, CallIdentity, CallOutcome, ResolvedCallsConfig, SpendBefore } from "./governed-call.js";
+import type {
+  AdmitOptions,
+  Admitted,
+  CallIdentity,
+  CallOutcome,
+  ResolvedCallsConfig,
+  SpendBefore,
+} from "./governed-call.js";
 import { servedTrail } from "./trails.js";
 
 /**
@@ -21,7 +36,9 @@ export interface DeferredTicket {
   readonly before?: SpendBefore;
 }
 
-export type DeferredClaim = { readonly status: "claimed"; readonly ticket: DeferredTicket; readonly request: ModelRequest } | Extract<CallOutcome, { status: "refused" }>;
+export type DeferredClaim =
+  | { readonly status: "claimed"; readonly ticket: DeferredTicket; readonly request: ModelRequest }
+  | Extract<CallOutcome, { status: "refused" }>;
 
 /** What a deferred call's answer came to: its receipt, and whether this settler applied it (`false`: another settler did, earlier). */
 export interface DeferredSettlement {
@@ -50,7 +67,12 @@ type AdmitFn = (
 ) => Promise<Admitted | Extract<CallOutcome, { status: "refused" }>>;
 
 /** States a deferred settlement can finish from; the rest cannot be settled from an answer. */
-const SETTLEABLE: ReadonlySet<ExecutionState> = new Set(["dispatching", "received", "settled", "completed"]);
+const SETTLEABLE: ReadonlySet<ExecutionState> = new Set([
+  "dispatching",
+  "received",
+  "settled",
+  "completed",
+]);
 
 /**
  * The deferred face of `GovernedCalls` (`calls.deferred`): the same call as `run`, cut at the
@@ -69,8 +91,21 @@ export class DeferredCalls {
   }
 
   /** Claims the call and reserves its worst case; refused at zero cost like `run` (nothing claimed). */
-  async claim(identity: CallIdentity, choice: ModelChoice, request: ModelRequest, options: DeferredClaimOptions): Promise<DeferredClaim> {
-    const admitted = await this.#admit(identity, choice, request, options, options.validate, options.provider ?? "batch", options.deadlineMs);
+  async claim(
+    identity: CallIdentity,
+    choice: ModelChoice,
+    request: ModelRequest,
+    options: DeferredClaimOptions,
+  ): Promise<DeferredClaim> {
+    const admitted = await this.#admit(
+      identity,
+      choice,
+      request,
+      options,
+      options.validate,
+      options.provider ?? "batch",
+      options.deadlineMs,
+    );
     if (admitted.status === "refused") return admitted;
     const ticket: DeferredTicket = Object.freeze({
       identity,
@@ -94,13 +129,27 @@ export class DeferredCalls {
     try {
       await this.#config.journal.dispatch(fenceOf(ticket), this.#config.clock.now());
     } catch (error) {
-      if (error instanceof ScopeFencedError) throw new UncertainCallError("scope_fenced", "the call's scope is fenced: nothing was dispatched or sent", error);
-      throw new UncertainCallError(`call:${ticket.identity.kind}:error`, "the journal could not record the dispatch; nothing was sent", error, "unsent");
+      if (error instanceof ScopeFencedError)
+        throw new UncertainCallError(
+          "scope_fenced",
+          "the call's scope is fenced: nothing was dispatched or sent",
+          error,
+        );
+      throw new UncertainCallError(
+        `call:${ticket.identity.kind}:error`,
+        "the journal could not record the dispatch; nothing was sent",
+        error,
+        "unsent",
+      );
     }
   }
 
   /** A claimed call that will not be sent: `not_dispatched` with the owner's cause, its reservation released. */
-  async cancel(ticket: DeferredTicket, cause: Exclude<NotDispatchedCause, "expired">, account?: TurnAccount): Promise<void> {
+  async cancel(
+    ticket: DeferredTicket,
+    cause: Exclude<NotDispatchedCause, "expired">,
+    account?: TurnAccount,
+  ): Promise<void> {
     await this.#config.journal.cancelPrepared(fenceOf(ticket), cause, this.#config.clock.now());
     if (account) ledger(account).unsettled.delete(ticket.identity.operationId);
   }
@@ -113,12 +162,27 @@ export class DeferredCalls {
    * cost and served-tier trails. A record not dispatched, fenced by the sweep, or a usage that is
    * not known or not priced is uncertain (`UncertainCallError`), never guessed.
    */
-  async settle(ticket: DeferredTicket, evidence: UsageEvidence, stop: string, account: TurnAccount): Promise<DeferredSettlement> {
+  async settle(
+    ticket: DeferredTicket,
+    evidence: UsageEvidence,
+    stop: string,
+    account: TurnAccount,
+  ): Promise<DeferredSettlement> {
     const config = this.#config;
     const { identity } = ticket;
     const books = ledger(account);
     const now = config.clock.now();
-    const call = { config, identity, choice: ticket.choice, fence: fenceOf(ticket), books, worst: ticket.worstMicros, before: ticket.before, now, options: { route: ticket.route } };
+    const call = {
+      config,
+      identity,
+      choice: ticket.choice,
+      fence: fenceOf(ticket),
+      books,
+      worst: ticket.worstMicros,
+      before: ticket.before,
+      now,
+      options: { route: ticket.route },
+    };
     let record = await this.#read(ticket);
     if (record.state === "dispatching") {
       try {
@@ -128,18 +192,28 @@ export class DeferredCalls {
         record = await this.#read(ticket, error);
       }
     }
-    if (!SETTLEABLE.has(record.state) || record.state === "dispatching" || record.evidence === undefined) {
-      throw new UncertainCallError(`call:${identity.kind}:error`, `operation ${identity.operationId} is ${record.state}; its answer cannot be settled`);
+    if (
+      !SETTLEABLE.has(record.state) ||
+      record.state === "dispatching" ||
+      record.evidence === undefined
+    ) {
+      throw new UncertainCallError(
+        `call:${identity.kind}:error`,
+        `operation ${identity.operationId} is ${record.state}; its answer cannot be settled`,
+      );
     }
     // The account holds the worst case while this settler settles (the settlement releases it).
     books.reservedMicros += ticket.worstMicros;
     books.unsettled.add(identity.operationId);
-    const settled = await settleReceived(call, record.evidence, stop, true).catch((error: unknown) => {
-      books.reservedMicros -= ticket.worstMicros;
-      throw error;
-    });
+    const settled = await settleReceived(call, record.evidence, stop, true).catch(
+      (error: unknown) => {
+        books.reservedMicros -= ticket.worstMicros;
+        throw error;
+      },
+    );
     if (!settled.applied) books.reservedMicros -= ticket.worstMicros;
-    else await servedTrail(config.audit, identity, ticket.choice, call.options, settled.receipt, now);
+    else
+      await servedTrail(config.audit, identity, ticket.choice, call.options, settled.receipt, now);
     return { status: "settled", receipt: settled.receipt, applied: settled.applied };
   }
 
@@ -149,14 +223,32 @@ export class DeferredCalls {
     try {
       record = await this.#config.journal.get(identity.scope, identity.operationId);
     } catch (error) {
-      throw new UncertainCallError(`call:${identity.kind}:error`, "the journal could not be read", error);
+      throw new UncertainCallError(
+        `call:${identity.kind}:error`,
+        "the journal could not be read",
+        error,
+      );
     }
-    if (record === undefined) throw new UncertainCallError(`call:${identity.kind}:error`, `operation ${identity.operationId} has no journal record`, cause);
-    if (record.fenceToken !== ticket.fenceToken) throw new UncertainCallError(`call:${identity.kind}:error`, `operation ${identity.operationId} was fenced by the sweep`, cause);
+    if (record === undefined)
+      throw new UncertainCallError(
+        `call:${identity.kind}:error`,
+        `operation ${identity.operationId} has no journal record`,
+        cause,
+      );
+    if (record.fenceToken !== ticket.fenceToken)
+      throw new UncertainCallError(
+        `call:${identity.kind}:error`,
+        `operation ${identity.operationId} was fenced by the sweep`,
+        cause,
+      );
     return record;
   }
 }
 
 function fenceOf(ticket: DeferredTicket) {
-  return { scope: ticket.identity.scope, operationId: ticket.identity.operationId, token: ticket.fenceToken };
+  return {
+    scope: ticket.identity.scope,
+    operationId: ticket.identity.operationId,
+    token: ticket.fenceToken,
+  };
 }

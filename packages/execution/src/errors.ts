@@ -1,11 +1,21 @@
-import { AlmaError, type BudgetCapName, type StreamRule, type UncertainCause, type UnpricedReason } from "@alma-harness/core";
+import {
+  AlmaError,
+  type BudgetCapName,
+  type StreamRule,
+  type UncertainCause,
+  type UnpricedReason,
+} from "@alma-harness/core";
 
 /** A call refused before anything was claimed or sent, at zero cost: no price, or a block cap reached. */
 export class CallRefusedError extends AlmaError {
   readonly reason: "unpriced" | "cap";
   readonly cap?: BudgetCapName;
   readonly missing?: UnpricedReason;
-  constructor(reason: "unpriced" | "cap", message: string, detail: { readonly cap?: BudgetCapName; readonly missing?: UnpricedReason } = {}) {
+  constructor(
+    reason: "unpriced" | "cap",
+    message: string,
+    detail: { readonly cap?: BudgetCapName; readonly missing?: UnpricedReason } = {},
+  ) {
     super(`call_refused_${reason}`, message);
     this.reason = reason;
     if (detail.cap) this.cap = detail.cap;

@@ -61,7 +61,11 @@ export interface GovernedCallsConfig {
    * the host derives it, for example a keyed pseudonym of the tenant, and never returns a raw id.
    * Absent: no key is sent. A throw makes the call uncertain before anything is claimed.
    */
-  readonly cacheKey?: (call: { readonly scope: Scope; readonly sessionId: string; readonly kind: CallKind }) => string | undefined;
+  readonly cacheKey?: (call: {
+    readonly scope: Scope;
+    readonly sessionId: string;
+    readonly kind: CallKind;
+  }) => string | undefined;
   /**
    * Where the usage of a cut call's stream goes when the stream finishes after the cut (`LateUsage`):
    * evidence for the operator only, never a settlement. Absent: a cut call's stream is closed at once.
@@ -72,7 +76,16 @@ export interface GovernedCallsConfig {
 }
 
 /** The validated configuration every call reads. */
-export interface ResolvedCallsConfig extends Omit<GovernedCallsConfig, "consumers" | "dispatchDeadlineMs" | "reservationHoldMs" | "clock" | "usageInbox" | "lateUsageGraceMs"> {
+export interface ResolvedCallsConfig
+  extends Omit<
+    GovernedCallsConfig,
+    | "consumers"
+    | "dispatchDeadlineMs"
+    | "reservationHoldMs"
+    | "clock"
+    | "usageInbox"
+    | "lateUsageGraceMs"
+  > {
   /** Reads a cut call's stream on for its late usage (absent without a `usageInbox`). */
   readonly late: LateUsage | undefined;
   readonly consumers: readonly string[];
@@ -116,11 +129,19 @@ export interface CallOptions {
   readonly signal: AbortSignal;
   /** The round's own deadline; past it the call is aborted (cause `call:<kind>:aborted`). */
   readonly roundTimeoutMs: number;
-  readonly route: { readonly tier: Tier; readonly sensitivity: Sensitivity; readonly parentCallId?: TrailValue };
+  readonly route: {
+    readonly tier: Tier;
+    readonly sensitivity: Sensitivity;
+    readonly parentCallId?: TrailValue;
+  };
   /** Tool-call ids seen earlier in the turn: a stream that repeats one is invalid. */
   readonly seenCallIds: ReadonlySet<string>;
   /** A main step: its lifecycle `model.request` record goes on the trail before egress. */
-  readonly lifecycle?: { readonly step: number; readonly contextVersion: number; readonly messageRevision: number };
+  readonly lifecycle?: {
+    readonly step: number;
+    readonly contextVersion: number;
+    readonly messageRevision: number;
+  };
   /**
    * The turn's answer-by time (spec: call-retry): the round is cut here too, cause
    * `call:<kind>:deadline`. Absent: only `roundTimeoutMs` and the turn's signal bound it.
@@ -203,12 +224,37 @@ export class GovernedCalls {
     return new TurnAccount();
   }
 
-  async run(identity: CallIdentity, client: ModelClient, choice: ModelChoice, asked: ModelRequest, options: CallOptions): Promise<CallOutcome> {
+  async run(
+    identity: CallIdentity,
+    client: ModelClient,
+    choice: ModelChoice,
+    asked: ModelRequest,
+    options: CallOptions,
+  ): Promise<CallOutcome> {
     const config = this.#config;
-    const admitted = await this.#admit(identity, choice, asked, options, (request) => client.validate(request), client.provider);
+    const admitted = await this.#admit(
+      identity,
+      choice,
+      asked,
+      options,
+      (request) => client.validate(request),
+      client.provider,
+    );
     if (admitted.status === "refused") return admitted;
     const { request, fence, books, worst, before, now } = admitted;
-    const call = { config, identity, client, choice, request, options, fence, books, worst, before, now };
+    const call = {
+      config,
+      identity,
+      client,
+      choice,
+      request,
+      options,
+      fence,
+      books,
+      worst,
+      before,
+      now,
+    };
     options.onDispatch?.();
     return dispatchAndSettle(call);
   }
@@ -218,8 +264,10 @@ export class GovernedCalls {
    * for a call whose answer arrives later, possibly in another process (a provider batch job).
    */
   get deferred(): DeferredCalls {
-    this.#deferred ??= new DeferredCalls(this.#config, (identity, choice, request, options, validate, provider, deadlineMs) =>
-      this.#admit(identity, choice, request, options, validate, provider, deadlineMs),
+    this.#deferred ??= new DeferredCalls(
+      this.#config,
+      (identity, choice, request, options, validate, provider, deadlineMs) =>
+        this.#admit(identity, choice, request, options, validate, provider, deadlineMs),
     );
     return this.#deferred;
   }
@@ -246,26 +294,49 @@ export class GovernedCalls {
     const now = config.clock.now();
     const missing = unpricedBeforeDispatch(config.prices, choice, request);
     if (missing) {
-      await refusedTrail(config.audit, identity, choice, now, "unpriced", trailJoin(trailKind("no_price"), trailKind(missing)));
+      await refusedTrail(
+        config.audit,
+        identity,
+        choice,
+        now,
+        "unpriced",
+        trailJoin(trailKind("no_price"), trailKind(missing)),
+      );
       return { status: "refused", reason: "unpriced", missing };
     }
     // Measured only under a block cap: without one, nothing is held and the request is not sized.
-    const worst = config.blocks ? (worstCaseMicros(config.prices, choice, request) ?? Number.POSITIVE_INFINITY) : 0;
+    const worst = config.blocks
+      ? (worstCaseMicros(config.prices, choice, request) ?? Number.POSITIVE_INFINITY)
+      : 0;
     const turnCap = config.caps.perTurnUsd;
-    if (turnCap?.onExceeded === "block" && books.spentMicros + books.reservedMicros + worst > turnCap.usdMicros) {
+    if (
+      turnCap?.onExceeded === "block" &&
+      books.spentMicros + books.reservedMicros + worst > turnCap.usdMicros
+    ) {
       await refusedTrail(config.audit, identity, choice, now, "cap", trailKind("perTurnUsd"));
       return { status: "refused", reason: "cap", cap: "perTurnUsd" };
     }
     try {
       validate(request);
     } catch (error) {
-      if (error instanceof ProviderError) throw new UncertainCallError(`call:${identity.kind}:request_invalid`, error.message, error);
-      throw new UncertainCallError(`call:${identity.kind}:error`, "the request could not be validated", error);
+      if (error instanceof ProviderError)
+        throw new UncertainCallError(`call:${identity.kind}:request_invalid`, error.message, error);
+      throw new UncertainCallError(
+        `call:${identity.kind}:error`,
+        "the request could not be validated",
+        error,
+      );
     }
     const before = config.peeks ? await this.#peek(identity, now) : undefined;
     // Held synchronously, before the first await of the claim: parallel children see it at once.
     books.reservedMicros += worst;
-    const claim = await this.#claim(identity, choice, now, worst, deadlineMs ?? config.dispatchDeadlineMs).catch((error: unknown) => {
+    const claim = await this.#claim(
+      identity,
+      choice,
+      now,
+      worst,
+      deadlineMs ?? config.dispatchDeadlineMs,
+    ).catch((error: unknown) => {
       books.reservedMicros -= worst;
       throw error;
     });
@@ -277,7 +348,15 @@ export class GovernedCalls {
     books.calls += 1;
     books.unsettled.add(identity.operationId);
     try {
-      await requestTrails(config.audit, identity, choice, options, now, provider, request.messages.length);
+      await requestTrails(
+        config.audit,
+        identity,
+        choice,
+        options,
+        now,
+        provider,
+        request.messages.length,
+      );
     } catch (error) {
       // Nothing was sent: the claim ends as not dispatched, and its reservation with it.
       books.reservedMicros -= worst;
@@ -287,38 +366,73 @@ export class GovernedCalls {
         },
         () => undefined,
       );
-      if (error instanceof UncertainCallError) throw new UncertainCallError(error.uncertainCause, error.message, error.cause, "unsent");
-      throw new UncertainCallError(`call:${identity.kind}:error`, "the call's trails could not be written; nothing was sent", error, "unsent");
+      if (error instanceof UncertainCallError)
+        throw new UncertainCallError(error.uncertainCause, error.message, error.cause, "unsent");
+      throw new UncertainCallError(
+        `call:${identity.kind}:error`,
+        "the call's trails could not be written; nothing was sent",
+        error,
+        "unsent",
+      );
     }
     return { status: "claimed", request, fence: claim.fence, books, worst, before, now };
   }
 
   /** Whether the journal proves the call was never sent (see `provenUnsent`): what a store failure before the provider needs to be tried again. */
   provenUnsent(account: TurnAccount, scope: Scope, operationId: string): Promise<boolean> {
-    return provenUnsent(this.#config.journal, ledger(account), scope, operationId, this.#config.clock.now());
+    return provenUnsent(
+      this.#config.journal,
+      ledger(account),
+      scope,
+      operationId,
+      this.#config.clock.now(),
+    );
   }
 
   #cacheKey(identity: CallIdentity): string | undefined {
     const hook = this.#config.cacheKey;
     if (!hook) return undefined;
     try {
-      const key = hook({ scope: identity.scope, sessionId: identity.sessionId, kind: identity.kind });
-      if (key !== undefined && typeof key !== "string") throw new TypeError("cacheKey must return a string or nothing");
+      const key = hook({
+        scope: identity.scope,
+        sessionId: identity.sessionId,
+        kind: identity.kind,
+      });
+      if (key !== undefined && typeof key !== "string")
+        throw new TypeError("cacheKey must return a string or nothing");
       return key;
     } catch (error) {
-      throw new UncertainCallError(`call:${identity.kind}:error`, "the cache key could not be derived", error);
+      throw new UncertainCallError(
+        `call:${identity.kind}:error`,
+        "the cache key could not be derived",
+        error,
+      );
     }
   }
 
-  async #peek(identity: CallIdentity, now: number): Promise<{ readonly sessionMicros: number; readonly tenantDayMicros: number }> {
+  async #peek(
+    identity: CallIdentity,
+    now: number,
+  ): Promise<{ readonly sessionMicros: number; readonly tenantDayMicros: number }> {
     try {
       return await this.#config.spend.peek(identity.scope, identity.sessionId, utcDay(now));
     } catch (error) {
-      throw new UncertainCallError(`call:${identity.kind}:error`, "spend could not be read", error, "unsent");
+      throw new UncertainCallError(
+        `call:${identity.kind}:error`,
+        "spend could not be read",
+        error,
+        "unsent",
+      );
     }
   }
 
-  async #claim(identity: CallIdentity, choice: ModelChoice, now: number, worst: number, deadlineMs: number) {
+  async #claim(
+    identity: CallIdentity,
+    choice: ModelChoice,
+    now: number,
+    worst: number,
+    deadlineMs: number,
+  ) {
     const config = this.#config;
     const deadlineAt = now + deadlineMs;
     let claim: Awaited<ReturnType<ExecutionStore["claim"]>>;
@@ -340,26 +454,66 @@ export class GovernedCalls {
         },
         {
           ...(identity.admissionId !== undefined ? { admissionId: identity.admissionId } : {}),
-          ...(config.reserves ? { reservation: { day: utcDay(now), usdMicros: worst, limits: config.limits, expiresAt: deadlineAt + config.reservationHoldMs } } : {}),
+          ...(config.reserves
+            ? {
+                reservation: {
+                  day: utcDay(now),
+                  usdMicros: worst,
+                  limits: config.limits,
+                  expiresAt: deadlineAt + config.reservationHoldMs,
+                },
+              }
+            : {}),
         },
       );
     } catch (error) {
       // An operator's scope fence first (it is a FenceError too): nothing was claimed or sent.
-      if (error instanceof ScopeFencedError) throw new UncertainCallError("scope_fenced", "the turn's scope is fenced: nothing was claimed or sent", error);
-      if (error instanceof FenceError) throw new UncertainCallError("admission_fenced", "the turn's admission is no longer active: nothing was claimed or sent", error);
+      if (error instanceof ScopeFencedError)
+        throw new UncertainCallError(
+          "scope_fenced",
+          "the turn's scope is fenced: nothing was claimed or sent",
+          error,
+        );
+      if (error instanceof FenceError)
+        throw new UncertainCallError(
+          "admission_fenced",
+          "the turn's admission is no longer active: nothing was claimed or sent",
+          error,
+        );
       // Another claim holds this operation id: an identity conflict, never tried again (nor its record touched).
-      if (error instanceof ConflictError) throw new UncertainCallError(`call:${identity.kind}:error`, `operation ${identity.operationId} is claimed with other content`, error);
-      throw new UncertainCallError(`call:${identity.kind}:error`, "the call could not be claimed", error, "unsent");
+      if (error instanceof ConflictError)
+        throw new UncertainCallError(
+          `call:${identity.kind}:error`,
+          `operation ${identity.operationId} is claimed with other content`,
+          error,
+        );
+      throw new UncertainCallError(
+        `call:${identity.kind}:error`,
+        "the call could not be claimed",
+        error,
+        "unsent",
+      );
     }
     if (claim.status === "exists") {
-      throw new UncertainCallError(`call:${identity.kind}:error`, `operation ${identity.operationId} was already claimed; it is never sent twice`);
+      throw new UncertainCallError(
+        `call:${identity.kind}:error`,
+        `operation ${identity.operationId} was already claimed; it is never sent twice`,
+      );
     }
     return claim;
   }
 }
 
 /** The request stamped with the route's sensitivity and the cache key (a frozen copy; the same request when it already carries them). */
-function routed(request: ModelRequest, sensitivity: Sensitivity, cacheKey: string | undefined): ModelRequest {
+function routed(
+  request: ModelRequest,
+  sensitivity: Sensitivity,
+  cacheKey: string | undefined,
+): ModelRequest {
   if (request.sensitivity === sensitivity && request.cacheKey === cacheKey) return request;
-  return Object.freeze({ ...request, sensitivity, ...(cacheKey !== undefined ? { cacheKey } : {}) });
+  return Object.freeze({
+    ...request,
+    sensitivity,
+    ...(cacheKey !== undefined ? { cacheKey } : {}),
+  });
 }

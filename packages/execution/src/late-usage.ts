@@ -34,8 +34,10 @@ export class LateUsage {
   readonly #pending = new Set<Promise<void>>();
 
   constructor(inbox: UsageInbox, clock: Clock, graceMs = LATE_USAGE_GRACE_MS) {
-    if (!inbox || typeof inbox.record !== "function") throw new TypeError("GovernedCalls: usageInbox is not a usage inbox");
-    if (!Number.isSafeInteger(graceMs) || graceMs < 1) throw new TypeError("lateUsageGraceMs must be a positive integer");
+    if (!inbox || typeof inbox.record !== "function")
+      throw new TypeError("GovernedCalls: usageInbox is not a usage inbox");
+    if (!Number.isSafeInteger(graceMs) || graceMs < 1)
+      throw new TypeError("lateUsageGraceMs must be a positive integer");
     this.#inbox = inbox;
     this.#clock = clock;
     this.#graceMs = graceMs;
@@ -50,7 +52,12 @@ export class LateUsage {
    * The call's stream, as the validator pulls it. Closing it while `round` is aborted (by anything
    * but the round's normal release) starts the background read instead of closing the source.
    */
-  watch(stream: AsyncIterable<ModelStreamEvent>, round: AbortSignal, identity: CallIdentity, choice: ModelChoice): AsyncIterable<ModelStreamEvent> {
+  watch(
+    stream: AsyncIterable<ModelStreamEvent>,
+    round: AbortSignal,
+    identity: CallIdentity,
+    choice: ModelChoice,
+  ): AsyncIterable<ModelStreamEvent> {
     return {
       [Symbol.asyncIterator]: () => {
         const source = stream[Symbol.asyncIterator]();
@@ -82,7 +89,12 @@ export class LateUsage {
     this.#pending.add(done);
   }
 
-  async #readOn(source: AsyncIterator<ModelStreamEvent>, pending: Promise<IteratorResult<ModelStreamEvent>> | undefined, seen: Seen, call: CutCall): Promise<void> {
+  async #readOn(
+    source: AsyncIterator<ModelStreamEvent>,
+    pending: Promise<IteratorResult<ModelStreamEvent>> | undefined,
+    seen: Seen,
+    call: CutCall,
+  ): Promise<void> {
     const stop = new AbortController();
     const expired = new Promise<"expired">((resolve) => {
       const cancel = startTimer(this.#clock, this.#graceMs, () => resolve("expired"), stop.signal);
@@ -159,12 +171,14 @@ function observe(seen: Seen, event: ModelStreamEvent): void {
     if (late) seen.evidence = late;
   } else if (event.type === "response_completed") {
     seen.completed = true;
-    if (event.usage !== undefined && usageProblem(event.usage) === undefined) seen.evidence = { attribution: seen.evidence?.attribution ?? "known", usage: event.usage };
+    if (event.usage !== undefined && usageProblem(event.usage) === undefined)
+      seen.evidence = { attribution: seen.evidence?.attribution ?? "known", usage: event.usage };
   }
 }
 
 function lateOf(evidence: UsageEvidence | undefined): Late | undefined {
-  if (!evidence || (evidence.status !== "known" && evidence.status !== "unpriced")) return undefined;
+  if (!evidence || (evidence.status !== "known" && evidence.status !== "unpriced"))
+    return undefined;
   if (usageProblem(evidence.usage) !== undefined) return undefined;
   return { attribution: evidence.status, usage: evidence.usage };
 }
@@ -176,12 +190,16 @@ function sourceOf(round: AbortSignal): LateUsageSource | undefined {
   if (reason instanceof AbortedError) {
     if (reason.reason === "timeout") return "stream_after_timeout";
     // The answer-by time is the turn's deadline drawn in (`call:<kind>:deadline`).
-    if (reason.reason === "deadline" || reason.reason === "answer_by") return "stream_after_deadline";
+    if (reason.reason === "deadline" || reason.reason === "answer_by")
+      return "stream_after_deadline";
   }
   return "stream_after_cancel";
 }
 
-async function closeQuietly(iterator: AsyncIterator<unknown>, value?: unknown): Promise<IteratorResult<ModelStreamEvent>> {
+async function closeQuietly(
+  iterator: AsyncIterator<unknown>,
+  value?: unknown,
+): Promise<IteratorResult<ModelStreamEvent>> {
   try {
     await iterator.return?.(value);
   } catch {

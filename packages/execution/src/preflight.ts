@@ -16,8 +16,14 @@ import {
  * band), the cache write row of the requested duration and the cache read row (a one-hour write is
  * priced at its own row), and the per-request search price when a provider tool is advertised.
  */
-export function unpricedBeforeDispatch(prices: PriceTable, choice: ModelChoice, request: ModelRequest): UnpricedReason | undefined {
-  const price: ModelPrice | undefined = Object.hasOwn(prices.models, choice.model) ? prices.models[choice.model] : undefined;
+export function unpricedBeforeDispatch(
+  prices: PriceTable,
+  choice: ModelChoice,
+  request: ModelRequest,
+): UnpricedReason | undefined {
+  const price: ModelPrice | undefined = Object.hasOwn(prices.models, choice.model)
+    ? prices.models[choice.model]
+    : undefined;
   if (!price) return "model";
   const tier: ServiceTier = choice.serviceTier ?? "standard";
   const rows = reachableRates(price, tier);
@@ -27,11 +33,14 @@ export function unpricedBeforeDispatch(prices: PriceTable, choice: ModelChoice, 
     // Each duration the request writes (the prefix's, and the tail's when it has its own) needs its row.
     const ttls = new Set([cache.ttl, cache.tailTtl ?? cache.ttl]);
     for (const rates of rows) {
-      for (const ttl of ttls) if (rates[ttl === "1h" ? "cacheWrite1h" : "cacheWrite5m"] === undefined) return ttl === "1h" ? "cache_write_1h" : "cache_write_5m";
+      for (const ttl of ttls)
+        if (rates[ttl === "1h" ? "cacheWrite1h" : "cacheWrite5m"] === undefined)
+          return ttl === "1h" ? "cache_write_1h" : "cache_write_5m";
       if (rates.cacheRead === undefined) return "cache_read";
     }
   }
-  if ((request.providerTools?.length ?? 0) > 0 && price.webSearchPerRequestUsd === undefined) return "web_search";
+  if ((request.providerTools?.length ?? 0) > 0 && price.webSearchPerRequestUsd === undefined)
+    return "web_search";
   return undefined;
 }
 
@@ -52,22 +61,28 @@ const CAP_NAMES = new Set(["perTurnUsd", "perSessionUsd", "perTenantDayUsd"]);
 
 /** Checks caps already normalized by `normalizeBudgetCaps`; anything else is a `TypeError`. */
 export function checkNormalizedCaps(caps: unknown): BudgetCaps {
-  if (caps === null || typeof caps !== "object" || Array.isArray(caps)) throw new TypeError("caps must be the result of normalizeBudgetCaps");
+  if (caps === null || typeof caps !== "object" || Array.isArray(caps))
+    throw new TypeError("caps must be the result of normalizeBudgetCaps");
   for (const [name, cap] of Object.entries(caps)) {
-    if (!CAP_NAMES.has(name)) throw new TypeError(`caps.${name} is not a cap (perTurnUsd, perSessionUsd, perTenantDayUsd)`);
+    if (!CAP_NAMES.has(name))
+      throw new TypeError(`caps.${name} is not a cap (perTurnUsd, perSessionUsd, perTenantDayUsd)`);
     if (cap === undefined) continue;
     const c = cap as { usdMicros?: unknown; onExceeded?: unknown };
     if (typeof c.usdMicros !== "number" || !Number.isSafeInteger(c.usdMicros) || c.usdMicros < 0) {
-      throw new TypeError(`caps.${name}.usdMicros must be a non-negative integer (normalize caps with normalizeBudgetCaps)`);
+      throw new TypeError(
+        `caps.${name}.usdMicros must be a non-negative integer (normalize caps with normalizeBudgetCaps)`,
+      );
     }
-    if (c.onExceeded !== "block" && c.onExceeded !== "warn") throw new TypeError(`caps.${name}.onExceeded must be "block" or "warn"`);
+    if (c.onExceeded !== "block" && c.onExceeded !== "warn")
+      throw new TypeError(`caps.${name}.onExceeded must be "block" or "warn"`);
   }
   return caps as BudgetCaps;
 }
 
 export function checkConsumers(consumers: unknown): readonly string[] {
   if (consumers === undefined) return Object.freeze([]);
-  if (!Array.isArray(consumers) || consumers.length > 16) throw new TypeError("consumers must be an array of at most 16 ids");
+  if (!Array.isArray(consumers) || consumers.length > 16)
+    throw new TypeError("consumers must be an array of at most 16 ids");
   const out = consumers.map((c, i) => validateId(`consumers[${i}]`, c));
   if (new Set(out).size !== out.length) throw new TypeError("consumers must be distinct");
   return Object.freeze(out);

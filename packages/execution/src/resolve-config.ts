@@ -1,4 +1,9 @@
-import { normalizePriceTable, persistentBlockLimits, systemClock, validateId } from "@alma-harness/core";
+import {
+  normalizePriceTable,
+  persistentBlockLimits,
+  systemClock,
+  validateId,
+} from "@alma-harness/core";
 import type { GovernedCallsConfig, ResolvedCallsConfig } from "./governed-call.js";
 import { LateUsage } from "./late-usage.js";
 import { checkConsumers, checkNormalizedCaps } from "./preflight.js";
@@ -12,19 +17,23 @@ const STORE_METHODS: readonly [keyof GovernedCallsConfig, readonly string[]][] =
 ];
 
 function positive(name: string, value: number): number {
-  if (!Number.isSafeInteger(value) || value < 1) throw new TypeError(`${name} must be a positive integer`);
+  if (!Number.isSafeInteger(value) || value < 1)
+    throw new TypeError(`${name} must be a positive integer`);
   return value;
 }
 
 /** The configuration checked once, with what the call derives from it (limits, what it peeks, holds and reserves). */
 export function resolveConfig(config: GovernedCallsConfig): ResolvedCallsConfig {
-  if (config === null || typeof config !== "object") throw new TypeError("GovernedCalls needs a configuration");
+  if (config === null || typeof config !== "object")
+    throw new TypeError("GovernedCalls needs a configuration");
   for (const [name, methods] of STORE_METHODS) {
     const store = config[name] as unknown as Record<string, unknown> | undefined;
-    if (!store || methods.some((m) => typeof store[m] !== "function")) throw new TypeError(`GovernedCalls: ${name} is not a ${name} store`);
+    if (!store || methods.some((m) => typeof store[m] !== "function"))
+      throw new TypeError(`GovernedCalls: ${name} is not a ${name} store`);
   }
   const caps = checkNormalizedCaps(config.caps);
-  if (config.cacheKey !== undefined && typeof config.cacheKey !== "function") throw new TypeError("GovernedCalls: cacheKey must be a function");
+  if (config.cacheKey !== undefined && typeof config.cacheKey !== "function")
+    throw new TypeError("GovernedCalls: cacheKey must be a function");
   const limits = persistentBlockLimits(caps);
   const reserves = limits.perSessionUsd !== undefined || limits.perTenantDayUsd !== undefined;
   const { usageInbox, lateUsageGraceMs, ...rest } = config;
@@ -45,4 +54,3 @@ export function resolveConfig(config: GovernedCallsConfig): ResolvedCallsConfig 
     reserves,
   });
 }
-

@@ -7,17 +7,25 @@ import type { Ledger } from "./account.js";
  * failed, or never ran) is first cancelled as `store`, fenced by its own claim: if that commits,
  * the record is `not_dispatched` and its reservation released in the same transaction.
  */
-export async function provenUnsent(journal: ExecutionStore, books: Ledger, scope: Scope, operationId: string, now: number): Promise<boolean> {
+export async function provenUnsent(
+  journal: ExecutionStore,
+  books: Ledger,
+  scope: Scope,
+  operationId: string,
+  now: number,
+): Promise<boolean> {
   try {
     let record = await journal.get(scope, operationId);
     if (record?.state === "prepared") {
       // Cancelled here, the call is no longer unsettled: nothing was sent and its reservation went with it.
-      await journal.cancelPrepared({ scope, operationId, token: record.fenceToken }, "store", now).then(
-        () => {
-          books.unsettled.delete(operationId);
-        },
-        () => undefined,
-      );
+      await journal
+        .cancelPrepared({ scope, operationId, token: record.fenceToken }, "store", now)
+        .then(
+          () => {
+            books.unsettled.delete(operationId);
+          },
+          () => undefined,
+        );
       record = await journal.get(scope, operationId);
     }
     return record === undefined || record.state === "not_dispatched";

@@ -37,7 +37,12 @@ export interface StreamSeen {
   usage: UsageEvidence | undefined;
 }
 
-const EVENT_LIMITS = Object.freeze({ maxDepth: 64, maxNodes: 100_000, maxStringBytes: 4 * 1024 * 1024, maxTotalBytes: 8 * 1024 * 1024 });
+const EVENT_LIMITS = Object.freeze({
+  maxDepth: 64,
+  maxNodes: 100_000,
+  maxStringBytes: 4 * 1024 * 1024,
+  maxTotalBytes: 8 * 1024 * 1024,
+});
 const MAX_ID = 200;
 
 /** Who produced a round: stamped on its reasoning blocks, so an adapter replays only its own. */
@@ -75,7 +80,16 @@ export async function collectStep(
   origin?: StepOrigin,
 ): Promise<StepOutput> {
   const iterator = stream[Symbol.asyncIterator]();
-  const acc: Acc = { origin, blocks: [], text: "", reasoning: undefined, calls: [], ids: new Set(), evidence: undefined, providerCalls: 0 };
+  const acc: Acc = {
+    origin,
+    blocks: [],
+    text: "",
+    reasoning: undefined,
+    calls: [],
+    ids: new Set(),
+    evidence: undefined,
+    providerCalls: 0,
+  };
   try {
     for (;;) {
       const next = await pull(iterator.next());
@@ -106,7 +120,8 @@ async function closeQuietly(iterator: AsyncIterator<unknown>): Promise<void> {
 function plain(value: unknown): ModelStreamEvent {
   try {
     const copy = snapshot(value, EVENT_LIMITS);
-    if (copy === null || typeof copy !== "object" || Array.isArray(copy)) throw new StreamInvalidError("shape", "an event must be an object");
+    if (copy === null || typeof copy !== "object" || Array.isArray(copy))
+      throw new StreamInvalidError("shape", "an event must be an object");
     return copy as unknown as ModelStreamEvent;
   } catch (error) {
     if (error instanceof SnapshotError) throw new StreamInvalidError("plain_data", error.message);
@@ -131,19 +146,24 @@ function flushReasoning(acc: Acc): void {
 function take(acc: Acc, event: ModelStreamEvent, turnCallIds: ReadonlySet<string>): void {
   switch (event.type) {
     case "text_delta": {
-      if (typeof event.text !== "string" || event.text.length === 0) throw new StreamInvalidError("text_delta", "a text delta must be a non-empty string");
-      if (acc.calls.length > 0) throw new StreamInvalidError("text_after_tool_calls", "text arrived after a tool call");
+      if (typeof event.text !== "string" || event.text.length === 0)
+        throw new StreamInvalidError("text_delta", "a text delta must be a non-empty string");
+      if (acc.calls.length > 0)
+        throw new StreamInvalidError("text_after_tool_calls", "text arrived after a tool call");
       flushReasoning(acc);
       acc.text += event.text;
       const last = acc.blocks.at(-1);
-      if (last?.type === "text") acc.blocks[acc.blocks.length - 1] = { type: "text", text: last.text + event.text };
+      if (last?.type === "text")
+        acc.blocks[acc.blocks.length - 1] = { type: "text", text: last.text + event.text };
       else acc.blocks.push({ type: "text", text: event.text });
       return;
     }
     case "reasoning_delta": {
-      if (typeof event.text !== "string") throw new StreamInvalidError("reasoning_delta", "reasoning text must be a string");
+      if (typeof event.text !== "string")
+        throw new StreamInvalidError("reasoning_delta", "reasoning text must be a string");
       for (const key of ["signature", "redacted"] as const) {
-        if (event[key] !== undefined && typeof event[key] !== "string") throw new StreamInvalidError("reasoning_delta", `reasoning ${key} must be a string`);
+        if (event[key] !== undefined && typeof event[key] !== "string")
+          throw new StreamInvalidError("reasoning_delta", `reasoning ${key} must be a string`);
       }
       const r = acc.reasoning ?? { text: "" };
       r.text += event.text;
@@ -167,13 +187,23 @@ function take(acc: Acc, event: ModelStreamEvent, turnCallIds: ReadonlySet<string
       checkProviderBlock(event.provider, event.id, event.name);
       flushReasoning(acc);
       acc.providerCalls += 1;
-      const block: ProviderToolCallBlock = { type: "provider_tool_call", provider: event.provider, id: event.id, name: event.name, payload: event.payload };
+      const block: ProviderToolCallBlock = {
+        type: "provider_tool_call",
+        provider: event.provider,
+        id: event.id,
+        name: event.name,
+        payload: event.payload,
+      };
       acc.blocks.push(block);
       return;
     }
     case "provider_tool_result": {
       checkProviderBlock(event.provider, event.callId, event.name);
-      if (!Number.isSafeInteger(event.resultCount) || event.resultCount < 0) throw new StreamInvalidError("provider_tool_result", "resultCount must be a non-negative integer");
+      if (!Number.isSafeInteger(event.resultCount) || event.resultCount < 0)
+        throw new StreamInvalidError(
+          "provider_tool_result",
+          "resultCount must be a non-negative integer",
+        );
       flushReasoning(acc);
       const block: ProviderToolResultBlock = {
         type: "provider_tool_result",
@@ -192,25 +222,40 @@ function take(acc: Acc, event: ModelStreamEvent, turnCallIds: ReadonlySet<string
       return;
     }
     default:
-      throw new StreamInvalidError("unknown_event", `unknown stream event "${String((event as { type?: unknown }).type)}"`);
+      throw new StreamInvalidError(
+        "unknown_event",
+        `unknown stream event "${String((event as { type?: unknown }).type)}"`,
+      );
   }
 }
 
 function checkCall(call: StreamToolCall, acc: Acc, turnCallIds: ReadonlySet<string>): void {
-  if (typeof call.id !== "string" || call.id.length === 0 || call.id.length > MAX_ID) throw new StreamInvalidError("tool_call", "a tool call needs an id of 1-200 characters");
-  if (typeof call.name !== "string" || call.name.length === 0) throw new StreamInvalidError("tool_call", "a tool call needs a name");
-  if (typeof call.arguments !== "string") throw new StreamInvalidError("tool_call", "tool call arguments must be JSON text");
-  if (acc.ids.has(call.id) || turnCallIds.has(call.id)) throw new StreamInvalidError("duplicate_call_id", `call id "${call.id}" was already used in this turn`);
+  if (typeof call.id !== "string" || call.id.length === 0 || call.id.length > MAX_ID)
+    throw new StreamInvalidError("tool_call", "a tool call needs an id of 1-200 characters");
+  if (typeof call.name !== "string" || call.name.length === 0)
+    throw new StreamInvalidError("tool_call", "a tool call needs a name");
+  if (typeof call.arguments !== "string")
+    throw new StreamInvalidError("tool_call", "tool call arguments must be JSON text");
+  if (acc.ids.has(call.id) || turnCallIds.has(call.id))
+    throw new StreamInvalidError(
+      "duplicate_call_id",
+      `call id "${call.id}" was already used in this turn`,
+    );
 }
 
 function checkProviderBlock(provider: unknown, id: unknown, name: unknown): void {
   for (const value of [provider, id, name]) {
-    if (typeof value !== "string" || value.length === 0 || value.length > MAX_ID) throw new StreamInvalidError("provider_tool", "a provider tool block needs a provider, an id and a name of 1-200 characters");
+    if (typeof value !== "string" || value.length === 0 || value.length > MAX_ID)
+      throw new StreamInvalidError(
+        "provider_tool",
+        "a provider tool block needs a provider, an id and a name of 1-200 characters",
+      );
   }
 }
 
 function checkEvidence(evidence: UsageEvidence): void {
-  if (evidence === null || typeof evidence !== "object") throw new StreamInvalidError("usage", "usage evidence must be an object");
+  if (evidence === null || typeof evidence !== "object")
+    throw new StreamInvalidError("usage", "usage evidence must be an object");
   if (evidence.status === "known" || evidence.status === "unpriced") {
     const problem = usageProblem(evidence.usage);
     if (problem) throw new StreamInvalidError("usage", problem);
@@ -228,33 +273,65 @@ function sameArguments(a: string, b: string): boolean {
   }
 }
 
-function finish(acc: Acc, event: Extract<ModelStreamEvent, { type: "response_completed" }>): StepOutput {
+function finish(
+  acc: Acc,
+  event: Extract<ModelStreamEvent, { type: "response_completed" }>,
+): StepOutput {
   flushReasoning(acc);
-  if (typeof event.stopReason !== "string" || event.stopReason.length === 0) throw new StreamInvalidError("stop_reason", "the terminal frame needs a stop reason");
-  if (typeof event.text !== "string") throw new StreamInvalidError("terminal_text", "the terminal frame needs its text");
-  if (acc.text.length > 0 && event.text !== acc.text) throw new StreamInvalidError("text_mismatch", "the streamed text differs from the completed text");
+  if (typeof event.stopReason !== "string" || event.stopReason.length === 0)
+    throw new StreamInvalidError("stop_reason", "the terminal frame needs a stop reason");
+  if (typeof event.text !== "string")
+    throw new StreamInvalidError("terminal_text", "the terminal frame needs its text");
+  if (acc.text.length > 0 && event.text !== acc.text)
+    throw new StreamInvalidError(
+      "text_mismatch",
+      "the streamed text differs from the completed text",
+    );
   if (acc.text.length === 0 && event.text.length > 0) {
     // No deltas: the completed text is the step's text, after the reasoning that preceded it.
     const at = acc.blocks.findIndex((b) => b.type !== "reasoning");
     acc.blocks.splice(at < 0 ? acc.blocks.length : at, 0, { type: "text", text: event.text });
   }
-  if (!Array.isArray(event.toolCalls)) throw new StreamInvalidError("calls_mismatch", "the terminal frame needs its tool calls");
+  if (!Array.isArray(event.toolCalls))
+    throw new StreamInvalidError("calls_mismatch", "the terminal frame needs its tool calls");
   const terminal = event.toolCalls;
-  if (terminal.length !== acc.calls.length) throw new StreamInvalidError("calls_mismatch", "the streamed tool calls differ from the completed ones");
+  if (terminal.length !== acc.calls.length)
+    throw new StreamInvalidError(
+      "calls_mismatch",
+      "the streamed tool calls differ from the completed ones",
+    );
   terminal.forEach((call, i) => {
     const streamed = acc.calls[i];
-    if (!streamed || streamed.id !== call.id || streamed.name !== call.name || typeof call.arguments !== "string" || !sameArguments(streamed.arguments, call.arguments)) {
-      throw new StreamInvalidError("calls_mismatch", `tool call #${i + 1} differs between the stream and the terminal frame`);
+    if (
+      !streamed ||
+      streamed.id !== call.id ||
+      streamed.name !== call.name ||
+      typeof call.arguments !== "string" ||
+      !sameArguments(streamed.arguments, call.arguments)
+    ) {
+      throw new StreamInvalidError(
+        "calls_mismatch",
+        `tool call #${i + 1} differs between the stream and the terminal frame`,
+      );
     }
   });
   const hasCalls = terminal.length > 0;
-  if (event.stopReason === "tool_use" && !hasCalls) throw new StreamInvalidError("stop_reason", "tool_use without a tool call");
+  if (event.stopReason === "tool_use" && !hasCalls)
+    throw new StreamInvalidError("stop_reason", "tool_use without a tool call");
   // A cut or refused step may have released calls: the loop withholds them with the rest.
-  if (hasCalls && event.stopReason !== "tool_use" && event.stopReason !== "max_tokens" && event.stopReason !== "refusal") {
+  if (
+    hasCalls &&
+    event.stopReason !== "tool_use" &&
+    event.stopReason !== "max_tokens" &&
+    event.stopReason !== "refusal"
+  ) {
     throw new StreamInvalidError("stop_reason", `tool calls with stop reason ${event.stopReason}`);
   }
   const evidence = reconcileUsage(acc.evidence, event.usage);
-  const reported = evidence.status === "known" || evidence.status === "unpriced" ? (evidence.usage.webSearchRequests ?? 0) : 0;
+  const reported =
+    evidence.status === "known" || evidence.status === "unpriced"
+      ? (evidence.usage.webSearchRequests ?? 0)
+      : 0;
   return {
     blocks: fillInputs(acc.blocks, acc.calls),
     text: acc.text || event.text,
@@ -278,11 +355,18 @@ function sameJsonObject(a: JsonObject, b: JsonObject): boolean {
   return true;
 }
 
-function reconcileUsage(streamed: UsageEvidence | undefined, terminal: Usage | undefined): UsageEvidence {
+function reconcileUsage(
+  streamed: UsageEvidence | undefined,
+  terminal: Usage | undefined,
+): UsageEvidence {
   if (terminal !== undefined) {
     const problem = usageProblem(terminal);
     if (problem) throw new StreamInvalidError("usage", problem);
-    if (streamed && streamed.status === "known" && !sameJsonObject(streamed.usage as unknown as JsonObject, terminal as unknown as JsonObject)) {
+    if (
+      streamed &&
+      streamed.status === "known" &&
+      !sameJsonObject(streamed.usage as unknown as JsonObject, terminal as unknown as JsonObject)
+    ) {
       throw new StreamInvalidError("usage", "the usage event and the terminal frame disagree");
     }
     return streamed ?? { status: "known", usage: terminal };
@@ -302,7 +386,10 @@ function fillInputs(blocks: Block[], calls: readonly StreamToolCall[]): Block[] 
 }
 
 /** Parsed arguments per call of this turn, so the step, the dispatch and the result list parse once. */
-const parsedArguments = new WeakMap<StreamToolCall, { readonly text: string; readonly value: Record<string, JsonValue> | undefined }>();
+const parsedArguments = new WeakMap<
+  StreamToolCall,
+  { readonly text: string; readonly value: Record<string, JsonValue> | undefined }
+>();
 
 /** `parseArguments` of a call's arguments, remembered for that call (and its text) once parsed. */
 export function argumentsOf(call: StreamToolCall): Record<string, JsonValue> | undefined {

@@ -1,4 +1,17 @@
-import { type AuditEvent, type AuditLog, type CostEvent, type CostReceipt, isTrailShaped, type ModelChoice, type RefusalCategory, type RoutingEvent, type TrailValue, trailId, trailJoin, trailKind } from "@alma-harness/core";
+import {
+  type AuditEvent,
+  type AuditLog,
+  type CostEvent,
+  type CostReceipt,
+  isTrailShaped,
+  type ModelChoice,
+  type RefusalCategory,
+  type RoutingEvent,
+  type TrailValue,
+  trailId,
+  trailJoin,
+  trailKind,
+} from "@alma-harness/core";
 import type { Ledger } from "./account.js";
 import { UncertainCallError } from "./errors.js";
 import type { CallIdentity, CallOptions } from "./governed-call.js";
@@ -17,20 +30,36 @@ export async function durable(audit: AuditLog, event: AuditEvent): Promise<void>
 
 /** The fields every record of the call shares: the session's pseudonym, never its id. */
 function baseOf(identity: CallIdentity, at: number) {
-  return { scope: identity.scope, sessionId: identity.trailSession, turnId: trailId(identity.turnId), callId: trailId(identity.operationId), at };
+  return {
+    scope: identity.scope,
+    sessionId: identity.trailSession,
+    turnId: trailId(identity.turnId),
+    callId: trailId(identity.operationId),
+    at,
+  };
 }
 
 /** A single call's operation and attempt (`CallIdentity.operation`), as trail values; nothing for a turn's call. */
-function operationOf(identity: CallIdentity): { readonly operationId?: TrailValue; readonly attemptId?: TrailValue } {
+function operationOf(identity: CallIdentity): {
+  readonly operationId?: TrailValue;
+  readonly attemptId?: TrailValue;
+} {
   const op = identity.operation;
-  return op === undefined ? {} : { operationId: trailId(op.operationId), attemptId: trailId(op.attemptId) };
+  return op === undefined
+    ? {}
+    : { operationId: trailId(op.operationId), attemptId: trailId(op.attemptId) };
 }
 
 /**
  * The routing record, field by field in the order its records have always had (no object spreads:
  * two records per call, the second extending the first).
  */
-function routingBase(identity: CallIdentity, choice: ModelChoice, options: RouteOptions, at: number): Writable<RoutingEvent> {
+function routingBase(
+  identity: CallIdentity,
+  choice: ModelChoice,
+  options: RouteOptions,
+  at: number,
+): Writable<RoutingEvent> {
   const route = options.route;
   const event = baseOf(identity, at) as Writable<RoutingEvent>;
   const op = identity.operation;
@@ -73,7 +102,12 @@ export async function requestTrails(
       ...operationOf(identity),
       trail: "access",
       tool: trailKind("model"),
-      resource: trailJoin(trailKind("provider"), trailId(provider), trailKind("messages"), messages),
+      resource: trailJoin(
+        trailKind("provider"),
+        trailId(provider),
+        trailKind("messages"),
+        messages,
+      ),
       action: "egress",
     });
   }
@@ -100,7 +134,15 @@ export interface ServedFacts {
  * (pricing followed it), the upstream that served it when the wire names one, and a refusal's
  * closed category.
  */
-export async function servedTrail(audit: AuditLog, identity: CallIdentity, choice: ModelChoice, options: RouteOptions, receipt: CostReceipt, at: number, facts: ServedFacts = {}): Promise<void> {
+export async function servedTrail(
+  audit: AuditLog,
+  identity: CallIdentity,
+  choice: ModelChoice,
+  options: RouteOptions,
+  receipt: CostReceipt,
+  at: number,
+  facts: ServedFacts = {},
+): Promise<void> {
   const event = routingBase(identity, choice, options, at);
   event.servedTier = receipt.serviceTier;
   // The upstream is the wire's word: kept only when it has an identifier's shape (a slug).
@@ -110,7 +152,11 @@ export async function servedTrail(audit: AuditLog, identity: CallIdentity, choic
 }
 
 /** The cost event of a call: who and what, at what price, under which settlement. */
-function costEvent(identity: CallIdentity, at: number, receipt: Pick<CostReceipt, "model" | "usdMicros" | "settlementId" | "capsCrossed">): CostEvent {
+function costEvent(
+  identity: CallIdentity,
+  at: number,
+  receipt: Pick<CostReceipt, "model" | "usdMicros" | "settlementId" | "capsCrossed">,
+): CostEvent {
   return {
     trail: "cost",
     ...baseOf(identity, at),
@@ -126,16 +172,44 @@ function costEvent(identity: CallIdentity, at: number, receipt: Pick<CostReceipt
 const NO_SETTLEMENT = trailKind("none");
 
 /** A call refused before anything was claimed or sent: one cost event at zero, with the reason. */
-export async function refusedTrail(audit: AuditLog, identity: CallIdentity, choice: ModelChoice, at: number, reason: "unpriced" | "cap", detail: TrailValue): Promise<void> {
-  await durable(audit, { ...costEvent(identity, at, { model: choice.model, usdMicros: 0, settlementId: NO_SETTLEMENT, capsCrossed: [] }), refused: { reason, detail } });
+export async function refusedTrail(
+  audit: AuditLog,
+  identity: CallIdentity,
+  choice: ModelChoice,
+  at: number,
+  reason: "unpriced" | "cap",
+  detail: TrailValue,
+): Promise<void> {
+  await durable(audit, {
+    ...costEvent(identity, at, {
+      model: choice.model,
+      usdMicros: 0,
+      settlementId: NO_SETTLEMENT,
+      capsCrossed: [],
+    }),
+    refused: { reason, detail },
+  });
 }
 
 /** One cost event per receipt; a cap crossed for the first time in the turn adds its warning. */
-export async function costTrail(audit: AuditLog, identity: CallIdentity, receipt: CostReceipt, books: Ledger, actions: (cap: CostReceipt["capsCrossed"][number]) => "block" | "warn", at: number): Promise<void> {
+export async function costTrail(
+  audit: AuditLog,
+  identity: CallIdentity,
+  receipt: CostReceipt,
+  books: Ledger,
+  actions: (cap: CostReceipt["capsCrossed"][number]) => "block" | "warn",
+  at: number,
+): Promise<void> {
   const base = costEvent(identity, at, receipt);
   const fresh = receipt.capsCrossed.filter((cap) => !books.warned.has(cap));
   for (const cap of fresh) books.warned.add(cap);
   const events: CostEvent[] =
-    fresh.length === 0 ? [base] : fresh.map((cap, i) => ({ ...base, ...(i === 0 ? {} : { usdMicros: 0 }), warning: { cap, action: actions(cap) } }));
+    fresh.length === 0
+      ? [base]
+      : fresh.map((cap, i) => ({
+          ...base,
+          ...(i === 0 ? {} : { usdMicros: 0 }),
+          warning: { cap, action: actions(cap) },
+        }));
   for (const event of events) await durable(audit, event);
 }

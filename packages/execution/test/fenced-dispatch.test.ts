@@ -1,5 +1,16 @@
-import { type ExecutionStore, normalizeBudgetCaps, utcDay, worstCaseMicros } from "@alma-harness/core";
-import { InMemoryAdmissionStore, InMemoryCostSettlementStore, InMemoryExecutionStore, ManualClock, RecordingAuditLog } from "@alma-harness/core/testing";
+import {
+  type ExecutionStore,
+  normalizeBudgetCaps,
+  utcDay,
+  worstCaseMicros,
+} from "@alma-harness/core";
+import {
+  InMemoryAdmissionStore,
+  InMemoryCostSettlementStore,
+  InMemoryExecutionStore,
+  ManualClock,
+  RecordingAuditLog,
+} from "@alma-harness/core/testing";
 import { GovernedCalls, UncertainCallError } from "@alma-harness/execution";
 import { describe, expect, it } from "vitest";
 import { CHOICE, client, identity, NOW, options, PRICES, REQUEST, SCOPE } from "./fixtures.js";
@@ -47,9 +58,18 @@ async function fencedSetup() {
     clock: new ManualClock(),
   });
   const admit = (admissionId: string) =>
-    admissions.admit({ scope: SCOPE, sessionId: "s1", rootKey: "r1", kind: "turn", admissionId, now: NOW, deadlineAt: NOW + 600_000 });
+    admissions.admit({
+      scope: SCOPE,
+      sessionId: "s1",
+      rootKey: "r1",
+      kind: "turn",
+      admissionId,
+      now: NOW,
+      deadlineAt: NOW + 600_000,
+    });
   await admit("a1");
-  const fence = () => admissions.fenceScope({ target: { org: SCOPE.org }, reason: "suspended", now: NOW });
+  const fence = () =>
+    admissions.fenceScope({ target: { org: SCOPE.org }, reason: "suspended", now: NOW });
   return { admissions, settlements, inner, hooks, calls, account: calls.account(), fence };
 }
 
@@ -58,19 +78,37 @@ describe("GovernedCalls.run: a scope fence landing between the claim and the dis
     const s = await fencedSetup();
     const c = client();
     s.hooks.before = s.fence;
-    const error = await s.calls.run(identity(1, { admissionId: "a1" }), c, CHOICE, REQUEST, options(s.account)).catch((e: unknown) => e);
+    const error = await s.calls
+      .run(identity(1, { admissionId: "a1" }), c, CHOICE, REQUEST, options(s.account))
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UncertainCallError);
     // The outcome of a fence at the claim: reconciliation, never another attempt.
     expect(error).toMatchObject({ uncertainCause: "scope_fenced" });
     expect((error as UncertainCallError).attempt).toBeUndefined();
     expect(c.streamed).toEqual([]);
-    expect(await s.inner.get(SCOPE, "t1:main:1")).toMatchObject({ state: "not_dispatched", notDispatchedCause: "scope_fenced" });
+    expect(await s.inner.get(SCOPE, "t1:main:1")).toMatchObject({
+      state: "not_dispatched",
+      notDispatchedCause: "scope_fenced",
+    });
     expect(s.account).toMatchObject({ spentMicros: 0, reservedMicros: 0 });
-    expect(await s.settlements.spend.peek(SCOPE, "s1", utcDay(NOW))).toEqual({ sessionMicros: 0, tenantDayMicros: 0 });
+    expect(await s.settlements.spend.peek(SCOPE, "s1", utcDay(NOW))).toEqual({
+      sessionMicros: 0,
+      tenantDayMicros: 0,
+    });
     // The session cap holds one worst case: a call after the lift fits only because the first released its reservation.
     await s.admissions.liftScopeFence({ org: SCOPE.org });
     const next = client();
-    expect((await s.calls.run(identity(2, { admissionId: "a1" }), next, CHOICE, REQUEST, options(s.account))).status).toBe("settled");
+    expect(
+      (
+        await s.calls.run(
+          identity(2, { admissionId: "a1" }),
+          next,
+          CHOICE,
+          REQUEST,
+          options(s.account),
+        )
+      ).status,
+    ).toBe("settled");
     expect(next.streamed.length).toBe(1);
   });
 
@@ -79,11 +117,15 @@ describe("GovernedCalls.run: a scope fence landing between the claim and the dis
     const c = client();
     s.hooks.before = s.fence;
     s.hooks.cancelFails = true;
-    await expect(s.calls.run(identity(1, { admissionId: "a1" }), c, CHOICE, REQUEST, options(s.account))).rejects.toMatchObject({ uncertainCause: "scope_fenced" });
+    await expect(
+      s.calls.run(identity(1, { admissionId: "a1" }), c, CHOICE, REQUEST, options(s.account)),
+    ).rejects.toMatchObject({ uncertainCause: "scope_fenced" });
     expect(c.streamed).toEqual([]);
     expect(await s.inner.get(SCOPE, "t1:main:1")).toMatchObject({ state: "prepared" });
     expect(s.account.reservedMicros).toBe(0);
     const swept = await s.inner.reconcileExpired({ now: NOW + 24 * 3_600_000, scope: SCOPE });
-    expect(swept.map((r) => [r.operationId, r.state, r.notDispatchedCause])).toEqual([["t1:main:1", "not_dispatched", "expired"]]);
+    expect(swept.map((r) => [r.operationId, r.state, r.notDispatchedCause])).toEqual([
+      ["t1:main:1", "not_dispatched", "expired"],
+    ]);
   });
 });

@@ -10,13 +10,30 @@ import {
   sessionPseudonym,
   trailKey,
 } from "@alma-harness/core";
-import { type AuditFailure, InMemoryCostSettlementStore, InMemoryExecutionStore, MANUAL_CLOCK_START, ManualClock, RecordingAuditLog } from "@alma-harness/core/testing";
-import { type CallIdentity, type CallOptions, GovernedCalls, type GovernedCallsConfig, type TurnAccount } from "@alma-harness/execution";
+import {
+  type AuditFailure,
+  InMemoryCostSettlementStore,
+  InMemoryExecutionStore,
+  MANUAL_CLOCK_START,
+  ManualClock,
+  RecordingAuditLog,
+} from "@alma-harness/core/testing";
+import {
+  type CallIdentity,
+  type CallOptions,
+  GovernedCalls,
+  type GovernedCallsConfig,
+  type TurnAccount,
+} from "@alma-harness/execution";
 
 export const PRICES: PriceTable = {
   version: "p-1",
   models: {
-    m: { rates: { input: 3, output: 15, cacheWrite5m: 3.75, cacheWrite1h: 6, cacheRead: 0.3 }, tiers: { priority: { input: 6, output: 30 } }, webSearchPerRequestUsd: 0.01 },
+    m: {
+      rates: { input: 3, output: 15, cacheWrite5m: 3.75, cacheWrite1h: 6, cacheRead: 0.3 },
+      tiers: { priority: { input: 6, output: 30 } },
+      webSearchPerRequestUsd: 0.01,
+    },
     bare: { rates: { input: 1, output: 5 } },
   },
 };
@@ -25,12 +42,30 @@ export const SCOPE = { org: "acme", uid: "u1" } as const;
 /** A fixed trail key for the tests: the session's pseudonym is deterministic. */
 export const TEST_TRAIL_KEY = trailKey("test-trail-key-of-at-least-32-bytes!");
 export const NOW = MANUAL_CLOCK_START;
-export const CHOICE: ModelChoice = { clientId: "c", model: "m", maxOutputTokens: 100, cache: false };
-export const REQUEST: ModelRequest = { model: "m", system: [], messages: [{ role: "user", blocks: [{ type: "text", text: "hi" }] }], tools: [], maxOutputTokens: 100 };
+export const CHOICE: ModelChoice = {
+  clientId: "c",
+  model: "m",
+  maxOutputTokens: 100,
+  cache: false,
+};
+export const REQUEST: ModelRequest = {
+  model: "m",
+  system: [],
+  messages: [{ role: "user", blocks: [{ type: "text", text: "hi" }] }],
+  tools: [],
+  maxOutputTokens: 100,
+};
 
 /** A stream that answers `text` with `usage` (the terminal frame agreeing with what streamed). */
-export function answer(text = "hi", usage: Usage = { inputTokens: 10, outputTokens: 5 }): readonly ModelStreamEvent[] {
-  return [{ type: "text_delta", text }, { type: "usage", evidence: { status: "known", usage } }, { type: "response_completed", stopReason: "end_turn", text, toolCalls: [], usage }];
+export function answer(
+  text = "hi",
+  usage: Usage = { inputTokens: 10, outputTokens: 5 },
+): readonly ModelStreamEvent[] {
+  return [
+    { type: "text_delta", text },
+    { type: "usage", evidence: { status: "known", usage } },
+    { type: "response_completed", stopReason: "end_turn", text, toolCalls: [], usage },
+  ];
 }
 
 /**
@@ -60,10 +95,26 @@ export function client(
 }
 
 export function identity(n = 1, overrides: Partial<CallIdentity> = {}): CallIdentity {
-  return { scope: SCOPE, sessionId: "s1", trailSession: sessionPseudonym(TEST_TRAIL_KEY, SCOPE, "s1"), rootKey: "r1", turnId: "t1", operationId: `t1:main:${n}`, kind: "main", ...overrides };
+  return {
+    scope: SCOPE,
+    sessionId: "s1",
+    trailSession: sessionPseudonym(TEST_TRAIL_KEY, SCOPE, "s1"),
+    rootKey: "r1",
+    turnId: "t1",
+    operationId: `t1:main:${n}`,
+    kind: "main",
+    ...overrides,
+  };
 }
 
-export function setup(opts: { caps?: BudgetCapsInput; prices?: PriceTable; auditFail?: AuditFailure; settlements?: InMemoryCostSettlementStore } = {}) {
+export function setup(
+  opts: {
+    caps?: BudgetCapsInput;
+    prices?: PriceTable;
+    auditFail?: AuditFailure;
+    settlements?: InMemoryCostSettlementStore;
+  } = {},
+) {
   const settlements = opts.settlements ?? new InMemoryCostSettlementStore();
   const journal = new InMemoryExecutionStore({ spend: settlements.spend });
   const audit = new RecordingAuditLog(opts.auditFail ? { fail: opts.auditFail } : {});
@@ -84,5 +135,12 @@ export function setup(opts: { caps?: BudgetCapsInput; prices?: PriceTable; audit
 
 /** The options of a main-step call in a live turn of `account`. */
 export function options(account: TurnAccount, overrides: Partial<CallOptions> = {}): CallOptions {
-  return { account, signal: new AbortController().signal, roundTimeoutMs: 60_000, route: { tier: "balanced", sensitivity: "internal" }, seenCallIds: new Set(), ...overrides };
+  return {
+    account,
+    signal: new AbortController().signal,
+    roundTimeoutMs: 60_000,
+    route: { tier: "balanced", sensitivity: "internal" },
+    seenCallIds: new Set(),
+    ...overrides,
+  };
 }

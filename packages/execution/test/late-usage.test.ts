@@ -1,6 +1,11 @@
 import type { ModelClient, ModelStreamEvent, UsageInbox } from "@alma-harness/core";
 import { InMemoryUsageInbox, type ManualClock } from "@alma-harness/core/testing";
-import { AbortedError, GovernedCalls, LATE_USAGE_GRACE_MS, UncertainCallError } from "@alma-harness/execution";
+import {
+  AbortedError,
+  GovernedCalls,
+  LATE_USAGE_GRACE_MS,
+  UncertainCallError,
+} from "@alma-harness/execution";
 import { describe, expect, it } from "vitest";
 import { CHOICE, identity, options, REQUEST, SCOPE, setup } from "./fixtures.js";
 
@@ -10,7 +15,12 @@ const LATE = { inputTokens: 10, outputTokens: 5 };
  * A client whose stream streams some text, then waits for `finish()` whatever its signal says (a
  * provider that keeps going after the cut), then reports its usage and completes.
  */
-function lateClient(tail: readonly ModelStreamEvent[] = [{ type: "usage", evidence: { status: "known", usage: LATE } }, { type: "response_completed", stopReason: "end_turn", text: "hi", toolCalls: [], usage: LATE }]) {
+function lateClient(
+  tail: readonly ModelStreamEvent[] = [
+    { type: "usage", evidence: { status: "known", usage: LATE } },
+    { type: "response_completed", stopReason: "end_turn", text: "hi", toolCalls: [], usage: LATE },
+  ],
+) {
   let finish!: () => void;
   const gate = new Promise<void>((resolve) => {
     finish = resolve;
@@ -39,7 +49,10 @@ function lateClient(tail: readonly ModelStreamEvent[] = [{ type: "usage", eviden
   return { client: c, finish, streaming, state };
 }
 
-function withInbox(inbox: UsageInbox = new InMemoryUsageInbox(), extra: { lateUsageGraceMs?: number } = {}) {
+function withInbox(
+  inbox: UsageInbox = new InMemoryUsageInbox(),
+  extra: { lateUsageGraceMs?: number } = {},
+) {
   const s = setup({ caps: { perSessionUsd: { usd: 1, onExceeded: "block" } } });
   const calls = new GovernedCalls({ ...s.config, usageInbox: inbox, ...extra });
   return { ...s, calls, account: calls.account(), inbox, clock: s.config.clock as ManualClock };
@@ -61,7 +74,13 @@ describe("late usage: a cut call's stream that finishes after the cut", () => {
     const s = withInbox();
     const late = lateClient();
     const turn = new AbortController();
-    const run = s.calls.run(identity(), late.client, CHOICE, REQUEST, options(s.account, { signal: turn.signal }));
+    const run = s.calls.run(
+      identity(),
+      late.client,
+      CHOICE,
+      REQUEST,
+      options(s.account, { signal: turn.signal }),
+    );
     await late.streaming;
     turn.abort(new AbortedError("deadline"));
     const error = await run.catch((e: unknown) => e);
@@ -93,7 +112,11 @@ describe("late usage: a cut call's stream that finishes after the cut", () => {
     ]);
     // No settlement, no spend, no receipt, the journal still unknown, the reservation still held, no cost trail.
     expect(await money(s)).toEqual(atCut);
-    expect(atCut).toMatchObject({ receipts: 0, spend: { sessionMicros: 0, tenantDayMicros: 0 }, cost: 0 });
+    expect(atCut).toMatchObject({
+      receipts: 0,
+      spend: { sessionMicros: 0, tenantDayMicros: 0 },
+      cost: 0,
+    });
     expect(s.account.reservedMicros).toBe(held);
     expect(late.state.closed).toBe(true);
   });
@@ -101,14 +124,26 @@ describe("late usage: a cut call's stream that finishes after the cut", () => {
   it("finishing after the round timed out: source stream_after_timeout; after a cancellation: stream_after_cancel", async () => {
     const s = withInbox();
     const timed = lateClient();
-    const run = s.calls.run(identity(1), timed.client, CHOICE, REQUEST, options(s.account, { roundTimeoutMs: 1_000 }));
+    const run = s.calls.run(
+      identity(1),
+      timed.client,
+      CHOICE,
+      REQUEST,
+      options(s.account, { roundTimeoutMs: 1_000 }),
+    );
     await timed.streaming;
     s.clock.advance(1_000);
     await expect(run).rejects.toMatchObject({ uncertainCause: "call:main:aborted" });
     timed.finish();
     const cancelled = lateClient();
     const turn = new AbortController();
-    const second = s.calls.run(identity(2), cancelled.client, CHOICE, REQUEST, options(s.account, { signal: turn.signal }));
+    const second = s.calls.run(
+      identity(2),
+      cancelled.client,
+      CHOICE,
+      REQUEST,
+      options(s.account, { signal: turn.signal }),
+    );
     await cancelled.streaming;
     turn.abort();
     await expect(second).rejects.toMatchObject({ uncertainCause: "cancelled" });
@@ -124,16 +159,31 @@ describe("late usage: a cut call's stream that finishes after the cut", () => {
     const s = withInbox(new InMemoryUsageInbox(), { lateUsageGraceMs: 5_000 });
     const slow = lateClient();
     const turn = new AbortController();
-    const run = s.calls.run(identity(1), slow.client, CHOICE, REQUEST, options(s.account, { signal: turn.signal }));
+    const run = s.calls.run(
+      identity(1),
+      slow.client,
+      CHOICE,
+      REQUEST,
+      options(s.account, { signal: turn.signal }),
+    );
     await slow.streaming;
     turn.abort(new AbortedError("deadline"));
     await run.catch(() => undefined);
     s.clock.advance(5_000);
     await s.calls.lateUsageDrained();
     slow.finish();
-    const unknown = lateClient([{ type: "usage", evidence: { status: "unknown" } }, { type: "response_completed", stopReason: "end_turn", text: "hi", toolCalls: [] }]);
+    const unknown = lateClient([
+      { type: "usage", evidence: { status: "unknown" } },
+      { type: "response_completed", stopReason: "end_turn", text: "hi", toolCalls: [] },
+    ]);
     const other = new AbortController();
-    const second = s.calls.run(identity(2), unknown.client, CHOICE, REQUEST, options(s.account, { signal: other.signal }));
+    const second = s.calls.run(
+      identity(2),
+      unknown.client,
+      CHOICE,
+      REQUEST,
+      options(s.account, { signal: other.signal }),
+    );
     await unknown.streaming;
     other.abort(new AbortedError("deadline"));
     await second.catch(() => undefined);
@@ -143,11 +193,20 @@ describe("late usage: a cut call's stream that finishes after the cut", () => {
   });
 
   it("an inbox that fails is swallowed: the call's outcome is the cut's, no rejection escapes", async () => {
-    const failing: UsageInbox = { record: () => Promise.reject(new Error("inbox down")), list: () => Promise.reject(new Error("inbox down")) };
+    const failing: UsageInbox = {
+      record: () => Promise.reject(new Error("inbox down")),
+      list: () => Promise.reject(new Error("inbox down")),
+    };
     const s = withInbox(failing);
     const late = lateClient();
     const turn = new AbortController();
-    const run = s.calls.run(identity(), late.client, CHOICE, REQUEST, options(s.account, { signal: turn.signal }));
+    const run = s.calls.run(
+      identity(),
+      late.client,
+      CHOICE,
+      REQUEST,
+      options(s.account, { signal: turn.signal }),
+    );
     await late.streaming;
     turn.abort(new AbortedError("deadline"));
     await expect(run).rejects.toMatchObject({ uncertainCause: "deadline" });
@@ -169,7 +228,13 @@ describe("late usage: a cut call's stream that finishes after the cut", () => {
     const plain = setup();
     const cut = lateClient();
     const turn = new AbortController();
-    const second = plain.calls.run(identity(1), cut.client, CHOICE, REQUEST, options(plain.account, { signal: turn.signal }));
+    const second = plain.calls.run(
+      identity(1),
+      cut.client,
+      CHOICE,
+      REQUEST,
+      options(plain.account, { signal: turn.signal }),
+    );
     await cut.streaming;
     turn.abort(new AbortedError("deadline"));
     await second.catch(() => undefined);
@@ -183,7 +248,16 @@ describe("late usage: a cut call's stream that finishes after the cut", () => {
   it("the grace period is a positive integer, default 60 s; the inbox must be one", () => {
     expect(LATE_USAGE_GRACE_MS).toBe(60_000);
     const s = setup();
-    expect(() => new GovernedCalls({ ...s.config, usageInbox: new InMemoryUsageInbox(), lateUsageGraceMs: 0 })).toThrow(TypeError);
-    expect(() => new GovernedCalls({ ...s.config, usageInbox: {} as UsageInbox })).toThrow(TypeError);
+    expect(
+      () =>
+        new GovernedCalls({
+          ...s.config,
+          usageInbox: new InMemoryUsageInbox(),
+          lateUsageGraceMs: 0,
+        }),
+    ).toThrow(TypeError);
+    expect(() => new GovernedCalls({ ...s.config, usageInbox: {} as UsageInbox })).toThrow(
+      TypeError,
+    );
   });
 });

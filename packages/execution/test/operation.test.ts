@@ -8,14 +8,31 @@ describe("CallIdentity.operation: a governed call outside a turn", () => {
     const c = client(() => {
       trailsAtEgress = s.audit.events.map((e) => e.trail);
     });
-    const id = identity(1, { kind: "single", operationId: "op1:a1:c1", operation: { operationId: "op1", attemptId: "op1:a1" } });
+    const id = identity(1, {
+      kind: "single",
+      operationId: "op1:a1:c1",
+      operation: { operationId: "op1", attemptId: "op1:a1" },
+    });
     expect((await s.calls.run(id, c, CHOICE, REQUEST, options(s.account))).status).toBe("settled");
     expect(trailsAtEgress).toEqual(["routing", "access"]);
     const routing = s.audit.events.filter((e) => e.trail === "routing");
     expect(routing).toHaveLength(2);
-    for (const e of routing) expect(e).toMatchObject({ kind: "single", operationId: "op1", attemptId: "op1:a1", callId: "op1:a1:c1" });
+    for (const e of routing)
+      expect(e).toMatchObject({
+        kind: "single",
+        operationId: "op1",
+        attemptId: "op1:a1",
+        callId: "op1:a1:c1",
+      });
     expect(s.audit.events.filter((e) => e.trail === "access")).toEqual([
-      expect.objectContaining({ tool: "model", resource: "provider:test:messages:1", action: "egress", operationId: "op1", attemptId: "op1:a1", callId: "op1:a1:c1" }),
+      expect.objectContaining({
+        tool: "model",
+        resource: "provider:test:messages:1",
+        action: "egress",
+        operationId: "op1",
+        attemptId: "op1:a1",
+        callId: "op1:a1:c1",
+      }),
     ]);
   });
 
@@ -30,10 +47,19 @@ describe("CallIdentity.operation: a governed call outside a turn", () => {
   });
 
   it("an access record that cannot be written ends the claim not dispatched: nothing is sent", async () => {
-    const s = setup({ auditFail: (event) => (event.trail === "access" ? new Error("audit sink down") : undefined) });
+    const s = setup({
+      auditFail: (event) => (event.trail === "access" ? new Error("audit sink down") : undefined),
+    });
     const c = client();
-    const id = identity(1, { kind: "single", operationId: "op2:a1:c1", operation: { operationId: "op2", attemptId: "op2:a1" } });
-    await expect(s.calls.run(id, c, CHOICE, REQUEST, options(s.account))).rejects.toMatchObject({ uncertainCause: "audit", attempt: "unsent" });
+    const id = identity(1, {
+      kind: "single",
+      operationId: "op2:a1:c1",
+      operation: { operationId: "op2", attemptId: "op2:a1" },
+    });
+    await expect(s.calls.run(id, c, CHOICE, REQUEST, options(s.account))).rejects.toMatchObject({
+      uncertainCause: "audit",
+      attempt: "unsent",
+    });
     expect(c.streamed).toHaveLength(0);
     expect((await s.journal.get(id.scope, "op2:a1:c1"))?.state).toBe("not_dispatched");
   });

@@ -1,4 +1,11 @@
-import { deepFreeze, type ModelChoice, type ModelRequest, normalizeModelChoice, type ReasoningEffort, type UncertainCause } from "@alma-harness/core";
+import {
+  deepFreeze,
+  type ModelChoice,
+  type ModelRequest,
+  normalizeModelChoice,
+  type ReasoningEffort,
+  type UncertainCause,
+} from "@alma-harness/core";
 import { checkpoint } from "./cancel.js";
 import type { TurnEnv } from "./env.js";
 import { CallRejectedError, CallUnansweredError, UncertainTurnError } from "./errors.js";
@@ -24,7 +31,12 @@ export interface AttemptOptions {
  * time are left, with no backoff. Before each retry the policy is asked again (`retryChoice`). Out
  * of attempts, or at a refused request, it throws `CallUnansweredError` with the last cause.
  */
-export async function attemptStep(env: TurnEnv, state: TurnState, call: StepCall, opts: AttemptOptions = {}): Promise<StepDone> {
+export async function attemptStep(
+  env: TurnEnv,
+  state: TurnState,
+  call: StepCall,
+  opts: AttemptOptions = {},
+): Promise<StepDone> {
   const max = env.engine.limits.callAttempts;
   let { choice, request } = call;
   for (let attempt = 1; ; attempt++) {
@@ -34,7 +46,8 @@ export async function attemptStep(env: TurnEnv, state: TurnState, call: StepCall
       const done = await runModelStep(env, state, { ...call, choice, request });
       const unusable = opts.unusable?.(done);
       if (unusable === undefined) return done;
-      if (max === undefined) throw new UncertainTurnError(unusable, `the ${call.kind} call gave no usable output`);
+      if (max === undefined)
+        throw new UncertainTurnError(unusable, `the ${call.kind} call gave no usable output`);
       cause = unusable;
     } catch (error) {
       const retryable = max === undefined ? undefined : retryCause(error, call, opts);
@@ -51,7 +64,11 @@ export async function attemptStep(env: TurnEnv, state: TurnState, call: StepCall
 }
 
 /** The cause a failed attempt may be tried again for, or nothing (it is thrown as it is). */
-function retryCause(error: unknown, call: StepCall, opts: AttemptOptions): UncertainCause | undefined {
+function retryCause(
+  error: unknown,
+  call: StepCall,
+  opts: AttemptOptions,
+): UncertainCause | undefined {
   if (error instanceof CallUnansweredError) return undefined;
   if (error instanceof CallRejectedError) return opts.keeps?.(error) ? undefined : error.cause_;
   if (!(error instanceof UncertainTurnError)) return undefined;
@@ -60,9 +77,17 @@ function retryCause(error: unknown, call: StepCall, opts: AttemptOptions): Uncer
 }
 
 /** Why no further attempt follows, or nothing when one may. */
-function endOfAttempts(env: TurnEnv, state: TurnState, call: StepCall, cause: UncertainCause, attempt: number, max: number): string | undefined {
+function endOfAttempts(
+  env: TurnEnv,
+  state: TurnState,
+  call: StepCall,
+  cause: UncertainCause,
+  attempt: number,
+  max: number,
+): string | undefined {
   // The same request is refused again: no attempt can mend it (spec: refused-request).
-  if (cause === `call:${call.kind}:request_invalid`) return "the request was refused before dispatch";
+  if (cause === `call:${call.kind}:request_invalid`)
+    return "the request was refused before dispatch";
   if (attempt >= max) return `the ${call.kind} call failed ${attempt} times`;
   if (state.callsUsed >= env.engine.limits.maxCalls) return "no call is left for another attempt";
   const by = answerBy(env);
@@ -79,11 +104,27 @@ const effort = (r: ReasoningEffort | undefined) => (r === undefined ? 0 : EFFORT
  * (client, model, service tier, cache, output ceiling), more reasoning, or a throw ends the call
  * with `call:<kind>:routing_unavailable`. The request keeps everything but the reasoning.
  */
-function retryChoice(env: TurnEnv, call: StepCall, prev: ModelChoice, request: ModelRequest, attempt: number, previousCause: UncertainCause, task: string | undefined) {
+function retryChoice(
+  env: TurnEnv,
+  call: StepCall,
+  prev: ModelChoice,
+  request: ModelRequest,
+  attempt: number,
+  previousCause: UncertainCause,
+  task: string | undefined,
+) {
   const cause: UncertainCause = `call:${call.kind}:routing_unavailable`;
   let next: ModelChoice;
   try {
-    next = normalizeModelChoice(env.engine.policy.resolve({ tier: call.tier, sensitivity: call.sensitivity, ...(task !== undefined ? { task } : {}), attempt, previousCause }));
+    next = normalizeModelChoice(
+      env.engine.policy.resolve({
+        tier: call.tier,
+        sensitivity: call.sensitivity,
+        ...(task !== undefined ? { task } : {}),
+        attempt,
+        previousCause,
+      }),
+    );
   } catch (error) {
     throw new CallUnansweredError(cause, "the policy refused the retry's route", error);
   }
@@ -94,8 +135,15 @@ function retryChoice(env: TurnEnv, call: StepCall, prev: ModelChoice, request: M
     next.maxOutputTokens === prev.maxOutputTokens &&
     JSON.stringify(next.cache) === JSON.stringify(prev.cache) &&
     effort(next.reasoning) <= effort(prev.reasoning);
-  if (!same) throw new CallUnansweredError(cause, "the retry's route asked for more than the admitted choice");
+  if (!same)
+    throw new CallUnansweredError(
+      cause,
+      "the retry's route asked for more than the admitted choice",
+    );
   const { reasoning: _dropped, ...rest } = request;
-  const retried = deepFreeze<ModelRequest>({ ...rest, ...(next.reasoning ? { reasoning: next.reasoning } : {}) });
+  const retried = deepFreeze<ModelRequest>({
+    ...rest,
+    ...(next.reasoning ? { reasoning: next.reasoning } : {}),
+  });
   return { choice: next, request: retried };
 }

@@ -14,12 +14,18 @@ export async function durable(audit: AuditLog, event: AuditEvent): Promise<void>
  * The durability point before host code runs or an effect follows (spec: a durable turn in five
  * commits): a store set that groups its writes commits what is pending. No barrier, no cost.
  */
-export async function commitBefore(engine: { readonly barrier: DurabilityBarrier | undefined }): Promise<void> {
+export async function commitBefore(engine: {
+  readonly barrier: DurabilityBarrier | undefined;
+}): Promise<void> {
   const barrier = engine.barrier;
   if (!barrier) return;
   try {
     await barrier.commit();
   } catch (error) {
-    throw new UncertainTurnError("commit", "the store could not make the turn's writes durable", error);
+    throw new UncertainTurnError(
+      "commit",
+      "the store could not make the turn's writes durable",
+      error,
+    );
   }
 }

@@ -18,7 +18,14 @@ import { trailBase } from "./trail.js";
  * - `messages_changed`: the previous request's messages are not a prefix of this one's;
  * - `unexplained`: none of the above (the provider evicted it, or a cause the guard cannot see).
  */
-export type CacheHygieneCause = "cache_disabled" | "below_minimum" | "tools_changed" | "system_changed" | "ttl_mismatch" | "messages_changed" | "unexplained";
+export type CacheHygieneCause =
+  | "cache_disabled"
+  | "below_minimum"
+  | "tools_changed"
+  | "system_changed"
+  | "ttl_mismatch"
+  | "messages_changed"
+  | "unexplained";
 
 export const CACHE_HYGIENE_CAUSES: readonly CacheHygieneCause[] = Object.freeze([
   "cache_disabled",
@@ -93,11 +100,13 @@ interface Seen {
 
 const TTL_MS = { "5m": 300_000, "1h": 3_600_000 } as const;
 
-const digest = (value: unknown): string => createHash("sha256").update(JSON.stringify(value)).digest("base64");
+const digest = (value: unknown): string =>
+  createHash("sha256").update(JSON.stringify(value)).digest("base64");
 
 function positiveInteger(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || value < 1) throw new CacheHygieneConfigError(`${name} must be a positive integer`);
+  if (!Number.isSafeInteger(value) || value < 1)
+    throw new CacheHygieneConfigError(`${name} must be a positive integer`);
   return value;
 }
 
@@ -114,9 +123,11 @@ export function cacheHygieneGuard(options: CacheHygieneOptions = {}): CacheHygie
   const warmWithinMs = positiveInteger("warmWithinMs", options.warmWithinMs, TTL_MS["1h"]);
   const maxSessions = positiveInteger("maxSessions", options.maxSessions, 10_000);
   const minimumTokens = options.minimumTokens;
-  if (minimumTokens !== undefined && typeof minimumTokens !== "function") throw new CacheHygieneConfigError("minimumTokens must be a function");
+  if (minimumTokens !== undefined && typeof minimumTokens !== "function")
+    throw new CacheHygieneConfigError("minimumTokens must be a function");
   const onWarning = options.onWarning;
-  if (onWarning !== undefined && typeof onWarning !== "function") throw new CacheHygieneConfigError("onWarning must be a function");
+  if (onWarning !== undefined && typeof onWarning !== "function")
+    throw new CacheHygieneConfigError("onWarning must be a function");
   const sessions = new Map<string, Seen>();
 
   const observe = (o: CacheObservation): CacheHygieneWarning | undefined => {
@@ -136,17 +147,31 @@ export function cacheHygieneGuard(options: CacheHygieneOptions = {}): CacheHygie
       warned = prev.warned;
       if (streak >= after) {
         const minimum = minimumTokens?.(request.model);
-        const cause = causeOf(prev, seen, o.at, { prompt, reads, writes, minimum, disabled: !request.cache, everRead: prev.everRead });
+        const cause = causeOf(prev, seen, o.at, {
+          prompt,
+          reads,
+          writes,
+          minimum,
+          disabled: !request.cache,
+          everRead: prev.everRead,
+        });
         if (cause !== prev.warned) warning = Object.freeze({ cause, streak });
         warned = cause;
       }
     }
     sessions.delete(o.session);
-    sessions.set(o.session, { ...seen, streak, warned, everRead: (prev?.everRead ?? false) || reads > 0 });
+    sessions.set(o.session, {
+      ...seen,
+      streak,
+      warned,
+      everRead: (prev?.everRead ?? false) || reads > 0,
+    });
     if (sessions.size > maxSessions) sessions.delete(sessions.keys().next().value as string);
     if (warning && onWarning) {
       try {
-        onWarning(Object.freeze({ ...warning, session: o.session, model: request.model, at: o.at }));
+        onWarning(
+          Object.freeze({ ...warning, session: o.session, model: request.model, at: o.at }),
+        );
       } catch {
         // the host's sink never reaches the turn
       }
@@ -156,7 +181,10 @@ export function cacheHygieneGuard(options: CacheHygieneOptions = {}): CacheHygie
   return Object.freeze({ kind: "cache_hygiene" as const, observe });
 }
 
-function fingerprint(o: CacheObservation, request: ModelRequest): Omit<Seen, "streak" | "warned" | "everRead"> {
+function fingerprint(
+  o: CacheObservation,
+  request: ModelRequest,
+): Omit<Seen, "streak" | "warned" | "everRead"> {
   const ttl = request.cache ? request.cache.ttl : "5m";
   return {
     at: o.at,
@@ -178,7 +206,12 @@ interface Counts {
 }
 
 /** The first visible cause, most fundamental first: nothing can cache below the minimum. */
-function causeOf(prev: Seen, now: Omit<Seen, "streak" | "warned" | "everRead">, at: number, c: Counts): CacheHygieneCause {
+function causeOf(
+  prev: Seen,
+  now: Omit<Seen, "streak" | "warned" | "everRead">,
+  at: number,
+  c: Counts,
+): CacheHygieneCause {
   if (c.minimum !== undefined && c.prompt < c.minimum) return "below_minimum";
   // Nothing cached on a session that never read: the prefix cannot cache (off, or too short).
   const nothing = c.writes === 0 && c.reads === 0 && !c.everRead;
@@ -187,7 +220,9 @@ function causeOf(prev: Seen, now: Omit<Seen, "streak" | "warned" | "everRead">, 
   if (now.tools !== prev.tools) return "tools_changed";
   if (now.system !== prev.system) return "system_changed";
   if (at - prev.at > prev.ttlMs) return "ttl_mismatch";
-  const shared = prev.messages.length <= now.messages.length && prev.messages.every((m, i) => now.messages[i] === m);
+  const shared =
+    prev.messages.length <= now.messages.length &&
+    prev.messages.every((m, i) => now.messages[i] === m);
   if (!shared) return "messages_changed";
   return "unexplained";
 }
@@ -197,7 +232,12 @@ function causeOf(prev: Seen, now: Omit<Seen, "streak" | "warned" | "everRead">, 
  * lands on the context trail (`cache_hygiene:<cause>`, decision `warned`) and reaches the host's
  * sink as `cache.hygiene`. No guard, no work.
  */
-export async function observeCache(env: TurnEnv, step: number, request: ModelRequest, usage: Usage): Promise<void> {
+export async function observeCache(
+  env: TurnEnv,
+  step: number,
+  request: ModelRequest,
+  usage: Usage,
+): Promise<void> {
   const guard = env.engine.cacheHygiene;
   if (!guard) return;
   const at = env.engine.clock.now();
@@ -216,5 +256,11 @@ export async function observeCache(env: TurnEnv, step: number, request: ModelReq
     field: trailKind(`cache_hygiene:${warning.cause}`),
     decision: "warned",
   });
-  env.emit({ type: "cache.hygiene", turnId: env.input.turnId, step, cause: warning.cause, streak: warning.streak });
+  env.emit({
+    type: "cache.hygiene",
+    turnId: env.input.turnId,
+    step,
+    cause: warning.cause,
+    streak: warning.streak,
+  });
 }

@@ -1,7 +1,13 @@
 import type { Clock } from "@alma-harness/core";
 import { abortReason, RELEASED } from "@alma-harness/execution";
 
-export { AbortedError, abortRacer, abortReason, RELEASED, startTimer } from "@alma-harness/execution";
+export {
+  AbortedError,
+  abortRacer,
+  abortReason,
+  RELEASED,
+  startTimer,
+} from "@alma-harness/execution";
 
 /** The synthesized result text for a call that never ran because the turn was cancelled. */
 export const CANCELLED_BEFORE_EXECUTION = "cancelled before execution";
@@ -66,7 +72,10 @@ export function checkpoint(signal: AbortSignal): void {
 }
 
 /** A controller that also aborts (with the same reason) when `parent` does; `dispose` unlinks it. */
-export function linkedController(parent: AbortSignal): { readonly controller: AbortController; dispose(): void } {
+export function linkedController(parent: AbortSignal): {
+  readonly controller: AbortController;
+  dispose(): void;
+} {
   const controller = new AbortController();
   const onAbort = () => controller.abort(parent.reason);
   if (parent.aborted) controller.abort(parent.reason);
@@ -75,7 +84,11 @@ export function linkedController(parent: AbortSignal): { readonly controller: Ab
 }
 
 /** Waits for work to settle, at most `ms` on the engine's clock; never rejects. */
-export async function settleWithin(work: Promise<unknown>, ms: number, clock: Clock): Promise<void> {
+export async function settleWithin(
+  work: Promise<unknown>,
+  ms: number,
+  clock: Clock,
+): Promise<void> {
   const stop = new AbortController();
   const grace = clock.sleep(ms, stop.signal).then(
     () => undefined,

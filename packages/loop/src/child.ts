@@ -37,24 +37,54 @@ export interface ChildSpec {
  * A child's (or a summary's) own route: resolved from a copied intent with its kind as the task; a
  * throw, malformed choice or absent client is uncertain.
  */
-export function routeChild(env: TurnEnv, req: { readonly tier: Tier; readonly sensitivity: Sensitivity }, kind: "direct" | "delegate" | "summary" | "extraction"): ModelChoice {
+export function routeChild(
+  env: TurnEnv,
+  req: { readonly tier: Tier; readonly sensitivity: Sensitivity },
+  kind: "direct" | "delegate" | "summary" | "extraction",
+): ModelChoice {
   try {
-    const choice = normalizeModelChoice(env.engine.policy.resolve({ tier: req.tier, sensitivity: req.sensitivity, task: kind }));
-    if (!env.engine.clients.has(choice.clientId)) throw new Error(`the policy chose an absent client "${choice.clientId}"`);
+    const choice = normalizeModelChoice(
+      env.engine.policy.resolve({ tier: req.tier, sensitivity: req.sensitivity, task: kind }),
+    );
+    if (!env.engine.clients.has(choice.clientId))
+      throw new Error(`the policy chose an absent client "${choice.clientId}"`);
     return choice;
   } catch (error) {
-    throw new UncertainTurnError(`call:${kind}:routing_unavailable`, "the policy refused the child's route", error);
+    throw new UncertainTurnError(
+      `call:${kind}:routing_unavailable`,
+      "the policy refused the child's route",
+      error,
+    );
   }
 }
 
-function childRequest(choice: ModelChoice, req: ChildRequest, messages: readonly Msg[], tools: readonly ToolDefinition[]): ModelRequest {
+function childRequest(
+  choice: ModelChoice,
+  req: ChildRequest,
+  messages: readonly Msg[],
+  tools: readonly ToolDefinition[],
+): ModelRequest {
   return deepFreeze<ModelRequest>({
     model: choice.model,
     system: typeof req.system === "string" ? [{ type: "text", text: req.system }] : [],
     messages: [...messages],
-    tools: tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema })),
-    maxOutputTokens: Math.min(choice.maxOutputTokens, req.maxOutputTokens ?? choice.maxOutputTokens),
-    ...(choice.cache !== false ? { cache: { ttl: choice.cache.ttl, ...(choice.cache.tailTtl ? { tailTtl: choice.cache.tailTtl } : {}) } } : {}),
+    tools: tools.map((t) => ({
+      name: t.name,
+      description: t.description,
+      inputSchema: t.inputSchema,
+    })),
+    maxOutputTokens: Math.min(
+      choice.maxOutputTokens,
+      req.maxOutputTokens ?? choice.maxOutputTokens,
+    ),
+    ...(choice.cache !== false
+      ? {
+          cache: {
+            ttl: choice.cache.ttl,
+            ...(choice.cache.tailTtl ? { tailTtl: choice.cache.tailTtl } : {}),
+          },
+        }
+      : {}),
     ...(choice.reasoning ? { reasoning: choice.reasoning } : {}),
     ...(choice.serviceTier ? { serviceTier: choice.serviceTier } : {}),
   });
@@ -67,10 +97,20 @@ function childRequest(choice: ModelChoice, req: ChildRequest, messages: readonly
  * A zero-cost refusal (unpriced, cap) is thrown as `CallRefusedError`; anything uncertain as
  * `UncertainTurnError`.
  */
-export async function runChild(env: TurnEnv, state: TurnState, req: ChildRequest, spec: ChildSpec): Promise<DelegateCompleted> {
+export async function runChild(
+  env: TurnEnv,
+  state: TurnState,
+  req: ChildRequest,
+  spec: ChildSpec,
+): Promise<DelegateCompleted> {
   const { kind } = spec;
   const choice = routeChild(env, req, kind);
-  const tools = kind === "delegate" ? (req.tools ?? []).map((n) => spec.grant.get(n)).filter((t): t is ToolDefinition => t !== undefined) : [];
+  const tools =
+    kind === "delegate"
+      ? (req.tools ?? [])
+          .map((n) => spec.grant.get(n))
+          .filter((t): t is ToolDefinition => t !== undefined)
+      : [];
   const grant = new Map(tools.map((t) => [t.name, t]));
   const maxSteps = kind === "direct" ? 1 : (req.maxSteps ?? env.engine.limits.delegateMaxSteps);
   const messages: Msg[] = [{ role: "user", blocks: [{ type: "text", text: req.prompt }] }];
@@ -79,7 +119,20 @@ export async function runChild(env: TurnEnv, state: TurnState, req: ChildRequest
     const request = childRequest(choice, req, messages, tools);
     let done: Awaited<ReturnType<typeof attemptStep>>;
     try {
-      done = await attemptStep(env, state, { kind, step, choice, request, parentCallId: spec.parentCallId, tier: req.tier, sensitivity: req.sensitivity }, { task: kind });
+      done = await attemptStep(
+        env,
+        state,
+        {
+          kind,
+          step,
+          choice,
+          request,
+          parentCallId: spec.parentCallId,
+          tier: req.tier,
+          sensitivity: req.sensitivity,
+        },
+        { task: kind },
+      );
     } catch (error) {
       // Out of attempts (spec: call-retry): the handler gets empty text, as for a cut step.
       if (error instanceof CallUnansweredError) return { status: "completed", text: "", usage };
@@ -88,11 +141,25 @@ export async function runChild(env: TurnEnv, state: TurnState, req: ChildRequest
     usage = addUsage(usage, done.receipt.usage);
     const { output } = done;
     // A cut or refused child step gives the parent no text: its output is withheld.
-    if (output.stopReason === "max_tokens" || output.stopReason === "refusal") return { status: "completed", text: "", usage };
+    if (output.stopReason === "max_tokens" || output.stopReason === "refusal")
+      return { status: "completed", text: "", usage };
     if (output.toolCalls.length === 0) return { status: "completed", text: output.text, usage };
-    if (step >= maxSteps) throw new UncertainTurnError(`call:${kind}:step_limit`, `the ${kind} exceeded its ${maxSteps} steps`);
-    if (state.callsUsed >= env.engine.limits.maxCalls) throw new UncertainTurnError(`call:${kind}:call_limit`, `no call is left to read the ${kind}'s tool results`);
-    messages.push({ role: "assistant", blocks: output.blocks.filter((b) => b.type !== "provider_tool_call" && b.type !== "provider_tool_result") });
+    if (step >= maxSteps)
+      throw new UncertainTurnError(
+        `call:${kind}:step_limit`,
+        `the ${kind} exceeded its ${maxSteps} steps`,
+      );
+    if (state.callsUsed >= env.engine.limits.maxCalls)
+      throw new UncertainTurnError(
+        `call:${kind}:call_limit`,
+        `no call is left to read the ${kind}'s tool results`,
+      );
+    messages.push({
+      role: "assistant",
+      blocks: output.blocks.filter(
+        (b) => b.type !== "provider_tool_call" && b.type !== "provider_tool_result",
+      ),
+    });
     try {
       const results = await dispatchCalls(env, state, output.toolCalls, {
         overBudgetFrom: Number.POSITIVE_INFINITY,

@@ -1,4 +1,15 @@
-import { MODEL_SPECIFICATION_VERSION, type ModelChoice, resolveTrailKey, type TrailKey, type ModelClient, type ProviderToolSpec, SEARCH_TOOLS_NAME, type ToolDefinition, type ToolSpec, toolSpec } from "@alma-harness/core";
+import {
+  MODEL_SPECIFICATION_VERSION,
+  type ModelChoice,
+  resolveTrailKey,
+  type TrailKey,
+  type ModelClient,
+  type ProviderToolSpec,
+  SEARCH_TOOLS_NAME,
+  type ToolDefinition,
+  type ToolSpec,
+  toolSpec,
+} from "@alma-harness/core";
 import { AbortedError, startTimer } from "./cancel.js";
 import type { EngineConfig, TurnInput, TurnOutcome } from "./engine.js";
 import { type CompiledEngine, makeEmitter, type TurnEnv } from "./env.js";
@@ -28,40 +39,60 @@ export interface Engine {
 
 function compileClients(config: EngineConfig): Map<string, ModelClient> {
   const clients = new Map<string, ModelClient>();
-  if (!Array.isArray(config.clients)) throw new EngineConfigError("clients must be an array of ModelClients");
+  if (!Array.isArray(config.clients))
+    throw new EngineConfigError("clients must be an array of ModelClients");
   for (const client of config.clients) {
-    if (!client || typeof client.stream !== "function" || typeof client.validate !== "function" || typeof client.id !== "string") {
+    if (
+      !client ||
+      typeof client.stream !== "function" ||
+      typeof client.validate !== "function" ||
+      typeof client.id !== "string"
+    ) {
       throw new EngineConfigError("every client must be a ModelClient");
     }
     const version: unknown = client.specificationVersion;
     if (version !== undefined && version !== MODEL_SPECIFICATION_VERSION) {
-      throw new EngineConfigError(`client "${client.id}" implements ${String(version)}, not ${MODEL_SPECIFICATION_VERSION}`);
+      throw new EngineConfigError(
+        `client "${client.id}" implements ${String(version)}, not ${MODEL_SPECIFICATION_VERSION}`,
+      );
     }
-    if (clients.has(client.id)) throw new EngineConfigError(`two clients have the id "${client.id}"`);
+    if (clients.has(client.id))
+      throw new EngineConfigError(`two clients have the id "${client.id}"`);
     clients.set(client.id, client);
   }
   if (clients.size === 0) throw new EngineConfigError("at least one model client is required");
   return clients;
 }
 
-function compileTools(config: EngineConfig): { tools: Map<string, ToolDefinition>; specs: Map<string, ToolSpec>; terminal: Set<string> } {
+function compileTools(config: EngineConfig): {
+  tools: Map<string, ToolDefinition>;
+  specs: Map<string, ToolSpec>;
+  terminal: Set<string>;
+} {
   const tools = new Map<string, ToolDefinition>();
   const specs = new Map<string, ToolSpec>();
   for (const tool of config.tools ?? []) {
     if (!tool || typeof tool.handler !== "function" || !tool.validator) {
-      throw new EngineConfigError(`tool "${String(tool?.name)}" is not a defineTool() result or its handler is not a function`);
+      throw new EngineConfigError(
+        `tool "${String(tool?.name)}" is not a defineTool() result or its handler is not a function`,
+      );
     }
-    if (tool.name === SEARCH_TOOLS_NAME) throw new EngineConfigError(`tool "${tool.name}" is reserved`);
-    if (tools.has(tool.name)) throw new EngineConfigError(`tool "${tool.name}" is registered twice`);
+    if (tool.name === SEARCH_TOOLS_NAME)
+      throw new EngineConfigError(`tool "${tool.name}" is reserved`);
+    if (tools.has(tool.name))
+      throw new EngineConfigError(`tool "${tool.name}" is registered twice`);
     tools.set(tool.name, tool);
     // Compiled once per registration: steps never convert schemas again.
     specs.set(tool.name, Object.freeze(toolSpec(tool)));
   }
-  if (config.terminalTools !== undefined && !Array.isArray(config.terminalTools)) throw new EngineConfigError("terminalTools must be an array of tool names");
+  if (config.terminalTools !== undefined && !Array.isArray(config.terminalTools))
+    throw new EngineConfigError("terminalTools must be an array of tool names");
   const terminal = new Set(config.terminalTools ?? []);
-  if (terminal.size > MAX_TERMINAL_TOOLS) throw new EngineConfigError(`at most ${MAX_TERMINAL_TOOLS} terminal tools`);
+  if (terminal.size > MAX_TERMINAL_TOOLS)
+    throw new EngineConfigError(`at most ${MAX_TERMINAL_TOOLS} terminal tools`);
   for (const name of terminal) {
-    if (name === SEARCH_TOOLS_NAME) throw new EngineConfigError("search_tools cannot be a terminal tool");
+    if (name === SEARCH_TOOLS_NAME)
+      throw new EngineConfigError("search_tools cannot be a terminal tool");
     if (!tools.has(name)) throw new EngineConfigError(`terminal tool "${name}" is not registered`);
   }
   return { tools, specs, terminal };
@@ -70,31 +101,48 @@ function compileTools(config: EngineConfig): { tools: Map<string, ToolDefinition
 function compileProviderTools(config: EngineConfig): readonly ProviderToolSpec[] {
   const kinds = new Set<string>();
   for (const spec of config.providerTools ?? []) {
-    if (spec?.kind !== "web_search") throw new EngineConfigError("provider tools must come from defineProviderTool()");
-    if (kinds.has(spec.kind)) throw new EngineConfigError(`provider tool "${spec.kind}" is registered twice`);
+    if (spec?.kind !== "web_search")
+      throw new EngineConfigError("provider tools must come from defineProviderTool()");
+    if (kinds.has(spec.kind))
+      throw new EngineConfigError(`provider tool "${spec.kind}" is registered twice`);
     kinds.add(spec.kind);
   }
   return Object.freeze([...(config.providerTools ?? [])]);
 }
 
 function compile(config: EngineConfig): CompiledEngine {
-  if (!config || typeof config !== "object") throw new EngineConfigError("an engine needs a configuration");
+  if (!config || typeof config !== "object")
+    throw new EngineConfigError("an engine needs a configuration");
   const clients = compileClients(config);
-  if (!config.policy || typeof config.policy.resolve !== "function") throw new EngineConfigError("policy.resolve must be a function");
-  if (!config.calls || !config.audit || !config.clock || !config.ids) throw new EngineConfigError("calls, audit, clock and ids are required");
+  if (!config.policy || typeof config.policy.resolve !== "function")
+    throw new EngineConfigError("policy.resolve must be a function");
+  if (!config.calls || !config.audit || !config.clock || !config.ids)
+    throw new EngineConfigError("calls, audit, clock and ids are required");
   const { tools, specs, terminal } = compileTools(config);
-  if (config.system !== undefined && typeof config.system !== "string") throw new EngineConfigError("system must be a string");
-  if (config.volatile !== undefined && typeof config.volatile !== "function") throw new EngineConfigError("volatile must be a function");
-  if (config.sink !== undefined && typeof config.sink !== "function") throw new EngineConfigError("sink must be a function");
+  if (config.system !== undefined && typeof config.system !== "string")
+    throw new EngineConfigError("system must be a string");
+  if (config.volatile !== undefined && typeof config.volatile !== "function")
+    throw new EngineConfigError("volatile must be a function");
+  if (config.sink !== undefined && typeof config.sink !== "function")
+    throw new EngineConfigError("sink must be a function");
   const guard: unknown = config.cacheHygiene;
-  if (guard !== undefined && (typeof guard !== "object" || guard === null || typeof (guard as { observe?: unknown }).observe !== "function")) {
+  if (
+    guard !== undefined &&
+    (typeof guard !== "object" ||
+      guard === null ||
+      typeof (guard as { observe?: unknown }).observe !== "function")
+  ) {
     throw new EngineConfigError("cacheHygiene must be a cacheHygieneGuard()");
   }
-  if (config.releasePreStreamRejections !== undefined && typeof config.releasePreStreamRejections !== "boolean") {
+  if (
+    config.releasePreStreamRejections !== undefined &&
+    typeof config.releasePreStreamRejections !== "boolean"
+  ) {
     throw new EngineConfigError("releasePreStreamRejections must be a boolean");
   }
   const volatileSystem = config.volatileSystem ?? [];
-  if (!Array.isArray(volatileSystem) || volatileSystem.some((t) => typeof t !== "string")) throw new EngineConfigError("volatileSystem must be an array of strings");
+  if (!Array.isArray(volatileSystem) || volatileSystem.some((t) => typeof t !== "string"))
+    throw new EngineConfigError("volatileSystem must be an array of strings");
   return {
     clients,
     policy: config.policy,
@@ -159,7 +207,14 @@ export function createEngine(config: EngineConfig): Engine {
       emit: makeEmitter(engine, input),
       trail: turnTrail(engine.trailKey, input.scope, input.sessionId, input.turnId),
     };
-    const state = new TurnState(input.turnId, input.history, input.revision, env.emit, () => engine.clock.now(), engine.calls.account());
+    const state = new TurnState(
+      input.turnId,
+      input.history,
+      input.revision,
+      env.emit,
+      () => engine.clock.now(),
+      engine.calls.account(),
+    );
     try {
       return await runTurnCore(env, state, choice);
     } finally {
@@ -173,14 +228,21 @@ export function createEngine(config: EngineConfig): Engine {
   };
 }
 
-function grantOf(engine: CompiledEngine, names: readonly string[] | undefined): readonly ToolDefinition[] {
+function grantOf(
+  engine: CompiledEngine,
+  names: readonly string[] | undefined,
+): readonly ToolDefinition[] {
   if (names === undefined) return engine.toolOrder;
   const allowed = new Set(names);
   return Object.freeze(engine.toolOrder.filter((t) => allowed.has(t.name)));
 }
 
 /** Aborts the turn when its deadline passes, on the engine's clock; returns the timer's cancel. */
-function watchDeadline(engine: CompiledEngine, input: TurnInput, control: AbortController): (() => void) | undefined {
+function watchDeadline(
+  engine: CompiledEngine,
+  input: TurnInput,
+  control: AbortController,
+): (() => void) | undefined {
   if (input.deadlineAt === undefined) return undefined;
   const wait = Math.max(0, input.deadlineAt - engine.clock.now());
   return startTimer(engine.clock, wait, () => control.abort(new AbortedError("deadline")));

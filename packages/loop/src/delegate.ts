@@ -44,24 +44,62 @@ export function isExactRefusal(value: unknown): value is DelegateRefused {
  * Snapshots a child request before routing: plain data, closed fields, valid tier and sensitivity,
  * a prompt of 1–1,000,000 UTF-16 units, at most 256 tool names of 1–200 units. Throws `ValidationError`.
  */
-export function snapshotRequest(raw: unknown, allowed: readonly string[], path: string): ChildRequest {
-  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) throw new ValidationError(path, "object", `${path} must be an object`);
+export function snapshotRequest(
+  raw: unknown,
+  allowed: readonly string[],
+  path: string,
+): ChildRequest {
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw))
+    throw new ValidationError(path, "object", `${path} must be an object`);
   const copy = snapshot(raw) as Record<string, unknown>;
-  for (const key of Object.keys(copy)) if (!allowed.includes(key)) throw new ValidationError(`${path}.${key}`, "unknown_field", `${path}.${key} is not allowed`);
-  if (!isTier(copy.tier)) throw new ValidationError(`${path}.tier`, "closed", `${path}.tier is not a tier`);
-  if (!isSensitivity(copy.sensitivity)) throw new ValidationError(`${path}.sensitivity`, "closed", `${path}.sensitivity is not a sensitivity`);
-  if (typeof copy.prompt !== "string" || copy.prompt.length === 0 || copy.prompt.length > MAX_PROMPT) {
-    throw new ValidationError(`${path}.prompt`, "string_1_1000000", `${path}.prompt must be 1-1,000,000 UTF-16 units`);
+  for (const key of Object.keys(copy))
+    if (!allowed.includes(key))
+      throw new ValidationError(`${path}.${key}`, "unknown_field", `${path}.${key} is not allowed`);
+  if (!isTier(copy.tier))
+    throw new ValidationError(`${path}.tier`, "closed", `${path}.tier is not a tier`);
+  if (!isSensitivity(copy.sensitivity))
+    throw new ValidationError(
+      `${path}.sensitivity`,
+      "closed",
+      `${path}.sensitivity is not a sensitivity`,
+    );
+  if (
+    typeof copy.prompt !== "string" ||
+    copy.prompt.length === 0 ||
+    copy.prompt.length > MAX_PROMPT
+  ) {
+    throw new ValidationError(
+      `${path}.prompt`,
+      "string_1_1000000",
+      `${path}.prompt must be 1-1,000,000 UTF-16 units`,
+    );
   }
-  if (copy.system !== undefined && typeof copy.system !== "string") throw new ValidationError(`${path}.system`, "string", `${path}.system must be a string`);
+  if (copy.system !== undefined && typeof copy.system !== "string")
+    throw new ValidationError(`${path}.system`, "string", `${path}.system must be a string`);
   const tools = copy.tools;
-  if (tools !== undefined && (!Array.isArray(tools) || tools.length > 256 || tools.some((t) => typeof t !== "string" || t.length < 1 || t.length > 200))) {
-    throw new ValidationError(`${path}.tools`, "names_256", `${path}.tools must be at most 256 names of 1-200 units`);
+  if (
+    tools !== undefined &&
+    (!Array.isArray(tools) ||
+      tools.length > 256 ||
+      tools.some((t) => typeof t !== "string" || t.length < 1 || t.length > 200))
+  ) {
+    throw new ValidationError(
+      `${path}.tools`,
+      "names_256",
+      `${path}.tools must be at most 256 names of 1-200 units`,
+    );
   }
   for (const key of ["maxSteps", "maxOutputTokens"]) {
     const v = copy[key];
-    if (v !== undefined && (!Number.isSafeInteger(v) || (v as number) < 1 || (v as number) > 1_000_000)) {
-      throw new ValidationError(`${path}.${key}`, "range", `${path}.${key} must be a positive integer`);
+    if (
+      v !== undefined &&
+      (!Number.isSafeInteger(v) || (v as number) < 1 || (v as number) > 1_000_000)
+    ) {
+      throw new ValidationError(
+        `${path}.${key}`,
+        "range",
+        `${path}.${key} must be a positive integer`,
+      );
     }
   }
   return copy as unknown as ChildRequest;
@@ -90,7 +128,11 @@ export interface HandlerGateways {
 
 /** Refusals and invalid requests stop a child before it starts: they poison nothing. */
 function startsNothing(error: unknown): boolean {
-  return error instanceof DelegationRefusedError || error instanceof ValidationError || error instanceof CallRefusedError;
+  return (
+    error instanceof DelegationRefusedError ||
+    error instanceof ValidationError ||
+    error instanceof CallRefusedError
+  );
 }
 
 /**
@@ -110,7 +152,11 @@ export function openGateways(env: TurnEnv, state: TurnState, at: GatewayScope): 
   };
   const track = <T>(work: Promise<T>): Promise<T> => {
     const p = work.catch((error: unknown) => {
-      if (!startsNothing(error)) poison ??= error instanceof UncertainTurnError ? error : new UncertainTurnError("child", "a child call failed", error);
+      if (!startsNothing(error))
+        poison ??=
+          error instanceof UncertainTurnError
+            ? error
+            : new UncertainTurnError("child", "a child call failed", error);
       throw error;
     });
     pending.add(p);
@@ -121,18 +167,35 @@ export function openGateways(env: TurnEnv, state: TurnState, at: GatewayScope): 
   const structural = (req: ChildRequest, delegate: boolean): DelegateRefusalReason | undefined => {
     if (delegate && at.depth + 1 > env.engine.limits.maxDelegateDepth) return "depth";
     if (sensitivityRank(req.sensitivity) > sensitivityRank(at.sensitivity)) return "sensitivity";
-    if (delegate) for (const name of req.tools ?? []) if (name === SEARCH_TOOLS_NAME || !at.grant.has(name)) return "tool_grant";
+    if (delegate)
+      for (const name of req.tools ?? [])
+        if (name === SEARCH_TOOLS_NAME || !at.grant.has(name)) return "tool_grant";
     return undefined;
   };
   const alive = () => {
-    if (!live) throw new UncertainTurnError("child", "the gateways were revoked when the handler settled");
+    if (!live)
+      throw new UncertainTurnError("child", "the gateways were revoked when the handler settled");
   };
   const child = (req: ChildRequest, kind: "direct" | "delegate") =>
-    track(runChild(childEnv(), state, req, { kind, parentCallId: at.callId, depth: at.depth, grant: at.grant }));
+    track(
+      runChild(childEnv(), state, req, {
+        kind,
+        parentCallId: at.callId,
+        depth: at.depth,
+        grant: at.grant,
+      }),
+    );
   const models: ModelGateways = Object.freeze({
-    direct: async (raw: DirectRequest): Promise<{ readonly text: string; readonly usage: Usage }> => {
+    direct: async (
+      raw: DirectRequest,
+    ): Promise<{ readonly text: string; readonly usage: Usage }> => {
       alive();
-      if (raw && typeof raw === "object" && Object.hasOwn(raw, "toolChoice")) throw new ValidationError("direct.toolChoice", "unsupported", "models.direct is tool-free: toolChoice is rejected");
+      if (raw && typeof raw === "object" && Object.hasOwn(raw, "toolChoice"))
+        throw new ValidationError(
+          "direct.toolChoice",
+          "unsupported",
+          "models.direct is tool-free: toolChoice is rejected",
+        );
       const req = snapshotRequest(raw, DIRECT_FIELDS, "direct");
       const reason = structural(req, false);
       if (reason) throw new DelegationRefusedError(reason);
@@ -170,10 +233,17 @@ export function openGateways(env: TurnEnv, state: TurnState, at: GatewayScope): 
     revoke: (handlerFailed) => {
       live = false;
       const running = pending.size > 0;
-      if (running) link?.controller.abort(new UncertainTurnError("children_pending", "a child call was started and not awaited"));
+      if (running)
+        link?.controller.abort(
+          new UncertainTurnError("children_pending", "a child call was started and not awaited"),
+        );
       link?.dispose();
       if (handlerFailed) return;
-      if (running) throw new UncertainTurnError("children_pending", "a child call was started and not awaited");
+      if (running)
+        throw new UncertainTurnError(
+          "children_pending",
+          "a child call was started and not awaited",
+        );
       if (poison) throw poison;
     },
     failureCause: () => poison,

@@ -1,6 +1,22 @@
-import { SEARCH_TOOLS_NAME, type Sensitivity, type StreamToolCall, type ToolDefinition, type ToolResultBlock, type TrailValue, trailId } from "@alma-harness/core";
+import {
+  SEARCH_TOOLS_NAME,
+  type Sensitivity,
+  type StreamToolCall,
+  type ToolDefinition,
+  type ToolResultBlock,
+  type TrailValue,
+  trailId,
+} from "@alma-harness/core";
 import { durable } from "./audit.js";
-import { abortReason, CANCELLED_BEFORE_EXECUTION, CLEANUP_GRACE_MS, checkpoint, linkedController, raceOwned, settleWithin } from "./cancel.js";
+import {
+  abortReason,
+  CANCELLED_BEFORE_EXECUTION,
+  CLEANUP_GRACE_MS,
+  checkpoint,
+  linkedController,
+  raceOwned,
+  settleWithin,
+} from "./cancel.js";
 import type { TurnEnv } from "./env.js";
 import { admitAndRun } from "./execute.js";
 import type { TurnState } from "./state.js";
@@ -28,8 +44,19 @@ export class InterruptedDispatch extends Error {
   }
 }
 
-export function errorResult(call: { id: string; name: string }, code: string, message: string): ToolResultBlock {
-  return { type: "tool_result", callId: call.id, name: call.name, output: message, isError: true, code };
+export function errorResult(
+  call: { id: string; name: string },
+  code: string,
+  message: string,
+): ToolResultBlock {
+  return {
+    type: "tool_result",
+    callId: call.id,
+    name: call.name,
+    output: message,
+    isError: true,
+    code,
+  };
 }
 
 /**
@@ -40,7 +67,12 @@ export function errorResult(call: { id: string; name: string }, code: string, me
  * real results and a synthesized one for every other call; on cancellation the synthesized text
  * is "cancelled before execution". Real results come first, then synthesized ones, each in model order.
  */
-export async function dispatchCalls(env: TurnEnv, state: TurnState, calls: readonly StreamToolCall[], opts: DispatchOptions): Promise<ToolResultBlock[]> {
+export async function dispatchCalls(
+  env: TurnEnv,
+  state: TurnState,
+  calls: readonly StreamToolCall[],
+  opts: DispatchOptions,
+): Promise<ToolResultBlock[]> {
   const results: (ToolResultBlock | undefined)[] = new Array(calls.length).fill(undefined);
   // Siblings exist only with two or more calls: a lone call runs on the caller's signal, and its
   // failure, which has nothing left to stop, is only remembered.
@@ -67,46 +99,110 @@ export async function dispatchCalls(env: TurnEnv, state: TurnState, calls: reado
       );
       // Runs never reject; a cancelled batch is given the grace period to settle, never more.
       const all = Promise.all(runs);
-      await raceOwned(all, signal).catch(() => settleWithin(all, CLEANUP_GRACE_MS, env.engine.clock));
+      await raceOwned(all, signal).catch(() =>
+        settleWithin(all, CLEANUP_GRACE_MS, env.engine.clock),
+      );
     }
   } catch (error) {
     failure ??= error instanceof Error ? error : new Error(String(error));
   } finally {
     link?.dispose();
   }
-  if (opts.signal.aborted) throw interrupted(env, calls, results, abortReason(opts.signal), "TOOL_CANCELLED", CANCELLED_BEFORE_EXECUTION);
-  if (failure) throw interrupted(env, calls, results, failure, "TOOL_INTERRUPTED", "not completed: the turn stopped before this call finished");
+  if (opts.signal.aborted)
+    throw interrupted(
+      env,
+      calls,
+      results,
+      abortReason(opts.signal),
+      "TOOL_CANCELLED",
+      CANCELLED_BEFORE_EXECUTION,
+    );
+  if (failure)
+    throw interrupted(
+      env,
+      calls,
+      results,
+      failure,
+      "TOOL_INTERRUPTED",
+      "not completed: the turn stopped before this call finished",
+    );
   return results as ToolResultBlock[];
 }
 
-function interrupted(env: TurnEnv, calls: readonly StreamToolCall[], results: readonly (ToolResultBlock | undefined)[], reason: Error, code: string, text: string): InterruptedDispatch {
+function interrupted(
+  env: TurnEnv,
+  calls: readonly StreamToolCall[],
+  results: readonly (ToolResultBlock | undefined)[],
+  reason: Error,
+  code: string,
+  text: string,
+): InterruptedDispatch {
   const real = results.filter((r): r is ToolResultBlock => r !== undefined);
-  const synthesized = calls.filter((_, i) => results[i] === undefined).map((call) => errorResult(call, code, text));
+  const synthesized = calls
+    .filter((_, i) => results[i] === undefined)
+    .map((call) => errorResult(call, code, text));
   for (const block of synthesized) {
-    env.emit({ type: "tool.result", turnId: env.input.turnId, callId: block.callId, name: block.name, isError: true, code });
+    env.emit({
+      type: "tool.result",
+      turnId: env.input.turnId,
+      callId: block.callId,
+      name: block.name,
+      isError: true,
+      code,
+    });
   }
   return new InterruptedDispatch(reason, [...real, ...synthesized]);
 }
 
 /** A tool name as the trail records it: a registered name (or the engine's own search), else `unregistered`, never what the model wrote. */
 export function trailToolName(env: TurnEnv, name: string): TrailValue {
-  return env.engine.tools.has(name) || name === SEARCH_TOOLS_NAME ? trailId(name) : UNREGISTERED_TOOL;
+  return env.engine.tools.has(name) || name === SEARCH_TOOLS_NAME
+    ? trailId(name)
+    : UNREGISTERED_TOOL;
 }
 
 async function recordIntent(env: TurnEnv, call: StreamToolCall): Promise<void> {
   const { engine, input } = env;
-  await durable(engine.audit, { trail: "lifecycle", action: "tool.call", ...trailBase(env.trail, engine.clock.now(), call.id), detail: trailToolName(env, call.name) });
+  await durable(engine.audit, {
+    trail: "lifecycle",
+    action: "tool.call",
+    ...trailBase(env.trail, engine.clock.now(), call.id),
+    detail: trailToolName(env, call.name),
+  });
   env.emit({ type: "tool.call", turnId: input.turnId, callId: call.id, name: call.name });
 }
 
-async function recordResult(env: TurnEnv, call: StreamToolCall, block: ToolResultBlock): Promise<void> {
+async function recordResult(
+  env: TurnEnv,
+  call: StreamToolCall,
+  block: ToolResultBlock,
+): Promise<void> {
   const { engine, input } = env;
   const detail = kindOrUnknown(block.code ?? (block.isError ? "error" : "ok"));
-  await durable(engine.audit, { trail: "lifecycle", action: "tool.result", ...trailBase(env.trail, engine.clock.now(), call.id), detail });
-  env.emit({ type: "tool.result", turnId: input.turnId, callId: call.id, name: call.name, isError: block.isError, ...(block.code ? { code: block.code } : {}) });
+  await durable(engine.audit, {
+    trail: "lifecycle",
+    action: "tool.result",
+    ...trailBase(env.trail, engine.clock.now(), call.id),
+    detail,
+  });
+  env.emit({
+    type: "tool.result",
+    turnId: input.turnId,
+    callId: call.id,
+    name: call.name,
+    isError: block.isError,
+    ...(block.code ? { code: block.code } : {}),
+  });
 }
 
-async function runOne(env: TurnEnv, state: TurnState, call: StreamToolCall, index: number, opts: DispatchOptions, signal: AbortSignal): Promise<ToolResultBlock> {
+async function runOne(
+  env: TurnEnv,
+  state: TurnState,
+  call: StreamToolCall,
+  index: number,
+  opts: DispatchOptions,
+  signal: AbortSignal,
+): Promise<ToolResultBlock> {
   const block = await admitAndRun(env, state, call, index, opts, signal);
   // A call that ran keeps its real result even when the turn was cancelled meanwhile.
   await recordResult(env, call, block);
@@ -114,7 +210,12 @@ async function runOne(env: TurnEnv, state: TurnState, call: StreamToolCall, inde
 }
 
 /** Answers calls that may not run (a last step, a spent budget): intent and result recorded, nothing else. */
-export async function answerUnrun(env: TurnEnv, calls: readonly StreamToolCall[], code: string, text: string): Promise<ToolResultBlock[]> {
+export async function answerUnrun(
+  env: TurnEnv,
+  calls: readonly StreamToolCall[],
+  code: string,
+  text: string,
+): Promise<ToolResultBlock[]> {
   const out: ToolResultBlock[] = [];
   for (const call of calls) await recordIntent(env, call);
   for (const call of calls) {

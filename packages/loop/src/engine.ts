@@ -210,7 +210,13 @@ export type TerminalReason =
   | "unanswered"
   | "error";
 
-export type BudgetMetric = "perTurnUsd" | "perSessionUsd" | "perTenantDayUsd" | "maxToolCalls" | "maxModelTokens" | "unpriced";
+export type BudgetMetric =
+  | "perTurnUsd"
+  | "perSessionUsd"
+  | "perTenantDayUsd"
+  | "maxToolCalls"
+  | "maxModelTokens"
+  | "unpriced";
 
 export interface TurnResult {
   readonly turnId: string;

@@ -1,4 +1,16 @@
-import type { AuditLog, Clock, TrailKey, DurabilityBarrier, IdSource, LifecycleHooks, ModelClient, ModelPolicy, ProviderToolSpec, ToolDefinition, ToolSpec } from "@alma-harness/core";
+import type {
+  AuditLog,
+  Clock,
+  TrailKey,
+  DurabilityBarrier,
+  IdSource,
+  LifecycleHooks,
+  ModelClient,
+  ModelPolicy,
+  ProviderToolSpec,
+  ToolDefinition,
+  ToolSpec,
+} from "@alma-harness/core";
 import type { GovernedCalls } from "@alma-harness/execution";
 import type { CacheHygieneGuard } from "./cache-hygiene.js";
 import type { TurnInput, VolatileContext } from "./engine.js";
@@ -24,7 +36,9 @@ export interface CompiledEngine {
   readonly terminalTools: ReadonlySet<string>;
   readonly system: string | undefined;
   readonly volatileSystem: readonly string[];
-  readonly volatile: ((ctx: VolatileContext) => string | undefined | Promise<string | undefined>) | undefined;
+  readonly volatile:
+    | ((ctx: VolatileContext) => string | undefined | Promise<string | undefined>)
+    | undefined;
   readonly hooks: LifecycleHooks;
   readonly permissions: PermissionController | undefined;
   readonly limits: ResolvedLimits;

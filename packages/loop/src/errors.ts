@@ -1,8 +1,14 @@
 import type { AttemptClass } from "@alma-harness/execution";
-import { AlmaError, type CallKind, type CostReceipt, type ProviderError, type RejectionKind, type UncertainCause } from "@alma-harness/core";
+import {
+  AlmaError,
+  type CallKind,
+  type CostReceipt,
+  type ProviderError,
+  type RejectionKind,
+  type UncertainCause,
+} from "@alma-harness/core";
 
 export { StreamInvalidError, StreamTornError } from "@alma-harness/execution";
-
 
 /** A turn that cannot end honestly as completed: carries the first cause that noted it. */
 export class UncertainTurnError extends AlmaError {
@@ -39,8 +45,18 @@ export class CallRejectedError extends UncertainTurnError {
   readonly providerError: ProviderError;
   readonly receipt: CostReceipt;
   readonly operationId: string;
-  constructor(init: { proof: RejectionKind | "context_window"; callKind: CallKind; providerError: ProviderError; receipt: CostReceipt; operationId: string }) {
-    super(`call:${init.callKind}:rejected:${init.proof}`, init.providerError.message, init.providerError);
+  constructor(init: {
+    proof: RejectionKind | "context_window";
+    callKind: CallKind;
+    providerError: ProviderError;
+    receipt: CostReceipt;
+    operationId: string;
+  }) {
+    super(
+      `call:${init.callKind}:rejected:${init.proof}`,
+      init.providerError.message,
+      init.providerError,
+    );
     this.proof = init.proof;
     this.callKind = init.callKind;
     this.providerError = init.providerError;

@@ -8,19 +8,90 @@ import type { CacheHygieneCause } from "./cache-hygiene.js";
  */
 export type LoopEvent =
   | { readonly type: "turn.started"; readonly turnId: string; readonly sessionId: string }
-  | { readonly type: "message.completed"; readonly turnId: string; readonly role: "user" | "assistant"; readonly revision: number }
-  | { readonly type: "model.request"; readonly turnId: string; readonly step: number; readonly contextVersion: number; readonly messageRevision: number; readonly model: string }
-  | { readonly type: "model.response"; readonly turnId: string; readonly step: number; readonly stopReason: StopReason; readonly usage?: Usage }
-  | { readonly type: "step.text"; readonly turnId: string; readonly step: number; readonly text: string }
-  | { readonly type: "tool.call"; readonly turnId: string; readonly callId: string; readonly name: string }
-  | { readonly type: "policy.decision"; readonly turnId: string; readonly callId: string; readonly decision: "allow" | "ask" | "deny"; readonly by: "operator" | "kernel" }
-  | { readonly type: "permission.requested"; readonly turnId: string; readonly callId: string; readonly action: string; readonly subject: string }
-  | { readonly type: "permission.resolved"; readonly turnId: string; readonly callId: string; readonly allowed: boolean; readonly by: "operator" | "kernel" }
-  | { readonly type: "tool.result"; readonly turnId: string; readonly callId: string; readonly name: string; readonly isError: boolean; readonly code?: string }
+  | {
+      readonly type: "message.completed";
+      readonly turnId: string;
+      readonly role: "user" | "assistant";
+      readonly revision: number;
+    }
+  | {
+      readonly type: "model.request";
+      readonly turnId: string;
+      readonly step: number;
+      readonly contextVersion: number;
+      readonly messageRevision: number;
+      readonly model: string;
+    }
+  | {
+      readonly type: "model.response";
+      readonly turnId: string;
+      readonly step: number;
+      readonly stopReason: StopReason;
+      readonly usage?: Usage;
+    }
+  | {
+      readonly type: "step.text";
+      readonly turnId: string;
+      readonly step: number;
+      readonly text: string;
+    }
+  | {
+      readonly type: "tool.call";
+      readonly turnId: string;
+      readonly callId: string;
+      readonly name: string;
+    }
+  | {
+      readonly type: "policy.decision";
+      readonly turnId: string;
+      readonly callId: string;
+      readonly decision: "allow" | "ask" | "deny";
+      readonly by: "operator" | "kernel";
+    }
+  | {
+      readonly type: "permission.requested";
+      readonly turnId: string;
+      readonly callId: string;
+      readonly action: string;
+      readonly subject: string;
+    }
+  | {
+      readonly type: "permission.resolved";
+      readonly turnId: string;
+      readonly callId: string;
+      readonly allowed: boolean;
+      readonly by: "operator" | "kernel";
+    }
+  | {
+      readonly type: "tool.result";
+      readonly turnId: string;
+      readonly callId: string;
+      readonly name: string;
+      readonly isError: boolean;
+      readonly code?: string;
+    }
   | { readonly type: "cost.receipt"; readonly turnId: string; readonly receipt: CostReceipt }
-  | { readonly type: "cache.hygiene"; readonly turnId: string; readonly step: number; readonly cause: CacheHygieneCause; readonly streak: number }
-  | { readonly type: "budget.warning"; readonly turnId: string; readonly metric: string; readonly used: number; readonly limit: number }
-  | { readonly type: "turn.completed"; readonly turnId: string; readonly outcome: "completed" | "reconciliation_required"; readonly terminalReason?: string; readonly cause?: string };
+  | {
+      readonly type: "cache.hygiene";
+      readonly turnId: string;
+      readonly step: number;
+      readonly cause: CacheHygieneCause;
+      readonly streak: number;
+    }
+  | {
+      readonly type: "budget.warning";
+      readonly turnId: string;
+      readonly metric: string;
+      readonly used: number;
+      readonly limit: number;
+    }
+  | {
+      readonly type: "turn.completed";
+      readonly turnId: string;
+      readonly outcome: "completed" | "reconciliation_required";
+      readonly terminalReason?: string;
+      readonly cause?: string;
+    };
 
 export type LoopEventSink = (event: LoopEvent) => void | Promise<void>;
 
@@ -28,7 +99,8 @@ export function emitTo(sink: LoopEventSink | undefined, event: LoopEvent): void 
   if (!sink) return;
   try {
     const out = sink(event);
-    if (out && typeof (out as Promise<void>).then === "function") (out as Promise<void>).then(undefined, () => undefined);
+    if (out && typeof (out as Promise<void>).then === "function")
+      (out as Promise<void>).then(undefined, () => undefined);
   } catch {
     // a sink failure never reaches the turn
   }

@@ -1,4 +1,13 @@
-import { isToolError, type JsonObject, type JsonValue, type StreamToolCall, type ToolDefinition, type ToolResultBlock, type TrailValue, trailId } from "@alma-harness/core";
+import {
+  isToolError,
+  type JsonObject,
+  type JsonValue,
+  type StreamToolCall,
+  type ToolDefinition,
+  type ToolResultBlock,
+  type TrailValue,
+  trailId,
+} from "@alma-harness/core";
 import { commitBefore, durable } from "./audit.js";
 import { checkpoint, raceOwned } from "./cancel.js";
 import { isExactRefusal, openGateways } from "./delegate.js";
@@ -19,8 +28,20 @@ import { argumentsOf } from "@alma-harness/execution";
  * then the authorization intent, the durable permission fence, `tool:pre`, the access record, the
  * handler (with its gateways), the bounded output and `tool:post`.
  */
-export async function admitAndRun(env: TurnEnv, state: TurnState, call: StreamToolCall, index: number, opts: DispatchOptions, signal: AbortSignal): Promise<ToolResultBlock> {
-  if (index >= opts.overBudgetFrom) return errorResult(call, "TOOL_BUDGET_EXCEEDED", "not run: the turn's tool-call budget is spent");
+export async function admitAndRun(
+  env: TurnEnv,
+  state: TurnState,
+  call: StreamToolCall,
+  index: number,
+  opts: DispatchOptions,
+  signal: AbortSignal,
+): Promise<ToolResultBlock> {
+  if (index >= opts.overBudgetFrom)
+    return errorResult(
+      call,
+      "TOOL_BUDGET_EXCEEDED",
+      "not run: the turn's tool-call budget is spent",
+    );
   // The engine answers its own search, for main steps only: a delegate is never offered it (spec: deferred-tools).
   if (opts.depth === 0 && isSearchCall(env, call)) return runSearch(env, state, call, signal);
   const tool = opts.grant.get(call.name);
@@ -50,14 +71,33 @@ export async function admitAndRun(env: TurnEnv, state: TurnState, call: StreamTo
       emit: env.emit,
       commit: () => commitBefore(env.engine),
     },
-    Object.freeze({ turnId: env.input.turnId, callId: call.id, tool: tool.name, action: authorization.action, subject: authorization.subject, input: args }),
+    Object.freeze({
+      turnId: env.input.turnId,
+      callId: call.id,
+      tool: tool.name,
+      action: authorization.action,
+      subject: authorization.subject,
+      input: args,
+    }),
     recordedAuthorization(env.trail, tool, authorization),
   );
-  if (!verdict.allowed) return errorResult(call, "TOOL_DENIED", `permission denied: ${verdict.reason}`);
+  if (!verdict.allowed)
+    return errorResult(call, "TOOL_DENIED", `permission denied: ${verdict.reason}`);
   const preHook = env.engine.hooks["tool:pre"];
   // A hook nobody registered costs nothing: only the checkpoint it would have passed remains.
   if (preHook) await commitBefore(env.engine);
-  const pre = preHook ? await runHook(signal, "tool:pre", () => preHook(Object.freeze({ turnId: env.input.turnId, callId: call.id, name: tool.name, input: args }))) : checkpoint(signal);
+  const pre = preHook
+    ? await runHook(signal, "tool:pre", () =>
+        preHook(
+          Object.freeze({
+            turnId: env.input.turnId,
+            callId: call.id,
+            name: tool.name,
+            input: args,
+          }),
+        ),
+      )
+    : checkpoint(signal);
   if (pre && typeof pre === "object" && typeof (pre as { deny?: unknown }).deny === "string") {
     return errorResult(call, "TOOL_DENIED", `denied: ${(pre as { deny: string }).deny}`);
   }
@@ -67,7 +107,13 @@ export async function admitAndRun(env: TurnEnv, state: TurnState, call: StreamTo
   const postHook = env.engine.hooks["tool:post"];
   if (signal.aborted || !postHook) return block;
   await commitBefore(env.engine);
-  const post = Object.freeze({ turnId: env.input.turnId, callId: call.id, name: tool.name, output: block.output, isError: block.isError });
+  const post = Object.freeze({
+    turnId: env.input.turnId,
+    callId: call.id,
+    name: tool.name,
+    output: block.output,
+    isError: block.isError,
+  });
   try {
     await runHook(signal, "tool:post", () => postHook(post));
   } catch (error) {
@@ -81,12 +127,26 @@ export async function admitAndRun(env: TurnEnv, state: TurnState, call: StreamTo
  * a vocabulary word, else hashed) and the subject's keyed hash, unless the tool declares its
  * subjects non-sensitive. The default subject `*` is the kernel's own and stays `*`.
  */
-function recordedAuthorization(trail: TurnTrail, tool: ToolDefinition, a: { action: string; subject: string }): { action: TrailValue; subject: TrailValue } {
-  const subject = a.subject === "*" ? trailId("*") : tool.nonSensitiveTrail ? trail.idOrHash(a.subject) : trail.hash(a.subject);
+function recordedAuthorization(
+  trail: TurnTrail,
+  tool: ToolDefinition,
+  a: { action: string; subject: string },
+): { action: TrailValue; subject: TrailValue } {
+  const subject =
+    a.subject === "*"
+      ? trailId("*")
+      : tool.nonSensitiveTrail
+        ? trail.idOrHash(a.subject)
+        : trail.hash(a.subject);
   return { action: trail.kindOrHash(a.action), subject };
 }
 
-async function recordAccess(env: TurnEnv, tool: ToolDefinition, args: JsonObject, callId: string): Promise<void> {
+async function recordAccess(
+  env: TurnEnv,
+  tool: ToolDefinition,
+  args: JsonObject,
+  callId: string,
+): Promise<void> {
   let resource: unknown;
   try {
     resource = tool.access?.(args).resource;
@@ -94,7 +154,10 @@ async function recordAccess(env: TurnEnv, tool: ToolDefinition, args: JsonObject
     throw new UncertainTurnError(`tool:${tool.name}`, "the tool's access declaration threw", error);
   }
   if (typeof resource !== "string" || resource.length === 0 || resource.length > 500) {
-    throw new UncertainTurnError(`tool:${tool.name}`, "the tool's access declaration is not a resource of 1-500 characters");
+    throw new UncertainTurnError(
+      `tool:${tool.name}`,
+      "the tool's access declaration is not a resource of 1-500 characters",
+    );
   }
   await durable(env.engine.audit, {
     trail: "access",
@@ -111,29 +174,60 @@ async function recordAccess(env: TurnEnv, tool: ToolDefinition, args: JsonObject
  * it swallowed, makes the turn uncertain. A returned `toolError` is an error result; the exact
  * refusal object a gateway returned is a bounded error result; anything else must be JSON data.
  */
-async function execute(env: TurnEnv, state: TurnState, tool: ToolDefinition, call: StreamToolCall, args: JsonObject, opts: DispatchOptions, signal: AbortSignal): Promise<ToolResultBlock> {
+async function execute(
+  env: TurnEnv,
+  state: TurnState,
+  tool: ToolDefinition,
+  call: StreamToolCall,
+  args: JsonObject,
+  opts: DispatchOptions,
+  signal: AbortSignal,
+): Promise<ToolResultBlock> {
   // The effect: the intent, the decision and the access record are durable before the handler runs.
   await commitBefore(env.engine);
   checkpoint(signal);
-  const gateways = openGateways(env, state, { callId: call.id, depth: opts.depth, grant: opts.grant, sensitivity: opts.sensitivity, signal });
+  const gateways = openGateways(env, state, {
+    callId: call.id,
+    depth: opts.depth,
+    grant: opts.grant,
+    sensitivity: opts.sensitivity,
+    signal,
+  });
   let value: unknown;
   try {
     // Invoked synchronously after the checkpoint: no microtask gap in which a cancel could slip by.
-    value = await raceOwned(new Promise((resolve) => resolve(tool.handler(args, gateways.context(tool.name)))), signal);
+    value = await raceOwned(
+      new Promise((resolve) => resolve(tool.handler(args, gateways.context(tool.name)))),
+      signal,
+    );
   } catch (error) {
     gateways.revoke(true);
     if (signal.aborted) throw error;
-    throw gateways.failureCause() ?? new UncertainTurnError(`tool:${tool.name}`, `the ${tool.name} handler threw`, error);
+    throw (
+      gateways.failureCause() ??
+      new UncertainTurnError(`tool:${tool.name}`, `the ${tool.name} handler threw`, error)
+    );
   }
   gateways.revoke(false);
-  if (isExactRefusal(value)) return result(call, boundOutput(`delegation refused: ${value.reason}`, tool.maxOutputChars), true);
+  if (isExactRefusal(value))
+    return result(
+      call,
+      boundOutput(`delegation refused: ${value.reason}`, tool.maxOutputChars),
+      true,
+    );
   if (isToolError(value)) {
     const payload = toObservation(value.payload);
-    if (payload === undefined) return errorResult(call, "TOOL_BAD_OUTPUT", "the tool's error payload is not JSON data");
+    if (payload === undefined)
+      return errorResult(call, "TOOL_BAD_OUTPUT", "the tool's error payload is not JSON data");
     return result(call, boundOutput(payload, tool.maxOutputChars), true);
   }
   const observation = toObservation(value);
-  if (observation === undefined) return errorResult(call, "TOOL_BAD_OUTPUT", "the tool returned something that is not JSON data");
+  if (observation === undefined)
+    return errorResult(
+      call,
+      "TOOL_BAD_OUTPUT",
+      "the tool returned something that is not JSON data",
+    );
   return result(call, boundOutput(observation, tool.maxOutputChars), false);
 }
 
@@ -141,7 +235,11 @@ function result(call: StreamToolCall, output: JsonValue, isError: boolean): Tool
   return { type: "tool_result", callId: call.id, name: call.name, output, isError };
 }
 
-export async function runHook<T>(signal: AbortSignal, name: "tool:pre" | "tool:post", run: () => T | Promise<T> | undefined): Promise<T | undefined> {
+export async function runHook<T>(
+  signal: AbortSignal,
+  name: "tool:pre" | "tool:post",
+  run: () => T | Promise<T> | undefined,
+): Promise<T | undefined> {
   checkpoint(signal);
   try {
     return await raceOwned(new Promise<T | undefined>((resolve) => resolve(run())), signal);

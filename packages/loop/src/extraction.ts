@@ -96,21 +96,41 @@ function schemaFor(maxFacts: number): CompiledSchema {
 }
 
 /** Validates the extraction configuration once, at construction. */
-export function compileExtraction(config: ExtractionConfig | undefined): CompiledExtraction | undefined {
+export function compileExtraction(
+  config: ExtractionConfig | undefined,
+): CompiledExtraction | undefined {
   if (config === undefined) return undefined;
-  if (config === null || typeof config !== "object" || !isTier(config.tier)) throw new EngineConfigError("extraction needs a tier");
+  if (config === null || typeof config !== "object" || !isTier(config.tier))
+    throw new EngineConfigError("extraction needs a tier");
   const stores = config.stores;
-  if (!stores || typeof stores.episodes?.put !== "function" || typeof stores.profiles?.put !== "function") throw new EngineConfigError("extraction.stores must hold the episode and profile stores");
+  if (
+    !stores ||
+    typeof stores.episodes?.put !== "function" ||
+    typeof stores.profiles?.put !== "function"
+  )
+    throw new EngineConfigError("extraction.stores must hold the episode and profile stores");
   const maxFacts = config.maxFacts ?? 8;
-  if (!Number.isSafeInteger(maxFacts) || maxFacts < 0 || maxFacts > 20) throw new EngineConfigError("extraction.maxFacts must be an integer 0-20");
+  if (!Number.isSafeInteger(maxFacts) || maxFacts < 0 || maxFacts > 20)
+    throw new EngineConfigError("extraction.maxFacts must be an integer 0-20");
   const instruction = config.instruction ?? EXTRACTION_INSTRUCTION;
-  if (typeof instruction !== "string" || instruction.length < 1 || instruction.length > 10_000) throw new EngineConfigError("extraction.instruction must be 1-10,000 characters");
-  return Object.freeze({ tier: config.tier, stores, maxFacts, instruction, schema: schemaFor(maxFacts) });
+  if (typeof instruction !== "string" || instruction.length < 1 || instruction.length > 10_000)
+    throw new EngineConfigError("extraction.instruction must be 1-10,000 characters");
+  return Object.freeze({
+    tier: config.tier,
+    stores,
+    maxFacts,
+    instruction,
+    schema: schemaFor(maxFacts),
+  });
 }
 
 /** Whether the turn's ending may be extracted: a completed turn that recorded its conversation. */
 function extractable(env: TurnEnv, state: TurnState, ending: Ending): boolean {
-  return env.engine.extraction !== undefined && ending.terminalReason !== "error" && state.log.added.length > 0;
+  return (
+    env.engine.extraction !== undefined &&
+    ending.terminalReason !== "error" &&
+    state.log.added.length > 0
+  );
 }
 
 /**
@@ -119,10 +139,15 @@ function extractable(env: TurnEnv, state: TurnState, ending: Ending): boolean {
  * turn (and an undelivered mark), then the turn's own messages. Harness blocks (recall, the
  * volatile suffix, notices) are left out, so recalled text is never learned again as new.
  */
-export function extractionTranscript(env: TurnEnv, state: TurnState): { readonly text: string; readonly undelivered: boolean } {
+export function extractionTranscript(
+  env: TurnEnv,
+  state: TurnState,
+): { readonly text: string; readonly undelivered: boolean } {
   const turnId = env.input.turnId;
   const marker = state.log.added.filter((m) => m.meta?.rotation !== undefined);
-  const own = state.log.added.filter((m) => m.meta?.turn === turnId && m.meta.rotation === undefined);
+  const own = state.log.added.filter(
+    (m) => m.meta?.turn === turnId && m.meta.rotation === undefined,
+  );
   const history = env.input.history;
   // The recorded events at the end of the view (each carries its event id and no turn): older history is not this turn's.
   let since = history.length;
@@ -174,7 +199,11 @@ export async function extractMemory(env: TurnEnv, state: TurnState, ending: Endi
 
 interface Extracted {
   readonly episode: string | null;
-  readonly facts: readonly { readonly key: string; readonly text: string; readonly confidence: number }[];
+  readonly facts: readonly {
+    readonly key: string;
+    readonly text: string;
+    readonly confidence: number;
+  }[];
 }
 
 interface Written {
@@ -182,7 +211,12 @@ interface Written {
   facts: number;
 }
 
-async function extract(env: TurnEnv, state: TurnState, extraction: CompiledExtraction, written: Written): Promise<ExtractionOutcome> {
+async function extract(
+  env: TurnEnv,
+  state: TurnState,
+  extraction: CompiledExtraction,
+  written: Written,
+): Promise<ExtractionOutcome> {
   if (state.callsUsed >= env.engine.limits.maxCalls) return "no_call";
   const { text, undelivered } = extractionTranscript(env, state);
   if (text.length === 0) return "nothing";
@@ -198,15 +232,28 @@ async function extract(env: TurnEnv, state: TurnState, extraction: CompiledExtra
     ...(choice.cache !== false ? { cache: { ttl: choice.cache.ttl } } : {}),
     ...(choice.serviceTier ? { serviceTier: choice.serviceTier } : {}),
   });
-  const { output } = await runModelStep(env, state, { kind: "extraction", step: state.steps, choice, request, tier: extraction.tier, sensitivity });
-  const parsed = output.stopReason === "end_turn" || output.stopReason === "stop_sequence" ? parseExtraction(extraction, output.text) : undefined;
+  const { output } = await runModelStep(env, state, {
+    kind: "extraction",
+    step: state.steps,
+    choice,
+    request,
+    tier: extraction.tier,
+    sensitivity,
+  });
+  const parsed =
+    output.stopReason === "end_turn" || output.stopReason === "stop_sequence"
+      ? parseExtraction(extraction, output.text)
+      : undefined;
   if (parsed === undefined || output.toolCalls.length > 0) return "invalid";
   await write(env, extraction, parsed, undelivered, written);
   return written.episodes + written.facts > 0 ? "stored" : "nothing";
 }
 
 /** The answer as the schema allows it, or nothing: not JSON, off the schema, or over a byte bound. */
-export function parseExtraction(extraction: Pick<CompiledExtraction, "schema">, text: string): Extracted | undefined {
+export function parseExtraction(
+  extraction: Pick<CompiledExtraction, "schema">,
+  text: string,
+): Extracted | undefined {
   let value: JsonValue;
   try {
     value = JSON.parse(text) as JsonValue;
@@ -215,14 +262,25 @@ export function parseExtraction(extraction: Pick<CompiledExtraction, "schema">, 
   }
   if (extraction.schema.check(value) !== undefined) return undefined;
   const out = value as unknown as Extracted;
-  if (out.episode !== null && (utf8Length(out.episode) > SUMMARY_MAX_BYTES || out.episode.trim().length === 0)) return undefined;
-  if (out.facts.some((f) => utf8Length(f.text) > FACT_MAX_BYTES || f.text.trim().length === 0)) return undefined;
+  if (
+    out.episode !== null &&
+    (utf8Length(out.episode) > SUMMARY_MAX_BYTES || out.episode.trim().length === 0)
+  )
+    return undefined;
+  if (out.facts.some((f) => utf8Length(f.text) > FACT_MAX_BYTES || f.text.trim().length === 0))
+    return undefined;
   if (new Set(out.facts.map((f) => f.key)).size !== out.facts.length) return undefined;
   return out;
 }
 
 /** Writes the episode, then the facts, each with the turn as its source and the turn's sensitivity. */
-async function write(env: TurnEnv, extraction: CompiledExtraction, parsed: Extracted, undelivered: boolean, written: Written): Promise<void> {
+async function write(
+  env: TurnEnv,
+  extraction: CompiledExtraction,
+  parsed: Extracted,
+  undelivered: boolean,
+  written: Written,
+): Promise<void> {
   const { input } = env;
   const at = env.engine.clock.now();
   const source = Object.freeze({ sessionId: input.sessionId, turnId: input.turnId, at });
@@ -230,12 +288,27 @@ async function write(env: TurnEnv, extraction: CompiledExtraction, parsed: Extra
   // Stable ids: the same turn extracted again replays instead of writing twice.
   const base = input.turnId.length <= 100 ? input.turnId : env.trail.hash(input.turnId);
   if (parsed.episode !== null) {
-    const episode: Episode = { scope: input.scope, episodeId: `ep:${base}`, source, sensitivity, summary: parsed.episode.trim(), ...(undelivered ? { undelivered: true as const } : {}) };
+    const episode: Episode = {
+      scope: input.scope,
+      episodeId: `ep:${base}`,
+      source,
+      sensitivity,
+      summary: parsed.episode.trim(),
+      ...(undelivered ? { undelivered: true as const } : {}),
+    };
     await extraction.stores.episodes.put(episode);
     written.episodes = 1;
   }
   for (const [i, f] of parsed.facts.entries()) {
-    const fact: ProfileFact = { scope: input.scope, factId: `pf:${base}:${i}`, key: f.key, text: f.text.trim(), source, sensitivity, confidence: f.confidence };
+    const fact: ProfileFact = {
+      scope: input.scope,
+      factId: `pf:${base}:${i}`,
+      key: f.key,
+      text: f.text.trim(),
+      source,
+      sensitivity,
+      confidence: f.confidence,
+    };
     await extraction.stores.profiles.put(fact);
     written.facts += 1;
   }

@@ -1,4 +1,10 @@
-import { type BudgetCapName, failureOf, ProviderError, trailKind, type TurnFailure } from "@alma-harness/core";
+import {
+  type BudgetCapName,
+  failureOf,
+  ProviderError,
+  trailKind,
+  type TurnFailure,
+} from "@alma-harness/core";
 import { commitBefore, durable } from "./audit.js";
 import { AbortedError, abortReason } from "./cancel.js";
 import type { TurnOutcome, TurnResult } from "./engine.js";
@@ -19,7 +25,8 @@ export function toUncertain(signal: AbortSignal, error: unknown): UncertainTurnE
   if (error instanceof UncertainTurnError) return error;
   if (signal.aborted || error instanceof AbortedError) {
     const reason = signal.aborted ? abortReason(signal) : (error as Error);
-    const cause = reason instanceof AbortedError && reason.reason === "deadline" ? "deadline" : "cancelled";
+    const cause =
+      reason instanceof AbortedError && reason.reason === "deadline" ? "deadline" : "cancelled";
     return new UncertainTurnError(cause, reason.message, reason);
   }
   return new UncertainTurnError("loop", (error as Error)?.message ?? String(error), error);
@@ -42,7 +49,11 @@ function failureFor(error: UncertainTurnError): TurnFailure {
  * instead, which never throws: exactly one terminal result either way, and a durable append that
  * may have landed is never retried.
  */
-export async function finalizeCompleted(env: TurnEnv, state: TurnState, ending: Ending): Promise<TurnOutcome> {
+export async function finalizeCompleted(
+  env: TurnEnv,
+  state: TurnState,
+  ending: Ending,
+): Promise<TurnOutcome> {
   const { engine, input } = env;
   try {
     const result: TurnResult = Object.freeze({
@@ -59,7 +70,14 @@ export async function finalizeCompleted(env: TurnEnv, state: TurnState, ending: 
     if (hook) {
       await commitBefore(engine);
       try {
-        await hook(Object.freeze({ turnId: input.turnId, sessionId: input.sessionId, outcome: "completed" as const, ...(result.stopReason ? { stopReason: result.stopReason } : {}) }));
+        await hook(
+          Object.freeze({
+            turnId: input.turnId,
+            sessionId: input.sessionId,
+            outcome: "completed" as const,
+            ...(result.stopReason ? { stopReason: result.stopReason } : {}),
+          }),
+        );
       } catch (error) {
         throw new UncertainTurnError("hook:turn:end", "the turn:end hook threw", error);
       }
@@ -71,7 +89,12 @@ export async function finalizeCompleted(env: TurnEnv, state: TurnState, ending: 
       detail: trailKind(result.terminalReason),
       messageRevision: state.log.revision,
     });
-    env.emit({ type: "turn.completed", turnId: input.turnId, outcome: "completed", terminalReason: result.terminalReason });
+    env.emit({
+      type: "turn.completed",
+      turnId: input.turnId,
+      outcome: "completed",
+      terminalReason: result.terminalReason,
+    });
     return { status: "completed", result, messages: Object.freeze([...state.log.added]) };
   } catch (error) {
     return finalizeUncertain(env, state, toUncertain(env.signal, error));
@@ -82,13 +105,19 @@ export async function finalizeCompleted(env: TurnEnv, state: TurnState, ending: 
 function attemptFields(state: TurnState): Pick<TurnResult, "failures" | "unsettledCalls"> {
   const unsettled = state.account.unsettled;
   return {
-    ...(state.failures.length > 0 ? { failures: Object.freeze(state.failures.map((f) => Object.freeze({ ...f }))) } : {}),
+    ...(state.failures.length > 0
+      ? { failures: Object.freeze(state.failures.map((f) => Object.freeze({ ...f }))) }
+      : {}),
     ...(unsettled > 0 ? { unsettledCalls: unsettled } : {}),
   };
 }
 
 /** The uncertain exit. It never throws: its own record is best effort, and the outcome stands. */
-export async function finalizeUncertain(env: TurnEnv, state: TurnState, error: UncertainTurnError): Promise<TurnOutcome> {
+export async function finalizeUncertain(
+  env: TurnEnv,
+  state: TurnState,
+  error: UncertainTurnError,
+): Promise<TurnOutcome> {
   const { engine, input } = env;
   let failure: TurnFailure;
   try {
@@ -97,7 +126,12 @@ export async function finalizeUncertain(env: TurnEnv, state: TurnState, error: U
     failure = { kind: "unknown", message: "the turn failed", retryable: false };
   }
   try {
-    await engine.audit.append({ trail: "lifecycle", action: "turn.uncertain", ...trailBase(env.trail, engine.clock.now()), detail: kindOrUnknown(error.cause_) });
+    await engine.audit.append({
+      trail: "lifecycle",
+      action: "turn.uncertain",
+      ...trailBase(env.trail, engine.clock.now()),
+      detail: kindOrUnknown(error.cause_),
+    });
   } catch {
     // the audit log may be what failed; the outcome is already uncertain
   }
@@ -108,12 +142,23 @@ export async function finalizeUncertain(env: TurnEnv, state: TurnState, error: U
     // A commit that fails here changes nothing: the turn is uncertain already.
     await commitBefore(engine).catch(() => undefined);
     try {
-      await hook(Object.freeze({ turnId: input.turnId, sessionId: input.sessionId, outcome: "reconciliation_required" as const }));
+      await hook(
+        Object.freeze({
+          turnId: input.turnId,
+          sessionId: input.sessionId,
+          outcome: "reconciliation_required" as const,
+        }),
+      );
     } catch {
       // a failing turn:end cannot make an uncertain turn more uncertain
     }
   }
-  env.emit({ type: "turn.completed", turnId: input.turnId, outcome: "reconciliation_required", cause: error.cause_ });
+  env.emit({
+    type: "turn.completed",
+    turnId: input.turnId,
+    outcome: "reconciliation_required",
+    cause: error.cause_,
+  });
   return {
     status: "reconciliation_required",
     cause: error.cause_,

@@ -24,19 +24,54 @@ export type {
   TurnToolCall,
   VolatileContext,
 } from "./engine.js";
-export { CallRejectedError, CallUnansweredError, DelegationRefusedError, EngineConfigError, StreamInvalidError, StreamTornError, UncertainTurnError } from "./errors.js";
+export {
+  CallRejectedError,
+  CallUnansweredError,
+  DelegationRefusedError,
+  EngineConfigError,
+  StreamInvalidError,
+  StreamTornError,
+  UncertainTurnError,
+} from "./errors.js";
 export type { LoopEvent, LoopEventSink } from "./events.js";
 export { CONTEXT_REJECTION_PROVIDERS } from "@alma-harness/execution";
 export { DEFAULT_FINAL_ANSWER_NOTICE, DEFAULT_TIME_NOTICE, MAX_CALL_ATTEMPTS } from "./limits.js";
-export { MAX_MEDIA_BYTES, type MediaBytes, type MediaConfig, type MediaSourceContext } from "./media.js";
-export { DEFAULT_COLD_AFTER_MS, DEFAULT_SUMMARY_FRAME, measuredText, SUMMARY_INSTRUCTION } from "./long-context.js";
+export {
+  MAX_MEDIA_BYTES,
+  type MediaBytes,
+  type MediaConfig,
+  type MediaSourceContext,
+} from "./media.js";
+export {
+  DEFAULT_COLD_AFTER_MS,
+  DEFAULT_SUMMARY_FRAME,
+  measuredText,
+  SUMMARY_INSTRUCTION,
+} from "./long-context.js";
 export type { PermissionController, PermissionDecision, PermissionRequest } from "./permission.js";
-export { EXTRACTION_INSTRUCTION, EXTRACTION_TRANSCRIPT_MAX, type ExtractionConfig, type ExtractionOutcome } from "./extraction.js";
-export { DEFAULT_RECALL, RECALL_LABEL, RECALL_QUERY_MAX, type RecallConfig, renderRecall } from "./recall.js";
+export {
+  EXTRACTION_INSTRUCTION,
+  EXTRACTION_TRANSCRIPT_MAX,
+  type ExtractionConfig,
+  type ExtractionOutcome,
+} from "./extraction.js";
+export {
+  DEFAULT_RECALL,
+  RECALL_LABEL,
+  RECALL_QUERY_MAX,
+  type RecallConfig,
+  renderRecall,
+} from "./recall.js";
 export { formatSse, loopEventToSse, type SseFrame } from "./sse.js";
 export { CONTEXT_VERSION } from "./state.js";
 export { StreamQueue } from "./stream-queue.js";
-export { type ProgressEvent, progressOf, STREAM_QUEUE_LIMIT, type StreamedTurn, type TurnStreamEvent } from "./stream-turn.js";
+export {
+  type ProgressEvent,
+  progressOf,
+  STREAM_QUEUE_LIMIT,
+  type StreamedTurn,
+  type TurnStreamEvent,
+} from "./stream-turn.js";
 
 // The pure context helpers, re-exported with identity kept (the same functions as `@alma-harness/memory/context`).
 export {

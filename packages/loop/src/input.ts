@@ -16,7 +16,15 @@ import type { TurnInput } from "./engine.js";
 import type { CompiledEngine } from "./env.js";
 import { detachInlineBytes } from "./media.js";
 
-const BLOCK_TYPES = new Set(["text", "media", "tool_call", "tool_result", "provider_tool_call", "provider_tool_result", "reasoning"]);
+const BLOCK_TYPES = new Set([
+  "text",
+  "media",
+  "tool_call",
+  "tool_result",
+  "provider_tool_call",
+  "provider_tool_result",
+  "reasoning",
+]);
 const INPUT_FIELDS = new Set([
   "scope",
   "sessionId",
@@ -46,45 +54,80 @@ const INPUT_FIELDS = new Set([
  * what the turn authorized. The history is the store's frozen view and is taken as given.
  */
 export function normalizeTurnInput(engine: CompiledEngine, raw: TurnInput): TurnInput {
-  if (raw === null || typeof raw !== "object") throw new ValidationError("input", "object", "a turn input must be an object");
-  for (const key of Object.keys(raw)) if (!INPUT_FIELDS.has(key)) throw new ValidationError(key, "unknown_field", `${key} is not a field of a turn input`);
+  if (raw === null || typeof raw !== "object")
+    throw new ValidationError("input", "object", "a turn input must be an object");
+  for (const key of Object.keys(raw))
+    if (!INPUT_FIELDS.has(key))
+      throw new ValidationError(key, "unknown_field", `${key} is not a field of a turn input`);
   const scope = normalizeScope(raw.scope);
-  if (!Array.isArray(raw.history)) throw new ValidationError("history", "array", "history must be an array of messages");
+  if (!Array.isArray(raw.history))
+    throw new ValidationError("history", "array", "history must be an array of messages");
   if (raw.log !== undefined && (!Array.isArray(raw.log) || raw.log.length !== raw.history.length)) {
-    throw new ValidationError("log", "array", "log must be the stored view history was rendered from, message for message");
+    throw new ValidationError(
+      "log",
+      "array",
+      "log must be the stored view history was rendered from, message for message",
+    );
   }
-  if (!Number.isSafeInteger(raw.revision) || raw.revision < 0) throw new ValidationError("revision", "integer", "revision must be a non-negative integer");
+  if (!Number.isSafeInteger(raw.revision) || raw.revision < 0)
+    throw new ValidationError("revision", "integer", "revision must be a non-negative integer");
   // Inline media bytes stay out of the snapshot's limits; maxBytes bounds them (spec: media-by-bytes).
   const inline = detachInlineBytes(engine.media, raw.input);
   let input = snapshot(inline.blocks) as unknown as readonly Block[];
-  if (!Array.isArray(input) || input.length === 0) throw new ValidationError("input", "non_empty", "input must be a non-empty array of blocks");
+  if (!Array.isArray(input) || input.length === 0)
+    throw new ValidationError("input", "non_empty", "input must be a non-empty array of blocks");
   input.forEach((block, i) => {
-    if (block === null || typeof block !== "object" || !BLOCK_TYPES.has((block as { type?: unknown }).type as string)) {
+    if (
+      block === null ||
+      typeof block !== "object" ||
+      !BLOCK_TYPES.has((block as { type?: unknown }).type as string)
+    ) {
       throw new ValidationError(`input[${i}].type`, "closed", `input[${i}] is not a block`);
     }
   });
-  if (inline.data.size > 0) input = Object.freeze(input.map((block, i) => (inline.data.has(i) ? Object.freeze({ ...block, data: inline.data.get(i) }) : block)) as Block[]);
-  if (raw.trigger !== undefined && (typeof raw.trigger !== "string" || raw.trigger.length > 200)) throw new ValidationError("trigger", "string_0_200", "trigger must be a string of at most 200 characters");
-  if (raw.signal !== undefined && !(raw.signal instanceof AbortSignal)) throw new ValidationError("signal", "abort_signal", "signal must be an AbortSignal");
-  if (raw.sink !== undefined && typeof raw.sink !== "function") throw new ValidationError("sink", "function", "sink must be a function");
-  if (raw.deadlineAt !== undefined && (!Number.isSafeInteger(raw.deadlineAt) || raw.deadlineAt < 0)) throw new ValidationError("deadlineAt", "epoch_ms", "deadlineAt must be epoch milliseconds");
-  if (raw.answerByAt !== undefined && (!Number.isSafeInteger(raw.answerByAt) || raw.answerByAt < 0)) throw new ValidationError("answerByAt", "epoch_ms", "answerByAt must be epoch milliseconds");
+  if (inline.data.size > 0)
+    input = Object.freeze(
+      input.map((block, i) =>
+        inline.data.has(i) ? Object.freeze({ ...block, data: inline.data.get(i) }) : block,
+      ) as Block[],
+    );
+  if (raw.trigger !== undefined && (typeof raw.trigger !== "string" || raw.trigger.length > 200))
+    throw new ValidationError(
+      "trigger",
+      "string_0_200",
+      "trigger must be a string of at most 200 characters",
+    );
+  if (raw.signal !== undefined && !(raw.signal instanceof AbortSignal))
+    throw new ValidationError("signal", "abort_signal", "signal must be an AbortSignal");
+  if (raw.sink !== undefined && typeof raw.sink !== "function")
+    throw new ValidationError("sink", "function", "sink must be a function");
+  if (raw.deadlineAt !== undefined && (!Number.isSafeInteger(raw.deadlineAt) || raw.deadlineAt < 0))
+    throw new ValidationError("deadlineAt", "epoch_ms", "deadlineAt must be epoch milliseconds");
+  if (raw.answerByAt !== undefined && (!Number.isSafeInteger(raw.answerByAt) || raw.answerByAt < 0))
+    throw new ValidationError("answerByAt", "epoch_ms", "answerByAt must be epoch milliseconds");
   return Object.freeze({
     scope,
     sessionId: validateId("sessionId", raw.sessionId),
     rootKey: validateId("rootKey", raw.rootKey),
     turnId: validateId("turnId", raw.turnId),
-    ...(raw.admissionId !== undefined ? { admissionId: validateId("admissionId", raw.admissionId) } : {}),
+    ...(raw.admissionId !== undefined
+      ? { admissionId: validateId("admissionId", raw.admissionId) }
+      : {}),
     history: raw.history as readonly Msg[],
     ...(raw.log !== undefined ? { log: raw.log as readonly Msg[] } : {}),
     revision: raw.revision,
     input,
     intent: normalizeIntent(raw.intent),
-    ...(raw.inputMeta !== undefined ? { inputMeta: snapshotObject(raw.inputMeta, "inputMeta") as unknown as MsgMeta } : {}),
+    ...(raw.inputMeta !== undefined
+      ? { inputMeta: snapshotObject(raw.inputMeta, "inputMeta") as unknown as MsgMeta }
+      : {}),
     ...(raw.choice !== undefined ? { choice: raw.choice } : {}),
     ...(raw.trigger !== undefined ? { trigger: raw.trigger } : {}),
     ...(raw.grant !== undefined ? { grant: normalizeGrant(engine, raw.grant) } : {}),
-    facts: raw.facts === undefined ? Object.freeze({}) : (snapshotObject(raw.facts, "facts") as JsonObject),
+    facts:
+      raw.facts === undefined
+        ? Object.freeze({})
+        : (snapshotObject(raw.facts, "facts") as JsonObject),
     ...(raw.signal !== undefined ? { signal: raw.signal } : {}),
     ...(raw.deadlineAt !== undefined ? { deadlineAt: raw.deadlineAt } : {}),
     ...(raw.answerByAt !== undefined ? { answerByAt: raw.answerByAt } : {}),
@@ -94,10 +137,16 @@ export function normalizeTurnInput(engine: CompiledEngine, raw: TurnInput): Turn
 
 /** A grant names registered tools only (a profile cannot name an unregistered one). */
 function normalizeGrant(engine: CompiledEngine, grant: unknown): readonly string[] {
-  if (!Array.isArray(grant) || grant.length > 1024) throw new ValidationError("grant", "names", "grant must be an array of tool names");
+  if (!Array.isArray(grant) || grant.length > 1024)
+    throw new ValidationError("grant", "names", "grant must be an array of tool names");
   return Object.freeze(
     grant.map((name, i) => {
-      if (typeof name !== "string" || !engine.tools.has(name)) throw new ValidationError(`grant[${i}]`, "registered", `grant[${i}] is not a registered tool`);
+      if (typeof name !== "string" || !engine.tools.has(name))
+        throw new ValidationError(
+          `grant[${i}]`,
+          "registered",
+          `grant[${i}] is not a registered tool`,
+        );
       return name;
     }),
   );
@@ -109,7 +158,7 @@ function normalizeGrant(engine: CompiledEngine, grant: unknown): readonly string
  */
 export function resolveMainChoice(engine: CompiledEngine, input: TurnInput): ModelChoice {
   const choice = normalizeModelChoice(input.choice ?? engine.policy.resolve({ ...input.intent }));
-  if (!engine.clients.has(choice.clientId)) throw new Error(`the policy chose an absent client "${choice.clientId}"`);
+  if (!engine.clients.has(choice.clientId))
+    throw new Error(`the policy chose an absent client "${choice.clientId}"`);
   return choice;
 }
-

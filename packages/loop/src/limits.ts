@@ -6,7 +6,8 @@ import type { TurnState } from "./state.js";
 
 export const DEFAULT_FINAL_ANSWER_NOTICE =
   "This is your last step: answer the person now with what you have. Tools will not run.";
-export const DEFAULT_TIME_NOTICE = "Time is almost up: answer the person now with what you have. Tools will not run.";
+export const DEFAULT_TIME_NOTICE =
+  "Time is almost up: answer the person now with what you have. Tools will not run.";
 
 /** The most attempts one model call may have (spec: call-retry). */
 export const MAX_CALL_ATTEMPTS = 5;
@@ -27,37 +28,64 @@ export interface ResolvedLimits {
   readonly permissionTimeoutMs: number;
 }
 
-function positive(name: string, value: number | undefined, fallback: number, max = 1_000_000): number {
+function positive(
+  name: string,
+  value: number | undefined,
+  fallback: number,
+  max = 1_000_000,
+): number {
   const v = value ?? fallback;
-  if (!Number.isSafeInteger(v) || v < 1 || v > max) throw new EngineConfigError(`limits.${name} must be an integer 1-${max}`);
+  if (!Number.isSafeInteger(v) || v < 1 || v > max)
+    throw new EngineConfigError(`limits.${name} must be an integer 1-${max}`);
   return v;
 }
 
 export function resolveLimits(limits: LoopLimits): ResolvedLimits {
-  if (!limits || typeof limits !== "object") throw new EngineConfigError("limits are required ({maxCalls})");
+  if (!limits || typeof limits !== "object")
+    throw new EngineConfigError("limits are required ({maxCalls})");
   const maxCalls = positive("maxCalls", limits.maxCalls, Number.NaN, 1000);
   const roundTimeoutMs = positive("roundTimeoutMs", limits.roundTimeoutMs, 60_000, 600_000);
-  if (limits.finalAnswerNotice !== undefined && (typeof limits.finalAnswerNotice !== "string" || limits.finalAnswerNotice.length === 0)) {
+  if (
+    limits.finalAnswerNotice !== undefined &&
+    (typeof limits.finalAnswerNotice !== "string" || limits.finalAnswerNotice.length === 0)
+  ) {
     throw new EngineConfigError("limits.finalAnswerNotice must be a non-empty string");
   }
   return Object.freeze({
     maxCalls,
     maxSteps: positive("maxSteps", limits.maxSteps, maxCalls, 1000),
     maxParallelToolCalls: positive("maxParallelToolCalls", limits.maxParallelToolCalls, 1, 64),
-    maxToolCalls: limits.maxToolCalls === undefined ? undefined : positive("maxToolCalls", limits.maxToolCalls, 1, 100_000),
-    maxModelTokens: limits.maxModelTokens === undefined ? undefined : positive("maxModelTokens", limits.maxModelTokens, 1, 1_000_000_000),
+    maxToolCalls:
+      limits.maxToolCalls === undefined
+        ? undefined
+        : positive("maxToolCalls", limits.maxToolCalls, 1, 100_000),
+    maxModelTokens:
+      limits.maxModelTokens === undefined
+        ? undefined
+        : positive("maxModelTokens", limits.maxModelTokens, 1, 1_000_000_000),
     roundTimeoutMs,
     stepReserveMs: positive("stepReserveMs", limits.stepReserveMs, roundTimeoutMs, 600_000),
     finalAnswerNotice: limits.finalAnswerNotice,
-    callAttempts: limits.callAttempts === undefined ? undefined : positive("callAttempts", limits.callAttempts, 1, MAX_CALL_ATTEMPTS),
+    callAttempts:
+      limits.callAttempts === undefined
+        ? undefined
+        : positive("callAttempts", limits.callAttempts, 1, MAX_CALL_ATTEMPTS),
     maxDelegateDepth: positive("maxDelegateDepth", limits.maxDelegateDepth, 2, 8),
     delegateMaxSteps: positive("delegateMaxSteps", limits.delegateMaxSteps, 4, 100),
-    permissionTimeoutMs: positive("permissionTimeoutMs", limits.permissionTimeoutMs, 300_000, 3_600_000),
+    permissionTimeoutMs: positive(
+      "permissionTimeoutMs",
+      limits.permissionTimeoutMs,
+      300_000,
+      3_600_000,
+    ),
   });
 }
 
 /** How a turn ended, before the finalizer adds the totals. */
-export type Ending = Omit<TurnResult, "turnId" | "usage" | "costMicros" | "receipts" | "toolCalls" | "warnings">;
+export type Ending = Omit<
+  TurnResult,
+  "turnId" | "usage" | "costMicros" | "receipts" | "toolCalls" | "warnings"
+>;
 /** Why the coming main step is the last one: no call after it, no step after it, or no time. */
 export type LastKind = "call" | "step" | "time";
 
@@ -71,7 +99,8 @@ export function lastKind(env: TurnEnv, state: TurnState): LastKind | undefined {
   if (limits.maxCalls - state.callsUsed === 1) return "call";
   if (limits.maxSteps - state.steps === 1) return "step";
   const deadline = answerBy(env);
-  if (deadline !== undefined && state.steps > 0 && clock.now() + limits.stepReserveMs >= deadline) return "time";
+  if (deadline !== undefined && state.steps > 0 && clock.now() + limits.stepReserveMs >= deadline)
+    return "time";
   return undefined;
 }
 
@@ -82,13 +111,34 @@ export function answerBy(env: TurnEnv): number | undefined {
 
 /** The notice a last step carries when it advertises tools; `finalAnswerNotice` replaces every text. */
 export function noticeFor(env: TurnEnv, kind: LastKind): string {
-  return env.engine.limits.finalAnswerNotice ?? (kind === "time" ? DEFAULT_TIME_NOTICE : DEFAULT_FINAL_ANSWER_NOTICE);
+  return (
+    env.engine.limits.finalAnswerNotice ??
+    (kind === "time" ? DEFAULT_TIME_NOTICE : DEFAULT_FINAL_ANSWER_NOTICE)
+  );
 }
 
-export function limitEnding(env: TurnEnv, kind: LastKind, answered: boolean, stopReason: TurnResult["stopReason"], reply: readonly Block[]): Ending {
+export function limitEnding(
+  env: TurnEnv,
+  kind: LastKind,
+  answered: boolean,
+  stopReason: TurnResult["stopReason"],
+  reply: readonly Block[],
+): Ending {
   const { limits } = env.engine;
-  if (kind === "call") return { reply, stopReason, terminalReason: "call_limit", callLimit: { maxCalls: limits.maxCalls, answered } };
-  if (kind === "step") return { reply, stopReason, terminalReason: "step_limit", stepLimit: { maxSteps: limits.maxSteps, answered } };
+  if (kind === "call")
+    return {
+      reply,
+      stopReason,
+      terminalReason: "call_limit",
+      callLimit: { maxCalls: limits.maxCalls, answered },
+    };
+  if (kind === "step")
+    return {
+      reply,
+      stopReason,
+      terminalReason: "step_limit",
+      stepLimit: { maxSteps: limits.maxSteps, answered },
+    };
   return { reply, stopReason, terminalReason: "time_limit", timeLimit: { answered } };
 }
 

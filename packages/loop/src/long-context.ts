@@ -6,10 +6,11 @@ import { EngineConfigError } from "./errors.js";
 export const DEFAULT_COLD_AFTER_MS = 5 * 60_000;
 
 /** The lines around a summary in the persisted marker. */
-export const DEFAULT_SUMMARY_FRAME: { readonly before: string; readonly after: string } = Object.freeze({
-  before: "Summary of the earlier conversation:",
-  after: "The conversation continues below.",
-});
+export const DEFAULT_SUMMARY_FRAME: { readonly before: string; readonly after: string } =
+  Object.freeze({
+    before: "Summary of the earlier conversation:",
+    after: "The conversation continues below.",
+  });
 
 /** What the summary call is asked to do (its system prompt). */
 export const SUMMARY_INSTRUCTION =
@@ -35,29 +36,54 @@ function integer(name: string, value: unknown, min: number, max: number): number
 function frameOf(frame: unknown): { readonly before: string; readonly after: string } {
   if (frame === undefined) return DEFAULT_SUMMARY_FRAME;
   const f = frame as Record<string, unknown> | null;
-  if (f === null || typeof f !== "object" || Object.keys(f).some((k) => k !== "before" && k !== "after")) {
+  if (
+    f === null ||
+    typeof f !== "object" ||
+    Object.keys(f).some((k) => k !== "before" && k !== "after")
+  ) {
     throw new EngineConfigError("longContext.summaryFrame must be {before, after}");
   }
   for (const key of ["before", "after"]) {
     const v = f[key];
-    if (typeof v !== "string" || v.length > 1000) throw new EngineConfigError(`longContext.summaryFrame.${key} must be a string of at most 1,000 characters`);
+    if (typeof v !== "string" || v.length > 1000)
+      throw new EngineConfigError(
+        `longContext.summaryFrame.${key} must be a string of at most 1,000 characters`,
+      );
   }
   return Object.freeze({ before: f.before as string, after: f.after as string });
 }
 
-const POLICY_FIELDS = new Set(["rotateAtTokens", "keepLastMessages", "coldAfterMs", "summaryTier", "summaryFrame", "estimateTokens"]);
+const POLICY_FIELDS = new Set([
+  "rotateAtTokens",
+  "keepLastMessages",
+  "coldAfterMs",
+  "summaryTier",
+  "summaryFrame",
+  "estimateTokens",
+]);
 
 /** Validates and copies the policy once, at construction; absent means no rotation at all. */
-export function resolveLongContext(policy: LongContextPolicy | undefined): CompiledLongContext | undefined {
+export function resolveLongContext(
+  policy: LongContextPolicy | undefined,
+): CompiledLongContext | undefined {
   if (policy === undefined) return undefined;
-  if (policy === null || typeof policy !== "object") throw new EngineConfigError("longContext must be an object");
-  for (const key of Object.keys(policy)) if (!POLICY_FIELDS.has(key)) throw new EngineConfigError(`longContext.${key} is not a field`);
-  if (!isTier(policy.summaryTier)) throw new EngineConfigError("longContext.summaryTier must be a tier");
-  if (policy.estimateTokens !== undefined && typeof policy.estimateTokens !== "function") throw new EngineConfigError("longContext.estimateTokens must be a function");
+  if (policy === null || typeof policy !== "object")
+    throw new EngineConfigError("longContext must be an object");
+  for (const key of Object.keys(policy))
+    if (!POLICY_FIELDS.has(key)) throw new EngineConfigError(`longContext.${key} is not a field`);
+  if (!isTier(policy.summaryTier))
+    throw new EngineConfigError("longContext.summaryTier must be a tier");
+  if (policy.estimateTokens !== undefined && typeof policy.estimateTokens !== "function")
+    throw new EngineConfigError("longContext.estimateTokens must be a function");
   return Object.freeze({
     rotateAtTokens: integer("rotateAtTokens", policy.rotateAtTokens, 1, 100_000_000),
     keepLastMessages: integer("keepLastMessages", policy.keepLastMessages, 0, 10_000),
-    coldAfterMs: integer("coldAfterMs", policy.coldAfterMs ?? DEFAULT_COLD_AFTER_MS, 0, 365 * 86_400_000),
+    coldAfterMs: integer(
+      "coldAfterMs",
+      policy.coldAfterMs ?? DEFAULT_COLD_AFTER_MS,
+      0,
+      365 * 86_400_000,
+    ),
     summaryTier: policy.summaryTier,
     frame: frameOf(policy.summaryFrame),
     estimateTokens: policy.estimateTokens,
@@ -116,7 +142,8 @@ export function measureTokens(policy: CompiledLongContext, messages: readonly Ms
   const text = measuredText(messages);
   if (!policy.estimateTokens) return Math.ceil(text.length / 4);
   const n = policy.estimateTokens(text);
-  if (typeof n !== "number" || !Number.isFinite(n) || n < 0) throw new TypeError("estimateTokens must return a finite non-negative number");
+  if (typeof n !== "number" || !Number.isFinite(n) || n < 0)
+    throw new TypeError("estimateTokens must return a finite non-negative number");
   return n;
 }
 
@@ -124,7 +151,11 @@ export function measureTokens(policy: CompiledLongContext, messages: readonly Ms
  * Whether the session is cold at `now`: its newest message carrying `meta.at` is older than
  * `coldAfterMs` (exactly `coldAfterMs` is still warm). A view with no timed message is cold.
  */
-export function isCold(policy: CompiledLongContext, messages: readonly Msg[], now: number): boolean {
+export function isCold(
+  policy: CompiledLongContext,
+  messages: readonly Msg[],
+  now: number,
+): boolean {
   for (let i = messages.length - 1; i >= 0; i--) {
     const at = messages[i]?.meta?.at;
     if (typeof at === "number") return now - at > policy.coldAfterMs;
@@ -155,7 +186,9 @@ function json(value: JsonValue): string {
 /** One transcript line per block a summary reads; the volatile suffix and notices are left out. */
 function linesOf(msg: Msg, out: string[]): void {
   if (msg.meta?.rotation !== undefined) {
-    out.push(`Earlier summary: ${msg.blocks.map((b) => (b.type === "text" ? b.text : "")).join("")}`);
+    out.push(
+      `Earlier summary: ${msg.blocks.map((b) => (b.type === "text" ? b.text : "")).join("")}`,
+    );
     return;
   }
   if (msg.meta?.event?.kind === "undelivered") {
@@ -168,9 +201,12 @@ function linesOf(msg: Msg, out: string[]): void {
       if (b.origin === "harness") continue;
       // A product-side fact arrives rendered with its label: it is read as such, not as the person's words.
       out.push(b.origin === "human" || b.origin === "system" ? b.text : `${speaker}: ${b.text}`);
-    } else if (b.type === "tool_call") out.push(`Assistant called ${b.name} with ${JSON.stringify(b.input)}`);
-    else if (b.type === "tool_result") out.push(`Result of ${b.name}${b.isError ? " (error)" : ""}: ${json(b.output)}`);
-    else if (b.type === "provider_tool_result") out.push(`Assistant searched the web (${b.resultCount} results)`);
+    } else if (b.type === "tool_call")
+      out.push(`Assistant called ${b.name} with ${JSON.stringify(b.input)}`);
+    else if (b.type === "tool_result")
+      out.push(`Result of ${b.name}${b.isError ? " (error)" : ""}: ${json(b.output)}`);
+    else if (b.type === "provider_tool_result")
+      out.push(`Assistant searched the web (${b.resultCount} results)`);
     else if (b.type === "media") out.push(`${speaker} shared a ${b.kind} (${b.contentType})`);
   }
 }

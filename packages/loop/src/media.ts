@@ -1,5 +1,14 @@
 import { commitBefore } from "./audit.js";
-import { type Block, type MediaBlock, type ModelChoice, type Msg, type Scope, trailJoin, trailKind, ValidationError } from "@alma-harness/core";
+import {
+  type Block,
+  type MediaBlock,
+  type ModelChoice,
+  type Msg,
+  type Scope,
+  trailJoin,
+  trailKind,
+  ValidationError,
+} from "@alma-harness/core";
 import { durable } from "./audit.js";
 import type { TurnEnv } from "./env.js";
 import { kindOrUnknown, trailBase } from "./trail.js";
@@ -50,20 +59,30 @@ export interface ResolvedMedia {
 
 export function compileMedia(config: MediaConfig | undefined): CompiledMedia | undefined {
   if (config === undefined) return undefined;
-  if (config === null || typeof config !== "object") throw new EngineConfigError("media must be an object");
-  for (const key of Object.keys(config)) if (!["source", "replay", "maxBytes"].includes(key)) throw new EngineConfigError(`media.${key} is not a media option`);
-  if (config.source !== undefined && typeof config.source !== "function") throw new EngineConfigError("media.source must be a function");
+  if (config === null || typeof config !== "object")
+    throw new EngineConfigError("media must be an object");
+  for (const key of Object.keys(config))
+    if (!["source", "replay", "maxBytes"].includes(key))
+      throw new EngineConfigError(`media.${key} is not a media option`);
+  if (config.source !== undefined && typeof config.source !== "function")
+    throw new EngineConfigError("media.source must be a function");
   const replay = config.replay ?? "placeholder";
-  if (replay !== "placeholder" && replay !== "bytes") throw new EngineConfigError('media.replay must be "placeholder" or "bytes"');
-  if (replay === "bytes" && config.source === undefined) throw new EngineConfigError('media.replay "bytes" needs media.source to ask for the bytes again');
+  if (replay !== "placeholder" && replay !== "bytes")
+    throw new EngineConfigError('media.replay must be "placeholder" or "bytes"');
+  if (replay === "bytes" && config.source === undefined)
+    throw new EngineConfigError(
+      'media.replay "bytes" needs media.source to ask for the bytes again',
+    );
   const maxBytes = config.maxBytes ?? MAX_MEDIA_BYTES;
-  if (!Number.isSafeInteger(maxBytes) || maxBytes < 1 || maxBytes > MAX_MEDIA_BYTES) throw new EngineConfigError(`media.maxBytes must be an integer from 1 to ${MAX_MEDIA_BYTES}`);
+  if (!Number.isSafeInteger(maxBytes) || maxBytes < 1 || maxBytes > MAX_MEDIA_BYTES)
+    throw new EngineConfigError(`media.maxBytes must be an integer from 1 to ${MAX_MEDIA_BYTES}`);
   return Object.freeze({ source: config.source, replay, maxBytes });
 }
 
 /** A block carries content when it holds bytes: the request-only `data`, or a `data:` URL as its ref. */
 export function carriesContent(block: unknown): boolean {
-  if (block === null || typeof block !== "object" || (block as { type?: unknown }).type !== "media") return false;
+  if (block === null || typeof block !== "object" || (block as { type?: unknown }).type !== "media")
+    return false;
   const b = block as { data?: unknown; ref?: unknown };
   return b.data !== undefined || (typeof b.ref === "string" && /^data:/i.test(b.ref));
 }
@@ -74,16 +93,37 @@ export function carriesContent(block: unknown): boolean {
  * session would keep the bytes) and `data` must be base64 text. Returns the blocks without `data`
  * and the data by index, to put back on the frozen copies.
  */
-export function detachInlineBytes(media: CompiledMedia | undefined, raw: unknown): { readonly blocks: unknown; readonly data: ReadonlyMap<number, string> } {
+export function detachInlineBytes(
+  media: CompiledMedia | undefined,
+  raw: unknown,
+): { readonly blocks: unknown; readonly data: ReadonlyMap<number, string> } {
   const data = new Map<number, string>();
   if (!Array.isArray(raw)) return { blocks: raw, data };
   const blocks = raw.map((block: unknown, i) => {
     if (!carriesContent(block)) return block;
-    if (!media) throw new ValidationError(`input[${i}]`, "media_not_configured", `input[${i}] carries media content, which needs the engine's media option`);
+    if (!media)
+      throw new ValidationError(
+        `input[${i}]`,
+        "media_not_configured",
+        `input[${i}] carries media content, which needs the engine's media option`,
+      );
     const { data: bytes, ...rest } = block as { data?: unknown; ref: unknown };
-    if (typeof rest.ref === "string" && /^data:/i.test(rest.ref)) throw new ValidationError(`input[${i}].ref`, "reference", `input[${i}].ref must be a reference, not inline content`);
-    if (typeof bytes !== "string" || !/^[A-Za-z0-9+/]*={0,2}$/.test(bytes) || bytes.length % 4 !== 0) {
-      throw new ValidationError(`input[${i}].data`, "base64", `input[${i}].data must be base64 text`);
+    if (typeof rest.ref === "string" && /^data:/i.test(rest.ref))
+      throw new ValidationError(
+        `input[${i}].ref`,
+        "reference",
+        `input[${i}].ref must be a reference, not inline content`,
+      );
+    if (
+      typeof bytes !== "string" ||
+      !/^[A-Za-z0-9+/]*={0,2}$/.test(bytes) ||
+      bytes.length % 4 !== 0
+    ) {
+      throw new ValidationError(
+        `input[${i}].data`,
+        "base64",
+        `input[${i}].data must be base64 text`,
+      );
     }
     data.set(i, bytes);
     return rest;
@@ -103,7 +143,8 @@ function base64Size(data: string): number {
 
 function mediaBlocks(messages: readonly Msg[]): MediaBlock[] {
   const out: MediaBlock[] = [];
-  for (const m of messages) if (m.role === "user") for (const b of m.blocks) if (b.type === "media") out.push(b);
+  for (const m of messages)
+    if (m.role === "user") for (const b of m.blocks) if (b.type === "media") out.push(b);
   return out;
 }
 
@@ -112,12 +153,19 @@ function mediaBlocks(messages: readonly Msg[]): MediaBlock[] {
  * then `source` once per ref (the input's refs, and with `replay: "bytes"` the history's). Over
  * `maxBytes`, a source failure or a malformed answer leaves the turn uncertain with cause `media`.
  */
-export async function resolveMedia(env: TurnEnv, history: readonly Msg[]): Promise<Map<string, ResolvedMedia>> {
+export async function resolveMedia(
+  env: TurnEnv,
+  history: readonly Msg[],
+): Promise<Map<string, ResolvedMedia>> {
   const media = env.engine.media;
   const resolved = new Map<string, ResolvedMedia>();
   if (!media) return resolved;
   const check = (size: number) => {
-    if (size > media.maxBytes) throw new UncertainTurnError("media", `a media block is ${size} bytes, over the ${media.maxBytes}-byte limit`);
+    if (size > media.maxBytes)
+      throw new UncertainTurnError(
+        "media",
+        `a media block is ${size} bytes, over the ${media.maxBytes}-byte limit`,
+      );
   };
   const wanted: MediaBlock[] = [];
   for (const block of env.input.input) {
@@ -125,7 +173,11 @@ export async function resolveMedia(env: TurnEnv, history: readonly Msg[]): Promi
     if (typeof block.data === "string") {
       const size = base64Size(block.data);
       check(size);
-      resolved.set(block.ref, { data: block.data, contentType: normalizeContentType(block.contentType), size });
+      resolved.set(block.ref, {
+        data: block.data,
+        contentType: normalizeContentType(block.contentType),
+        size,
+      });
     } else wanted.push(block);
   }
   if (!media.source) return resolved;
@@ -134,25 +186,39 @@ export async function resolveMedia(env: TurnEnv, history: readonly Msg[]): Promi
   if (wanted.some((block) => !resolved.has(block.ref))) await commitBefore(env.engine);
   for (const block of wanted) {
     if (resolved.has(block.ref)) continue;
-    const ctx = Object.freeze({ scope: env.input.scope, sessionId: env.input.sessionId, kind: block.kind, contentType: block.contentType });
+    const ctx = Object.freeze({
+      scope: env.input.scope,
+      sessionId: env.input.sessionId,
+      kind: block.kind,
+      contentType: block.contentType,
+    });
     let answer: MediaBytes;
     try {
       answer = await media.source(block.ref, ctx);
     } catch (error) {
       throw new UncertainTurnError("media", "the media source failed", error);
     }
-    if (answer === null || typeof answer !== "object" || !(answer.bytes instanceof Uint8Array)) throw new UncertainTurnError("media", "the media source must return { bytes: Uint8Array }");
-    if (answer.contentType !== undefined && typeof answer.contentType !== "string") throw new UncertainTurnError("media", "the media source's contentType must be a string");
+    if (answer === null || typeof answer !== "object" || !(answer.bytes instanceof Uint8Array))
+      throw new UncertainTurnError("media", "the media source must return { bytes: Uint8Array }");
+    if (answer.contentType !== undefined && typeof answer.contentType !== "string")
+      throw new UncertainTurnError("media", "the media source's contentType must be a string");
     check(answer.bytes.byteLength);
     const contentType = normalizeContentType(answer.contentType ?? block.contentType);
-    const data = Buffer.from(answer.bytes.buffer, answer.bytes.byteOffset, answer.bytes.byteLength).toString("base64");
+    const data = Buffer.from(
+      answer.bytes.buffer,
+      answer.bytes.byteOffset,
+      answer.bytes.byteLength,
+    ).toString("base64");
     resolved.set(block.ref, { data, contentType, size: answer.bytes.byteLength });
   }
   return resolved;
 }
 
 /** The input as the session records it: media blocks keep the ref (with the resolved type and size), never the bytes. */
-export function storedInput(blocks: readonly Block[], resolved: ReadonlyMap<string, ResolvedMedia>): Block[] {
+export function storedInput(
+  blocks: readonly Block[],
+  resolved: ReadonlyMap<string, ResolvedMedia>,
+): Block[] {
   return blocks.map((block) => {
     if (block.type !== "media") return block;
     const { data: _bytes, ...rest } = block;
@@ -162,17 +228,30 @@ export function storedInput(blocks: readonly Block[], resolved: ReadonlyMap<stri
 }
 
 /** Each media block of the input is egress to the main provider: on the access trail by kind and size, never URI. */
-export async function mediaEgress(env: TurnEnv, choice: ModelChoice, blocks: readonly Block[], resolved: ReadonlyMap<string, ResolvedMedia>): Promise<void> {
+export async function mediaEgress(
+  env: TurnEnv,
+  choice: ModelChoice,
+  blocks: readonly Block[],
+  resolved: ReadonlyMap<string, ResolvedMedia>,
+): Promise<void> {
   const provider = env.engine.clients.get(choice.clientId)?.provider ?? choice.clientId;
   for (const block of blocks) {
     if (block.type !== "media") continue;
     const bytes = resolved.get(block.ref)?.size ?? block.sizeBytes;
-    const size = typeof bytes === "number" && Number.isSafeInteger(bytes) && bytes >= 0 ? trailJoin(trailKind("bytes"), bytes) : trailKind("unknown_size");
+    const size =
+      typeof bytes === "number" && Number.isSafeInteger(bytes) && bytes >= 0
+        ? trailJoin(trailKind("bytes"), bytes)
+        : trailKind("unknown_size");
     await durable(env.engine.audit, {
       trail: "access",
       ...trailBase(env.trail, env.engine.clock.now()),
       tool: trailKind("media"),
-      resource: trailJoin(trailKind("provider"), env.trail.idOrHash(provider), kindOrUnknown(block.kind), size),
+      resource: trailJoin(
+        trailKind("provider"),
+        env.trail.idOrHash(provider),
+        kindOrUnknown(block.kind),
+        size,
+      ),
       action: "egress",
     });
   }
@@ -188,7 +267,12 @@ export function replayedHistory(env: TurnEnv, history: readonly Msg[]): MediaBlo
  * bytes; with media configured, history media is a placeholder text block, or with replay "bytes"
  * the bytes again.
  */
-export function requestMessages(env: TurnEnv, history: readonly Msg[], own: readonly Msg[], resolved: ReadonlyMap<string, ResolvedMedia>): readonly Msg[] {
+export function requestMessages(
+  env: TurnEnv,
+  history: readonly Msg[],
+  own: readonly Msg[],
+  resolved: ReadonlyMap<string, ResolvedMedia>,
+): readonly Msg[] {
   const media = env.engine.media;
   if (!media) return [...history, ...own];
   const withBytes = (block: MediaBlock): MediaBlock => {
@@ -201,10 +285,18 @@ export function requestMessages(env: TurnEnv, history: readonly Msg[], own: read
       if (b.type !== "media") return b;
       if (media.replay === "bytes") return withBytes(b);
       const size = typeof b.sizeBytes === "number" ? `${b.sizeBytes} bytes` : "unknown size";
-      return { type: "text", text: `[${b.kind}: ${b.contentType}, ${size}, sent earlier]`, origin: "harness" };
+      return {
+        type: "text",
+        text: `[${b.kind}: ${b.contentType}, ${size}, sent earlier]`,
+        origin: "harness",
+      };
     });
     return { ...m, blocks };
   });
-  const current = own.map((m) => (m.role === "user" && m.blocks.some((b) => b.type === "media") ? { ...m, blocks: m.blocks.map((b) => (b.type === "media" ? withBytes(b) : b)) } : m));
+  const current = own.map((m) =>
+    m.role === "user" && m.blocks.some((b) => b.type === "media")
+      ? { ...m, blocks: m.blocks.map((b) => (b.type === "media" ? withBytes(b) : b)) }
+      : m,
+  );
   return [...past, ...current];
 }

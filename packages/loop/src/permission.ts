@@ -1,4 +1,13 @@
-import { type AuditLog, type AuthorizationIntent, type Clock, type JsonObject, type PolicyReason, type PolicyRule, type TrailValue, trailId } from "@alma-harness/core";
+import {
+  type AuditLog,
+  type AuthorizationIntent,
+  type Clock,
+  type JsonObject,
+  type PolicyReason,
+  type PolicyRule,
+  type TrailValue,
+  trailId,
+} from "@alma-harness/core";
 import { durable } from "./audit.js";
 import { raceAbort } from "./cancel.js";
 import type { LoopEvent } from "./events.js";
@@ -42,7 +51,9 @@ export interface FenceContext {
   readonly commit: () => Promise<void>;
 }
 
-export type FenceVerdict = { readonly allowed: true } | { readonly allowed: false; readonly reason: string };
+export type FenceVerdict =
+  | { readonly allowed: true }
+  | { readonly allowed: false; readonly reason: string };
 
 /**
  * Policy before effect: the decision is made durable on the policy trail before anything else;
@@ -50,8 +61,17 @@ export type FenceVerdict = { readonly allowed: true } | { readonly allowed: fals
  * is awaited: if one fails, this throws and the tool does not run. A hard deny is final; a grant
  * from an earlier allowed ask satisfies a later matching ask, never a deny.
  */
-export async function permissionFence(ctx: FenceContext, request: PermissionRequest, recorded: { readonly action: TrailValue; readonly subject: TrailValue }): Promise<FenceVerdict> {
-  const record = () => ({ trail: "policy" as const, ...trailBase(ctx.trail, ctx.clock.now(), request.callId), tool: trailId(request.tool), authorization: recorded });
+export async function permissionFence(
+  ctx: FenceContext,
+  request: PermissionRequest,
+  recorded: { readonly action: TrailValue; readonly subject: TrailValue },
+): Promise<FenceVerdict> {
+  const record = () => ({
+    trail: "policy" as const,
+    ...trailBase(ctx.trail, ctx.clock.now(), request.callId),
+    tool: trailId(request.tool),
+    authorization: recorded,
+  });
   await durable(ctx.audit, { ...record(), action: "intent" });
   if (ctx.controller) await ctx.commit();
   const { decision, by, rule } = await decide(ctx, request);
@@ -62,13 +82,25 @@ export async function permissionFence(ctx: FenceContext, request: PermissionRequ
 
   const key = grantKey(request);
   if (ctx.grants.has(key)) {
-    await durable(ctx.audit, { ...record(), action: "grant.used", decision: "allow", by: "kernel", rule: "run_grant" });
+    await durable(ctx.audit, {
+      ...record(),
+      action: "grant.used",
+      decision: "allow",
+      by: "kernel",
+      rule: "run_grant",
+    });
     return { allowed: true };
   }
   await durable(ctx.audit, { ...record(), action: "permission.requested", decision: "ask" });
   // The ask is shown to an operator and may wait long: it is durable first, and no write stays open.
   await ctx.commit();
-  ctx.emit({ type: "permission.requested", turnId: ctx.turnId, callId: request.callId, action: request.action, subject: request.subject });
+  ctx.emit({
+    type: "permission.requested",
+    turnId: ctx.turnId,
+    callId: request.callId,
+    action: request.action,
+    subject: request.subject,
+  });
   const answer = await askResolver(ctx, request);
   await durable(ctx.audit, {
     ...record(),
@@ -77,8 +109,15 @@ export async function permissionFence(ctx: FenceContext, request: PermissionRequ
     by: answer.by,
     ...(answer.reason ? { reason: answer.reason } : {}),
   });
-  ctx.emit({ type: "permission.resolved", turnId: ctx.turnId, callId: request.callId, allowed: answer.allowed, by: answer.by });
-  if (!answer.allowed) return { allowed: false, reason: REASON_TEXT[answer.reason ?? "operator_denied"] };
+  ctx.emit({
+    type: "permission.resolved",
+    turnId: ctx.turnId,
+    callId: request.callId,
+    allowed: answer.allowed,
+    by: answer.by,
+  });
+  if (!answer.allowed)
+    return { allowed: false, reason: REASON_TEXT[answer.reason ?? "operator_denied"] };
   ctx.grants.add(key);
   return { allowed: true };
 }
@@ -97,12 +136,19 @@ const REASON_TEXT: Readonly<Record<PolicyReason, string>> = {
  * controller that failed or answered outside the vocabulary (deny, fail closed) are the kernel's;
  * a controller's answer is the operator's policy.
  */
-async function decide(ctx: FenceContext, request: PermissionRequest): Promise<{ decision: PermissionDecision; by: "operator" | "kernel"; rule: PolicyRule }> {
+async function decide(
+  ctx: FenceContext,
+  request: PermissionRequest,
+): Promise<{ decision: PermissionDecision; by: "operator" | "kernel"; rule: PolicyRule }> {
   if (!ctx.controller) return { decision: "allow", by: "kernel", rule: "kernel.registered" };
   try {
     const controller = ctx.controller;
-    const decision: unknown = await raceAbort(new Promise((resolve) => resolve(controller.decide(request))), ctx.signal);
-    if (decision === "allow" || decision === "ask" || decision === "deny") return { decision, by: "operator", rule: "controller" };
+    const decision: unknown = await raceAbort(
+      new Promise((resolve) => resolve(controller.decide(request))),
+      ctx.signal,
+    );
+    if (decision === "allow" || decision === "ask" || decision === "deny")
+      return { decision, by: "operator", rule: "controller" };
     return { decision: "deny", by: "kernel", rule: "kernel.decision_invalid" };
   } catch {
     return { decision: "deny", by: "kernel", rule: "kernel.decide_failed" };
@@ -129,7 +175,10 @@ async function askResolver(ctx: FenceContext, request: PermissionRequest): Promi
   const answer = Promise.resolve()
     .then(() => resolve.call(ctx.controller, request, local.signal))
     .then(
-      (allowed): Answer => (allowed === true ? { allowed: true, by: "operator" } : { allowed: false, by: "operator", reason: "operator_denied" }),
+      (allowed): Answer =>
+        allowed === true
+          ? { allowed: true, by: "operator" }
+          : { allowed: false, by: "operator", reason: "operator_denied" },
       (): Answer => ({ allowed: false, by: "kernel", reason: "resolver_failed" }),
     );
   try {

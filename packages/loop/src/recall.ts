@@ -39,8 +39,15 @@ export interface RecallConfig {
   readonly label?: string;
 }
 
-export const RECALL_LABEL = "[Recalled memory: what is known about this person from earlier sessions. It was not said in this turn; the person's own words take precedence.]";
-export const DEFAULT_RECALL = Object.freeze({ episodes: 3, facts: 8, recallTimeoutMs: 2_000, attempts: 3, maxChars: 4_000 });
+export const RECALL_LABEL =
+  "[Recalled memory: what is known about this person from earlier sessions. It was not said in this turn; the person's own words take precedence.]";
+export const DEFAULT_RECALL = Object.freeze({
+  episodes: 3,
+  facts: 8,
+  recallTimeoutMs: 2_000,
+  attempts: 3,
+  maxChars: 4_000,
+});
 /** The query text recall ranks by: the turn's input text, at most this many UTF-16 units. */
 export const RECALL_QUERY_MAX = 4_000;
 const SOURCE_NAME = /^[a-z0-9_.:-]{1,64}$/;
@@ -57,35 +64,47 @@ export interface CompiledRecall {
 }
 
 function hasControl(text: string): boolean {
-  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) < 0x20 || text.charCodeAt(i) === 0x7f) return true;
+  for (let i = 0; i < text.length; i++)
+    if (text.charCodeAt(i) < 0x20 || text.charCodeAt(i) === 0x7f) return true;
   return false;
 }
 
 function int(name: string, value: unknown, min: number, max: number, def: number): number {
   if (value === undefined) return def;
-  if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > max) throw new EngineConfigError(`recall.${name} must be an integer ${min}-${max}`);
+  if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > max)
+    throw new EngineConfigError(`recall.${name} must be an integer ${min}-${max}`);
   return value as number;
 }
 
 /** Validates the recall configuration once, at construction. */
 export function compileRecall(config: RecallConfig | undefined): CompiledRecall | undefined {
   if (config === undefined) return undefined;
-  if (config === null || typeof config !== "object") throw new EngineConfigError("recall must be an object { source, ... }");
+  if (config === null || typeof config !== "object")
+    throw new EngineConfigError("recall must be an object { source, ... }");
   const source = config.source;
-  if (!source || typeof source.recall !== "function") throw new EngineConfigError("recall.source must be a RecallSource");
-  if (typeof source.name !== "string" || !SOURCE_NAME.test(source.name)) throw new EngineConfigError("recall.source.name must be 1-64 of [a-z0-9_.:-]");
+  if (!source || typeof source.recall !== "function")
+    throw new EngineConfigError("recall.source must be a RecallSource");
+  if (typeof source.name !== "string" || !SOURCE_NAME.test(source.name))
+    throw new EngineConfigError("recall.source.name must be 1-64 of [a-z0-9_.:-]");
   const label = config.label ?? RECALL_LABEL;
   if (typeof label !== "string" || label.length < 1 || label.length > 500 || hasControl(label)) {
     throw new EngineConfigError("recall.label must be 1-500 characters without control characters");
   }
   const maxChars = int("maxChars", config.maxChars, 200, 20_000, DEFAULT_RECALL.maxChars);
-  if (label.length >= maxChars) throw new EngineConfigError("recall.label must be shorter than recall.maxChars");
+  if (label.length >= maxChars)
+    throw new EngineConfigError("recall.label must be shorter than recall.maxChars");
   return Object.freeze({
     source,
     name: trailId(source.name),
     episodes: int("episodes", config.episodes, 0, 50, DEFAULT_RECALL.episodes),
     facts: int("facts", config.facts, 0, 50, DEFAULT_RECALL.facts),
-    recallTimeoutMs: int("recallTimeoutMs", config.recallTimeoutMs, 1, 60_000, DEFAULT_RECALL.recallTimeoutMs),
+    recallTimeoutMs: int(
+      "recallTimeoutMs",
+      config.recallTimeoutMs,
+      1,
+      60_000,
+      DEFAULT_RECALL.recallTimeoutMs,
+    ),
     attempts: int("attempts", config.attempts, 1, 5, DEFAULT_RECALL.attempts),
     maxChars,
     label,
@@ -115,7 +134,10 @@ export async function recallFor(env: TurnEnv): Promise<string | undefined> {
   const ceiling = input.intent.sensitivity;
   await commitBefore(env.engine);
   const asked = await askSource(env, recall, ceiling);
-  const recalled = asked.result === undefined ? emptyRecall(asked.attempts, asked.tier) : boundRecall(recall, asked.result, input.scope, ceiling, asked.attempts);
+  const recalled =
+    asked.result === undefined
+      ? emptyRecall(asked.attempts, asked.tier)
+      : boundRecall(recall, asked.result, input.scope, ceiling, asked.attempts);
   const text = recalled.text ?? "";
   const degradedTiers = RECALL_DEGRADED_TIERS.filter((t) => recalled.degraded.has(t));
   await durable(env.engine.audit, {
@@ -135,17 +157,30 @@ export async function recallFor(env: TurnEnv): Promise<string | undefined> {
 }
 
 function emptyRecall(attempts: number, tier: RecallDegradedTier | undefined): Recalled {
-  return { text: undefined, episodes: 0, facts: 0, attempts, dropped: 0, degraded: new Set(tier ? [tier] : []) };
+  return {
+    text: undefined,
+    episodes: 0,
+    facts: 0,
+    attempts,
+    dropped: 0,
+    degraded: new Set(tier ? [tier] : []),
+  };
 }
 
-type Asked = { readonly result: RecallResult; readonly attempts: number; readonly tier?: undefined } | { readonly result: undefined; readonly attempts: number; readonly tier: RecallDegradedTier };
+type Asked =
+  | { readonly result: RecallResult; readonly attempts: number; readonly tier?: undefined }
+  | { readonly result: undefined; readonly attempts: number; readonly tier: RecallDegradedTier };
 
 /**
  * The source under one deadline. Each attempt gets a signal that aborts at the deadline or the
  * turn's end; the race never waits for a source that ignores it, and whatever a source answers
  * after the race is over is dropped (a late result can neither append nor dispatch).
  */
-async function askSource(env: TurnEnv, recall: CompiledRecall, ceiling: Sensitivity): Promise<Asked> {
+async function askSource(
+  env: TurnEnv,
+  recall: CompiledRecall,
+  ceiling: Sensitivity,
+): Promise<Asked> {
   const { input } = env;
   const control = new AbortController();
   let timedOut = false;
@@ -162,7 +197,11 @@ async function askSource(env: TurnEnv, recall: CompiledRecall, ceiling: Sensitiv
     const onAbort = () => reject(abortReason(env.signal));
     if (env.signal.aborted) onAbort();
     else env.signal.addEventListener("abort", onAbort, { once: true });
-    control.signal.addEventListener("abort", () => env.signal.removeEventListener("abort", onAbort), { once: true });
+    control.signal.addEventListener(
+      "abort",
+      () => env.signal.removeEventListener("abort", onAbort),
+      { once: true },
+    );
   });
   cancelled.catch(() => undefined);
   const query = Object.freeze({
@@ -180,7 +219,10 @@ async function askSource(env: TurnEnv, recall: CompiledRecall, ceiling: Sensitiv
       const call = callSource(recall.source, query);
       const answer = await Promise.race([call, expired, cancelled]);
       if (answer === "timeout") return { result: undefined, attempts, tier: "unavailable" };
-      if (answer.ok) return answer.value === undefined ? { result: undefined, attempts, tier: "invalid" } : { result: answer.value, attempts };
+      if (answer.ok)
+        return answer.value === undefined
+          ? { result: undefined, attempts, tier: "invalid" }
+          : { result: answer.value, attempts };
     }
     return { result: undefined, attempts, tier: "unavailable" };
   } finally {
@@ -191,7 +233,12 @@ async function askSource(env: TurnEnv, recall: CompiledRecall, ceiling: Sensitiv
 }
 
 /** One call to the source, never throwing: a synchronous throw is a rejection, a malformed answer is `undefined`. */
-async function callSource(source: RecallSource, query: Parameters<RecallSource["recall"]>[0]): Promise<{ readonly ok: true; readonly value: RecallResult | undefined } | { readonly ok: false }> {
+async function callSource(
+  source: RecallSource,
+  query: Parameters<RecallSource["recall"]>[0],
+): Promise<
+  { readonly ok: true; readonly value: RecallResult | undefined } | { readonly ok: false }
+> {
   try {
     const value: unknown = await source.recall(query);
     return { ok: true, value: isRecallResult(value) ? value : undefined };
@@ -222,10 +269,16 @@ const CONSIDERED = 200;
 /** A fact's slot (core's `ProfileFact.key` rule): a key of another shape could add a line of its own. */
 const FACT_KEY = /^[a-z][a-z0-9_.-]{0,63}$/;
 
-const sameScope = (a: Scope, b: Scope) => a !== null && typeof a === "object" && a.org === b.org && a.uid === b.uid;
+const sameScope = (a: Scope, b: Scope) =>
+  a !== null && typeof a === "object" && a.org === b.org && a.uid === b.uid;
 
 /** A record the turn may see: of its scope, at or below its ceiling, with text of the contract's shape. */
-function admissible(record: unknown, scope: Scope, ceiling: Sensitivity, text: (r: never) => unknown): boolean {
+function admissible(
+  record: unknown,
+  scope: Scope,
+  ceiling: Sensitivity,
+  text: (r: never) => unknown,
+): boolean {
   if (record === null || typeof record !== "object") return false;
   const r = record as { scope?: Scope; sensitivity?: Sensitivity; source?: { at?: unknown } };
   if (!r.scope || !sameScope(r.scope, scope)) return false;
@@ -238,39 +291,71 @@ function admissible(record: unknown, scope: Scope, ceiling: Sensitivity, text: (
   if (!(rank <= sensitivityRank(ceiling))) return false;
   const body = text(record as never);
   const at = r.source?.at;
-  return typeof body === "string" && body.length > 0 && Number.isSafeInteger(at) && (at as number) >= 0 && (at as number) <= MAX_TIME;
+  return (
+    typeof body === "string" &&
+    body.length > 0 &&
+    Number.isSafeInteger(at) &&
+    (at as number) >= 0 &&
+    (at as number) <= MAX_TIME
+  );
 }
 
 /** The source's answer kept to the turn's scope, ceiling and bounds, then rendered. */
-function boundRecall(recall: CompiledRecall, result: RecallResult, scope: Scope, ceiling: Sensitivity, attempts: number): Recalled {
+function boundRecall(
+  recall: CompiledRecall,
+  result: RecallResult,
+  scope: Scope,
+  ceiling: Sensitivity,
+  attempts: number,
+): Recalled {
   const degraded = new Set<RecallDegradedTier>();
   const rawFacts = result.facts.slice(0, CONSIDERED);
   const rawEpisodes = result.episodes.slice(0, CONSIDERED);
-  const facts = rawFacts.filter((f) => admissible(f, scope, ceiling, (r: ProfileFact) => r.text) && typeof f.key === "string" && FACT_KEY.test(f.key));
-  const episodes = rawEpisodes.filter((e) => admissible(e, scope, ceiling, (r: Episode) => r.summary));
+  const facts = rawFacts.filter(
+    (f) =>
+      admissible(f, scope, ceiling, (r: ProfileFact) => r.text) &&
+      typeof f.key === "string" &&
+      FACT_KEY.test(f.key),
+  );
+  const episodes = rawEpisodes.filter((e) =>
+    admissible(e, scope, ceiling, (r: Episode) => r.summary),
+  );
   let dropped = rawFacts.length - facts.length + (rawEpisodes.length - episodes.length);
   if (dropped > 0) degraded.add("filtered");
-  const unseen = result.facts.length - rawFacts.length + (result.episodes.length - rawEpisodes.length);
+  const unseen =
+    result.facts.length - rawFacts.length + (result.episodes.length - rawEpisodes.length);
   if (unseen > 0) degraded.add("truncated");
   dropped += unseen;
   // Bounded in the source's rank order, then ordered for the block.
   const keptFacts = sortFacts(facts.slice(0, recall.facts));
   const keptEpisodes = sortEpisodes(episodes.slice(0, recall.episodes));
   const rendered = renderRecall(recall, keptFacts, keptEpisodes);
-  const over = facts.length - keptFacts.length + (episodes.length - keptEpisodes.length) + rendered.dropped;
+  const over =
+    facts.length - keptFacts.length + (episodes.length - keptEpisodes.length) + rendered.dropped;
   if (over > 0) degraded.add("truncated");
   dropped += over;
-  return { text: rendered.text, episodes: rendered.episodes, facts: rendered.facts, attempts, dropped, degraded };
+  return {
+    text: rendered.text,
+    episodes: rendered.episodes,
+    facts: rendered.facts,
+    attempts,
+    dropped,
+    degraded,
+  };
 }
 
 /** Facts in a fixed order (key, then newest first, then id), so the block does not depend on the source's ranking order. */
 function sortFacts(facts: readonly ProfileFact[]): ProfileFact[] {
-  return [...facts].sort((a, b) => cmp(a.key, b.key) || b.source.at - a.source.at || cmp(a.factId, b.factId));
+  return [...facts].sort(
+    (a, b) => cmp(a.key, b.key) || b.source.at - a.source.at || cmp(a.factId, b.factId),
+  );
 }
 
 /** Episodes newest first, then by id. */
 function sortEpisodes(episodes: readonly Episode[]): Episode[] {
-  return [...episodes].sort((a, b) => b.source.at - a.source.at || cmp(String(a.episodeId), String(b.episodeId)));
+  return [...episodes].sort(
+    (a, b) => b.source.at - a.source.at || cmp(String(a.episodeId), String(b.episodeId)),
+  );
 }
 
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
@@ -284,7 +369,11 @@ const oneLine = (text: string) => text.replace(/[\r\n\u2028\u2029]+/g, " ").trim
  * reply was never delivered). Records that would take it over `maxChars` are dropped whole, facts
  * before episodes keep their places (a fact outranks a summary).
  */
-export function renderRecall(recall: Pick<CompiledRecall, "label" | "maxChars">, facts: readonly ProfileFact[], episodes: readonly Episode[]) {
+export function renderRecall(
+  recall: Pick<CompiledRecall, "label" | "maxChars">,
+  facts: readonly ProfileFact[],
+  episodes: readonly Episode[],
+) {
   let text = recall.label;
   let keptFacts = 0;
   let keptEpisodes = 0;
@@ -302,10 +391,21 @@ export function renderRecall(recall: Pick<CompiledRecall, "label" | "maxChars">,
     }
     return kept;
   };
-  keptFacts = add("Facts:", facts.map((f) => `- ${f.key} (${day(f.source.at)}): ${oneLine(f.text)}`));
+  keptFacts = add(
+    "Facts:",
+    facts.map((f) => `- ${f.key} (${day(f.source.at)}): ${oneLine(f.text)}`),
+  );
   keptEpisodes = add(
     "Earlier sessions:",
-    episodes.map((e) => `- ${day(e.source.at)}: ${oneLine(e.summary)}${e.undelivered ? " (the reply of that session was not delivered)" : ""}`),
+    episodes.map(
+      (e) =>
+        `- ${day(e.source.at)}: ${oneLine(e.summary)}${e.undelivered ? " (the reply of that session was not delivered)" : ""}`,
+    ),
   );
-  return { text: keptFacts + keptEpisodes > 0 ? text : undefined, facts: keptFacts, episodes: keptEpisodes, dropped };
+  return {
+    text: keptFacts + keptEpisodes > 0 ? text : undefined,
+    facts: keptFacts,
+    episodes: keptEpisodes,
+    dropped,
+  };
 }

@@ -6,7 +6,11 @@ import { callsLeft, rotate } from "./rotation.js";
 import type { TurnState } from "./state.js";
 
 /** An attested context refusal with no rotation left: completed, empty, `context_window_exceeded`. */
-const CONTEXT_EXCEEDED: Ending = Object.freeze({ reply: Object.freeze([]), stopReason: "context_window_exceeded", terminalReason: "context_window" });
+const CONTEXT_EXCEEDED: Ending = Object.freeze({
+  reply: Object.freeze([]),
+  stopReason: "context_window_exceeded",
+  terminalReason: "context_window",
+});
 
 /**
  * Whether a refused main call may release the turn (spec: pre-stream-rejections): the flag is set,
@@ -14,7 +18,14 @@ const CONTEXT_EXCEEDED: Ending = Object.freeze({ reply: Object.freeze([]), stopR
  * recorded nothing but its input (no rotation).
  */
 export function releasable(env: TurnEnv, state: TurnState, notice: string | undefined): boolean {
-  return env.engine.releasePreStreamRejections && notice === undefined && state.steps === 1 && state.callsUsed === 1 && !state.log.rotated && state.log.added.length === 1;
+  return (
+    env.engine.releasePreStreamRejections &&
+    notice === undefined &&
+    state.steps === 1 &&
+    state.callsUsed === 1 &&
+    !state.log.rotated &&
+    state.log.added.length === 1
+  );
 }
 
 /**
@@ -26,7 +37,12 @@ export function releasable(env: TurnEnv, state: TurnState, notice: string | unde
  *   `terminalReason: "error"`, its failure, and nothing recorded, the input included;
  * - anything else is thrown on, uncertain as any failure (cause `call:main:rejected:<proof>`).
  */
-export async function afterRejection(env: TurnEnv, state: TurnState, error: CallRejectedError, notice: string | undefined): Promise<Ending | "retry"> {
+export async function afterRejection(
+  env: TurnEnv,
+  state: TurnState,
+  error: CallRejectedError,
+  notice: string | undefined,
+): Promise<Ending | "retry"> {
   if (error.callKind !== "main") throw error;
   if (error.proof === "context_window") {
     if (callsLeft(env, state) < 2) return CONTEXT_EXCEEDED;
@@ -37,6 +53,9 @@ export async function afterRejection(env: TurnEnv, state: TurnState, error: Call
   if (!releasable(env, state, notice)) throw error;
   state.log.discard();
   // The stored failure names the proof, never the provider's own text.
-  const failure = { ...failureOf(error.providerError), message: `the provider refused the call before any stream (${error.proof})` };
+  const failure = {
+    ...failureOf(error.providerError),
+    message: `the provider refused the call before any stream (${error.proof})`,
+  };
   return { reply: [], stopReason: null, terminalReason: "error", failure };
 }

@@ -40,7 +40,11 @@ function advertisedOf(env: TurnEnv): Advertised {
   // While the grant defers any tool, search_tools follows the non-deferred ones (spec: deferred-tools).
   const search = searchSpecOf(env.grant);
   if (search) tools.push(search);
-  const out: Advertised = { specs: env.engine.specs, tools: Object.freeze(tools), deferred: Object.freeze(deferred) };
+  const out: Advertised = {
+    specs: env.engine.specs,
+    tools: Object.freeze(tools),
+    deferred: Object.freeze(deferred),
+  };
   if (Object.isFrozen(env.grant)) advertisedByGrant.set(env.grant, out);
   return out;
 }
@@ -51,10 +55,15 @@ export function advertisedTools(env: TurnEnv): readonly ToolSpec[] {
 }
 
 /** Provider tools at or below the turn's sensitivity, withheld once their per-turn `maxUses` is spent. */
-export function advertisedProviderTools(env: TurnEnv, state: TurnState): readonly ProviderToolSpec[] {
+export function advertisedProviderTools(
+  env: TurnEnv,
+  state: TurnState,
+): readonly ProviderToolSpec[] {
   const rank = sensitivityRank(env.input.intent.sensitivity);
   return env.engine.providerTools.filter(
-    (t) => rank <= sensitivityRank(t.maxSensitivity) && (t.maxUses === undefined || state.webSearches < t.maxUses),
+    (t) =>
+      rank <= sensitivityRank(t.maxSensitivity) &&
+      (t.maxUses === undefined || state.webSearches < t.maxUses),
   );
 }
 
@@ -63,12 +72,23 @@ export function advertisedProviderTools(env: TurnEnv, state: TurnState): readonl
  * and the turn's messages, then — only in this request, never persisted — a harness notice asking
  * for a final answer when this is the last step and tools are advertised.
  */
-export function buildRequest(env: TurnEnv, state: TurnState, choice: ModelChoice, notice: string | undefined): ModelRequest {
+export function buildRequest(
+  env: TurnEnv,
+  state: TurnState,
+  choice: ModelChoice,
+  notice: string | undefined,
+): ModelRequest {
   const tools = withLoaded(env, state, advertisedTools(env));
   const providerTools = advertisedProviderTools(env, state);
   const view = state.log.view();
-  let messages: readonly Msg[] = requestMessages(env, state.log.history, view.slice(state.log.history.length), state.media);
-  if (notice !== undefined && (tools.length > 0 || providerTools.length > 0)) messages = withNotice(messages, notice);
+  let messages: readonly Msg[] = requestMessages(
+    env,
+    state.log.history,
+    view.slice(state.log.history.length),
+    state.media,
+  );
+  if (notice !== undefined && (tools.length > 0 || providerTools.length > 0))
+    messages = withNotice(messages, notice);
   const system: TextBlock[] = env.engine.system ? [{ type: "text", text: env.engine.system }] : [];
   const { deferred } = advertisedOf(env);
   return deepFreeze<ModelRequest>({
@@ -77,9 +97,18 @@ export function buildRequest(env: TurnEnv, state: TurnState, choice: ModelChoice
     messages,
     tools,
     ...(providerTools.length > 0 ? { providerTools } : {}),
-    ...(deferred.length > 0 ? { deferredTools: deferred, deferredToolSpecs: deferredSpecsOf(env) } : {}),
+    ...(deferred.length > 0
+      ? { deferredTools: deferred, deferredToolSpecs: deferredSpecsOf(env) }
+      : {}),
     maxOutputTokens: choice.maxOutputTokens,
-    ...(choice.cache !== false ? { cache: { ttl: choice.cache.ttl, ...(choice.cache.tailTtl ? { tailTtl: choice.cache.tailTtl } : {}) } } : {}),
+    ...(choice.cache !== false
+      ? {
+          cache: {
+            ttl: choice.cache.ttl,
+            ...(choice.cache.tailTtl ? { tailTtl: choice.cache.tailTtl } : {}),
+          },
+        }
+      : {}),
     ...(choice.reasoning ? { reasoning: choice.reasoning } : {}),
     ...(choice.serviceTier ? { serviceTier: choice.serviceTier } : {}),
   });
@@ -88,6 +117,7 @@ export function buildRequest(env: TurnEnv, state: TurnState, choice: ModelChoice
 function withNotice(messages: readonly Msg[], notice: string): readonly Msg[] {
   const block: Block = { type: "text", text: notice, origin: "harness" };
   const last = messages.at(-1);
-  if (last && last.role === "user") return [...messages.slice(0, -1), { ...last, blocks: [...last.blocks, block] }];
+  if (last && last.role === "user")
+    return [...messages.slice(0, -1), { ...last, blocks: [...last.blocks, block] }];
   return [...messages, { role: "user", blocks: [block] }];
 }

@@ -1,17 +1,34 @@
-import { deepFreeze, type ModelRequest, type Msg, type MsgMeta, stopTag, type UncertainCause } from "@alma-harness/core";
+import {
+  deepFreeze,
+  type ModelRequest,
+  type Msg,
+  type MsgMeta,
+  stopTag,
+  type UncertainCause,
+} from "@alma-harness/core";
 import { CallRefusedError } from "@alma-harness/execution";
 import { routeChild } from "./child.js";
 import type { TurnEnv } from "./env.js";
 import { UncertainTurnError } from "./errors.js";
 import { budgetEnding, type Ending } from "./limits.js";
-import { type CompiledLongContext, isCold, measureTokens, SUMMARY_INSTRUCTION, tailStart, transcriptOf } from "./long-context.js";
+import {
+  type CompiledLongContext,
+  isCold,
+  measureTokens,
+  SUMMARY_INSTRUCTION,
+  tailStart,
+  transcriptOf,
+} from "./long-context.js";
 import { forgetViewScan } from "./search/loads.js";
 import { engineMessage, type TurnState } from "./state.js";
 import { attemptStep } from "./attempts.js";
 import type { StepDone } from "./step.js";
 
 /** What a rotation attempt did: rotated, could not (no policy, already rotated, no removable head), or was refused at zero cost. */
-export type Rotation = { readonly status: "rotated" } | { readonly status: "impossible" } | { readonly status: "refused"; readonly ending: Ending };
+export type Rotation =
+  | { readonly status: "rotated" }
+  | { readonly status: "impossible" }
+  | { readonly status: "refused"; readonly ending: Ending };
 
 const IMPOSSIBLE: Rotation = Object.freeze({ status: "impossible" });
 const ROTATED: Rotation = Object.freeze({ status: "rotated" });
@@ -25,7 +42,13 @@ export function callsLeft(env: TurnEnv, state: TurnState): number {
  * tool-free step through the governed step runner under the root's caps and call limit, on the
  * routing and cost trails. Only a complete, non-empty answer is a summary; anything else is uncertain.
  */
-async function summarize(env: TurnEnv, state: TurnState, policy: CompiledLongContext, head: readonly Msg[], parentCallId: string | undefined): Promise<string> {
+async function summarize(
+  env: TurnEnv,
+  state: TurnState,
+  policy: CompiledLongContext,
+  head: readonly Msg[],
+  parentCallId: string | undefined,
+): Promise<string> {
   const sensitivity = env.input.intent.sensitivity;
   const choice = routeChild(env, { tier: policy.summaryTier, sensitivity }, "summary");
   const transcript = transcriptOf(head) || "(The earlier conversation has no readable content.)";
@@ -35,7 +58,14 @@ async function summarize(env: TurnEnv, state: TurnState, policy: CompiledLongCon
     messages: [{ role: "user", blocks: [{ type: "text", text: transcript }] }],
     tools: [],
     maxOutputTokens: choice.maxOutputTokens,
-    ...(choice.cache !== false ? { cache: { ttl: choice.cache.ttl, ...(choice.cache.tailTtl ? { tailTtl: choice.cache.tailTtl } : {}) } } : {}),
+    ...(choice.cache !== false
+      ? {
+          cache: {
+            ttl: choice.cache.ttl,
+            ...(choice.cache.tailTtl ? { tailTtl: choice.cache.tailTtl } : {}),
+          },
+        }
+      : {}),
     ...(choice.reasoning ? { reasoning: choice.reasoning } : {}),
     ...(choice.serviceTier ? { serviceTier: choice.serviceTier } : {}),
   });
@@ -43,7 +73,15 @@ async function summarize(env: TurnEnv, state: TurnState, policy: CompiledLongCon
   const { output } = await attemptStep(
     env,
     state,
-    { kind: "summary", step: state.steps, choice, request, tier: policy.summaryTier, sensitivity, ...(parentCallId !== undefined ? { parentCallId } : {}) },
+    {
+      kind: "summary",
+      step: state.steps,
+      choice,
+      request,
+      tier: policy.summaryTier,
+      sensitivity,
+      ...(parentCallId !== undefined ? { parentCallId } : {}),
+    },
     { unusable: unusableSummary, task: "summary" },
   );
   return output.text.trim();
@@ -51,7 +89,11 @@ async function summarize(env: TurnEnv, state: TurnState, policy: CompiledLongCon
 
 /** Only a complete, non-empty answer is a summary: anything else is its cause (tried again under `callAttempts`). */
 function unusableSummary({ output }: StepDone): UncertainCause | undefined {
-  if (output.toolCalls.length > 0 || (output.stopReason !== "end_turn" && output.stopReason !== "stop_sequence")) return `call:summary:unavailable:${stopTag(output.stopReason)}`;
+  if (
+    output.toolCalls.length > 0 ||
+    (output.stopReason !== "end_turn" && output.stopReason !== "stop_sequence")
+  )
+    return `call:summary:unavailable:${stopTag(output.stopReason)}`;
   return output.text.trim().length === 0 ? "call:summary:empty" : undefined;
 }
 
@@ -61,7 +103,11 @@ function reRecorded(msg: Msg): Msg {
   if (meta?.event === undefined && meta?.rotation === undefined) return msg;
   const { event: _event, rotation: _rotation, ...rest } = meta;
   const kept: MsgMeta = rest;
-  return engineMessage(Object.keys(kept).length > 0 ? { role: msg.role, blocks: msg.blocks, meta: kept } : { role: msg.role, blocks: msg.blocks });
+  return engineMessage(
+    Object.keys(kept).length > 0
+      ? { role: msg.role, blocks: msg.blocks, meta: kept }
+      : { role: msg.role, blocks: msg.blocks },
+  );
 }
 
 /**
@@ -71,7 +117,11 @@ function reRecorded(msg: Msg): Msg {
  * view it stands for) and the tail re-recorded, so the stored view starts at the marker. Never
  * prunes mid-history; the log keeps everything.
  */
-export async function rotate(env: TurnEnv, state: TurnState, parentCallId?: string): Promise<Rotation> {
+export async function rotate(
+  env: TurnEnv,
+  state: TurnState,
+  parentCallId?: string,
+): Promise<Rotation> {
   const policy = env.engine.longContext;
   if (!policy || state.log.rotated) return IMPOSSIBLE;
   const history = env.input.history;
@@ -82,16 +132,24 @@ export async function rotate(env: TurnEnv, state: TurnState, parentCallId?: stri
     summary = await summarize(env, state, policy, history.slice(0, start), parentCallId);
   } catch (error) {
     if (!(error instanceof CallRefusedError)) throw error;
-    return { status: "refused", ending: budgetEnding(error.reason === "cap" ? (error.cap ?? "perTurnUsd") : "unpriced", null) };
+    return {
+      status: "refused",
+      ending: budgetEnding(error.reason === "cap" ? (error.cap ?? "perTurnUsd") : "unpriced", null),
+    };
   }
-  const text = [policy.frame.before, summary, policy.frame.after].filter((line) => line.length > 0).join("\n\n");
+  const text = [policy.frame.before, summary, policy.frame.after]
+    .filter((line) => line.length > 0)
+    .join("\n\n");
   const marker = engineMessage({
     role: "user",
     blocks: [{ type: "text", text, origin: "harness" }],
     meta: { rotation: { replaces: start }, turn: env.input.turnId, at: env.engine.clock.now() },
   });
   const log = env.input.log ?? history;
-  state.log.rotate([marker, ...history.slice(start)], [marker, ...log.slice(start).map(reRecorded)]);
+  state.log.rotate(
+    [marker, ...history.slice(start)],
+    [marker, ...log.slice(start).map(reRecorded)],
+  );
   // Loads shown only by the summarized messages end with the rotation (spec: deferred-tools).
   forgetViewScan(state);
   return ROTATED;

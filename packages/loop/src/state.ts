@@ -1,4 +1,16 @@
-import { type Block, type CostReceipt, type JsonValue, type Msg, type MsgMeta, type SnapshotLimits, snapshot, totalTokens, type Usage, ZERO_USAGE, addUsage } from "@alma-harness/core";
+import {
+  type Block,
+  type CostReceipt,
+  type JsonValue,
+  type Msg,
+  type MsgMeta,
+  type SnapshotLimits,
+  snapshot,
+  totalTokens,
+  type Usage,
+  ZERO_USAGE,
+  addUsage,
+} from "@alma-harness/core";
 import type { TurnAccount } from "@alma-harness/execution";
 import type { TurnCallFailure, TurnToolCall } from "./engine.js";
 import type { LoopEvent } from "./events.js";
@@ -58,7 +70,11 @@ export class MessageLog {
 
   /** Records a message, stamped with the turn's id and the time (`meta.turn`, `meta.at`). */
   append(role: "user" | "assistant", blocks: readonly Block[], meta?: MsgMeta): Msg {
-    const message = engineMessage({ role, blocks, meta: { ...meta, turn: this.turnId, at: this.now() } });
+    const message = engineMessage({
+      role,
+      blocks,
+      meta: { ...meta, turn: this.turnId, at: this.now() },
+    });
     this.added.push(message);
     this.revision += 1;
     this.emit({ type: "message.completed", turnId: this.turnId, role, revision: this.revision });
@@ -77,7 +93,12 @@ export class MessageLog {
     this.rotated = true;
     for (const m of records) {
       this.revision += 1;
-      this.emit({ type: "message.completed", turnId: this.turnId, role: m.role, revision: this.revision });
+      this.emit({
+        type: "message.completed",
+        turnId: this.turnId,
+        role: m.role,
+        revision: this.revision,
+      });
     }
   }
 

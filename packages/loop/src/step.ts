@@ -1,4 +1,15 @@
-import { type CallKind, type CostReceipt, deepFreeze, type ModelChoice, type ModelRequest, type Sensitivity, type StepPrePatch, type Tier, trailJoin, trailKind } from "@alma-harness/core";
+import {
+  type CallKind,
+  type CostReceipt,
+  deepFreeze,
+  type ModelChoice,
+  type ModelRequest,
+  type Sensitivity,
+  type StepPrePatch,
+  type Tier,
+  trailJoin,
+  trailKind,
+} from "@alma-harness/core";
 import { CallRefusedError, type StepOutput, UncertainCallError } from "@alma-harness/execution";
 import { commitBefore, durable } from "./audit.js";
 import { observeCache } from "./cache-hygiene.js";
@@ -32,13 +43,18 @@ export interface StepDone {
  * and its slot given back; a settled pre-stream refusal throws `CallRejectedError`; everything
  * uncertain throws `UncertainTurnError` with its cause.
  */
-export async function runModelStep(env: TurnEnv, state: TurnState, call: StepCall): Promise<StepDone> {
+export async function runModelStep(
+  env: TurnEnv,
+  state: TurnState,
+  call: StepCall,
+): Promise<StepDone> {
   const { engine, input } = env;
   const client = engine.clients.get(call.choice.clientId);
   if (!client) throw new UncertainTurnError("loop", `no client "${call.choice.clientId}"`);
   const request = call.kind === "main" ? await applyStepPre(env, call) : call.request;
   // Reserved synchronously, so concurrent children can never overrun the root's call limit.
-  if (state.callsUsed >= engine.limits.maxCalls) throw new UncertainTurnError(`call:${call.kind}:call_limit`, "no call is left in this turn");
+  if (state.callsUsed >= engine.limits.maxCalls)
+    throw new UncertainTurnError(`call:${call.kind}:call_limit`, "no call is left in this turn");
   state.callsUsed += 1;
   state.operations += 1;
   const operationId = `${input.turnId}:${call.kind}:${state.operations}`;
@@ -61,13 +77,32 @@ export async function runModelStep(env: TurnEnv, state: TurnState, call: StepCal
       signal: env.signal,
       roundTimeoutMs: engine.limits.roundTimeoutMs,
       ...(answerByAt !== undefined ? { answerByAt } : {}),
-      route: { tier: call.tier, sensitivity: call.sensitivity, ...(call.parentCallId ? { parentCallId: env.trail.callId(call.parentCallId) } : {}) },
+      route: {
+        tier: call.tier,
+        sensitivity: call.sensitivity,
+        ...(call.parentCallId ? { parentCallId: env.trail.callId(call.parentCallId) } : {}),
+      },
       seenCallIds: state.callIds,
-      ...(main ? { lifecycle: { step: call.step, contextVersion: CONTEXT_VERSION, messageRevision: state.log.revision } } : {}),
+      ...(main
+        ? {
+            lifecycle: {
+              step: call.step,
+              contextVersion: CONTEXT_VERSION,
+              messageRevision: state.log.revision,
+            },
+          }
+        : {}),
       ...(main
         ? {
             onDispatch: () =>
-              env.emit({ type: "model.request", turnId: input.turnId, step: call.step, contextVersion: CONTEXT_VERSION, messageRevision: state.log.revision, model: request.model }),
+              env.emit({
+                type: "model.request",
+                turnId: input.turnId,
+                step: call.step,
+                contextVersion: CONTEXT_VERSION,
+                messageRevision: state.log.revision,
+                model: request.model,
+              }),
           }
         : {}),
     });
@@ -77,13 +112,27 @@ export async function runModelStep(env: TurnEnv, state: TurnState, call: StepCal
   if (outcome.status === "refused") {
     state.callsUsed -= 1;
     throw outcome.reason === "cap"
-      ? new CallRefusedError("cap", `the ${outcome.cap} cap leaves no room for this call; nothing was sent`, { cap: outcome.cap })
-      : new CallRefusedError("unpriced", `${call.choice.model} cannot be priced (${outcome.missing}); nothing was sent`, { missing: outcome.missing });
+      ? new CallRefusedError(
+          "cap",
+          `the ${outcome.cap} cap leaves no room for this call; nothing was sent`,
+          { cap: outcome.cap },
+        )
+      : new CallRefusedError(
+          "unpriced",
+          `${call.choice.model} cannot be priced (${outcome.missing}); nothing was sent`,
+          { missing: outcome.missing },
+        );
   }
   state.addUsage(outcome.receipt.usage);
   env.emit({ type: "cost.receipt", turnId: input.turnId, receipt: outcome.receipt });
   if (outcome.status === "rejected") {
-    throw new CallRejectedError({ proof: outcome.proof, callKind: call.kind, providerError: outcome.error, receipt: outcome.receipt, operationId });
+    throw new CallRejectedError({
+      proof: outcome.proof,
+      callKind: call.kind,
+      providerError: outcome.error,
+      receipt: outcome.receipt,
+      operationId,
+    });
   }
   if (main) await observeCache(env, call.step, request, outcome.receipt.usage);
   for (const c of outcome.output.toolCalls) state.callIds.add(c.id);
@@ -97,10 +146,24 @@ export async function runModelStep(env: TurnEnv, state: TurnState, call: StepCal
  * tried again only when the journal proves the call was never sent; anything else keeps what the
  * governed call said (spec: call-retry, undispatched-call-retry).
  */
-async function failedCall(env: TurnEnv, state: TurnState, kind: StepCall["kind"], operationId: string, error: unknown): Promise<UncertainTurnError> {
-  if (!(error instanceof UncertainCallError)) return new UncertainTurnError(`call:${kind}:error`, (error as Error)?.message ?? "the call failed", error);
+async function failedCall(
+  env: TurnEnv,
+  state: TurnState,
+  kind: StepCall["kind"],
+  operationId: string,
+  error: unknown,
+): Promise<UncertainTurnError> {
+  if (!(error instanceof UncertainCallError))
+    return new UncertainTurnError(
+      `call:${kind}:error`,
+      (error as Error)?.message ?? "the call failed",
+      error,
+    );
   let attempt = error.attempt;
-  if (attempt === "unsent" && env.engine.limits.callAttempts !== undefined) attempt = (await env.engine.calls.provenUnsent(state.account, env.input.scope, operationId)) ? "retry" : undefined;
+  if (attempt === "unsent" && env.engine.limits.callAttempts !== undefined)
+    attempt = (await env.engine.calls.provenUnsent(state.account, env.input.scope, operationId))
+      ? "retry"
+      : undefined;
   return new UncertainTurnError(error.uncertainCause, error.message, error.cause, attempt);
 }
 
@@ -112,7 +175,12 @@ async function recordSearches(env: TurnEnv, done: StepDone): Promise<void> {
       trail: "access",
       ...trailBase(env.trail, env.engine.clock.now(), done.operationId),
       tool: trailKind("web_search"),
-      resource: trailJoin(trailKind("provider"), env.trail.idOrHash(block.provider), trailKind("results"), block.resultCount),
+      resource: trailJoin(
+        trailKind("provider"),
+        env.trail.idOrHash(block.provider),
+        trailKind("results"),
+        block.resultCount,
+      ),
       action: "read",
     });
   }
@@ -153,12 +221,20 @@ async function applyStepPre(env: TurnEnv, call: StepCall): Promise<ModelRequest>
   let patch: StepPrePatch | undefined;
   await commitBefore(env.engine);
   try {
-    patch = await hook(deepFreeze({ turnId: env.input.turnId, step: call.step, choice: call.choice, request: call.request }));
+    patch = await hook(
+      deepFreeze({
+        turnId: env.input.turnId,
+        step: call.step,
+        choice: call.choice,
+        request: call.request,
+      }),
+    );
   } catch (error) {
     throw new UncertainTurnError("hook:step:pre", "the step:pre hook threw", error);
   }
   if (patch === undefined || patch === null) return call.request;
-  if (typeof patch !== "object" || Array.isArray(patch)) throw new UncertainTurnError("hook:step:pre", "step:pre must return an object or nothing");
+  if (typeof patch !== "object" || Array.isArray(patch))
+    throw new UncertainTurnError("hook:step:pre", "step:pre must return an object or nothing");
   let request = call.request;
   const touched: { field: string; honored: boolean }[] = [];
   for (const key of Object.keys(patch)) {
@@ -167,7 +243,11 @@ async function applyStepPre(env: TurnEnv, call: StepCall): Promise<ModelRequest>
     if (key === "maxOutputTokens") {
       // Read once: a getter cannot show the check one value and the request another.
       const value: unknown = (patch as Record<string, unknown>)[key];
-      honored = typeof value === "number" && Number.isSafeInteger(value) && value >= 1 && value < request.maxOutputTokens;
+      honored =
+        typeof value === "number" &&
+        Number.isSafeInteger(value) &&
+        value >= 1 &&
+        value < request.maxOutputTokens;
       if (honored) request = deepFreeze({ ...request, maxOutputTokens: value as number });
     }
     touched.push({ field, honored });

@@ -10,19 +10,28 @@ import { StreamQueue } from "./stream-queue.js";
  */
 export type ProgressEvent =
   | { readonly type: "text"; readonly step: number; readonly text: string }
-  | { readonly type: "tool"; readonly callId: string; readonly name: string; readonly isError: boolean }
+  | {
+      readonly type: "tool";
+      readonly callId: string;
+      readonly name: string;
+      readonly isError: boolean;
+    }
   | { readonly type: "usage"; readonly receipt: CostReceipt };
 
 /** The progress event a loop event shows, or undefined (most show nothing). One mapping for both streams. */
 export function progressOf(event: LoopEvent): ProgressEvent | undefined {
   if (event.type === "step.text") return { type: "text", step: event.step, text: event.text };
-  if (event.type === "tool.result") return { type: "tool", callId: event.callId, name: event.name, isError: event.isError };
-  if (event.type === "cost.receipt" && event.receipt.kind === "main") return { type: "usage", receipt: event.receipt };
+  if (event.type === "tool.result")
+    return { type: "tool", callId: event.callId, name: event.name, isError: event.isError };
+  if (event.type === "cost.receipt" && event.receipt.kind === "main")
+    return { type: "usage", receipt: event.receipt };
   return undefined;
 }
 
 /** What `streamTurn` yields: progress, then the outcome. */
-export type TurnStreamEvent = ProgressEvent | { readonly type: "result"; readonly outcome: TurnOutcome };
+export type TurnStreamEvent =
+  | ProgressEvent
+  | { readonly type: "result"; readonly outcome: TurnOutcome };
 
 export interface StreamedTurn extends AsyncIterable<TurnStreamEvent> {
   readonly result: Promise<TurnOutcome>;
@@ -38,7 +47,10 @@ export const STREAM_QUEUE_LIMIT = 1024;
  * live events (never waited for) and then receives the result. Invalid input rejects `.result`
  * and the iterator alike.
  */
-export function streamFrom(input: TurnInput, run: (input: TurnInput) => Promise<TurnOutcome>): StreamedTurn {
+export function streamFrom(
+  input: TurnInput,
+  run: (input: TurnInput) => Promise<TurnOutcome>,
+): StreamedTurn {
   const queue = new StreamQueue<TurnStreamEvent>(STREAM_QUEUE_LIMIT);
   let attached = true;
   let overflowed = false;

@@ -1,4 +1,11 @@
-import { type Block, replyBlocks, type StreamToolCall, type ToolResultBlock, trailJoin, trailKind } from "@alma-harness/core";
+import {
+  type Block,
+  replyBlocks,
+  type StreamToolCall,
+  type ToolResultBlock,
+  trailJoin,
+  trailKind,
+} from "@alma-harness/core";
 import { durable } from "./audit.js";
 import { answerUnrun, dispatchCalls, InterruptedDispatch } from "./dispatch.js";
 import type { TurnEnv } from "./env.js";
@@ -12,16 +19,27 @@ import { argumentsOf } from "@alma-harness/execution";
  * Every call gets exactly one result, in the model's order, appended as one message after the
  * assistant message that holds the calls, so the log never holds a dangling call.
  */
-export async function toolStep(env: TurnEnv, state: TurnState, calls: readonly StreamToolCall[], last: LastKind | undefined, blocks: readonly Block[]): Promise<Ending | undefined> {
+export async function toolStep(
+  env: TurnEnv,
+  state: TurnState,
+  calls: readonly StreamToolCall[],
+  last: LastKind | undefined,
+  blocks: readonly Block[],
+): Promise<Ending | undefined> {
   const { limits } = env.engine;
   const before = state.requestedToolCalls;
   // Requested intentions count, even unknown or invalid ones.
   state.requestedToolCalls += calls.length;
-  const overBudgetFrom = limits.maxToolCalls === undefined ? Number.POSITIVE_INFINITY : Math.max(0, limits.maxToolCalls - before);
+  const overBudgetFrom =
+    limits.maxToolCalls === undefined
+      ? Number.POSITIVE_INFINITY
+      : Math.max(0, limits.maxToolCalls - before);
   const spent = tokensSpent(env, state);
   let results: ToolResultBlock[];
   if (last || spent) {
-    const why = last ? "not run: a final answer was requested" : "not run: the turn's token budget is spent";
+    const why = last
+      ? "not run: a final answer was requested"
+      : "not run: the turn's token budget is spent";
     results = await answerUnrun(env, calls, last ? "TOOL_NOT_RUN" : "TOOL_BUDGET_EXCEEDED", why);
   } else {
     try {
@@ -46,21 +64,42 @@ export async function toolStep(env: TurnEnv, state: TurnState, calls: readonly S
   if (spent) return budgetEnding("maxModelTokens", "tool_use");
   if (overBudgetFrom < calls.length) return budgetEnding("maxToolCalls", "tool_use");
   // A terminal tool ends the turn only when every call of the step succeeded.
-  const terminal = results.every((r) => !r.isError) && calls.some((c) => env.engine.terminalTools.has(c.name));
-  if (terminal) return { reply: replyBlocks(blocks).filter((b) => b.type === "text"), stopReason: "tool_use", terminalReason: "terminal_tool" };
+  const terminal =
+    results.every((r) => !r.isError) && calls.some((c) => env.engine.terminalTools.has(c.name));
+  if (terminal)
+    return {
+      reply: replyBlocks(blocks).filter((b) => b.type === "text"),
+      stopReason: "tool_use",
+      terminalReason: "terminal_tool",
+    };
   return undefined;
 }
 
 /** Lists the step's calls on the result, by the result each got (the input as parsed, `{}` when it did not parse). */
-function record(state: TurnState, calls: readonly StreamToolCall[], results: readonly ToolResultBlock[]): void {
+function record(
+  state: TurnState,
+  calls: readonly StreamToolCall[],
+  results: readonly ToolResultBlock[],
+): void {
   const byId = new Map(results.map((r) => [r.callId, r]));
   for (const call of calls) {
-    state.toolCalls.push({ id: call.id, name: call.name, input: argumentsOf(call) ?? {}, isError: byId.get(call.id)?.isError ?? true });
+    state.toolCalls.push({
+      id: call.id,
+      name: call.name,
+      input: argumentsOf(call) ?? {},
+      isError: byId.get(call.id)?.isError ?? true,
+    });
   }
 }
 
 /** One durable warning per metric when the turn reaches half of it. */
-async function warn(env: TurnEnv, state: TurnState, metric: "maxModelTokens" | "maxToolCalls", used: number, limit: number | undefined): Promise<void> {
+async function warn(
+  env: TurnEnv,
+  state: TurnState,
+  metric: "maxModelTokens" | "maxToolCalls",
+  used: number,
+  limit: number | undefined,
+): Promise<void> {
   if (limit === undefined || state.warned.has(metric) || used * 2 < limit) return;
   state.warned.add(metric);
   state.warnings.push(`${metric}:50%`);
@@ -73,5 +112,7 @@ async function warn(env: TurnEnv, state: TurnState, metric: "maxModelTokens" | "
   env.emit({ type: "budget.warning", turnId: env.input.turnId, metric, used, limit });
 }
 
-export const tokenWarning = (env: TurnEnv, state: TurnState) => warn(env, state, "maxModelTokens", state.modelTokens, env.engine.limits.maxModelTokens);
-const toolWarning = (env: TurnEnv, state: TurnState) => warn(env, state, "maxToolCalls", state.requestedToolCalls, env.engine.limits.maxToolCalls);
+export const tokenWarning = (env: TurnEnv, state: TurnState) =>
+  warn(env, state, "maxModelTokens", state.modelTokens, env.engine.limits.maxModelTokens);
+const toolWarning = (env: TurnEnv, state: TurnState) =>
+  warn(env, state, "maxToolCalls", state.requestedToolCalls, env.engine.limits.maxToolCalls);

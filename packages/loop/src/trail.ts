@@ -1,4 +1,13 @@
-import { isTrailShaped, type Scope, sessionPseudonym, type TrailKey, type TrailValue, trailHash, trailId, trailKind } from "@alma-harness/core";
+import {
+  isTrailShaped,
+  type Scope,
+  sessionPseudonym,
+  type TrailKey,
+  type TrailValue,
+  trailHash,
+  trailId,
+  trailKind,
+} from "@alma-harness/core";
 
 /** The lifecycle and policy record of a tool name the turn's tools do not have: never the name the model wrote. */
 export const UNREGISTERED_TOOL = trailKind("unregistered");
@@ -25,17 +34,48 @@ export interface TurnTrail {
   kindOrHash(value: string): TrailValue;
 }
 
-export function turnTrail(key: TrailKey, scope: Scope, sessionId: string, turnId: string): TurnTrail {
+export function turnTrail(
+  key: TrailKey,
+  scope: Scope,
+  sessionId: string,
+  turnId: string,
+): TurnTrail {
   const hash = (value: string) => trailHash(key, scope, value);
   const idOrHash = (value: string) => (isTrailShaped(value) ? value : hash(value));
-  const kindOrHash = (value: string) => (KIND_SHAPED.test(value) ? (value as TrailValue) : hash(value));
-  return Object.freeze({ scope, session: sessionPseudonym(key, scope, sessionId), turnId: trailId(turnId), hash, callId: idOrHash, idOrHash, kindOrHash });
+  const kindOrHash = (value: string) =>
+    KIND_SHAPED.test(value) ? (value as TrailValue) : hash(value);
+  return Object.freeze({
+    scope,
+    session: sessionPseudonym(key, scope, sessionId),
+    turnId: trailId(turnId),
+    hash,
+    callId: idOrHash,
+    idOrHash,
+    kindOrHash,
+  });
 }
 
 /** The fields every record of the turn shares, at `at` (two literals of the same key order, no spread: it heads every loop record). */
-export function trailBase(trail: TurnTrail, at: number, callId?: string): { readonly scope: Scope; readonly sessionId: TrailValue; readonly turnId: TrailValue; readonly callId?: TrailValue; readonly at: number } {
-  if (callId === undefined) return { scope: trail.scope, sessionId: trail.session, turnId: trail.turnId, at };
-  return { scope: trail.scope, sessionId: trail.session, turnId: trail.turnId, callId: trail.callId(callId), at };
+export function trailBase(
+  trail: TurnTrail,
+  at: number,
+  callId?: string,
+): {
+  readonly scope: Scope;
+  readonly sessionId: TrailValue;
+  readonly turnId: TrailValue;
+  readonly callId?: TrailValue;
+  readonly at: number;
+} {
+  if (callId === undefined)
+    return { scope: trail.scope, sessionId: trail.session, turnId: trail.turnId, at };
+  return {
+    scope: trail.scope,
+    sessionId: trail.session,
+    turnId: trail.turnId,
+    callId: trail.callId(callId),
+    at,
+  };
 }
 
 /**

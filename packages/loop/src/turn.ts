@@ -6,7 +6,14 @@ import type { TurnOutcome } from "./engine.js";
 import type { TurnEnv } from "./env.js";
 import { CallRejectedError, CallUnansweredError, UncertainTurnError } from "./errors.js";
 import { finalizeCompleted, finalizeUncertain, toUncertain } from "./finalize.js";
-import { budgetEnding, type Ending, lastKind, limitEnding, noticeFor, tokensSpent } from "./limits.js";
+import {
+  budgetEnding,
+  type Ending,
+  lastKind,
+  limitEnding,
+  noticeFor,
+  tokensSpent,
+} from "./limits.js";
 import { trailBase } from "./trail.js";
 import { mediaEgress, replayedHistory, resolveMedia, storedInput } from "./media.js";
 import { afterRejection, releasable } from "./rejection.js";
@@ -19,7 +26,11 @@ import { attemptStep } from "./attempts.js";
 import { tokenWarning, toolStep } from "./tool-step.js";
 
 /** Runs one turn to exactly one outcome. Every path leaves through the finalizer. */
-export async function runTurnCore(env: TurnEnv, state: TurnState, choice: ModelChoice): Promise<TurnOutcome> {
+export async function runTurnCore(
+  env: TurnEnv,
+  state: TurnState,
+  choice: ModelChoice,
+): Promise<TurnOutcome> {
   let ending: Ending;
   try {
     await start(env, state, choice);
@@ -37,11 +48,20 @@ export async function runTurnCore(env: TurnEnv, state: TurnState, choice: ModelC
 async function start(env: TurnEnv, state: TurnState, choice: ModelChoice): Promise<void> {
   const { engine, input } = env;
   checkpoint(env.signal);
-  await durable(engine.audit, { trail: "lifecycle", action: "turn.started", ...trailBase(env.trail, engine.clock.now()) });
+  await durable(engine.audit, {
+    trail: "lifecycle",
+    action: "turn.started",
+    ...trailBase(env.trail, engine.clock.now()),
+  });
   env.emit({ type: "turn.started", turnId: input.turnId, sessionId: input.sessionId });
   const hook = engine.hooks["turn:start"];
   if (hook) {
-    const frozen = Object.freeze({ turnId: input.turnId, sessionId: input.sessionId, intent: input.intent, input: Object.freeze([Object.freeze({ role: "user" as const, blocks: input.input })]) });
+    const frozen = Object.freeze({
+      turnId: input.turnId,
+      sessionId: input.sessionId,
+      intent: input.intent,
+      input: Object.freeze([Object.freeze({ role: "user" as const, blocks: input.input })]),
+    });
     await commitBefore(engine);
     try {
       await hook(frozen);
@@ -57,7 +77,12 @@ async function start(env: TurnEnv, state: TurnState, choice: ModelChoice): Promi
   if (recalled) blocks.push({ type: "text", text: recalled, origin: "harness" });
   const volatileText = await volatileSuffix(env);
   if (volatileText) blocks.push({ type: "text", text: volatileText, origin: "harness" });
-  await mediaEgress(env, choice, [...input.input, ...replayedHistory(env, state.log.history)], state.media);
+  await mediaEgress(
+    env,
+    choice,
+    [...input.input, ...replayedHistory(env, state.log.history)],
+    state.media,
+  );
   state.log.append("user", blocks, input.inputMeta);
 }
 
@@ -69,9 +94,16 @@ async function volatileSuffix(env: TurnEnv): Promise<string | undefined> {
     await commitBefore(engine);
     try {
       const text = await engine.volatile(
-        Object.freeze({ scope: input.scope, sessionId: input.sessionId, intent: input.intent, now: engine.clock.now(), ...(input.trigger !== undefined ? { trigger: input.trigger } : {}) }),
+        Object.freeze({
+          scope: input.scope,
+          sessionId: input.sessionId,
+          intent: input.intent,
+          now: engine.clock.now(),
+          ...(input.trigger !== undefined ? { trigger: input.trigger } : {}),
+        }),
       );
-      if (text !== undefined && typeof text !== "string") throw new TypeError("volatile must return a string or nothing");
+      if (text !== undefined && typeof text !== "string")
+        throw new TypeError("volatile must return a string or nothing");
       if (text) parts.push(text);
     } catch (error) {
       throw new UncertainTurnError("volatile", "the volatile source failed", error);
@@ -81,10 +113,17 @@ async function volatileSuffix(env: TurnEnv): Promise<string | undefined> {
 }
 
 /** What the top of each step decides: go on (with or without a last-step notice), or end here. */
-function beforeStep(env: TurnEnv, state: TurnState): { readonly ending: Ending } | { readonly last: ReturnType<typeof lastKind>; readonly notice: string | undefined } {
+function beforeStep(
+  env: TurnEnv,
+  state: TurnState,
+):
+  | { readonly ending: Ending }
+  | { readonly last: ReturnType<typeof lastKind>; readonly notice: string | undefined } {
   const { limits } = env.engine;
-  if (state.callsUsed >= limits.maxCalls) return { ending: limitEnding(env, "call", false, "tool_use", []) };
-  if (state.steps >= limits.maxSteps) return { ending: limitEnding(env, "step", false, "tool_use", []) };
+  if (state.callsUsed >= limits.maxCalls)
+    return { ending: limitEnding(env, "call", false, "tool_use", []) };
+  if (state.steps >= limits.maxSteps)
+    return { ending: limitEnding(env, "step", false, "tool_use", []) };
   if (tokensSpent(env, state)) return { ending: budgetEnding("maxModelTokens", "tool_use") };
   const last = lastKind(env, state);
   const advertises = advertisedTools(env).length + advertisedProviderTools(env, state).length > 0;
@@ -97,7 +136,8 @@ async function stepLoop(env: TurnEnv, state: TurnState, choice: ModelChoice): Pr
     checkpoint(env.signal);
     // A deadline already passed ends the turn before the next step, even when its timer has not
     // fired (a process paused past it): no "one last step" after the deadline.
-    if (input.deadlineAt !== undefined && env.engine.clock.now() >= input.deadlineAt) throw new AbortedError("deadline");
+    if (input.deadlineAt !== undefined && env.engine.clock.now() >= input.deadlineAt)
+      throw new AbortedError("deadline");
     const next = beforeStep(env, state);
     if ("ending" in next) return next.ending;
     const { last, notice } = next;
@@ -108,13 +148,33 @@ async function stepLoop(env: TurnEnv, state: TurnState, choice: ModelChoice): Pr
       done = await attemptStep(
         env,
         state,
-        { kind: "main", step: state.steps, choice, request, tier: input.intent.tier, sensitivity: input.intent.sensitivity },
-        { keeps: (e) => e.proof === "context_window" || releasable(env, state, notice), ...(input.intent.task !== undefined ? { task: input.intent.task } : {}) },
+        {
+          kind: "main",
+          step: state.steps,
+          choice,
+          request,
+          tier: input.intent.tier,
+          sensitivity: input.intent.sensitivity,
+        },
+        {
+          keeps: (e) => e.proof === "context_window" || releasable(env, state, notice),
+          ...(input.intent.task !== undefined ? { task: input.intent.task } : {}),
+        },
       );
     } catch (error) {
       // Out of attempts: the turn completes unanswered, with an empty reply (spec: call-retry).
-      if (error instanceof CallUnansweredError) return { reply: [], stopReason: null, terminalReason: "unanswered", unanswered: { cause: error.cause_ } };
-      if (error instanceof CallRefusedError) return budgetEnding(error.reason === "cap" ? (error.cap ?? "perTurnUsd") : "unpriced", null);
+      if (error instanceof CallUnansweredError)
+        return {
+          reply: [],
+          stopReason: null,
+          terminalReason: "unanswered",
+          unanswered: { cause: error.cause_ },
+        };
+      if (error instanceof CallRefusedError)
+        return budgetEnding(
+          error.reason === "cap" ? (error.cap ?? "perTurnUsd") : "unpriced",
+          null,
+        );
       if (!(error instanceof CallRejectedError)) throw error;
       // The trusted settled rejection marker: nothing of the refused call was recorded or observed.
       const after = await afterRejection(env, state, error, notice);
@@ -124,19 +184,34 @@ async function stepLoop(env: TurnEnv, state: TurnState, choice: ModelChoice): Pr
       continue;
     }
     const { output } = done;
-    env.emit({ type: "model.response", turnId: input.turnId, step: state.steps, stopReason: output.stopReason, usage: done.receipt.usage });
+    env.emit({
+      type: "model.response",
+      turnId: input.turnId,
+      step: state.steps,
+      stopReason: output.stopReason,
+      usage: done.receipt.usage,
+    });
     await tokenWarning(env, state);
     // max_tokens withholds the step's output: nothing of it is persisted or shown.
-    if (output.stopReason === "max_tokens") return { reply: [], stopReason: "max_tokens", terminalReason: "max_tokens" };
+    if (output.stopReason === "max_tokens")
+      return { reply: [], stopReason: "max_tokens", terminalReason: "max_tokens" };
     // A refusal is not an answer: withheld like a cut step (kept, it would refuse every later call),
     // its closed category on the routing trail and in the result.
-    if (output.stopReason === "refusal") return { reply: [], stopReason: "refusal", terminalReason: "refused", refusal: { category: output.refusal ?? "unspecified" } };
+    if (output.stopReason === "refusal")
+      return {
+        reply: [],
+        stopReason: "refusal",
+        terminalReason: "refused",
+        refusal: { category: output.refusal ?? "unspecified" },
+      };
     // The stored message's blocks are a frozen, certified copy: the reply and the envelope reuse them.
     const { blocks } = state.log.append("assistant", output.blocks);
     state.webSearches += output.webSearches;
     await stepPost(env, state, output);
-    if (output.text) env.emit({ type: "step.text", turnId: input.turnId, step: state.steps, text: output.text });
-    if (output.stopReason === "context_window_exceeded") return { reply: [], stopReason: output.stopReason, terminalReason: "context_window" };
+    if (output.text)
+      env.emit({ type: "step.text", turnId: input.turnId, step: state.steps, text: output.text });
+    if (output.stopReason === "context_window_exceeded")
+      return { reply: [], stopReason: output.stopReason, terminalReason: "context_window" };
     if (output.toolCalls.length === 0) {
       if (output.stopReason === "pause_turn") {
         if (last) return limitEnding(env, last, false, output.stopReason, []);
@@ -144,14 +219,20 @@ async function stepLoop(env: TurnEnv, state: TurnState, choice: ModelChoice): Pr
       }
       const reply = replyBlocks(blocks);
       // The limit names the ending only when the notice asked for this answer.
-      return last && notice ? limitEnding(env, last, true, output.stopReason, reply) : { reply, stopReason: output.stopReason, terminalReason: "answered" };
+      return last && notice
+        ? limitEnding(env, last, true, output.stopReason, reply)
+        : { reply, stopReason: output.stopReason, terminalReason: "answered" };
     }
     const ending = await toolStep(env, state, output.toolCalls, last, blocks);
     if (ending) return ending;
   }
 }
 
-async function stepPost(env: TurnEnv, state: TurnState, output: { stopReason: string; text: string; toolCalls: readonly StreamToolCall[] }): Promise<void> {
+async function stepPost(
+  env: TurnEnv,
+  state: TurnState,
+  output: { stopReason: string; text: string; toolCalls: readonly StreamToolCall[] },
+): Promise<void> {
   const hook = env.engine.hooks["step:post"];
   if (!hook) return;
   const frozen = Object.freeze({
@@ -159,7 +240,9 @@ async function stepPost(env: TurnEnv, state: TurnState, output: { stopReason: st
     step: state.steps,
     stopReason: output.stopReason,
     text: output.text,
-    toolCalls: Object.freeze(output.toolCalls.map((c) => Object.freeze({ id: c.id, name: c.name }))),
+    toolCalls: Object.freeze(
+      output.toolCalls.map((c) => Object.freeze({ id: c.id, name: c.name })),
+    ),
   });
   await commitBefore(env.engine);
   try {

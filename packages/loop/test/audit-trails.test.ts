@@ -1,7 +1,15 @@
 import { type AuditEvent, defineProviderTool, defineTool } from "@alma-harness/core";
 import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
-import { completed, echoTool, harness, type HarnessOptions, hashed, pseudonym, uncertain } from "./harness.js";
+import {
+  completed,
+  echoTool,
+  harness,
+  type HarnessOptions,
+  hashed,
+  pseudonym,
+  uncertain,
+} from "./harness.js";
 import { SECRET_QUERY, scriptedSearch } from "./search-fixtures.js";
 
 const MEDIA_URI = "https://media.clinic.example/patients/4411/xray.png?token=SECRET";
@@ -10,18 +18,30 @@ const SCHEMA_WORD = "diagnosis_code_field";
 const lookup = defineTool({
   name: "lookup",
   description: "Looks up a patient.",
-  input: { type: "object", properties: { [SCHEMA_WORD]: { type: "string" }, id: { type: "string" } } },
+  input: {
+    type: "object",
+    properties: { [SCHEMA_WORD]: { type: "string" }, id: { type: "string" } },
+  },
   access: (input) => ({ resource: `patients/${String(input.id)}` }),
   handler: () => "found",
 });
 
 function failing(match: (e: AuditEvent) => boolean, opts: HarnessOptions = {}) {
   let ran = 0;
-  const counted = defineTool({ ...lookup, name: "lookup", description: "Looks up.", input: { type: "object" }, handler: () => ++ran });
+  const counted = defineTool({
+    ...lookup,
+    name: "lookup",
+    description: "Looks up.",
+    input: { type: "object" },
+    handler: () => ++ran,
+  });
   const h = harness({
     tools: [counted],
     auditFail: (e) => (match(e) ? new Error("audit sink down") : undefined),
-    script: [scriptedToolCall({ id: "c1", name: "lookup", input: { id: "7" } }), scriptedText("ok")],
+    script: [
+      scriptedToolCall({ id: "c1", name: "lookup", input: { id: "7" } }),
+      scriptedText("ok"),
+    ],
     ...opts,
   });
   return { h, runs: () => ran };
@@ -38,7 +58,10 @@ describe("an audit failure makes the turn uncertain and prevents further effects
     const { h } = failing((e) => e.trail === "routing");
     expect(uncertain(await h.run()).cause).toBe("audit");
     expect(h.model.calls).toBe(0);
-    expect(await h.journal.get(h.input().scope, "turn-1:main:1")).toMatchObject({ state: "not_dispatched", notDispatchedCause: "audit" });
+    expect(await h.journal.get(h.input().scope, "turn-1:main:1")).toMatchObject({
+      state: "not_dispatched",
+      notDispatchedCause: "audit",
+    });
   });
 
   it("the tool intent: the tool never runs", async () => {
@@ -71,7 +94,9 @@ describe("an audit failure makes the turn uncertain and prevents further effects
   });
 
   it("a budget warning record", async () => {
-    const { h } = failing((e) => e.trail === "lifecycle" && e.action === "budget.warning", { limits: { maxToolCalls: 2 } });
+    const { h } = failing((e) => e.trail === "lifecycle" && e.action === "budget.warning", {
+      limits: { maxToolCalls: 2 },
+    });
     expect(uncertain(await h.run()).cause).toBe("audit");
     expect(h.model.calls).toBe(1);
   });
@@ -79,15 +104,28 @@ describe("an audit failure makes the turn uncertain and prevents further effects
 
 describe("trail contents", () => {
   it("access: each tool's declared resource, by call", async () => {
-    const h = harness({ tools: [lookup], script: [scriptedToolCall({ id: "c1", name: "lookup", input: { id: "7", [SCHEMA_WORD]: "x" } }), scriptedText("ok")] });
+    const h = harness({
+      tools: [lookup],
+      script: [
+        scriptedToolCall({ id: "c1", name: "lookup", input: { id: "7", [SCHEMA_WORD]: "x" } }),
+        scriptedText("ok"),
+      ],
+    });
     completed(await h.run());
-    expect(h.trail("access").map((e) => [e.tool, e.resource, e.action, e.callId, e.turnId])).toEqual([["lookup", hashed("patients/7"), "read", "c1", "turn-1"]]);
+    expect(
+      h.trail("access").map((e) => [e.tool, e.resource, e.action, e.callId, e.turnId]),
+    ).toEqual([["lookup", hashed("patients/7"), "read", "c1", "turn-1"]]);
   });
 
   it("access: each web search result is one event by provider and count, never the query", async () => {
-    const h = harness({ providerTools: [defineProviderTool({ kind: "web_search" })], script: [scriptedSearch("found", { count: 4 })] });
+    const h = harness({
+      providerTools: [defineProviderTool({ kind: "web_search" })],
+      script: [scriptedSearch("found", { count: 4 })],
+    });
     completed(await h.run());
-    expect(h.trail("access").map((e) => [e.tool, e.resource, e.action, e.callId])).toEqual([["web_search", "provider:fake:results:4", "read", "turn-1:main:1"]]);
+    expect(h.trail("access").map((e) => [e.tool, e.resource, e.action, e.callId])).toEqual([
+      ["web_search", "provider:fake:results:4", "read", "turn-1:main:1"],
+    ]);
     expect(JSON.stringify(h.audit.events)).not.toContain(SECRET_QUERY);
   });
 
@@ -97,7 +135,13 @@ describe("trail contents", () => {
       await h.run({
         input: [
           { type: "text", text: "look" },
-          { type: "media", kind: "image", ref: MEDIA_URI, contentType: "image/png", sizeBytes: 2048 },
+          {
+            type: "media",
+            kind: "image",
+            ref: MEDIA_URI,
+            contentType: "image/png",
+            sizeBytes: 2048,
+          },
           { type: "media", kind: "document", ref: "doc-ref-9", contentType: "application/pdf" },
         ],
       }),
@@ -114,21 +158,47 @@ describe("trail contents", () => {
     const h = harness({
       tools: [lookup, echoTool],
       providerTools: [defineProviderTool({ kind: "web_search" })],
-      hooks: { "step:pre": () => ({ output: { name: "x", schema: { properties: { [SCHEMA_WORD]: {} } } } }) as never },
-      script: [scriptedSearch("found", { stopReason: "pause_turn" }), scriptedToolCall({ id: "c1", name: "lookup", input: { id: "7", [SCHEMA_WORD]: "J45" } }), scriptedText("ok")],
+      hooks: {
+        "step:pre": () =>
+          ({ output: { name: "x", schema: { properties: { [SCHEMA_WORD]: {} } } } }) as never,
+      },
+      script: [
+        scriptedSearch("found", { stopReason: "pause_turn" }),
+        scriptedToolCall({ id: "c1", name: "lookup", input: { id: "7", [SCHEMA_WORD]: "J45" } }),
+        scriptedText("ok"),
+      ],
     });
-    completed(await h.run({ input: [{ type: "media", kind: "image", ref: MEDIA_URI, contentType: "image/png", sizeBytes: 10 }] }));
+    completed(
+      await h.run({
+        input: [
+          { type: "media", kind: "image", ref: MEDIA_URI, contentType: "image/png", sizeBytes: 10 },
+        ],
+      }),
+    );
     const text = JSON.stringify(h.audit.events);
-    for (const secret of [SECRET_QUERY, MEDIA_URI, SCHEMA_WORD, "J45", "example.org"]) expect(text).not.toContain(secret);
-    expect(h.audit.events.every((e) => e.turnId === "turn-1" && e.sessionId === pseudonym("s1"))).toBe(true);
-    const byCall = h.audit.events.filter((e) => e.trail === "policy" || (e.trail === "lifecycle" && e.action.startsWith("tool.")));
+    for (const secret of [SECRET_QUERY, MEDIA_URI, SCHEMA_WORD, "J45", "example.org"])
+      expect(text).not.toContain(secret);
+    expect(
+      h.audit.events.every((e) => e.turnId === "turn-1" && e.sessionId === pseudonym("s1")),
+    ).toBe(true);
+    const byCall = h.audit.events.filter(
+      (e) => e.trail === "policy" || (e.trail === "lifecycle" && e.action.startsWith("tool.")),
+    );
     expect(byCall.every((e) => e.callId === "c1")).toBe(true);
   });
 
   it("lifecycle: turn and step events with the context version and revision each request consumed", async () => {
-    const h = harness({ tools: [echoTool], script: [scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }), scriptedText("ok")] });
+    const h = harness({
+      tools: [echoTool],
+      script: [
+        scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }),
+        scriptedText("ok"),
+      ],
+    });
     completed(await h.run({ revision: 10 }));
-    expect(h.trail("lifecycle").map((e) => [e.action, e.messageRevision ?? null, e.detail ?? null])).toEqual([
+    expect(
+      h.trail("lifecycle").map((e) => [e.action, e.messageRevision ?? null, e.detail ?? null]),
+    ).toEqual([
       ["turn.started", null, null],
       ["model.request", 11, null],
       ["tool.call", null, "echo"],

@@ -22,25 +22,40 @@ describe("a turn", () => {
   it("runs a tool then answers, with results in the log after the calls", async () => {
     const h = harness({
       tools: [echoTool],
-      script: [scriptedToolCall({ id: "c1", name: "echo", input: { text: "hi" } }), scriptedText("done")],
+      script: [
+        scriptedToolCall({ id: "c1", name: "echo", input: { text: "hi" } }),
+        scriptedText("done"),
+      ],
     });
     const outcome = await h.run();
     expect(outcome.status).toBe("completed");
     if (outcome.status !== "completed") return;
     expect(log(outcome).map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
-    expect(log(outcome)[2]?.blocks).toEqual([{ type: "tool_result", callId: "c1", name: "echo", output: { echoed: "hi" }, isError: false }]);
-    expect(outcome.result.toolCalls).toEqual([{ id: "c1", name: "echo", input: { text: "hi" }, isError: false }]);
+    expect(log(outcome)[2]?.blocks).toEqual([
+      { type: "tool_result", callId: "c1", name: "echo", output: { echoed: "hi" }, isError: false },
+    ]);
+    expect(outcome.result.toolCalls).toEqual([
+      { id: "c1", name: "echo", input: { text: "hi" }, isError: false },
+    ]);
     expect(h.model.requests).toHaveLength(2);
     expect(h.model.requests[1]?.messages).toHaveLength(3);
     expect(h.model.requests[0]?.tools.map((t) => t.name)).toEqual(["echo"]);
   });
 
   it("records the context version and message revision each request consumed", async () => {
-    const h = harness({ tools: [echoTool], script: [scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }), scriptedText("ok")] });
+    const h = harness({
+      tools: [echoTool],
+      script: [
+        scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }),
+        scriptedText("ok"),
+      ],
+    });
     await h.run({ revision: 4 });
     const requests = h.events.filter((e) => e.type === "model.request");
     expect(requests.map((e) => (e as { messageRevision: number }).messageRevision)).toEqual([5, 7]);
-    const revisions = h.events.filter((e) => e.type === "message.completed").map((e) => (e as { revision: number }).revision);
+    const revisions = h.events
+      .filter((e) => e.type === "message.completed")
+      .map((e) => (e as { revision: number }).revision);
     expect(revisions).toEqual([5, 6, 7, 8]);
   });
 
@@ -49,7 +64,13 @@ describe("a turn", () => {
     const outcome = await h.run();
     if (outcome.status !== "completed") throw new Error(outcome.status);
     expect(log(outcome)[1]?.blocks).toEqual([
-      { type: "reasoning", text: "think more", signature: "sig", provider: "fake", model: "fake-main" },
+      {
+        type: "reasoning",
+        text: "think more",
+        signature: "sig",
+        provider: "fake",
+        model: "fake-main",
+      },
       { type: "text", text: "answer" },
     ]);
     expect(outcome.result.reply).toEqual([{ type: "text", text: "answer" }]);

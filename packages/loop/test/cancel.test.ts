@@ -20,7 +20,14 @@ describe("cancellation", () => {
     expect(h.model.calls).toBe(0);
     expect(log(outcome)).toEqual([]);
     expect(h.trail("lifecycle").map((e) => e.action)).toEqual(["turn.uncertain"]);
-    expect(h.eventsOf("turn.completed")).toEqual([{ type: "turn.completed", turnId: "turn-1", outcome: "reconciliation_required", cause: "cancelled" }]);
+    expect(h.eventsOf("turn.completed")).toEqual([
+      {
+        type: "turn.completed",
+        turnId: "turn-1",
+        outcome: "reconciliation_required",
+        cause: "cancelled",
+      },
+    ]);
   });
 
   it("mid-stream: the stream is abandoned and closed, no effect of the round is kept", async () => {
@@ -51,7 +58,11 @@ describe("cancellation", () => {
       tool("b", () => start("b", "B")),
       tool("c", () => start("c", gate.c.promise)),
     ];
-    const h = harness({ tools, limits: { maxParallelToolCalls: 3 }, script: [three, scriptedText("never")] });
+    const h = harness({
+      tools,
+      limits: { maxParallelToolCalls: 3 },
+      script: [three, scriptedText("never")],
+    });
     const control = new AbortController();
     const turn = h.run({ signal: control.signal });
     await until(() => h.eventsOf("tool.result").length === 1, "b finished");
@@ -60,8 +71,22 @@ describe("cancellation", () => {
     expect(outcome.cause).toBe("cancelled");
     expect(log(outcome).at(-1)?.blocks).toEqual([
       { type: "tool_result", callId: "c2", name: "b", output: "B", isError: false },
-      { type: "tool_result", callId: "c1", name: "a", output: CANCELLED_BEFORE_EXECUTION, isError: true, code: "TOOL_CANCELLED" },
-      { type: "tool_result", callId: "c3", name: "c", output: CANCELLED_BEFORE_EXECUTION, isError: true, code: "TOOL_CANCELLED" },
+      {
+        type: "tool_result",
+        callId: "c1",
+        name: "a",
+        output: CANCELLED_BEFORE_EXECUTION,
+        isError: true,
+        code: "TOOL_CANCELLED",
+      },
+      {
+        type: "tool_result",
+        callId: "c3",
+        name: "c",
+        output: CANCELLED_BEFORE_EXECUTION,
+        isError: true,
+        code: "TOOL_CANCELLED",
+      },
     ]);
     // the sink receives the paired events, before the one turn.completed
     expect(h.eventsOf("tool.result").map((e) => [e.callId, e.code ?? "ok"])).toEqual([
@@ -81,7 +106,11 @@ describe("cancellation", () => {
       started.push(name);
       return value;
     };
-    const tools = [tool("a", () => start("a", "A")), tool("b", () => start("b", gate.promise)), tool("c", () => start("c", "C"))];
+    const tools = [
+      tool("a", () => start("a", "A")),
+      tool("b", () => start("b", gate.promise)),
+      tool("c", () => start("c", "C")),
+    ];
     const h = harness({ tools, script: [three] });
     const control = new AbortController();
     const turn = h.run({ signal: control.signal });
@@ -89,7 +118,14 @@ describe("cancellation", () => {
     control.abort();
     const outcome = uncertain(await turn);
     expect(started).toEqual(["a", "b"]);
-    expect(log(outcome).at(-1)?.blocks.map((b) => [(b as { callId: string }).callId, b.type === "tool_result" && b.isError])).toEqual([
+    expect(
+      log(outcome)
+        .at(-1)
+        ?.blocks.map((b) => [
+          (b as { callId: string }).callId,
+          b.type === "tool_result" && b.isError,
+        ]),
+    ).toEqual([
       ["c1", false],
       ["c2", true],
       ["c3", true],
@@ -102,7 +138,10 @@ describe("cancellation", () => {
       started = true;
       return new Promise(() => undefined);
     });
-    const h = harness({ tools: [stubborn], script: [scriptedToolCall({ id: "c1", name: "stubborn" })] });
+    const h = harness({
+      tools: [stubborn],
+      script: [scriptedToolCall({ id: "c1", name: "stubborn" })],
+    });
     const control = new AbortController();
     const turn = h.run({ signal: control.signal });
     await until(() => started, "handler started");
@@ -125,7 +164,9 @@ describe("cancellation", () => {
         decide: () => "ask",
         resolve: (_r, signal) => {
           asked = true;
-          return new Promise<boolean>((resolve) => signal.addEventListener("abort", () => resolve(true)));
+          return new Promise<boolean>((resolve) =>
+            signal.addEventListener("abort", () => resolve(true)),
+          );
         },
       },
       script: [scriptedToolCall({ id: "c1", name: "t" })],
@@ -140,8 +181,16 @@ describe("cancellation", () => {
   });
 
   it("cancellation reaches a delegate mid-stream", async () => {
-    const research = tool("research", async (_i, ctx) => (await ctx.models.delegate({ tier: "fast", sensitivity: "internal", prompt: "dig" })).text);
-    const h = harness({ tools: [research], script: [scriptedToolCall({ id: "c1", name: "research" })], smallScript: [scriptedHang()] });
+    const research = tool(
+      "research",
+      async (_i, ctx) =>
+        (await ctx.models.delegate({ tier: "fast", sensitivity: "internal", prompt: "dig" })).text,
+    );
+    const h = harness({
+      tools: [research],
+      script: [scriptedToolCall({ id: "c1", name: "research" })],
+      smallScript: [scriptedHang()],
+    });
     const control = new AbortController();
     const turn = h.run({ signal: control.signal });
     await until(() => h.small.calls === 1, "child streaming");
@@ -199,6 +248,8 @@ describe("a call that ran keeps its real result", () => {
     });
     const outcome = uncertain(await h.run({ signal: control.signal }));
     expect(outcome.cause).toBe("cancelled");
-    expect(log(outcome).at(-1)?.blocks).toEqual([{ type: "tool_result", callId: "c1", name: "t", output: "done", isError: false }]);
+    expect(log(outcome).at(-1)?.blocks).toEqual([
+      { type: "tool_result", callId: "c1", name: "t", output: "done", isError: false },
+    ]);
   });
 });

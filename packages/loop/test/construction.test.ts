@@ -7,13 +7,33 @@ import { echoTool, harness, tool, log } from "./harness.js";
 describe("bad input is rejected before anything runs", () => {
   const cases: [string, Record<string, unknown>, new (...args: never[]) => Error][] = [
     ["an invalid scope", { scope: { org: "", uid: "x" } }, InvalidScopeError],
-    ["a scope with an unknown field", { scope: { org: "a", uid: "b", role: "admin" } }, InvalidScopeError],
+    [
+      "a scope with an unknown field",
+      { scope: { org: "a", uid: "b", role: "admin" } },
+      InvalidScopeError,
+    ],
     ["an unknown field", { role: "admin" }, ValidationError],
     ["a session id with spaces", { sessionId: "a b" }, InvalidIdError],
     ["an empty input", { input: [] }, ValidationError],
-    ["an input block of an unknown type", { input: [{ type: "html", text: "x" }] }, ValidationError],
-    ["an input with an accessor", { input: [Object.defineProperty({ type: "text" }, "text", { enumerable: true, get: () => "x" })] }, ValidationError],
-    ["an intent with an unknown sensitivity", { intent: { tier: "fast", sensitivity: "secret" } }, ValidationError],
+    [
+      "an input block of an unknown type",
+      { input: [{ type: "html", text: "x" }] },
+      ValidationError,
+    ],
+    [
+      "an input with an accessor",
+      {
+        input: [
+          Object.defineProperty({ type: "text" }, "text", { enumerable: true, get: () => "x" }),
+        ],
+      },
+      ValidationError,
+    ],
+    [
+      "an intent with an unknown sensitivity",
+      { intent: { tier: "fast", sensitivity: "secret" } },
+      ValidationError,
+    ],
     ["a grant naming an unregistered tool", { grant: ["echo", "ghost"] }, ValidationError],
     ["facts that are not plain data", { facts: { when: new Date() } }, ValidationError],
     ["a negative revision", { revision: -1 }, ValidationError],
@@ -21,7 +41,9 @@ describe("bad input is rejected before anything runs", () => {
   for (const [name, override, type] of cases) {
     it(name, async () => {
       const h = harness({ tools: [echoTool], script: [scriptedText("never")] });
-      await expect(h.engine.runTurn({ ...h.input(), ...override } as never)).rejects.toBeInstanceOf(type);
+      await expect(h.engine.runTurn({ ...h.input(), ...override } as never)).rejects.toBeInstanceOf(
+        type,
+      );
       expect(h.model.calls).toBe(0);
       expect(h.audit.events).toEqual([]);
       expect(h.events).toEqual([]);
@@ -43,7 +65,9 @@ describe("bad configuration is a construction error", () => {
   const h = harness();
   const base = (): EngineConfig => ({
     clients: [new FakeModelClient()],
-    policy: { resolve: () => ({ clientId: "fake", model: "fake-main", maxOutputTokens: 10, cache: false }) },
+    policy: {
+      resolve: () => ({ clientId: "fake", model: "fake-main", maxOutputTokens: 10, cache: false }),
+    },
     limits: { maxCalls: 2 },
     calls: {} as never,
     audit: h.audit,
@@ -53,13 +77,19 @@ describe("bad configuration is a construction error", () => {
 
   it("no clients, a duplicate client id, or a client that is not a ModelClient", () => {
     expect(() => createEngine({ ...base(), clients: [] })).toThrow(EngineConfigError);
-    expect(() => createEngine({ ...base(), clients: [new FakeModelClient(), new FakeModelClient()] })).toThrow(/two clients/);
-    expect(() => createEngine({ ...base(), clients: [{ id: "x" } as never] })).toThrow(EngineConfigError);
+    expect(() =>
+      createEngine({ ...base(), clients: [new FakeModelClient(), new FakeModelClient()] }),
+    ).toThrow(/two clients/);
+    expect(() => createEngine({ ...base(), clients: [{ id: "x" } as never] })).toThrow(
+      EngineConfigError,
+    );
   });
 
   it("a trail key under 32 bytes, at 31 and at 32; a TrailKey or none (the per-process key) is accepted", () => {
     expect(() => createEngine({ ...base(), trailKey: "x".repeat(31) })).toThrow(EngineConfigError);
-    expect(() => createEngine({ ...base(), trailKey: new Uint8Array(31) })).toThrow(/at least 32 bytes/);
+    expect(() => createEngine({ ...base(), trailKey: new Uint8Array(31) })).toThrow(
+      /at least 32 bytes/,
+    );
     expect(() => createEngine({ ...base(), trailKey: 7 as never })).toThrow(EngineConfigError);
     expect(() => createEngine({ ...base(), trailKey: "x".repeat(32) })).not.toThrow();
     expect(() => createEngine({ ...base(), trailKey: trailKey(new Uint8Array(64)) })).not.toThrow();
@@ -73,16 +103,30 @@ describe("bad configuration is a construction error", () => {
   });
 
   it("limits out of range", () => {
-    for (const limits of [{ maxCalls: 0 }, { maxCalls: 1.5 }, { maxCalls: 2, maxSteps: 0 }, { maxCalls: 2, maxParallelToolCalls: 65 }, { maxCalls: 2, finalAnswerNotice: "" }]) {
+    for (const limits of [
+      { maxCalls: 0 },
+      { maxCalls: 1.5 },
+      { maxCalls: 2, maxSteps: 0 },
+      { maxCalls: 2, maxParallelToolCalls: 65 },
+      { maxCalls: 2, finalAnswerNotice: "" },
+    ]) {
       expect(() => createEngine({ ...base(), limits: limits as never })).toThrow(EngineConfigError);
     }
   });
 
   it("a tool registered twice, a reserved name, a provider tool registered twice", () => {
-    expect(() => createEngine({ ...base(), tools: [echoTool, echoTool] })).toThrow(/"echo" is registered twice/);
-    expect(() => createEngine({ ...base(), tools: [{ ...tool("x", () => 1), name: "search_tools" }] })).toThrow(/reserved/);
+    expect(() => createEngine({ ...base(), tools: [echoTool, echoTool] })).toThrow(
+      /"echo" is registered twice/,
+    );
+    expect(() =>
+      createEngine({ ...base(), tools: [{ ...tool("x", () => 1), name: "search_tools" }] }),
+    ).toThrow(/reserved/);
     const search = { kind: "web_search", maxSensitivity: "internal" } as const;
-    expect(() => createEngine({ ...base(), providerTools: [search, search] })).toThrow(/registered twice/);
-    expect(() => createEngine({ ...base(), providerTools: [{ kind: "code_exec" } as never] })).toThrow(EngineConfigError);
+    expect(() => createEngine({ ...base(), providerTools: [search, search] })).toThrow(
+      /registered twice/,
+    );
+    expect(() =>
+      createEngine({ ...base(), providerTools: [{ kind: "code_exec" } as never] }),
+    ).toThrow(EngineConfigError);
   });
 });

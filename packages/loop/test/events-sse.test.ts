@@ -5,7 +5,13 @@ import { completed, echoTool, harness } from "./harness.js";
 
 describe("loop events", () => {
   it("a tool turn follows the canonical order, each request naming the revision it consumed", async () => {
-    const h = harness({ tools: [echoTool], script: [scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }), scriptedText("ok")] });
+    const h = harness({
+      tools: [echoTool],
+      script: [
+        scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }),
+        scriptedText("ok"),
+      ],
+    });
     completed(await h.run());
     const lines = h.events.map((e) => {
       if (e.type === "message.completed") return `${e.type} ${e.role} ${e.revision}`;
@@ -32,7 +38,12 @@ describe("loop events", () => {
       "turn.completed",
     ]);
     // the lifecycle trail carries the same revisions, durably
-    expect(h.trail("lifecycle").filter((e) => e.action === "model.request").map((e) => [e.contextVersion, e.messageRevision])).toEqual([
+    expect(
+      h
+        .trail("lifecycle")
+        .filter((e) => e.action === "model.request")
+        .map((e) => [e.contextVersion, e.messageRevision]),
+    ).toEqual([
       [1, 1],
       [1, 3],
     ]);
@@ -46,7 +57,12 @@ describe("loop events", () => {
 });
 
 describe("SSE mapping", () => {
-  const event: LoopEvent = { type: "step.text", turnId: "t1", step: 1, text: "line one\nline two\r\nthree" };
+  const event: LoopEvent = {
+    type: "step.text",
+    turnId: "t1",
+    step: 1,
+    text: "line one\nline two\r\nthree",
+  };
 
   it("names the frame by the event type and carries the event as one line of JSON", () => {
     const frame = loopEventToSse(event);
@@ -56,13 +72,17 @@ describe("SSE mapping", () => {
   });
 
   it("formats a frame with its id", () => {
-    expect(formatSse(loopEventToSse({ type: "turn.started", turnId: "t1", sessionId: "s1" }), "7")).toBe(
+    expect(
+      formatSse(loopEventToSse({ type: "turn.started", turnId: "t1", sessionId: "s1" }), "7"),
+    ).toBe(
       'id: 7\nevent: turn.started\ndata: {"type":"turn.started","turnId":"t1","sessionId":"s1"}\n\n',
     );
   });
 
   it("splits multi-line data into data lines", () => {
-    expect(formatSse({ event: "note", data: "a\nb\r\nc" })).toBe("event: note\ndata: a\ndata: b\ndata: c\n\n");
+    expect(formatSse({ event: "note", data: "a\nb\r\nc" })).toBe(
+      "event: note\ndata: a\ndata: b\ndata: c\n\n",
+    );
   });
 
   it("rejects CR or LF in the event name or the id", () => {

@@ -1,5 +1,10 @@
 import type { TurnStreamEvent } from "@alma-harness/loop";
-import { scriptedReasoning, scriptedText, scriptedToolCall, scriptedTorn } from "@alma-harness/loop/testing";
+import {
+  scriptedReasoning,
+  scriptedText,
+  scriptedToolCall,
+  scriptedTorn,
+} from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
 import { deferred, echoTool, harness, type HarnessOptions, tool, until } from "./harness.js";
 
@@ -10,9 +15,32 @@ async function collect(stream: AsyncIterable<TurnStreamEvent>): Promise<TurnStre
 }
 
 const scenarios: [string, () => HarnessOptions][] = [
-  ["a tool turn", () => ({ tools: [echoTool], script: [scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }, { text: "Checking. " }), scriptedText("Done.")] })],
-  ["a call-limit turn", () => ({ tools: [echoTool], limits: { maxCalls: 1 }, script: [scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } })] })],
-  ["a budget stop", () => ({ caps: { perTurnUsd: 0.000105 }, tools: [echoTool], script: [scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } })] })],
+  [
+    "a tool turn",
+    () => ({
+      tools: [echoTool],
+      script: [
+        scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }, { text: "Checking. " }),
+        scriptedText("Done."),
+      ],
+    }),
+  ],
+  [
+    "a call-limit turn",
+    () => ({
+      tools: [echoTool],
+      limits: { maxCalls: 1 },
+      script: [scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } })],
+    }),
+  ],
+  [
+    "a budget stop",
+    () => ({
+      caps: { perTurnUsd: 0.000105 },
+      tools: [echoTool],
+      script: [scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } })],
+    }),
+  ],
   ["a torn stream", () => ({ script: [scriptedTorn(scriptedText("partial"))] })],
 ];
 
@@ -27,21 +55,39 @@ describe("two faces, one engine", () => {
       const result = await streamed.result;
       expect(result).toEqual(ran);
       expect(events.at(-1)).toEqual({ type: "result", outcome: result });
-      expect(b.audit.events.map(({ seq: _s, ...e }) => e)).toEqual(a.audit.events.map(({ seq: _s, ...e }) => e));
+      expect(b.audit.events.map(({ seq: _s, ...e }) => e)).toEqual(
+        a.audit.events.map(({ seq: _s, ...e }) => e),
+      );
     });
   }
 
   it("streams settled main-step text, tool and usage metadata; never reasoning or child text", async () => {
-    const research = tool("research", async (_i, ctx) => (await ctx.models.delegate({ tier: "fast", sensitivity: "internal", prompt: "dig" })).text);
+    const research = tool(
+      "research",
+      async (_i, ctx) =>
+        (await ctx.models.delegate({ tier: "fast", sensitivity: "internal", prompt: "dig" })).text,
+    );
     const h = harness({
       tools: [research],
-      script: [scriptedReasoning("secret thoughts", scriptedToolCall({ id: "c1", name: "research" }, { text: "Looking. " })), scriptedText("Found it.")],
+      script: [
+        scriptedReasoning(
+          "secret thoughts",
+          scriptedToolCall({ id: "c1", name: "research" }, { text: "Looking. " }),
+        ),
+        scriptedText("Found it."),
+      ],
       smallScript: [scriptedText("CHILD TEXT")],
     });
     const events = await collect(h.engine.streamTurn(h.input()));
     expect(events.map((e) => e.type)).toEqual(["usage", "text", "tool", "usage", "text", "result"]);
-    expect(events.filter((e) => e.type === "text").map((e) => (e as { text: string }).text)).toEqual(["Looking. ", "Found it."]);
-    expect(events.filter((e) => e.type === "usage").every((e) => (e as { receipt: { kind: string } }).receipt.kind === "main")).toBe(true);
+    expect(
+      events.filter((e) => e.type === "text").map((e) => (e as { text: string }).text),
+    ).toEqual(["Looking. ", "Found it."]);
+    expect(
+      events
+        .filter((e) => e.type === "usage")
+        .every((e) => (e as { receipt: { kind: string } }).receipt.kind === "main"),
+    ).toBe(true);
     const text = JSON.stringify(events.filter((e) => e.type !== "result"));
     expect(text).not.toContain("secret thoughts");
     expect(text).not.toContain("CHILD TEXT");
@@ -50,7 +96,13 @@ describe("two faces, one engine", () => {
   it("breaking out of the iterator detaches the reader only: the turn runs on to the same result", async () => {
     const gate = deferred<string>();
     const slow = tool("slow", () => gate.promise);
-    const h = harness({ tools: [slow], script: [scriptedToolCall({ id: "c1", name: "slow" }, { text: "Wait. " }), scriptedText("Done.")] });
+    const h = harness({
+      tools: [slow],
+      script: [
+        scriptedToolCall({ id: "c1", name: "slow" }, { text: "Wait. " }),
+        scriptedText("Done."),
+      ],
+    });
     const streamed = h.engine.streamTurn(h.input());
     for await (const event of streamed) {
       if (event.type === "text") break;
@@ -62,7 +114,13 @@ describe("two faces, one engine", () => {
   });
 
   it("a reader that never reads is never waited for", async () => {
-    const h = harness({ tools: [echoTool], script: [scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }), scriptedText("ok")] });
+    const h = harness({
+      tools: [echoTool],
+      script: [
+        scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }),
+        scriptedText("ok"),
+      ],
+    });
     const streamed = h.engine.streamTurn(h.input());
     await until(() => h.eventsOf("turn.completed").length === 1, "the turn ended");
     expect((await streamed.result).status).toBe("completed");

@@ -2,7 +2,10 @@ import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
 import { completed, echoTool, harness, uncertain, log } from "./harness.js";
 
-const toolTurn = () => [scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }), scriptedText("ok")];
+const toolTurn = () => [
+  scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }),
+  scriptedText("ok"),
+];
 
 describe("one finalizer", () => {
   it("a sink that throws on every event cannot break the turn; exactly one turn.completed", async () => {
@@ -28,7 +31,9 @@ describe("one finalizer", () => {
       h.input({
         sink: (e) => {
           calls += 1;
-          return e.type === "turn.started" ? new Promise(() => undefined) : Promise.reject(new Error("late"));
+          return e.type === "turn.started"
+            ? new Promise(() => undefined)
+            : Promise.reject(new Error("late"));
         },
       }),
     );
@@ -39,7 +44,10 @@ describe("one finalizer", () => {
   it("a failing completed record leaves through the uncertain exit: one turn.completed, turn:end hears the truth last", async () => {
     const ends: string[] = [];
     const h = harness({
-      auditFail: (e) => (e.trail === "lifecycle" && e.action === "turn.completed" ? new Error("disk full") : undefined),
+      auditFail: (e) =>
+        e.trail === "lifecycle" && e.action === "turn.completed"
+          ? new Error("disk full")
+          : undefined,
       hooks: { "turn:end": (i) => void ends.push(i.outcome) },
       script: [scriptedText("ok")],
     });
@@ -47,8 +55,19 @@ describe("one finalizer", () => {
     expect(outcome.cause).toBe("audit");
     expect(outcome.receipts).toHaveLength(1);
     expect(ends).toEqual(["completed", "reconciliation_required"]);
-    expect(h.eventsOf("turn.completed")).toEqual([{ type: "turn.completed", turnId: "turn-1", outcome: "reconciliation_required", cause: "audit" }]);
-    expect(h.trail("lifecycle").map((e) => e.action)).toEqual(["turn.started", "model.request", "turn.uncertain"]);
+    expect(h.eventsOf("turn.completed")).toEqual([
+      {
+        type: "turn.completed",
+        turnId: "turn-1",
+        outcome: "reconciliation_required",
+        cause: "audit",
+      },
+    ]);
+    expect(h.trail("lifecycle").map((e) => e.action)).toEqual([
+      "turn.started",
+      "model.request",
+      "turn.uncertain",
+    ]);
   });
 
   it("an audit log that fails everything still yields exactly one outcome", async () => {
@@ -60,18 +79,37 @@ describe("one finalizer", () => {
   });
 
   it("every ending leaves through the same exit: completed outcomes record turn.completed with their reason", async () => {
-    const h = harness({ tools: [echoTool], limits: { maxCalls: 1 }, script: [scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } })] });
+    const h = harness({
+      tools: [echoTool],
+      limits: { maxCalls: 1 },
+      script: [scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } })],
+    });
     const result = completed(await h.run());
     expect(result.terminalReason).toBe("call_limit");
-    expect(h.trail("lifecycle").at(-1)).toMatchObject({ action: "turn.completed", detail: "call_limit", messageRevision: 3 });
-    expect(h.eventsOf("turn.completed")).toEqual([{ type: "turn.completed", turnId: "turn-1", outcome: "completed", terminalReason: "call_limit" }]);
+    expect(h.trail("lifecycle").at(-1)).toMatchObject({
+      action: "turn.completed",
+      detail: "call_limit",
+      messageRevision: 3,
+    });
+    expect(h.eventsOf("turn.completed")).toEqual([
+      {
+        type: "turn.completed",
+        turnId: "turn-1",
+        outcome: "completed",
+        terminalReason: "call_limit",
+      },
+    ]);
   });
 
   it("a step cut at max_tokens completes with an empty reply, keeps its receipt and persists nothing of the step", async () => {
     const h = harness({ script: [scriptedText("trunc", { stopReason: "max_tokens" })] });
     const outcome = await h.run();
     const result = completed(outcome);
-    expect(result).toMatchObject({ reply: [], stopReason: "max_tokens", terminalReason: "max_tokens" });
+    expect(result).toMatchObject({
+      reply: [],
+      stopReason: "max_tokens",
+      terminalReason: "max_tokens",
+    });
     expect(result.receipts).toHaveLength(1);
     expect(log(outcome).map((m) => m.role)).toEqual(["user"]);
     expect(h.eventsOf("step.text")).toEqual([]);

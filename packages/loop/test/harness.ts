@@ -45,7 +45,10 @@ import { FakeModelClient, type ScriptedResponse } from "@alma-harness/loop/testi
 export const PRICES: PriceTable = {
   version: "test-2026-11",
   models: {
-    "fake-main": { rates: { input: 3, output: 15, cacheWrite5m: 3.75, cacheWrite1h: 6, cacheRead: 0.3 }, webSearchPerRequestUsd: 0.01 },
+    "fake-main": {
+      rates: { input: 3, output: 15, cacheWrite5m: 3.75, cacheWrite1h: 6, cacheRead: 0.3 },
+      webSearchPerRequestUsd: 0.01,
+    },
     "fake-small": { rates: { input: 1, output: 5 } },
   },
 };
@@ -54,12 +57,19 @@ export const SCOPE = { org: "clinic-a", uid: "patient-1" } as const;
 /** The engine's trail key in tests: pseudonyms and hashes are deterministic, so a test can name the one it expects. */
 export const TEST_TRAIL_KEY = trailKey("loop-test-trail-key-of-32-bytes-or-more");
 /** The stored pseudonym of a session of `SCOPE` (or another scope). */
-export const pseudonym = (sessionId = "s1", scope: Scope = SCOPE) => sessionPseudonym(TEST_TRAIL_KEY, scope, sessionId);
+export const pseudonym = (sessionId = "s1", scope: Scope = SCOPE) =>
+  sessionPseudonym(TEST_TRAIL_KEY, scope, sessionId);
 /** The keyed hash the trails record for a sensitive value of `SCOPE`. */
-export const hashed = (value: string, scope: Scope = SCOPE) => trailHash(TEST_TRAIL_KEY, scope, value);
+export const hashed = (value: string, scope: Scope = SCOPE) =>
+  trailHash(TEST_TRAIL_KEY, scope, value);
 
 /** The default child route: the small client on the small model. */
-export const SMALL_CHOICE: ModelChoice = { clientId: "small", model: "fake-small", maxOutputTokens: 256, cache: false };
+export const SMALL_CHOICE: ModelChoice = {
+  clientId: "small",
+  model: "fake-small",
+  maxOutputTokens: 256,
+  cache: false,
+};
 
 export interface HarnessOptions {
   readonly script?: readonly ScriptedResponse[];
@@ -100,14 +110,33 @@ export function harness(opts: HarnessOptions = {}) {
   const clock = opts.clock ?? new ManualClock();
   const ids = new SequentialIds();
   const audit = new RecordingAuditLog(opts.auditFail ? { fail: opts.auditFail } : {});
-  const settlements = opts.settlements ?? new InMemoryCostSettlementStore({ spend: new InMemorySpendStore() });
+  const settlements =
+    opts.settlements ?? new InMemoryCostSettlementStore({ spend: new InMemorySpendStore() });
   const spend = settlements.spend;
   const journal = new InMemoryExecutionStore({ spend });
-  const model = new FakeModelClient(opts.script ?? [], opts.provider ? { provider: opts.provider } : {});
+  const model = new FakeModelClient(
+    opts.script ?? [],
+    opts.provider ? { provider: opts.provider } : {},
+  );
   const small = new FakeModelClient(opts.smallScript ?? [], { id: "small" });
-  const choice: ModelChoice = { clientId: "fake", model: "fake-main", maxOutputTokens: 1024, cache: false, ...opts.choice };
+  const choice: ModelChoice = {
+    clientId: "fake",
+    model: "fake-main",
+    maxOutputTokens: 1024,
+    cache: false,
+    ...opts.choice,
+  };
   const routes: RoutingIntent[] = [];
-  const calls = new GovernedCalls({ journal, settlements, spend, prices: opts.prices ?? PRICES, caps: normalizeBudgetCaps(opts.caps), policyVersion: "p1", audit, clock });
+  const calls = new GovernedCalls({
+    journal,
+    settlements,
+    spend,
+    prices: opts.prices ?? PRICES,
+    caps: normalizeBudgetCaps(opts.caps),
+    policyVersion: "p1",
+    audit,
+    clock,
+  });
   const events: LoopEvent[] = [];
   const engine = createEngine({
     clients: [model, small],
@@ -115,7 +144,12 @@ export function harness(opts: HarnessOptions = {}) {
       resolve: (intent) => {
         routes.push(intent);
         if (opts.policy) return opts.policy(intent);
-        return intent.task === "direct" || intent.task === "delegate" || intent.task === "summary" || intent.task === "extraction" ? SMALL_CHOICE : choice;
+        return intent.task === "direct" ||
+          intent.task === "delegate" ||
+          intent.task === "summary" ||
+          intent.task === "extraction"
+          ? SMALL_CHOICE
+          : choice;
       },
     },
     tools: opts.tools ?? [],
@@ -129,7 +163,9 @@ export function harness(opts: HarnessOptions = {}) {
     ...(opts.permissions ? { permissions: opts.permissions } : {}),
     limits: { maxCalls: 8, ...opts.limits },
     ...(opts.longContext ? { longContext: opts.longContext } : {}),
-    ...(opts.releasePreStreamRejections !== undefined ? { releasePreStreamRejections: opts.releasePreStreamRejections } : {}),
+    ...(opts.releasePreStreamRejections !== undefined
+      ? { releasePreStreamRejections: opts.releasePreStreamRejections }
+      : {}),
     ...(opts.media ? { media: opts.media } : {}),
     ...(opts.recall ? { recall: opts.recall } : {}),
     ...(opts.extraction ? { extraction: opts.extraction } : {}),
@@ -175,20 +211,36 @@ export function harness(opts: HarnessOptions = {}) {
     routes,
     run: (o?: Partial<TurnInput>) => engine.runTurn(input(o)),
     /** The sink's events of one type, in order. */
-    eventsOf: <T extends LoopEvent["type"]>(type: T) => events.filter((e): e is Extract<LoopEvent, { type: T }> => e.type === type),
+    eventsOf: <T extends LoopEvent["type"]>(type: T) =>
+      events.filter((e): e is Extract<LoopEvent, { type: T }> => e.type === type),
   };
 }
 
 export const echoTool = defineTool({
   name: "echo",
   description: "Echoes its text.",
-  input: { type: "object", properties: { text: { type: "string" } }, required: ["text"], additionalProperties: false },
+  input: {
+    type: "object",
+    properties: { text: { type: "string" } },
+    required: ["text"],
+    additionalProperties: false,
+  },
   handler: (input) => ({ echoed: input.text as string }),
 });
 
 /** A tool with a given handler and an open object schema. */
-export function tool(name: string, handler: ToolDefinition["handler"], extra: Partial<Parameters<typeof defineTool>[0]> = {}): ToolDefinition {
-  return defineTool({ name, description: `The ${name} tool.`, input: { type: "object" }, handler, ...extra });
+export function tool(
+  name: string,
+  handler: ToolDefinition["handler"],
+  extra: Partial<Parameters<typeof defineTool>[0]> = {},
+): ToolDefinition {
+  return defineTool({
+    name,
+    description: `The ${name} tool.`,
+    input: { type: "object" },
+    handler,
+    ...extra,
+  });
 }
 
 /** Lets pending promise callbacks run (several microtask turns), without real time. */
@@ -223,18 +275,25 @@ export function deferred<T = void>(): Deferred<T> {
 
 /** The result of a completed outcome; throws (failing the test) on any other. */
 export function completed(outcome: TurnOutcome): TurnResult {
-  if (outcome.status !== "completed") throw new Error(`expected completed, got ${outcome.status}${"cause" in outcome ? ` (${outcome.cause})` : ""}`);
+  if (outcome.status !== "completed")
+    throw new Error(
+      `expected completed, got ${outcome.status}${"cause" in outcome ? ` (${outcome.cause})` : ""}`,
+    );
   return outcome.result;
 }
 
 /** An uncertain outcome; throws (failing the test) on any other. */
-export function uncertain(outcome: TurnOutcome): Extract<TurnOutcome, { status: "reconciliation_required" }> {
-  if (outcome.status !== "reconciliation_required") throw new Error(`expected reconciliation_required, got ${outcome.status}`);
+export function uncertain(
+  outcome: TurnOutcome,
+): Extract<TurnOutcome, { status: "reconciliation_required" }> {
+  if (outcome.status !== "reconciliation_required")
+    throw new Error(`expected reconciliation_required, got ${outcome.status}`);
   return outcome;
 }
 
 /** The messages a turn recorded (completed or uncertain); throws for an outcome that ran nothing. */
 export function log(outcome: TurnOutcome): readonly Msg[] {
-  if (outcome.status === "not_admitted") throw new Error("a turn that was not admitted recorded nothing");
+  if (outcome.status === "not_admitted")
+    throw new Error("a turn that was not admitted recorded nothing");
   return outcome.messages;
 }

@@ -7,10 +7,19 @@ const SCHEMA_SENTINEL = "patient_diagnosis_code";
 
 /** Runs one text turn with a step:pre hook returning `patch`, and returns the request that went out and the trail. */
 async function withPatch(patch: Record<string, unknown>) {
-  const h = harness({ tools: [echoTool], choice: { cache: { ttl: "5m" }, reasoning: "low" }, hooks: { "step:pre": () => patch as StepPrePatch }, script: [scriptedText("ok")] });
+  const h = harness({
+    tools: [echoTool],
+    choice: { cache: { ttl: "5m" }, reasoning: "low" },
+    hooks: { "step:pre": () => patch as StepPrePatch },
+    script: [scriptedText("ok")],
+  });
   const outcome = await h.run();
   completed(outcome);
-  return { request: h.model.requests[0]!, context: h.trail("context"), audit: JSON.stringify(h.audit.events) };
+  return {
+    request: h.model.requests[0]!,
+    context: h.trail("context"),
+    audit: JSON.stringify(h.audit.events),
+  };
 }
 
 describe("step:pre only narrows", () => {
@@ -18,7 +27,13 @@ describe("step:pre only narrows", () => {
     ["model", "fake-huge"],
     ["clientId", "small"],
     ["tools", [{ name: "rm_rf", description: "x", inputSchema: { type: "object" } }]],
-    ["output", { name: "extract", schema: { type: "object", properties: { [SCHEMA_SENTINEL]: { type: "string" } } } }],
+    [
+      "output",
+      {
+        name: "extract",
+        schema: { type: "object", properties: { [SCHEMA_SENTINEL]: { type: "string" } } },
+      },
+    ],
     ["toolChoice", { type: "tool", name: "echo" }],
     ["temperature", 1.5],
     ["cache", { ttl: "1h" }],
@@ -74,7 +89,12 @@ describe("step:pre only narrows", () => {
     const h = harness({
       hooks: {
         "step:pre": (input) => {
-          seen.push(Object.isFrozen(input), Object.isFrozen(input.choice), Object.isFrozen(input.request.messages), Object.isFrozen(input.request.messages[0]?.blocks[0]));
+          seen.push(
+            Object.isFrozen(input),
+            Object.isFrozen(input.choice),
+            Object.isFrozen(input.request.messages),
+            Object.isFrozen(input.request.messages[0]?.blocks[0]),
+          );
           return undefined;
         },
       },
@@ -104,8 +124,16 @@ describe("a hook that throws makes the turn uncertain", () => {
         ends += 1;
         if (name === "turn:end") boom();
       };
-      const hooks: LifecycleHooks = name === "turn:end" ? { "turn:end": end } : { [name]: boom, "turn:end": end };
-      const h = harness({ tools: [echoTool], hooks, script: [scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }), scriptedText("ok")] });
+      const hooks: LifecycleHooks =
+        name === "turn:end" ? { "turn:end": end } : { [name]: boom, "turn:end": end };
+      const h = harness({
+        tools: [echoTool],
+        hooks,
+        script: [
+          scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }),
+          scriptedText("ok"),
+        ],
+      });
       const outcome = uncertain(await h.run());
       expect(outcome.cause).toBe(`hook:${name}`);
       expect(h.model.calls).toBe(modelCalls);
@@ -116,7 +144,9 @@ describe("a hook that throws makes the turn uncertain", () => {
 
   it("turn:start sees the input frozen", async () => {
     let frozen = false;
-    const look = (input: { readonly input: readonly { readonly blocks: readonly unknown[] }[] }) => {
+    const look = (input: {
+      readonly input: readonly { readonly blocks: readonly unknown[] }[];
+    }) => {
       frozen = Object.isFrozen(input.input[0]?.blocks[0]);
     };
     const h = harness({ hooks: { "turn:start": look }, script: [scriptedText("ok")] });

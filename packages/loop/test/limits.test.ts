@@ -12,10 +12,18 @@ const counter = () => {
 
 describe("the call limit and the final-answer notice", () => {
   it("the last call carries a harness notice, tools stay advertised, and an answer reports callLimit answered", async () => {
-    const h = harness({ tools: [echoTool], limits: { maxCalls: 1 }, script: [scriptedText("final")] });
+    const h = harness({
+      tools: [echoTool],
+      limits: { maxCalls: 1 },
+      script: [scriptedText("final")],
+    });
     const outcome = await h.run();
     const result = completed(outcome);
-    expect(lastBlock(h.model.requests[0]!.messages)).toEqual({ type: "text", text: DEFAULT_FINAL_ANSWER_NOTICE, origin: "harness" });
+    expect(lastBlock(h.model.requests[0]!.messages)).toEqual({
+      type: "text",
+      text: DEFAULT_FINAL_ANSWER_NOTICE,
+      origin: "harness",
+    });
     expect(h.model.requests[0]?.tools.map((t) => t.name)).toEqual(["echo"]);
     expect(result.callLimit).toEqual({ maxCalls: 1, answered: true });
     expect(result.terminalReason).toBe("call_limit");
@@ -26,7 +34,14 @@ describe("the call limit and the final-answer notice", () => {
 
   it("a function tool called anyway on the last call does not run; the unanswered turn lists it with isError", async () => {
     const c = counter();
-    const h = harness({ tools: [c.tool], limits: { maxCalls: 2 }, script: [scriptedToolCall({ id: "c1", name: "count" }), scriptedToolCall({ id: "c2", name: "count" }, { text: "one more" })] });
+    const h = harness({
+      tools: [c.tool],
+      limits: { maxCalls: 2 },
+      script: [
+        scriptedToolCall({ id: "c1", name: "count" }),
+        scriptedToolCall({ id: "c2", name: "count" }, { text: "one more" }),
+      ],
+    });
     const outcome = await h.run();
     const result = completed(outcome);
     expect(c.state.runs).toBe(1);
@@ -37,21 +52,48 @@ describe("the call limit and the final-answer notice", () => {
       { id: "c1", name: "count", input: {}, isError: false },
       { id: "c2", name: "count", input: {}, isError: true },
     ]);
-    expect(log(outcome).at(-1)?.blocks).toEqual([{ type: "tool_result", callId: "c2", name: "count", output: "not run: a final answer was requested", isError: true, code: "TOOL_NOT_RUN" }]);
+    expect(log(outcome).at(-1)?.blocks).toEqual([
+      {
+        type: "tool_result",
+        callId: "c2",
+        name: "count",
+        output: "not run: a final answer was requested",
+        isError: true,
+        code: "TOOL_NOT_RUN",
+      },
+    ]);
     expect(h.model.requests[0]?.messages).toHaveLength(1);
     expect(lastBlock(h.model.requests[1]!.messages)).toMatchObject({ origin: "harness" });
   });
 
   it("one call more than needed: no notice, a plain answer", async () => {
-    const h = harness({ tools: [echoTool], limits: { maxCalls: 3 }, script: [scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }), scriptedText("done")] });
+    const h = harness({
+      tools: [echoTool],
+      limits: { maxCalls: 3 },
+      script: [
+        scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }),
+        scriptedText("done"),
+      ],
+    });
     const result = completed(await h.run());
     expect(result.terminalReason).toBe("answered");
     expect(result.callLimit).toBeUndefined();
-    expect(h.model.requests.every((r) => !JSON.stringify(r.messages).includes(DEFAULT_FINAL_ANSWER_NOTICE))).toBe(true);
+    expect(
+      h.model.requests.every(
+        (r) => !JSON.stringify(r.messages).includes(DEFAULT_FINAL_ANSWER_NOTICE),
+      ),
+    ).toBe(true);
   });
 
   it("exactly at the limit: the answering step was the last and carried the notice", async () => {
-    const h = harness({ tools: [echoTool], limits: { maxCalls: 2 }, script: [scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }), scriptedText("done")] });
+    const h = harness({
+      tools: [echoTool],
+      limits: { maxCalls: 2 },
+      script: [
+        scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }),
+        scriptedText("done"),
+      ],
+    });
     const result = completed(await h.run());
     expect(result.callLimit).toEqual({ maxCalls: 2, answered: true });
   });
@@ -65,16 +107,31 @@ describe("the call limit and the final-answer notice", () => {
   });
 
   it("finalAnswerNotice replaces the notice text", async () => {
-    const h = harness({ tools: [echoTool], limits: { maxCalls: 1, finalAnswerNotice: "Wrap up." }, script: [scriptedText("ok")] });
+    const h = harness({
+      tools: [echoTool],
+      limits: { maxCalls: 1, finalAnswerNotice: "Wrap up." },
+      script: [scriptedText("ok")],
+    });
     await h.run();
-    expect(lastBlock(h.model.requests[0]!.messages)).toEqual({ type: "text", text: "Wrap up.", origin: "harness" });
+    expect(lastBlock(h.model.requests[0]!.messages)).toEqual({
+      type: "text",
+      text: "Wrap up.",
+      origin: "harness",
+    });
   });
 });
 
 describe("the step limit", () => {
   it("maxSteps below maxCalls ends the turn as stepLimit", async () => {
     const c = counter();
-    const h = harness({ tools: [c.tool], limits: { maxCalls: 5, maxSteps: 2 }, script: [scriptedToolCall({ id: "c1", name: "count" }), scriptedToolCall({ id: "c2", name: "count" })] });
+    const h = harness({
+      tools: [c.tool],
+      limits: { maxCalls: 5, maxSteps: 2 },
+      script: [
+        scriptedToolCall({ id: "c1", name: "count" }),
+        scriptedToolCall({ id: "c2", name: "count" }),
+      ],
+    });
     const result = completed(await h.run());
     expect(result.stepLimit).toEqual({ maxSteps: 2, answered: false });
     expect(result.callLimit).toBeUndefined();
@@ -82,21 +139,35 @@ describe("the step limit", () => {
   });
 
   it("a tie between calls and steps reports callLimit", async () => {
-    const h = harness({ tools: [echoTool], limits: { maxCalls: 2, maxSteps: 2 }, script: [scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }), scriptedToolCall({ id: "c2", name: "echo", input: { text: "y" } })] });
+    const h = harness({
+      tools: [echoTool],
+      limits: { maxCalls: 2, maxSteps: 2 },
+      script: [
+        scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }),
+        scriptedToolCall({ id: "c2", name: "echo", input: { text: "y" } }),
+      ],
+    });
     const result = completed(await h.run());
     expect(result.callLimit).toEqual({ maxCalls: 2, answered: false });
     expect(result.stepLimit).toBeUndefined();
   });
 
   it("a pause on the last step ends the turn unanswered", async () => {
-    const h = harness({ tools: [echoTool], limits: { maxCalls: 1 }, script: [scriptedText("searching", { stopReason: "pause_turn" })] });
+    const h = harness({
+      tools: [echoTool],
+      limits: { maxCalls: 1 },
+      script: [scriptedText("searching", { stopReason: "pause_turn" })],
+    });
     const result = completed(await h.run());
     expect(result.callLimit).toEqual({ maxCalls: 1, answered: false });
     expect(result.reply).toEqual([]);
   });
 
   it("a pause re-sends the turn as another step", async () => {
-    const h = harness({ limits: { maxCalls: 3 }, script: [scriptedText("part", { stopReason: "pause_turn" }), scriptedText("whole")] });
+    const h = harness({
+      limits: { maxCalls: 3 },
+      script: [scriptedText("part", { stopReason: "pause_turn" }), scriptedText("whole")],
+    });
     const result = completed(await h.run());
     expect(h.model.calls).toBe(2);
     expect(result.reply).toEqual([{ type: "text", text: "whole" }]);
@@ -107,10 +178,12 @@ describe("the time limit", () => {
   /** A tool that moves the clock so `leftMs` remain before the deadline when the next step starts. */
   function timed(leftMs: number) {
     const h = harness({
-      tools: [tool("wait", () => {
-        h.clock.set(deadline - leftMs);
-        return "waited";
-      })],
+      tools: [
+        tool("wait", () => {
+          h.clock.set(deadline - leftMs);
+          return "waited";
+        }),
+      ],
       script: [scriptedToolCall({ id: "c1", name: "wait" }), scriptedText("in time")],
     });
     const deadline = h.clock.now() + 600_000;
@@ -121,7 +194,11 @@ describe("the time limit", () => {
     const { h, deadline } = timed(60_000);
     const result = completed(await h.run({ deadlineAt: deadline }));
     expect(result.timeLimit).toEqual({ answered: true });
-    expect(lastBlock(h.model.requests[1]!.messages)).toEqual({ type: "text", text: DEFAULT_TIME_NOTICE, origin: "harness" });
+    expect(lastBlock(h.model.requests[1]!.messages)).toEqual({
+      type: "text",
+      text: DEFAULT_TIME_NOTICE,
+      origin: "harness",
+    });
   });
 
   it("with one millisecond more than the reserve, the next step is ordinary", async () => {
@@ -141,7 +218,9 @@ describe("the time limit", () => {
     let started = false;
     const slow = tool("slow", (_i, ctx) => {
       started = true;
-      return new Promise((_, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)));
+      return new Promise((_, reject) =>
+        ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)),
+      );
     });
     const h = harness({ tools: [slow], script: [scriptedToolCall({ id: "c1", name: "slow" })] });
     const turn = h.run({ deadlineAt: h.clock.now() + 5_000 });

@@ -1,13 +1,23 @@
 import type { Block, Msg, MsgMeta } from "@alma-harness/core";
 import { MANUAL_CLOCK_START } from "@alma-harness/core/testing";
-import { DEFAULT_SUMMARY_FRAME, type LongContextPolicy, measuredText, SUMMARY_INSTRUCTION } from "@alma-harness/loop";
+import {
+  DEFAULT_SUMMARY_FRAME,
+  type LongContextPolicy,
+  measuredText,
+  SUMMARY_INSTRUCTION,
+} from "@alma-harness/loop";
 import { scriptedText } from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
 import { completed, harness, log, SCOPE, uncertain } from "./harness.js";
 
 const NOW = MANUAL_CLOCK_START;
 const text = (t: string): Block => ({ type: "text", text: t });
-const msg = (role: "user" | "assistant", t: string, at: number, meta: Omit<MsgMeta, "at"> = { turn: "old" }): Msg => ({ role, blocks: [text(t)], meta: { ...meta, at } });
+const msg = (
+  role: "user" | "assistant",
+  t: string,
+  at: number,
+  meta: Omit<MsgMeta, "at"> = { turn: "old" },
+): Msg => ({ role, blocks: [text(t)], meta: { ...meta, at } });
 
 /** Six messages of an earlier conversation, the newest recorded `age` ms ago; the fifth carries an event id. */
 function history(age = 300_001): Msg[] {
@@ -26,14 +36,26 @@ const POLICY: LongContextPolicy = { rotateAtTokens: 1, keepLastMessages: 2, summ
 const SUMMARY = "Ana booked Monday at 10.";
 const marker = (replaces: number, summary = SUMMARY) => ({
   role: "user",
-  blocks: [{ type: "text", text: `${DEFAULT_SUMMARY_FRAME.before}\n\n${summary}\n\n${DEFAULT_SUMMARY_FRAME.after}`, origin: "harness" }],
+  blocks: [
+    {
+      type: "text",
+      text: `${DEFAULT_SUMMARY_FRAME.before}\n\n${summary}\n\n${DEFAULT_SUMMARY_FRAME.after}`,
+      origin: "harness",
+    },
+  ],
   meta: { rotation: { replaces }, turn: "turn-1", at: NOW },
 });
-const texts = (messages: readonly Msg[]) => messages.map((m) => m.blocks.map((b) => (b.type === "text" ? b.text : b.type)).join("|"));
+const texts = (messages: readonly Msg[]) =>
+  messages.map((m) => m.blocks.map((b) => (b.type === "text" ? b.text : b.type)).join("|"));
 
 function cold(opts: Parameters<typeof harness>[0] & { policy_?: Partial<LongContextPolicy> } = {}) {
   const { policy_, ...rest } = opts;
-  return harness({ longContext: { ...POLICY, ...policy_ }, smallScript: [scriptedText(SUMMARY)], script: [scriptedText("Sure.")], ...rest });
+  return harness({
+    longContext: { ...POLICY, ...policy_ },
+    smallScript: [scriptedText(SUMMARY)],
+    script: [scriptedText("Sure.")],
+    ...rest,
+  });
 }
 
 describe("cold-start rotation (spec: long-context)", () => {
@@ -46,8 +68,15 @@ describe("cold-start rotation (spec: long-context)", () => {
     const summaryRequest = h.small.requests[0];
     expect(summaryRequest?.system).toEqual([{ type: "text", text: SUMMARY_INSTRUCTION }]);
     expect(summaryRequest?.tools).toEqual([]);
-    expect(texts(summaryRequest?.messages ?? [])).toEqual(["Person: My name is Ana.\nAssistant: Hello Ana.\nPerson: I need an appointment on Monday.\nAssistant: Monday at 10 works."]);
-    expect(h.model.requests[0]?.messages).toEqual([marker(4), past[4], past[5], expect.objectContaining({ role: "user", blocks: [text("Hello")] })]);
+    expect(texts(summaryRequest?.messages ?? [])).toEqual([
+      "Person: My name is Ana.\nAssistant: Hello Ana.\nPerson: I need an appointment on Monday.\nAssistant: Monday at 10 works.",
+    ]);
+    expect(h.model.requests[0]?.messages).toEqual([
+      marker(4),
+      past[4],
+      past[5],
+      expect.objectContaining({ role: "user", blocks: [text("Hello")] }),
+    ]);
     expect(result.receipts.map((r) => r.kind)).toEqual(["summary", "main"]);
     expect(result.reply).toEqual([text("Sure.")]);
   });
@@ -57,10 +86,16 @@ describe("cold-start rotation (spec: long-context)", () => {
     const past = history();
     const messages = log(await h.run({ history: past }));
     expect(messages[0]).toEqual(marker(4));
-    expect(messages[1]).toEqual({ role: "user", blocks: [text("Book it.")], meta: { turn: "old", at: past[4]?.meta?.at } });
+    expect(messages[1]).toEqual({
+      role: "user",
+      blocks: [text("Book it.")],
+      meta: { turn: "old", at: past[4]?.meta?.at },
+    });
     expect(messages[2]).toBe(past[5]);
     expect(texts(messages.slice(3))).toEqual(["Hello", "Sure."]);
-    expect(messages.slice(3).every((m) => m.meta?.turn === "turn-1" && m.meta.at === NOW)).toBe(true);
+    expect(messages.slice(3).every((m) => m.meta?.turn === "turn-1" && m.meta.at === NOW)).toBe(
+      true,
+    );
   });
 
   it("the summary has its own routing record, receipt, journal record and cost event", async () => {
@@ -68,10 +103,19 @@ describe("cold-start rotation (spec: long-context)", () => {
     await h.run({ history: history() });
     const routing = h.trail("routing").filter((e) => e.kind === "summary");
     expect(routing).toHaveLength(2);
-    expect(routing[0]).toMatchObject({ callId: "turn-1:summary:1", clientId: "small", model: "fake-small", tier: "fast", sensitivity: "internal" });
+    expect(routing[0]).toMatchObject({
+      callId: "turn-1:summary:1",
+      clientId: "small",
+      model: "fake-small",
+      tier: "fast",
+      sensitivity: "internal",
+    });
     expect(routing[1]?.servedTier).toBe("standard");
     expect((await h.journal.get(SCOPE, "turn-1:summary:1"))?.state).toBe("completed");
-    expect(h.trail("cost").map((e) => e.operationId)).toEqual(["turn-1:summary:1", "turn-1:main:2"]);
+    expect(h.trail("cost").map((e) => e.operationId)).toEqual([
+      "turn-1:summary:1",
+      "turn-1:main:2",
+    ]);
   });
 
   it("rotates only strictly over rotateAtTokens, measured by estimateTokens on the content text", async () => {
@@ -88,7 +132,9 @@ describe("cold-start rotation (spec: long-context)", () => {
 
   it("by default measures ceil(characters / 4) of roles, text, tool calls and results, never meta or keys", async () => {
     const past = history();
-    expect(measuredText(past)).toBe("user\nMy name is Ana.\nassistant\nHello Ana.\nuser\nI need an appointment on Monday.\nassistant\nMonday at 10 works.\nuser\nBook it.\nassistant\nBooked.");
+    expect(measuredText(past)).toBe(
+      "user\nMy name is Ana.\nassistant\nHello Ana.\nuser\nI need an appointment on Monday.\nassistant\nMonday at 10 works.\nuser\nBook it.\nassistant\nBooked.",
+    );
     const tokens = Math.ceil(measuredText(past).length / 4);
     const at = cold({ policy_: { rotateAtTokens: tokens } });
     await at.run({ history: past });
@@ -97,8 +143,23 @@ describe("cold-start rotation (spec: long-context)", () => {
     await over.run({ history: past });
     expect(over.small.calls).toBe(1);
     const calls: Msg[] = [
-      { role: "assistant", blocks: [{ type: "tool_call", id: "c1", name: "lookup", input: { day: "Monday", n: 2 } }] },
-      { role: "user", blocks: [{ type: "tool_result", callId: "c1", name: "lookup", output: { open: "09:00" }, isError: false }, { type: "media", kind: "image", ref: "https://x/y.png", contentType: "image/png" }] },
+      {
+        role: "assistant",
+        blocks: [{ type: "tool_call", id: "c1", name: "lookup", input: { day: "Monday", n: 2 } }],
+      },
+      {
+        role: "user",
+        blocks: [
+          {
+            type: "tool_result",
+            callId: "c1",
+            name: "lookup",
+            output: { open: "09:00" },
+            isError: false,
+          },
+          { type: "media", kind: "image", ref: "https://x/y.png", contentType: "image/png" },
+        ],
+      },
     ];
     expect(measuredText(calls)).toBe("assistant\nlookup\nMonday\n2\nuser\nlookup\n09:00");
   });
@@ -127,8 +188,18 @@ describe("cold-start rotation (spec: long-context)", () => {
       msg("user", "u1", at),
       msg("assistant", "a1", at),
       msg("user", "u2", at),
-      { role: "assistant", blocks: [{ type: "tool_call", id: "c1", name: "lookup", input: {} }], meta: { at } },
-      { role: "user", blocks: [{ type: "tool_result", callId: "c1", name: "lookup", output: "ok", isError: false }], meta: { at } },
+      {
+        role: "assistant",
+        blocks: [{ type: "tool_call", id: "c1", name: "lookup", input: {} }],
+        meta: { at },
+      },
+      {
+        role: "user",
+        blocks: [
+          { type: "tool_result", callId: "c1", name: "lookup", output: "ok", isError: false },
+        ],
+        meta: { at },
+      },
       msg("assistant", "a3", at),
     ];
     const tailOf = async (keepLastMessages: number) => {
@@ -158,7 +229,9 @@ describe("cold-start rotation (spec: long-context)", () => {
   it("the summary frame and the estimate are the host's; a failing estimate is uncertain", async () => {
     const framed = cold({ policy_: { summaryFrame: { before: "Earlier:", after: "" } } });
     await framed.run({ history: history() });
-    expect(framed.model.requests[0]?.messages[0]?.blocks).toEqual([{ type: "text", text: `Earlier:\n\n${SUMMARY}`, origin: "harness" }]);
+    expect(framed.model.requests[0]?.messages[0]?.blocks).toEqual([
+      { type: "text", text: `Earlier:\n\n${SUMMARY}`, origin: "harness" },
+    ]);
     const broken = cold({
       policy_: {
         estimateTokens: () => {
@@ -173,9 +246,16 @@ describe("cold-start rotation (spec: long-context)", () => {
     const empty = cold({ smallScript: [scriptedText("")] });
     expect(uncertain(await empty.run({ history: history() })).cause).toBe("call:summary:empty");
     const cut = cold({ smallScript: [scriptedText("Ana bo", { stopReason: "max_tokens" })] });
-    expect(uncertain(await cut.run({ history: history() })).cause).toBe("call:summary:unavailable:max_tokens");
+    expect(uncertain(await cut.run({ history: history() })).cause).toBe(
+      "call:summary:unavailable:max_tokens",
+    );
     const unpriced = cold({
-      policy: (intent) => ({ clientId: intent.task === "summary" ? "small" : "fake", model: intent.task === "summary" ? "no-price" : "fake-main", maxOutputTokens: 256, cache: false }),
+      policy: (intent) => ({
+        clientId: intent.task === "summary" ? "small" : "fake",
+        model: intent.task === "summary" ? "no-price" : "fake-main",
+        maxOutputTokens: 256,
+        cache: false,
+      }),
     });
     const outcome = await unpriced.run({ history: history() });
     expect(completed(outcome).budget).toEqual({ metric: "unpriced", answered: false });

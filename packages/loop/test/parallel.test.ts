@@ -1,6 +1,16 @@
 import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
-import { completed, type Deferred, deferred, flush, harness, tool, uncertain, until, log } from "./harness.js";
+import {
+  completed,
+  type Deferred,
+  deferred,
+  flush,
+  harness,
+  tool,
+  uncertain,
+  until,
+  log,
+} from "./harness.js";
 
 /** Tools whose handlers wait on deferreds the test resolves in any order. */
 function gated(names: readonly string[]) {
@@ -40,7 +50,11 @@ describe("parallel dispatch", () => {
 
   it("runs a batch concurrently and lands results in the model's order when handlers finish out of order", async () => {
     const g = gated(["a", "b", "c"]);
-    const h = harness({ tools: g.tools, limits: { maxParallelToolCalls: 3 }, script: [threeCalls, scriptedText("ok")] });
+    const h = harness({
+      tools: g.tools,
+      limits: { maxParallelToolCalls: 3 },
+      script: [threeCalls, scriptedText("ok")],
+    });
     const turn = h.run();
     await until(() => g.started.length === 3, "all started");
     g.gates.get("c")!.resolve("C");
@@ -48,19 +62,33 @@ describe("parallel dispatch", () => {
     g.gates.get("b")!.resolve("B");
     const outcome = await turn;
     completed(outcome);
-    expect(log(outcome)[2]?.blocks.map((b) => (b as { callId: string }).callId)).toEqual(["c1", "c2", "c3"]);
-    expect(log(outcome)[2]?.blocks.map((b) => (b as { output: unknown }).output)).toEqual(["A", "B", "C"]);
+    expect(log(outcome)[2]?.blocks.map((b) => (b as { callId: string }).callId)).toEqual([
+      "c1",
+      "c2",
+      "c3",
+    ]);
+    expect(log(outcome)[2]?.blocks.map((b) => (b as { output: unknown }).output)).toEqual([
+      "A",
+      "B",
+      "C",
+    ]);
     // every call precedes every result: the calls are in the assistant message, the results after it
     expect(log(outcome)[1]?.blocks.every((b) => b.type === "tool_call")).toBe(true);
     // every intent is durable before any call is admitted
-    const life = h.trail("lifecycle").filter((e) => e.action === "tool.call" || e.action === "tool.result");
+    const life = h
+      .trail("lifecycle")
+      .filter((e) => e.action === "tool.call" || e.action === "tool.result");
     expect(life.slice(0, 3).map((e) => e.action)).toEqual(["tool.call", "tool.call", "tool.call"]);
     expect(life.slice(3).map((e) => e.callId)).toEqual(["c3", "c1", "c2"]);
   });
 
   it("batches by maxParallelToolCalls: the next batch starts when the whole batch settled", async () => {
     const g = gated(["a", "b", "c"]);
-    const h = harness({ tools: g.tools, limits: { maxParallelToolCalls: 2 }, script: [threeCalls, scriptedText("ok")] });
+    const h = harness({
+      tools: g.tools,
+      limits: { maxParallelToolCalls: 2 },
+      script: [threeCalls, scriptedText("ok")],
+    });
     const turn = h.run();
     await until(() => g.started.length === 2, "first batch");
     g.gates.get("b")!.resolve("B");
@@ -70,13 +98,21 @@ describe("parallel dispatch", () => {
     await until(() => g.started.length === 3, "second batch");
     g.gates.get("c")!.resolve("C");
     const outcome = await turn;
-    expect(log(outcome)[2]?.blocks.map((b) => (b as { output: unknown }).output)).toEqual(["A", "B", "C"]);
+    expect(log(outcome)[2]?.blocks.map((b) => (b as { output: unknown }).output)).toEqual([
+      "A",
+      "B",
+      "C",
+    ]);
   });
 
   it("a sibling that throws aborts the batch: the others see their signal, the turn is uncertain, nothing runs after", async () => {
     const g = gated(["a", "c"]);
     const boom = tool("b", () => Promise.reject(new Error("boom")));
-    const h = harness({ tools: [g.tools[0]!, boom, g.tools[1]!], limits: { maxParallelToolCalls: 3 }, script: [threeCalls, scriptedText("never")] });
+    const h = harness({
+      tools: [g.tools[0]!, boom, g.tools[1]!],
+      limits: { maxParallelToolCalls: 3 },
+      script: [threeCalls, scriptedText("never")],
+    });
     const turn = h.run();
     const outcome = uncertain(await turn);
     expect(outcome.cause).toBe("tool:b");
@@ -87,7 +123,11 @@ describe("parallel dispatch", () => {
     await flush(50);
     expect(h.events.length).toBe(events);
     expect(h.eventsOf("turn.completed")).toHaveLength(1);
-    expect(log(outcome)[2]?.blocks.map((b) => (b as { code?: string }).code)).toEqual(["TOOL_INTERRUPTED", "TOOL_INTERRUPTED", "TOOL_INTERRUPTED"]);
+    expect(log(outcome)[2]?.blocks.map((b) => (b as { code?: string }).code)).toEqual([
+      "TOOL_INTERRUPTED",
+      "TOOL_INTERRUPTED",
+      "TOOL_INTERRUPTED",
+    ]);
     expect(h.model.calls).toBe(1);
   });
 });

@@ -2,32 +2,64 @@ import { defineTool } from "@alma-harness/core";
 import type { PermissionController, PermissionDecision } from "@alma-harness/loop";
 import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
-import { completed, flush, harness, type HarnessOptions, hashed, uncertain, until, log } from "./harness.js";
+import {
+  completed,
+  flush,
+  harness,
+  type HarnessOptions,
+  hashed,
+  uncertain,
+  until,
+  log,
+} from "./harness.js";
 
 /** A tool whose authorization intent is `{action: "read", subject: input.patient}`; it counts its runs. */
 function records() {
   const state = { runs: 0, trailAtRun: [] as string[][] };
-  return { state, tool: (h: () => ReturnType<typeof harness>) =>
-    defineTool({
-      name: "read_record",
-      description: "Reads a patient record.",
-      input: { type: "object", properties: { patient: { type: "string" } }, required: ["patient"] },
-      authorize: (input) => ({ action: "read", subject: `patient:${String(input.patient)}` }),
-      handler: () => {
-        state.runs += 1;
-        state.trailAtRun.push(h().trail("policy").map((e) => e.action));
-        return "record";
-      },
-    }) };
+  return {
+    state,
+    tool: (h: () => ReturnType<typeof harness>) =>
+      defineTool({
+        name: "read_record",
+        description: "Reads a patient record.",
+        input: {
+          type: "object",
+          properties: { patient: { type: "string" } },
+          required: ["patient"],
+        },
+        authorize: (input) => ({ action: "read", subject: `patient:${String(input.patient)}` }),
+        handler: () => {
+          state.runs += 1;
+          state.trailAtRun.push(
+            h()
+              .trail("policy")
+              .map((e) => e.action),
+          );
+          return "record";
+        },
+      }),
+  };
 }
 
 const call = (id: string, patient = "7") => ({ id, name: "read_record", input: { patient } });
 
-function setup(permissions: PermissionController | undefined, calls = [call("c1")], opts: HarnessOptions = {}) {
+function setup(
+  permissions: PermissionController | undefined,
+  calls = [call("c1")],
+  opts: HarnessOptions = {},
+) {
   const r = records();
   let h!: ReturnType<typeof harness>;
-  h = harness({ ...(permissions ? { permissions } : {}), tools: [r.tool(() => h)], script: [scriptedToolCall(calls), scriptedText("ok")], ...opts });
-  const policy = () => h.trail("policy").map((e) => [e.action, e.decision, e.by, e.rule ?? e.reason ?? null, e.callId]);
+  h = harness({
+    ...(permissions ? { permissions } : {}),
+    tools: [r.tool(() => h)],
+    script: [scriptedToolCall(calls), scriptedText("ok")],
+    ...opts,
+  });
+  const policy = () =>
+    h
+      .trail("policy")
+      .map((e) => [e.action, e.decision, e.by, e.rule ?? e.reason ?? null, e.callId]);
   return { h, state: r.state, policy };
 }
 
@@ -43,7 +75,10 @@ function counting() {
   };
 }
 
-const ask = (resolve?: PermissionController["resolve"]): PermissionController => ({ decide: () => "ask", ...(resolve ? { resolve } : {}) });
+const ask = (resolve?: PermissionController["resolve"]): PermissionController => ({
+  decide: () => "ask",
+  ...(resolve ? { resolve } : {}),
+});
 
 describe("tool permission: policy before effect", () => {
   it("no controller: the built-in rule allows, attributed to the kernel, recorded before the run", async () => {
@@ -56,7 +91,10 @@ describe("tool permission: policy before effect", () => {
     ]);
     expect(state.trailAtRun[0]).toEqual(["intent", "decision"]);
     // The subject is derived from the input: the trail keeps its keyed hash and the action, never the value.
-    expect(h.trail("policy")[0]?.authorization).toEqual({ action: "read", subject: hashed("patient:7") });
+    expect(h.trail("policy")[0]?.authorization).toEqual({
+      action: "read",
+      subject: hashed("patient:7"),
+    });
   });
 
   it("allow: the controller's decision is the operator's, and the tool runs", async () => {
@@ -79,7 +117,12 @@ describe("tool permission: policy before effect", () => {
     const { h, state, policy } = setup(ask(() => true));
     completed(await h.run());
     expect(state.runs).toBe(1);
-    expect(state.trailAtRun[0]).toEqual(["intent", "decision", "permission.requested", "permission.resolved"]);
+    expect(state.trailAtRun[0]).toEqual([
+      "intent",
+      "decision",
+      "permission.requested",
+      "permission.resolved",
+    ]);
     expect(policy().slice(1)).toEqual([
       ["decision", "ask", "operator", "controller", "c1"],
       ["permission.requested", "ask", undefined, null, "c1"],
@@ -91,7 +134,13 @@ describe("tool permission: policy before effect", () => {
     const { h, state, policy } = setup(ask(() => false));
     completed(await h.run());
     expect(state.runs).toBe(0);
-    expect(policy().at(-1)).toEqual(["permission.resolved", "deny", "operator", "operator_denied", "c1"]);
+    expect(policy().at(-1)).toEqual([
+      "permission.resolved",
+      "deny",
+      "operator",
+      "operator_denied",
+      "c1",
+    ]);
   });
 
   it("ask without a resolver: denied by the kernel (fail closed)", async () => {
@@ -102,12 +151,20 @@ describe("tool permission: policy before effect", () => {
   });
 
   it("a resolver that throws denies (kernel)", async () => {
-    const { h, state, policy } = setup(ask(() => {
-      throw new Error("ui crashed");
-    }));
+    const { h, state, policy } = setup(
+      ask(() => {
+        throw new Error("ui crashed");
+      }),
+    );
     completed(await h.run());
     expect(state.runs).toBe(0);
-    expect(policy().at(-1)).toEqual(["permission.resolved", "deny", "kernel", "resolver_failed", "c1"]);
+    expect(policy().at(-1)).toEqual([
+      "permission.resolved",
+      "deny",
+      "kernel",
+      "resolver_failed",
+      "c1",
+    ]);
   });
 
   it("a resolver answering anything but true denies (operator)", async () => {
@@ -122,7 +179,9 @@ describe("tool permission: policy before effect", () => {
       asked = true;
       return new Promise<boolean>(() => undefined);
     };
-    const { h, state, policy } = setup(ask(never), undefined, { limits: { permissionTimeoutMs: 5_000 } });
+    const { h, state, policy } = setup(ask(never), undefined, {
+      limits: { permissionTimeoutMs: 5_000 },
+    });
     const turn = h.run();
     await until(() => asked, "resolver asked");
     h.clock.advance(4_999);
@@ -131,7 +190,13 @@ describe("tool permission: policy before effect", () => {
     h.clock.advance(1);
     completed(await turn);
     expect(state.runs).toBe(0);
-    expect(policy().at(-1)).toEqual(["permission.resolved", "deny", "kernel", "resolver_timeout", "c1"]);
+    expect(policy().at(-1)).toEqual([
+      "permission.resolved",
+      "deny",
+      "kernel",
+      "resolver_timeout",
+      "c1",
+    ]);
   });
 
   it("a controller whose decide throws denies (kernel), fail closed", async () => {
@@ -153,7 +218,11 @@ describe("run-scoped grants", () => {
     completed(await h.run());
     expect(asked.count).toBe(1);
     expect(state.runs).toBe(2);
-    expect(policy().filter((p) => p[4] === "c2").map((p) => p[0])).toEqual(["intent", "decision", "grant.used"]);
+    expect(
+      policy()
+        .filter((p) => p[4] === "c2")
+        .map((p) => p[0]),
+    ).toEqual(["intent", "decision", "grant.used"]);
   });
 
   it("a grant is keyed by action and subject: another subject asks again", async () => {
@@ -166,11 +235,18 @@ describe("run-scoped grants", () => {
 
   it("a grant never overrides a later hard deny", async () => {
     const decisions: PermissionDecision[] = ["ask", "deny"];
-    const { h, state, policy } = setup({ decide: () => decisions.shift()!, resolve: () => true }, [call("c1"), call("c2")]);
+    const { h, state, policy } = setup({ decide: () => decisions.shift()!, resolve: () => true }, [
+      call("c1"),
+      call("c2"),
+    ]);
     const outcome = await h.run();
     completed(outcome);
     expect(state.runs).toBe(1);
-    expect(policy().filter((p) => p[4] === "c2").map((p) => [p[0], p[1]])).toEqual([
+    expect(
+      policy()
+        .filter((p) => p[4] === "c2")
+        .map((p) => [p[0], p[1]]),
+    ).toEqual([
       ["intent", undefined],
       ["decision", "deny"],
     ]);
@@ -188,11 +264,23 @@ describe("run-scoped grants", () => {
 });
 
 describe("a failed pre-effect record: the tool does not run and the turn is uncertain", () => {
-  for (const action of ["intent", "decision", "permission.requested", "permission.resolved"] as const) {
+  for (const action of [
+    "intent",
+    "decision",
+    "permission.requested",
+    "permission.resolved",
+  ] as const) {
     it(`when ${action} cannot be recorded`, async () => {
-      const { h, state } = setup(ask(() => true), undefined, {
-        auditFail: (e) => (e.trail === "policy" && e.action === action ? new Error("policy store down") : undefined),
-      });
+      const { h, state } = setup(
+        ask(() => true),
+        undefined,
+        {
+          auditFail: (e) =>
+            e.trail === "policy" && e.action === action
+              ? new Error("policy store down")
+              : undefined,
+        },
+      );
       const outcome = uncertain(await h.run());
       expect(outcome.cause).toBe("audit");
       expect(state.runs).toBe(0);

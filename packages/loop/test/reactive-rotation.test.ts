@@ -1,7 +1,12 @@
 import { type Block, type Msg, ProviderError } from "@alma-harness/core";
 import { MANUAL_CLOCK_START } from "@alma-harness/core/testing";
 import type { LongContextPolicy } from "@alma-harness/loop";
-import { scriptedError, scriptedEvents, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
+import {
+  scriptedError,
+  scriptedEvents,
+  scriptedText,
+  scriptedToolCall,
+} from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
 import { completed, harness, log, tool, uncertain } from "./harness.js";
 
@@ -14,13 +19,32 @@ const HISTORY: readonly Msg[] = [
   { role: "user", blocks: [text("u2")], meta: { turn: "old", at: NOW } },
   { role: "assistant", blocks: [text("a2")], meta: { turn: "old", at: NOW } },
 ];
-const POLICY: LongContextPolicy = { rotateAtTokens: 1_000_000, keepLastMessages: 2, summaryTier: "fast" };
-const tooLong = (provider = "anthropic") => new ProviderError(`${provider} HTTP 400: prompt is too long`, { kind: "context_window", provider, status: 400 });
-const texts = (messages: readonly Msg[]) => messages.map((m) => m.blocks.map((b) => (b.type === "text" ? b.text : b.type)).join("|"));
-const EXCEEDED = { reply: [], stopReason: "context_window_exceeded", terminalReason: "context_window" };
+const POLICY: LongContextPolicy = {
+  rotateAtTokens: 1_000_000,
+  keepLastMessages: 2,
+  summaryTier: "fast",
+};
+const tooLong = (provider = "anthropic") =>
+  new ProviderError(`${provider} HTTP 400: prompt is too long`, {
+    kind: "context_window",
+    provider,
+    status: 400,
+  });
+const texts = (messages: readonly Msg[]) =>
+  messages.map((m) => m.blocks.map((b) => (b.type === "text" ? b.text : b.type)).join("|"));
+const EXCEEDED = {
+  reply: [],
+  stopReason: "context_window_exceeded",
+  terminalReason: "context_window",
+};
 
 function reactive(opts: Parameters<typeof harness>[0] = {}) {
-  return harness({ provider: "anthropic", longContext: POLICY, smallScript: [scriptedText("They talked.")], ...opts });
+  return harness({
+    provider: "anthropic",
+    longContext: POLICY,
+    smallScript: [scriptedText("They talked.")],
+    ...opts,
+  });
 }
 
 describe("one reactive rotation on an attested context refusal (spec: safe-context-rejection-rotation)", () => {
@@ -37,10 +61,23 @@ describe("one reactive rotation on an attested context refusal (spec: safe-conte
       ["summary", "turn-1:summary:2", true],
       ["main", "turn-1:main:3", true],
     ]);
-    expect(h.trail("routing").find((e) => e.kind === "summary")?.parentCallId).toBe("turn-1:main:1");
-    expect(texts(log(outcome))).toEqual([expect.stringContaining("They talked."), "u2", "a2", "Hello", "Answer."]);
+    expect(h.trail("routing").find((e) => e.kind === "summary")?.parentCallId).toBe(
+      "turn-1:main:1",
+    );
+    expect(texts(log(outcome))).toEqual([
+      expect.stringContaining("They talked."),
+      "u2",
+      "a2",
+      "Hello",
+      "Answer.",
+    ]);
     // The replacement call takes the refused step's place.
-    expect(h.trail("lifecycle").filter((e) => e.action === "model.request").map((e) => e.step)).toEqual([1, 1]);
+    expect(
+      h
+        .trail("lifecycle")
+        .filter((e) => e.action === "model.request")
+        .map((e) => e.step),
+    ).toEqual([1, 1]);
   });
 
   it("a second refusal ends the turn completed with context_window_exceeded and an empty reply", async () => {
@@ -55,7 +92,10 @@ describe("one reactive rotation on an attested context refusal (spec: safe-conte
     const h = reactive({ limits: { maxCalls: 2 }, script: [scriptedError(tooLong())] });
     expect(completed(await h.run({ history: HISTORY }))).toMatchObject(EXCEEDED);
     expect(h.small.calls).toBe(0);
-    const two = reactive({ limits: { maxCalls: 3 }, script: [scriptedError(tooLong()), scriptedText("Answer.")] });
+    const two = reactive({
+      limits: { maxCalls: 3 },
+      script: [scriptedError(tooLong()), scriptedText("Answer.")],
+    });
     expect(completed(await two.run({ history: HISTORY })).reply).toEqual([text("Answer.")]);
   });
 
@@ -70,7 +110,10 @@ describe("one reactive rotation on an attested context refusal (spec: safe-conte
   });
 
   it("rotates at most once: after a cold rotation a refusal is context_window_exceeded", async () => {
-    const h = reactive({ longContext: { ...POLICY, rotateAtTokens: 1, coldAfterMs: 0 }, script: [scriptedError(tooLong())] });
+    const h = reactive({
+      longContext: { ...POLICY, rotateAtTokens: 1, coldAfterMs: 0 },
+      script: [scriptedError(tooLong())],
+    });
     h.clock.advance(1);
     expect(completed(await h.run({ history: HISTORY }))).toMatchObject(EXCEEDED);
     expect(h.small.calls).toBe(1);
@@ -82,17 +125,40 @@ describe("one reactive rotation on an attested context refusal (spec: safe-conte
       runs += 1;
       return "echoed";
     });
-    const h = reactive({ tools: [counted], script: [scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }), scriptedError(tooLong()), scriptedText("Done.")] });
+    const h = reactive({
+      tools: [counted],
+      script: [
+        scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }),
+        scriptedError(tooLong()),
+        scriptedText("Done."),
+      ],
+    });
     const result = completed(await h.run({ history: HISTORY }));
     expect(result.reply).toEqual([text("Done.")]);
     expect(runs).toBe(1);
-    expect(texts(h.model.requests[2]?.messages ?? []).slice(1)).toEqual(["u2", "a2", "Hello", "tool_call", "tool_result"]);
+    expect(texts(h.model.requests[2]?.messages ?? []).slice(1)).toEqual([
+      "u2",
+      "a2",
+      "Hello",
+      "tool_call",
+      "tool_result",
+    ]);
   });
 });
 
 describe("what never grants a rotation", () => {
   it("a generic provider error is uncertain", async () => {
-    const server = reactive({ script: [scriptedError(new ProviderError("anthropic HTTP 500", { kind: "server", provider: "anthropic", status: 500 }))] });
+    const server = reactive({
+      script: [
+        scriptedError(
+          new ProviderError("anthropic HTTP 500", {
+            kind: "server",
+            provider: "anthropic",
+            status: 500,
+          }),
+        ),
+      ],
+    });
     expect(uncertain(await server.run({ history: HISTORY })).cause).toBe("call:main:server:none");
     const thrown = reactive({ script: [scriptedError(new Error("prompt is too long"))] });
     expect(uncertain(await thrown.run({ history: HISTORY })).cause).toBe("call:main:error");
@@ -101,15 +167,26 @@ describe("what never grants a rotation", () => {
 
   it("a context error from a provider without attested parity, or after output, is uncertain", async () => {
     const other = reactive({ provider: "openai", script: [scriptedError(tooLong("openai"))] });
-    expect(uncertain(await other.run({ history: HISTORY })).cause).toBe("call:main:context_window:none");
-    const usage = scriptedEvents([{ type: "usage", evidence: { status: "known", usage: { inputTokens: 9, outputTokens: 0 } } }]);
+    expect(uncertain(await other.run({ history: HISTORY })).cause).toBe(
+      "call:main:context_window:none",
+    );
+    const usage = scriptedEvents([
+      { type: "usage", evidence: { status: "known", usage: { inputTokens: 9, outputTokens: 0 } } },
+    ]);
     const used = reactive({ script: [scriptedError(tooLong(), { at: 1, partial: usage })] });
-    expect(uncertain(await used.run({ history: HISTORY })).cause).toBe("call:main:context_window:none");
+    expect(uncertain(await used.run({ history: HISTORY })).cause).toBe(
+      "call:main:context_window:none",
+    );
     expect(used.small.calls).toBe(0);
   });
 
   it("a context refusal of a summary is uncertain", async () => {
-    const h = reactive({ policy: () => ({ clientId: "fake", model: "fake-main", maxOutputTokens: 64, cache: false }), script: [scriptedError(tooLong()), scriptedError(tooLong())] });
-    expect(uncertain(await h.run({ history: HISTORY })).cause).toBe("call:summary:rejected:context_window");
+    const h = reactive({
+      policy: () => ({ clientId: "fake", model: "fake-main", maxOutputTokens: 64, cache: false }),
+      script: [scriptedError(tooLong()), scriptedError(tooLong())],
+    });
+    expect(uncertain(await h.run({ history: HISTORY })).cause).toBe(
+      "call:summary:rejected:context_window",
+    );
   });
 });

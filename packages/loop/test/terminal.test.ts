@@ -9,7 +9,13 @@ const fails = tool("lookup", () => toolError("not found"));
 
 describe("terminal tools", () => {
   it("a successful terminal tool ends the turn on that step, with no closing model call", async () => {
-    const h = harness({ tools: [reply, echoTool], terminalTools: ["reply"], script: [scriptedToolCall({ id: "c1", name: "reply", input: { text: "hi" } }, { text: "Sending." })] });
+    const h = harness({
+      tools: [reply, echoTool],
+      terminalTools: ["reply"],
+      script: [
+        scriptedToolCall({ id: "c1", name: "reply", input: { text: "hi" } }, { text: "Sending." }),
+      ],
+    });
     const outcome = await h.run();
     const result = completed(outcome);
     expect(result.terminalReason).toBe("terminal_tool");
@@ -23,7 +29,13 @@ describe("terminal tools", () => {
     const h = harness({
       tools: [reply, fails],
       terminalTools: ["reply"],
-      script: [scriptedToolCall([{ id: "c1", name: "lookup" }, { id: "c2", name: "reply", input: { text: "hi" } }]), scriptedText("Could not find it.")],
+      script: [
+        scriptedToolCall([
+          { id: "c1", name: "lookup" },
+          { id: "c2", name: "reply", input: { text: "hi" } },
+        ]),
+        scriptedText("Could not find it."),
+      ],
     });
     const result = completed(await h.run());
     expect(result.terminalReason).toBe("answered");
@@ -36,13 +48,27 @@ describe("terminal tools", () => {
   });
 
   it("an unknown sibling is an error result too: no terminal ending", async () => {
-    const h = harness({ tools: [reply], terminalTools: ["reply"], script: [scriptedToolCall([{ id: "c1", name: "reply" }, { id: "c2", name: "ghost" }]), scriptedText("ok")] });
+    const h = harness({
+      tools: [reply],
+      terminalTools: ["reply"],
+      script: [
+        scriptedToolCall([
+          { id: "c1", name: "reply" },
+          { id: "c2", name: "ghost" },
+        ]),
+        scriptedText("ok"),
+      ],
+    });
     expect(completed(await h.run()).terminalReason).toBe("answered");
   });
 
   it("the terminal tool itself failing keeps the turn going", async () => {
     const flaky = tool("reply", () => toolError("channel closed"));
-    const h = harness({ tools: [flaky], terminalTools: ["reply"], script: [scriptedToolCall({ id: "c1", name: "reply" }), scriptedText("I could not send it.")] });
+    const h = harness({
+      tools: [flaky],
+      terminalTools: ["reply"],
+      script: [scriptedToolCall({ id: "c1", name: "reply" }), scriptedText("I could not send it.")],
+    });
     expect(completed(await h.run()).terminalReason).toBe("answered");
   });
 
@@ -52,7 +78,12 @@ describe("terminal tools", () => {
       sent += 1;
       return "sent";
     });
-    const h = harness({ tools: [counted], terminalTools: ["reply"], limits: { maxCalls: 1 }, script: [scriptedToolCall({ id: "c1", name: "reply" })] });
+    const h = harness({
+      tools: [counted],
+      terminalTools: ["reply"],
+      limits: { maxCalls: 1 },
+      script: [scriptedToolCall({ id: "c1", name: "reply" })],
+    });
     const result = completed(await h.run());
     expect(sent).toBe(0);
     expect(result.terminalReason).toBe("call_limit");
@@ -60,7 +91,18 @@ describe("terminal tools", () => {
   });
 
   it("delegates ignore terminal tools", async () => {
-    const parent = tool("research", async (_i, ctx) => (await ctx.models.delegate({ tier: "fast", sensitivity: "internal", prompt: "go", tools: ["reply"] })).text);
+    const parent = tool(
+      "research",
+      async (_i, ctx) =>
+        (
+          await ctx.models.delegate({
+            tier: "fast",
+            sensitivity: "internal",
+            prompt: "go",
+            tools: ["reply"],
+          })
+        ).text,
+    );
     const h = harness({
       tools: [reply, parent],
       terminalTools: ["reply"],
@@ -79,7 +121,14 @@ describe("terminal tools: construction", () => {
   const base = harness();
   const config = (terminalTools: readonly string[], tools = [reply]) => ({
     clients: [base.model],
-    policy: { resolve: () => ({ clientId: "fake", model: "fake-main", maxOutputTokens: 10, cache: false as const }) },
+    policy: {
+      resolve: () => ({
+        clientId: "fake",
+        model: "fake-main",
+        maxOutputTokens: 10,
+        cache: false as const,
+      }),
+    },
     tools,
     terminalTools,
     limits: { maxCalls: 2 },
@@ -90,7 +139,9 @@ describe("terminal tools: construction", () => {
   });
 
   it("a terminal tool that is not registered is a construction error naming it", () => {
-    expect(() => createEngine(config(["ghost"]))).toThrow(new EngineConfigError('terminal tool "ghost" is not registered'));
+    expect(() => createEngine(config(["ghost"]))).toThrow(
+      new EngineConfigError('terminal tool "ghost" is not registered'),
+    );
   });
 
   it("search_tools is never a terminal tool", () => {
@@ -99,12 +150,28 @@ describe("terminal tools: construction", () => {
 
   it("at most 64 distinct names: 64 builds, 65 does not", () => {
     const many = Array.from({ length: 65 }, (_, i) => tool(`t${i}`, () => 1));
-    expect(() => createEngine(config(many.slice(0, 64).map((t) => t.name), many))).not.toThrow();
-    expect(() => createEngine(config(many.map((t) => t.name), many))).toThrow(/at most 64/);
+    expect(() =>
+      createEngine(
+        config(
+          many.slice(0, 64).map((t) => t.name),
+          many,
+        ),
+      ),
+    ).not.toThrow();
+    expect(() =>
+      createEngine(
+        config(
+          many.map((t) => t.name),
+          many,
+        ),
+      ),
+    ).toThrow(/at most 64/);
   });
 
   it("a duplicate tool name and a handler that is not a function are construction errors naming the tool", () => {
-    expect(() => createEngine(config([], [reply, reply]))).toThrow(/tool "reply" is registered twice/);
+    expect(() => createEngine(config([], [reply, reply]))).toThrow(
+      /tool "reply" is registered twice/,
+    );
     const broken = { ...reply, name: "broken", handler: "nope" } as never;
     expect(() => createEngine(config([], [broken]))).toThrow(/tool "broken"/);
   });

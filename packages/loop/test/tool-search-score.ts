@@ -1,6 +1,14 @@
 import { readFileSync } from "node:fs";
 import { defineTool, type JsonObject, type ToolDefinition } from "@alma-harness/core";
-import { catalogOf, findTools, RANKING, type Ranking, type SearchFindings, type SearchRequest, type ToolCatalog } from "../src/search/tool-search.js";
+import {
+  catalogOf,
+  findTools,
+  RANKING,
+  type Ranking,
+  type SearchFindings,
+  type SearchRequest,
+  type ToolCatalog,
+} from "../src/search/tool-search.js";
 
 /**
  * Scores `search_tools` on the committed catalogs (test/toolsearch, see SOURCES.md). Every catalog
@@ -41,7 +49,11 @@ export interface QueryCase {
 }
 export interface SequenceCase {
   readonly id: string;
-  readonly steps: readonly { readonly query?: string; readonly names?: readonly string[]; readonly gold: readonly string[] }[];
+  readonly steps: readonly {
+    readonly query?: string;
+    readonly names?: readonly string[];
+    readonly gold: readonly string[];
+  }[];
 }
 
 export type Scores = Record<string, number>;
@@ -57,7 +69,13 @@ export function catalogTools(name: CatalogName): readonly ToolDefinition[] {
   let tools = defined.get(name);
   if (!tools) {
     tools = read<CatalogEntry[]>(`catalog-${name}.json`).map((t) =>
-      defineTool({ name: t.name, description: t.description, input: t.inputSchema, deferred: true, handler: () => ({ ok: true }) }),
+      defineTool({
+        name: t.name,
+        description: t.description,
+        input: t.inputSchema,
+        deferred: true,
+        handler: () => ({ ok: true }),
+      }),
     );
     defined.set(name, tools);
   }
@@ -95,17 +113,27 @@ export function queriesOf(name: CatalogName, set: QuerySet = "public"): QueryCas
 }
 
 export function sequencesOf(name: CatalogName, set: QuerySet = "public"): SequenceCase[] {
-  if (set === "project" || set === "fresh") return read<SequenceCase[]>(`${set}/sequences-${name}.json`);
+  if (set === "project" || set === "fresh")
+    return read<SequenceCase[]>(`${set}/sequences-${name}.json`);
   const all = read<SequenceCase[]>(`sequences-${name}.json`);
   return set === "public" ? all : halfOf(all, () => "", set);
 }
 
-function requestOf(c: { readonly query?: string; readonly names?: readonly string[] }, limit?: number): SearchRequest {
-  return { ...(c.query !== undefined ? { query: c.query } : {}), ...(c.names !== undefined ? { names: c.names } : {}), ...(limit !== undefined ? { limit } : {}) };
+function requestOf(
+  c: { readonly query?: string; readonly names?: readonly string[] },
+  limit?: number,
+): SearchRequest {
+  return {
+    ...(c.query !== undefined ? { query: c.query } : {}),
+    ...(c.names !== undefined ? { names: c.names } : {}),
+    ...(limit !== undefined ? { limit } : {}),
+  };
 }
 
-const hits = (loaded: readonly string[], gold: readonly string[]) => gold.filter((g) => loaded.includes(g)).length;
-const mean = (xs: readonly number[]) => (xs.length === 0 ? 1 : xs.reduce((a, b) => a + b, 0) / xs.length);
+const hits = (loaded: readonly string[], gold: readonly string[]) =>
+  gold.filter((g) => loaded.includes(g)).length;
+const mean = (xs: readonly number[]) =>
+  xs.length === 0 ? 1 : xs.reduce((a, b) => a + b, 0) / xs.length;
 const round = (x: number) => Math.round(x * 10_000) / 10_000;
 
 /** Runs a sequence's steps in order; loads persist. Returns each step's findings. */
@@ -121,7 +149,12 @@ export function runSequence(catalog: ToolCatalog, seq: SequenceCase): SearchFind
 function queryScores(catalog: ToolCatalog, queries: readonly QueryCase[]): Scores {
   const out: Scores = {};
   for (const k of [1, 3, 5]) {
-    const recalls = queries.filter((q) => q.gold.length > 0).map((q) => hits(findTools(catalog, () => false, requestOf(q, k)).loaded, q.gold) / q.gold.length);
+    const recalls = queries
+      .filter((q) => q.gold.length > 0)
+      .map(
+        (q) =>
+          hits(findTools(catalog, () => false, requestOf(q, k)).loaded, q.gold) / q.gold.length,
+      );
     out[`recall@${k}`] = mean(recalls);
   }
   let found = 0;
@@ -141,8 +174,19 @@ function queryScores(catalog: ToolCatalog, queries: readonly QueryCase[]): Score
   return out;
 }
 
-function sequenceScores(catalog: ToolCatalog, tools: readonly ToolDefinition[], sequences: readonly SequenceCase[], searchSize: number): Scores {
-  const size = new Map(tools.map((t) => [t.name, JSON.stringify({ name: t.name, description: t.description, inputSchema: t.inputSchema }).length]));
+function sequenceScores(
+  catalog: ToolCatalog,
+  tools: readonly ToolDefinition[],
+  sequences: readonly SequenceCase[],
+  searchSize: number,
+): Scores {
+  const size = new Map(
+    tools.map((t) => [
+      t.name,
+      JSON.stringify({ name: t.name, description: t.description, inputSchema: t.inputSchema })
+        .length,
+    ]),
+  );
   const all = [...size.values()].reduce((a, b) => a + b, 0);
   const steps: number[] = [];
   const whole: number[] = [];
@@ -165,14 +209,27 @@ function sequenceScores(catalog: ToolCatalog, tools: readonly ToolDefinition[], 
     const advertised = searchSize + [...callable].reduce((a, n) => a + (size.get(n) ?? 0), 0);
     saved.push(1 - advertised / all);
   }
-  return { stepRecall: mean(steps), sequenceSuccess: mean(whole), loadPrecision: loads === 0 ? 1 : gold / loads, contextSaved: mean(saved) };
+  return {
+    stepRecall: mean(steps),
+    sequenceSuccess: mean(whole),
+    loadPrecision: loads === 0 ? 1 : gold / loads,
+    contextSaved: mean(saved),
+  };
 }
 
 /** Every metric for one catalog and query set, rounded to four places. */
-export function scoreCatalog(name: CatalogName, searchSize: (tools: readonly ToolDefinition[]) => number, set: QuerySet = "public", ranking: Ranking = RANKING): Scores {
+export function scoreCatalog(
+  name: CatalogName,
+  searchSize: (tools: readonly ToolDefinition[]) => number,
+  set: QuerySet = "public",
+  ranking: Ranking = RANKING,
+): Scores {
   const tools = catalogTools(name);
   const catalog = catalogOf(tools, ranking);
-  const scores = { ...queryScores(catalog, queriesOf(name, set)), ...sequenceScores(catalog, tools, sequencesOf(name, set), searchSize(tools)) };
+  const scores = {
+    ...queryScores(catalog, queriesOf(name, set)),
+    ...sequenceScores(catalog, tools, sequencesOf(name, set), searchSize(tools)),
+  };
   return Object.fromEntries(Object.entries(scores).map(([k, v]) => [k, round(v)]));
 }
 
@@ -180,7 +237,9 @@ export function scoreCatalog(name: CatalogName, searchSize: (tools: readonly Too
 export function overall(per: Readonly<Record<string, Scores>>): Scores {
   const names = Object.keys(per);
   const metrics = Object.keys(per[names[0] as string] ?? {});
-  return Object.fromEntries(metrics.map((m) => [m, round(mean(names.map((n) => (per[n] as Scores)[m] as number)))]));
+  return Object.fromEntries(
+    metrics.map((m) => [m, round(mean(names.map((n) => (per[n] as Scores)[m] as number)))]),
+  );
 }
 
 /** The rows of the issue's table: the metric and how the table names it. */
@@ -198,6 +257,9 @@ export function table(figures: Readonly<Record<string, Scores>>): string {
   const width = Math.max(...TABLE_ROWS.map(([, label]) => label.length));
   const head = `| ${"".padEnd(width)} | ${sets.map((s) => s.padStart(7)).join(" | ")} |`;
   const rule = `|${"-".repeat(width + 2)}|${sets.map(() => "--------:").join("|")}|`;
-  const rows = TABLE_ROWS.map(([metric, label]) => `| ${label.padEnd(width)} | ${sets.map((s) => ((figures[s] as Scores)[metric] ?? 0).toFixed(2).padStart(7)).join(" | ")} |`);
+  const rows = TABLE_ROWS.map(
+    ([metric, label]) =>
+      `| ${label.padEnd(width)} | ${sets.map((s) => ((figures[s] as Scores)[metric] ?? 0).toFixed(2).padStart(7)).join(" | ")} |`,
+  );
   return [head, rule, ...rows].join("\n");
 }

@@ -12,10 +12,21 @@ describe("the volatile suffix", () => {
         seen.push(ctx);
         return "Today is Monday.";
       },
-      script: [scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }), scriptedText("ok")],
+      script: [
+        scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }),
+        scriptedText("ok"),
+      ],
     });
     completed(await h.run({ trigger: "whatsapp" }));
-    expect(seen).toEqual([{ scope: SCOPE, sessionId: "s1", intent: { tier: "balanced", sensitivity: "internal" }, trigger: "whatsapp", now: h.clock.now() }]);
+    expect(seen).toEqual([
+      {
+        scope: SCOPE,
+        sessionId: "s1",
+        intent: { tier: "balanced", sensitivity: "internal" },
+        trigger: "whatsapp",
+        now: h.clock.now(),
+      },
+    ]);
     expect(Object.isFrozen(seen[0])).toBe(true);
   });
 
@@ -24,14 +35,23 @@ describe("the volatile suffix", () => {
       tools: [echoTool],
       volatileSystem: ["Clinic hours: 9-17."],
       volatile: () => "Today is Monday.",
-      script: [scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }), scriptedText("ok")],
+      script: [
+        scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } }),
+        scriptedText("ok"),
+      ],
     });
     const outcome = await h.run();
     completed(outcome);
-    const block = { type: "text", text: "Clinic hours: 9-17.\n\nToday is Monday.", origin: "harness" };
+    const block = {
+      type: "text",
+      text: "Clinic hours: 9-17.\n\nToday is Monday.",
+      origin: "harness",
+    };
     expect(log(outcome)[0]?.blocks).toEqual([{ type: "text", text: "Hello" }, block]);
     expect(h.model.requests[0]?.messages[0]?.blocks[1]).toEqual(block);
-    expect(JSON.stringify(h.model.requests[1]?.messages[0])).toBe(JSON.stringify(h.model.requests[0]?.messages[0]));
+    expect(JSON.stringify(h.model.requests[1]?.messages[0])).toBe(
+      JSON.stringify(h.model.requests[0]?.messages[0]),
+    );
     // the static system prompt stays the cached prefix
     expect(h.model.requests[0]?.system).toEqual([{ type: "text", text: "You are a test agent." }]);
   });

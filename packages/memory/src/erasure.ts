@@ -25,7 +25,11 @@ import {
  */
 export function coverMemory(erasure: SessionErasure, memory: MemoryErasure): SessionErasure {
   return Object.freeze({
-    async eraseSession(scope: Scope, sessionId: string, opts: { readonly auditSessionId: string }): Promise<ErasureReport> {
+    async eraseSession(
+      scope: Scope,
+      sessionId: string,
+      opts: { readonly auditSessionId: string },
+    ): Promise<ErasureReport> {
       // Every argument checked before either half runs: a bad one erases nothing.
       const s = normalizeScope(scope);
       const id = validateId("sessionId", sessionId);
@@ -62,7 +66,12 @@ export interface MemoryErasureOptions {
    * erasure event is written). Passing the set's own `SessionErasure` is what covers both result
    * namespaces: a single results handle cannot.
    */
-  readonly stores: { readonly erasure: SessionErasure; readonly memoryErasure: MemoryErasure; readonly profiles: ProfileStore; readonly audit: AuditLog };
+  readonly stores: {
+    readonly erasure: SessionErasure;
+    readonly memoryErasure: MemoryErasure;
+    readonly profiles: ProfileStore;
+    readonly audit: AuditLog;
+  };
   /** The runner's trail key: the audit part of the erasure finds the events the session's turns wrote under its pseudonym. */
   readonly trailKey: TrailKey | TrailKeyMaterial;
   readonly now?: () => number;
@@ -96,7 +105,11 @@ export function createMemoryErasure(options: MemoryErasureOptions): MemoryHostEr
   const { erasure, memoryErasure, profiles, audit } = options.stores;
   const key = trailKey(options.trailKey);
   const now = options.now ?? Date.now;
-  const record = async (scope: Scope, session: string | undefined, outcome: MemoryErasureOutcome) => {
+  const record = async (
+    scope: Scope,
+    session: string | undefined,
+    outcome: MemoryErasureOutcome,
+  ) => {
     await audit.append({
       trail: "lifecycle",
       action: "erasure.completed",
@@ -104,7 +117,12 @@ export function createMemoryErasure(options: MemoryErasureOptions): MemoryHostEr
       sessionId: session === undefined ? trailKind("scope") : sessionPseudonym(key, scope, session),
       turnId: trailKind("erasure"),
       at: now(),
-      detail: trailJoin(trailKind(outcome.target), outcome.episodes, outcome.facts, outcome.fencedAdmissions),
+      detail: trailJoin(
+        trailKind(outcome.target),
+        outcome.episodes,
+        outcome.facts,
+        outcome.fencedAdmissions,
+      ),
     });
     return outcome;
   };
@@ -113,25 +131,43 @@ export function createMemoryErasure(options: MemoryErasureOptions): MemoryHostEr
       const s = normalizeScope(scope);
       const id = validateId("sessionId", sessionId);
       const memory = await memoryErasure.eraseMemory({ scope: s, sessionId: id });
-      const report = await erasure.eraseSession(s, id, { auditSessionId: sessionPseudonym(key, s, id) });
-      return record(s, id, Object.freeze({ target: "session", ...memory, fencedAdmissions: report.fencedAdmissions }));
+      const report = await erasure.eraseSession(s, id, {
+        auditSessionId: sessionPseudonym(key, s, id),
+      });
+      return record(
+        s,
+        id,
+        Object.freeze({ target: "session", ...memory, fencedAdmissions: report.fencedAdmissions }),
+      );
     },
     async eraseScope(scope: Scope): Promise<MemoryErasureOutcome> {
       const s = normalizeScope(scope);
       const memory = await memoryErasure.eraseMemory({ scope: s });
       const report = await erasure.eraseScope(s);
-      return record(s, undefined, Object.freeze({ target: "scope", ...memory, fencedAdmissions: report.fencedAdmissions }));
+      return record(
+        s,
+        undefined,
+        Object.freeze({ target: "scope", ...memory, fencedAdmissions: report.fencedAdmissions }),
+      );
     },
     async eraseMemory(scope: Scope): Promise<MemoryErasureOutcome> {
       const s = normalizeScope(scope);
       const memory = await memoryErasure.eraseMemory({ scope: s });
-      return record(s, undefined, Object.freeze({ target: "memory", ...memory, fencedAdmissions: 0 }));
+      return record(
+        s,
+        undefined,
+        Object.freeze({ target: "memory", ...memory, fencedAdmissions: 0 }),
+      );
     },
     pseudonymOf: (scope: Scope, sessionId: string) => sessionPseudonym(key, scope, sessionId),
     async removeFact(scope: Scope, factId: string): Promise<MemoryErasureOutcome> {
       const s = normalizeScope(scope);
       const removed = await profiles.remove(s, factId);
-      return record(s, undefined, Object.freeze({ target: "fact", episodes: 0, facts: removed ? 1 : 0, fencedAdmissions: 0 }));
+      return record(
+        s,
+        undefined,
+        Object.freeze({ target: "fact", episodes: 0, facts: removed ? 1 : 0, fencedAdmissions: 0 }),
+      );
     },
   });
 }

@@ -91,18 +91,30 @@ class Records<T extends MemoryRecord> {
 }
 
 /** Newest first by `(source.at, id)`. */
-const byNewest = (a: MemoryRecord, b: MemoryRecord) => (memoryNewer(memoryListKey(a), memoryListKey(b)) ? -1 : 1);
+const byNewest = (a: MemoryRecord, b: MemoryRecord) =>
+  memoryNewer(memoryListKey(a), memoryListKey(b)) ? -1 : 1;
 
-function ranked<T extends MemoryRecord>(records: readonly T[], text: (r: T) => string, q: NormalizedMemorySearch): MemoryHit<T>[] {
+function ranked<T extends MemoryRecord>(
+  records: readonly T[],
+  text: (r: T) => string,
+  q: NormalizedMemorySearch,
+): MemoryHit<T>[] {
   const hits = records
     .filter((r) => sensitivityRank(r.sensitivity) <= q.ceilingRank)
-    .map((record) => ({ record, score: q.terms.length === 0 ? 0 : lexicalScore(q.terms, text(record)) }))
+    .map((record) => ({
+      record,
+      score: q.terms.length === 0 ? 0 : lexicalScore(q.terms, text(record)),
+    }))
     .filter((h) => q.terms.length === 0 || h.score > 0);
   hits.sort((a, b) => b.score - a.score || byNewest(a.record, b.record));
   return hits.slice(0, q.limit).map((h) => Object.freeze(h));
 }
 
-function page<T extends MemoryRecord>(rows: readonly T[], scope: Scope, query: MemoryListQuery | undefined): MemoryPage<T> {
+function page<T extends MemoryRecord>(
+  rows: readonly T[],
+  scope: Scope,
+  query: MemoryListQuery | undefined,
+): MemoryPage<T> {
   const q = normalizeMemoryList(scope, query);
   const before = q.before;
   const rest = rows
@@ -111,14 +123,21 @@ function page<T extends MemoryRecord>(rows: readonly T[], scope: Scope, query: M
     .sort(byNewest);
   const items = Object.freeze(rest.slice(0, q.limit));
   const last = items[items.length - 1];
-  return Object.freeze({ items, ...(rest.length > q.limit && last !== undefined ? { nextCursor: memoryListCursor(last) } : {}) });
+  return Object.freeze({
+    items,
+    ...(rest.length > q.limit && last !== undefined ? { nextCursor: memoryListCursor(last) } : {}),
+  });
 }
 
 /** Whether the store set erased a session (its tombstone): a record learned from it is refused. */
 export type ErasedSessionCheck = (scope: Scope, sessionId: string) => boolean | Promise<boolean>;
 
-async function refuseErased(erased: ErasedSessionCheck | undefined, record: MemoryRecord): Promise<void> {
-  if (erased !== undefined && (await erased(record.scope, record.source.sessionId))) throw new ErasedError("the record's source session");
+async function refuseErased(
+  erased: ErasedSessionCheck | undefined,
+  record: MemoryRecord,
+): Promise<void> {
+  if (erased !== undefined && (await erased(record.scope, record.source.sessionId)))
+    throw new ErasedError("the record's source session");
 }
 
 export class InMemoryEpisodeStore implements EpisodeStore {
@@ -158,9 +177,12 @@ export class InMemoryProfileStore implements ProfileStore {
     const current = new Map<string, ProfileFact>();
     for (const fact of this.records.of(q.key)) {
       const known = current.get(fact.key);
-      if (known === undefined || memoryNewer(memoryListKey(fact), memoryListKey(known))) current.set(fact.key, fact);
+      if (known === undefined || memoryNewer(memoryListKey(fact), memoryListKey(known)))
+        current.set(fact.key, fact);
     }
-    return Object.freeze(ranked([...current.values()], (f) => `${f.key.replace(/[._-]/g, " ")} ${f.text}`, q));
+    return Object.freeze(
+      ranked([...current.values()], (f) => `${f.key.replace(/[._-]/g, " ")} ${f.text}`, q),
+    );
   }
   async list(scope: Scope, query?: MemoryListQuery): Promise<MemoryPage<ProfileFact>> {
     return page(this.records.of(normalizeMemoryList(scope, query).key), scope, query);
@@ -177,14 +199,23 @@ export class InMemoryProfileStore implements ProfileStore {
  * a put learned from one is refused with `ErasedError`, as in SQLite and PostgreSQL; absent, no
  * session is erased as far as these stores know.
  */
-export function inMemoryMemoryStores(opts: { readonly erased?: ErasedSessionCheck } = {}): MemoryStores & { readonly episodes: InMemoryEpisodeStore; readonly profiles: InMemoryProfileStore } {
+export function inMemoryMemoryStores(
+  opts: { readonly erased?: ErasedSessionCheck } = {},
+): MemoryStores & {
+  readonly episodes: InMemoryEpisodeStore;
+  readonly profiles: InMemoryProfileStore;
+} {
   const episodes = new InMemoryEpisodeStore(opts.erased);
   const profiles = new InMemoryProfileStore(opts.erased);
   const erasure: MemoryErasure = {
     async eraseMemory(input: MemoryErasureTarget): Promise<MemoryErasureReport> {
       const target = normalizeMemoryTarget(input);
-      const hit = (r: MemoryRecord) => target.sessionId === undefined || r.source.sessionId === target.sessionId;
-      return Object.freeze({ episodes: episodes.records.remove(target.key, hit), facts: profiles.records.remove(target.key, hit) });
+      const hit = (r: MemoryRecord) =>
+        target.sessionId === undefined || r.source.sessionId === target.sessionId;
+      return Object.freeze({
+        episodes: episodes.records.remove(target.key, hit),
+        facts: profiles.records.remove(target.key, hit),
+      });
     },
   };
   return { episodes, profiles, erasure };

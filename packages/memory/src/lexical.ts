@@ -12,6 +12,8 @@ export { memoryTerms as queryTerms };
 export function lexicalScore(terms: readonly string[], text: string): number {
   const words = tokenize(text);
   let score = 0;
-  for (const term of terms) if (words.some((w) => w === term || (term.length >= MEMORY_PREFIX_MIN && w.startsWith(term)))) score++;
+  for (const term of terms)
+    if (words.some((w) => w === term || (term.length >= MEMORY_PREFIX_MIN && w.startsWith(term))))
+      score++;
   return score;
 }

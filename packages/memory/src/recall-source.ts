@@ -1,4 +1,14 @@
-import type { EpisodeStore, MemoryHit, MemorySearch, ProfileFact, ProfileStore, RecallQuery, RecallResult, RecallSource, Scope } from "@alma-harness/core";
+import type {
+  EpisodeStore,
+  MemoryHit,
+  MemorySearch,
+  ProfileFact,
+  ProfileStore,
+  RecallQuery,
+  RecallResult,
+  RecallSource,
+  Scope,
+} from "@alma-harness/core";
 
 /** A query with no word ranks by recency in every store (the normalizer needs one byte: a space has no word). */
 const RECENT = " ";
@@ -9,22 +19,46 @@ const RECENT = " ";
  * and one asked in other words — "allergies" for "allergy" — must not be lost to the ranking);
  * episodes are recalled by their words only.
  */
-export function storeRecall(stores: { readonly episodes: EpisodeStore; readonly profiles: ProfileStore }, name = "memory"): RecallSource {
+export function storeRecall(
+  stores: { readonly episodes: EpisodeStore; readonly profiles: ProfileStore },
+  name = "memory",
+): RecallSource {
   return {
     name,
     async recall(query: RecallQuery): Promise<RecallResult> {
       const text = query.text.trim() === "" ? RECENT : query.text;
-      const search = (limit: number, words = text): MemorySearch => ({ text: words, ceiling: query.ceiling, limit });
+      const search = (limit: number, words = text): MemorySearch => ({
+        text: words,
+        ceiling: query.ceiling,
+        limit,
+      });
       const [episodes, facts] = await Promise.all([
-        query.limits.episodes > 0 ? stores.episodes.search(query.scope, search(query.limits.episodes)) : [],
-        query.limits.facts > 0 ? factsFor(stores.profiles, query.scope, search(query.limits.facts), search(query.limits.facts, RECENT)) : [],
+        query.limits.episodes > 0
+          ? stores.episodes.search(query.scope, search(query.limits.episodes))
+          : [],
+        query.limits.facts > 0
+          ? factsFor(
+              stores.profiles,
+              query.scope,
+              search(query.limits.facts),
+              search(query.limits.facts, RECENT),
+            )
+          : [],
       ]);
-      return Object.freeze({ episodes: Object.freeze(episodes.map((h) => h.record)), facts: Object.freeze(facts) });
+      return Object.freeze({
+        episodes: Object.freeze(episodes.map((h) => h.record)),
+        facts: Object.freeze(facts),
+      });
     },
   };
 }
 
-async function factsFor(profiles: ProfileStore, scope: Scope, byWords: MemorySearch, byRecency: MemorySearch): Promise<ProfileFact[]> {
+async function factsFor(
+  profiles: ProfileStore,
+  scope: Scope,
+  byWords: MemorySearch,
+  byRecency: MemorySearch,
+): Promise<ProfileFact[]> {
   const found: readonly MemoryHit<ProfileFact>[] = await profiles.search(scope, byWords);
   const out = found.map((h) => h.record);
   if (out.length >= byWords.limit || byWords.text === RECENT) return out;

@@ -11,6 +11,7 @@ export async function doctorCli(
 ): Promise<number> {
   const results = await runDoctor(env);
   print(formatDoctor(results));
-  if (results.every((r) => r.status === "skipped")) print("no provider configured: nothing was sent");
+  if (results.every((r) => r.status === "skipped"))
+    print("no provider configured: nothing was sent");
   return results.some((r) => r.status === "failed") ? 1 : 0;
 }

@@ -24,7 +24,10 @@ interface Check {
   readonly model: string;
 }
 
-function checks(env: DoctorEnv, fetch: FetchLike | undefined): { check: Check | undefined; name: string; needs: string }[] {
+function checks(
+  env: DoctorEnv,
+  fetch: FetchLike | undefined,
+): { check: Check | undefined; name: string; needs: string }[] {
   const f = fetch ? { fetch } : {};
   const has = (key: string) => typeof env[key] === "string" && env[key] !== "";
   const list: { name: string; needs: string; ok: boolean; make: () => Check }[] = [
@@ -32,25 +35,46 @@ function checks(env: DoctorEnv, fetch: FetchLike | undefined): { check: Check | 
       name: "anthropic",
       needs: "ANTHROPIC_API_KEY",
       ok: has("ANTHROPIC_API_KEY"),
-      make: () => ({ name: "anthropic", needs: "", model: env.ALMA_ANTHROPIC_MODEL || "claude-haiku-4-5", client: () => createAnthropicClient({ apiKey: env.ANTHROPIC_API_KEY, ...f }) }),
+      make: () => ({
+        name: "anthropic",
+        needs: "",
+        model: env.ALMA_ANTHROPIC_MODEL || "claude-haiku-4-5",
+        client: () => createAnthropicClient({ apiKey: env.ANTHROPIC_API_KEY, ...f }),
+      }),
     },
     {
       name: "openai (chat completions)",
       needs: "OPENAI_API_KEY",
       ok: has("OPENAI_API_KEY"),
-      make: () => ({ name: "openai", needs: "", model: env.ALMA_OPENAI_MODEL || "gpt-4.1-nano", client: () => createOpenAIChatClient({ apiKey: env.OPENAI_API_KEY, ...f }) }),
+      make: () => ({
+        name: "openai",
+        needs: "",
+        model: env.ALMA_OPENAI_MODEL || "gpt-4.1-nano",
+        client: () => createOpenAIChatClient({ apiKey: env.OPENAI_API_KEY, ...f }),
+      }),
     },
     {
       name: "openai (responses)",
       needs: "OPENAI_API_KEY",
       ok: has("OPENAI_API_KEY"),
-      make: () => ({ name: "openai", needs: "", model: env.ALMA_OPENAI_MODEL || "gpt-4.1-nano", client: () => createOpenAIResponsesClient({ apiKey: env.OPENAI_API_KEY, ...f }) }),
+      make: () => ({
+        name: "openai",
+        needs: "",
+        model: env.ALMA_OPENAI_MODEL || "gpt-4.1-nano",
+        client: () => createOpenAIResponsesClient({ apiKey: env.OPENAI_API_KEY, ...f }),
+      }),
     },
     {
       name: "openrouter",
       needs: "OPENROUTER_API_KEY",
       ok: has("OPENROUTER_API_KEY"),
-      make: () => ({ name: "openrouter", needs: "", model: env.ALMA_OPENROUTER_MODEL || "openai/gpt-4.1-mini", client: () => createOpenRouterClient({ apiKey: env.OPENROUTER_API_KEY, appName: "alma doctor", ...f }) }),
+      make: () => ({
+        name: "openrouter",
+        needs: "",
+        model: env.ALMA_OPENROUTER_MODEL || "openai/gpt-4.1-mini",
+        client: () =>
+          createOpenRouterClient({ apiKey: env.OPENROUTER_API_KEY, appName: "alma doctor", ...f }),
+      }),
     },
     {
       name: "openai-compatible",
@@ -60,7 +84,12 @@ function checks(env: DoctorEnv, fetch: FetchLike | undefined): { check: Check | 
         name: "openai-compatible",
         needs: "",
         model: env.ALMA_OPENAI_COMPAT_MODEL ?? "",
-        client: () => createOpenAICompatibleClient({ baseURL: env.ALMA_OPENAI_COMPAT_URL ?? "", apiKey: env.ALMA_OPENAI_COMPAT_KEY || undefined, ...f }),
+        client: () =>
+          createOpenAICompatibleClient({
+            baseURL: env.ALMA_OPENAI_COMPAT_URL ?? "",
+            apiKey: env.ALMA_OPENAI_COMPAT_KEY || undefined,
+            ...f,
+          }),
       }),
     },
   ];
@@ -71,7 +100,9 @@ function tinyRequest(model: string): ModelRequest {
   return {
     model,
     system: [],
-    messages: [{ role: "user", blocks: [{ type: "text", text: "Reply with the single word: ok" }] }],
+    messages: [
+      { role: "user", blocks: [{ type: "text", text: "Reply with the single word: ok" }] },
+    ],
     tools: [],
     maxOutputTokens: 16,
   };
@@ -85,15 +116,24 @@ async function runOne(check: Check): Promise<{ status: "ok" | "failed"; detail: 
     let stop = "";
     let usage = "usage unknown";
     for await (const event of client.stream(request, AbortSignal.timeout(TIMEOUT_MS))) {
-      if (event.type === "usage" && (event.evidence.status === "known" || event.evidence.status === "unpriced")) {
+      if (
+        event.type === "usage" &&
+        (event.evidence.status === "known" || event.evidence.status === "unpriced")
+      ) {
         usage = `${event.evidence.usage.inputTokens} in / ${event.evidence.usage.outputTokens} out`;
       }
       if (event.type === "response_completed") stop = String(event.stopReason);
     }
     return { status: "ok", detail: `${check.model}: stop ${stop}, ${usage}` };
   } catch (error) {
-    const kind = typeof error === "object" && error !== null && "kind" in error ? ` [${String((error as { kind: unknown }).kind)}]` : "";
-    return { status: "failed", detail: `${check.model}${kind}: ${error instanceof Error ? error.message : String(error)}` };
+    const kind =
+      typeof error === "object" && error !== null && "kind" in error
+        ? ` [${String((error as { kind: unknown }).kind)}]`
+        : "";
+    return {
+      status: "failed",
+      detail: `${check.model}${kind}: ${error instanceof Error ? error.message : String(error)}`,
+    };
   }
 }
 

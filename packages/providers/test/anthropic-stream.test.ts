@@ -1,7 +1,15 @@
 import type { ModelStreamEvent } from "@alma-harness/core";
 import { describe, expect, it } from "vitest";
 import { createAnthropicClient } from "../src/index.js";
-import { assistantMessage, baseRequest, collect, terminal, textOfEvents, usageEvidence, userText } from "./helpers/collect.js";
+import {
+  assistantMessage,
+  baseRequest,
+  collect,
+  terminal,
+  textOfEvents,
+  usageEvidence,
+  userText,
+} from "./helpers/collect.js";
 import { cassette, chunkLines, readFixture, toSse } from "./helpers/fixtures.js";
 import { serverPerTest } from "./helpers/server.js";
 
@@ -25,9 +33,14 @@ function checkContract(events: readonly ModelStreamEvent[]): void {
   const end = terminal(events);
   expect(events.filter((e) => e.type === "response_completed")).toHaveLength(1);
   expect(end.text).toBe(textOfEvents(events));
-  expect(end.toolCalls).toEqual(events.filter((e) => e.type === "tool_call").map(({ id, name, arguments: a }) => ({ id, name, arguments: a })));
+  expect(end.toolCalls).toEqual(
+    events
+      .filter((e) => e.type === "tool_call")
+      .map(({ id, name, arguments: a }) => ({ id, name, arguments: a })),
+  );
   const firstCall = events.findIndex((e) => e.type === "tool_call");
-  if (firstCall >= 0) expect(events.slice(firstCall).some((e) => e.type === "text_delta")).toBe(false);
+  if (firstCall >= 0)
+    expect(events.slice(firstCall).some((e) => e.type === "text_delta")).toBe(false);
   for (const e of events) if (e.type === "text_delta") expect(e.text.length).toBeGreaterThan(0);
 }
 
@@ -36,11 +49,20 @@ describe("Anthropic stream, recorded traffic over a local socket", () => {
     server.enqueue({ body: sse("anthropic-text.chunks.txt"), split: "awkward" });
     const events = await collect(client(), request());
     checkContract(events);
-    expect(textOfEvents(events)).toBe("Hello! I'm doing well, thank you for asking. How are you doing today? Is there anything I can help you with?");
+    expect(textOfEvents(events)).toBe(
+      "Hello! I'm doing well, thank you for asking. How are you doing today? Is there anything I can help you with?",
+    );
     expect(terminal(events).stopReason).toBe("end_turn");
     expect(usageEvidence(events)).toEqual({
       status: "known",
-      usage: { inputTokens: 12, outputTokens: 30, cacheWrite5mTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, serviceTier: "standard" },
+      usage: {
+        inputTokens: 12,
+        outputTokens: 30,
+        cacheWrite5mTokens: 0,
+        cacheWrite1hTokens: 0,
+        cacheReadTokens: 0,
+        serviceTier: "standard",
+      },
     });
     expect(terminal(events).usage).toEqual((usageEvidence(events) as { usage: unknown }).usage);
   });
@@ -54,8 +76,13 @@ describe("Anthropic stream, recorded traffic over a local socket", () => {
     const events = await collect(client(), request());
     checkContract(events);
     const reasoning = events.filter((e) => e.type === "reasoning_delta");
-    expect(reasoning.map((e) => e.text).join("")).toBe("The previous result was 925. Now I need to divide that by 5.\n\n925 ÷ 5 = 185");
-    expect(reasoning.at(-1)).toMatchObject({ text: "", signature: expect.stringMatching(/^EvQBCkYI/) });
+    expect(reasoning.map((e) => e.text).join("")).toBe(
+      "The previous result was 925. Now I need to divide that by 5.\n\n925 ÷ 5 = 185",
+    );
+    expect(reasoning.at(-1)).toMatchObject({
+      text: "",
+      signature: expect.stringMatching(/^EvQBCkYI/),
+    });
     expect(textOfEvents(events)).toBe("925 ÷ 5 = 185");
   });
 
@@ -66,11 +93,24 @@ describe("Anthropic stream, recorded traffic over a local socket", () => {
     expect(terminal(events)).toMatchObject({
       stopReason: "tool_use",
       text: "I'll check the current weather in Paris for you.",
-      toolCalls: [{ id: "toolu_01NRLabsLyVHZPKxbKvkfSMn", name: "get_weather", arguments: '{"location": "Paris"}' }],
+      toolCalls: [
+        {
+          id: "toolu_01NRLabsLyVHZPKxbKvkfSMn",
+          name: "get_weather",
+          arguments: '{"location": "Paris"}',
+        },
+      ],
     });
     expect(usageEvidence(events)).toEqual({
       status: "known",
-      usage: { inputTokens: 377, outputTokens: 65, cacheReadTokens: 0, cacheWrite5mTokens: 0, cacheWrite1hTokens: 0, serviceTier: "standard" },
+      usage: {
+        inputTokens: 377,
+        outputTokens: 65,
+        cacheReadTokens: 0,
+        cacheWrite5mTokens: 0,
+        cacheWrite1hTokens: 0,
+        serviceTier: "standard",
+      },
     });
   });
 
@@ -81,14 +121,19 @@ describe("Anthropic stream, recorded traffic over a local socket", () => {
     expect(terminal(events).stopReason).toBe("max_tokens");
     expect(terminal(events).toolCalls).toEqual([]);
     expect(events.some((e) => e.type === "tool_call")).toBe(false);
-    expect(usageEvidence(events)).toMatchObject({ status: "known", usage: { inputTokens: 450, outputTokens: 124 } });
+    expect(usageEvidence(events)).toMatchObject({
+      status: "known",
+      usage: { inputTokens: 450, outputTokens: 124 },
+    });
   });
 
   it("gives a no-argument tool call the arguments {}", async () => {
     server.enqueue({ body: sse("anthropic-tool-no-args.chunks.txt") });
     const events = await collect(client(), request());
     checkContract(events);
-    expect(terminal(events).toolCalls).toEqual([{ id: "toolu_01QE1WLsSVp5hy5Q3GmGTmjP", name: "updateIssueList", arguments: "{}" }]);
+    expect(terminal(events).toolCalls).toEqual([
+      { id: "toolu_01QE1WLsSVp5hy5Q3GmGTmjP", name: "updateIssueList", arguments: "{}" },
+    ]);
   });
 
   it("streams thinking deltas and closes the block with its signature", async () => {
@@ -100,17 +145,25 @@ describe("Anthropic stream, recorded traffic over a local socket", () => {
     expect(reasoning.length).toBeGreaterThan(2);
     expect(reasoning.filter((e) => e.signature)).toHaveLength(1);
     expect(reasoning.at(-1)?.signature?.length).toBeGreaterThan(100);
-    expect(usageEvidence(events)).toMatchObject({ status: "known", usage: { inputTokens: 43, outputTokens: 282 } });
+    expect(usageEvidence(events)).toMatchObject({
+      status: "known",
+      usage: { inputTokens: 43, outputTokens: 282 },
+    });
   });
 
   it("passes redacted thinking through whole, for replay", async () => {
-    const [exchange] = cassette("anthropic/test_anthropic_model_thinking_part_redacted_stream.yaml");
+    const [exchange] = cassette(
+      "anthropic/test_anthropic_model_thinking_part_redacted_stream.yaml",
+    );
     server.enqueue({ body: exchange?.response.body?.string ?? "" });
     const events = await collect(client(), request());
     checkContract(events);
     const redacted = events.filter((e) => e.type === "reasoning_delta" && e.redacted);
     expect(redacted).toHaveLength(2);
-    expect(redacted[0]).toMatchObject({ text: "", redacted: expect.stringMatching(/^EqkECkYIBxgC/) });
+    expect(redacted[0]).toMatchObject({
+      text: "",
+      redacted: expect.stringMatching(/^EqkECkYIBxgC/),
+    });
     expect(textOfEvents(events)).toMatch(/^I notice that you've sent/);
   });
 
@@ -124,12 +177,27 @@ describe("Anthropic stream, recorded traffic over a local socket", () => {
       provider: "anthropic",
       id: "srvtoolu_01Bj5uzzLcYG5hfueSLcDH8k",
       name: "web_search",
-      payload: { type: "server_tool_use", id: "srvtoolu_01Bj5uzzLcYG5hfueSLcDH8k", name: "web_search", input: { query: "tech news today September 26 2025" } },
+      payload: {
+        type: "server_tool_use",
+        id: "srvtoolu_01Bj5uzzLcYG5hfueSLcDH8k",
+        name: "web_search",
+        input: { query: "tech news today September 26 2025" },
+      },
     });
-    expect(result).toMatchObject({ provider: "anthropic", callId: "srvtoolu_01Bj5uzzLcYG5hfueSLcDH8k", name: "web_search", payload: { type: "web_search_tool_result" } });
+    expect(result).toMatchObject({
+      provider: "anthropic",
+      callId: "srvtoolu_01Bj5uzzLcYG5hfueSLcDH8k",
+      name: "web_search",
+      payload: { type: "web_search_tool_result" },
+    });
     expect((result as { resultCount: number }).resultCount).toBeGreaterThan(0);
-    expect(events.indexOf(call as ModelStreamEvent)).toBeLessThan(events.findIndex((e) => e.type === "text_delta"));
-    expect(usageEvidence(events)).toMatchObject({ status: "known", usage: { inputTokens: 15665, outputTokens: 795, webSearchRequests: 1 } });
+    expect(events.indexOf(call as ModelStreamEvent)).toBeLessThan(
+      events.findIndex((e) => e.type === "text_delta"),
+    );
+    expect(usageEvidence(events)).toMatchObject({
+      status: "known",
+      usage: { inputTokens: 15665, outputTokens: 795, webSearchRequests: 1 },
+    });
   });
 
   it("handles tool search server blocks, and a deferred result opening the next message", async () => {
@@ -138,13 +206,21 @@ describe("Anthropic stream, recorded traffic over a local socket", () => {
     const one = await collect(client(), request());
     checkContract(one);
     expect(terminal(one).stopReason).toBe("tool_use");
-    expect(one.some((e) => e.type === "provider_tool_call" && e.name.startsWith("tool_search_tool_regex"))).toBe(true);
+    expect(
+      one.some(
+        (e) => e.type === "provider_tool_call" && e.name.startsWith("tool_search_tool_regex"),
+      ),
+    ).toBe(true);
     const two = await collect(client(), request());
     checkContract(two);
     const call = one.find((e) => e.type === "provider_tool_call");
     const deferred = two.find((e) => e.type === "provider_tool_result");
     // The call streamed in the previous message: the result is linked by id, named by its block type.
-    expect(deferred).toMatchObject({ callId: (call as { id: string }).id, name: "tool_search", payload: { type: "tool_search_tool_result" } });
+    expect(deferred).toMatchObject({
+      callId: (call as { id: string }).id,
+      name: "tool_search",
+      payload: { type: "tool_search_tool_result" },
+    });
     const three = await collect(client(), request());
     expect(terminal(three).stopReason).toBe("end_turn");
   });
@@ -164,15 +240,23 @@ describe("Anthropic stream, recorded traffic over a local socket", () => {
         id: b.id,
         input: b.input,
         tool_use_id: b.tool_use_id,
-        results: Array.isArray(b.content) ? (b.content as Record<string, unknown>[]).map((r) => [r.url, r.encrypted_content]) : undefined,
+        results: Array.isArray(b.content)
+          ? (b.content as Record<string, unknown>[]).map((r) => [r.url, r.encrypted_content])
+          : undefined,
       })),
     }));
   }
 
   it("replays a pause_turn answer verbatim: the continuation carries the recorded blocks and opaque data", async () => {
     const [first, second] = cassette("anthropic/test_pause_turn_web_search_streaming_vcr.yaml");
-    server.enqueue({ body: first?.response.body?.string ?? "", split: "awkward" }, { body: second?.response.body?.string ?? "" });
-    const recorded = first?.request.parsed_body as { messages: { content: { text: string }[] }[]; max_tokens: number };
+    server.enqueue(
+      { body: first?.response.body?.string ?? "", split: "awkward" },
+      { body: second?.response.body?.string ?? "" },
+    );
+    const recorded = first?.request.parsed_body as {
+      messages: { content: { text: string }[] }[];
+      max_tokens: number;
+    };
     const prompt = recorded.messages[0]?.content[0]?.text ?? "";
     const base = request({
       model: "claude-sonnet-4-5",
@@ -184,11 +268,19 @@ describe("Anthropic stream, recorded traffic over a local socket", () => {
     const events = await collect(client(), base);
     checkContract(events);
     expect(terminal(events).stopReason).toBe("pause_turn");
-    expect(usageEvidence(events)).toMatchObject({ status: "known", usage: { webSearchRequests: 10 } });
-    const continued = await collect(client(), { ...base, messages: [...base.messages, assistantMessage(events, "anthropic", base.model)] });
+    expect(usageEvidence(events)).toMatchObject({
+      status: "known",
+      usage: { webSearchRequests: 10 },
+    });
+    const continued = await collect(client(), {
+      ...base,
+      messages: [...base.messages, assistantMessage(events, "anthropic", base.model)],
+    });
     expect(terminal(continued).stopReason).toBe("end_turn");
     const sent = server.requests[1]?.body as { messages: unknown[] };
-    expect(replayProjection(sent.messages)).toEqual(replayProjection((second!.request.parsed_body as { messages: unknown[] }).messages));
+    expect(replayProjection(sent.messages)).toEqual(
+      replayProjection((second!.request.parsed_body as { messages: unknown[] }).messages),
+    );
     expect(JSON.stringify(sent.messages)).toContain('"caller":{"type":"direct"}');
   });
 });

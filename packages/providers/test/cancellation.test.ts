@@ -15,12 +15,19 @@ describe("cancellation", () => {
     const controller = new AbortController();
     const seen: string[] = [];
     const run = (async () => {
-      for await (const event of anthropic().stream(baseRequest("claude-haiku-4-5"), controller.signal)) {
+      for await (const event of anthropic().stream(
+        baseRequest("claude-haiku-4-5"),
+        controller.signal,
+      )) {
         seen.push(event.type);
         controller.abort();
       }
     })();
-    await expect(run).rejects.toMatchObject({ kind: "cancelled", provider: "anthropic", retryable: false });
+    await expect(run).rejects.toMatchObject({
+      kind: "cancelled",
+      provider: "anthropic",
+      retryable: false,
+    });
     await server.closedByClient;
     expect(seen).toEqual(["text_delta"]);
   });
@@ -28,7 +35,9 @@ describe("cancellation", () => {
   it("an abort while waiting for the next chunk ends the stream with cancelled", async () => {
     server.enqueue({ body: TEXT, hangAfter: TEXT.indexOf('"text":"! I"') - 60 });
     const controller = new AbortController();
-    const iterator = anthropic().stream(baseRequest("claude-haiku-4-5"), controller.signal)[Symbol.asyncIterator]();
+    const iterator = anthropic()
+      .stream(baseRequest("claude-haiku-4-5"), controller.signal)
+      [Symbol.asyncIterator]();
     expect(await iterator.next()).toMatchObject({ value: { type: "text_delta", text: "Hello" } });
     const pending = iterator.next();
     controller.abort();
@@ -39,12 +48,17 @@ describe("cancellation", () => {
   it("AbortSignal.timeout is reported as timeout", async () => {
     server.enqueue({ body: TEXT, hangAfter: firstEvents });
     const signal = AbortSignal.timeout(50);
-    await expect(collect(anthropic(), baseRequest("claude-haiku-4-5"), signal)).rejects.toMatchObject({ kind: "timeout", retryable: true });
+    await expect(
+      collect(anthropic(), baseRequest("claude-haiku-4-5"), signal),
+    ).rejects.toMatchObject({ kind: "timeout", retryable: true });
   });
 
   it("iterator return() closes the body", async () => {
     server.enqueue({ body: TEXT, hangAfter: TEXT.indexOf('"text":"! I"') + 40 });
-    for await (const event of anthropic().stream(baseRequest("claude-haiku-4-5"), new AbortController().signal)) {
+    for await (const event of anthropic().stream(
+      baseRequest("claude-haiku-4-5"),
+      new AbortController().signal,
+    )) {
       expect(event.type).toBe("text_delta");
       break;
     }
@@ -54,7 +68,13 @@ describe("cancellation", () => {
   it("an already-aborted signal sends nothing", async () => {
     const controller = new AbortController();
     controller.abort();
-    await expect(collect(createOpenAIChatClient({ apiKey: "k", baseURL: `${server.url}/v1` }), baseRequest("gpt-4.1"), controller.signal)).rejects.toMatchObject({
+    await expect(
+      collect(
+        createOpenAIChatClient({ apiKey: "k", baseURL: `${server.url}/v1` }),
+        baseRequest("gpt-4.1"),
+        controller.signal,
+      ),
+    ).rejects.toMatchObject({
       kind: "cancelled",
     });
     expect(server.requests).toHaveLength(0);

@@ -1,13 +1,21 @@
 import type { ModelRequest } from "@alma-harness/core";
 import { describe, expect, it } from "vitest";
 import { createOpenAIChatClient, createOpenAICompatibleClient } from "../src/index.js";
-import { baseRequest, collect, terminal, textOfEvents, usageEvidence, userText } from "./helpers/collect.js";
+import {
+  baseRequest,
+  collect,
+  terminal,
+  textOfEvents,
+  usageEvidence,
+  userText,
+} from "./helpers/collect.js";
 import { cassette, chunkLines, readFixture, toSse } from "./helpers/fixtures.js";
 import { serverPerTest } from "./helpers/server.js";
 
 const server = serverPerTest();
 
-const openai = () => createOpenAIChatClient({ apiKey: "sk-test", baseURL: `${server.url}/v1`, organization: "org-1" });
+const openai = () =>
+  createOpenAIChatClient({ apiKey: "sk-test", baseURL: `${server.url}/v1`, organization: "org-1" });
 const TEXT = toSse(chunkLines("openai/openai-text.chunks.txt"), { named: false, done: true });
 
 describe("OpenAI Chat Completions, recorded traffic", () => {
@@ -20,7 +28,13 @@ describe("OpenAI Chat Completions, recorded traffic", () => {
     expect(end.text.startsWith("**Holiday Name:**")).toBe(true);
     expect(usageEvidence(events)).toEqual({
       status: "known",
-      usage: { inputTokens: 16, outputTokens: 300, cacheReadTokens: 0, reasoningTokens: 0, serviceTier: "standard" },
+      usage: {
+        inputTokens: 16,
+        outputTokens: 300,
+        cacheReadTokens: 0,
+        reasoningTokens: 0,
+        serviceTier: "standard",
+      },
     });
     const captured = server.requests[0];
     expect(captured?.path).toBe("/v1/chat/completions");
@@ -30,11 +44,19 @@ describe("OpenAI Chat Completions, recorded traffic", () => {
 
   it("accumulates a streamed tool call by index, then sends the recorded follow-up request exactly", async () => {
     const [first, second] = cassette("openai/test_run_stream_sync_streams_real_model.yaml");
-    server.enqueue({ body: first?.response.body?.string ?? "", split: "awkward" }, { body: second?.response.body?.string ?? "" });
+    server.enqueue(
+      { body: first?.response.body?.string ?? "", split: "awkward" },
+      { body: second?.response.body?.string ?? "" },
+    );
     const tool = {
       name: "get_capital",
       description: "",
-      inputSchema: { additionalProperties: false, properties: { country: { type: "string" } }, required: ["country"], type: "object" },
+      inputSchema: {
+        additionalProperties: false,
+        properties: { country: { type: "string" } },
+        required: ["country"],
+        type: "object",
+      },
     };
     const request: ModelRequest = {
       ...baseRequest("gpt-4o-mini"),
@@ -46,15 +68,41 @@ describe("OpenAI Chat Completions, recorded traffic", () => {
     expect(terminal(events)).toMatchObject({
       stopReason: "tool_use",
       text: "",
-      toolCalls: [{ id: "call_ZR5UUuTt3pf61kjwAJIYdVMj", name: "get_capital", arguments: '{"country":"UK"}' }],
+      toolCalls: [
+        { id: "call_ZR5UUuTt3pf61kjwAJIYdVMj", name: "get_capital", arguments: '{"country":"UK"}' },
+      ],
     });
-    expect(usageEvidence(events)).toMatchObject({ status: "known", usage: { inputTokens: 53, outputTokens: 15 } });
+    expect(usageEvidence(events)).toMatchObject({
+      status: "known",
+      usage: { inputTokens: 53, outputTokens: 15 },
+    });
     const followUp: ModelRequest = {
       ...request,
       messages: [
         ...request.messages,
-        { role: "assistant", blocks: [{ type: "tool_call", id: "call_ZR5UUuTt3pf61kjwAJIYdVMj", name: "get_capital", input: { country: "UK" } }] },
-        { role: "user", blocks: [{ type: "tool_result", callId: "call_ZR5UUuTt3pf61kjwAJIYdVMj", name: "get_capital", output: "London", isError: false }] },
+        {
+          role: "assistant",
+          blocks: [
+            {
+              type: "tool_call",
+              id: "call_ZR5UUuTt3pf61kjwAJIYdVMj",
+              name: "get_capital",
+              input: { country: "UK" },
+            },
+          ],
+        },
+        {
+          role: "user",
+          blocks: [
+            {
+              type: "tool_result",
+              callId: "call_ZR5UUuTt3pf61kjwAJIYdVMj",
+              name: "get_capital",
+              output: "London",
+              isError: false,
+            },
+          ],
+        },
       ],
     };
     const answer = await collect(openai(), followUp);
@@ -75,15 +123,33 @@ describe("OpenAI Chat Completions, recorded traffic", () => {
     await collect(
       openai(),
       baseRequest("gpt-5-mini", {
-        system: [{ type: "text", text: "Rule one." }, { type: "text", text: "Rule two." }],
+        system: [
+          { type: "text", text: "Rule one." },
+          { type: "text", text: "Rule two." },
+        ],
         messages: [
           {
             role: "user",
             blocks: [
               { type: "text", text: "Look:" },
-              { type: "media", kind: "image", ref: "https://example.com/a.png", contentType: "image/png" },
-              { type: "media", kind: "image", ref: "data:image/png;base64,iVBORw0KGgo=", contentType: "image/png" },
-              { type: "media", kind: "document", ref: "data:application/pdf;base64,JVBERi0=", contentType: "application/pdf" },
+              {
+                type: "media",
+                kind: "image",
+                ref: "https://example.com/a.png",
+                contentType: "image/png",
+              },
+              {
+                type: "media",
+                kind: "image",
+                ref: "data:image/png;base64,iVBORw0KGgo=",
+                contentType: "image/png",
+              },
+              {
+                type: "media",
+                kind: "document",
+                ref: "data:application/pdf;base64,JVBERi0=",
+                contentType: "application/pdf",
+              },
             ],
           },
         ],
@@ -103,14 +169,23 @@ describe("OpenAI Chat Completions, recorded traffic", () => {
             { type: "text", text: "Look:" },
             { type: "image_url", image_url: { url: "https://example.com/a.png" } },
             { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } },
-            { type: "file", file: { file_data: "data:application/pdf;base64,JVBERi0=", filename: "document-1.pdf" } },
+            {
+              type: "file",
+              file: {
+                file_data: "data:application/pdf;base64,JVBERi0=",
+                filename: "document-1.pdf",
+              },
+            },
           ],
         },
       ],
       stream: true,
       stream_options: { include_usage: true },
       max_completion_tokens: 500,
-      response_format: { type: "json_schema", json_schema: { name: "result", schema, strict: false } },
+      response_format: {
+        type: "json_schema",
+        json_schema: { name: "result", schema, strict: false },
+      },
       reasoning_effort: "low",
       service_tier: "flex",
     });
@@ -137,7 +212,13 @@ describe("OpenAI Chat Completions, recorded traffic", () => {
           {
             role: "user",
             blocks: [
-              { type: "tool_result", callId: "call_1", name: "lookup", output: "not found", isError: true },
+              {
+                type: "tool_result",
+                callId: "call_1",
+                name: "lookup",
+                output: "not found",
+                isError: true,
+              },
               { type: "text", text: "Try again." },
             ],
           },
@@ -147,7 +228,13 @@ describe("OpenAI Chat Completions, recorded traffic", () => {
     const body = server.requests[0]?.body as Record<string, unknown>;
     expect(body.messages).toEqual([
       { role: "user", content: "Find it." },
-      { role: "assistant", content: "Looking.", tool_calls: [{ id: "call_1", type: "function", function: { name: "lookup", arguments: '{"q":"x"}' } }] },
+      {
+        role: "assistant",
+        content: "Looking.",
+        tool_calls: [
+          { id: "call_1", type: "function", function: { name: "lookup", arguments: '{"q":"x"}' } },
+        ],
+      },
       { role: "tool", tool_call_id: "call_1", content: "not found" },
       { role: "user", content: "Try again." },
     ]);
@@ -162,15 +249,27 @@ describe("OpenAI Chat Completions, recorded traffic", () => {
       [second, { inputTokens: 8, cacheWrite5mTokens: 0, cacheReadTokens: 4012 }],
     ] as const) {
       const body = exchange?.response.parsed_body as { usage: unknown; model: string };
-      const chunk = { id: "c", object: "chat.completion.chunk", model: body.model, choices: [{ index: 0, delta: { content: "ok" }, finish_reason: "stop" }] };
-      server.enqueue({ body: toSse([JSON.stringify(chunk), JSON.stringify({ ...chunk, choices: [], usage: body.usage })], { named: false, done: true }) });
+      const chunk = {
+        id: "c",
+        object: "chat.completion.chunk",
+        model: body.model,
+        choices: [{ index: 0, delta: { content: "ok" }, finish_reason: "stop" }],
+      };
+      server.enqueue({
+        body: toSse(
+          [JSON.stringify(chunk), JSON.stringify({ ...chunk, choices: [], usage: body.usage })],
+          { named: false, done: true },
+        ),
+      });
       const events = await collect(openai(), baseRequest("gpt-5.6-sol"));
       expect(usageEvidence(events)).toMatchObject({ status: "known", usage: expected });
     }
   });
 
   it("reports unknown usage, never zero, when the stream ends without a usage chunk", async () => {
-    const lines = chunkLines("openai/openai-text.chunks.txt").filter((l) => !l.includes('"usage":{'));
+    const lines = chunkLines("openai/openai-text.chunks.txt").filter(
+      (l) => !l.includes('"usage":{'),
+    );
     server.enqueue({ body: toSse(lines, { named: false, done: true }) });
     const events = await collect(openai(), baseRequest("gpt-4.1-nano"));
     expect(usageEvidence(events)).toEqual({ status: "unknown" });
@@ -183,13 +282,29 @@ describe("OpenAI Chat Completions, recorded traffic", () => {
       { model: "gpt-5", temperature: 0.2 },
       { model: "gpt-4.1", reasoning: "high" },
       { providerTools: [{ kind: "web_search", maxSensitivity: "internal" }] },
-      { messages: [{ role: "user", blocks: [{ type: "media", kind: "document", ref: "https://x.example/a.pdf", contentType: "application/pdf" }] }] },
+      {
+        messages: [
+          {
+            role: "user",
+            blocks: [
+              {
+                type: "media",
+                kind: "document",
+                ref: "https://x.example/a.pdf",
+                contentType: "application/pdf",
+              },
+            ],
+          },
+        ],
+      },
       { serviceTier: "batch" },
       { output: { name: "bad name!", schema: { type: "object" } } },
     ];
     for (const overrides of refusals) {
       const request = baseRequest("gpt-4.1", overrides);
-      expect(() => openai().validate(request), JSON.stringify(overrides)).toThrow(expect.objectContaining({ kind: "unsupported", provider: "openai" }));
+      expect(() => openai().validate(request), JSON.stringify(overrides)).toThrow(
+        expect.objectContaining({ kind: "unsupported", provider: "openai" }),
+      );
     }
     expect(() => openai().validate(baseRequest("gpt-4.1", { cache: false }))).not.toThrow();
     expect(server.requests).toHaveLength(0);
@@ -197,11 +312,21 @@ describe("OpenAI Chat Completions, recorded traffic", () => {
 });
 
 describe("OpenAI-compatible servers", () => {
-  const gateway = (capabilities = {}) => createOpenAICompatibleClient({ baseURL: `${server.url}/v1`, capabilities, provider: "local-vllm" });
+  const gateway = (capabilities = {}) =>
+    createOpenAICompatibleClient({
+      baseURL: `${server.url}/v1`,
+      capabilities,
+      provider: "local-vllm",
+    });
 
   it("reads a gateway trace whose tool calls start at index 1, without sending a key", async () => {
-    server.enqueue({ body: readFixture("openai-compatible/anthropic-fallback-tool-call.sse"), split: "awkward" });
-    const request = baseRequest("claude-haiku-4-5", { tools: [{ name: "read_file", description: "Read a file", inputSchema: { type: "object" } }] });
+    server.enqueue({
+      body: readFixture("openai-compatible/anthropic-fallback-tool-call.sse"),
+      split: "awkward",
+    });
+    const request = baseRequest("claude-haiku-4-5", {
+      tools: [{ name: "read_file", description: "Read a file", inputSchema: { type: "object" } }],
+    });
     const events = await collect(gateway({ tools: true }), request);
     expect(terminal(events)).toMatchObject({
       stopReason: "tool_use",
@@ -215,7 +340,16 @@ describe("OpenAI-compatible servers", () => {
       messages: [{ role: "user", content: "Hello" }],
       stream: true,
       max_tokens: 1024,
-      tools: [{ type: "function", function: { name: "read_file", description: "Read a file", parameters: { type: "object" } } }],
+      tools: [
+        {
+          type: "function",
+          function: {
+            name: "read_file",
+            description: "Read a file",
+            parameters: { type: "object" },
+          },
+        },
+      ],
     });
   });
 
@@ -226,8 +360,20 @@ describe("OpenAI-compatible servers", () => {
         {
           role: "user",
           blocks: [
-            { type: "media", kind: "image", ref: "media:1", contentType: "image/png", data: "iVBORw0KGgo=" },
-            { type: "media", kind: "document", ref: "media:2", contentType: "application/pdf", data: "JVBERi0=" },
+            {
+              type: "media",
+              kind: "image",
+              ref: "media:1",
+              contentType: "image/png",
+              data: "iVBORw0KGgo=",
+            },
+            {
+              type: "media",
+              kind: "document",
+              ref: "media:2",
+              contentType: "application/pdf",
+              data: "JVBERi0=",
+            },
           ],
         },
       ],
@@ -239,7 +385,10 @@ describe("OpenAI-compatible servers", () => {
         role: "user",
         content: [
           { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } },
-          { type: "file", file: { file_data: "data:application/pdf;base64,JVBERi0=", filename: "document-1.pdf" } },
+          {
+            type: "file",
+            file: { file_data: "data:application/pdf;base64,JVBERi0=", filename: "document-1.pdf" },
+          },
         ],
       },
     ]);
@@ -247,23 +396,89 @@ describe("OpenAI-compatible servers", () => {
   });
 
   it("refuses document bytes where the gateway does not declare documents, and an unsupported type", () => {
-    const pdf = { messages: [{ role: "user" as const, blocks: [{ type: "media" as const, kind: "document" as const, ref: "media:2", contentType: "application/pdf", data: "JVBERi0=" }] }] };
-    expect(() => gateway({ images: true }).validate(baseRequest("m", pdf))).toThrow(expect.objectContaining({ kind: "unsupported" }));
+    const pdf = {
+      messages: [
+        {
+          role: "user" as const,
+          blocks: [
+            {
+              type: "media" as const,
+              kind: "document" as const,
+              ref: "media:2",
+              contentType: "application/pdf",
+              data: "JVBERi0=",
+            },
+          ],
+        },
+      ],
+    };
+    expect(() => gateway({ images: true }).validate(baseRequest("m", pdf))).toThrow(
+      expect.objectContaining({ kind: "unsupported" }),
+    );
     expect(() => gateway({ documents: true }).validate(baseRequest("m", pdf))).not.toThrow();
-    const word = { messages: [{ role: "user" as const, blocks: [{ type: "media" as const, kind: "document" as const, ref: "media:3", contentType: "application/msword", data: "AAAA" }] }] };
-    expect(() => openai().validate(baseRequest("m", word))).toThrow(expect.objectContaining({ kind: "unsupported" }));
+    const word = {
+      messages: [
+        {
+          role: "user" as const,
+          blocks: [
+            {
+              type: "media" as const,
+              kind: "document" as const,
+              ref: "media:3",
+              contentType: "application/msword",
+              data: "AAAA",
+            },
+          ],
+        },
+      ],
+    };
+    expect(() => openai().validate(baseRequest("m", word))).toThrow(
+      expect.objectContaining({ kind: "unsupported" }),
+    );
   });
 
   it("refuses what the operator did not declare, and honors what they did", () => {
     const tools = { tools: [{ name: "f", description: "f", inputSchema: { type: "object" } }] };
-    expect(() => gateway().validate(baseRequest("m", tools))).toThrow(expect.objectContaining({ kind: "unsupported", provider: "local-vllm" }));
-    expect(() => gateway().validate(baseRequest("m", { reasoning: "low" }))).toThrow(expect.objectContaining({ kind: "unsupported" }));
-    expect(() => gateway().validate(baseRequest("m", { output: { name: "o", schema: { type: "object" } } }))).toThrow(expect.objectContaining({ kind: "unsupported" }));
-    expect(() => gateway({ temperature: false }).validate(baseRequest("m", { temperature: 0.1 }))).toThrow(expect.objectContaining({ kind: "unsupported" }));
-    expect(() => gateway().validate(baseRequest("m", { messages: [{ role: "user", blocks: [{ type: "media", kind: "image", ref: "https://a.example/x.png", contentType: "image/png" }] }] }))).toThrow(
+    expect(() => gateway().validate(baseRequest("m", tools))).toThrow(
+      expect.objectContaining({ kind: "unsupported", provider: "local-vllm" }),
+    );
+    expect(() => gateway().validate(baseRequest("m", { reasoning: "low" }))).toThrow(
       expect.objectContaining({ kind: "unsupported" }),
     );
-    expect(() => gateway({ tools: true, reasoning: true, jsonSchema: true }).validate(baseRequest("m", { ...tools, reasoning: "low", output: { name: "o", schema: { type: "object" } } }))).not.toThrow();
+    expect(() =>
+      gateway().validate(baseRequest("m", { output: { name: "o", schema: { type: "object" } } })),
+    ).toThrow(expect.objectContaining({ kind: "unsupported" }));
+    expect(() =>
+      gateway({ temperature: false }).validate(baseRequest("m", { temperature: 0.1 })),
+    ).toThrow(expect.objectContaining({ kind: "unsupported" }));
+    expect(() =>
+      gateway().validate(
+        baseRequest("m", {
+          messages: [
+            {
+              role: "user",
+              blocks: [
+                {
+                  type: "media",
+                  kind: "image",
+                  ref: "https://a.example/x.png",
+                  contentType: "image/png",
+                },
+              ],
+            },
+          ],
+        }),
+      ),
+    ).toThrow(expect.objectContaining({ kind: "unsupported" }));
+    expect(() =>
+      gateway({ tools: true, reasoning: true, jsonSchema: true }).validate(
+        baseRequest("m", {
+          ...tools,
+          reasoning: "low",
+          output: { name: "o", schema: { type: "object" } },
+        }),
+      ),
+    ).not.toThrow();
   });
 
   it("sends the key, stream usage and reasoning effort when declared; reads reasoning_content", async () => {
@@ -280,21 +495,55 @@ describe("OpenAI-compatible servers", () => {
       capabilities: { streamUsage: true, reasoning: true, maxTokensField: "max_completion_tokens" },
     });
     const events = await collect(client, baseRequest("qwen3", { reasoning: "medium" }));
-    expect(events.filter((e) => e.type === "reasoning_delta")).toEqual([{ type: "reasoning_delta", text: "thinking…" }]);
-    expect(usageEvidence(events)).toEqual({ status: "known", usage: { inputTokens: 5, outputTokens: 7 } });
+    expect(events.filter((e) => e.type === "reasoning_delta")).toEqual([
+      { type: "reasoning_delta", text: "thinking…" },
+    ]);
+    expect(usageEvidence(events)).toEqual({
+      status: "known",
+      usage: { inputTokens: 5, outputTokens: 7 },
+    });
     expect(server.requests[0]?.headers.authorization).toBe("Bearer local-key");
-    expect(server.requests[0]?.body).toMatchObject({ stream_options: { include_usage: true }, max_completion_tokens: 1024, reasoning_effort: "medium" });
+    expect(server.requests[0]?.body).toMatchObject({
+      stream_options: { include_usage: true },
+      max_completion_tokens: 1024,
+      reasoning_effort: "medium",
+    });
     expect(client.provider).toBe("openai-compatible");
   });
 
   it("treats tool calls sent whole at one index as separate calls, and 'stop' with calls as tool_use", async () => {
     const chunks = [
-      { id: "y", choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: "a", function: { name: "f", arguments: "{}" } }] } }] },
-      { id: "y", choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: "b", function: { name: "g", arguments: '{"x":1}' } }] } }] },
+      {
+        id: "y",
+        choices: [
+          {
+            index: 0,
+            delta: {
+              tool_calls: [{ index: 0, id: "a", function: { name: "f", arguments: "{}" } }],
+            },
+          },
+        ],
+      },
+      {
+        id: "y",
+        choices: [
+          {
+            index: 0,
+            delta: {
+              tool_calls: [{ index: 0, id: "b", function: { name: "g", arguments: '{"x":1}' } }],
+            },
+          },
+        ],
+      },
       { id: "y", choices: [{ index: 0, delta: {}, finish_reason: "stop" }] },
     ].map((c) => JSON.stringify(c));
     server.enqueue({ body: toSse(chunks, { named: false }) });
-    const events = await collect(gateway({ tools: true }), baseRequest("m", { tools: [{ name: "f", description: "f", inputSchema: { type: "object" } }] }));
+    const events = await collect(
+      gateway({ tools: true }),
+      baseRequest("m", {
+        tools: [{ name: "f", description: "f", inputSchema: { type: "object" } }],
+      }),
+    );
     expect(terminal(events)).toMatchObject({
       stopReason: "tool_use",
       toolCalls: [
@@ -306,6 +555,8 @@ describe("OpenAI-compatible servers", () => {
 
   it("rejects a missing or non-http baseURL and a reserved provider name", () => {
     expect(() => createOpenAICompatibleClient({ baseURL: "localhost:8000" })).toThrow(/baseURL/);
-    expect(() => createOpenAICompatibleClient({ baseURL: "http://x", provider: "openai" })).toThrow(/reserved|dedicated/);
+    expect(() => createOpenAICompatibleClient({ baseURL: "http://x", provider: "openai" })).toThrow(
+      /reserved|dedicated/,
+    );
   });
 });

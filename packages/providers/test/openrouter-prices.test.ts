@@ -12,8 +12,10 @@ import { serverPerTest } from "./helpers/server.js";
  */
 const server = serverPerTest();
 const MODEL = "anthropic/claude-sonnet-4.5";
-const client = () => createOpenRouterClient({ apiKey: "sk-or-test", baseURL: `${server.url}/api/v1` });
-const recorded = () => cassette("openrouter/test_openrouter_streaming_reasoning.yaml")[0]?.response.body?.string ?? "";
+const client = () =>
+  createOpenRouterClient({ apiKey: "sk-or-test", baseURL: `${server.url}/api/v1` });
+const recorded = () =>
+  cassette("openrouter/test_openrouter_streaming_reasoning.yaml")[0]?.response.body?.string ?? "";
 const request = () => baseRequest(MODEL, { messages: [userText("What is 2+2?")] });
 
 describe("OpenRouter prices", () => {
@@ -21,18 +23,31 @@ describe("OpenRouter prices", () => {
     const usage = { inputTokens: 250_000, outputTokens: 2_000 };
     const viaRouter = priceUsage(OPENROUTER_PRICES, MODEL, usage);
     expect(viaRouter).toMatchObject({ status: "priced", usdMicros: 1_545_000 });
-    expect(viaRouter).toMatchObject({ usdMicros: (priceUsage(ANTHROPIC_PRICES, "claude-sonnet-4-5", usage) as { usdMicros: number }).usdMicros });
+    expect(viaRouter).toMatchObject({
+      usdMicros: (priceUsage(ANTHROPIC_PRICES, "claude-sonnet-4-5", usage) as { usdMicros: number })
+        .usdMicros,
+    });
     // at the limit: 200,000 prompt tokens stay in the base band
-    expect(priceUsage(OPENROUTER_PRICES, MODEL, { inputTokens: 200_000, outputTokens: 0 })).toMatchObject({ usdMicros: 600_000 });
-    expect(priceUsage(OPENROUTER_PRICES, MODEL, { inputTokens: 200_001, outputTokens: 0 })).toMatchObject({ usdMicros: 1_200_006 });
+    expect(
+      priceUsage(OPENROUTER_PRICES, MODEL, { inputTokens: 200_000, outputTokens: 0 }),
+    ).toMatchObject({ usdMicros: 600_000 });
+    expect(
+      priceUsage(OPENROUTER_PRICES, MODEL, { inputTokens: 200_001, outputTokens: 0 }),
+    ).toMatchObject({ usdMicros: 1_200_006 });
   });
 
   it("a reported cost the table reproduces keeps the evidence known", async () => {
     server.enqueue({ body: recorded() });
     const events = await collect(client(), request());
-    expect(server.requests[0]?.body).toMatchObject({ model: MODEL, stream_options: { include_usage: true } });
+    expect(server.requests[0]?.body).toMatchObject({
+      model: MODEL,
+      stream_options: { include_usage: true },
+    });
     expect(recorded()).toContain('"cost":0.000669');
-    expect(usageEvidence(events)).toMatchObject({ status: "known", usage: { inputTokens: 43, outputTokens: 36 } });
+    expect(usageEvidence(events)).toMatchObject({
+      status: "known",
+      usage: { inputTokens: 43, outputTokens: 36 },
+    });
     expect(terminal(events).usage).toMatchObject({ inputTokens: 43, outputTokens: 36 });
   });
 
@@ -41,14 +56,23 @@ describe("OpenRouter prices", () => {
     const byok = doubled.replace('"is_byok":false', '"is_byok":true');
     server.enqueue({ body: doubled }, { body: byok });
     const mismatch = usageEvidence(await collect(client(), request()));
-    expect(mismatch).toMatchObject({ status: "unpriced", usage: { inputTokens: 43, outputTokens: 36 }, upstream: "google" });
-    expect((mismatch as { reason: string }).reason).toBe("OpenRouter billed 1338 µ$ (usage.cost) but openrouter-2026-11-29 prices the call at 669 µ$");
+    expect(mismatch).toMatchObject({
+      status: "unpriced",
+      usage: { inputTokens: 43, outputTokens: 36 },
+      upstream: "google",
+    });
+    expect((mismatch as { reason: string }).reason).toBe(
+      "OpenRouter billed 1338 µ$ (usage.cost) but openrouter-2026-11-29 prices the call at 669 µ$",
+    );
     expect(usageEvidence(await collect(client(), request()))).toMatchObject({ status: "known" });
   });
 
   it("the tolerance absorbs rounding of the reported float only: at the limit and one over", async () => {
     // 669 µ$ priced; the tolerance is max(2 µ$, 1%) = 7 µ$.
-    server.enqueue({ body: recorded().replace('"cost":0.000669', '"cost":0.000676') }, { body: recorded().replace('"cost":0.000669', '"cost":0.000677') });
+    server.enqueue(
+      { body: recorded().replace('"cost":0.000669', '"cost":0.000676') },
+      { body: recorded().replace('"cost":0.000669', '"cost":0.000677') },
+    );
     expect(usageEvidence(await collect(client(), request()))).toMatchObject({ status: "known" });
     expect(usageEvidence(await collect(client(), request()))).toMatchObject({ status: "unpriced" });
   });

@@ -22,14 +22,19 @@ describe("readSse", () => {
   it("decodes a multi-byte character split across reads, byte by byte", async () => {
     const bytes = Buffer.from('event: a\ndata: {"t":"925 ÷ 5 — 🙂"}\n\n', "utf8");
     const pieces = [...bytes].map((b) => Uint8Array.of(b));
-    expect(await read(pieces)).toEqual([{ event: "a", data: '{"t":"925 ÷ 5 — 🙂"}', id: undefined }]);
+    expect(await read(pieces)).toEqual([
+      { event: "a", data: '{"t":"925 ÷ 5 — 🙂"}', id: undefined },
+    ]);
   });
 
   it("handles CRLF framing, comments, multi-line data and a final event without a blank line", async () => {
-    const text = ": OPENROUTER PROCESSING\r\n\r\ndata: line one\r\ndata: line two\r\n\r\ndata: [DONE]\r\n";
+    const text =
+      ": OPENROUTER PROCESSING\r\n\r\ndata: line one\r\ndata: line two\r\n\r\ndata: [DONE]\r\n";
     const messages = await read([Buffer.from(text)]);
     expect(messages.map((m) => m.data)).toEqual(["line one\nline two", "[DONE]"]);
-    expect((await read([Buffer.from("data: 1\n\ndata: {cut mid-li")])).map((m) => m.data)).toEqual(["1"]);
+    expect((await read([Buffer.from("data: 1\n\ndata: {cut mid-li")])).map((m) => m.data)).toEqual([
+      "1",
+    ]);
   });
 
   it("cancels the body when the consumer stops early", async () => {

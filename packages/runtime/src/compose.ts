@@ -1,7 +1,31 @@
-import type { ConversationConfig, ConversationRunner, ConversationStores, ExpiredRelease, RecordEventsRequest } from "@alma-harness/conversation";
+import type {
+  ConversationConfig,
+  ConversationRunner,
+  ConversationStores,
+  ExpiredRelease,
+  RecordEventsRequest,
+} from "@alma-harness/conversation";
 import { createConversationRunner } from "@alma-harness/conversation";
-import { type BudgetCapsInput, type EmbeddingClient, type EpisodeStore, type ErasureReport, type MemoryErasure, normalizeScope, type ProfileStore, resolveTrailKey, type Scope, scopePath, type TrailKey, ValidationError } from "@alma-harness/core";
-import { createMemoryErasure, type MemoryHostErasure, semanticRecall, storeRecall } from "@alma-harness/memory";
+import {
+  type BudgetCapsInput,
+  type EmbeddingClient,
+  type EpisodeStore,
+  type ErasureReport,
+  type MemoryErasure,
+  normalizeScope,
+  type ProfileStore,
+  resolveTrailKey,
+  type Scope,
+  scopePath,
+  type TrailKey,
+  ValidationError,
+} from "@alma-harness/core";
+import {
+  createMemoryErasure,
+  type MemoryHostErasure,
+  semanticRecall,
+  storeRecall,
+} from "@alma-harness/memory";
 import { governedCallsOver } from "./model-jobs.js";
 import type { GovernedStepRunner } from "@alma-harness/single-call";
 import { stepRunnerOf } from "./steps.js";
@@ -26,12 +50,17 @@ export interface RuntimeEmbedding {
 }
 
 export interface RuntimeMemory {
-  readonly recall?: Omit<RecallConfig, "source"> & { readonly source?: RecallConfig["source"]; readonly embedding?: RuntimeEmbedding };
+  readonly recall?: Omit<RecallConfig, "source"> & {
+    readonly source?: RecallConfig["source"];
+    readonly embedding?: RuntimeEmbedding;
+  };
   readonly extraction?: Omit<ExtractionConfig, "stores">;
 }
 
 /** Everything a runner needs except its stores; `memory` wires recall and extraction to the set's memory stores. */
-export type RuntimeConfig = Omit<ConversationConfig, "stores"> & { readonly memory?: RuntimeMemory };
+export type RuntimeConfig = Omit<ConversationConfig, "stores"> & {
+  readonly memory?: RuntimeMemory;
+};
 
 /**
  * The store set a composition hands out: the runner's stores and the memory stores (issue 18) over
@@ -62,7 +91,9 @@ export interface Runtime {
    * minutes past its deadline (each turn reported to `onUncertainTurn`, cause `expired`;
    * `released.length` is the count), then fences expired journal records.
    */
-  maintain(scope?: Scope): Promise<{ readonly released: readonly ExpiredRelease[]; readonly fenced: number }>;
+  maintain(
+    scope?: Scope,
+  ): Promise<{ readonly released: readonly ExpiredRelease[]; readonly fenced: number }>;
   /** The runner's `eraseSession`: every store, one transaction where the store allows. */
   erase(scope: Scope, sessionId: string): Promise<ErasureReport>;
   /** The runner's `eraseScope`. */
@@ -78,12 +109,26 @@ export interface Runtime {
 }
 
 /** `memory.recall` bound to the set: its own source, else semantic ranking when an embedding is given, else `storeRecall`. */
-function recallOver(config: RuntimeConfig, given: NonNullable<RuntimeMemory["recall"]>, stores: RuntimeStores): RecallConfig {
+function recallOver(
+  config: RuntimeConfig,
+  given: NonNullable<RuntimeMemory["recall"]>,
+  stores: RuntimeStores,
+): RecallConfig {
   const { embedding, source, ...bounds } = given;
-  if (source !== undefined && embedding !== undefined) throw new ValidationError("memory", "one_source", "give recall a source or an embedding, not both");
+  if (source !== undefined && embedding !== undefined)
+    throw new ValidationError(
+      "memory",
+      "one_source",
+      "give recall a source or an embedding, not both",
+    );
   if (source !== undefined) return { ...bounds, source };
   if (embedding === undefined) return { ...bounds, source: storeRecall(stores) };
-  const calls = governedCallsOver(stores, { prices: config.prices, caps: config.caps, policyVersion: config.policyVersion, ...(config.clock ? { clock: config.clock } : {}) });
+  const calls = governedCallsOver(stores, {
+    prices: config.prices,
+    caps: config.caps,
+    policyVersion: config.policyVersion,
+    ...(config.clock ? { clock: config.clock } : {}),
+  });
   const semantic = semanticRecall({
     stores,
     embedding: embedding.client,
@@ -100,14 +145,22 @@ function runnerConfig(config: RuntimeConfig, stores: RuntimeStores): Conversatio
   const { memory, ...rest } = config;
   if (memory === undefined) return { ...rest, stores };
   if ((memory.recall && rest.recall) || (memory.extraction && rest.extraction)) {
-    throw new ValidationError("memory", "one_recall", "give recall and extraction either in `memory` or on their own, not both");
+    throw new ValidationError(
+      "memory",
+      "one_recall",
+      "give recall and extraction either in `memory` or on their own, not both",
+    );
   }
   const recall = memory.recall ? recallOver(config, memory.recall, stores) : rest.recall;
   const extraction = memory.extraction ? { ...memory.extraction, stores } : rest.extraction;
   return { ...rest, stores, ...(recall ? { recall } : {}), ...(extraction ? { extraction } : {}) };
 }
 
-export function compose(config: RuntimeConfig, stores: RuntimeStores, close: () => Promise<void>): Runtime {
+export function compose(
+  config: RuntimeConfig,
+  stores: RuntimeStores,
+  close: () => Promise<void>,
+): Runtime {
   const base = createConversationRunner(runnerConfig(config, stores));
   /** Sessions whose event batch was left holding its admission (`reconciliation_required`), by `org/uid session`. */
   const heldByEvents = new Map<string, { readonly scope: Scope; readonly sessionId: string }>();
@@ -117,7 +170,10 @@ export function compose(config: RuntimeConfig, stores: RuntimeStores, close: () 
       const result = await base.recordEvents(request);
       if (result.status === "reconciliation_required") {
         const scope = normalizeScope(request.scope);
-        heldByEvents.set(`${scopePath(scope)} ${request.sessionId}`, { scope, sessionId: request.sessionId });
+        heldByEvents.set(`${scopePath(scope)} ${request.sessionId}`, {
+          scope,
+          sessionId: request.sessionId,
+        });
       }
       return result;
     },
@@ -128,7 +184,8 @@ export function compose(config: RuntimeConfig, stores: RuntimeStores, close: () 
     for (const [key, held] of heldByEvents) {
       if (only !== undefined && scopePath(held.scope) !== only) continue;
       out.push(...(await runner.releaseExpiredEvents(held)));
-      if ((await stores.admissions.holder(held.scope, held.sessionId))?.kind !== "events") heldByEvents.delete(key);
+      if ((await stores.admissions.holder(held.scope, held.sessionId))?.kind !== "events")
+        heldByEvents.delete(key);
     }
     return out;
   };
@@ -137,7 +194,10 @@ export function compose(config: RuntimeConfig, stores: RuntimeStores, close: () 
     const key = JSON.stringify(caps);
     let found = byCaps.get(key);
     if (!found) {
-      found = createConversationRunner({ ...runnerConfig(config, stores), caps: { ...config.caps, ...caps } });
+      found = createConversationRunner({
+        ...runnerConfig(config, stores),
+        caps: { ...config.caps, ...caps },
+      });
       byCaps.set(key, found);
     }
     return found;
@@ -152,7 +212,10 @@ export function compose(config: RuntimeConfig, stores: RuntimeStores, close: () 
     steps: stepRunnerOf(config, stores),
     maintain: async (scope) => {
       const events = await releaseHeldEvents(scope);
-      return { released: [...events, ...(await runner.releaseExpired(scope))], fenced: await runner.reconcileExpired(scope) };
+      return {
+        released: [...events, ...(await runner.releaseExpired(scope))],
+        fenced: await runner.reconcileExpired(scope),
+      };
     },
     erase: (scope, sessionId) => runner.eraseSession(scope, sessionId),
     eraseScope: (scope) => runner.eraseScope(scope),

@@ -65,7 +65,12 @@ export function modelJobs(config: ModelJobsConfig): ModelJobClient {
  */
 export function governedCallsOver(
   stores: Pick<ModelJobStores, "journal" | "settlements" | "spend" | "audit">,
-  config: { readonly prices: PriceTable; readonly caps?: BudgetCapsInput; readonly policyVersion: string; readonly clock?: Clock },
+  config: {
+    readonly prices: PriceTable;
+    readonly caps?: BudgetCapsInput;
+    readonly policyVersion: string;
+    readonly clock?: Clock;
+  },
 ): GovernedCalls {
   return new GovernedCalls({
     journal: stores.journal,
@@ -82,11 +87,20 @@ export function governedCallsOver(
 /** Whether a store set keeps model jobs beside the turns' stores (every composition's: memory, SQLite, PostgreSQL). */
 export function hasModelJobStores(stores: object): stores is ModelJobStores {
   const s = stores as Partial<ModelJobStores>;
-  return typeof s.modelJobs?.create === "function" && typeof s.journal?.claim === "function" && typeof s.settlements?.settle === "function" && typeof s.audit?.append === "function";
+  return (
+    typeof s.modelJobs?.create === "function" &&
+    typeof s.journal?.claim === "function" &&
+    typeof s.settlements?.settle === "function" &&
+    typeof s.audit?.append === "function"
+  );
 }
 
 /** `modelJobs` over a runtime's own stores and trail key: what a host passes to `routineJobs`. */
-export function runtimeModelJobs(runtime: { readonly stores: object; readonly trailKey: TrailKey }, config: Omit<ModelJobsConfig, "stores" | "trailKey">): ModelJobClient {
-  if (!hasModelJobStores(runtime.stores)) throw new TypeError("the runtime's stores keep no model jobs");
+export function runtimeModelJobs(
+  runtime: { readonly stores: object; readonly trailKey: TrailKey },
+  config: Omit<ModelJobsConfig, "stores" | "trailKey">,
+): ModelJobClient {
+  if (!hasModelJobStores(runtime.stores))
+    throw new TypeError("the runtime's stores keep no model jobs");
   return modelJobs({ ...config, stores: runtime.stores, trailKey: runtime.trailKey });
 }

@@ -8,7 +8,9 @@ import { sharedTrailKey } from "./trail-key.js";
  * runs the turn in a unit and commits before every effect); `store: { commits: "each" }` commits
  * every write on its own. `trailKey` is required: every process on the database shares it.
  */
-export async function postgres(config: RuntimeConfig & { readonly store: PostgresStoreOptions }): Promise<Runtime> {
+export async function postgres(
+  config: RuntimeConfig & { readonly store: PostgresStoreOptions },
+): Promise<Runtime> {
   const { store, ...rest } = config;
   const key = sharedTrailKey(rest);
   const stores = await createPostgresStores({ commits: "grouped", ...store, trailKey: key });

@@ -1,7 +1,13 @@
 import { createHash } from "node:crypto";
 import type { ModelJobClient, ModelJobCollection } from "@alma-harness/batch";
 import { type CapInput, type Routine, routineSessionId } from "@alma-harness/core";
-import type { RoutineJobRef, RoutineJobResult, RoutineJobs, RoutineJobSubmission, RoutineWork } from "@alma-harness/schedule";
+import type {
+  RoutineJobRef,
+  RoutineJobResult,
+  RoutineJobs,
+  RoutineJobSubmission,
+  RoutineWork,
+} from "@alma-harness/schedule";
 
 /**
  * The model job client(s) behind a routine's jobs: one client (its own caps bound every job), or a
@@ -9,7 +15,9 @@ import type { RoutineJobRef, RoutineJobResult, RoutineJobs, RoutineJobSubmission
  * so a routine's per-run cap is the job's `perTurnUsd`, enforced by the client's own zero-cost
  * preflight — the same rule as a turn's cap, never re-implemented here. One client per distinct cap, kept.
  */
-export type RoutineJobClients = ModelJobClient | ((caps: { readonly perTurnUsd: CapInput }) => ModelJobClient);
+export type RoutineJobClients =
+  | ModelJobClient
+  | ((caps: { readonly perTurnUsd: CapInput }) => ModelJobClient);
 
 export interface RoutineJobsOptions {
   /** The system prompt of every routine's item (the host's nightly instructions). */
@@ -71,10 +79,16 @@ function resultOf(collection: ModelJobCollection): RoutineJobResult {
  * tools: a batch item carries none, so it is not used on this path.
  */
 export function routineJobs(source: RoutineJobClients, options: RoutineJobsOptions): RoutineJobs {
-  if (options === null || typeof options !== "object" || typeof options.system !== "string" || options.system.length === 0) {
+  if (
+    options === null ||
+    typeof options !== "object" ||
+    typeof options.system !== "string" ||
+    options.system.length === 0
+  ) {
     throw new TypeError("routineJobs needs options with a non-empty system prompt");
   }
-  if (options.input !== undefined && typeof options.input !== "function") throw new TypeError("routineJobs: input must be a function");
+  if (options.input !== undefined && typeof options.input !== "function")
+    throw new TypeError("routineJobs: input must be a function");
   const clientFor = clients(source);
   return Object.freeze({
     async submit(work: RoutineWork): Promise<RoutineJobSubmission> {
@@ -90,7 +104,9 @@ export function routineJobs(source: RoutineJobClients, options: RoutineJobsOptio
             intent: work.intent,
             system: options.system,
             messages: [{ role: "user", blocks: [{ type: "text", text }] }],
-            ...(options.maxOutputTokens !== undefined ? { maxOutputTokens: options.maxOutputTokens } : {}),
+            ...(options.maxOutputTokens !== undefined
+              ? { maxOutputTokens: options.maxOutputTokens }
+              : {}),
           },
         ],
       });

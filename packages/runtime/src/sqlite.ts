@@ -8,7 +8,9 @@ import { embeddedTrailKey } from "./trail-key.js";
  * effect); `store: { commits: "each" }` commits every write on its own. Without `trailKey`, the
  * key is read from (or created in) `trail-key` beside the database file.
  */
-export function sqlite(config: RuntimeConfig & { readonly store?: Partial<SqliteStoreOptions> }): Runtime {
+export function sqlite(
+  config: RuntimeConfig & { readonly store?: Partial<SqliteStoreOptions> },
+): Runtime {
   const { store, ...rest } = config;
   const options = { path: "./.alma/alma.db", commits: "grouped" as const, ...store };
   const key = embeddedTrailKey(rest, options.path);

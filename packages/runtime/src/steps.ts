@@ -7,7 +7,10 @@ import type { RuntimeConfig } from "./compose.js";
  * audit and root results a turn uses, so erasure, the sweep and `listUnresolved` cover both), and
  * its clients, policy, prices, caps, versions, retention and trail key.
  */
-export function stepRunnerOf(config: RuntimeConfig, stores: ConversationStores): GovernedStepRunner {
+export function stepRunnerOf(
+  config: RuntimeConfig,
+  stores: ConversationStores,
+): GovernedStepRunner {
   return createGovernedStepRunner({
     stores,
     clients: config.clients,

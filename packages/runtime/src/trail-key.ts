@@ -23,7 +23,8 @@ export function embeddedTrailKey(config: RuntimeConfig, databasePath: string): T
     const stored = readFileSync(path, "utf8").trim();
     if (stored.length > 0) return keyOf(stored);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw new ConversationConfigError(`the trail key file ${path} could not be read`);
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT")
+      throw new ConversationConfigError(`the trail key file ${path} could not be read`);
   }
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const fresh = randomBytes(32).toString("hex");
@@ -31,7 +32,8 @@ export function embeddedTrailKey(config: RuntimeConfig, databasePath: string): T
   try {
     writeFileSync(path, `${fresh}\n`, { mode: 0o600, flag: "wx" });
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "EEXIST") return keyOf(readFileSync(path, "utf8").trim());
+    if ((error as NodeJS.ErrnoException).code === "EEXIST")
+      return keyOf(readFileSync(path, "utf8").trim());
     throw error;
   }
   return keyOf(fresh);
@@ -40,7 +42,9 @@ export function embeddedTrailKey(config: RuntimeConfig, databasePath: string): T
 /** PostgreSQL serves many processes: they must share one key, so it is required (never generated per process). */
 export function sharedTrailKey(config: RuntimeConfig): TrailKey {
   if (config.trailKey === undefined) {
-    throw new ConversationConfigError("trailKey is required for PostgreSQL: every process on the database must share one key (at least 32 bytes)");
+    throw new ConversationConfigError(
+      "trailKey is required for PostgreSQL: every process on the database must share one key (at least 32 bytes)",
+    );
   }
   return keyOf(config.trailKey);
 }

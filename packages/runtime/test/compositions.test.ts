@@ -4,10 +4,14 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { conversationRootKey } from "@alma-harness/conversation";
 import { defineTool, ProviderError } from "@alma-harness/core";
-import { FakeModelClient, scriptedError, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
+import {
+  FakeModelClient,
+  scriptedError,
+  scriptedText,
+  scriptedToolCall,
+} from "@alma-harness/loop/testing";
 import { type RuntimeConfig, sqlite } from "@alma-harness/runtime";
 import { clinicConfig, compositions, skipNote } from "./open.js";
-
 
 const SCOPE = { org: "clinic-a", uid: "u1" };
 const hours = defineTool({
@@ -39,7 +43,10 @@ const COMPOSITIONS = compositions("rt");
 for (const [name, open, enabled] of COMPOSITIONS) {
   describe.skipIf(!enabled)(`the runner on ${name}${skipNote(enabled)}`, () => {
     it("runs the quickstart: a tool turn completes, persists and replays without dispatching", async () => {
-      const model = new FakeModelClient([scriptedToolCall({ id: "c1", name: "opening_hours", input: { day: "monday" } }), scriptedText("9 to 5.")]);
+      const model = new FakeModelClient([
+        scriptedToolCall({ id: "c1", name: "opening_hours", input: { day: "monday" } }),
+        scriptedText("9 to 5."),
+      ]);
       const rt = await open(config(model));
       try {
         const view = await rt.runner.runTurn(request("k1"));
@@ -52,7 +59,9 @@ for (const [name, open, enabled] of COMPOSITIONS) {
         expect(model.calls).toBe(2);
         expect((await rt.stores.sessions.load(SCOPE, "s1")).messages).toHaveLength(4);
         const trails = await rt.stores.audit.query(SCOPE, { turnId: view.rootKey, limit: 500 });
-        expect(trails.items.map((e) => e.trail)).toEqual(expect.arrayContaining(["routing", "cost", "policy", "lifecycle"]));
+        expect(trails.items.map((e) => e.trail)).toEqual(
+          expect.arrayContaining(["routing", "cost", "policy", "lifecycle"]),
+        );
       } finally {
         await rt.close();
       }
@@ -62,7 +71,11 @@ for (const [name, open, enabled] of COMPOSITIONS) {
       const model = new FakeModelClient([scriptedText("one")]);
       const rt = await open(config(model));
       try {
-        const views = await Promise.all([rt.runner.runTurn(request("k1")), rt.runner.runTurn(request("k1")), rt.runner.runTurn(request("k2"))]);
+        const views = await Promise.all([
+          rt.runner.runTurn(request("k1")),
+          rt.runner.runTurn(request("k1")),
+          rt.runner.runTurn(request("k2")),
+        ]);
         expect(model.calls).toBe(1);
         expect(views.map((v) => v.status)).toContain("completed");
         expect(views.filter((v) => v.status === "completed" && !v.replayed)).toHaveLength(1);
@@ -73,14 +86,21 @@ for (const [name, open, enabled] of COMPOSITIONS) {
 
     it("releases an uncertain turn's session, and erasure makes the root unavailable", async () => {
       const uncertain: string[] = [];
-      const model = new FakeModelClient([scriptedError(new ProviderError("overloaded", { kind: "overloaded", provider: "fake", status: 529 })), scriptedText("ok")]);
+      const model = new FakeModelClient([
+        scriptedError(
+          new ProviderError("overloaded", { kind: "overloaded", provider: "fake", status: 529 }),
+        ),
+        scriptedText("ok"),
+      ]);
       const rt = await open(config(model, uncertain));
       try {
         expect((await rt.runner.runTurn(request("k1"))).status).toBe("reconciliation_required");
         expect(uncertain).toEqual(["call:main:overloaded:none"]);
         expect((await rt.runner.runTurn(request("k2"))).status).toBe("completed");
         await rt.erase(SCOPE, "s1");
-        expect((await rt.runner.read(SCOPE, conversationRootKey(SCOPE, "s1", "k2")))?.status).toBe("unavailable");
+        expect((await rt.runner.read(SCOPE, conversationRootKey(SCOPE, "s1", "k2")))?.status).toBe(
+          "unavailable",
+        );
       } finally {
         await rt.close();
       }
@@ -93,7 +113,10 @@ describe("sqlite persistence", () => {
     const dir = mkdtempSync(join(tmpdir(), "alma-rt-"));
     dirs.push(dir);
     const path = join(dir, "alma.db");
-    const first = sqlite({ ...config(new FakeModelClient([scriptedText("hello")])), store: { path } });
+    const first = sqlite({
+      ...config(new FakeModelClient([scriptedText("hello")])),
+      store: { path },
+    });
     await first.runner.runTurn(request("k1"));
     await first.close();
     const model = new FakeModelClient([]);
@@ -104,5 +127,3 @@ describe("sqlite persistence", () => {
     await second.close();
   });
 });
-
-

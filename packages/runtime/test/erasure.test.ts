@@ -1,10 +1,38 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { defineTool, FenceError, type ModelClient, type ModelJob, type ModelJobStore, type Scope } from "@alma-harness/core";
+import {
+  defineTool,
+  FenceError,
+  type ModelClient,
+  type ModelJob,
+  type ModelJobStore,
+  type Scope,
+} from "@alma-harness/core";
 import { FakeModelClient, scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
-import { memory, postgres, type RoutineStores, type Runtime, type RuntimeConfig, sqlite } from "@alma-harness/runtime";
-import { type Canaries, canariesOf, type ErasureFixture, erasureContract, jobItemOf, jobOf, needlesOf, observationOf, type ScanHit, scanFiles, scanPostgres, scanSqlite, scanValue } from "@alma-harness/testing";
+import {
+  memory,
+  postgres,
+  type RoutineStores,
+  type Runtime,
+  type RuntimeConfig,
+  sqlite,
+} from "@alma-harness/runtime";
+import {
+  type Canaries,
+  canariesOf,
+  type ErasureFixture,
+  erasureContract,
+  jobItemOf,
+  jobOf,
+  needlesOf,
+  observationOf,
+  type ScanHit,
+  scanFiles,
+  scanPostgres,
+  scanSqlite,
+  scanValue,
+} from "@alma-harness/testing";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
@@ -20,7 +48,10 @@ afterAll(() => {
 /** A claimed batch job of one item of `sessionId` (its ids free of the session's). */
 function batchJobOf(scope: Scope, sessionId: string): ModelJob {
   const n = sessionId.slice(-4);
-  return { ...jobOf(`job-${n}`, 1, { scope }), items: [jobItemOf(1, { sessionId, operationId: `job-${n}:item:1`, rootKey: `root-job-${n}` })] };
+  return {
+    ...jobOf(`job-${n}`, 1, { scope }),
+    items: [jobItemOf(1, { sessionId, operationId: `job-${n}:item:1`, rootKey: `root-job-${n}` })],
+  };
 }
 
 /** The runner every fixture builds: one registered tool, `lookup`, answering with the current session's patient and media URI. */
@@ -111,29 +142,76 @@ async function fixture(
         idempotencyKey: `triage-${++steps}`,
         intent: { tier: "fast", sensitivity: "confidential" },
         prompt: `Triage: patient ${c.patient}, portal key ${c.apiKey}.`,
-        output: { name: "triage", schema: { type: "object", properties: { label: { type: "string" } }, required: ["label"] } },
+        output: {
+          name: "triage",
+          schema: {
+            type: "object",
+            properties: { label: { type: "string" } },
+            required: ["label"],
+          },
+        },
       });
       expect(step.status).toBe("completed");
       // Late usage of one of the session's calls, as a cut stream would leave it.
-      await rt.stores.usageInbox?.record(observationOf(`late-${c.sessionId.slice(-4)}`, { scope, sessionId: c.sessionId, observedAt: Date.UTC(2026, 0, 1) }));
+      await rt.stores.usageInbox?.record(
+        observationOf(`late-${c.sessionId.slice(-4)}`, {
+          scope,
+          sessionId: c.sessionId,
+          observedAt: Date.UTC(2026, 0, 1),
+        }),
+      );
       // What memory extraction would keep of the session: an episode and a profile fact holding its canaries.
       const source = { sessionId: c.sessionId, turnId: "turn-1", at: Date.UTC(2026, 0, 1) };
       const tag = c.sessionId.slice(-4);
-      await rt.stores.episodes.put({ scope, episodeId: `ep-${tag}`, source, sensitivity: "confidential", summary: `${c.patient} asked about ${c.query}; portal key ${c.apiKey}.` });
-      await rt.stores.profiles.put({ scope, factId: `f-${tag}`, key: `allergy.s${tag}`, text: `${c.patient} is allergic to penicillin (${c.label}).`, source, sensitivity: "confidential", confidence: 0.9 });
+      await rt.stores.episodes.put({
+        scope,
+        episodeId: `ep-${tag}`,
+        source,
+        sensitivity: "confidential",
+        summary: `${c.patient} asked about ${c.query}; portal key ${c.apiKey}.`,
+      });
+      await rt.stores.profiles.put({
+        scope,
+        factId: `f-${tag}`,
+        key: `allergy.s${tag}`,
+        text: `${c.patient} is allergic to penicillin (${c.label}).`,
+        source,
+        sensitivity: "confidential",
+        confidence: 0.9,
+      });
       // A batch job's item of the session (spec: model-jobs): kept under the session's mark.
-      await (rt.stores as { readonly modelJobs?: ModelJobStore }).modelJobs?.create(batchJobOf(scope, c.sessionId));
+      await (rt.stores as { readonly modelJobs?: ModelJobStore }).modelJobs?.create(
+        batchJobOf(scope, c.sessionId),
+      );
       // A routine run whose turn ran in the session (a routine's session id is its own): erasure keeps it under the mark.
       const runs = (rt.stores as Partial<RoutineStores>).routineRuns;
-      await runs?.claim({ scope, routineId: "nightly", slot: Date.UTC(2026, 0, 1, 1), sessionId: c.sessionId, owner: "host-1", at: Date.UTC(2026, 0, 1, 1) });
+      await runs?.claim({
+        scope,
+        routineId: "nightly",
+        slot: Date.UTC(2026, 0, 1, 1),
+        sessionId: c.sessionId,
+        owner: "host-1",
+        at: Date.UTC(2026, 0, 1, 1),
+      });
       // A grouped store set commits the put at its next durability point: the scan reads from outside.
       await rt.stores.barrier?.commit();
     },
     retry: async (scope, c) => {
-      const statuses = [(await rt.runner.runTurn(request(scope, c, "k1"))).status, (await rt.runner.runTurn(request(scope, c, "k2"))).status];
+      const statuses = [
+        (await rt.runner.runTurn(request(scope, c, "k1"))).status,
+        (await rt.runner.runTurn(request(scope, c, "k2"))).status,
+      ];
       // A late event of the erased session is refused before it is admitted.
-      const event = { id: `ev-${c.sessionId}`, at: "2026-01-01T00:00:00Z", kind: "message" as const, role: "user" as const, blocks: [{ type: "text" as const, text: c.patient }] };
-      await expect(rt.runner.recordEvents({ scope, sessionId: c.sessionId, events: [event] })).rejects.toBeInstanceOf(FenceError);
+      const event = {
+        id: `ev-${c.sessionId}`,
+        at: "2026-01-01T00:00:00Z",
+        kind: "message" as const,
+        role: "user" as const,
+        blocks: [{ type: "text" as const, text: c.patient }],
+      };
+      await expect(
+        rt.runner.recordEvents({ scope, sessionId: c.sessionId, events: [event] }),
+      ).rejects.toBeInstanceOf(FenceError);
       return statuses;
     },
     eraseMidTurn: async (scope, c) => {
@@ -151,7 +229,10 @@ async function fixture(
         entered();
         await gate;
       };
-      model.push(scriptedToolCall({ name: "lookup", input: { query: c.query } }), scriptedText(`Booked ${c.patient}.`));
+      model.push(
+        scriptedToolCall({ name: "lookup", input: { query: c.query } }),
+        scriptedText(`Booked ${c.patient}.`),
+      );
       try {
         const turn = rt.runner.runTurn(request(scope, c, "k3"));
         await inHandler;
@@ -184,7 +265,13 @@ async function fixture(
     turnsWhile: async (scope, sessionIds, during) => {
       for (const _ of sessionIds) model.push(scriptedText("We open at nine."));
       const turns = sessionIds.map((sessionId) =>
-        rt.runner.runTurn({ scope, sessionId, idempotencyKey: "k1", input: "When do you open?", intent: { tier: "balanced", sensitivity: "internal" } }),
+        rt.runner.runTurn({
+          scope,
+          sessionId,
+          idempotencyKey: "k1",
+          input: "When do you open?",
+          intent: { tier: "balanced", sensitivity: "internal" },
+        }),
       );
       const [views] = await Promise.all([Promise.all(turns), during()]);
       return views.map((v) => v.status);
@@ -199,7 +286,11 @@ async function fixture(
 }
 
 /** A second, read-only connection to the files (what anyone holding them reads), closed at once. */
-function scanSqliteFiles(main: string, root: string | undefined, needles: readonly string[]): ScanHit[] {
+function scanSqliteFiles(
+  main: string,
+  root: string | undefined,
+  needles: readonly string[],
+): ScanHit[] {
   const db = new Database(main, { readonly: true });
   try {
     if (root) db.prepare("ATTACH DATABASE ? AS root").run(root);
@@ -209,7 +300,10 @@ function scanSqliteFiles(main: string, root: string | undefined, needles: readon
   }
 }
 
-function sqliteFixture(layout: "main" | "attached", paths: { main?: string; root?: string } = {}): Promise<ErasureFixture> {
+function sqliteFixture(
+  layout: "main" | "attached",
+  paths: { main?: string; root?: string } = {},
+): Promise<ErasureFixture> {
   const dir = mkdtempSync(join(tmpdir(), "alma-erase-"));
   dirs.push(dir);
   const main = join(dir, "alma.db");
@@ -219,11 +313,24 @@ function sqliteFixture(layout: "main" | "attached", paths: { main?: string; root
   return fixture(
     async (cfg) => sqlite({ ...cfg, store: { path: main, rootResults: layout } }),
     async (_rt, needles) => scanSqliteFiles(main, root, needles),
-    () => [main, `${main}-wal`, `${main}-shm`, ...(root ? [root, `${root}-wal`, `${root}-shm`] : [])],
+    () => [
+      main,
+      `${main}-wal`,
+      `${main}-shm`,
+      ...(root ? [root, `${root}-wal`, `${root}-shm`] : []),
+    ],
   );
 }
 
-erasureContract("memory", () => fixture(async (cfg) => memory(cfg), async (rt, needles) => scanValue(rt.stores, needles, "stores")), { describe, it, expect });
+erasureContract(
+  "memory",
+  () =>
+    fixture(
+      async (cfg) => memory(cfg),
+      async (rt, needles) => scanValue(rt.stores, needles, "stores"),
+    ),
+  { describe, it, expect },
+);
 erasureContract("sqlite", () => sqliteFixture("main"), { describe, it, expect });
 erasureContract("sqlite attached", () => sqliteFixture("attached"), { describe, it, expect });
 
@@ -251,7 +358,11 @@ describe.skipIf(!DATABASE_URL)(`postgres${skipNote(DATABASE_URL !== undefined)}`
       const rootSchema = `erase_root_${process.pid}_${schemas}`;
       made.push(schema, rootSchema);
       return fixture(
-        (cfg) => postgres({ ...cfg, store: { connectionString: DATABASE_URL, schema, rootSchema, migrate: true } }),
+        (cfg) =>
+          postgres({
+            ...cfg,
+            store: { connectionString: DATABASE_URL, schema, rootSchema, migrate: true },
+          }),
         (_rt, needles) => scanPostgres(pool, [schema, rootSchema], needles),
       );
     },
@@ -260,7 +371,11 @@ describe.skipIf(!DATABASE_URL)(`postgres${skipNote(DATABASE_URL !== undefined)}`
 });
 
 /** Seeds the three sessions; `fault` makes the next erasure fail at its last table; `heal` undoes it. */
-async function failedMidway(fx: ErasureFixture, fault: () => Promise<void>, heal: () => Promise<void>): Promise<void> {
+async function failedMidway(
+  fx: ErasureFixture,
+  fault: () => Promise<void>,
+  heal: () => Promise<void>,
+): Promise<void> {
   const alpha = canariesOf("alpha");
   const scope = { org: "clinic-erase", uid: "desk-1" };
   await fx.seed(scope, alpha);
@@ -268,7 +383,10 @@ async function failedMidway(fx: ErasureFixture, fault: () => Promise<void>, heal
   const planted = multisetOf(await fx.scan(needlesOf(alpha)));
   await fault();
   await expect(fx.eraseSession(scope, alpha.sessionId)).rejects.toThrow();
-  expect(multisetOf(await fx.scan(needlesOf(alpha))), "a failed erasure rolled back whole: every row as it was").toEqual(planted);
+  expect(
+    multisetOf(await fx.scan(needlesOf(alpha))),
+    "a failed erasure rolled back whole: every row as it was",
+  ).toEqual(planted);
   await heal();
   expect(await fx.eraseSession(scope, alpha.sessionId)).toEqual({ fencedAdmissions: 0 });
   expect(await fx.scan(needlesOf(alpha)), "running it again finished the job").toEqual([]);
@@ -282,7 +400,9 @@ describe("an erasure that fails at its last table (the root results) changes not
       const paths: { main?: string; root?: string } = {};
       const fx = await sqliteFixture(layout, paths);
       const ddl = (sql: string) => {
-        const db = new Database(layout === "main" ? (paths.main as string) : (paths.root as string));
+        const db = new Database(
+          layout === "main" ? (paths.main as string) : (paths.root as string),
+        );
         try {
           db.exec(sql);
         } finally {
@@ -293,7 +413,10 @@ describe("an erasure that fails at its last table (the root results) changes not
       try {
         await failedMidway(
           fx,
-          async () => ddl(`CREATE TRIGGER fail_erase BEFORE UPDATE ON ${table} BEGIN SELECT RAISE(ABORT, 'injected'); END`),
+          async () =>
+            ddl(
+              `CREATE TRIGGER fail_erase BEFORE UPDATE ON ${table} BEGIN SELECT RAISE(ABORT, 'injected'); END`,
+            ),
           async () => ddl("DROP TRIGGER fail_erase"),
         );
       } finally {
@@ -308,15 +431,23 @@ describe("an erasure that fails at its last table (the root results) changes not
     const rootSchema = `erase_fault_root_${process.pid}`;
     made.push(schema, rootSchema);
     const fx = await fixture(
-      (cfg) => postgres({ ...cfg, store: { connectionString: DATABASE_URL, schema, rootSchema, migrate: true } }),
+      (cfg) =>
+        postgres({
+          ...cfg,
+          store: { connectionString: DATABASE_URL, schema, rootSchema, migrate: true },
+        }),
       (_rt, needles) => scanPostgres(pool, [schema, rootSchema], needles),
     );
     try {
       await failedMidway(
         fx,
         async () => {
-          await pool.query(`CREATE FUNCTION ${rootSchema}.fail_erase() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected'; END $$`);
-          await pool.query(`CREATE TRIGGER fail_erase BEFORE UPDATE ON ${rootSchema}.results FOR EACH ROW EXECUTE FUNCTION ${rootSchema}.fail_erase()`);
+          await pool.query(
+            `CREATE FUNCTION ${rootSchema}.fail_erase() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected'; END $$`,
+          );
+          await pool.query(
+            `CREATE TRIGGER fail_erase BEFORE UPDATE ON ${rootSchema}.results FOR EACH ROW EXECUTE FUNCTION ${rootSchema}.fail_erase()`,
+          );
         },
         async () => {
           await pool.query(`DROP TRIGGER fail_erase ON ${rootSchema}.results`);

@@ -1,6 +1,11 @@
 import type { ConversationStores } from "@alma-harness/conversation";
 import { createConversationRunner, type UncertainTurnEvent } from "@alma-harness/conversation";
-import { defineTool, type ModelClient, type ModelRequest, type ModelStreamEvent } from "@alma-harness/core";
+import {
+  defineTool,
+  type ModelClient,
+  type ModelRequest,
+  type ModelStreamEvent,
+} from "@alma-harness/core";
 import { ManualClock, SequentialIds } from "@alma-harness/core/testing";
 import { FakeModelClient, type ScriptedResponse } from "@alma-harness/loop/testing";
 import { clinicConfig } from "./open.js";
@@ -89,7 +94,11 @@ export class GatedClient implements ModelClient {
 export const FENCE_SCOPE = { org: "clinic-a", uid: "u1" } as const;
 export const OTHER_UID = { org: "clinic-a", uid: "u2" } as const;
 
-export const turnRequest = (key: string, sessionId = "s1", scope: { org: string; uid: string } = FENCE_SCOPE) => ({
+export const turnRequest = (
+  key: string,
+  sessionId = "s1",
+  scope: { org: string; uid: string } = FENCE_SCOPE,
+) => ({
   scope,
   sessionId,
   idempotencyKey: key,
@@ -98,7 +107,11 @@ export const turnRequest = (key: string, sessionId = "s1", scope: { org: string;
 });
 
 /** A runner over `stores` with a manual clock, the gated client and a tool whose handler may wait on a gate. */
-export function fencedRunner(stores: ConversationStores, script: readonly ScriptedResponse[], toolGate?: Gate) {
+export function fencedRunner(
+  stores: ConversationStores,
+  script: readonly ScriptedResponse[],
+  toolGate?: Gate,
+) {
   const model = new GatedClient(script);
   const clock = new ManualClock();
   const uncertain: UncertainTurnEvent[] = [];
@@ -121,5 +134,12 @@ export function fencedRunner(stores: ConversationStores, script: readonly Script
     clock,
     ids: new SequentialIds(),
   });
-  return { runner, model, clock, uncertain, toolRuns: () => toolRuns, toolStarted: toolStarted.opened };
+  return {
+    runner,
+    model,
+    clock,
+    uncertain,
+    toolRuns: () => toolRuns,
+    toolStarted: toolStarted.opened,
+  };
 }

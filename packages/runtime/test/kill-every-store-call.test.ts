@@ -3,11 +3,22 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { conversationRootKey, createConversationRunner, type UncertainTurnEvent } from "@alma-harness/conversation";
+import {
+  conversationRootKey,
+  createConversationRunner,
+  type UncertainTurnEvent,
+} from "@alma-harness/conversation";
 import { ManualClock } from "@alma-harness/core/testing";
 import { createSqliteStores } from "@alma-harness/store-sqlite";
 import { afterAll, describe, expect, it } from "vitest";
-import { KILL_INPUT, KILL_KEY, KILL_REQUEST, KILL_SCOPE, KILL_SESSION, killConfig } from "./workers/kill-config.js";
+import {
+  KILL_INPUT,
+  KILL_KEY,
+  KILL_REQUEST,
+  KILL_SCOPE,
+  KILL_SESSION,
+  killConfig,
+} from "./workers/kill-config.js";
 
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 const WORKER = fileURLToPath(new URL("./workers/kill-worker.ts", import.meta.url));
@@ -23,8 +34,16 @@ interface Line {
 }
 
 /** Runs the worker to its end (or its kill) and gives back its lines and how it ended. */
-function work(spec: { path: string; killAt: number; mode: "before" | "after" }): Promise<{ lines: Line[]; signal: NodeJS.Signals | null }> {
-  const child = spawn(process.execPath, ["--conditions=alma-source", "--import", "tsx", WORKER, JSON.stringify(spec)], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
+function work(spec: {
+  path: string;
+  killAt: number;
+  mode: "before" | "after";
+}): Promise<{ lines: Line[]; signal: NodeJS.Signals | null }> {
+  const child = spawn(
+    process.execPath,
+    ["--conditions=alma-source", "--import", "tsx", WORKER, JSON.stringify(spec)],
+    { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] },
+  );
   let text = "";
   child.stdout.on("data", (chunk: Buffer) => {
     text += chunk.toString("utf8");
@@ -65,15 +84,28 @@ async function recover(path: string) {
     const unresolved = await runner.listUnresolved(KILL_SCOPE);
     const again = await runner.runTurn(KILL_REQUEST);
     const log = await stores.sessions.load(KILL_SCOPE, KILL_SESSION);
-    const inputs = log.messages.filter((m) => m.role === "user" && m.blocks.some((b) => b.type === "text" && b.text === KILL_INPUT)).length;
-    return { released, reports, found, holder, unresolved: unresolved.items, again, dispatches, inputs };
+    const inputs = log.messages.filter(
+      (m) => m.role === "user" && m.blocks.some((b) => b.type === "text" && b.text === KILL_INPUT),
+    ).length;
+    return {
+      released,
+      reports,
+      found,
+      holder,
+      unresolved: unresolved.items,
+      again,
+      dispatches,
+      inputs,
+    };
   } finally {
     stores.close();
   }
 }
 
 describe("a host process SIGKILLed at every store call of a tool turn (SQLite, each write its own commit)", () => {
-  it("maintenance reports every turn it frees, lists its journal, frees the session, and a redelivery never sends a call twice", { timeout: 600_000 }, async () => {
+  it("maintenance reports every turn it frees, lists its journal, frees the session, and a redelivery never sends a call twice", {
+    timeout: 600_000,
+  }, async () => {
     const full = await work({ path: join(dir, "count.db"), killAt: 0, mode: "before" });
     const end = full.lines.find((l) => l.type === "view");
     expect(end?.status).toBe("completed");
@@ -81,7 +113,9 @@ describe("a host process SIGKILLed at every store call of a tool turn (SQLite, e
     const total = end?.calls ?? 0;
     expect(total).toBeGreaterThan(10);
 
-    const points = Array.from({ length: total }, (_, i) => i + 1).flatMap((killAt) => (["before", "after"] as const).map((mode) => ({ killAt, mode })));
+    const points = Array.from({ length: total }, (_, i) => i + 1).flatMap((killAt) =>
+      (["before", "after"] as const).map((mode) => ({ killAt, mode })),
+    );
     const seen: string[] = [];
     // Two workers at a time: the machine's cores, not the test's logic, set the pace.
     for (let i = 0; i < points.length; i += 2) {
@@ -98,9 +132,16 @@ describe("a host process SIGKILLed at every store call of a tool turn (SQLite, e
           // Maintenance freed the session, and reported the turn it freed (once, cause expired).
           expect(r.holder, where).toBeUndefined();
           const freedTurn = r.released.filter((x) => x.rootKey === ROOT_KEY);
-          expect(r.reports.filter((e) => e.rootKey === ROOT_KEY && e.cause === "expired"), where).toHaveLength(freedTurn.length);
+          expect(
+            r.reports.filter((e) => e.rootKey === ROOT_KEY && e.cause === "expired"),
+            where,
+          ).toHaveLength(freedTurn.length);
           // Every call the killed process claimed is listed until the turn has a stored result.
-          if (r.found?.status !== "completed" && sent > 0) expect(r.unresolved.some((x) => x.rootKey === ROOT_KEY), where).toBe(true);
+          if (r.found?.status !== "completed" && sent > 0)
+            expect(
+              r.unresolved.some((x) => x.rootKey === ROOT_KEY),
+              where,
+            ).toBe(true);
           // A call that may have been sent is never sent again; a whole turn sends two at most.
           if (sent > 0) expect(r.dispatches, where).toBe(0);
           expect(sent + r.dispatches, where).toBeLessThanOrEqual(2);

@@ -12,6 +12,10 @@ const exec = promisify(execFile);
  */
 export async function runWorker<T>(worker: string, spec: object): Promise<T> {
   const file = fileURLToPath(new URL(`./workers/${worker}`, import.meta.url));
-  const out = await exec(process.execPath, ["--conditions=alma-source", "--import", "tsx", file, JSON.stringify(spec)], { cwd: ROOT, env: process.env });
+  const out = await exec(
+    process.execPath,
+    ["--conditions=alma-source", "--import", "tsx", file, JSON.stringify(spec)],
+    { cwd: ROOT, env: process.env },
+  );
   return JSON.parse(out.stdout.trim().split("\n").at(-1) ?? "{}") as T;
 }

@@ -25,7 +25,9 @@ describe("the prompt prefix only grows (issue 16, item 3)", () => {
       console.log(`prefix ${shape}: ${JSON.stringify(counts)}`);
       expect(counts.pairs).toBeGreaterThanOrEqual(40);
       expect(counts.unexplained).toBe(0);
-      expect(run.pairs.filter((p) => p.break?.withinAdvertised && p.causes.length === 0)).toEqual([]);
+      expect(run.pairs.filter((p) => p.break?.withinAdvertised && p.causes.length === 0)).toEqual(
+        [],
+      );
       expect(run.volatileLast).toBe(true);
       const beforeRotation = run.main.filter((r) => r.turn === 22).at(-1);
       const afterRotation = run.main.filter((r) => r.turn === 30).at(-1);
@@ -33,16 +35,36 @@ describe("the prompt prefix only grows (issue 16, item 3)", () => {
         // Native loading: every deferred definition on every request, the array the same within a grant.
         expect(counts.toolBreaks).toBe(2); // the grant change and its return
         expect(counts.appends).toBe(0);
-        for (const request of run.main) expect(toolNames(request.body).filter((n) => n.startsWith("~")).length).toBeGreaterThanOrEqual(4);
+        for (const request of run.main)
+          expect(
+            toolNames(request.body).filter((n) => n.startsWith("~")).length,
+          ).toBeGreaterThanOrEqual(4);
         expect(toolNames(afterRotation?.body).slice(-6)).toEqual(DEFERRED.map((n) => `~${n}`));
-        const references = JSON.stringify(afterRotation?.body).match(/"type":"tool_reference","tool_name":"[a-z_]+"/g) ?? [];
+        const references =
+          JSON.stringify(afterRotation?.body).match(
+            /"type":"tool_reference","tool_name":"[a-z_]+"/g,
+          ) ?? [];
         // After the rotation the view shows two loading results: the tail's and the new one.
-        expect(references).toEqual(['"type":"tool_reference","tool_name":"lab__order_test"', '"type":"tool_reference","tool_name":"billing__invoice"']);
+        expect(references).toEqual([
+          '"type":"tool_reference","tool_name":"lab__order_test"',
+          '"type":"tool_reference","tool_name":"billing__invoice"',
+        ]);
       } else {
         // Appended in load order, and kept while the load lasts; the rotation keeps what its tail loads.
         const base = toolNames(run.main[0]?.body);
-        expect(toolNames(beforeRotation?.body)).toEqual([...base, "lab__get_results", "crm__find_patient", "billing__refund", "crm__update_patient", "lab__order_test"]);
-        expect(toolNames(afterRotation?.body)).toEqual([...base, "lab__order_test", "billing__invoice"]);
+        expect(toolNames(beforeRotation?.body)).toEqual([
+          ...base,
+          "lab__get_results",
+          "crm__find_patient",
+          "billing__refund",
+          "crm__update_patient",
+          "lab__order_test",
+        ]);
+        expect(toolNames(afterRotation?.body)).toEqual([
+          ...base,
+          "lab__order_test",
+          "billing__invoice",
+        ]);
         expect(counts.withinAdvertised).toBe(3); // the grant change, its return, the rotation
         expect(counts.appends).toBe(5); // one per step that loaded: turns 2, 5, 7, 22, 24
         expect(counts.toolBreaks).toBe(8);
@@ -62,10 +84,18 @@ describe("the prompt prefix only grows (issue 16, item 3)", () => {
     for (const request of run.main) expect(toolNames(request.body)).toContain("tool_search");
     const afterRotation = run.main.filter((r) => r.turn === 30).at(-1);
     expect(toolNames(afterRotation?.body).slice(-6)).toEqual(DEFERRED.map((n) => `~${n}`));
-    const input = (afterRotation?.body as { input?: { type?: string; tools?: { name: string }[] }[] } | undefined)?.input ?? [];
+    const input =
+      (
+        afterRotation?.body as
+          | { input?: { type?: string; tools?: { name: string }[] }[] }
+          | undefined
+      )?.input ?? [];
     const outputs = input.filter((i) => i.type === "tool_search_output");
     // After the rotation the view shows two loading results: the tail's and the new one.
-    expect(outputs.map((o) => o.tools?.map((t) => t.name))).toEqual([["lab__order_test"], ["billing__invoice"]]);
+    expect(outputs.map((o) => o.tools?.map((t) => t.name))).toEqual([
+      ["lab__order_test"],
+      ["billing__invoice"],
+    ]);
     expect(JSON.stringify(afterRotation?.body)).not.toContain('"name":"search_tools"');
   });
 

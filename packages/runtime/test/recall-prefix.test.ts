@@ -18,7 +18,17 @@ import { clientOf, MODELS, SHAPES, type Shape, sseOf } from "./prefix/wire.js";
 const server = serverPerTest();
 const SCOPE = { org: "clinic-a", uid: "u1" };
 const RECALLED: RecallResult = {
-  facts: [{ scope: SCOPE, factId: "f1", key: "allergy.penicillin", text: "Allergic to penicillin.", source: { sessionId: "old", turnId: "t0", at: 0 }, sensitivity: "internal", confidence: 0.9 }],
+  facts: [
+    {
+      scope: SCOPE,
+      factId: "f1",
+      key: "allergy.penicillin",
+      text: "Allergic to penicillin.",
+      source: { sessionId: "old", turnId: "t0", at: 0 },
+      sensitivity: "internal",
+      confidence: 0.9,
+    },
+  ],
   episodes: [],
 };
 const source: RecallSource = { name: "fixed", recall: async () => RECALLED };
@@ -28,11 +38,23 @@ async function session(shape: Shape, withRecall: boolean): Promise<unknown[]> {
   const model = clientOf(shape, `${server.url}/v1`);
   const rt = memory({
     clients: [model],
-    policy: { resolve: (): ModelChoice => ({ clientId: model.id, model: MODELS[shape], maxOutputTokens: 256, cache: shape === "anthropic" ? { ttl: "5m" } : false }) },
+    policy: {
+      resolve: (): ModelChoice => ({
+        clientId: model.id,
+        model: MODELS[shape],
+        maxOutputTokens: 256,
+        cache: shape === "anthropic" ? { ttl: "5m" } : false,
+      }),
+    },
     prompt: "You are the front desk of a clinic.",
     volatile: (ctx) => `Now: ${ctx.now}.`,
     ...(withRecall ? { recall: { source } } : {}),
-    prices: { version: "p1", models: { [MODELS[shape]]: { rates: { input: 3, output: 15, cacheRead: 0.3, cacheWrite5m: 3.75 } } } },
+    prices: {
+      version: "p1",
+      models: {
+        [MODELS[shape]]: { rates: { input: 3, output: 15, cacheRead: 0.3, cacheWrite5m: 3.75 } },
+      },
+    },
     policyVersion: "policy-1",
     priceVersion: "p1",
     configRevision: "rev-1",
@@ -48,7 +70,13 @@ async function session(shape: Shape, withRecall: boolean): Promise<unknown[]> {
     clock.advance(1_000);
     server.enqueue({ body: sseOf(shape, { text: `answer ${i}` }) });
     const seen = server.requests.length;
-    const view = await rt.runner.runTurn({ scope: SCOPE, sessionId: "s1", idempotencyKey: `k${i}`, input: `Question ${i} about my allergy`, intent: { tier: "balanced", sensitivity: "internal" } });
+    const view = await rt.runner.runTurn({
+      scope: SCOPE,
+      sessionId: "s1",
+      idempotencyKey: `k${i}`,
+      input: `Question ${i} about my allergy`,
+      intent: { tier: "balanced", sensitivity: "internal" },
+    });
     expect(view.status).toBe("completed");
     bodies.push(...server.requests.slice(seen).map((r) => r.body));
   }
@@ -74,7 +102,9 @@ describe("recall never breaks the prompt cache (issue 18)", () => {
       const inputStart = first.segments.length - (shape === "anthropic" ? 2 : 1);
       const d0 = firstDifference(first, prefixes[0] as Prefix);
       expect(d0).toBeGreaterThanOrEqual(inputStart);
-      expect(first.regions.slice(0, d0).filter((r) => r !== "messages").length).toBe(first.regions.filter((r) => r !== "messages").length);
+      expect(first.regions.slice(0, d0).filter((r) => r !== "messages").length).toBe(
+        first.regions.filter((r) => r !== "messages").length,
+      );
       for (const [i, p] of prefixes.entries()) {
         // Every later turn differs from the session without recall only from the first recalled block on.
         expect(firstDifference(plain[i] as Prefix, p)).toBe(d0);

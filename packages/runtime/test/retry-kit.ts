@@ -1,4 +1,9 @@
-import { type ConversationConfig, type ConversationView, createConversationRunner, type UncertainTurnEvent } from "@alma-harness/conversation";
+import {
+  type ConversationConfig,
+  type ConversationView,
+  createConversationRunner,
+  type UncertainTurnEvent,
+} from "@alma-harness/conversation";
 import { type ModelChoice, ProviderError } from "@alma-harness/core";
 import { ManualClock } from "@alma-harness/core/testing";
 import type { FakeModelClient } from "@alma-harness/loop/testing";
@@ -7,9 +12,21 @@ import { type OpenedStores, openStores } from "./store-kit.js";
 
 /** Shared by the call-retry suites (spec: call-retry). */
 export const SCOPE = { org: "clinic-a", uid: "u1" };
-export const CHOICE: ModelChoice = { clientId: "fake", model: "demo", maxOutputTokens: 512, cache: false };
-export const request = (key: string) => ({ scope: SCOPE, sessionId: "s1", idempotencyKey: key, input: "When are you open?", intent: { tier: "balanced" as const, sensitivity: "internal" as const } });
-export const unavailable = () => new ProviderError("fake HTTP 503", { kind: "server", provider: "fake", status: 503 });
+export const CHOICE: ModelChoice = {
+  clientId: "fake",
+  model: "demo",
+  maxOutputTokens: 512,
+  cache: false,
+};
+export const request = (key: string) => ({
+  scope: SCOPE,
+  sessionId: "s1",
+  idempotencyKey: key,
+  input: "When are you open?",
+  intent: { tier: "balanced" as const, sensitivity: "internal" as const },
+});
+export const unavailable = () =>
+  new ProviderError("fake HTTP 503", { kind: "server", provider: "fake", status: 503 });
 export const rateLimited = () =>
   new ProviderError("anthropic HTTP 429 (rate_limit_error): slow down", {
     kind: "rate_limited",
@@ -19,12 +36,18 @@ export const rateLimited = () =>
   });
 
 /** One store method failing once, before its effect or after it ("executed, then reported a failure"). */
-export function failOnce<T extends object>(store: T, method: string, when: "before" | "after", skip = 0): T {
+export function failOnce<T extends object>(
+  store: T,
+  method: string,
+  when: "before" | "after",
+  skip = 0,
+): T {
   let seen = 0;
   return new Proxy(store, {
     get(target, prop) {
       const value = Reflect.get(target, prop, target);
-      if (prop !== method || typeof value !== "function") return typeof value === "function" ? value.bind(target) : value;
+      if (prop !== method || typeof value !== "function")
+        return typeof value === "function" ? value.bind(target) : value;
       return async (...args: unknown[]) => {
         const mine = seen++ === skip;
         if (mine && when === "before") throw new Error(`injected: ${method} before`);
@@ -50,7 +73,8 @@ export function completed(view: ConversationView) {
 
 /** Waits until the clock has a sleeper armed (a call waiting on its round), then moves it on. */
 export async function advanceWhenArmed(clock: ManualClock, ms: number, armed = 1): Promise<void> {
-  for (let i = 0; i < 10_000 && clock.pending < armed; i++) await new Promise((r) => setImmediate(r));
+  for (let i = 0; i < 10_000 && clock.pending < armed; i++)
+    await new Promise((r) => setImmediate(r));
   clock.advance(ms);
 }
 
@@ -70,4 +94,3 @@ export async function openRetry(kind: "memory" | "sqlite" | "postgres", s: Setup
   });
   return { runner, stores: opened.stores, uncertain, clock, close: opened.close };
 }
-

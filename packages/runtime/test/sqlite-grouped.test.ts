@@ -19,7 +19,10 @@ describe("the runner on SQLite with grouped commits (the sqlite() default)", () 
     const path = join(dir, "alma.db");
     const outside = createSqliteStores({ path, busyTimeoutMs: 0 });
     const seenByHandler: string[] = [];
-    const model = new FakeModelClient([scriptedToolCall({ id: "c1", name: "opening_hours", input: {} }), scriptedText("9 to 5.")]);
+    const model = new FakeModelClient([
+      scriptedToolCall({ id: "c1", name: "opening_hours", input: {} }),
+      scriptedText("9 to 5."),
+    ]);
     const rt = sqlite({
       ...openingHoursConfig(model, async () => {
         // Another connection (another process) sees only what is committed.

@@ -20,7 +20,10 @@ let schemas = 0;
  * A fresh store set of one kind, as the runtime composes it (SQLite and PostgreSQL with grouped
  * commits), built here so a test can wrap it before the runner sees it.
  */
-export async function openStores(kind: "memory" | "sqlite" | "postgres", prefix: string): Promise<OpenedStores> {
+export async function openStores(
+  kind: "memory" | "sqlite" | "postgres",
+  prefix: string,
+): Promise<OpenedStores> {
   if (kind === "memory") return { stores: memoryStores(), close: async () => undefined };
   if (kind === "sqlite") {
     const dir = mkdtempSync(join(tmpdir(), `alma-${prefix}-`));
@@ -35,7 +38,13 @@ export async function openStores(kind: "memory" | "sqlite" | "postgres", prefix:
   }
   schemas += 1;
   const suffix = `${process.pid}_${schemas}`;
-  const stores = await createPostgresStores({ connectionString: DATABASE_URL, schema: `${prefix}_${suffix}`, rootSchema: `${prefix}_root_${suffix}`, migrate: true, commits: "grouped" });
+  const stores = await createPostgresStores({
+    connectionString: DATABASE_URL,
+    schema: `${prefix}_${suffix}`,
+    rootSchema: `${prefix}_root_${suffix}`,
+    migrate: true,
+    commits: "grouped",
+  });
   return { stores, close: () => stores.close() };
 }
 

@@ -27,24 +27,38 @@ export function compileSchedule(schedule: RoutineSchedule): CompiledSchedule {
   try {
     job = new Cron(cron, { timezone: timeZone, paused: true });
   } catch {
-    throw new ValidationError("routine.schedule.cron", "cron", "cron is not a cron expression (five or six fields)");
+    throw new ValidationError(
+      "routine.schedule.cron",
+      "cron",
+      "cron is not a cron expression (five or six fields)",
+    );
   }
   const next = (after: number): number | undefined => {
     try {
       return job.nextRun(new Date(after))?.getTime();
     } catch {
-      throw new ValidationError("routine.schedule.timeZone", "time_zone", "timeZone must be an IANA time zone name");
+      throw new ValidationError(
+        "routine.schedule.timeZone",
+        "time_zone",
+        "timeZone must be an IANA time zone name",
+      );
     }
   };
   // Refuse at compile time what can never fire, a zone croner cannot read, and a schedule that
   // fires more often than once a minute (each slot is a governed turn and a stored run).
   const probe = next(Date.now());
-  if (probe === undefined) throw new ValidationError("routine.schedule.cron", "never_fires", "cron never fires");
+  if (probe === undefined)
+    throw new ValidationError("routine.schedule.cron", "never_fires", "cron never fires");
   let at = probe;
   for (let i = 0; i < 4; i++) {
     const following = next(at);
     if (following === undefined) break;
-    if (following - at < MIN_INTERVAL_MS) throw new ValidationError("routine.schedule.cron", "too_frequent", "cron fires more often than once a minute");
+    if (following - at < MIN_INTERVAL_MS)
+      throw new ValidationError(
+        "routine.schedule.cron",
+        "too_frequent",
+        "cron fires more often than once a minute",
+      );
     at = following;
   }
   return Object.freeze({

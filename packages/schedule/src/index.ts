@@ -5,8 +5,19 @@
  * `RoutineJobs`), delivered to its `OutputSink` destination, and recorded.
  */
 export { type CompiledSchedule, compileSchedule, MIN_INTERVAL_MS } from "./cron.js";
-export type { RoutineJobRef, RoutineJobResult, RoutineJobSubmission, RoutineJobs, RoutineWork } from "./jobs.js";
+export type {
+  RoutineJobRef,
+  RoutineJobResult,
+  RoutineJobSubmission,
+  RoutineJobs,
+  RoutineWork,
+} from "./jobs.js";
 export { deliveryId, type RoutineTurns } from "./run.js";
-export { createRoutineScheduler, type RoutineScheduler, type RoutineSchedulerConfig, type TickReport } from "./scheduler.js";
+export {
+  createRoutineScheduler,
+  type RoutineScheduler,
+  type RoutineSchedulerConfig,
+  type TickReport,
+} from "./scheduler.js";
 export { intervalTrigger } from "./trigger.js";
 export { cachedTurns } from "./turns.js";

@@ -21,7 +21,13 @@ export interface RoutineWork {
 /** What a collection found. `pending`: not done yet (the run goes back to `submitted`). */
 export type RoutineJobResult =
   | { readonly status: "pending" }
-  | { readonly status: "completed"; readonly text: string; readonly costMicros: number; readonly turnId?: string; readonly capsCrossed?: readonly BudgetCapName[] }
+  | {
+      readonly status: "completed";
+      readonly text: string;
+      readonly costMicros: number;
+      readonly turnId?: string;
+      readonly capsCrossed?: readonly BudgetCapName[];
+    }
   | { readonly status: "failed" }
   | { readonly status: "reconciliation_required" };
 
@@ -49,7 +55,9 @@ export interface RoutineJobs {
  * (the batch tier is unpriced, or the work's worst case does not fit under a block cap: the
  * zero-cost preflight). A refused run is `failed` (`budget_stopped`) at zero cost, as a turn's.
  */
-export type RoutineJobSubmission = { readonly status?: "submitted"; readonly jobId: string } | { readonly status: "refused"; readonly reason: "unpriced" | "cap" };
+export type RoutineJobSubmission =
+  | { readonly status?: "submitted"; readonly jobId: string }
+  | { readonly status: "refused"; readonly reason: "unpriced" | "cap" };
 
 /** A submitted run's job as `collect` reads it; `cap` is the routine's per-run cap (the one its work was submitted under). */
 export interface RoutineJobRef {

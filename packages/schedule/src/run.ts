@@ -32,11 +32,21 @@ export function deliveryId(run: Pick<RoutineRun, "routineId" | "slot" | "attempt
 type End = Omit<RoutineFinish, "scope" | "routineId" | "slot" | "owner" | "attempt" | "at">;
 
 function finish(deps: RunDeps, run: RoutineRun, end: End): Promise<RoutineRun> {
-  return deps.runs.finish({ scope: run.scope, routineId: run.routineId, slot: run.slot, owner: run.owner ?? deps.owner, attempt: run.attempt, at: deps.now(), ...end });
+  return deps.runs.finish({
+    scope: run.scope,
+    routineId: run.routineId,
+    slot: run.slot,
+    owner: run.owner ?? deps.owner,
+    attempt: run.attempt,
+    at: deps.now(),
+    ...end,
+  });
 }
 
 /** The caps a turn's receipts crossed, each once, in the vocabulary's order (empty: none). */
-function capsOf(view: Extract<ConversationView, { status: "completed" }>): readonly BudgetCapName[] {
+function capsOf(
+  view: Extract<ConversationView, { status: "completed" }>,
+): readonly BudgetCapName[] {
   const crossed = new Set(view.result.receipts.flatMap((r) => r.capsCrossed));
   return CAP_ORDER.filter((c) => crossed.has(c));
 }
@@ -49,8 +59,22 @@ function replyText(view: Extract<ConversationView, { status: "completed" }>): st
 }
 
 /** Delivers a result and ends the run `completed`, or `reconciliation_required` when the sink threw (it may have it). */
-async function deliver(deps: RunDeps, routine: Routine, run: RoutineRun, result: { text: string; costMicros: number; turnId?: string; capsCrossed: readonly BudgetCapName[] }): Promise<RoutineRun> {
-  const money = { costMicros: result.costMicros, capsCrossed: result.capsCrossed, ...(result.turnId ? { turnId: result.turnId } : {}) };
+async function deliver(
+  deps: RunDeps,
+  routine: Routine,
+  run: RoutineRun,
+  result: {
+    text: string;
+    costMicros: number;
+    turnId?: string;
+    capsCrossed: readonly BudgetCapName[];
+  },
+): Promise<RoutineRun> {
+  const money = {
+    costMicros: result.costMicros,
+    capsCrossed: result.capsCrossed,
+    ...(result.turnId ? { turnId: result.turnId } : {}),
+  };
   try {
     await deps.sink.deliver({
       scope: run.scope,
@@ -65,9 +89,18 @@ async function deliver(deps: RunDeps, routine: Routine, run: RoutineRun, result:
       ...(run.late ? { late: true as const } : {}),
     });
   } catch {
-    return finish(deps, run, { state: "reconciliation_required", reason: "delivery_failed", ...money });
+    return finish(deps, run, {
+      state: "reconciliation_required",
+      reason: "delivery_failed",
+      ...money,
+    });
   }
-  const delivery = { destination: routine.destination, status: "delivered" as const, at: deps.now(), capsCrossed: result.capsCrossed };
+  const delivery = {
+    destination: routine.destination,
+    status: "delivered" as const,
+    at: deps.now(),
+    capsCrossed: result.capsCrossed,
+  };
   return finish(deps, run, { state: "completed", ...money, delivery });
 }
 
@@ -77,7 +110,11 @@ async function deliver(deps: RunDeps, routine: Routine, run: RoutineRun, result:
  * Every way the turn can end maps to one recorded end; none retries. The turn's session is the
  * run's own, its key the attempt's, so a read-back after a lost claim acknowledgement replays it.
  */
-export async function runTurnSlot(deps: RunDeps, routine: Routine, run: RoutineRun): Promise<RoutineRun> {
+export async function runTurnSlot(
+  deps: RunDeps,
+  routine: Routine,
+  run: RoutineRun,
+): Promise<RoutineRun> {
   let view: ConversationView;
   try {
     view = await deps.turns(routine.cap).runTurn({
@@ -91,22 +128,32 @@ export async function runTurnSlot(deps: RunDeps, routine: Routine, run: RoutineR
     });
   } catch (error) {
     // Invalid input is refused before admission: certainly nothing ran. Anything else may have.
-    if (error instanceof ValidationError) return finish(deps, run, { state: "failed", reason: "invalid_request" });
+    if (error instanceof ValidationError)
+      return finish(deps, run, { state: "failed", reason: "invalid_request" });
     return finish(deps, run, { state: "reconciliation_required", reason: "turn_uncertain" });
   }
-  if (view.status === "not_admitted") return finish(deps, run, { state: "failed", reason: "not_admitted" });
-  if (view.status === "unavailable") return finish(deps, run, { state: "failed", reason: "unavailable" });
-  if (view.status !== "completed") return finish(deps, run, { state: "reconciliation_required", reason: "turn_uncertain" });
+  if (view.status === "not_admitted")
+    return finish(deps, run, { state: "failed", reason: "not_admitted" });
+  if (view.status === "unavailable")
+    return finish(deps, run, { state: "failed", reason: "unavailable" });
+  if (view.status !== "completed")
+    return finish(deps, run, { state: "reconciliation_required", reason: "turn_uncertain" });
   const capsCrossed = capsOf(view);
   const money = { costMicros: view.result.costMicros, capsCrossed, turnId: view.result.turnId };
   const text = replyText(view);
-  if (view.result.budget && !view.result.budget.answered) return finish(deps, run, { state: "failed", reason: "budget_stopped", ...money });
-  if (text.length === 0) return finish(deps, run, { state: "failed", reason: "no_reply", ...money });
+  if (view.result.budget && !view.result.budget.answered)
+    return finish(deps, run, { state: "failed", reason: "budget_stopped", ...money });
+  if (text.length === 0)
+    return finish(deps, run, { state: "failed", reason: "no_reply", ...money });
   return deliver(deps, routine, run, { text, ...money });
 }
 
 /** Hands a claimed slot's work to a provider batch job and records it `submitted` with the job's id. */
-export async function submitSlot(deps: RunDeps, routine: Routine, run: RoutineRun): Promise<RoutineRun> {
+export async function submitSlot(
+  deps: RunDeps,
+  routine: Routine,
+  run: RoutineRun,
+): Promise<RoutineRun> {
   if (!deps.jobs) return finish(deps, run, { state: "failed", reason: "job_failed" });
   let submitted: RoutineJobSubmission;
   try {
@@ -125,24 +172,52 @@ export async function submitSlot(deps: RunDeps, routine: Routine, run: RoutineRu
     return finish(deps, run, { state: "reconciliation_required", reason: "job_uncertain" });
   }
   // The zero-cost preflight refused it (unpriced batch tier, or over a block cap): nothing was sent.
-  if (submitted.status === "refused") return finish(deps, run, { state: "failed", reason: "budget_stopped", costMicros: 0 });
-  return finish(deps, run, { state: "submitted", submission: { jobId: submitted.jobId, submittedAt: deps.now() } });
+  if (submitted.status === "refused")
+    return finish(deps, run, { state: "failed", reason: "budget_stopped", costMicros: 0 });
+  return finish(deps, run, {
+    state: "submitted",
+    submission: { jobId: submitted.jobId, submittedAt: deps.now() },
+  });
 }
 
 /** Collects a `submitted` run taken for collection: pending goes back to `submitted`; a result is delivered. */
-export async function collectSlot(deps: RunDeps, routine: Routine, run: RoutineRun): Promise<RoutineRun> {
+export async function collectSlot(
+  deps: RunDeps,
+  routine: Routine,
+  run: RoutineRun,
+): Promise<RoutineRun> {
   const submission = run.submission;
   if (!deps.jobs || !submission) return finish(deps, run, { state: "submitted" });
   let result: RoutineJobResult;
   try {
-    result = await deps.jobs.collect({ scope: run.scope, routineId: run.routineId, slot: run.slot, jobId: submission.jobId, customId: deliveryId(run), cap: routine.cap });
+    result = await deps.jobs.collect({
+      scope: run.scope,
+      routineId: run.routineId,
+      slot: run.slot,
+      jobId: submission.jobId,
+      customId: deliveryId(run),
+      cap: routine.cap,
+    });
   } catch {
     return finish(deps, run, { state: "submitted" });
   }
   if (result.status === "pending") return finish(deps, run, { state: "submitted" });
-  if (result.status === "failed") return finish(deps, run, { state: "failed", reason: "job_failed" });
-  if (result.status === "reconciliation_required") return finish(deps, run, { state: "reconciliation_required", reason: "job_uncertain" });
+  if (result.status === "failed")
+    return finish(deps, run, { state: "failed", reason: "job_failed" });
+  if (result.status === "reconciliation_required")
+    return finish(deps, run, { state: "reconciliation_required", reason: "job_uncertain" });
   const capsCrossed = CAP_ORDER.filter((c) => result.capsCrossed?.includes(c));
-  if (result.text.trim().length === 0) return finish(deps, run, { state: "failed", reason: "no_reply", costMicros: result.costMicros, capsCrossed });
-  return deliver(deps, routine, run, { text: result.text.trim(), costMicros: result.costMicros, capsCrossed, ...(result.turnId ? { turnId: result.turnId } : {}) });
+  if (result.text.trim().length === 0)
+    return finish(deps, run, {
+      state: "failed",
+      reason: "no_reply",
+      costMicros: result.costMicros,
+      capsCrossed,
+    });
+  return deliver(deps, routine, run, {
+    text: result.text.trim(),
+    costMicros: result.costMicros,
+    capsCrossed,
+    ...(result.turnId ? { turnId: result.turnId } : {}),
+  });
 }

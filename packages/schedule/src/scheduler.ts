@@ -48,24 +48,49 @@ export interface RoutineScheduler {
   /** Looks at every routine once: interrupted claims, due slots (run, missed or late), submitted jobs to collect. Never throws for a routine's failure. */
   tick(now?: number): Promise<TickReport>;
   /** The operator's resolution of a `reconciliation_required` or `failed` run; `rerun` runs it again now, as attempt + 1. */
-  resolve(scope: Scope, routineId: string, slot: number, action: RoutineResolveAction): Promise<RoutineRun>;
+  resolve(
+    scope: Scope,
+    routineId: string,
+    slot: number,
+    action: RoutineResolveAction,
+  ): Promise<RoutineRun>;
 }
 
 const DEFAULTS = { graceMs: 5 * 60_000, interruptedAfterMs: 30 * 60_000, maxSlotsPerTick: 100 };
 
 function positive(name: string, value: number | undefined, def: number): number {
   if (value === undefined) return def;
-  if (!Number.isSafeInteger(value) || value < 1) throw new TypeError(`${name} must be a positive integer`);
+  if (!Number.isSafeInteger(value) || value < 1)
+    throw new TypeError(`${name} must be a positive integer`);
   return value;
 }
 
 /** A routine validated as the scheduler can run it: core's record rules, the schedule compiled, its destination, profile and execution available. */
-function checkRoutine(config: RoutineSchedulerConfig, profiles: ReadonlySet<string>, input: RoutineInput): Routine {
+function checkRoutine(
+  config: RoutineSchedulerConfig,
+  profiles: ReadonlySet<string>,
+  input: RoutineInput,
+): Routine {
   const { routine } = normalizeRoutine(input);
   compileSchedule(routine.schedule);
-  if (!config.sink.destinations.includes(routine.destination)) throw new ValidationError("routine.destination", "unknown_destination", "destination names no destination the sink serves");
-  if (routine.profile !== undefined && !profiles.has(routine.profile)) throw new ValidationError("routine.profile", "unknown_profile", "profile names no configured profile");
-  if (routine.execution === "job" && !config.jobs) throw new ValidationError("routine.execution", "no_jobs", "execution job needs a RoutineJobs seam");
+  if (!config.sink.destinations.includes(routine.destination))
+    throw new ValidationError(
+      "routine.destination",
+      "unknown_destination",
+      "destination names no destination the sink serves",
+    );
+  if (routine.profile !== undefined && !profiles.has(routine.profile))
+    throw new ValidationError(
+      "routine.profile",
+      "unknown_profile",
+      "profile names no configured profile",
+    );
+  if (routine.execution === "job" && !config.jobs)
+    throw new ValidationError(
+      "routine.execution",
+      "no_jobs",
+      "execution job needs a RoutineJobs seam",
+    );
   return routine;
 }
 
@@ -81,18 +106,45 @@ export function createRoutineScheduler(config: RoutineSchedulerConfig): RoutineS
     owner: validateId("owner", config.owner),
     now: clock ? () => clock.now() : Date.now,
     graceMs: positive("graceMs", config.graceMs, DEFAULTS.graceMs),
-    interruptedAfterMs: positive("interruptedAfterMs", config.interruptedAfterMs, DEFAULTS.interruptedAfterMs),
+    interruptedAfterMs: positive(
+      "interruptedAfterMs",
+      config.interruptedAfterMs,
+      DEFAULTS.interruptedAfterMs,
+    ),
     maxSlots: positive("maxSlotsPerTick", config.maxSlotsPerTick, DEFAULTS.maxSlotsPerTick),
   };
-  const resolve = async (scope: Scope, routineId: string, slot: number, action: RoutineResolveAction): Promise<RoutineRun> => {
-    const run = await ctx.runs.resolve({ scope, routineId, slot, action, at: ctx.now(), ...(action === "rerun" ? { owner: ctx.owner } : {}) });
+  const resolve = async (
+    scope: Scope,
+    routineId: string,
+    slot: number,
+    action: RoutineResolveAction,
+  ): Promise<RoutineRun> => {
+    const run = await ctx.runs.resolve({
+      scope,
+      routineId,
+      slot,
+      action,
+      at: ctx.now(),
+      ...(action === "rerun" ? { owner: ctx.owner } : {}),
+    });
     if (action !== "rerun") return run;
     const routine = await ctx.routines.get(scope, routineId);
-    if (!routine) return ctx.runs.finish({ scope, routineId, slot, owner: ctx.owner, attempt: run.attempt, at: ctx.now(), state: "failed", reason: "invalid_request" });
+    if (!routine)
+      return ctx.runs.finish({
+        scope,
+        routineId,
+        slot,
+        owner: ctx.owner,
+        attempt: run.attempt,
+        at: ctx.now(),
+        state: "failed",
+        reason: "invalid_request",
+      });
     return execute(ctx, routine, run, false);
   };
   return Object.freeze({
-    saveRoutine: async (input: RoutineInput) => (await ctx.routines.put(checkRoutine(config, profiles, input))).routine,
+    saveRoutine: async (input: RoutineInput) =>
+      (await ctx.routines.put(checkRoutine(config, profiles, input))).routine,
     tick: (at = ctx.now()) => tick(ctx, at),
     resolve,
   });

@@ -7,8 +7,12 @@ import type { TriggerSource } from "@alma-harness/core";
  * once the fire in progress (if any) has settled; a fire's rejection is swallowed (the runner
  * reports its own failures in its tick report, which `onFire` receives).
  */
-export function intervalTrigger(opts: { readonly everyMs: number; readonly clock?: () => number }): TriggerSource {
-  if (!Number.isSafeInteger(opts.everyMs) || opts.everyMs < 1000) throw new TypeError("everyMs must be an integer of at least 1000");
+export function intervalTrigger(opts: {
+  readonly everyMs: number;
+  readonly clock?: () => number;
+}): TriggerSource {
+  if (!Number.isSafeInteger(opts.everyMs) || opts.everyMs < 1000)
+    throw new TypeError("everyMs must be an integer of at least 1000");
   const clock = opts.clock ?? Date.now;
   let timer: ReturnType<typeof setInterval> | undefined;
   let running: Promise<void> | undefined;

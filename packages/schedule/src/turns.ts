@@ -8,7 +8,9 @@ import type { RoutineTurns } from "./run.js";
  * its one turn's per-turn cap, so it is enforced by the runner's own fail-closed pricing and block
  * reservation, never re-implemented here.
  */
-export function cachedTurns(make: (caps: { readonly perTurnUsd: CapInput }) => Pick<ConversationRunner, "runTurn">): RoutineTurns {
+export function cachedTurns(
+  make: (caps: { readonly perTurnUsd: CapInput }) => Pick<ConversationRunner, "runTurn">,
+): RoutineTurns {
   const runners = new Map<string, Pick<ConversationRunner, "runTurn">>();
   return (cap: Routine["cap"]) => {
     const key = `${cap.usd}:${cap.onExceeded}`;

@@ -6,12 +6,13 @@ describe("compileSchedule: cron read in the routine's time zone", () => {
   it("22:00 in São Paulo is 01:00Z the next day; slotsBetween is strictly after, at most max, oldest first", () => {
     const s = compileSchedule({ cron: "0 22 * * *", timeZone: "America/Sao_Paulo" });
     const after = Date.UTC(2026, 0, 1);
-    expect(s.slotsBetween(after, after + 3 * 86_400_000, 10).map((t) => new Date(t).toISOString())).toEqual([
-      "2026-01-01T01:00:00.000Z",
-      "2026-01-02T01:00:00.000Z",
-      "2026-01-03T01:00:00.000Z",
-    ]);
-    expect(s.slotsBetween(Date.UTC(2026, 0, 1, 1), Date.UTC(2026, 0, 2, 1), 10), "a slot at `after` is not repeated; one at `until` is included").toEqual([Date.UTC(2026, 0, 2, 1)]);
+    expect(
+      s.slotsBetween(after, after + 3 * 86_400_000, 10).map((t) => new Date(t).toISOString()),
+    ).toEqual(["2026-01-01T01:00:00.000Z", "2026-01-02T01:00:00.000Z", "2026-01-03T01:00:00.000Z"]);
+    expect(
+      s.slotsBetween(Date.UTC(2026, 0, 1, 1), Date.UTC(2026, 0, 2, 1), 10),
+      "a slot at `after` is not repeated; one at `until` is included",
+    ).toEqual([Date.UTC(2026, 0, 2, 1)]);
     expect(s.slotsBetween(after, after + 30 * 86_400_000, 2)).toHaveLength(2);
   });
 
@@ -22,8 +23,11 @@ describe("compileSchedule: cron read in the routine's time zone", () => {
   });
 
   it("refuses with ValidationError what is not cron, never fires, fires more than once a minute, or names no zone", () => {
-    for (const cron of ["", "61 * * * *", "hello", "0 0 30 2 *", "*/10 * * * * *"]) expect(() => compileSchedule({ cron, timeZone: "UTC" }), cron).toThrow(ValidationError);
-    expect(() => compileSchedule({ cron: "0 9 * * *", timeZone: "Not/AZone" })).toThrow(ValidationError);
+    for (const cron of ["", "61 * * * *", "hello", "0 0 30 2 *", "*/10 * * * * *"])
+      expect(() => compileSchedule({ cron, timeZone: "UTC" }), cron).toThrow(ValidationError);
+    expect(() => compileSchedule({ cron: "0 9 * * *", timeZone: "Not/AZone" })).toThrow(
+      ValidationError,
+    );
     expect(compileSchedule({ cron: "* * * * *", timeZone: "UTC" }).next(0)).toBe(60_000);
   });
 });

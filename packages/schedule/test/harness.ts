@@ -1,11 +1,24 @@
 import { createConversationRunner } from "@alma-harness/conversation";
 import type { OutputSink, PriceTable, Routine, RoutineOutput, Scope } from "@alma-harness/core";
-import { inMemoryStores, ManualClock, RecordingAuditLog, SequentialIds } from "@alma-harness/core/testing";
+import {
+  inMemoryStores,
+  ManualClock,
+  RecordingAuditLog,
+  SequentialIds,
+} from "@alma-harness/core/testing";
 import { FakeModelClient, type ScriptedResponse } from "@alma-harness/loop/testing";
-import { cachedTurns, createRoutineScheduler, type RoutineJobs, type RoutineSchedulerConfig } from "../src/index.js";
+import {
+  cachedTurns,
+  createRoutineScheduler,
+  type RoutineJobs,
+  type RoutineSchedulerConfig,
+} from "../src/index.js";
 
 /** Input is free and output costs one micro-dollar a token, so a call's worst case is its `maxOutputTokens` in micro-dollars. */
-export const PRICES: PriceTable = { version: "prices-1", models: { "fake-main": { rates: { input: 0, output: 1 } } } };
+export const PRICES: PriceTable = {
+  version: "prices-1",
+  models: { "fake-main": { rates: { input: 0, output: 1 } } },
+};
 export const MAX_OUTPUT = 1000;
 export const SCOPE: Scope = Object.freeze({ org: "clinic-a", uid: "nightly" });
 /** 2026-01-01T00:00Z; the routine below fires at 22:00 in São Paulo, 01:00Z. */
@@ -45,7 +58,8 @@ export class RecordingSink implements OutputSink {
       this.#fail -= 1;
       throw new Error("the staff inbox is down");
     }
-    if (!this.delivered.some((d) => d.deliveryId === output.deliveryId)) this.delivered.push(output);
+    if (!this.delivered.some((d) => d.deliveryId === output.deliveryId))
+      this.delivered.push(output);
   }
 }
 
@@ -58,16 +72,25 @@ export class FakeJobs implements RoutineJobs {
   /** Answer `refused` (the batch client's zero-cost preflight) instead of a job id. */
   refuse: "unpriced" | "cap" | undefined;
   constructor(public pendingFor = 1) {}
-  async submit(work: { readonly customId: string }): Promise<import("../src/index.js").RoutineJobSubmission> {
+  async submit(work: {
+    readonly customId: string;
+  }): Promise<import("../src/index.js").RoutineJobSubmission> {
     this.submitted.push(work.customId);
     if (this.refuse) return { status: "refused", reason: this.refuse };
     return { jobId: `job-${this.submitted.length}` };
   }
-  async collect(job: import("../src/index.js").RoutineJobRef): Promise<import("../src/index.js").RoutineJobResult> {
+  async collect(
+    job: import("../src/index.js").RoutineJobRef,
+  ): Promise<import("../src/index.js").RoutineJobResult> {
     this.collectedUnder.push(job.cap);
     this.collects += 1;
     if (this.collects <= this.pendingFor) return { status: "pending" };
-    return { status: "completed", text: "Batch summary: 12 appointments.", costMicros: 40, capsCrossed: [] };
+    return {
+      status: "completed",
+      text: "Batch summary: 12 appointments.",
+      costMicros: 40,
+      capsCrossed: [],
+    };
   }
 }
 
@@ -88,7 +111,14 @@ export function setup(opts: SetupOptions = {}) {
     createConversationRunner({
       stores,
       clients: [model],
-      policy: { resolve: () => ({ clientId: "fake", model: "fake-main", maxOutputTokens: MAX_OUTPUT, cache: false }) },
+      policy: {
+        resolve: () => ({
+          clientId: "fake",
+          model: "fake-main",
+          maxOutputTokens: MAX_OUTPUT,
+          cache: false,
+        }),
+      },
       prompt: "You write the clinic's nightly summary.",
       tools: [],
       prices: PRICES,
@@ -105,6 +135,15 @@ export function setup(opts: SetupOptions = {}) {
     }),
   );
   const scheduler = (owner = "host-a", config: Partial<RoutineSchedulerConfig> = {}) =>
-    createRoutineScheduler({ routines: stores.routines, runs: stores.routineRuns, sink, turns, owner, clock, ...opts.config, ...config });
+    createRoutineScheduler({
+      routines: stores.routines,
+      runs: stores.routineRuns,
+      sink,
+      turns,
+      owner,
+      clock,
+      ...opts.config,
+      ...config,
+    });
   return { stores, model, clock, sink, turns, scheduler };
 }

@@ -8,7 +8,12 @@ type Mode = "before" | "after";
 
 /** One host whose routine stores fail at their `failAt`-th call (counted across both) in `mode`; `failAt` 0 never fails. */
 function faultyHost(failAt: number, mode: Mode) {
-  const h = setup({ script: [scriptedText("summary", { usage: { inputTokens: 5, outputTokens: 5 } }), scriptedText("must not run", { usage: { inputTokens: 5, outputTokens: 5 } })] });
+  const h = setup({
+    script: [
+      scriptedText("summary", { usage: { inputTokens: 5, outputTokens: 5 } }),
+      scriptedText("must not run", { usage: { inputTokens: 5, outputTokens: 5 } }),
+    ],
+  });
   const calls: string[] = [];
   const tap = (store: string) => async (method: string, call: () => Promise<unknown>) => {
     calls.push(`${store}.${method}`);
@@ -36,7 +41,13 @@ describe("schedule: a store fault at each routine-store call of a tick, before a
   const total = clean.calls.length;
 
   it("a clean tick makes a known sequence of store calls (the fault points below)", () => {
-    expect(clean.calls).toEqual(["routineRuns.reconcileInterrupted", "routines.scan", "routineRuns.latest", "routineRuns.claim", "routineRuns.finish"]);
+    expect(clean.calls).toEqual([
+      "routineRuns.reconcileInterrupted",
+      "routines.scan",
+      "routineRuns.latest",
+      "routineRuns.claim",
+      "routineRuns.finish",
+    ]);
     expect(clean.model.calls).toBe(1);
   });
 
@@ -58,9 +69,12 @@ describe("schedule: a store fault at each routine-store call of a tick, before a
         if (run?.state === "completed") expect(h.sink.delivered).toHaveLength(1);
         if (h.model.calls === 0) expect(["missed", "completed"]).toContain(run?.state);
         // A claim whose acknowledgement was lost is read back and run; a lost finish is kept or reconciled, not re-run.
-        if (mode === "after" && clean.calls[at - 1] === "routineRuns.claim") expect(run?.state).toBe("completed");
-        if (mode === "after" && clean.calls[at - 1] === "routineRuns.finish") expect(run?.state).toBe("completed");
-        if (mode === "before" && clean.calls[at - 1] === "routineRuns.finish") expect(run).toMatchObject({ state: "reconciliation_required", reason: "interrupted" });
+        if (mode === "after" && clean.calls[at - 1] === "routineRuns.claim")
+          expect(run?.state).toBe("completed");
+        if (mode === "after" && clean.calls[at - 1] === "routineRuns.finish")
+          expect(run?.state).toBe("completed");
+        if (mode === "before" && clean.calls[at - 1] === "routineRuns.finish")
+          expect(run).toMatchObject({ state: "reconciliation_required", reason: "interrupted" });
       });
     }
   }

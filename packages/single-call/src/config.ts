@@ -87,22 +87,28 @@ export interface ResolvedStepConfig {
 
 function positive(name: string, value: number | undefined, fallback: number): number {
   const v = value ?? fallback;
-  if (!Number.isSafeInteger(v) || v < 1) throw new StepRunnerConfigError(`${name} must be a positive integer`);
+  if (!Number.isSafeInteger(v) || v < 1)
+    throw new StepRunnerConfigError(`${name} must be a positive integer`);
   return v;
 }
 
 /** Checks what the runner itself reads; `GovernedCalls` checks the rest (stores, prices, caps, policy version). */
 export function resolveStepConfig(config: GovernedStepRunnerConfig): ResolvedStepConfig {
-  if (config === null || typeof config !== "object") throw new StepRunnerConfigError("createGovernedStepRunner needs a configuration");
+  if (config === null || typeof config !== "object")
+    throw new StepRunnerConfigError("createGovernedStepRunner needs a configuration");
   const results = config.stores?.rootResults as unknown as Record<string, unknown> | undefined;
-  if (!results || ["reserve", "put", "get"].some((m) => typeof results[m] !== "function")) throw new StepRunnerConfigError("stores.rootResults must be an ExecutionResultStore");
-  if (typeof config.policy?.resolve !== "function") throw new StepRunnerConfigError("policy.resolve must be a function");
+  if (!results || ["reserve", "put", "get"].some((m) => typeof results[m] !== "function"))
+    throw new StepRunnerConfigError("stores.rootResults must be an ExecutionResultStore");
+  if (typeof config.policy?.resolve !== "function")
+    throw new StepRunnerConfigError("policy.resolve must be a function");
   const clients = new Map<string, ModelClient>();
   for (const client of config.clients ?? []) {
-    if (clients.has(client.id)) throw new StepRunnerConfigError(`client ${client.id} is given twice`);
+    if (clients.has(client.id))
+      throw new StepRunnerConfigError(`client ${client.id} is given twice`);
     clients.set(client.id, client);
   }
-  if (clients.size === 0) throw new StepRunnerConfigError("a step runner needs at least one client");
+  if (clients.size === 0)
+    throw new StepRunnerConfigError("a step runner needs at least one client");
   try {
     validateId("configRevision", config.configRevision);
   } catch {

@@ -1,7 +1,11 @@
 import { AlmaError } from "@alma-harness/core";
 
 /** The codes a step runner's errors carry (a closed vocabulary a host switches on). */
-export type StepRunnerErrorCode = "step_call_conflict" | "step_call_in_progress" | "step_call_erased" | "invalid_config";
+export type StepRunnerErrorCode =
+  | "step_call_conflict"
+  | "step_call_in_progress"
+  | "step_call_erased"
+  | "invalid_config";
 
 /** The idempotency key was used before with other content (request, routing or configuration revision): nothing ran. */
 export class StepCallConflictError extends AlmaError<StepRunnerErrorCode> {
@@ -19,7 +23,11 @@ export class StepCallConflictError extends AlmaError<StepRunnerErrorCode> {
 export class StepCallInProgressError extends AlmaError<StepRunnerErrorCode> {
   readonly operationId: string;
   constructor(operationId: string) {
-    super("step_call_in_progress", `the call of ${operationId} is in progress under another caller`, { retryable: true });
+    super(
+      "step_call_in_progress",
+      `the call of ${operationId} is in progress under another caller`,
+      { retryable: true },
+    );
     this.operationId = operationId;
   }
 }

@@ -75,16 +75,34 @@ export type StepResult =
       readonly receipt?: CostReceipt;
       readonly replayed: boolean;
     }
-  | { readonly status: "reconciliation_required"; readonly operationId: string; readonly cause: UncertainCause; readonly replayed: boolean };
+  | {
+      readonly status: "reconciliation_required";
+      readonly operationId: string;
+      readonly cause: UncertainCause;
+      readonly replayed: boolean;
+    };
 
 export type StoredResult = Exclude<StepResult, { readonly status: "reconciliation_required" }>;
 
 /** The object a settled answer gives, or why it gives none. */
-export function evaluate(step: NormalizedStep, output: StepOutput): { readonly object: JsonObject } | { readonly reason: InvalidReason; readonly problem?: string; readonly refusal?: RefusalCategory } {
-  if (output.stopReason === "refusal") return { reason: "refusal", refusal: output.refusal ?? "unspecified" };
+export function evaluate(
+  step: NormalizedStep,
+  output: StepOutput,
+):
+  | { readonly object: JsonObject }
+  | {
+      readonly reason: InvalidReason;
+      readonly problem?: string;
+      readonly refusal?: RefusalCategory;
+    } {
+  if (output.stopReason === "refusal")
+    return { reason: "refusal", refusal: output.refusal ?? "unspecified" };
   if (output.stopReason === "max_tokens") return { reason: "max_tokens" };
   // A forced (or the only) tool call is the answer in tool mode; else the text is (native structured output).
-  const call = output.stopReason === "tool_use" && output.toolCalls.length === 1 ? output.toolCalls[0] : undefined;
+  const call =
+    output.stopReason === "tool_use" && output.toolCalls.length === 1
+      ? output.toolCalls[0]
+      : undefined;
   const text = call === undefined ? output.text.trim() : call.arguments;
   if (call === undefined && text.length === 0) return { reason: "empty" };
   const object = argumentsOf({ id: "answer", name: step.output.name, arguments: text });
@@ -101,8 +119,12 @@ export function envelopeOf(result: StoredResult): JsonObject {
 }
 
 /** A stored envelope read back as the result it recorded, marked replayed. An unknown shape is `undefined`. */
-export function resultOf(operationId: string, envelope: JsonValue | undefined): StoredResult | undefined {
-  if (envelope === null || typeof envelope !== "object" || Array.isArray(envelope)) return undefined;
+export function resultOf(
+  operationId: string,
+  envelope: JsonValue | undefined,
+): StoredResult | undefined {
+  if (envelope === null || typeof envelope !== "object" || Array.isArray(envelope))
+    return undefined;
   const e = envelope as Record<string, JsonValue>;
   if (e.v !== 1) return undefined;
   let receipt: ReturnType<typeof normalizeCostReceipt> | undefined;
@@ -113,8 +135,21 @@ export function resultOf(operationId: string, envelope: JsonValue | undefined): 
     return undefined;
   }
   const stopReason = typeof e.stopReason === "string" ? e.stopReason : "none";
-  if (e.status === "completed" && receipt && e.object !== null && typeof e.object === "object" && !Array.isArray(e.object)) {
-    return { status: "completed", operationId, object: e.object as JsonObject, stopReason, receipt, replayed: true };
+  if (
+    e.status === "completed" &&
+    receipt &&
+    e.object !== null &&
+    typeof e.object === "object" &&
+    !Array.isArray(e.object)
+  ) {
+    return {
+      status: "completed",
+      operationId,
+      object: e.object as JsonObject,
+      stopReason,
+      receipt,
+      replayed: true,
+    };
   }
   if (e.status === "invalid" && receipt && typeof e.reason === "string") {
     return {

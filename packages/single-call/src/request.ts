@@ -75,7 +75,21 @@ export interface NormalizedStep {
   readonly bound: JsonObject;
 }
 
-const FIELDS = ["scope", "idempotencyKey", "intent", "sessionId", "system", "prompt", "messages", "output", "tools", "toolChoice", "temperature", "maxOutputTokens", "signal"];
+const FIELDS = [
+  "scope",
+  "idempotencyKey",
+  "intent",
+  "sessionId",
+  "system",
+  "prompt",
+  "messages",
+  "output",
+  "tools",
+  "toolChoice",
+  "temperature",
+  "maxOutputTokens",
+  "signal",
+];
 const MAX_MESSAGES = 64;
 const MAX_TOOLS = 64;
 const OUTPUT_NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -88,7 +102,10 @@ const COMPILED = new Map<string, CompiledSchema>();
 const MAX_COMPILED = 256;
 
 function compiledOnce(schema: JsonValue | undefined, path: string): CompiledSchema {
-  const key = schema !== null && typeof schema === "object" && !Array.isArray(schema) ? canonicalJson(schema) : undefined;
+  const key =
+    schema !== null && typeof schema === "object" && !Array.isArray(schema)
+      ? canonicalJson(schema)
+      : undefined;
   const known = key === undefined ? undefined : COMPILED.get(key);
   if (known) return known;
   const compiled = compileSchema(schema as JsonSchema, path);
@@ -122,33 +139,65 @@ export function stepBinding(step: NormalizedStep, configRevision: string): strin
  * Throws `ValidationError` (a `SnapshotError` for a shape that is not data); nothing is durable.
  */
 export function normalizeStep(raw: StepRequest, maxInputChars: number): NormalizedStep {
-  if (raw === null || typeof raw !== "object") throw new ValidationError("request", "object", "a step call needs a request object");
+  if (raw === null || typeof raw !== "object")
+    throw new ValidationError("request", "object", "a step call needs a request object");
   const fields = dataFields(raw, "request");
   for (const key of Object.keys(fields)) {
-    if (!FIELDS.includes(key)) throw new ValidationError(`request.${key}`, "unknown_field", `a step call takes only ${FIELDS.join(", ")}`);
+    if (!FIELDS.includes(key))
+      throw new ValidationError(
+        `request.${key}`,
+        "unknown_field",
+        `a step call takes only ${FIELDS.join(", ")}`,
+      );
   }
   const signal = fields.signal;
-  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new ValidationError("signal", "abort_signal", "signal must be an AbortSignal");
+  if (signal !== undefined && !(signal instanceof AbortSignal))
+    throw new ValidationError("signal", "abort_signal", "signal must be an AbortSignal");
   const { signal: _signal, ...data } = fields;
   const copy = snapshot(data) as Record<string, JsonValue | undefined>;
   const scope = normalizeScope(copy.scope);
   const idempotencyKey = validateId("idempotencyKey", copy.idempotencyKey);
   const intent = normalizeIntent(copy.intent);
-  const sessionId = copy.sessionId === undefined ? undefined : validateId("sessionId", copy.sessionId);
+  const sessionId =
+    copy.sessionId === undefined ? undefined : validateId("sessionId", copy.sessionId);
   const system = optionalText("system", copy.system);
   const messages = messagesOf(copy.prompt, copy.messages);
-  const chars = (system?.length ?? 0) + messages.reduce((n, m) => n + m.blocks.reduce((k, b) => k + (b.type === "text" ? b.text.length : 0), 0), 0);
-  if (chars > maxInputChars) throw new ValidationError("messages", "max_input_chars", `a step call's text is at most ${maxInputChars} characters`);
+  const chars =
+    (system?.length ?? 0) +
+    messages.reduce(
+      (n, m) => n + m.blocks.reduce((k, b) => k + (b.type === "text" ? b.text.length : 0), 0),
+      0,
+    );
+  if (chars > maxInputChars)
+    throw new ValidationError(
+      "messages",
+      "max_input_chars",
+      `a step call's text is at most ${maxInputChars} characters`,
+    );
   const { output, compiled } = outputOf(copy.output);
   const tools = toolsOf(copy.tools);
   const toolChoice = normalizeToolChoice(copy.toolChoice);
   // Against the tools this call advertises: a name it does not advertise is refused before any I/O.
   validateToolChoice(toolChoice, tools);
-  if (toolChoice?.type === "required" && tools.length === 0) throw new ValidationError("toolChoice", "no_tools", 'toolChoice "required" needs an advertised tool');
+  if (toolChoice?.type === "required" && tools.length === 0)
+    throw new ValidationError(
+      "toolChoice",
+      "no_tools",
+      'toolChoice "required" needs an advertised tool',
+    );
   const temperature = normalizeTemperature(copy.temperature);
   const maxOutputTokens = copy.maxOutputTokens;
-  if (maxOutputTokens !== undefined && (typeof maxOutputTokens !== "number" || !Number.isSafeInteger(maxOutputTokens) || maxOutputTokens < 1)) {
-    throw new ValidationError("maxOutputTokens", "positive_integer", "maxOutputTokens must be a positive integer");
+  if (
+    maxOutputTokens !== undefined &&
+    (typeof maxOutputTokens !== "number" ||
+      !Number.isSafeInteger(maxOutputTokens) ||
+      maxOutputTokens < 1)
+  ) {
+    throw new ValidationError(
+      "maxOutputTokens",
+      "positive_integer",
+      "maxOutputTokens must be a positive integer",
+    );
   }
   const bound: JsonObject = {
     intent: intent as unknown as JsonObject,
@@ -181,35 +230,71 @@ export function normalizeStep(raw: StepRequest, maxInputChars: number): Normaliz
 
 function optionalText(path: string, value: JsonValue | undefined): string | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== "string" || value.length === 0) throw new ValidationError(path, "string", `${path} must be a non-empty string`);
+  if (typeof value !== "string" || value.length === 0)
+    throw new ValidationError(path, "string", `${path} must be a non-empty string`);
   return value;
 }
 
-function closed(path: string, value: JsonValue | undefined, fields: readonly string[]): Record<string, JsonValue> {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new ValidationError(path, "object", `${path} must be an object`);
-  for (const key of Object.keys(value)) if (!fields.includes(key)) throw new ValidationError(`${path}.${key}`, "unknown_field", `${path} takes only ${fields.join(", ")}`);
+function closed(
+  path: string,
+  value: JsonValue | undefined,
+  fields: readonly string[],
+): Record<string, JsonValue> {
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    throw new ValidationError(path, "object", `${path} must be an object`);
+  for (const key of Object.keys(value))
+    if (!fields.includes(key))
+      throw new ValidationError(
+        `${path}.${key}`,
+        "unknown_field",
+        `${path} takes only ${fields.join(", ")}`,
+      );
   return value as Record<string, JsonValue>;
 }
 
 /** `prompt` or `messages`, as neutral text messages; the last one is the user's. */
-function messagesOf(prompt: JsonValue | undefined, messages: JsonValue | undefined): readonly Msg[] {
-  if ((prompt === undefined) === (messages === undefined)) throw new ValidationError("prompt", "one_of", "a step call takes exactly one of prompt and messages");
-  if (prompt !== undefined) return [{ role: "user", blocks: [{ type: "text", text: optionalText("prompt", prompt) as string }] }];
+function messagesOf(
+  prompt: JsonValue | undefined,
+  messages: JsonValue | undefined,
+): readonly Msg[] {
+  if ((prompt === undefined) === (messages === undefined))
+    throw new ValidationError(
+      "prompt",
+      "one_of",
+      "a step call takes exactly one of prompt and messages",
+    );
+  if (prompt !== undefined)
+    return [
+      { role: "user", blocks: [{ type: "text", text: optionalText("prompt", prompt) as string }] },
+    ];
   if (!Array.isArray(messages) || messages.length === 0 || messages.length > MAX_MESSAGES) {
     throw new ValidationError("messages", "array", `messages must be 1-${MAX_MESSAGES} messages`);
   }
   const out = messages.map((value, i): Msg => {
     const m = closed(`messages[${i}]`, value, ["role", "text"]);
-    if (m.role !== "user" && m.role !== "assistant") throw new ValidationError(`messages[${i}].role`, "closed", "role must be user or assistant");
-    return { role: m.role, blocks: [{ type: "text", text: optionalText(`messages[${i}].text`, m.text) as string }] };
+    if (m.role !== "user" && m.role !== "assistant")
+      throw new ValidationError(`messages[${i}].role`, "closed", "role must be user or assistant");
+    return {
+      role: m.role,
+      blocks: [{ type: "text", text: optionalText(`messages[${i}].text`, m.text) as string }],
+    };
   });
-  if (out.at(-1)?.role !== "user") throw new ValidationError("messages", "last_user", "the last message must be the user's");
+  if (out.at(-1)?.role !== "user")
+    throw new ValidationError("messages", "last_user", "the last message must be the user's");
   return out;
 }
 
-function outputOf(value: JsonValue | undefined): { readonly output: { readonly name: string; readonly schema: JsonSchema }; readonly compiled: CompiledSchema } {
+function outputOf(value: JsonValue | undefined): {
+  readonly output: { readonly name: string; readonly schema: JsonSchema };
+  readonly compiled: CompiledSchema;
+} {
   const o = closed("output", value, ["name", "schema"]);
-  if (typeof o.name !== "string" || !OUTPUT_NAME.test(o.name)) throw new ValidationError("output.name", "name", "output.name is 1-64 characters of [A-Za-z0-9_-]");
+  if (typeof o.name !== "string" || !OUTPUT_NAME.test(o.name))
+    throw new ValidationError(
+      "output.name",
+      "name",
+      "output.name is 1-64 characters of [A-Za-z0-9_-]",
+    );
   // The project's validator, compiled once per call: the same schema goes on the wire and checks the answer.
   const compiled = compiledOnce(o.schema, "output.schema");
   return { output: Object.freeze({ name: o.name, schema: compiled.schema }), compiled };
@@ -217,15 +302,27 @@ function outputOf(value: JsonValue | undefined): { readonly output: { readonly n
 
 function toolsOf(value: JsonValue | undefined): readonly ToolSpec[] {
   if (value === undefined) return [];
-  if (!Array.isArray(value) || value.length > MAX_TOOLS) throw new ValidationError("tools", "array", `tools must be at most ${MAX_TOOLS} tools`);
+  if (!Array.isArray(value) || value.length > MAX_TOOLS)
+    throw new ValidationError("tools", "array", `tools must be at most ${MAX_TOOLS} tools`);
   const seen = new Set<string>();
   return value.map((raw, i): ToolSpec => {
     const t = closed(`tools[${i}]`, raw, ["name", "description", "inputSchema"]);
-    if (typeof t.name !== "string" || !TOOL_NAME.test(t.name)) throw new ValidationError(`tools[${i}].name`, "tool_name", "tool names are 1-64 characters of [A-Za-z0-9_-]");
-    if (seen.has(t.name)) throw new ValidationError(`tools[${i}].name`, "duplicate", "a tool is advertised once");
+    if (typeof t.name !== "string" || !TOOL_NAME.test(t.name))
+      throw new ValidationError(
+        `tools[${i}].name`,
+        "tool_name",
+        "tool names are 1-64 characters of [A-Za-z0-9_-]",
+      );
+    if (seen.has(t.name))
+      throw new ValidationError(`tools[${i}].name`, "duplicate", "a tool is advertised once");
     seen.add(t.name);
-    if (typeof t.description !== "string") throw new ValidationError(`tools[${i}].description`, "string", "a tool needs a description");
+    if (typeof t.description !== "string")
+      throw new ValidationError(`tools[${i}].description`, "string", "a tool needs a description");
     const compiled = compiledOnce(t.inputSchema, `tools[${i}].inputSchema`);
-    return Object.freeze({ name: t.name, description: t.description, inputSchema: compiled.schema });
+    return Object.freeze({
+      name: t.name,
+      description: t.description,
+      inputSchema: compiled.schema,
+    });
   });
 }

@@ -12,11 +12,26 @@ import {
   trailHash,
   type UncertainCause,
 } from "@alma-harness/core";
-import { type CallIdentity, type CallOutcome, GovernedCalls, UncertainCallError } from "@alma-harness/execution";
-import { type GovernedStepRunnerConfig, type ResolvedStepConfig, resolveStepConfig } from "./config.js";
+import {
+  type CallIdentity,
+  type CallOutcome,
+  GovernedCalls,
+  UncertainCallError,
+} from "@alma-harness/execution";
+import {
+  type GovernedStepRunnerConfig,
+  type ResolvedStepConfig,
+  resolveStepConfig,
+} from "./config.js";
 import { StepCallConflictError, StepCallErasedError, StepCallInProgressError } from "./errors.js";
 import { envelopeOf, evaluate, resultOf, type StepResult, type StoredResult } from "./outcome.js";
-import { type NormalizedStep, normalizeStep, type StepRequest, stepBinding, stepOperationId } from "./request.js";
+import {
+  type NormalizedStep,
+  normalizeStep,
+  type StepRequest,
+  stepBinding,
+  stepOperationId,
+} from "./request.js";
 
 /** The one entry point: a governed structured call per request; a retry under its key replays. */
 export interface GovernedStepRunner {
@@ -88,18 +103,33 @@ export function createGovernedStepRunner(input: GovernedStepRunnerConfig): Gover
   });
 }
 
-async function execute(config: ResolvedStepConfig, calls: GovernedCalls, step: NormalizedStep): Promise<StepResult> {
+async function execute(
+  config: ResolvedStepConfig,
+  calls: GovernedCalls,
+  step: NormalizedStep,
+): Promise<StepResult> {
   const ids = idsOf(stepOperationId(step.scope, step.idempotencyKey));
   const binding = stepBinding(step, config.configRevision);
-  const found = await config.stores.rootResults.get(step.scope, ids.operationId, config.clock.now());
+  const found = await config.stores.rootResults.get(
+    step.scope,
+    ids.operationId,
+    config.clock.now(),
+  );
   if (found !== undefined) return answerExisting(config, step, ids, binding, found);
   const routed = route(config, step);
-  if (routed === undefined) return { status: "refused", operationId: ids.operationId, reason: "not_admitted", replayed: false };
+  if (routed === undefined)
+    return {
+      status: "refused",
+      operationId: ids.operationId,
+      reason: "not_admitted",
+      replayed: false,
+    };
   // The adapter's own check (no I/O): a request it cannot honor is refused before anything is durable.
   routed.client.validate(routed.request);
   // An operator's fence on the tenant or the person: read before the reservation (a fence placed
   // after this read does not stop this call, the bound a turn's dispatch has too).
-  if (((await config.stores.admissions?.scopeFences(step.scope)) ?? []).length > 0) throw new ScopeFencedError("the scope is fenced by an operator: no new call is made");
+  if (((await config.stores.admissions?.scopeFences(step.scope)) ?? []).length > 0)
+    throw new ScopeFencedError("the scope is fenced by an operator: no new call is made");
   const reserved = await reserve(config, step, ids, binding);
   if (reserved !== "ours") return answerExisting(config, step, ids, binding, reserved);
   const result = await callOnce(config, calls, step, ids, routed);
@@ -108,7 +138,12 @@ async function execute(config: ResolvedStepConfig, calls: GovernedCalls, step: N
 }
 
 /** The policy's choice and the request it makes; `undefined` when the intent cannot be routed. */
-function route(config: ResolvedStepConfig, step: NormalizedStep): { readonly choice: ModelChoice; readonly client: ModelClient; readonly request: ModelRequest } | undefined {
+function route(
+  config: ResolvedStepConfig,
+  step: NormalizedStep,
+):
+  | { readonly choice: ModelChoice; readonly client: ModelClient; readonly request: ModelRequest }
+  | undefined {
   let choice: ModelChoice;
   try {
     choice = normalizeModelChoice(config.policy.resolve({ ...step.intent }));
@@ -123,10 +158,20 @@ function route(config: ResolvedStepConfig, step: NormalizedStep): { readonly cho
     messages: step.messages,
     tools: step.tools,
     output: step.output,
-    maxOutputTokens: Math.min(choice.maxOutputTokens, step.maxOutputTokens ?? choice.maxOutputTokens),
+    maxOutputTokens: Math.min(
+      choice.maxOutputTokens,
+      step.maxOutputTokens ?? choice.maxOutputTokens,
+    ),
     ...(step.toolChoice !== undefined ? { toolChoice: step.toolChoice } : {}),
     ...(step.temperature !== undefined ? { temperature: step.temperature } : {}),
-    ...(choice.cache !== false ? { cache: { ttl: choice.cache.ttl, ...(choice.cache.tailTtl ? { tailTtl: choice.cache.tailTtl } : {}) } } : {}),
+    ...(choice.cache !== false
+      ? {
+          cache: {
+            ttl: choice.cache.ttl,
+            ...(choice.cache.tailTtl ? { tailTtl: choice.cache.tailTtl } : {}),
+          },
+        }
+      : {}),
     ...(choice.reasoning ? { reasoning: choice.reasoning } : {}),
     ...(choice.serviceTier ? { serviceTier: choice.serviceTier } : {}),
   });
@@ -139,7 +184,12 @@ function route(config: ResolvedStepConfig, step: NormalizedStep): { readonly cho
  * reserved under this binding with no claim in the journal is taken as this call's own (its
  * acknowledgement lost): the journal's first-wins claim still lets only one caller dispatch.
  */
-async function reserve(config: ResolvedStepConfig, step: NormalizedStep, ids: StepIds, binding: string): Promise<"ours" | ResultRecord> {
+async function reserve(
+  config: ResolvedStepConfig,
+  step: NormalizedStep,
+  ids: StepIds,
+  binding: string,
+): Promise<"ours" | ResultRecord> {
   const now = config.clock.now();
   let reserved: ReserveResult;
   try {
@@ -154,9 +204,16 @@ async function reserve(config: ResolvedStepConfig, step: NormalizedStep, ids: St
       createdAt: now,
     });
   } catch (error) {
-    const back = await config.stores.rootResults.get(step.scope, ids.operationId, now).catch(() => undefined);
+    const back = await config.stores.rootResults
+      .get(step.scope, ids.operationId, now)
+      .catch(() => undefined);
     if (back === undefined) throw error;
-    if (back.state === "reserved" && back.binding === binding && (await config.stores.journal.get(step.scope, ids.callId)) === undefined) return "ours";
+    if (
+      back.state === "reserved" &&
+      back.binding === binding &&
+      (await config.stores.journal.get(step.scope, ids.callId)) === undefined
+    )
+      return "ours";
     return back;
   }
   return reserved.status === "reserved" ? "ours" : reserved.record;
@@ -168,22 +225,44 @@ async function reserve(config: ResolvedStepConfig, step: NormalizedStep, ids: St
  * or, when the journal shows that call ended (or it never claimed within the dispatch deadline),
  * a call whose result was never stored: `reconciliation_required`, never sent again.
  */
-async function answerExisting(config: ResolvedStepConfig, step: NormalizedStep, ids: StepIds, binding: string, record: ResultRecord): Promise<StepResult> {
-  if (record.state === "erased" || record.state === "expired") throw new StepCallErasedError(ids.operationId, record.state);
+async function answerExisting(
+  config: ResolvedStepConfig,
+  step: NormalizedStep,
+  ids: StepIds,
+  binding: string,
+  record: ResultRecord,
+): Promise<StepResult> {
+  if (record.state === "erased" || record.state === "expired")
+    throw new StepCallErasedError(ids.operationId, record.state);
   if (record.binding !== binding) throw new StepCallConflictError(ids.operationId);
   if (record.state === "stored") {
     const stored = resultOf(ids.operationId, record.envelope);
-    return stored ?? { status: "reconciliation_required", operationId: ids.operationId, cause: "result_store", replayed: true };
+    return (
+      stored ?? {
+        status: "reconciliation_required",
+        operationId: ids.operationId,
+        cause: "result_store",
+        replayed: true,
+      }
+    );
   }
   const journal = await config.stores.journal.get(step.scope, ids.callId);
   const now = config.clock.now();
   const reservedAt = record.expiresAt - config.resultRetentionMs;
-  if (journal === undefined && now < reservedAt + config.dispatchDeadlineMs) throw new StepCallInProgressError(ids.operationId);
-  if (journal !== undefined && inFlight(journal) && now < journal.deadlineAt) throw new StepCallInProgressError(ids.operationId);
+  if (journal === undefined && now < reservedAt + config.dispatchDeadlineMs)
+    throw new StepCallInProgressError(ids.operationId);
+  if (journal !== undefined && inFlight(journal) && now < journal.deadlineAt)
+    throw new StepCallInProgressError(ids.operationId);
   // Completed in the journal, its result not stored yet: its caller writes the cost trail and then
   // the result right after, so for one round's timeout it is still that caller's to finish.
-  if (journal?.state === "completed" && now < journal.updatedAt + config.roundTimeoutMs) throw new StepCallInProgressError(ids.operationId);
-  return { status: "reconciliation_required", operationId: ids.operationId, cause: "result_store", replayed: true };
+  if (journal?.state === "completed" && now < journal.updatedAt + config.roundTimeoutMs)
+    throw new StepCallInProgressError(ids.operationId);
+  return {
+    status: "reconciliation_required",
+    operationId: ids.operationId,
+    cause: "result_store",
+    replayed: true,
+  };
 }
 
 /**
@@ -193,7 +272,9 @@ async function answerExisting(config: ResolvedStepConfig, step: NormalizedStep, 
  */
 function inFlight(record: ExecutionRecord): boolean {
   if (record.state === "received") return record.evidence?.status !== "unknown";
-  return record.state === "prepared" || record.state === "dispatching" || record.state === "settled";
+  return (
+    record.state === "prepared" || record.state === "dispatching" || record.state === "settled"
+  );
 }
 
 async function callOnce(
@@ -201,7 +282,11 @@ async function callOnce(
   calls: GovernedCalls,
   step: NormalizedStep,
   ids: StepIds,
-  routed: { readonly choice: ModelChoice; readonly client: ModelClient; readonly request: ModelRequest },
+  routed: {
+    readonly choice: ModelChoice;
+    readonly client: ModelClient;
+    readonly request: ModelRequest;
+  },
 ): Promise<StepResult> {
   const sessionId = step.sessionId ?? ids.operationId;
   const identity: CallIdentity = {
@@ -224,24 +309,51 @@ async function callOnce(
       seenCallIds: new Set(),
     });
   } catch (error) {
-    const cause: UncertainCause = error instanceof UncertainCallError ? error.uncertainCause : "call:single:error";
-    return { status: "reconciliation_required", operationId: ids.operationId, cause, replayed: false };
+    const cause: UncertainCause =
+      error instanceof UncertainCallError ? error.uncertainCause : "call:single:error";
+    return {
+      status: "reconciliation_required",
+      operationId: ids.operationId,
+      cause,
+      replayed: false,
+    };
   }
   return resultOfOutcome(config, step, ids, outcome);
 }
 
-function resultOfOutcome(config: ResolvedStepConfig, step: NormalizedStep, ids: StepIds, outcome: CallOutcome): StoredResult {
+function resultOfOutcome(
+  config: ResolvedStepConfig,
+  step: NormalizedStep,
+  ids: StepIds,
+  outcome: CallOutcome,
+): StoredResult {
   const base = { operationId: ids.operationId, replayed: false } as const;
   if (outcome.status === "refused") {
-    return outcome.reason === "cap" ? { ...base, status: "refused", reason: "cap", cap: outcome.cap } : { ...base, status: "refused", reason: "unpriced", missing: outcome.missing };
+    return outcome.reason === "cap"
+      ? { ...base, status: "refused", reason: "cap", cap: outcome.cap }
+      : { ...base, status: "refused", reason: "unpriced", missing: outcome.missing };
   }
-  if (outcome.status === "rejected") return { ...base, status: "refused", reason: "rejected", receipt: outcome.receipt };
+  if (outcome.status === "rejected")
+    return { ...base, status: "refused", reason: "rejected", receipt: outcome.receipt };
   const { output, receipt } = outcome;
   const read = evaluate(step, output);
   if ("object" in read) {
     // The stored envelope is bounded: an answer larger than the result ceiling is invalid, never truncated.
-    if (JSON.stringify(read.object).length > config.maxResultChars - 2_048) return { ...base, status: "invalid", reason: "output_chars", stopReason: output.stopReason, receipt };
-    return { ...base, status: "completed", object: read.object, stopReason: output.stopReason, receipt };
+    if (JSON.stringify(read.object).length > config.maxResultChars - 2_048)
+      return {
+        ...base,
+        status: "invalid",
+        reason: "output_chars",
+        stopReason: output.stopReason,
+        receipt,
+      };
+    return {
+      ...base,
+      status: "completed",
+      object: read.object,
+      stopReason: output.stopReason,
+      receipt,
+    };
   }
   return { ...base, status: "invalid", ...read, stopReason: output.stopReason, receipt };
 }
@@ -252,18 +364,36 @@ function resultOfOutcome(config: ResolvedStepConfig, step: NormalizedStep, ids: 
  * `reconciliation_required` (cause `result_store` or `commit`): its call was paid, and a retry
  * under the key never sends it again.
  */
-async function store(config: ResolvedStepConfig, step: NormalizedStep, ids: StepIds, result: StoredResult): Promise<StepResult> {
+async function store(
+  config: ResolvedStepConfig,
+  step: NormalizedStep,
+  ids: StepIds,
+  result: StoredResult,
+): Promise<StepResult> {
   const envelope = envelopeOf(result);
   try {
     await config.stores.rootResults.put(step.scope, ids.operationId, envelope, config.clock.now());
   } catch {
-    const back = await config.stores.rootResults.get(step.scope, ids.operationId, config.clock.now()).catch(() => undefined);
-    if (back?.state !== "stored") return { status: "reconciliation_required", operationId: ids.operationId, cause: "result_store", replayed: false };
+    const back = await config.stores.rootResults
+      .get(step.scope, ids.operationId, config.clock.now())
+      .catch(() => undefined);
+    if (back?.state !== "stored")
+      return {
+        status: "reconciliation_required",
+        operationId: ids.operationId,
+        cause: "result_store",
+        replayed: false,
+      };
   }
   try {
     await config.stores.barrier?.commit();
   } catch {
-    return { status: "reconciliation_required", operationId: ids.operationId, cause: "commit", replayed: false };
+    return {
+      status: "reconciliation_required",
+      operationId: ids.operationId,
+      cause: "commit",
+      replayed: false,
+    };
   }
   return result;
 }

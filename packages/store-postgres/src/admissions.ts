@@ -1,4 +1,13 @@
-import { type Admission, type AdmissionStore, type AdmitResult, type Scope, type ScopeFence, ScopeFencedError, type ScopeFenceTarget, StoreUnavailableError } from "@alma-harness/core";
+import {
+  type Admission,
+  type AdmissionStore,
+  type AdmitResult,
+  type Scope,
+  type ScopeFence,
+  ScopeFencedError,
+  type ScopeFenceTarget,
+  StoreUnavailableError,
+} from "@alma-harness/core";
 import {
   type AdmissionRow,
   type AdmissionTransition,
@@ -22,7 +31,8 @@ import { asConn, type Conn } from "./db.js";
 import { fenceLock, scopeFencedIn } from "./fences.js";
 
 const BY_ID = "SELECT * FROM admissions WHERE scope = $1 AND admission_id = $2";
-const HOLDER = "SELECT * FROM admissions WHERE scope = $1 AND session_id = $2 AND state IN ('active', 'uncertain')";
+const HOLDER =
+  "SELECT * FROM admissions WHERE scope = $1 AND session_id = $2 AND state IN ('active', 'uncertain')";
 
 /**
  * Admissions in PostgreSQL. The partial unique index on (scope, session_id) for holding states is
@@ -50,7 +60,16 @@ export class PgAdmissionStore extends AdmissionTransitions implements AdmissionS
             `INSERT INTO admissions (scope, admission_id, session_id, root_key, kind, state, created_at, deadline_at)
              SELECT $1, $2, $3, $4, $5, 'active', $6, $7 WHERE NOT EXISTS (SELECT 1 FROM scope_fences WHERE target IN ($8, $9))
              ON CONFLICT DO NOTHING RETURNING *`,
-            [key, a.admissionId, a.sessionId, a.rootKey, a.kind, a.now, a.deadlineAt, ...coveringFenceKeys(key)],
+            [
+              key,
+              a.admissionId,
+              a.sessionId,
+              a.rootKey,
+              a.kind,
+              a.now,
+              a.deadlineAt,
+              ...coveringFenceKeys(key),
+            ],
           ),
         { locks: fenceLock(this.#schema, a.scope.org, "shared") },
       );
@@ -76,7 +95,9 @@ export class PgAdmissionStore extends AdmissionTransitions implements AdmissionS
     return admissionOf((await this.#db.query<AdmissionRow>(HOLDER, [key, id])).rows[0]);
   }
 
-  async releaseExpired(input: Parameters<AdmissionStore["releaseExpired"]>[0]): Promise<readonly Admission[]> {
+  async releaseExpired(
+    input: Parameters<AdmissionStore["releaseExpired"]>[0],
+  ): Promise<readonly Admission[]> {
     const r = prepareReleaseExpired(input);
     // A durability point, like every end of an admission.
     const { rows } = await this.#db.write<AdmissionRow>(
@@ -99,13 +120,24 @@ export class PgAdmissionStore extends AdmissionTransitions implements AdmissionS
     const f = normalizeFenceInput(input);
     const target = fenceKey(f.target);
     const covered = f.target.uid === undefined ? "scope LIKE $1 || '/%'" : "scope = $1";
-    const scopeArg = f.target.uid === undefined ? f.target.org.replace(/[\\%_]/g, "\\$&") : `${f.target.org}/${f.target.uid}`;
+    const scopeArg =
+      f.target.uid === undefined
+        ? f.target.org.replace(/[\\%_]/g, "\\$&")
+        : `${f.target.org}/${f.target.uid}`;
     return this.#db.transaction(
       async (tx) => {
         await tx.query(fenceLock(this.#schema, f.target.org, "exclusive"));
-        await tx.query("INSERT INTO scope_fences (target, org, reason, fenced_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", [target, f.target.org, f.reason, f.now]);
-        await tx.query(`SELECT admission_id FROM admissions WHERE state IN ('active', 'uncertain') AND ${covered} ORDER BY scope, admission_id FOR UPDATE`, [scopeArg]);
-        const { rows } = await tx.query<FenceRow>("SELECT * FROM scope_fences WHERE target = $1", [target]);
+        await tx.query(
+          "INSERT INTO scope_fences (target, org, reason, fenced_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+          [target, f.target.org, f.reason, f.now],
+        );
+        await tx.query(
+          `SELECT admission_id FROM admissions WHERE state IN ('active', 'uncertain') AND ${covered} ORDER BY scope, admission_id FOR UPDATE`,
+          [scopeArg],
+        );
+        const { rows } = await tx.query<FenceRow>("SELECT * FROM scope_fences WHERE target = $1", [
+          target,
+        ]);
         return scopeFenceFromRow(rows[0] as FenceRow);
       },
       { durable: true },
@@ -114,7 +146,9 @@ export class PgAdmissionStore extends AdmissionTransitions implements AdmissionS
 
   async liftScopeFence(target: ScopeFenceTarget): Promise<boolean> {
     const key = fenceKey(normalizeFenceTarget(target));
-    const { rowCount } = await this.#db.write("DELETE FROM scope_fences WHERE target = $1", [key], { durable: true });
+    const { rowCount } = await this.#db.write("DELETE FROM scope_fences WHERE target = $1", [key], {
+      durable: true,
+    });
     return (rowCount ?? 0) > 0;
   }
 
@@ -122,8 +156,14 @@ export class PgAdmissionStore extends AdmissionTransitions implements AdmissionS
     const t = normalizeFenceTarget(target);
     const { rows } =
       t.uid === undefined
-        ? await this.#db.query<FenceRow>("SELECT * FROM scope_fences WHERE org = $1 ORDER BY target", [t.org])
-        : await this.#db.query<FenceRow>("SELECT * FROM scope_fences WHERE target IN ($1, $2) ORDER BY target", [fenceKey({ org: t.org }), fenceKey(t)]);
+        ? await this.#db.query<FenceRow>(
+            "SELECT * FROM scope_fences WHERE org = $1 ORDER BY target",
+            [t.org],
+          )
+        : await this.#db.query<FenceRow>(
+            "SELECT * FROM scope_fences WHERE target IN ($1, $2) ORDER BY target",
+            [fenceKey({ org: t.org }), fenceKey(t)],
+          );
     return Object.freeze(rows.map(scopeFenceFromRow));
   }
 
@@ -131,13 +171,23 @@ export class PgAdmissionStore extends AdmissionTransitions implements AdmissionS
    * A conditional update (the row lock makes it wait for an append holding the admission); when it
    * matches nothing, the record as it is now is read back.
    */
-  protected async transition(scope: Scope, admissionId: string, { from, set }: AdmissionTransition): Promise<Admission | undefined> {
+  protected async transition(
+    scope: Scope,
+    admissionId: string,
+    { from, set }: AdmissionTransition,
+  ): Promise<Admission | undefined> {
     const { key, id } = prepareKeyed(scope, "admissionId", admissionId);
     // A durability point: the admission's end commits the unit's writes with it.
-    const updated = await this.#db.write<AdmissionRow>(`UPDATE admissions SET ${set} WHERE scope = $1 AND admission_id = $2 AND ${from} RETURNING *`, [key, id], {
-      durable: true,
-    });
-    return admissionOf(updated.rows[0] ?? (await this.#db.query<AdmissionRow>(BY_ID, [key, id])).rows[0]);
+    const updated = await this.#db.write<AdmissionRow>(
+      `UPDATE admissions SET ${set} WHERE scope = $1 AND admission_id = $2 AND ${from} RETURNING *`,
+      [key, id],
+      {
+        durable: true,
+      },
+    );
+    return admissionOf(
+      updated.rows[0] ?? (await this.#db.query<AdmissionRow>(BY_ID, [key, id])).rows[0],
+    );
   }
 }
 

@@ -1,5 +1,13 @@
 import type { AuditEvent, AuditLog, AuditQuery, AuditRecord, Scope } from "@alma-harness/core";
-import { type AuditRow, auditFromRow, normalizeAuditEvent, normalizeAuditQuery, pageOfFetched, RECORD_VERSION, scopeKey } from "@alma-harness/core/stores";
+import {
+  type AuditRow,
+  auditFromRow,
+  normalizeAuditEvent,
+  normalizeAuditQuery,
+  pageOfFetched,
+  RECORD_VERSION,
+  scopeKey,
+} from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
 
@@ -18,17 +26,16 @@ export class PgAuditLog implements AuditLog {
   async append(event: AuditEvent): Promise<void> {
     const e = normalizeAuditEvent(event);
     const { key } = scopeKey(e.scope);
-    await this.#db.write("INSERT INTO audit_events (scope, session_id, turn_id, trail, v, event) VALUES ($1, $2, $3, $4, $5, $6)", [
-      key,
-      e.sessionId,
-      e.turnId,
-      e.trail,
-      RECORD_VERSION,
-      JSON.stringify(e),
-    ]);
+    await this.#db.write(
+      "INSERT INTO audit_events (scope, session_id, turn_id, trail, v, event) VALUES ($1, $2, $3, $4, $5, $6)",
+      [key, e.sessionId, e.turnId, e.trail, RECORD_VERSION, JSON.stringify(e)],
+    );
   }
 
-  async query(scope: Scope, query?: AuditQuery): Promise<{ readonly items: readonly AuditRecord[]; readonly nextCursor?: string }> {
+  async query(
+    scope: Scope,
+    query?: AuditQuery,
+  ): Promise<{ readonly items: readonly AuditRecord[]; readonly nextCursor?: string }> {
     const { key } = scopeKey(scope);
     const q = normalizeAuditQuery(query);
     const { rows } = await this.#db.query<AuditRow>(

@@ -10,7 +10,11 @@ import { DEFAULT_ROOT_SCHEMA, DEFAULT_SCHEMA, migrate } from "./migrate.js";
 
 const USAGE = "usage: alma-pg-migrate <postgresql-url> [--schema alma] [--root-schema alma_root]";
 
-export function parseArgs(argv: readonly string[]): { url: string; schema: string; rootSchema: string } {
+export function parseArgs(argv: readonly string[]): {
+  url: string;
+  schema: string;
+  rootSchema: string;
+} {
   let url: string | undefined;
   let schema = DEFAULT_SCHEMA;
   let rootSchema = DEFAULT_ROOT_SCHEMA;
@@ -33,7 +37,11 @@ async function main(): Promise<void> {
   const pool = new pg.Pool({ connectionString: args.url, max: 1 });
   try {
     const applied = await migrate(pool, { schema: args.schema, rootSchema: args.rootSchema });
-    process.stdout.write(applied.length === 0 ? "alma-pg-migrate: up to date\n" : `alma-pg-migrate: applied ${applied.join(", ")}\n`);
+    process.stdout.write(
+      applied.length === 0
+        ? "alma-pg-migrate: up to date\n"
+        : `alma-pg-migrate: applied ${applied.join(", ")}\n`,
+    );
   } finally {
     await pool.end();
   }

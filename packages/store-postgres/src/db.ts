@@ -1,7 +1,23 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { type Scope, type SessionMarker, StoreUnavailableError, sessionMarker } from "@alma-harness/core";
+import {
+  type Scope,
+  type SessionMarker,
+  StoreUnavailableError,
+  sessionMarker,
+} from "@alma-harness/core";
 import pg from "pg";
-import { atomic, type Counter, codeOf, connectionLost, counted, mapPgError, type Queryable, RETRYABLE_TX, RolledBack, transaction } from "./pg.js";
+import {
+  atomic,
+  type Counter,
+  codeOf,
+  connectionLost,
+  counted,
+  mapPgError,
+  type Queryable,
+  RETRYABLE_TX,
+  RolledBack,
+  transaction,
+} from "./pg.js";
 
 /** The one savepoint name a unit uses: each write releases the previous one and opens its own. */
 const SP = "alma_w";
@@ -14,7 +30,9 @@ function literal(value: unknown): string | undefined {
   if (typeof value === "boolean") return value ? "TRUE" : "FALSE";
   if (typeof value === "number") return Number.isSafeInteger(value) ? `(${value})` : undefined;
   if (Array.isArray(value) && value.every((e) => e === null || typeof e === "string")) {
-    const items = value.map((e) => (e === null ? "NULL" : `"${(e as string).replace(/[\\"]/g, "\\$&")}"`));
+    const items = value.map((e) =>
+      e === null ? "NULL" : `"${(e as string).replace(/[\\"]/g, "\\$&")}"`,
+    );
     return pg.escapeLiteral(`{${items.join(",")}}`);
   }
   return undefined;
@@ -76,7 +94,11 @@ export class PgDb {
   readonly mark: SessionMarker;
 
   /** `pool`: the main pool, which units take their client from. */
-  constructor(pool: pg.Pool, commits: "each" | "grouped" = "each", mark: SessionMarker = sessionMarker()) {
+  constructor(
+    pool: pg.Pool,
+    commits: "each" | "grouped" = "each",
+    mark: SessionMarker = sessionMarker(),
+  ) {
     this.#pool = pool;
     this.grouped = commits === "grouped";
     this.mark = mark;
@@ -147,7 +169,10 @@ export class PgDb {
   async #lose(unit: Unit, error: unknown): Promise<StoreUnavailableError> {
     const client = unit.client;
     unit.client = undefined;
-    unit.poisoned ??= new StoreUnavailableError("postgres: the unit's transaction failed; its writes since the last commit are lost", error);
+    unit.poisoned ??= new StoreUnavailableError(
+      "postgres: the unit's transaction failed; its writes since the last commit are lost",
+      error,
+    );
     if (client) {
       let broken = connectionLost(error);
       if (!broken) {
@@ -160,7 +185,11 @@ export class PgDb {
   }
 
   /** A write (`fn` on the unit's client) inside the unit's transaction, in its own savepoint. */
-  write<T>(unit: Unit, fn: (tx: Queryable) => Promise<T | RolledBack<T>>, locks?: string): Promise<T> {
+  write<T>(
+    unit: Unit,
+    fn: (tx: Queryable) => Promise<T | RolledBack<T>>,
+    locks?: string,
+  ): Promise<T> {
     return unit.serial(async () => {
       if (unit.poisoned) throw unit.poisoned;
       let head: string;
@@ -184,13 +213,18 @@ export class PgDb {
             const first = pending;
             pending = undefined;
             if (first === undefined) return tx.query<R>(text, values);
-            const statement = values === undefined || values.length === 0 ? text : inline(text, values);
+            const statement =
+              values === undefined || values.length === 0 ? text : inline(text, values);
             if (statement === undefined) {
               await tx.query(first);
               return tx.query<R>(text, values);
             }
-            const results = (await tx.query<R>(`${first}; ${statement}`)) as pg.QueryResult<R> | pg.QueryResult<R>[];
-            return Array.isArray(results) ? (results[results.length - 1] as pg.QueryResult<R>) : results;
+            const results = (await tx.query<R>(`${first}; ${statement}`)) as
+              | pg.QueryResult<R>
+              | pg.QueryResult<R>[];
+            return Array.isArray(results)
+              ? (results[results.length - 1] as pg.QueryResult<R>)
+              : results;
           },
         };
         try {
@@ -221,7 +255,12 @@ export class PgDb {
   }
 
   /** A read on the unit's client when it has a transaction open or operations queued (it sees the unit's writes), else `fallback`. */
-  read<R extends pg.QueryResultRow>(unit: Unit, text: string, values: readonly unknown[], fallback: () => Promise<pg.QueryResult<R>>): Promise<pg.QueryResult<R>> {
+  read<R extends pg.QueryResultRow>(
+    unit: Unit,
+    text: string,
+    values: readonly unknown[],
+    fallback: () => Promise<pg.QueryResult<R>>,
+  ): Promise<pg.QueryResult<R>> {
     if (!unit.client && unit.queued === 0) return fallback();
     return unit.serial(async () => {
       const client = unit.client;
@@ -253,7 +292,10 @@ export class Conn {
   }
 
   /** A read. */
-  query<R extends pg.QueryResultRow>(text: string, values: readonly unknown[] = []): Promise<pg.QueryResult<R>> {
+  query<R extends pg.QueryResultRow>(
+    text: string,
+    values: readonly unknown[] = [],
+  ): Promise<pg.QueryResult<R>> {
     const direct = async () => {
       this.db.count.roundTrips += 1;
       try {
@@ -298,9 +340,16 @@ export class Conn {
    * serialization failure or deadlock), or as one savepoint of the unit's. Returning a
    * `RolledBack` undoes it and answers its value.
    */
-  async transaction<T>(fn: (tx: Queryable) => Promise<T | RolledBack<T>>, opts: { readonly locks?: string; readonly durable?: boolean } = {}): Promise<T> {
+  async transaction<T>(
+    fn: (tx: Queryable) => Promise<T | RolledBack<T>>,
+    opts: { readonly locks?: string; readonly durable?: boolean } = {},
+  ): Promise<T> {
     const unit = this.db.current();
-    if (!unit) return transaction(this.pool, fn, { begin: opts.locks ? `BEGIN; ${opts.locks}` : "BEGIN", count: this.db.count });
+    if (!unit)
+      return transaction(this.pool, fn, {
+        begin: opts.locks ? `BEGIN; ${opts.locks}` : "BEGIN",
+        count: this.db.count,
+      });
     const out = await this.db.write(unit, fn, opts.locks);
     if (opts.durable) await this.db.commit();
     return out;

@@ -1,4 +1,10 @@
-import { type ErasureReport, isErasedMark, type Scope, type SessionErasure, validateId } from "@alma-harness/core";
+import {
+  type ErasureReport,
+  isErasedMark,
+  type Scope,
+  type SessionErasure,
+  validateId,
+} from "@alma-harness/core";
 import { scopeKey } from "@alma-harness/core/stores";
 import type { Conn } from "./db.js";
 import { eraseMemoryRows } from "./memory.js";
@@ -18,7 +24,11 @@ export async function lockLabelScope(tx: Queryable, key: string): Promise<void> 
 }
 
 /** The session's transcript gone; one tombstone row under its mark (a row under its id, an old tombstone included, goes). */
-export async function eraseSessionRows(tx: Queryable, key: string, s: ErasedSession): Promise<void> {
+export async function eraseSessionRows(
+  tx: Queryable,
+  key: string,
+  s: ErasedSession,
+): Promise<void> {
   await tx.query("DELETE FROM messages WHERE scope = $1 AND session_id = $2", [key, s.id]);
   await tx.query("DELETE FROM sessions WHERE scope = $1 AND session_id = $2", [key, s.id]);
   await tx.query(
@@ -39,7 +49,12 @@ export async function eraseLabelRows(tx: Queryable, key: string, s: ErasedSessio
 }
 
 /** The session's results in `table` tombstoned: no envelope, the mark for the session id. Returns the rows not erased before. */
-export async function eraseResultRows(tx: Queryable, table: string, key: string, s: ErasedSession): Promise<number> {
+export async function eraseResultRows(
+  tx: Queryable,
+  table: string,
+  key: string,
+  s: ErasedSession,
+): Promise<number> {
   const { rows } = await tx.query<{ n: string }>(
     `WITH hit AS (SELECT result_id, state FROM ${table} WHERE scope = $1 AND session_id = $2 FOR UPDATE),
      done AS (UPDATE ${table} r SET state = 'erased', envelope = NULL, session_id = $3 FROM hit WHERE r.scope = $1 AND r.result_id = hit.result_id)
@@ -51,39 +66,41 @@ export async function eraseResultRows(tx: Queryable, table: string, key: string,
 
 /** Admissions and per-session spend gone; journal records, reservations and receipts kept under the mark. Returns the holding admissions. */
 async function eraseAccountRows(tx: Queryable, key: string, s: ErasedSession): Promise<number> {
-  const { rows } = await tx.query<{ state: string }>("DELETE FROM admissions WHERE scope = $1 AND session_id = $2 RETURNING state", [key, s.id]);
+  const { rows } = await tx.query<{ state: string }>(
+    "DELETE FROM admissions WHERE scope = $1 AND session_id = $2 RETURNING state",
+    [key, s.id],
+  );
   // Journal records and held reservations stay under the mark: a call in flight can still settle.
-  await tx.query("UPDATE execution SET session_id = $3, claim = jsonb_set(claim::jsonb, '{sessionId}', to_jsonb($3::text))::text WHERE scope = $1 AND session_id = $2", [
-    key,
-    s.id,
-    s.mark,
-  ]);
+  await tx.query(
+    "UPDATE execution SET session_id = $3, claim = jsonb_set(claim::jsonb, '{sessionId}', to_jsonb($3::text))::text WHERE scope = $1 AND session_id = $2",
+    [key, s.id, s.mark],
+  );
   await tx.query("DELETE FROM spend_sessions WHERE scope = $1 AND session_id = $2", [key, s.id]);
-  await tx.query("UPDATE spend_reservations SET session_id = $3 WHERE scope = $1 AND session_id = $2", [key, s.id, s.mark]);
-  await tx.query("UPDATE settlements SET session_id = $3, record = jsonb_set(record::jsonb, '{sessionId}', to_jsonb($3::text))::text WHERE scope = $1 AND session_id = $2", [
-    key,
-    s.id,
-    s.mark,
-  ]);
+  await tx.query(
+    "UPDATE spend_reservations SET session_id = $3 WHERE scope = $1 AND session_id = $2",
+    [key, s.id, s.mark],
+  );
+  await tx.query(
+    "UPDATE settlements SET session_id = $3, record = jsonb_set(record::jsonb, '{sessionId}', to_jsonb($3::text))::text WHERE scope = $1 AND session_id = $2",
+    [key, s.id, s.mark],
+  );
   // Late usage is evidence like a receipt: kept, under the mark.
-  await tx.query("UPDATE usage_inbox SET session_id = $3, record = jsonb_set(record::jsonb, '{sessionId}', to_jsonb($3::text))::text WHERE scope = $1 AND session_id = $2", [
-    key,
-    s.id,
-    s.mark,
-  ]);
+  await tx.query(
+    "UPDATE usage_inbox SET session_id = $3, record = jsonb_set(record::jsonb, '{sessionId}', to_jsonb($3::text))::text WHERE scope = $1 AND session_id = $2",
+    [key, s.id, s.mark],
+  );
   // A batch job's items keep their claim under the mark, as the receipts they settle into.
-  await tx.query("UPDATE model_job_items SET session_id = $3, record = jsonb_set(record::jsonb, '{sessionId}', to_jsonb($3::text))::text WHERE scope = $1 AND session_id = $2", [
-    key,
-    s.id,
-    s.mark,
-  ]);
+  await tx.query(
+    "UPDATE model_job_items SET session_id = $3, record = jsonb_set(record::jsonb, '{sessionId}', to_jsonb($3::text))::text WHERE scope = $1 AND session_id = $2",
+    [key, s.id, s.mark],
+  );
   // A routine run is content-free: kept, under the mark.
-  await tx.query("UPDATE routine_runs SET session_id = $3, record = jsonb_set(record::jsonb, '{sessionId}', to_jsonb($3::text))::text WHERE scope = $1 AND session_id = $2", [
-    key,
-    s.id,
-    s.mark,
-  ]);
-  if (s.audit !== undefined) await tx.query("DELETE FROM audit_events WHERE scope = $1 AND session_id = $2", [key, s.audit]);
+  await tx.query(
+    "UPDATE routine_runs SET session_id = $3, record = jsonb_set(record::jsonb, '{sessionId}', to_jsonb($3::text))::text WHERE scope = $1 AND session_id = $2",
+    [key, s.id, s.mark],
+  );
+  if (s.audit !== undefined)
+    await tx.query("DELETE FROM audit_events WHERE scope = $1 AND session_id = $2", [key, s.audit]);
   return rows.filter((r) => r.state === "active" || r.state === "uncertain").length;
 }
 
@@ -102,7 +119,11 @@ export class PgErasure implements SessionErasure {
     this.#tables = { results: `${schemas.schema}.results`, root: `${schemas.rootSchema}.results` };
   }
 
-  async eraseSession(scope: Scope, sessionId: string, opts: { readonly auditSessionId: string }): Promise<ErasureReport> {
+  async eraseSession(
+    scope: Scope,
+    sessionId: string,
+    opts: { readonly auditSessionId: string },
+  ): Promise<ErasureReport> {
     const { scope: s, key } = scopeKey(scope);
     const id = validateId("sessionId", sessionId);
     const audit = validateId("auditSessionId", opts?.auditSessionId);
@@ -122,14 +143,18 @@ export class PgErasure implements SessionErasure {
       async (tx) => {
         await lockLabelScope(tx, key);
         let fenced = 0;
-        for (const id of await this.#sessionsOf(tx, key)) fenced += await this.#erase(tx, key, { id, mark: this.#db.mark(s, id) });
+        for (const id of await this.#sessionsOf(tx, key))
+          fenced += await this.#erase(tx, key, { id, mark: this.#db.mark(s, id) });
         await tx.query("DELETE FROM audit_events WHERE scope = $1", [key]);
         // Memory of the scope: every episode and fact, from any session (one already erased included).
         await eraseMemoryRows(tx, key);
         // The scope's routines (their goals are its content) and their runs go with it.
         await tx.query("DELETE FROM routines WHERE scope = $1", [key]);
         await tx.query("DELETE FROM routine_runs WHERE scope = $1", [key]);
-        await tx.query("INSERT INTO sealed_label_scopes (scope) VALUES ($1) ON CONFLICT (scope) DO NOTHING", [key]);
+        await tx.query(
+          "INSERT INTO sealed_label_scopes (scope) VALUES ($1) ON CONFLICT (scope) DO NOTHING",
+          [key],
+        );
         return fenced;
       },
       { durable: true },

@@ -1,5 +1,37 @@
-import { type Admission, type ClaimOptions, type ClaimResult, type ExecutionClaim, type ExecutionRecord, type ExecutionStore, type Fence, type Scope, StaleFenceError } from "@alma-harness/core";
-import { claimedResult, coveringFenceKeys, EXPIRED_EVIDENCE_COLUMN, type ExecutionRow, type ExecutionStep, executionFromRow, executionOf, executionPage, existingClaim, FencedJournal, fenceRefusal, prepareClaim, prepareExecutionList, prepareKeyed, prepareReconcile, prepareStep, RECORD_VERSION, reconciledRecords, reservationRefusal, scopeFenceRefusal, staleStep } from "@alma-harness/core/stores";
+import {
+  type Admission,
+  type ClaimOptions,
+  type ClaimResult,
+  type ExecutionClaim,
+  type ExecutionRecord,
+  type ExecutionStore,
+  type Fence,
+  type Scope,
+  StaleFenceError,
+} from "@alma-harness/core";
+import {
+  claimedResult,
+  coveringFenceKeys,
+  EXPIRED_EVIDENCE_COLUMN,
+  type ExecutionRow,
+  type ExecutionStep,
+  executionFromRow,
+  executionOf,
+  executionPage,
+  existingClaim,
+  FencedJournal,
+  fenceRefusal,
+  prepareClaim,
+  prepareExecutionList,
+  prepareKeyed,
+  prepareReconcile,
+  prepareStep,
+  RECORD_VERSION,
+  reconciledRecords,
+  reservationRefusal,
+  scopeFenceRefusal,
+  staleStep,
+} from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
 import { fenceLock, scopeFencedIn } from "./fences.js";
@@ -112,26 +144,54 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
    */
   async claim(claim: ExecutionClaim, opts?: ClaimOptions): Promise<ClaimResult> {
     const { c, o, key, text } = prepareClaim(claim, opts);
-    const values: unknown[] = [key, c.operationId, c.sessionId, c.turnId, text, c.createdAt, c.deadlineAt, RECORD_VERSION];
+    const values: unknown[] = [
+      key,
+      c.operationId,
+      c.sessionId,
+      c.turnId,
+      text,
+      c.createdAt,
+      c.deadlineAt,
+      RECORD_VERSION,
+    ];
     if (o.admissionId !== undefined) values.push(o.admissionId);
     const r = o.reservation;
     if (r !== undefined) values.push(c.scope.org, r.day, r.usdMicros, r.expiresAt);
-    const sql = o.admissionId === undefined ? (r === undefined ? CLAIM_SQL.plain : CLAIM_SQL.reserving) : r === undefined ? CLAIM_SQL.fenced : CLAIM_SQL.both;
+    const sql =
+      o.admissionId === undefined
+        ? r === undefined
+          ? CLAIM_SQL.plain
+          : CLAIM_SQL.reserving
+        : r === undefined
+          ? CLAIM_SQL.fenced
+          : CLAIM_SQL.both;
     if (o.admissionId === undefined && r === undefined) {
-      const row = (await this.#db.write<ClaimRow>(sql, values)).rows[0] ?? (await this.#reread(key, c.operationId));
+      const row =
+        (await this.#db.write<ClaimRow>(sql, values)).rows[0] ??
+        (await this.#reread(key, c.operationId));
       const result = this.#settleClaim(c, text, row, o);
       // Only a reservation refuses by rolling back, and this claim has none.
       return result instanceof RolledBack ? result.value : result;
     }
     return this.#db.transaction(
       async (tx) => {
-        const row = (await tx.query<ClaimRow>(sql, values)).rows[0] ?? (await this.#reread(key, c.operationId, tx));
+        const row =
+          (await tx.query<ClaimRow>(sql, values)).rows[0] ??
+          (await this.#reread(key, c.operationId, tx));
         // The scope fence in its own statement, after the admission's FOR SHARE (see `scopeFencedIn`).
-        const fenced = row.inserted && o.admissionId !== undefined && (await scopeFencedIn(tx, key));
+        const fenced =
+          row.inserted && o.admissionId !== undefined && (await scopeFencedIn(tx, key));
         return this.#settleClaim(c, text, row, o, fenced);
       },
       // The fence lock first (see `fenceLock`), then the reservation's: the one order every writer takes.
-      { locks: [fenceLock(this.#schema, c.scope.org, "shared"), ...(r === undefined ? [] : [spendLocks(this.#schema, c.scope.org, r.day, key, c.sessionId)])].join("; ") },
+      {
+        locks: [
+          fenceLock(this.#schema, c.scope.org, "shared"),
+          ...(r === undefined
+            ? []
+            : [spendLocks(this.#schema, c.scope.org, r.day, key, c.sessionId)]),
+        ].join("; "),
+      },
     );
   }
 
@@ -141,17 +201,33 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
    */
   async #reread(key: string, operationId: string, tx?: Queryable): Promise<ClaimRow> {
     // Inside a transaction the raw error goes to `transaction`, which maps it (and retries a deadlock).
-    const existing = (tx ? await tx.query<ExecutionRow>(BY_ID, [key, operationId]) : await this.#db.query<ExecutionRow>(BY_ID, [key, operationId])).rows[0];
+    const existing = (
+      tx
+        ? await tx.query<ExecutionRow>(BY_ID, [key, operationId])
+        : await this.#db.query<ExecutionRow>(BY_ID, [key, operationId])
+    ).rows[0];
     if (!existing) throw new StaleFenceError("the operation vanished while claiming");
     return { ...existing, inserted: false };
   }
 
   /** The contract's checks, in its order, on what the claim statement read. */
-  #settleClaim(c: ExecutionClaim, text: string, row: ClaimRow, o: ClaimOptions, scopeFenced = false): ClaimResult | RolledBack<ClaimResult> {
+  #settleClaim(
+    c: ExecutionClaim,
+    text: string,
+    row: ClaimRow,
+    o: ClaimOptions,
+    scopeFenced = false,
+  ): ClaimResult | RolledBack<ClaimResult> {
     if (!row.inserted) return existingClaim(row, c, text);
     if (o.admissionId !== undefined) {
       const admission =
-        row.fence_state == null ? undefined : { state: row.fence_state, sessionId: row.fence_session_id as string, deadlineAt: row.fence_deadline_at as number };
+        row.fence_state == null
+          ? undefined
+          : {
+              state: row.fence_state,
+              sessionId: row.fence_session_id as string,
+              deadlineAt: row.fence_deadline_at as number,
+            };
       const refused = fenceRefusal(admission, c.sessionId, c.createdAt, scopeFenced);
       if (refused) throw refused;
     }
@@ -171,14 +247,30 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
   protected async step(fence: Fence, now: number, step: ExecutionStep): Promise<ExecutionRecord> {
     const release = step.name === "cancelPrepared";
     const { f, at, key, cols } = prepareStep(fence, now, step);
-    const values = [cols.state, cols.evidence, cols.not_dispatched_cause, cols.settlement_id, at, key, f.operationId, f.token, step.from];
+    const values = [
+      cols.state,
+      cols.evidence,
+      cols.not_dispatched_cause,
+      cols.settlement_id,
+      at,
+      key,
+      f.operationId,
+      f.token,
+      step.from,
+    ];
     const updated =
       step.name === "dispatch"
         ? await this.#dispatch(f.scope.org, key, values)
-        : await this.#db.write<ExecutionRow>(release ? STEP_RELEASING : STEP, values, { retry: release });
+        : await this.#db.write<ExecutionRow>(release ? STEP_RELEASING : STEP, values, {
+            retry: release,
+          });
     const row = updated.rows[0];
     if (row) return executionFromRow(row);
-    throw staleStep((await this.#db.query<ExecutionRow>(BY_ID, [key, f.operationId])).rows[0], f.token, step.from);
+    throw staleStep(
+      (await this.#db.query<ExecutionRow>(BY_ID, [key, f.operationId])).rows[0],
+      f.token,
+      step.from,
+    );
   }
 
   /**
@@ -191,8 +283,12 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
   #dispatch(org: string, key: string, values: readonly unknown[]) {
     return this.#db.transaction(
       async (tx) => {
-        const updated = await tx.query<ExecutionRow>(DISPATCH, [...values, ...coveringFenceKeys(key)]);
-        const refused = updated.rows.length === 0 ? scopeFenceRefusal(await scopeFencedIn(tx, key)) : undefined;
+        const updated = await tx.query<ExecutionRow>(DISPATCH, [
+          ...values,
+          ...coveringFenceKeys(key),
+        ]);
+        const refused =
+          updated.rows.length === 0 ? scopeFenceRefusal(await scopeFencedIn(tx, key)) : undefined;
         if (refused) throw refused;
         return updated;
       },
@@ -205,7 +301,10 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
     return executionOf((await this.#db.query<ExecutionRow>(BY_ID, [key, id])).rows[0]);
   }
 
-  async list(scope: Scope, opts: { readonly cursor?: string; readonly limit?: number; readonly resolved?: boolean } = {}): Promise<{ readonly items: readonly ExecutionRecord[]; readonly nextCursor?: string }> {
+  async list(
+    scope: Scope,
+    opts: { readonly cursor?: string; readonly limit?: number; readonly resolved?: boolean } = {},
+  ): Promise<{ readonly items: readonly ExecutionRecord[]; readonly nextCursor?: string }> {
     const { key, limit, after, resolved } = prepareExecutionList(scope, opts);
     const { rows } = await this.#db.query<ExecutionRow>(
       `SELECT * FROM execution WHERE scope = $1 AND ($5::boolean OR state NOT IN ('completed', 'not_dispatched'))
@@ -215,7 +314,10 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
     return executionPage(rows, limit);
   }
 
-  async reconcileExpired(input: { readonly now: number; readonly scope?: Scope }): Promise<readonly ExecutionRecord[]> {
+  async reconcileExpired(input: {
+    readonly now: number;
+    readonly scope?: Scope;
+  }): Promise<readonly ExecutionRecord[]> {
     const r = prepareReconcile(input);
     // One statement: each row is re-checked under its lock, so a dispatch racing the sweep either
     // commits first (and the record is fenced) or finds its token superseded. A record it makes

@@ -21,7 +21,11 @@ export function fenceLock(schema: string, org: string, mode: "shared" | "exclusi
  * subquery of the locking statement would not. `schema` qualifies the table for a store whose
  * search_path is another schema (the root results).
  */
-export async function scopeFencedIn(tx: Queryable, scopeKey: string, schema?: string): Promise<boolean> {
+export async function scopeFencedIn(
+  tx: Queryable,
+  scopeKey: string,
+  schema?: string,
+): Promise<boolean> {
   const [org, own] = coveringFenceKeys(scopeKey);
   const table = schema === undefined ? "scope_fences" : `${schema}.scope_fences`;
   const { rows } = await tx.query(`SELECT 1 FROM ${table} WHERE target IN ($1, $2)`, [org, own]);

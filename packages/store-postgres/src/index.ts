@@ -3,7 +3,13 @@
  * database. Fences, claims and admissions are decided inside the database's transactions; root
  * results live in their own schema behind their own pool.
  */
-import { type DurabilityBarrier, StoreUnavailableError, sessionMarker, type TrailKey, type TrailKeyMaterial } from "@alma-harness/core";
+import {
+  type DurabilityBarrier,
+  StoreUnavailableError,
+  sessionMarker,
+  type TrailKey,
+  type TrailKeyMaterial,
+} from "@alma-harness/core";
 import type { DurableStores } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { PgAdmissionStore } from "./admissions.js";
@@ -12,7 +18,14 @@ import { PgDb } from "./db.js";
 import { PgErasure } from "./erasure.js";
 import { PgExecutionStore } from "./execution.js";
 import { PgSessionLabelStore } from "./labels.js";
-import { loadMigrations, migrate, pendingMigrations, resolveSchemas, type SchemaNames, schemaVersion } from "./migrate.js";
+import {
+  loadMigrations,
+  migrate,
+  pendingMigrations,
+  resolveSchemas,
+  type SchemaNames,
+  schemaVersion,
+} from "./migrate.js";
 import { schemaPool } from "./pg.js";
 import { PgResultStore } from "./results.js";
 import { PgRoutineRunStore, PgRoutineStore } from "./routines.js";
@@ -22,7 +35,16 @@ import { PgModelJobStore } from "./model-jobs.js";
 import { PgUsageInbox } from "./usage-inbox.js";
 import { PgEpisodeStore, PgMemoryErasure, PgProfileStore } from "./memory.js";
 
-export { DEFAULT_ROOT_SCHEMA, DEFAULT_SCHEMA, loadMigrations, migrate, type PgMigration, pendingMigrations, type SchemaNames, schemaVersion } from "./migrate.js";
+export {
+  DEFAULT_ROOT_SCHEMA,
+  DEFAULT_SCHEMA,
+  loadMigrations,
+  migrate,
+  type PgMigration,
+  pendingMigrations,
+  type SchemaNames,
+  schemaVersion,
+} from "./migrate.js";
 export { RECORD_VERSION } from "@alma-harness/core/stores";
 export { mapPgError } from "./pg.js";
 export { PgModelJobStore } from "./model-jobs.js";
@@ -77,7 +99,10 @@ export interface PostgresStores extends DurableStores {
  */
 export async function createPostgresStores(options: PostgresStoreOptions): Promise<PostgresStores> {
   const schemas = resolveSchemas(options);
-  const config: pg.PoolConfig = { ...options.pool, ...(options.connectionString ? { connectionString: options.connectionString } : {}) };
+  const config: pg.PoolConfig = {
+    ...options.pool,
+    ...(options.connectionString ? { connectionString: options.connectionString } : {}),
+  };
   const main = schemaPool(config, schemas.schema);
   const root = schemaPool(config, schemas.rootSchema);
   let closed = false;
@@ -91,13 +116,20 @@ export async function createPostgresStores(options: PostgresStoreOptions): Promi
     const missing = await pendingMigrations(main, schemas.schema);
     const version = await schemaVersion(main, schemas.schema);
     const latest = loadMigrations().at(-1)?.version ?? 0;
-    if (version > latest) throw new StoreUnavailableError(`schema ${schemas.schema} is at version ${version}, newer than this build's ${latest}`);
+    if (version > latest)
+      throw new StoreUnavailableError(
+        `schema ${schemas.schema} is at version ${version}, newer than this build's ${latest}`,
+      );
     if (missing.length > 0) {
-      throw new StoreUnavailableError(`schema ${schemas.schema} is at version ${version} without step ${missing.join(", ")} this build needs: run alma-pg-migrate`);
+      throw new StoreUnavailableError(
+        `schema ${schemas.schema} is at version ${version} without step ${missing.join(", ")} this build needs: run alma-pg-migrate`,
+      );
     }
   } catch (error) {
     await close();
-    throw error instanceof StoreUnavailableError ? error : new StoreUnavailableError("could not open the postgres stores", error);
+    throw error instanceof StoreUnavailableError
+      ? error
+      : new StoreUnavailableError("could not open the postgres stores", error);
   }
   return buildStores(main, root, schemas, options.commits ?? "each", close, options.trailKey);
 }
@@ -111,7 +143,8 @@ export function buildStores(
   close: () => Promise<void>,
   trailKey?: TrailKey | TrailKeyMaterial,
 ): PostgresStores {
-  if (commits !== "each" && commits !== "grouped") throw new TypeError('commits must be "each" or "grouped"');
+  if (commits !== "each" && commits !== "grouped")
+    throw new TypeError('commits must be "each" or "grouped"');
   const db = new PgDb(main, commits, sessionMarker(trailKey));
   const on = db.on(main);
   const execution = new PgExecutionStore(on, schemas.schema);
@@ -137,7 +170,12 @@ export function buildStores(
     audit: new PgAuditLog(on),
     erasure: new PgErasure(on, schemas),
     schemas,
-    ...(db.grouped ? { barrier: Object.freeze({ commit: () => db.commit() }), unit: <T>(work: () => Promise<T>) => db.unit(work) } : {}),
+    ...(db.grouped
+      ? {
+          barrier: Object.freeze({ commit: () => db.commit() }),
+          unit: <T>(work: () => Promise<T>) => db.unit(work),
+        }
+      : {}),
     commitCount: () => db.count.commits,
     roundTripCount: () => db.count.roundTrips,
     close,

@@ -1,4 +1,13 @@
-import { canonicalJson, normalizeSessionLabels, type Scope, SessionLabelConflictError, SessionLabelErasedError, type SessionLabels, type SessionLabelStore, validateId } from "@alma-harness/core";
+import {
+  canonicalJson,
+  normalizeSessionLabels,
+  type Scope,
+  SessionLabelConflictError,
+  SessionLabelErasedError,
+  type SessionLabels,
+  type SessionLabelStore,
+  validateId,
+} from "@alma-harness/core";
 import { labelsFromText, scopeKey } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
@@ -19,7 +28,8 @@ export class PgSessionLabelStore implements SessionLabelStore {
     const text = canonicalJson(normalized);
     return this.#db.transaction(async (tx) => {
       await lockScope(tx, key);
-      if ((await tx.query("SELECT 1 FROM sealed_label_scopes WHERE scope = $1", [key])).rowCount) throw new SessionLabelErasedError();
+      if ((await tx.query("SELECT 1 FROM sealed_label_scopes WHERE scope = $1", [key])).rowCount)
+        throw new SessionLabelErasedError();
       // The row under the id, or the tombstone under the session's mark.
       const found = await tx.query<{ labels: string | null; erased: boolean }>(
         "SELECT labels, erased FROM session_labels WHERE scope = $1 AND session_id IN ($2, $3) ORDER BY erased DESC",
@@ -31,7 +41,11 @@ export class PgSessionLabelStore implements SessionLabelStore {
         if (row.labels === text) return normalized;
         throw new SessionLabelConflictError();
       }
-      await tx.query("INSERT INTO session_labels (scope, session_id, labels) VALUES ($1, $2, $3)", [key, id, text]);
+      await tx.query("INSERT INTO session_labels (scope, session_id, labels) VALUES ($1, $2, $3)", [
+        key,
+        id,
+        text,
+      ]);
       return normalized;
     });
   }
@@ -56,7 +70,10 @@ export class PgSessionLabelStore implements SessionLabelStore {
       async (tx) => {
         await lockScope(tx, key);
         if (id === undefined) {
-          await tx.query("INSERT INTO sealed_label_scopes (scope) VALUES ($1) ON CONFLICT (scope) DO NOTHING", [key]);
+          await tx.query(
+            "INSERT INTO sealed_label_scopes (scope) VALUES ($1) ON CONFLICT (scope) DO NOTHING",
+            [key],
+          );
           // The seal refuses every later put: no row of the scope, no tombstone, is kept.
           await tx.query("DELETE FROM session_labels WHERE scope = $1", [key]);
           return;

@@ -62,14 +62,31 @@ const CURRENT = `AND NOT EXISTS (SELECT 1 FROM memory_facts n WHERE n.scope = r.
  * so a put and an erasure of the scope never interleave): refused for a session the store set
  * erased (its tombstone in `sessions`); else insert-or-nothing, then the stored row compared.
  */
-async function put(db: Conn, kind: Kind, key: string, record: Episode | ProfileFact): Promise<MemoryPutStatus> {
+async function put(
+  db: Conn,
+  kind: Kind,
+  key: string,
+  record: Episode | ProfileFact,
+): Promise<MemoryPutStatus> {
   const { table, id } = TABLES[kind];
   const recordId = "episodeId" in record ? record.episodeId : record.factId;
   const fact = kind === "fact" && "key" in record;
-  const values = [key, recordId, record.source.sessionId, record.source.at, sensitivityRank(record.sensitivity), memoryRecordText(record), memoryDocument(record), ...(fact ? [record.key] : [])];
+  const values = [
+    key,
+    recordId,
+    record.source.sessionId,
+    record.source.at,
+    sensitivityRank(record.sensitivity),
+    memoryRecordText(record),
+    memoryDocument(record),
+    ...(fact ? [record.key] : []),
+  ];
   return db.transaction(async (tx) => {
     await lockLabelScope(tx, key);
-    const erased = await tx.query("SELECT 1 FROM sessions WHERE scope = $1 AND session_id = $2 AND erased", [key, db.mark(record.scope, record.source.sessionId)]);
+    const erased = await tx.query(
+      "SELECT 1 FROM sessions WHERE scope = $1 AND session_id = $2 AND erased",
+      [key, db.mark(record.scope, record.source.sessionId)],
+    );
     if (erased.rows.length > 0) throw new ErasedError("the record's source session");
     const { rows } = await tx.query<{ n: number }>(
       `INSERT INTO ${table} (scope, ${id}, session_id, at, sensitivity, record, doc${fact ? ", fact_key" : ""})
@@ -79,16 +96,24 @@ async function put(db: Conn, kind: Kind, key: string, record: Episode | ProfileF
     );
     if (rows.length === 1) return "stored" as const;
     // Under the scope's lock the row that won is committed and stays while this transaction runs.
-    const found = await tx.query<{ record: string }>(`SELECT record FROM ${table} WHERE scope = $1 AND ${id} = $2`, [key, recordId]);
+    const found = await tx.query<{ record: string }>(
+      `SELECT record FROM ${table} WHERE scope = $1 AND ${id} = $2`,
+      [key, recordId],
+    );
     const text = found.rows[0]?.record;
     if (text === undefined) throw new MemoryConflictError(kind);
-    const stored = kind === "episode" ? episodeFromText(record.scope, text) : factFromText(record.scope, text);
+    const stored =
+      kind === "episode" ? episodeFromText(record.scope, text) : factFromText(record.scope, text);
     if (sameJson(stored, record)) return "replayed" as const;
     throw new MemoryConflictError(kind);
   });
 }
 
-async function search(db: Conn, kind: Kind, q: NormalizedMemorySearch): Promise<{ record: string; score: number }[]> {
+async function search(
+  db: Conn,
+  kind: Kind,
+  q: NormalizedMemorySearch,
+): Promise<{ record: string; score: number }[]> {
   const { table, id } = TABLES[kind];
   const current = kind === "fact" ? CURRENT : "";
   if (q.terms.length === 0) {
@@ -107,7 +132,13 @@ async function search(db: Conn, kind: Kind, q: NormalizedMemorySearch): Promise<
   return rows.map((r) => ({ record: r.record, score: Number(r.rank) }));
 }
 
-async function list<T extends Episode | ProfileFact>(db: Conn, kind: Kind, scope: Scope, query: MemoryListQuery | undefined, decode: (s: Scope, text: string) => T): Promise<MemoryPage<T>> {
+async function list<T extends Episode | ProfileFact>(
+  db: Conn,
+  kind: Kind,
+  scope: Scope,
+  query: MemoryListQuery | undefined,
+  decode: (s: Scope, text: string) => T,
+): Promise<MemoryPage<T>> {
   const { table, id } = TABLES[kind];
   const q = normalizeMemoryList(scope, query);
   const { rows } = await db.query<{ record: string }>(
@@ -117,11 +148,18 @@ async function list<T extends Episode | ProfileFact>(db: Conn, kind: Kind, scope
   );
   const items = Object.freeze(rows.slice(0, q.limit).map((r) => decode(q.scope, r.record)));
   const last = items[items.length - 1];
-  return Object.freeze({ items, ...(rows.length > q.limit && last !== undefined ? { nextCursor: memoryListCursor(last) } : {}) });
+  return Object.freeze({
+    items,
+    ...(rows.length > q.limit && last !== undefined ? { nextCursor: memoryListCursor(last) } : {}),
+  });
 }
 
 /** The memory rows of one session (or, without one, of the whole scope) gone, in the caller's transaction. Shared with the store set's `SessionErasure`. */
-export async function eraseMemoryRows(tx: Queryable, key: string, sessionId?: string): Promise<MemoryErasureReport> {
+export async function eraseMemoryRows(
+  tx: Queryable,
+  key: string,
+  sessionId?: string,
+): Promise<MemoryErasureReport> {
   const where = sessionId === undefined ? "scope = $1" : "scope = $1 AND session_id = $2";
   const args = sessionId === undefined ? [key] : [key, sessionId];
   const episodes = await tx.query(`DELETE FROM memory_episodes WHERE ${where}`, args);
@@ -140,7 +178,11 @@ export class PgEpisodeStore implements EpisodeStore {
   }
   async search(scope: Scope, query: MemorySearch): Promise<readonly MemoryHit<Episode>[]> {
     const q = normalizeMemorySearch(scope, query);
-    return Object.freeze((await search(this.#db, "episode", q)).map((h) => Object.freeze({ record: episodeFromText(q.scope, h.record), score: h.score })));
+    return Object.freeze(
+      (await search(this.#db, "episode", q)).map((h) =>
+        Object.freeze({ record: episodeFromText(q.scope, h.record), score: h.score }),
+      ),
+    );
   }
   list(scope: Scope, query?: MemoryListQuery): Promise<MemoryPage<Episode>> {
     return list(this.#db, "episode", scope, query, episodeFromText);
@@ -158,14 +200,22 @@ export class PgProfileStore implements ProfileStore {
   }
   async search(scope: Scope, query: MemorySearch): Promise<readonly MemoryHit<ProfileFact>[]> {
     const q = normalizeMemorySearch(scope, query);
-    return Object.freeze((await search(this.#db, "fact", q)).map((h) => Object.freeze({ record: factFromText(q.scope, h.record), score: h.score })));
+    return Object.freeze(
+      (await search(this.#db, "fact", q)).map((h) =>
+        Object.freeze({ record: factFromText(q.scope, h.record), score: h.score }),
+      ),
+    );
   }
   list(scope: Scope, query?: MemoryListQuery): Promise<MemoryPage<ProfileFact>> {
     return list(this.#db, "fact", scope, query, factFromText);
   }
   async remove(scope: Scope, factId: string): Promise<boolean> {
     const ref = normalizeFactRef(scope, factId);
-    const { rows } = await this.#db.write<{ n: number }>("DELETE FROM memory_facts WHERE scope = $1 AND fact_id = $2 RETURNING 1 AS n", [ref.key, ref.factId], { durable: true });
+    const { rows } = await this.#db.write<{ n: number }>(
+      "DELETE FROM memory_facts WHERE scope = $1 AND fact_id = $2 RETURNING 1 AS n",
+      [ref.key, ref.factId],
+      { durable: true },
+    );
     return rows.length > 0;
   }
 }
@@ -178,6 +228,8 @@ export class PgMemoryErasure implements MemoryErasure {
   }
   async eraseMemory(input: MemoryErasureTarget): Promise<MemoryErasureReport> {
     const target = normalizeMemoryTarget(input);
-    return this.#db.transaction((tx) => eraseMemoryRows(tx, target.key, target.sessionId), { durable: true });
+    return this.#db.transaction((tx) => eraseMemoryRows(tx, target.key, target.sessionId), {
+      durable: true,
+    });
   }
 }

@@ -38,7 +38,9 @@ export class PgModelJobStore implements ModelJobStore {
     this.#db = asConn(pool);
   }
 
-  async create(input: ModelJob): Promise<{ readonly status: "created" | "exists"; readonly job: ModelJob }> {
+  async create(
+    input: ModelJob,
+  ): Promise<{ readonly status: "created" | "exists"; readonly job: ModelJob }> {
     const { job, key } = normalizeNewModelJob(input);
     const created = await this.#db.transaction(async (tx) => {
       const { rows } = await tx.query(
@@ -48,20 +50,17 @@ export class PgModelJobStore implements ModelJobStore {
       );
       if (rows.length === 0) return false;
       for (const [i, item] of job.items.entries()) {
-        await tx.query("INSERT INTO model_job_items (scope, job_id, ordinal, custom_id, session_id, record) VALUES ($1, $2, $3, $4, $5, $6)", [
-          key,
-          job.jobId,
-          i,
-          item.customId,
-          item.sessionId,
-          modelJobItemText(item),
-        ]);
+        await tx.query(
+          "INSERT INTO model_job_items (scope, job_id, ordinal, custom_id, session_id, record) VALUES ($1, $2, $3, $4, $5, $6)",
+          [key, job.jobId, i, item.customId, item.sessionId, modelJobItemText(item)],
+        );
       }
       return true;
     });
     if (created) return Object.freeze({ status: "created", job });
     const stored = await readJob(this.#db, job.scope, key, job.jobId);
-    if (stored && sameModelJob(stored, job, (scope, id) => this.#db.mark(scope, id))) return Object.freeze({ status: "exists", job: stored });
+    if (stored && sameModelJob(stored, job, (scope, id) => this.#db.mark(scope, id)))
+      return Object.freeze({ status: "exists", job: stored });
     throw new ModelJobConflictError();
   }
 
@@ -76,14 +75,10 @@ export class PgModelJobStore implements ModelJobStore {
     const c = normalizeAdvance(change);
     return this.#db.transaction(async (tx) => {
       const next = advancedJob(await readJob(tx, s, key, id, true), c);
-      await tx.query("UPDATE model_jobs SET state = $3, updated_at = $4, batch_id = $5, submitting_at = $6 WHERE scope = $1 AND job_id = $2", [
-        key,
-        id,
-        next.state,
-        next.updatedAt,
-        next.batchId ?? null,
-        next.submittingAt ?? null,
-      ]);
+      await tx.query(
+        "UPDATE model_jobs SET state = $3, updated_at = $4, batch_id = $5, submitting_at = $6 WHERE scope = $1 AND job_id = $2",
+        [key, id, next.state, next.updatedAt, next.batchId ?? null, next.submittingAt ?? null],
+      );
       return next;
     });
   }
@@ -98,23 +93,28 @@ export class PgModelJobStore implements ModelJobStore {
     const id = validateCustomId("jobId", jobId);
     const settlement = normalizeItemSettlement(customId, settled);
     return this.#db.transaction(async (tx) => {
-      const item = (await readJob(tx, s, key, id, true))?.items.find((i) => i.customId === settlement.customId);
+      const item = (await readJob(tx, s, key, id, true))?.items.find(
+        (i) => i.customId === settlement.customId,
+      );
       if (!item) throw new ModelJobConflictError("no such item in the job");
       const out = settledItem(item, settlement);
       if (out.status === "applied") {
-        await tx.query("UPDATE model_job_items SET settlement_id = $4, outcome = $5 WHERE scope = $1 AND job_id = $2 AND custom_id = $3 AND settlement_id IS NULL", [
-          key,
-          id,
-          settlement.customId,
-          settlement.settlementId,
-          settlement.outcome,
-        ]);
+        await tx.query(
+          "UPDATE model_job_items SET settlement_id = $4, outcome = $5 WHERE scope = $1 AND job_id = $2 AND custom_id = $3 AND settlement_id IS NULL",
+          [key, id, settlement.customId, settlement.settlementId, settlement.outcome],
+        );
       }
-      return Object.freeze({ status: out.status, job: (await readJob(tx, s, key, id)) as ModelJob });
+      return Object.freeze({
+        status: out.status,
+        job: (await readJob(tx, s, key, id)) as ModelJob,
+      });
     });
   }
 
-  async list(scope: Scope, query?: { readonly state?: ModelJobState; readonly cursor?: string; readonly limit?: number }) {
+  async list(
+    scope: Scope,
+    query?: { readonly state?: ModelJobState; readonly cursor?: string; readonly limit?: number },
+  ) {
     const q = normalizeModelJobQuery(scope, query);
     const after = q.after ?? [-1, ""];
     const { rows } = await this.#db.query<{ job_id: string }>(
@@ -132,10 +132,22 @@ export class PgModelJobStore implements ModelJobStore {
 }
 
 /** The job and its items (`lock`: the job row `FOR UPDATE`, inside a transaction). */
-async function readJob(db: Queryable, scope: Scope, key: string, jobId: string, lock = false): Promise<ModelJob | undefined> {
-  const { rows } = await db.query<ModelJobRow>(`SELECT * FROM model_jobs WHERE scope = $1 AND job_id = $2${lock ? " FOR UPDATE" : ""}`, [key, jobId]);
+async function readJob(
+  db: Queryable,
+  scope: Scope,
+  key: string,
+  jobId: string,
+  lock = false,
+): Promise<ModelJob | undefined> {
+  const { rows } = await db.query<ModelJobRow>(
+    `SELECT * FROM model_jobs WHERE scope = $1 AND job_id = $2${lock ? " FOR UPDATE" : ""}`,
+    [key, jobId],
+  );
   const row = rows[0];
   if (!row) return undefined;
-  const items = await db.query<ModelJobItemRow>("SELECT record, settlement_id, outcome FROM model_job_items WHERE scope = $1 AND job_id = $2 ORDER BY ordinal", [key, jobId]);
+  const items = await db.query<ModelJobItemRow>(
+    "SELECT record, settlement_id, outcome FROM model_job_items WHERE scope = $1 AND job_id = $2 ORDER BY ordinal",
+    [key, jobId],
+  );
   return modelJobFromRows(scope, row, items.rows);
 }

@@ -1,10 +1,18 @@
 import { createHash } from "node:crypto";
-import { AlmaError, ConflictError, StoreUnavailableError, ValidationError } from "@alma-harness/core";
+import {
+  AlmaError,
+  ConflictError,
+  StoreUnavailableError,
+  ValidationError,
+} from "@alma-harness/core";
 import pg from "pg";
 
 /** What a store needs to run one statement: a pool, or the client of an open transaction. */
 export interface Queryable {
-  query<R extends pg.QueryResultRow>(text: string, values?: readonly unknown[]): Promise<pg.QueryResult<R>>;
+  query<R extends pg.QueryResultRow>(
+    text: string,
+    values?: readonly unknown[],
+  ): Promise<pg.QueryResult<R>>;
 }
 
 const SCHEMA = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -21,12 +29,18 @@ export function validateSchema(name: unknown, field = "schema"): string {
 const INT8_OID = 20;
 const types = {
   getTypeParser: ((oid: number, format?: "text" | "binary") =>
-    oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format ?? "text")) as pg.CustomTypesConfig["getTypeParser"],
+    oid === INT8_OID
+      ? (value: string) => Number(value)
+      : pg.types.getTypeParser(oid, format ?? "text")) as pg.CustomTypesConfig["getTypeParser"],
 };
 
 /** A pool whose sessions resolve unqualified names in `schema` alone (pg_catalog aside). */
 export function schemaPool(config: pg.PoolConfig, schema: string): pg.Pool {
-  const pool = new pg.Pool({ ...config, options: `-c search_path=${validateSchema(schema)}`, types });
+  const pool = new pg.Pool({
+    ...config,
+    options: `-c search_path=${validateSchema(schema)}`,
+    types,
+  });
   // An idle client that dies (a restarted server, a terminated backend) must not crash the host.
   pool.on("error", () => {});
   return pool;
@@ -49,16 +63,29 @@ export function connectionLost(error: unknown): boolean {
 export function mapPgError(error: unknown): unknown {
   if (error instanceof AlmaError) return error;
   const code = codeOf(error);
-  if (code === "23505") return new ConflictError("store_conflict", "the write conflicts with a stored record");
+  if (code === "23505")
+    return new ConflictError("store_conflict", "the write conflicts with a stored record");
   if (code !== undefined && RETRYABLE_TX.has(code)) {
-    return new StoreUnavailableError("the transaction kept conflicting with concurrent ones", error);
+    return new StoreUnavailableError(
+      "the transaction kept conflicting with concurrent ones",
+      error,
+    );
   }
-  const detail = code === undefined ? (error instanceof Error ? error.message : String(error)) : `SQLSTATE ${code}`;
+  const detail =
+    code === undefined
+      ? error instanceof Error
+        ? error.message
+        : String(error)
+      : `SQLSTATE ${code}`;
   return new StoreUnavailableError(`postgres: ${detail}`, error);
 }
 
 /** One statement outside a transaction, mapping failures. */
-export async function run<R extends pg.QueryResultRow>(db: Queryable, text: string, values: readonly unknown[] = []): Promise<pg.QueryResult<R>> {
+export async function run<R extends pg.QueryResultRow>(
+  db: Queryable,
+  text: string,
+  values: readonly unknown[] = [],
+): Promise<pg.QueryResult<R>> {
   try {
     return await db.query<R>(text, values);
   } catch (error) {
@@ -173,7 +200,13 @@ export function lockKey(...parts: readonly string[]): string {
 }
 
 /** The reservation locks of one spend key, tenant-day first, then session: the one order every spend writer takes. */
-export function spendLocks(schema: string, org: string, day: string, scope: string, sessionId: string): string {
+export function spendLocks(
+  schema: string,
+  org: string,
+  day: string,
+  scope: string,
+  sessionId: string,
+): string {
   const dayKey = lockKey(schema, "spend-day", org, day);
   const sessionKey = lockKey(schema, "spend-session", scope, sessionId);
   return `SELECT pg_advisory_xact_lock(${dayKey}); SELECT pg_advisory_xact_lock(${sessionKey})`;

@@ -1,5 +1,25 @@
-import type { Admission, ExecutionResultStore, JsonValue, ResultRecord, ResultReservation, ReserveResult, Scope } from "@alma-harness/core";
-import { fenceRefusal, prepareKeyed, preparePut, prepareReserve, prepareResultGet, putOutcome, RECORD_VERSION, type ResultRow, reserveResult, resultFromRow, validateTime } from "@alma-harness/core/stores";
+import type {
+  Admission,
+  ExecutionResultStore,
+  JsonValue,
+  ResultRecord,
+  ResultReservation,
+  ReserveResult,
+  Scope,
+} from "@alma-harness/core";
+import {
+  fenceRefusal,
+  prepareKeyed,
+  preparePut,
+  prepareReserve,
+  prepareResultGet,
+  putOutcome,
+  RECORD_VERSION,
+  type ResultRow,
+  reserveResult,
+  resultFromRow,
+  validateTime,
+} from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
 import { scopeFencedIn } from "./fences.js";
@@ -36,7 +56,10 @@ export class PgResultStore implements ExecutionResultStore {
   constructor(pool: pg.Pool | Conn, schema: string, resultsSchema?: string) {
     this.#db = asConn(pool);
     this.#schema = validateSchema(schema);
-    this.#table = resultsSchema === undefined ? "results" : `${validateSchema(resultsSchema, "resultsSchema")}.results`;
+    this.#table =
+      resultsSchema === undefined
+        ? "results"
+        : `${validateSchema(resultsSchema, "resultsSchema")}.results`;
     this.#byId = `SELECT * FROM ${this.#table} WHERE scope = $1 AND result_id = $2`;
     // Held until commit: the admission cannot end (finish, mark uncertain, release) under the write.
     this.#fencedRead = `WITH fence AS MATERIALIZED (
@@ -50,15 +73,32 @@ export class PgResultStore implements ExecutionResultStore {
     const inserted = await this.#db.write<ResultRow>(
       `INSERT INTO ${this.#table} (scope, result_id, session_id, binding, sensitivity, max_chars, expires_at, created_at, state, v)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'reserved', $9) ON CONFLICT (scope, result_id) DO NOTHING RETURNING *`,
-      [key, r.resultId, r.sessionId, r.binding, r.sensitivity, r.maxChars, r.expiresAt, r.createdAt, RECORD_VERSION],
+      [
+        key,
+        r.resultId,
+        r.sessionId,
+        r.binding,
+        r.sensitivity,
+        r.maxChars,
+        r.expiresAt,
+        r.createdAt,
+        RECORD_VERSION,
+      ],
     );
     const row = inserted.rows[0];
     if (row) return reserveResult("reserved", row, r.createdAt);
-    const existing = (await this.#db.query<ResultRow>(this.#byId, [key, r.resultId])).rows[0] as ResultRow;
+    const existing = (await this.#db.query<ResultRow>(this.#byId, [key, r.resultId]))
+      .rows[0] as ResultRow;
     return reserveResult("exists", existing, r.createdAt);
   }
 
-  async put(scope: Scope, resultId: string, envelope: JsonValue, now: number, opts?: { readonly admissionId?: string }): Promise<ResultRecord> {
+  async put(
+    scope: Scope,
+    resultId: string,
+    envelope: JsonValue,
+    now: number,
+    opts?: { readonly admissionId?: string },
+  ): Promise<ResultRecord> {
     const { key, id, at, admissionId, text } = preparePut(scope, resultId, envelope, now, opts);
     return this.#db.transaction(async (tx) => {
       const row =
@@ -68,8 +108,19 @@ export class PgResultStore implements ExecutionResultStore {
       // The fence first (as the reference store): a stale owner learns it is fenced, whatever the result's state.
       if (row && admissionId !== undefined) {
         const admission =
-          row.fence_state == null ? undefined : { state: row.fence_state, sessionId: row.fence_session_id as string, deadlineAt: row.fence_deadline_at as number };
-        const refused = fenceRefusal(admission, row.session_id, at, admission !== undefined && (await scopeFencedIn(tx, key, this.#schema)));
+          row.fence_state == null
+            ? undefined
+            : {
+                state: row.fence_state,
+                sessionId: row.fence_session_id as string,
+                deadlineAt: row.fence_deadline_at as number,
+              };
+        const refused = fenceRefusal(
+          admission,
+          row.session_id,
+          at,
+          admission !== undefined && (await scopeFencedIn(tx, key, this.#schema)),
+        );
         if (refused) throw refused;
       }
       const done = putOutcome(id, row, text, at);
@@ -91,14 +142,21 @@ export class PgResultStore implements ExecutionResultStore {
   async eraseSession(scope: Scope, sessionId: string): Promise<number> {
     const { key, id } = prepareKeyed(scope, "sessionId", sessionId);
     // An erasure is a durability point.
-    return this.#db.transaction((tx) => eraseResultRows(tx, this.#table, key, { id, mark: this.#db.mark(scope, id) }), { durable: true });
+    return this.#db.transaction(
+      (tx) => eraseResultRows(tx, this.#table, key, { id, mark: this.#db.mark(scope, id) }),
+      { durable: true },
+    );
   }
 
   async purgeExpired(now: number): Promise<number> {
     const at = validateTime("now", now);
-    const result = await this.#db.write(`UPDATE ${this.#table} SET state = 'expired', envelope = NULL WHERE state IN ('reserved', 'stored') AND expires_at <= $1`, [at], {
-      durable: true,
-    });
+    const result = await this.#db.write(
+      `UPDATE ${this.#table} SET state = 'expired', envelope = NULL WHERE state IN ('reserved', 'stored') AND expires_at <= $1`,
+      [at],
+      {
+        durable: true,
+      },
+    );
     return result.rowCount ?? 0;
   }
 }

@@ -52,16 +52,20 @@ export class PgRoutineStore implements RoutineStore {
     return this.#db.transaction(
       async (tx) => {
         // Lock the slot of the id (an absent row too) so two puts of one routine serialize.
-        await tx.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`alma:routine:${key} ${routine.id}`]);
-        const { rows } = await tx.query<{ record: string }>("SELECT record FROM routines WHERE scope = $1 AND id = $2", [key, routine.id]);
+        await tx.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [
+          `alma:routine:${key} ${routine.id}`,
+        ]);
+        const { rows } = await tx.query<{ record: string }>(
+          "SELECT record FROM routines WHERE scope = $1 AND id = $2",
+          [key, routine.id],
+        );
         const stored = rows[0] ? routineFromText(routine.scope, rows[0].record) : undefined;
         const result = routineUpdate(stored, routine);
         if (result.status !== "unchanged") {
-          await tx.query("INSERT INTO routines (scope, id, record) VALUES ($1, $2, $3) ON CONFLICT (scope, id) DO UPDATE SET record = excluded.record", [
-            key,
-            routine.id,
-            routineText(result.routine),
-          ]);
+          await tx.query(
+            "INSERT INTO routines (scope, id, record) VALUES ($1, $2, $3) ON CONFLICT (scope, id) DO UPDATE SET record = excluded.record",
+            [key, routine.id, routineText(result.routine)],
+          );
         }
         return result;
       },
@@ -71,20 +75,33 @@ export class PgRoutineStore implements RoutineStore {
 
   async get(scope: Scope, id: string): Promise<Routine | undefined> {
     const ref = normalizeRoutineRef(scope, id);
-    const { rows } = await this.#db.query<{ record: string }>("SELECT record FROM routines WHERE scope = $1 AND id = $2", [ref.key, ref.id]);
+    const { rows } = await this.#db.query<{ record: string }>(
+      "SELECT record FROM routines WHERE scope = $1 AND id = $2",
+      [ref.key, ref.id],
+    );
     return rows[0] ? routineFromText(ref.scope, rows[0].record) : undefined;
   }
 
   async remove(scope: Scope, id: string): Promise<boolean> {
     const ref = normalizeRoutineRef(scope, id);
-    const { rows } = await this.#db.write<{ n: number }>("DELETE FROM routines WHERE scope = $1 AND id = $2 RETURNING 1 AS n", [ref.key, ref.id], { durable: true });
+    const { rows } = await this.#db.write<{ n: number }>(
+      "DELETE FROM routines WHERE scope = $1 AND id = $2 RETURNING 1 AS n",
+      [ref.key, ref.id],
+      { durable: true },
+    );
     return rows.length > 0;
   }
 
-  async list(scope: Scope, query?: { readonly cursor?: string; readonly limit?: number }): Promise<RoutinePage> {
+  async list(
+    scope: Scope,
+    query?: { readonly cursor?: string; readonly limit?: number },
+  ): Promise<RoutinePage> {
     const { scope: s, key } = scopeKey(scope);
     const q = normalizeRoutineQuery(query, false);
-    const { rows } = await this.#db.query<{ record: string }>("SELECT record FROM routines WHERE scope = $1 AND id > $2 ORDER BY id LIMIT $3", [key, q.after?.[0] ?? "", q.limit + 1]);
+    const { rows } = await this.#db.query<{ record: string }>(
+      "SELECT record FROM routines WHERE scope = $1 AND id > $2 ORDER BY id LIMIT $3",
+      [key, q.after?.[0] ?? "", q.limit + 1],
+    );
     return pageOfFetched(
       rows.map((r) => routineFromText(s, r.record)),
       q.limit,
@@ -95,11 +112,10 @@ export class PgRoutineStore implements RoutineStore {
   async scan(query?: { readonly cursor?: string; readonly limit?: number }): Promise<RoutinePage> {
     const q = normalizeRoutineQuery(query, true);
     const [k, id] = q.after ?? ["", ""];
-    const { rows } = await this.#db.query<{ scope: string; record: string }>("SELECT scope, record FROM routines WHERE (scope, id) > ($1, $2) ORDER BY scope, id LIMIT $3", [
-      k,
-      id,
-      q.limit + 1,
-    ]);
+    const { rows } = await this.#db.query<{ scope: string; record: string }>(
+      "SELECT scope, record FROM routines WHERE (scope, id) > ($1, $2) ORDER BY scope, id LIMIT $3",
+      [k, id, q.limit + 1],
+    );
     return pageOfFetched(
       rows.map((r) => routineFromText(scopeFromKey(r.scope), r.record)),
       q.limit,
@@ -108,12 +124,22 @@ export class PgRoutineStore implements RoutineStore {
   }
 }
 
-const LOCKED = "SELECT record FROM routine_runs WHERE scope = $1 AND routine_id = $2 AND slot = $3 FOR UPDATE";
+const LOCKED =
+  "SELECT record FROM routine_runs WHERE scope = $1 AND routine_id = $2 AND slot = $3 FOR UPDATE";
 const INSERT = `INSERT INTO routine_runs (scope, routine_id, slot, state, session_id, claimed_at, record) VALUES ($1, $2, $3, $4, $5, $6, $7)
   ON CONFLICT (scope, routine_id, slot) DO NOTHING RETURNING 1 AS n`;
-const UPDATE = "UPDATE routine_runs SET state = $4, session_id = $5, claimed_at = $6, record = $7 WHERE scope = $1 AND routine_id = $2 AND slot = $3";
+const UPDATE =
+  "UPDATE routine_runs SET state = $4, session_id = $5, claimed_at = $6, record = $7 WHERE scope = $1 AND routine_id = $2 AND slot = $3";
 
-const values = (key: string, run: RoutineRun) => [key, run.routineId, run.slot, run.state, run.sessionId, run.claimedAt ?? null, routineRunText(run)];
+const values = (key: string, run: RoutineRun) => [
+  key,
+  run.routineId,
+  run.slot,
+  run.state,
+  run.sessionId,
+  run.claimedAt ?? null,
+  routineRunText(run),
+];
 
 /**
  * Routine runs in PostgreSQL (`routine_runs`, migration 0008). Each write is one transaction that
@@ -129,7 +155,13 @@ export class PgRoutineRunStore implements RoutineRunStore {
     this.#db = asConn(pool);
   }
 
-  async #locked(tx: Queryable, key: string, scope: Scope, routineId: string, slot: number): Promise<RoutineRun | undefined> {
+  async #locked(
+    tx: Queryable,
+    key: string,
+    scope: Scope,
+    routineId: string,
+    slot: number,
+  ): Promise<RoutineRun | undefined> {
     const { rows } = await tx.query<{ record: string }>(LOCKED, [key, routineId, slot]);
     return rows[0] ? routineRunFromText(scope, rows[0].record) : undefined;
   }
@@ -142,7 +174,8 @@ export class PgRoutineRunStore implements RoutineRunStore {
         if (existing === undefined) {
           const t = claimTransition(undefined, c);
           const { rows } = await tx.query(INSERT, values(key, t.run));
-          if (rows.length === 1) return Object.freeze({ status: "claimed" as const, run: t.run, collecting: false });
+          if (rows.length === 1)
+            return Object.freeze({ status: "claimed" as const, run: t.run, collecting: false });
           // Another transaction inserted it first and has committed: its row, under the lock.
           existing = await this.#locked(tx, key, c.scope, c.routineId, c.slot);
         }
@@ -155,12 +188,19 @@ export class PgRoutineRunStore implements RoutineRunStore {
     );
   }
 
-  async recordMissed(input: { readonly scope: Scope; readonly routineId: string; readonly slot: number; readonly sessionId: string; readonly at: number }): Promise<RoutineClaimResult> {
+  async recordMissed(input: {
+    readonly scope: Scope;
+    readonly routineId: string;
+    readonly slot: number;
+    readonly sessionId: string;
+    readonly at: number;
+  }): Promise<RoutineClaimResult> {
     const { run, key } = missedRun(input);
     return this.#db.transaction(
       async (tx) => {
         const { rows } = await tx.query(INSERT, values(key, run));
-        if (rows.length === 1) return Object.freeze({ status: "claimed" as const, run, collecting: false });
+        if (rows.length === 1)
+          return Object.freeze({ status: "claimed" as const, run, collecting: false });
         const existing = await this.#locked(tx, key, run.scope, run.routineId, run.slot);
         return Object.freeze({ status: "exists" as const, run: existing ?? run });
       },
@@ -180,7 +220,10 @@ export class PgRoutineRunStore implements RoutineRunStore {
     );
   }
 
-  async reconcileInterrupted(input: { readonly claimedBefore: number; readonly at: number }): Promise<readonly RoutineRun[]> {
+  async reconcileInterrupted(input: {
+    readonly claimedBefore: number;
+    readonly at: number;
+  }): Promise<readonly RoutineRun[]> {
     const before = validateTime("claimedBefore", input?.claimedBefore);
     const at = validateTime("at", input.at);
     return this.#db.transaction(
@@ -215,20 +258,19 @@ export class PgRoutineRunStore implements RoutineRunStore {
 
   async get(scope: Scope, routineId: string, slot: number): Promise<RoutineRun | undefined> {
     const { scope: s, key } = scopeKey(scope);
-    const { rows } = await this.#db.query<{ record: string }>("SELECT record FROM routine_runs WHERE scope = $1 AND routine_id = $2 AND slot = $3", [
-      key,
-      validateId("routineId", routineId),
-      validateTime("slot", slot),
-    ]);
+    const { rows } = await this.#db.query<{ record: string }>(
+      "SELECT record FROM routine_runs WHERE scope = $1 AND routine_id = $2 AND slot = $3",
+      [key, validateId("routineId", routineId), validateTime("slot", slot)],
+    );
     return rows[0] ? routineRunFromText(s, rows[0].record) : undefined;
   }
 
   async latest(scope: Scope, routineId: string): Promise<RoutineRun | undefined> {
     const { scope: s, key } = scopeKey(scope);
-    const { rows } = await this.#db.query<{ record: string }>("SELECT record FROM routine_runs WHERE scope = $1 AND routine_id = $2 ORDER BY slot DESC LIMIT 1", [
-      key,
-      validateId("routineId", routineId),
-    ]);
+    const { rows } = await this.#db.query<{ record: string }>(
+      "SELECT record FROM routine_runs WHERE scope = $1 AND routine_id = $2 ORDER BY slot DESC LIMIT 1",
+      [key, validateId("routineId", routineId)],
+    );
     return rows[0] ? routineRunFromText(s, rows[0].record) : undefined;
   }
 

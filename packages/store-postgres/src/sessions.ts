@@ -1,5 +1,28 @@
-import { type AppendOpts, DuplicateEventError, FenceError, type Msg, ScopeFencedError, type Scope, type SessionStore, type SessionSummary, type SessionView } from "@alma-harness/core";
-import { appendedPositions, emptySessionView, type MessageRow, messageFromRow, NO_EVENTS, prepareAppend, prepareFindEvents, prepareKeyed, prepareSessionList, RECORD_VERSION, type SessionSummaryRow, sessionPage } from "@alma-harness/core/stores";
+import {
+  type AppendOpts,
+  DuplicateEventError,
+  FenceError,
+  type Msg,
+  ScopeFencedError,
+  type Scope,
+  type SessionStore,
+  type SessionSummary,
+  type SessionView,
+} from "@alma-harness/core";
+import {
+  appendedPositions,
+  emptySessionView,
+  type MessageRow,
+  messageFromRow,
+  NO_EVENTS,
+  prepareAppend,
+  prepareFindEvents,
+  prepareKeyed,
+  prepareSessionList,
+  RECORD_VERSION,
+  type SessionSummaryRow,
+  sessionPage,
+} from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
 import { scopeFencedIn } from "./fences.js";
@@ -34,13 +57,33 @@ export class PgSessionStore implements SessionStore {
       [key, id],
     );
     const head = rows[0];
-    if (!head || head.erased) return emptySessionView(head !== undefined || (await this.#tombstoned(key, this.#db.mark(scope, id))));
-    const messages = rows.flatMap((r) => (r.body === null ? [] : [messageFromRow({ v: r.v ?? 0, body: r.body })]));
-    return Object.freeze({ messages: Object.freeze(messages), revision: head.revision, offset: head.view_offset, erased: false });
+    if (!head || head.erased)
+      return emptySessionView(
+        head !== undefined || (await this.#tombstoned(key, this.#db.mark(scope, id))),
+      );
+    const messages = rows.flatMap((r) =>
+      r.body === null ? [] : [messageFromRow({ v: r.v ?? 0, body: r.body })],
+    );
+    return Object.freeze({
+      messages: Object.freeze(messages),
+      revision: head.revision,
+      offset: head.view_offset,
+      erased: false,
+    });
   }
 
-  async append(scope: Scope, sessionId: string, messages: readonly Msg[], opts: AppendOpts & { readonly now: number }): Promise<{ readonly revision: number }> {
-    const { key, id, admissionId, now, batch, events, bodies } = prepareAppend(scope, sessionId, messages, opts);
+  async append(
+    scope: Scope,
+    sessionId: string,
+    messages: readonly Msg[],
+    opts: AppendOpts & { readonly now: number },
+  ): Promise<{ readonly revision: number }> {
+    const { key, id, admissionId, now, batch, events, bodies } = prepareAppend(
+      scope,
+      sessionId,
+      messages,
+      opts,
+    );
     return this.#db.transaction(async (tx) => {
       await holdAdmission(tx, key, id, admissionId, now);
       const session = await lockSession(tx, key, id, this.#db.mark(scope, id), now);
@@ -53,18 +96,19 @@ export class PgSessionStore implements SessionStore {
         [key, id, start, RECORD_VERSION, batch.map((m) => m.meta?.event?.id ?? null), bodies],
       );
       const { revision, offset } = appendedPositions(batch, start, session.view_offset);
-      await tx.query("UPDATE sessions SET revision = $3, view_offset = $4, updated_at = $5 WHERE scope = $1 AND session_id = $2", [
-        key,
-        id,
-        revision,
-        offset,
-        now,
-      ]);
+      await tx.query(
+        "UPDATE sessions SET revision = $3, view_offset = $4, updated_at = $5 WHERE scope = $1 AND session_id = $2",
+        [key, id, revision, offset, now],
+      );
       return Object.freeze({ revision });
     });
   }
 
-  async findEvents(scope: Scope, sessionId: string, eventIds: readonly string[]): Promise<readonly Msg[]> {
+  async findEvents(
+    scope: Scope,
+    sessionId: string,
+    eventIds: readonly string[],
+  ): Promise<readonly Msg[]> {
     const { key, id, ids } = prepareFindEvents(scope, sessionId, eventIds);
     if (ids.length === 0) return NO_EVENTS;
     const { rows } = await this.#db.query<MessageRow>(
@@ -75,7 +119,10 @@ export class PgSessionStore implements SessionStore {
     return Object.freeze(rows.map(messageFromRow));
   }
 
-  async list(scope: Scope, opts: { readonly cursor?: string; readonly limit?: number } = {}): Promise<{ readonly items: readonly SessionSummary[]; readonly nextCursor?: string }> {
+  async list(
+    scope: Scope,
+    opts: { readonly cursor?: string; readonly limit?: number } = {},
+  ): Promise<{ readonly items: readonly SessionSummary[]; readonly nextCursor?: string }> {
     const { key, limit, after } = prepareSessionList(scope, opts);
     const { rows } = await this.#db.query<SessionSummaryRow>(
       `SELECT session_id, revision, updated_at FROM sessions WHERE scope = $1 AND NOT erased AND session_id > $2
@@ -88,23 +135,44 @@ export class PgSessionStore implements SessionStore {
   async erase(scope: Scope, sessionId: string): Promise<void> {
     const { key, id } = prepareKeyed(scope, "sessionId", sessionId);
     // An erasure is a durability point.
-    await this.#db.transaction((tx) => eraseSessionRows(tx, key, { id, mark: this.#db.mark(scope, id) }), { durable: true });
+    await this.#db.transaction(
+      (tx) => eraseSessionRows(tx, key, { id, mark: this.#db.mark(scope, id) }),
+      { durable: true },
+    );
   }
 
   /** Whether an erased session (no row under its id) has its tombstone under `mark`. */
   async #tombstoned(key: string, mark: string): Promise<boolean> {
-    return ((await this.#db.query("SELECT 1 FROM sessions WHERE scope = $1 AND session_id = $2 AND erased", [key, mark])).rowCount ?? 0) > 0;
+    return (
+      ((
+        await this.#db.query(
+          "SELECT 1 FROM sessions WHERE scope = $1 AND session_id = $2 AND erased",
+          [key, mark],
+        )
+      ).rowCount ?? 0) > 0
+    );
   }
 }
 
 /** Reads the admission `FOR SHARE`: held until commit, so no transition of it can slip in before the batch lands. */
-async function holdAdmission(tx: Queryable, key: string, sessionId: string, admissionId: string, now: number): Promise<void> {
+async function holdAdmission(
+  tx: Queryable,
+  key: string,
+  sessionId: string,
+  admissionId: string,
+  now: number,
+): Promise<void> {
   const { rows } = await tx.query<{ session_id: string; state: string; deadline_at: number }>(
     "SELECT session_id, state, deadline_at FROM admissions WHERE scope = $1 AND admission_id = $2 FOR SHARE",
     [key, admissionId],
   );
   const admission = rows[0];
-  if (admission?.state !== "active" || admission.session_id !== sessionId || now >= admission.deadline_at) throw new FenceError();
+  if (
+    admission?.state !== "active" ||
+    admission.session_id !== sessionId ||
+    now >= admission.deadline_at
+  )
+    throw new FenceError();
   if (await scopeFencedIn(tx, key)) throw new ScopeFencedError();
 }
 
@@ -112,7 +180,13 @@ async function holdAdmission(tx: Queryable, key: string, sessionId: string, admi
  * Creates the session row when absent (unless the session's tombstone is under `mark`: then there is
  * no row, and the append is refused) and locks it, serializing appends and erasure per session.
  */
-async function lockSession(tx: Queryable, key: string, sessionId: string, mark: string, now: number): Promise<SessionRow | undefined> {
+async function lockSession(
+  tx: Queryable,
+  key: string,
+  sessionId: string,
+  mark: string,
+  now: number,
+): Promise<SessionRow | undefined> {
   await tx.query(
     `INSERT INTO sessions (scope, session_id, revision, view_offset, updated_at)
      SELECT $1, $2, 0, 0, $3 WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE scope = $1 AND session_id = $4 AND erased)
@@ -126,7 +200,12 @@ async function lockSession(tx: Queryable, key: string, sessionId: string, mark: 
   return rows[0];
 }
 
-async function checkEvents(tx: Queryable, key: string, sessionId: string, events: readonly string[]): Promise<void> {
+async function checkEvents(
+  tx: Queryable,
+  key: string,
+  sessionId: string,
+  events: readonly string[],
+): Promise<void> {
   const seen = new Set<string>();
   for (const event of events) {
     if (seen.has(event)) throw new DuplicateEventError(event);

@@ -1,5 +1,29 @@
-import type { CostSettlementStore, Scope, SettlementInput, SettlementRecord, SpendStore } from "@alma-harness/core";
-import { appliedSettlement, prepareAcknowledge, prepareKeyed, preparePeek, preparePending, prepareSettle, prepareSettlementList, prepareTenantDays, RECORD_VERSION, replayedSettlement, type SettlementRow, settlementOf, settlementPage, settlementsOf, spendView, type TenantDayRow, tenantDaysOf } from "@alma-harness/core/stores";
+import type {
+  CostSettlementStore,
+  Scope,
+  SettlementInput,
+  SettlementRecord,
+  SpendStore,
+} from "@alma-harness/core";
+import {
+  appliedSettlement,
+  prepareAcknowledge,
+  prepareKeyed,
+  preparePeek,
+  preparePending,
+  prepareSettle,
+  prepareSettlementList,
+  prepareTenantDays,
+  RECORD_VERSION,
+  replayedSettlement,
+  type SettlementRow,
+  settlementOf,
+  settlementPage,
+  settlementsOf,
+  spendView,
+  type TenantDayRow,
+  tenantDaysOf,
+} from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
 import { spendLocks } from "./pg.js";
@@ -48,7 +72,10 @@ export class PgCostSettlementStore implements CostSettlementStore {
     // Inside a unit the counters' row locks are held until its next durability point, so the
     // settlement first takes the reservation locks, in the one order (tenant-day, then session).
     // Alone, the statement holds its row locks only while it runs, and needs none.
-    const locks = this.#schema === undefined ? undefined : spendLocks(this.#schema, s.scope.org, s.day, key, s.sessionId);
+    const locks =
+      this.#schema === undefined
+        ? undefined
+        : spendLocks(this.#schema, s.scope.org, s.day, key, s.sessionId);
     const values = [
       key,
       id,
@@ -63,21 +90,41 @@ export class PgCostSettlementStore implements CostSettlementStore {
       s.day,
       s.receipt.usdMicros,
     ];
-    const { rows } = await this.#db.write<{ applied: number }>(SETTLE, values, { retry: true, ...(locks ? { locks } : {}) });
+    const { rows } = await this.#db.write<{ applied: number }>(SETTLE, values, {
+      retry: true,
+      ...(locks ? { locks } : {}),
+    });
     if (rows[0]?.applied === 1) return appliedSettlement(s);
     // Already there (committed before this statement, or by the concurrent settle it waited on): a new snapshot reads it.
-    const existing = (await this.#db.query<SettlementRow>("SELECT v, record FROM settlements WHERE scope = $1 AND settlement_id = $2", [key, id])).rows[0];
+    const existing = (
+      await this.#db.query<SettlementRow>(
+        "SELECT v, record FROM settlements WHERE scope = $1 AND settlement_id = $2",
+        [key, id],
+      )
+    ).rows[0];
     return replayedSettlement(existing, text, id);
   }
 
   async get(scope: Scope, settlementId: string): Promise<SettlementRecord | undefined> {
     const { key, id } = prepareKeyed(scope, "settlementId", settlementId);
-    return settlementOf((await this.#db.query<SettlementRow>("SELECT v, record FROM settlements WHERE scope = $1 AND settlement_id = $2", [key, id])).rows[0]);
+    return settlementOf(
+      (
+        await this.#db.query<SettlementRow>(
+          "SELECT v, record FROM settlements WHERE scope = $1 AND settlement_id = $2",
+          [key, id],
+        )
+      ).rows[0],
+    );
   }
 
   async list(
     scope: Scope,
-    opts: { readonly sessionId?: string; readonly turnId?: string; readonly cursor?: string; readonly limit?: number } = {},
+    opts: {
+      readonly sessionId?: string;
+      readonly turnId?: string;
+      readonly cursor?: string;
+      readonly limit?: number;
+    } = {},
   ): Promise<{ readonly items: readonly SettlementRecord[]; readonly nextCursor?: string }> {
     const { key, sessionId, turnId, limit, after } = prepareSettlementList(scope, opts);
     const { rows } = await this.#db.query<SettlementRow>(
@@ -88,7 +135,11 @@ export class PgCostSettlementStore implements CostSettlementStore {
     return settlementPage(rows, limit);
   }
 
-  async pending(scope: Scope, consumer: string, limit?: number): Promise<readonly SettlementRecord[]> {
+  async pending(
+    scope: Scope,
+    consumer: string,
+    limit?: number,
+  ): Promise<readonly SettlementRecord[]> {
     const { key, consumer: c, max } = preparePending(scope, consumer, limit);
     const { rows } = await this.#db.query<SettlementRow>(
       `SELECT s.v, s.record FROM settlement_obligations o JOIN settlements s ON s.scope = o.scope AND s.settlement_id = o.settlement_id
@@ -100,7 +151,10 @@ export class PgCostSettlementStore implements CostSettlementStore {
 
   async acknowledge(scope: Scope, consumer: string, settlementId: string): Promise<void> {
     const { key, consumer: c, id } = prepareAcknowledge(scope, consumer, settlementId);
-    await this.#db.write("UPDATE settlement_obligations SET acknowledged = true WHERE scope = $1 AND consumer = $2 AND settlement_id = $3", [key, c, id]);
+    await this.#db.write(
+      "UPDATE settlement_obligations SET acknowledged = true WHERE scope = $1 AND consumer = $2 AND settlement_id = $3",
+      [key, c, id],
+    );
   }
 }
 
@@ -112,7 +166,11 @@ export class PgSpendStore implements SpendStore {
     this.#db = asConn(pool);
   }
 
-  async peek(scope: Scope, sessionId: string, day: string): Promise<{ readonly sessionMicros: number; readonly tenantDayMicros: number }> {
+  async peek(
+    scope: Scope,
+    sessionId: string,
+    day: string,
+  ): Promise<{ readonly sessionMicros: number; readonly tenantDayMicros: number }> {
     const { key, org, id, day: d } = preparePeek(scope, sessionId, day);
     const { rows } = await this.#db.query<{ session: number | null; tenant: number | null }>(
       `SELECT (SELECT usd_micros FROM spend_sessions WHERE scope = $1 AND session_id = $2) AS session,
@@ -122,7 +180,10 @@ export class PgSpendStore implements SpendStore {
     return spendView(rows[0]?.session, rows[0]?.tenant);
   }
 
-  async tenantDays(org: string, opts: { readonly from?: string; readonly to?: string } = {}): Promise<readonly { readonly day: string; readonly usdMicros: number }[]> {
+  async tenantDays(
+    org: string,
+    opts: { readonly from?: string; readonly to?: string } = {},
+  ): Promise<readonly { readonly day: string; readonly usdMicros: number }[]> {
     const { org: tenant, from, to } = prepareTenantDays(org, opts);
     const { rows } = await this.#db.query<TenantDayRow>(
       "SELECT day, usd_micros FROM spend_tenant_days WHERE org = $1 AND day >= $2 AND day <= $3 ORDER BY day",

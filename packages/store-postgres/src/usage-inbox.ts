@@ -37,11 +37,15 @@ export class PgUsageInbox implements UsageInbox {
       [key, o.operationId, o.source, o.sessionId, o.observedAt, usageObservationText(o)],
     );
     if (rows.length === 1) return Object.freeze({ status: "recorded", observation: o });
-    const found = await this.#db.query<{ record: string }>("SELECT record FROM usage_inbox WHERE scope = $1 AND operation_id = $2 AND source = $3", [key, o.operationId, o.source]);
+    const found = await this.#db.query<{ record: string }>(
+      "SELECT record FROM usage_inbox WHERE scope = $1 AND operation_id = $2 AND source = $3",
+      [key, o.operationId, o.source],
+    );
     const text = found.rows[0]?.record;
     if (text === undefined) throw new UsageObservationConflictError();
     const stored = usageObservationFromText(o.scope, text);
-    if (sameUsageObservation(stored, o, (scope, id) => this.#db.mark(scope, id))) return Object.freeze({ status: "replayed", observation: stored });
+    if (sameUsageObservation(stored, o, (scope, id) => this.#db.mark(scope, id)))
+      return Object.freeze({ status: "replayed", observation: stored });
     throw new UsageObservationConflictError();
   }
 

@@ -7,10 +7,19 @@ const schemas = schemaFactory("contracts");
 // Dropping every schema of the suite (each with every table) takes a while on a loaded machine.
 afterAll(() => schemas.dropAll(), 120_000);
 
-describe.skipIf(!DATABASE_URL)(`postgres contract suites${DATABASE_URL ? "" : ` (${SKIP_REASON})`}`, () => {
-  storeContracts(
-    "postgres",
-    () => createPostgresStores({ connectionString: DATABASE_URL, ...schemas.next(), migrate: true, pool: { max: 6 } }),
-    { describe, it, expect },
-  );
-});
+describe.skipIf(!DATABASE_URL)(
+  `postgres contract suites${DATABASE_URL ? "" : ` (${SKIP_REASON})`}`,
+  () => {
+    storeContracts(
+      "postgres",
+      () =>
+        createPostgresStores({
+          connectionString: DATABASE_URL,
+          ...schemas.next(),
+          migrate: true,
+          pool: { max: 6 },
+        }),
+      { describe, it, expect },
+    );
+  },
+);

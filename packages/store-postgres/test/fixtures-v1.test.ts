@@ -1,10 +1,20 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type V1Reads, v1FixtureReadsContract, v1FixtureReopened, v1FixtureWrites } from "@alma-harness/testing";
+import {
+  type V1Reads,
+  v1FixtureReadsContract,
+  v1FixtureReopened,
+  v1FixtureWrites,
+} from "@alma-harness/testing";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPostgresStores, loadMigrations, type PostgresStores, schemaVersion } from "../src/index.js";
+import {
+  createPostgresStores,
+  loadMigrations,
+  type PostgresStores,
+  schemaVersion,
+} from "../src/index.js";
 import { DATABASE_URL, pgSuite } from "./support.js";
 
 /**
@@ -31,7 +41,8 @@ interface Names {
 function dump(file: string): { readonly sql: string; readonly version: number } {
   const sql = readFileSync(join(FIXTURES, file), "utf8");
   const version = Number(/^-- alma:schema-version (\d+)\n/.exec(sql)?.[1]);
-  if (!Number.isInteger(version)) throw new Error(`${file} does not start with "-- alma:schema-version N"`);
+  if (!Number.isInteger(version))
+    throw new Error(`${file} does not start with "-- alma:schema-version N"`);
   return { sql, version };
 }
 
@@ -57,13 +68,21 @@ async function loadFixture(): Promise<Names> {
     );
     for (const step of steps) {
       await client.query("BEGIN");
-      await client.query(`SET LOCAL search_path TO ${step.target === "root" ? names.rootSchema : names.schema}`);
+      await client.query(
+        `SET LOCAL search_path TO ${step.target === "root" ? names.rootSchema : names.schema}`,
+      );
       await client.query(step.sql);
-      await client.query(`INSERT INTO ${names.schema}.alma_schema_migrations (version, name, target) VALUES ($1, $2, $3)`, [step.version, step.name, step.target]);
+      await client.query(
+        `INSERT INTO ${names.schema}.alma_schema_migrations (version, name, target) VALUES ($1, $2, $3)`,
+        [step.version, step.name, step.target],
+      );
       await client.query("COMMIT");
     }
     // Qualified names only (`alma_fx.` is no prefix of `alma_fx_root.`).
-    const rename = (sql: string) => sql.replaceAll(`${DUMPED.rootSchema}.`, `${names.rootSchema}.`).replaceAll(`${DUMPED.schema}.`, `${names.schema}.`);
+    const rename = (sql: string) =>
+      sql
+        .replaceAll(`${DUMPED.rootSchema}.`, `${names.rootSchema}.`)
+        .replaceAll(`${DUMPED.schema}.`, `${names.schema}.`);
     // The dumps' own statements (one of them empties this session's search_path): this client only.
     await client.query(rename(main.sql));
     await client.query(rename(root.sql));
@@ -73,7 +92,8 @@ async function loadFixture(): Promise<Names> {
   return names;
 }
 
-const open = (names: Names) => createPostgresStores({ connectionString: url, ...names, migrate: true });
+const open = (names: Names) =>
+  createPostgresStores({ connectionString: url, ...names, migrate: true });
 
 /** Every row of every table of both schemas (but the version table), in a stable order. */
 async function rowsOf(names: Names): Promise<Record<string, string[]>> {
@@ -91,65 +111,81 @@ async function rowsOf(names: Names): Promise<Record<string, string[]>> {
 }
 
 async function versionsOf(schema: string): Promise<unknown[]> {
-  return (await admin!.query(`SELECT version, name, target FROM ${schema}.alma_schema_migrations ORDER BY version`)).rows;
+  return (
+    await admin!.query(
+      `SELECT version, name, target FROM ${schema}.alma_schema_migrations ORDER BY version`,
+    )
+  ).rows;
 }
 
-describe.skipIf(!DATABASE_URL)(`postgres: the v1 fixture (commit f53caac) before this build opens it${skip}`, () => {
-  it("loads at schema version 2 (0001-0002), without the reservations table, with a row in every table", async () => {
-    const names = await loadFixture();
-    expect(await schemaVersion(admin!, names.schema)).toBe(2);
-    expect(await versionsOf(names.schema)).toEqual([
-      { version: 1, name: "stores", target: "main" },
-      { version: 2, name: "root_results", target: "root" },
-    ]);
-    const rows = await rowsOf(names);
-    expect(Object.keys(rows)).not.toContain("main.spend_reservations");
-    for (const [table, list] of Object.entries(rows)) expect(list.length, table).toBeGreaterThan(0);
-    expect(Object.keys(rows)).toHaveLength(13);
-  });
-});
+describe.skipIf(!DATABASE_URL)(
+  `postgres: the v1 fixture (commit f53caac) before this build opens it${skip}`,
+  () => {
+    it("loads at schema version 2 (0001-0002), without the reservations table, with a row in every table", async () => {
+      const names = await loadFixture();
+      expect(await schemaVersion(admin!, names.schema)).toBe(2);
+      expect(await versionsOf(names.schema)).toEqual([
+        { version: 1, name: "stores", target: "main" },
+        { version: 2, name: "root_results", target: "root" },
+      ]);
+      const rows = await rowsOf(names);
+      expect(Object.keys(rows)).not.toContain("main.spend_reservations");
+      for (const [table, list] of Object.entries(rows))
+        expect(list.length, table).toBeGreaterThan(0);
+      expect(Object.keys(rows)).toHaveLength(13);
+    });
+  },
+);
 
-describe.skipIf(!DATABASE_URL)(`postgres: this build reads the v1 fixture after migrating it${skip}`, () => {
-  let names: Names;
-  let before: Record<string, string[]>;
-  let stores: PostgresStores;
-  beforeAll(async () => {
-    names = await loadFixture();
-    before = await rowsOf(names);
-    stores = await open(names);
-  });
-  afterAll(async () => {
-    await stores?.close();
-  });
+describe.skipIf(!DATABASE_URL)(
+  `postgres: this build reads the v1 fixture after migrating it${skip}`,
+  () => {
+    let names: Names;
+    let before: Record<string, string[]>;
+    let stores: PostgresStores;
+    beforeAll(async () => {
+      names = await loadFixture();
+      before = await rowsOf(names);
+      stores = await open(names);
+    });
+    afterAll(async () => {
+      await stores?.close();
+    });
 
-  it("applies migrations 0003 (spend reservations), 0004 (scope fences), 0005 (usage inbox) and 0007 (model jobs) once on open and leaves every v1 row as it was", async () => {
-    expect(await versionsOf(names.schema)).toEqual([
-      { version: 1, name: "stores", target: "main" },
-      { version: 2, name: "root_results", target: "root" },
-      { version: 3, name: "spend_reservations", target: "main" },
-      { version: 4, name: "scope_fences", target: "main" },
-      { version: 5, name: "usage_inbox", target: "main" },
-      { version: 7, name: "model_jobs", target: "main" },
-      { version: 8, name: "routines", target: "main" },
-      { version: 9, name: "memory", target: "main" },
-    ]);
-    expect(loadMigrations().map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 7, 8, 9]);
-    const after = await rowsOf(names);
-    // Every table a later step added is empty; every v1 table holds what it held.
-    for (const name of Object.keys(after).filter((k) => !(k in before))) expect(after[name], name).toEqual([]);
-    const old = Object.fromEntries(Object.entries(after).filter(([k]) => k in before));
-    expect(old).toEqual(before);
-  });
+    it("applies migrations 0003 (spend reservations), 0004 (scope fences), 0005 (usage inbox) and 0007 (model jobs) once on open and leaves every v1 row as it was", async () => {
+      expect(await versionsOf(names.schema)).toEqual([
+        { version: 1, name: "stores", target: "main" },
+        { version: 2, name: "root_results", target: "root" },
+        { version: 3, name: "spend_reservations", target: "main" },
+        { version: 4, name: "scope_fences", target: "main" },
+        { version: 5, name: "usage_inbox", target: "main" },
+        { version: 7, name: "model_jobs", target: "main" },
+        { version: 8, name: "routines", target: "main" },
+        { version: 9, name: "memory", target: "main" },
+      ]);
+      expect(loadMigrations().map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 7, 8, 9]);
+      const after = await rowsOf(names);
+      // Every table a later step added is empty; every v1 table holds what it held.
+      for (const name of Object.keys(after).filter((k) => !(k in before)))
+        expect(after[name], name).toEqual([]);
+      const old = Object.fromEntries(Object.entries(after).filter(([k]) => k in before));
+      expect(old).toEqual(before);
+    });
 
-  v1FixtureReadsContract(() => stores, READS, t);
-});
+    v1FixtureReadsContract(() => stores, READS, t);
+  },
+);
 
 describe.skipIf(!DATABASE_URL)(`postgres: new writes on the migrated v1 fixture${skip}`, () => {
   it("admits, appends, claims with a reservation on top of the old spend, and the settlement releases it", async () => {
     const names = await loadFixture();
     const stores = await open(names);
     const held = async () =>
-      (await admin!.query(`SELECT scope, operation_id, session_id, org, day, usd_micros::int AS usd_micros FROM ${names.schema}.spend_reservations`)).rows;
+      (
+        await admin!.query(
+          `SELECT scope, operation_id, session_id, org, day, usd_micros::int AS usd_micros FROM ${names.schema}.spend_reservations`,
+        )
+      ).rows;
     try {
       await v1FixtureWrites(stores, READS, held, t);
     } finally {

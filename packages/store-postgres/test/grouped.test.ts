@@ -1,5 +1,22 @@
-import { type Fence, SessionLabelConflictError, StoreUnavailableError, trailId } from "@alma-harness/core";
-import { admitWith, claimOf, DAY, type GovernedFixture, governedWritesContract, SCOPE_A, type StoreSet, settlementOf, storeContracts, T0, userMsg } from "@alma-harness/testing";
+import {
+  type Fence,
+  SessionLabelConflictError,
+  StoreUnavailableError,
+  trailId,
+} from "@alma-harness/core";
+import {
+  admitWith,
+  claimOf,
+  DAY,
+  type GovernedFixture,
+  governedWritesContract,
+  SCOPE_A,
+  type StoreSet,
+  settlementOf,
+  storeContracts,
+  T0,
+  userMsg,
+} from "@alma-harness/testing";
 import { describe, expect, it } from "vitest";
 import { buildStores, createPostgresStores, type PostgresStores } from "../src/index.js";
 import { inline } from "../src/db.js";
@@ -8,17 +25,37 @@ import { DATABASE_URL, hookQueries, pgSuite, type QueryHook } from "./support.js
 
 const { schemas, url, admin, skip } = pgSuite("grouped");
 
-const STORES = ["admissions", "sessions", "execution", "journal", "results", "rootResults", "settlements", "spend", "labels", "usageInbox", "modelJobs", "audit"] as const;
+const STORES = [
+  "admissions",
+  "sessions",
+  "execution",
+  "journal",
+  "results",
+  "rootResults",
+  "settlements",
+  "spend",
+  "labels",
+  "usageInbox",
+  "modelJobs",
+  "audit",
+] as const;
 
 /** `stores` with every method of every store run through `run` (a unit per call, or one shared unit). */
-function through(stores: PostgresStores, run: <T>(call: () => Promise<T>) => Promise<T>, close: () => Promise<void>): Fixture {
+function through(
+  stores: PostgresStores,
+  run: <T>(call: () => Promise<T>) => Promise<T>,
+  close: () => Promise<void>,
+): Fixture {
   const wrapped: Record<string, unknown> = { close };
   for (const name of STORES) {
     const store = stores[name] as unknown as Record<string, unknown>;
     wrapped[name] = new Proxy(store, {
       get(target, key) {
         const value = Reflect.get(target, key, target);
-        return typeof value === "function" ? (...args: unknown[]) => run(() => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args)) : value;
+        return typeof value === "function"
+          ? (...args: unknown[]) =>
+              run(() => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args))
+          : value;
       },
     });
   }
@@ -27,7 +64,14 @@ function through(stores: PostgresStores, run: <T>(call: () => Promise<T>) => Pro
 
 type Fixture = StoreSet & GovernedFixture;
 
-const open = (commits: "each" | "grouped" = "grouped") => createPostgresStores({ connectionString: url, ...schemas.next(), migrate: true, pool: { max: 6 }, commits });
+const open = (commits: "each" | "grouped" = "grouped") =>
+  createPostgresStores({
+    connectionString: url,
+    ...schemas.next(),
+    migrate: true,
+    pool: { max: 6 },
+    commits,
+  });
 
 function unitOf(stores: PostgresStores): <T>(work: () => Promise<T>) => Promise<T> {
   const unit = stores.unit;
@@ -39,7 +83,11 @@ function unitOf(stores: PostgresStores): <T>(work: () => Promise<T>) => Promise<
 async function unitPerCall(): Promise<Fixture> {
   const stores = await open();
   const unit = unitOf(stores);
-  return through(stores, (call) => unit(call), () => stores.close());
+  return through(
+    stores,
+    (call) => unit(call),
+    () => stores.close(),
+  );
 }
 
 /**
@@ -49,7 +97,11 @@ async function unitPerCall(): Promise<Fixture> {
  */
 async function oneUnitPerTest(): Promise<Fixture> {
   const stores = await open();
-  const jobs: { run: () => Promise<unknown>; done: (v: unknown) => void; fail: (e: unknown) => void }[] = [];
+  const jobs: {
+    run: () => Promise<unknown>;
+    done: (v: unknown) => void;
+    fail: (e: unknown) => void;
+  }[] = [];
   let wake: (() => void) | undefined;
   let closing = false;
   const ended = unitOf(stores)(async () => {
@@ -71,9 +123,9 @@ async function oneUnitPerTest(): Promise<Fixture> {
     closing
       ? call()
       : new Promise<T>((done, fail) => {
-      jobs.push({ run: call, done: done as (v: unknown) => void, fail });
-      wake?.();
-    });
+          jobs.push({ run: call, done: done as (v: unknown) => void, fail });
+          wake?.();
+        });
   let closed = false;
   return through(stores, run, async () => {
     if (closed) return;
@@ -87,9 +139,17 @@ async function oneUnitPerTest(): Promise<Fixture> {
 
 describe.skipIf(!DATABASE_URL)(`postgres grouped: the contract suites inside units${skip}`, () => {
   storeContracts("postgres grouped (a unit per call)", unitPerCall, { describe, it, expect });
-  governedWritesContract("postgres grouped (a unit per call)", unitPerCall, { describe, it, expect });
+  governedWritesContract("postgres grouped (a unit per call)", unitPerCall, {
+    describe,
+    it,
+    expect,
+  });
   storeContracts("postgres grouped (one unit per test)", oneUnitPerTest, { describe, it, expect });
-  governedWritesContract("postgres grouped (one unit per test)", oneUnitPerTest, { describe, it, expect });
+  governedWritesContract("postgres grouped (one unit per test)", oneUnitPerTest, {
+    describe,
+    it,
+    expect,
+  });
   // Outside a unit a grouped store set behaves as `each`.
   storeContracts("postgres grouped (no unit)", () => open(), { describe, it, expect });
 });
@@ -98,18 +158,24 @@ const EXPIRES = T0 + 86_400_000;
 
 type Names = ReturnType<typeof schemas.next>;
 
-const openGrouped = (names: Names) => createPostgresStores({ connectionString: url, ...names, migrate: true, commits: "grouped" });
+const openGrouped = (names: Names) =>
+  createPostgresStores({ connectionString: url, ...names, migrate: true, commits: "grouped" });
 
 /** A store set on two schema pools of `names` (`max` main-pool clients), each main-pool statement through `hook`. */
 function hookedStores(names: Names, max: number, hook: QueryHook): PostgresStores {
   const main = schemaPool({ connectionString: url, max }, names.schema);
   const root = schemaPool({ connectionString: url, max: 2 }, names.rootSchema);
   hookQueries(main, hook);
-  return buildStores(main, root, names, "grouped", () => Promise.all([main.end(), root.end()]).then(() => {}));
+  return buildStores(main, root, names, "grouped", () =>
+    Promise.all([main.end(), root.end()]).then(() => {}),
+  );
 }
 
 /** Runs `work` on a grouped store set `a` (by default migrated on fresh schemas) and `other`, a second set on them (another process); closes both. */
-async function withGrouped(work: (a: PostgresStores, other: PostgresStores, names: Names) => Promise<void>, open: (names: Names) => Promise<PostgresStores> = openGrouped): Promise<void> {
+async function withGrouped(
+  work: (a: PostgresStores, other: PostgresStores, names: Names) => Promise<void>,
+  open: (names: Names) => Promise<PostgresStores> = openGrouped,
+): Promise<void> {
   const names = schemas.next();
   const a = await open(names);
   const other = await createPostgresStores({ connectionString: url, ...names });
@@ -121,153 +187,243 @@ async function withGrouped(work: (a: PostgresStores, other: PostgresStores, name
 }
 
 /** What another store set sees of an admission, and how many audit events. */
-const admissionState = async (stores: PostgresStores, admissionId = "adm-1") => (await stores.admissions.get(SCOPE_A, admissionId))?.state;
-const auditCount = async (stores: PostgresStores) => (await stores.audit.query(SCOPE_A)).items.length;
-const lifecycle = (action: "turn.started" | "model.request", at = T0) => ({ trail: "lifecycle", action, scope: SCOPE_A, sessionId: trailId("s1"), turnId: trailId("turn-1"), at }) as const;
+const admissionState = async (stores: PostgresStores, admissionId = "adm-1") =>
+  (await stores.admissions.get(SCOPE_A, admissionId))?.state;
+const auditCount = async (stores: PostgresStores) =>
+  (await stores.audit.query(SCOPE_A)).items.length;
+const lifecycle = (action: "turn.started" | "model.request", at = T0) =>
+  ({
+    trail: "lifecycle",
+    action,
+    scope: SCOPE_A,
+    sessionId: trailId("s1"),
+    turnId: trailId("turn-1"),
+    at,
+  }) as const;
 
-describe.skipIf(!DATABASE_URL)(`postgres grouped: durable at the durability points, never later${skip}`, () => {
-  it("a claim is pending until dispatch commits it with everything before it; another connection sees it only then", () =>
-    withGrouped((a, other) =>
-      unitOf(a)(async () => {
-        await admitWith(a.admissions, { admissionId: "adm-1" });
-        const claimed = await a.execution.claim(claimOf("op-1"), {
-          admissionId: "adm-1",
-          reservation: { day: DAY, usdMicros: 1000, limits: { perTenantDayUsd: 1_000_000 }, expiresAt: EXPIRES },
-        });
-        if (claimed.status !== "claimed") throw new Error("expected a claim");
-        await a.audit.append(lifecycle("turn.started"));
-        // The unit sees its own writes; another connection sees none of them.
-        expect(await a.execution.get(SCOPE_A, "op-1")).toBeDefined();
-        expect(await other.execution.get(SCOPE_A, "op-1")).toBeUndefined();
-        expect(await admissionState(other)).toBeUndefined();
-        const before = a.commitCount();
-        await a.execution.dispatch(claimed.fence, T0 + 1);
-        expect(a.commitCount()).toBe(before + 1);
-        expect([(await other.execution.get(SCOPE_A, "op-1"))?.state, await admissionState(other), await auditCount(other)]).toEqual(["dispatching", "active", 1]);
-        // A write after the durability point is pending again, until the barrier.
-        await a.audit.append(lifecycle("model.request", T0 + 2));
-        expect(await auditCount(other)).toBe(1);
-        await a.barrier?.commit();
-        expect(await auditCount(other)).toBe(2);
-      }),
-    ));
-
-  it("a refused write inside a unit rolls back alone: the writes before and after it commit", () =>
-    withGrouped(async (a, other) => {
-      await unitOf(a)(async () => {
-        await admitWith(a.admissions, { admissionId: "adm-1" });
-        await a.sessions.append(SCOPE_A, "s1", [userMsg("one")], { admissionId: "adm-1", now: T0 + 1 });
-        // A FenceError (no such admission), a refused reservation, a SQL error: each rolls back alone.
-        await expect(a.sessions.append(SCOPE_A, "s1", [userMsg("x")], { admissionId: "adm-missing", now: T0 + 2 })).rejects.toThrow();
-        const refused = await a.execution.claim(claimOf("op-big"), { reservation: { day: DAY, usdMicros: 5_000_000, limits: { perTenantDayUsd: 1_000 }, expiresAt: EXPIRES } });
-        expect(refused.status).toBe("refused");
-        await a.labels.put(SCOPE_A, "s1", { patient: "p-1" });
-        await expect(a.labels.put(SCOPE_A, "s1", { patient: "p-2" })).rejects.toBeInstanceOf(SessionLabelConflictError);
-        await a.sessions.append(SCOPE_A, "s1", [userMsg("two")], { admissionId: "adm-1", now: T0 + 3 });
-      });
-      expect((await other.sessions.load(SCOPE_A, "s1")).messages).toHaveLength(2);
-      expect(await admissionState(other)).toBe("active");
-      expect(await other.execution.get(SCOPE_A, "op-big")).toBeUndefined();
-      expect(await other.labels.get(SCOPE_A, "s1")).toEqual({ patient: "p-1" });
-    }));
-
-  it("a statement that fails in the database inside a unit rolls back alone too", () =>
-    withGrouped(async (a, other, names) => {
-      // A settlement whose counter would overflow int8 fails in the database (SQLSTATE 22003).
-      await admin!.query(`INSERT INTO ${names.schema}.spend_tenant_days (org, day, usd_micros) VALUES ('org-a', $1, 9223372036854775000)`, [DAY]);
-      await unitOf(a)(async () => {
-        await admitWith(a.admissions, { admissionId: "adm-1" });
-        await expect(a.settlements.settle(settlementOf("set-1", { receipt: { usdMicros: 10_000 } }))).rejects.toBeInstanceOf(StoreUnavailableError);
-        await a.audit.append(lifecycle("model.request"));
-      });
-      expect([await admissionState(other), await auditCount(other)]).toEqual(["active", 1]);
-      expect(await other.settlements.get(SCOPE_A, "set-1")).toBeUndefined();
-    }));
-
-  it("the end of work commits what is pending, either way; the barrier is a no-op with nothing pending or outside a unit", () =>
-    withGrouped(async (a, other) => {
-      const count = a.commitCount();
-      await a.barrier?.commit();
-      await unitOf(a)(async () => {
-        await a.barrier?.commit();
-      });
-      expect(a.commitCount()).toBe(count);
-      await unitOf(a)(async () => {
-        await admitWith(a.admissions, { admissionId: "adm-1" });
-        await a.audit.append(lifecycle("turn.started"));
-        expect(await admissionState(other)).toBeUndefined();
-      });
-      expect(a.commitCount()).toBe(count + 1);
-      expect(await admissionState(other)).toBe("active");
-      await expect(
+describe.skipIf(!DATABASE_URL)(
+  `postgres grouped: durable at the durability points, never later${skip}`,
+  () => {
+    it("a claim is pending until dispatch commits it with everything before it; another connection sees it only then", () =>
+      withGrouped((a, other) =>
         unitOf(a)(async () => {
-          await a.audit.append(lifecycle("model.request", T0 + 1));
-          throw new Error("the turn failed");
+          await admitWith(a.admissions, { admissionId: "adm-1" });
+          const claimed = await a.execution.claim(claimOf("op-1"), {
+            admissionId: "adm-1",
+            reservation: {
+              day: DAY,
+              usdMicros: 1000,
+              limits: { perTenantDayUsd: 1_000_000 },
+              expiresAt: EXPIRES,
+            },
+          });
+          if (claimed.status !== "claimed") throw new Error("expected a claim");
+          await a.audit.append(lifecycle("turn.started"));
+          // The unit sees its own writes; another connection sees none of them.
+          expect(await a.execution.get(SCOPE_A, "op-1")).toBeDefined();
+          expect(await other.execution.get(SCOPE_A, "op-1")).toBeUndefined();
+          expect(await admissionState(other)).toBeUndefined();
+          const before = a.commitCount();
+          await a.execution.dispatch(claimed.fence, T0 + 1);
+          expect(a.commitCount()).toBe(before + 1);
+          expect([
+            (await other.execution.get(SCOPE_A, "op-1"))?.state,
+            await admissionState(other),
+            await auditCount(other),
+          ]).toEqual(["dispatching", "active", 1]);
+          // A write after the durability point is pending again, until the barrier.
+          await a.audit.append(lifecycle("model.request", T0 + 2));
+          expect(await auditCount(other)).toBe(1);
+          await a.barrier?.commit();
+          expect(await auditCount(other)).toBe(2);
         }),
-      ).rejects.toThrow("the turn failed");
-      expect(await auditCount(other)).toBe(2);
-      // No transaction stays open: the pool has no client checked out.
-      const { rows } = await admin!.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'");
-      expect(rows[0]?.n).toBe(0);
-    }));
+      ));
 
-  it("a failed COMMIT loses the unit's pending writes and refuses every later write and commit of that unit", async () => {
-    let failCommit = false;
-    const failing = async (names: Names) => {
-      await (await createPostgresStores({ connectionString: url, ...names, migrate: true })).close();
-      return hookedStores(names, 4, (args, query) => (failCommit && args[0] === "COMMIT" ? Promise.reject(new Error("the server went away during COMMIT")) : query(...args)));
-    };
-    await withGrouped(async (a, other) => {
-      const outcome = unitOf(a)(async () => {
-        await admitWith(a.admissions, { admissionId: "adm-1" });
-        failCommit = true;
-        await expect(a.barrier?.commit()).rejects.toBeInstanceOf(StoreUnavailableError);
-        failCommit = false;
-        await expect(a.audit.append(lifecycle("model.request"))).rejects.toBeInstanceOf(StoreUnavailableError);
-        await expect(a.barrier?.commit()).rejects.toBeInstanceOf(StoreUnavailableError);
-        return "returned";
-      });
-      // The end of work commits too, and reports the loss.
-      await expect(outcome).rejects.toBeInstanceOf(StoreUnavailableError);
-      expect([await admissionState(other), await auditCount(other)]).toEqual([undefined, 0]);
-      // Another unit starts clean.
-      await unitOf(a)(() => admitWith(a.admissions, { admissionId: "adm-2" }));
-      expect(await admissionState(other, "adm-2")).toBe("active");
-    }, failing);
-  });
+    it("a refused write inside a unit rolls back alone: the writes before and after it commit", () =>
+      withGrouped(async (a, other) => {
+        await unitOf(a)(async () => {
+          await admitWith(a.admissions, { admissionId: "adm-1" });
+          await a.sessions.append(SCOPE_A, "s1", [userMsg("one")], {
+            admissionId: "adm-1",
+            now: T0 + 1,
+          });
+          // A FenceError (no such admission), a refused reservation, a SQL error: each rolls back alone.
+          await expect(
+            a.sessions.append(SCOPE_A, "s1", [userMsg("x")], {
+              admissionId: "adm-missing",
+              now: T0 + 2,
+            }),
+          ).rejects.toThrow();
+          const refused = await a.execution.claim(claimOf("op-big"), {
+            reservation: {
+              day: DAY,
+              usdMicros: 5_000_000,
+              limits: { perTenantDayUsd: 1_000 },
+              expiresAt: EXPIRES,
+            },
+          });
+          expect(refused.status).toBe("refused");
+          await a.labels.put(SCOPE_A, "s1", { patient: "p-1" });
+          await expect(a.labels.put(SCOPE_A, "s1", { patient: "p-2" })).rejects.toBeInstanceOf(
+            SessionLabelConflictError,
+          );
+          await a.sessions.append(SCOPE_A, "s1", [userMsg("two")], {
+            admissionId: "adm-1",
+            now: T0 + 3,
+          });
+        });
+        expect((await other.sessions.load(SCOPE_A, "s1")).messages).toHaveLength(2);
+        expect(await admissionState(other)).toBe("active");
+        expect(await other.execution.get(SCOPE_A, "op-big")).toBeUndefined();
+        expect(await other.labels.get(SCOPE_A, "s1")).toEqual({ patient: "p-1" });
+      }));
 
-  it("concurrent writes of one unit (a turn's parallel tool children) are serialized on its client", () =>
-    withGrouped(async (a, other) => {
-      await unitOf(a)(async () => {
-        await admitWith(a.admissions, { admissionId: "adm-1" });
-        const results = await Promise.allSettled(
-          Array.from({ length: 20 }, (_, i) =>
-            i % 5 === 4
-              ? a.sessions.append(SCOPE_A, "s1", [userMsg(`bad ${i}`)], { admissionId: "adm-missing", now: T0 + i })
-              : a.audit.append({ trail: "lifecycle", action: "tool.result", scope: SCOPE_A, sessionId: trailId("s1"), turnId: trailId("turn-1"), at: T0 + i }),
-          ),
+    it("a statement that fails in the database inside a unit rolls back alone too", () =>
+      withGrouped(async (a, other, names) => {
+        // A settlement whose counter would overflow int8 fails in the database (SQLSTATE 22003).
+        await admin!.query(
+          `INSERT INTO ${names.schema}.spend_tenant_days (org, day, usd_micros) VALUES ('org-a', $1, 9223372036854775000)`,
+          [DAY],
         );
-        expect(results.filter((r) => r.status === "rejected")).toHaveLength(4);
-      });
-      expect((await other.audit.query(SCOPE_A, { limit: 100 })).items).toHaveLength(16);
-    }));
-});
+        await unitOf(a)(async () => {
+          await admitWith(a.admissions, { admissionId: "adm-1" });
+          await expect(
+            a.settlements.settle(settlementOf("set-1", { receipt: { usdMicros: 10_000 } })),
+          ).rejects.toBeInstanceOf(StoreUnavailableError);
+          await a.audit.append(lifecycle("model.request"));
+        });
+        expect([await admissionState(other), await auditCount(other)]).toEqual(["active", 1]);
+        expect(await other.settlements.get(SCOPE_A, "set-1")).toBeUndefined();
+      }));
 
-describe.skipIf(!DATABASE_URL)(`postgres grouped: a write's first statement rides with its savepoint${skip}`, () => {
-  it("inlined literals read back exactly what the parameters would", async () => {
-    const tricky = ["plain", "it's", "back\\slash \\' both", 'dq " and $1 and $$ and ;', "ünïcödé ✓", "", "E'x'", "-- comment", "\n\t"];
-    const values: unknown[] = [...tricky, 0, -5, Number.MAX_SAFE_INTEGER, true, false, null, [...tricky, null], []];
-    const text = `SELECT ${values.map((v, i) => (Array.isArray(v) ? `$${i + 1}::text[]` : typeof v === "number" ? `$${i + 1}::int8` : typeof v === "boolean" ? `$${i + 1}::bool` : `$${i + 1}::text`)).join(", ")}`;
-    const sql = inline(text, values);
-    if (sql === undefined) throw new Error("expected an inlined statement");
-    const byParams = await admin!.query({ text, values, rowMode: "array" });
-    const byLiterals = await admin!.query({ text: sql, rowMode: "array" });
-    expect(byLiterals.rows).toEqual(byParams.rows);
-    expect(inline("SELECT $1", [1.5])).toBeUndefined();
-    expect(inline("SELECT $1", [{ a: 1 }])).toBeUndefined();
-    expect(inline("SELECT $1, $2", ["a"])).toBeUndefined();
-  });
-});
+    it("the end of work commits what is pending, either way; the barrier is a no-op with nothing pending or outside a unit", () =>
+      withGrouped(async (a, other) => {
+        const count = a.commitCount();
+        await a.barrier?.commit();
+        await unitOf(a)(async () => {
+          await a.barrier?.commit();
+        });
+        expect(a.commitCount()).toBe(count);
+        await unitOf(a)(async () => {
+          await admitWith(a.admissions, { admissionId: "adm-1" });
+          await a.audit.append(lifecycle("turn.started"));
+          expect(await admissionState(other)).toBeUndefined();
+        });
+        expect(a.commitCount()).toBe(count + 1);
+        expect(await admissionState(other)).toBe("active");
+        await expect(
+          unitOf(a)(async () => {
+            await a.audit.append(lifecycle("model.request", T0 + 1));
+            throw new Error("the turn failed");
+          }),
+        ).rejects.toThrow("the turn failed");
+        expect(await auditCount(other)).toBe(2);
+        // No transaction stays open: the pool has no client checked out.
+        const { rows } = await admin!.query(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'",
+        );
+        expect(rows[0]?.n).toBe(0);
+      }));
+
+    it("a failed COMMIT loses the unit's pending writes and refuses every later write and commit of that unit", async () => {
+      let failCommit = false;
+      const failing = async (names: Names) => {
+        await (
+          await createPostgresStores({ connectionString: url, ...names, migrate: true })
+        ).close();
+        return hookedStores(names, 4, (args, query) =>
+          failCommit && args[0] === "COMMIT"
+            ? Promise.reject(new Error("the server went away during COMMIT"))
+            : query(...args),
+        );
+      };
+      await withGrouped(async (a, other) => {
+        const outcome = unitOf(a)(async () => {
+          await admitWith(a.admissions, { admissionId: "adm-1" });
+          failCommit = true;
+          await expect(a.barrier?.commit()).rejects.toBeInstanceOf(StoreUnavailableError);
+          failCommit = false;
+          await expect(a.audit.append(lifecycle("model.request"))).rejects.toBeInstanceOf(
+            StoreUnavailableError,
+          );
+          await expect(a.barrier?.commit()).rejects.toBeInstanceOf(StoreUnavailableError);
+          return "returned";
+        });
+        // The end of work commits too, and reports the loss.
+        await expect(outcome).rejects.toBeInstanceOf(StoreUnavailableError);
+        expect([await admissionState(other), await auditCount(other)]).toEqual([undefined, 0]);
+        // Another unit starts clean.
+        await unitOf(a)(() => admitWith(a.admissions, { admissionId: "adm-2" }));
+        expect(await admissionState(other, "adm-2")).toBe("active");
+      }, failing);
+    });
+
+    it("concurrent writes of one unit (a turn's parallel tool children) are serialized on its client", () =>
+      withGrouped(async (a, other) => {
+        await unitOf(a)(async () => {
+          await admitWith(a.admissions, { admissionId: "adm-1" });
+          const results = await Promise.allSettled(
+            Array.from({ length: 20 }, (_, i) =>
+              i % 5 === 4
+                ? a.sessions.append(SCOPE_A, "s1", [userMsg(`bad ${i}`)], {
+                    admissionId: "adm-missing",
+                    now: T0 + i,
+                  })
+                : a.audit.append({
+                    trail: "lifecycle",
+                    action: "tool.result",
+                    scope: SCOPE_A,
+                    sessionId: trailId("s1"),
+                    turnId: trailId("turn-1"),
+                    at: T0 + i,
+                  }),
+            ),
+          );
+          expect(results.filter((r) => r.status === "rejected")).toHaveLength(4);
+        });
+        expect((await other.audit.query(SCOPE_A, { limit: 100 })).items).toHaveLength(16);
+      }));
+  },
+);
+
+describe.skipIf(!DATABASE_URL)(
+  `postgres grouped: a write's first statement rides with its savepoint${skip}`,
+  () => {
+    it("inlined literals read back exactly what the parameters would", async () => {
+      const tricky = [
+        "plain",
+        "it's",
+        "back\\slash \\' both",
+        'dq " and $1 and $$ and ;',
+        "ünïcödé ✓",
+        "",
+        "E'x'",
+        "-- comment",
+        "\n\t",
+      ];
+      const values: unknown[] = [
+        ...tricky,
+        0,
+        -5,
+        Number.MAX_SAFE_INTEGER,
+        true,
+        false,
+        null,
+        [...tricky, null],
+        [],
+      ];
+      const text = `SELECT ${values.map((v, i) => (Array.isArray(v) ? `$${i + 1}::text[]` : typeof v === "number" ? `$${i + 1}::int8` : typeof v === "boolean" ? `$${i + 1}::bool` : `$${i + 1}::text`)).join(", ")}`;
+      const sql = inline(text, values);
+      if (sql === undefined) throw new Error("expected an inlined statement");
+      const byParams = await admin!.query({ text, values, rowMode: "array" });
+      const byLiterals = await admin!.query({ text: sql, rowMode: "array" });
+      expect(byLiterals.rows).toEqual(byParams.rows);
+      expect(inline("SELECT $1", [1.5])).toBeUndefined();
+      expect(inline("SELECT $1", [{ a: 1 }])).toBeUndefined();
+      expect(inline("SELECT $1, $2", ["a"])).toBeUndefined();
+    });
+  },
+);
 
 describe.skipIf(!DATABASE_URL)(`postgres grouped: turns under real concurrency${skip}`, () => {
   it("64 concurrent turn-shaped units from 2 store sets: no deadlock or serialization error, counters exact", async () => {
@@ -276,7 +432,8 @@ describe.skipIf(!DATABASE_URL)(`postgres grouped: turns under real concurrency${
     const errors: string[] = [];
     const recording: QueryHook = (args, query) => {
       const out = query(...args);
-      if (out instanceof Promise) out.catch((e: { code?: string }) => errors.push(e.code ?? String(e)));
+      if (out instanceof Promise)
+        out.catch((e: { code?: string }) => errors.push(e.code ?? String(e)));
       return out;
     };
     const [one, two] = [hookedStores(names, 8, recording), hookedStores(names, 8, recording)];
@@ -291,16 +448,41 @@ describe.skipIf(!DATABASE_URL)(`postgres grouped: turns under real concurrency${
             if (admitted.status !== "admitted") throw new Error("expected an admission");
             const claimed = await s.execution.claim(claimOf(`op-${i}`, { sessionId }), {
               admissionId: `adm-${i}`,
-              reservation: { day: DAY, usdMicros: 1_000, limits: { perTenantDayUsd: 100_000_000, perSessionUsd: 10_000 }, expiresAt: EXPIRES },
+              reservation: {
+                day: DAY,
+                usdMicros: 1_000,
+                limits: { perTenantDayUsd: 100_000_000, perSessionUsd: 10_000 },
+                expiresAt: EXPIRES,
+              },
             });
-            if (claimed.status !== "claimed") throw new Error(`expected a claim, got ${claimed.status}`);
+            if (claimed.status !== "claimed")
+              throw new Error(`expected a claim, got ${claimed.status}`);
             const fence: Fence = claimed.fence;
             await s.execution.dispatch(fence, T0 + 1);
-            await s.execution.receive(fence, { status: "known", usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0 } }, T0 + 2);
-            await s.settlements.settle(settlementOf(`set-${i}`, { sessionId, receipt: { operationId: `op-${i}`, turnId: `turn-${i}`, usdMicros: price(i) } }));
+            await s.execution.receive(
+              fence,
+              { status: "known", usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0 } },
+              T0 + 2,
+            );
+            await s.settlements.settle(
+              settlementOf(`set-${i}`, {
+                sessionId,
+                receipt: { operationId: `op-${i}`, turnId: `turn-${i}`, usdMicros: price(i) },
+              }),
+            );
             await s.execution.settle(fence, `set-${i}`, T0 + 3);
-            await s.audit.append({ trail: "lifecycle", action: "model.response", scope: SCOPE_A, sessionId: trailId(sessionId), turnId: trailId(`turn-${i}`), at: T0 + 3 });
-            await s.sessions.append(SCOPE_A, sessionId, [userMsg(`turn ${i}`)], { admissionId: `adm-${i}`, now: T0 + 4 });
+            await s.audit.append({
+              trail: "lifecycle",
+              action: "model.response",
+              scope: SCOPE_A,
+              sessionId: trailId(sessionId),
+              turnId: trailId(`turn-${i}`),
+              at: T0 + 3,
+            });
+            await s.sessions.append(SCOPE_A, sessionId, [userMsg(`turn ${i}`)], {
+              admissionId: `adm-${i}`,
+              now: T0 + 4,
+            });
             await s.admissions.finish(SCOPE_A, `adm-${i}`);
             return i;
           });
@@ -309,9 +491,13 @@ describe.skipIf(!DATABASE_URL)(`postgres grouped: turns under real concurrency${
       expect(outcomes).toHaveLength(64);
       const total = Array.from({ length: 64 }, (_, i) => price(i)).reduce((a, b) => a + b, 0);
       expect(await one.spend.tenantDays("org-a")).toEqual([{ day: DAY, usdMicros: total }]);
-      const held = await admin!.query(`SELECT count(*)::int AS n FROM ${names.schema}.spend_reservations`);
+      const held = await admin!.query(
+        `SELECT count(*)::int AS n FROM ${names.schema}.spend_reservations`,
+      );
       expect(held.rows[0]?.n).toBe(0);
-      const finished = await admin!.query(`SELECT count(*)::int AS n FROM ${names.schema}.admissions WHERE state = 'finished'`);
+      const finished = await admin!.query(
+        `SELECT count(*)::int AS n FROM ${names.schema}.admissions WHERE state = 'finished'`,
+      );
       expect(finished.rows[0]?.n).toBe(64);
       expect(errors).toEqual([]);
       // Two commits a unit (dispatch, finish): nothing retried, nothing left for the end of work.

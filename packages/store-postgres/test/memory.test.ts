@@ -18,8 +18,19 @@ describe.skipIf(!DATABASE_URL)(`postgres memory${DATABASE_URL ? "" : ` (${SKIP_R
     memoryContract(
       `postgres ${commits}`,
       async () => {
-        const s = await createPostgresStores({ connectionString: DATABASE_URL, ...schemas.next(), migrate: true, commits, pool: { max: 4 } });
-        return { episodes: s.episodes, profiles: s.profiles, erasure: s.memoryErasure, close: () => s.close() };
+        const s = await createPostgresStores({
+          connectionString: DATABASE_URL,
+          ...schemas.next(),
+          migrate: true,
+          commits,
+          pool: { max: 4 },
+        });
+        return {
+          episodes: s.episodes,
+          profiles: s.profiles,
+          erasure: s.memoryErasure,
+          close: () => s.close(),
+        };
       },
       { describe, it, expect },
     );

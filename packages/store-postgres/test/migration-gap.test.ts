@@ -25,7 +25,9 @@ function shippedWithout(...drop: number[]): URL {
   const dir = mkdtempSync(join(tmpdir(), "alma-pg-migrations-"));
   dirs.push(dir);
   const shipped = new URL("../migrations/", import.meta.url);
-  for (const file of readdirSync(shipped)) if (!drop.includes(Number(file.slice(0, 4)))) copyFileSync(new URL(file, shipped), join(dir, file));
+  for (const file of readdirSync(shipped))
+    if (!drop.includes(Number(file.slice(0, 4))))
+      copyFileSync(new URL(file, shipped), join(dir, file));
   return pathToFileURL(`${dir}/`);
 }
 
@@ -39,21 +41,28 @@ describe("postgres: migration files with a gap", () => {
   });
 });
 
-describe.skipIf(!DATABASE_URL)(`postgres: a schema at 0005 without 0004${DATABASE_URL ? "" : ` (${SKIP_REASON})`}`, () => {
-  it("gets 0004 when it lands, once; opening checks every step, not the highest", async () => {
-    const names = schemas.next();
-    expect(await migrate(admin!, names, shippedWithout(4))).toEqual([1, 2, 3, 5, 7, 8, 9]);
-    expect(await pendingMigrations(admin!, names.schema)).toEqual([4]);
-    expect(await migrate(admin!, names)).toEqual([4]);
-    expect(await migrate(admin!, names)).toEqual([]);
-    expect(await pendingMigrations(admin!, names.schema)).toEqual([]);
-    const { rows } = await admin!.query(`SELECT to_regclass($1) AS t`, [`${names.schema}.scope_fences`]);
-    expect(rows[0]?.t).not.toBeNull();
-    // A schema missing a step this build ships is refused at open, though its highest version matches.
-    const other = schemas.next();
-    await migrate(admin!, other);
-    await admin!.query(`DELETE FROM ${other.schema}.alma_schema_migrations WHERE version = 3`);
-    expect(await pendingMigrations(admin!, other.schema)).toEqual([3]);
-    await expect(createPostgresStores({ connectionString: DATABASE_URL, ...other })).rejects.toThrow(/without step 3/);
-  });
-});
+describe.skipIf(!DATABASE_URL)(
+  `postgres: a schema at 0005 without 0004${DATABASE_URL ? "" : ` (${SKIP_REASON})`}`,
+  () => {
+    it("gets 0004 when it lands, once; opening checks every step, not the highest", async () => {
+      const names = schemas.next();
+      expect(await migrate(admin!, names, shippedWithout(4))).toEqual([1, 2, 3, 5, 7, 8, 9]);
+      expect(await pendingMigrations(admin!, names.schema)).toEqual([4]);
+      expect(await migrate(admin!, names)).toEqual([4]);
+      expect(await migrate(admin!, names)).toEqual([]);
+      expect(await pendingMigrations(admin!, names.schema)).toEqual([]);
+      const { rows } = await admin!.query(`SELECT to_regclass($1) AS t`, [
+        `${names.schema}.scope_fences`,
+      ]);
+      expect(rows[0]?.t).not.toBeNull();
+      // A schema missing a step this build ships is refused at open, though its highest version matches.
+      const other = schemas.next();
+      await migrate(admin!, other);
+      await admin!.query(`DELETE FROM ${other.schema}.alma_schema_migrations WHERE version = 3`);
+      expect(await pendingMigrations(admin!, other.schema)).toEqual([3]);
+      await expect(
+        createPostgresStores({ connectionString: DATABASE_URL, ...other }),
+      ).rejects.toThrow(/without step 3/);
+    });
+  },
+);

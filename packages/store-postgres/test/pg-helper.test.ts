@@ -22,7 +22,10 @@ interface Run {
 
 function script(name: string, args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
   return new Promise((resolve) => {
-    const child = spawn("bash", [join(ROOT, "scripts", name), ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn("bash", [join(ROOT, "scripts", name), ...args], {
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let out = "";
     let err = "";
     child.stdout.on("data", (c: Buffer) => {
@@ -41,7 +44,8 @@ const started = new Set<string>();
 /** The `export NAME='value'` lines pg-up printed. */
 function exportsOf(run: Run): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const m of run.out.matchAll(/^export (\w+)='([^']*)'$/gm)) out[m[1] as string] = m[2] as string;
+  for (const m of run.out.matchAll(/^export (\w+)='([^']*)'$/gm))
+    out[m[1] as string] = m[2] as string;
   if (out.ALMA_PG_DIR) started.add(out.ALMA_PG_DIR);
   return out;
 }
@@ -95,10 +99,14 @@ describe.skipIf(!HAVE_PG)("scripts/pg-up.sh and pg-down.sh", () => {
       expect((await script("pg-down.sh", [], env)).code).toBe(0);
       expect(await answers(eb.ALMA_TEST_DATABASE_URL as string)).toBe(true);
 
-      expect((await script("pg-down.sh", [], { ...env, ALMA_PG_DIR: ea.ALMA_PG_DIR })).code).toBe(0);
+      expect((await script("pg-down.sh", [], { ...env, ALMA_PG_DIR: ea.ALMA_PG_DIR })).code).toBe(
+        0,
+      );
       expect(existsSync(ea.ALMA_PG_DIR as string)).toBe(false);
       expect(await answers(eb.ALMA_TEST_DATABASE_URL as string)).toBe(true);
-      expect((await script("pg-down.sh", [], { ...env, ALMA_PG_PORT: eb.ALMA_PG_PORT })).code).toBe(0);
+      expect((await script("pg-down.sh", [], { ...env, ALMA_PG_PORT: eb.ALMA_PG_PORT })).code).toBe(
+        0,
+      );
       expect(existsSync(eb.ALMA_PG_DIR as string)).toBe(false);
       expect(existsSync(join(tmp, `alma-pg-${eb.ALMA_PG_PORT}.state`))).toBe(false);
     } finally {

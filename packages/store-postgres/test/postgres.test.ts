@@ -6,7 +6,13 @@ import { admitWith, reservationOf, SCOPE_A, T0, userMsg } from "@alma-harness/te
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { parseArgs } from "../src/cli.js";
-import { createPostgresStores, loadMigrations, mapPgError, migrate, schemaVersion } from "../src/index.js";
+import {
+  createPostgresStores,
+  loadMigrations,
+  mapPgError,
+  migrate,
+  schemaVersion,
+} from "../src/index.js";
 import { schemaPool, transaction } from "../src/pg.js";
 import { DATABASE_URL, SKIP_REASON, schemaFactory } from "./support.js";
 
@@ -28,8 +34,11 @@ function dbError(code: string): pg.DatabaseError {
 describe("postgres: driver errors as contract errors (no database needed)", () => {
   it("maps unique violations to ConflictError and everything else to StoreUnavailableError", () => {
     expect(mapPgError(dbError("23505"))).toBeInstanceOf(ConflictError);
-    for (const code of ["40001", "40P01", "57P01", "08006", "42P01"]) expect(mapPgError(dbError(code))).toBeInstanceOf(StoreUnavailableError);
-    expect(mapPgError(new Error("Connection terminated unexpectedly"))).toBeInstanceOf(StoreUnavailableError);
+    for (const code of ["40001", "40P01", "57P01", "08006", "42P01"])
+      expect(mapPgError(dbError(code))).toBeInstanceOf(StoreUnavailableError);
+    expect(mapPgError(new Error("Connection terminated unexpectedly"))).toBeInstanceOf(
+      StoreUnavailableError,
+    );
     const fence = new FenceError();
     expect(mapPgError(fence)).toBe(fence);
   });
@@ -49,8 +58,16 @@ describe("postgres: driver errors as contract errors (no database needed)", () =
   });
 
   it("parses the CLI's arguments", () => {
-    expect(parseArgs(["postgres://x/db"])).toEqual({ url: "postgres://x/db", schema: "alma", rootSchema: "alma_root" });
-    expect(parseArgs(["u", "--schema", "a", "--root-schema", "b"])).toEqual({ url: "u", schema: "a", rootSchema: "b" });
+    expect(parseArgs(["postgres://x/db"])).toEqual({
+      url: "postgres://x/db",
+      schema: "alma",
+      rootSchema: "alma_root",
+    });
+    expect(parseArgs(["u", "--schema", "a", "--root-schema", "b"])).toEqual({
+      url: "u",
+      schema: "a",
+      rootSchema: "b",
+    });
     expect(() => parseArgs([])).toThrow(/usage/);
     expect(() => parseArgs(["u", "--schema"])).toThrow(/needs a value/);
     expect(() => parseArgs(["u", "v"])).toThrow(/unexpected/);
@@ -64,7 +81,9 @@ describe.skipIf(!DATABASE_URL)(`postgres: migrations and the CLI${skip}`, () => 
     const applied = await Promise.all(pools.map((p) => migrate(p, names)));
     await Promise.all(pools.map((p) => p.end()));
     expect(applied.flat().sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 7, 8, 9]);
-    const { rows } = await admin!.query(`SELECT version, target FROM ${names.schema}.alma_schema_migrations ORDER BY version`);
+    const { rows } = await admin!.query(
+      `SELECT version, target FROM ${names.schema}.alma_schema_migrations ORDER BY version`,
+    );
     expect(rows).toEqual([
       { version: 1, target: "main" },
       { version: 2, target: "root" },
@@ -80,20 +99,40 @@ describe.skipIf(!DATABASE_URL)(`postgres: migrations and the CLI${skip}`, () => 
 
   it("refuses a database newer than this build, and opening an unmigrated schema", async () => {
     const names = schemas.next();
-    await expect(createPostgresStores({ connectionString: url, ...names })).rejects.toThrow(/alma-pg-migrate/);
+    await expect(createPostgresStores({ connectionString: url, ...names })).rejects.toThrow(
+      /alma-pg-migrate/,
+    );
     await migrate(admin!, names);
-    await admin!.query(`INSERT INTO ${names.schema}.alma_schema_migrations (version, name, target) VALUES (99, 'future', 'main')`);
+    await admin!.query(
+      `INSERT INTO ${names.schema}.alma_schema_migrations (version, name, target) VALUES (99, 'future', 'main')`,
+    );
     await expect(migrate(admin!, names)).rejects.toBeInstanceOf(StoreUnavailableError);
-    await expect(createPostgresStores({ connectionString: url, ...names })).rejects.toBeInstanceOf(StoreUnavailableError);
-    await expect(createPostgresStores({ connectionString: url, schema: "same", rootSchema: "same" })).rejects.toThrow(/must differ/);
+    await expect(createPostgresStores({ connectionString: url, ...names })).rejects.toBeInstanceOf(
+      StoreUnavailableError,
+    );
+    await expect(
+      createPostgresStores({ connectionString: url, schema: "same", rootSchema: "same" }),
+    ).rejects.toThrow(/must differ/);
   });
 
   it("alma-pg-migrate migrates a database and reports when it is up to date", async () => {
     const names = schemas.next();
     const cli = join(import.meta.dirname, "..", "src", "cli.ts");
-    const args = ["--conditions=alma-source", "--import", "tsx", cli, url, "--schema", names.schema, "--root-schema", names.rootSchema];
+    const args = [
+      "--conditions=alma-source",
+      "--import",
+      "tsx",
+      cli,
+      url,
+      "--schema",
+      names.schema,
+      "--root-schema",
+      names.rootSchema,
+    ];
     const exec = promisify(execFile);
-    expect((await exec(process.execPath, args)).stdout).toBe("alma-pg-migrate: applied 1, 2, 3, 4, 5, 7, 8, 9\n");
+    expect((await exec(process.execPath, args)).stdout).toBe(
+      "alma-pg-migrate: applied 1, 2, 3, 4, 5, 7, 8, 9\n",
+    );
     expect((await exec(process.execPath, args)).stdout).toBe("alma-pg-migrate: up to date\n");
     expect(await schemaVersion(admin!, names.schema)).toBe(9);
   });
@@ -107,13 +146,22 @@ describe.skipIf(!DATABASE_URL)(`postgres: namespaces, instances and closing${ski
     await stores.results.reserve(reservationOf("step-1"));
     await stores.close();
     const root = schemaPool({ connectionString: url, max: 1 }, names.rootSchema);
-    const seen = await root.query<{ path: string; admissions: string | null; results: string | null }>(
+    const seen = await root.query<{
+      path: string;
+      admissions: string | null;
+      results: string | null;
+    }>(
       `SELECT current_setting('search_path') AS path, to_regclass('admissions')::text AS admissions,
               (SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = to_regclass('results')) AS results`,
     );
     await root.end();
-    expect(seen.rows[0]).toEqual({ path: names.rootSchema, admissions: null, results: names.rootSchema });
-    const rows = async (schema: string) => (await admin!.query(`SELECT result_id FROM ${schema}.results`)).rows;
+    expect(seen.rows[0]).toEqual({
+      path: names.rootSchema,
+      admissions: null,
+      results: names.rootSchema,
+    });
+    const rows = async (schema: string) =>
+      (await admin!.query(`SELECT result_id FROM ${schema}.results`)).rows;
     expect(await rows(names.rootSchema)).toEqual([{ result_id: "final-1" }]);
     expect(await rows(names.schema)).toEqual([{ result_id: "step-1" }]);
   });
@@ -124,14 +172,18 @@ describe.skipIf(!DATABASE_URL)(`postgres: namespaces, instances and closing${ski
     const b = await createPostgresStores({ connectionString: url, ...names });
     try {
       const results = await Promise.all(
-        Array.from({ length: 10 }, (_, i) => admitWith((i % 2 ? a : b).admissions, { admissionId: `adm-${i}` })),
+        Array.from({ length: 10 }, (_, i) =>
+          admitWith((i % 2 ? a : b).admissions, { admissionId: `adm-${i}` }),
+        ),
       );
       const winner = results.find((r) => r.status === "admitted");
       expect(results.filter((r) => r.status === "admitted")).toHaveLength(1);
       const id = winner?.status === "admitted" ? winner.admission.admissionId : "none";
       await b.sessions.append(SCOPE_A, "s1", [userMsg("from b")], { admissionId: id, now: T0 + 1 });
       await a.admissions.markUncertain(SCOPE_A, id);
-      await expect(b.sessions.append(SCOPE_A, "s1", [userMsg("late")], { admissionId: id, now: T0 + 2 })).rejects.toBeInstanceOf(FenceError);
+      await expect(
+        b.sessions.append(SCOPE_A, "s1", [userMsg("late")], { admissionId: id, now: T0 + 2 }),
+      ).rejects.toBeInstanceOf(FenceError);
       expect((await a.sessions.load(SCOPE_A, "s1")).revision).toBe(1);
     } finally {
       await Promise.all([a.close(), b.close()]);
@@ -139,13 +191,25 @@ describe.skipIf(!DATABASE_URL)(`postgres: namespaces, instances and closing${ski
   });
 
   it("after close, calls reject with StoreUnavailableError; close twice is fine", async () => {
-    const stores = await createPostgresStores({ connectionString: url, ...schemas.next(), migrate: true });
+    const stores = await createPostgresStores({
+      connectionString: url,
+      ...schemas.next(),
+      migrate: true,
+    });
     await stores.close();
     await stores.close();
     await expect(stores.sessions.load(SCOPE_A, "s1")).rejects.toBeInstanceOf(StoreUnavailableError);
-    await expect(stores.admissions.admit({ scope: SCOPE_A, sessionId: "s", rootKey: "r", kind: "turn", admissionId: "a", now: 1, deadlineAt: 2 })).rejects.toBeInstanceOf(
-      StoreUnavailableError,
-    );
+    await expect(
+      stores.admissions.admit({
+        scope: SCOPE_A,
+        sessionId: "s",
+        rootKey: "r",
+        kind: "turn",
+        admissionId: "a",
+        now: 1,
+        deadlineAt: 2,
+      }),
+    ).rejects.toBeInstanceOf(StoreUnavailableError);
   });
 
   it("retries a transaction that hit a serialization failure, and gives up as unavailable", async () => {

@@ -1,5 +1,19 @@
-import { type ClaimReservation, type ClaimResult, type ExecutionClaim, FenceError, type Fence } from "@alma-harness/core";
-import { admitWith, claimOf, DAY, SCOPE_A, SCOPE_A2, settlementOf, T0 } from "@alma-harness/testing";
+import {
+  type ClaimReservation,
+  type ClaimResult,
+  type ExecutionClaim,
+  FenceError,
+  type Fence,
+} from "@alma-harness/core";
+import {
+  admitWith,
+  claimOf,
+  DAY,
+  SCOPE_A,
+  SCOPE_A2,
+  settlementOf,
+  T0,
+} from "@alma-harness/testing";
 import { describe, expect, it } from "vitest";
 import { PgAdmissionStore } from "../src/admissions.js";
 import { PgExecutionStore } from "../src/execution.js";
@@ -33,7 +47,8 @@ function sizes(n: number, seed: number, lo: number, hi: number): number[] {
 function watchedPool(schema: string, max: number) {
   const pool = schemaPool({ connectionString: url, max }, schema);
   const seen = { statements: 0, errors: [] as string[], inFlight: 0, maxInFlight: 0 };
-  const record = (error: unknown) => seen.errors.push((error as { code?: string }).code ?? String(error));
+  const record = (error: unknown) =>
+    seen.errors.push((error as { code?: string }).code ?? String(error));
   hookQueries(pool, (args, query) => {
     seen.statements += 1;
     const last = args[args.length - 1];
@@ -59,8 +74,15 @@ function watchedPool(schema: string, max: number) {
   return { pool, seen };
 }
 
-async function heldMicros(schema: string, where: string, values: readonly unknown[]): Promise<number> {
-  const { rows } = await admin!.query<{ n: string }>(`SELECT COALESCE(sum(usd_micros), 0)::text AS n FROM ${schema}.spend_reservations WHERE ${where}`, [...values]);
+async function heldMicros(
+  schema: string,
+  where: string,
+  values: readonly unknown[],
+): Promise<number> {
+  const { rows } = await admin!.query<{ n: string }>(
+    `SELECT COALESCE(sum(usd_micros), 0)::text AS n FROM ${schema}.spend_reservations WHERE ${where}`,
+    [...values],
+  );
   return Number(rows[0]?.n ?? 0);
 }
 
@@ -93,9 +115,15 @@ describe.skipIf(!DATABASE_URL)(`postgres: reservations under real concurrency${s
         const micros = sizes(20, round + 1, 500, 3_000);
         const results = await Promise.all(
           micros.map((m, i) =>
-            execution.claim(claimOf(`op-${round}-${i}`, { scope: i % 2 === 0 ? SCOPE_A : SCOPE_A2, sessionId: `s${i}` }), {
-              reservation: hold(m, { perTenantDayUsd: limit }, day),
-            }),
+            execution.claim(
+              claimOf(`op-${round}-${i}`, {
+                scope: i % 2 === 0 ? SCOPE_A : SCOPE_A2,
+                sessionId: `s${i}`,
+              }),
+              {
+                reservation: hold(m, { perTenantDayUsd: limit }, day),
+              },
+            ),
           ),
         );
         const claimed = micros.filter((_, i) => results[i]?.status === "claimed");
@@ -119,22 +147,41 @@ describe.skipIf(!DATABASE_URL)(`postgres: reservations under real concurrency${s
 
   it("two store sets on one database (as two processes) keep both the session and the tenant-day limits", async () => {
     const names = schemas.next();
-    const a = await createPostgresStores({ connectionString: url, ...names, migrate: true, pool: { max: 12 } });
+    const a = await createPostgresStores({
+      connectionString: url,
+      ...names,
+      migrate: true,
+      pool: { max: 12 },
+    });
     const b = await createPostgresStores({ connectionString: url, ...names, pool: { max: 12 } });
     try {
       const limits = { perSessionUsd: 4_000, perTenantDayUsd: 12_000 };
       for (let round = 0; round < 5; round++) {
         const day = `2026-02-0${round + 1}`;
         const micros = sizes(20, 100 + round, 800, 2_500);
-        const claims: ExecutionClaim[] = micros.map((_, i) => claimOf(`op-${round}-${i}`, { scope: i % 4 < 2 ? SCOPE_A : SCOPE_A2, sessionId: `s${round}-${i % 4}` }));
-        const results = await Promise.all(claims.map((c, i) => (i % 2 === 0 ? a : b).execution.claim(c, { reservation: hold(micros[i] as number, limits, day) })));
+        const claims: ExecutionClaim[] = micros.map((_, i) =>
+          claimOf(`op-${round}-${i}`, {
+            scope: i % 4 < 2 ? SCOPE_A : SCOPE_A2,
+            sessionId: `s${round}-${i % 4}`,
+          }),
+        );
+        const results = await Promise.all(
+          claims.map((c, i) =>
+            (i % 2 === 0 ? a : b).execution.claim(c, {
+              reservation: hold(micros[i] as number, limits, day),
+            }),
+          ),
+        );
         const dayHeld = await heldMicros(names.schema, "org = $1 AND day = $2", ["org-a", day]);
         expect(dayHeld).toBeLessThanOrEqual(limits.perTenantDayUsd);
         const sessionHeld = new Map<string, number>();
         for (const c of claims) {
           const key = `${c.scope.org}/${c.scope.uid} ${c.sessionId}`;
           if (sessionHeld.has(key)) continue;
-          const held = await heldMicros(names.schema, "scope = $1 AND session_id = $2", [`${c.scope.org}/${c.scope.uid}`, c.sessionId]);
+          const held = await heldMicros(names.schema, "scope = $1 AND session_id = $2", [
+            `${c.scope.org}/${c.scope.uid}`,
+            c.sessionId,
+          ]);
           expect(held).toBeLessThanOrEqual(limits.perSessionUsd);
           sessionHeld.set(key, held);
         }
@@ -142,8 +189,10 @@ describe.skipIf(!DATABASE_URL)(`postgres: reservations under real concurrency${s
           const c = claims[i] as ExecutionClaim;
           const m = micros[i] as number;
           const session = sessionHeld.get(`${c.scope.org}/${c.scope.uid} ${c.sessionId}`) ?? 0;
-          if (status(r) === "refused:perSessionUsd") expect(session + m).toBeGreaterThan(limits.perSessionUsd);
-          else if (status(r) === "refused:perTenantDayUsd") expect(dayHeld + m).toBeGreaterThan(limits.perTenantDayUsd);
+          if (status(r) === "refused:perSessionUsd")
+            expect(session + m).toBeGreaterThan(limits.perSessionUsd);
+          else if (status(r) === "refused:perTenantDayUsd")
+            expect(dayHeld + m).toBeGreaterThan(limits.perTenantDayUsd);
           else expect(status(r)).toBe("claimed");
         });
       }
@@ -158,7 +207,10 @@ describe.skipIf(!DATABASE_URL)(`postgres: reservations under real concurrency${s
     const two = watchedPool(names.schema, 16);
     try {
       await migrate(one.pool, names);
-      const sets = [one.pool, two.pool].map((pool) => ({ execution: new PgExecutionStore(pool, names.schema), settlements: new PgCostSettlementStore(pool) }));
+      const sets = [one.pool, two.pool].map((pool) => ({
+        execution: new PgExecutionStore(pool, names.schema),
+        settlements: new PgCostSettlementStore(pool),
+      }));
       const limits = { perSessionUsd: 40_000, perTenantDayUsd: 90_000 };
       const scopeOf = (i: number) => (i % 2 === 0 ? SCOPE_A : SCOPE_A2);
       const sessionOf = (i: number) => `s${i % 3}`;
@@ -167,11 +219,18 @@ describe.skipIf(!DATABASE_URL)(`postgres: reservations under real concurrency${s
       const toCancel: Fence[] = [];
       for (let i = 0; i < 20; i++) {
         const operationId = `pre-${i}`;
-        const r = await sets[0]!.execution.claim(claimOf(operationId, { scope: scopeOf(i), sessionId: sessionOf(i) }), { reservation: hold(3_000, limits) });
+        const r = await sets[0]!.execution.claim(
+          claimOf(operationId, { scope: scopeOf(i), sessionId: sessionOf(i) }),
+          { reservation: hold(3_000, limits) },
+        );
         if (r.status !== "claimed") throw new Error(`expected a claim, got ${status(r)}`);
         if (i % 2 === 0) {
           await sets[0]!.execution.dispatch(r.fence, T0 + 1);
-          await sets[0]!.execution.receive(r.fence, { status: "known", usage: { inputTokens: 10, outputTokens: 10 } }, T0 + 2);
+          await sets[0]!.execution.receive(
+            r.fence,
+            { status: "known", usage: { inputTokens: 10, outputTokens: 10 } },
+            T0 + 2,
+          );
           toSettle.push({ operationId, scope: scopeOf(i), sessionId: sessionOf(i) });
         } else toCancel.push(r.fence);
       }
@@ -183,25 +242,57 @@ describe.skipIf(!DATABASE_URL)(`postgres: reservations under real concurrency${s
         const kind = i % 5;
         if (kind === 1 && settleAt < toSettle.length) {
           const s = toSettle[settleAt++]!;
-          ops.push(set.settlements.settle(settlementOf(`${s.operationId}:settlement`, { scope: s.scope, sessionId: s.sessionId, receipt: { operationId: s.operationId, usdMicros: 1_000 } })));
+          ops.push(
+            set.settlements.settle(
+              settlementOf(`${s.operationId}:settlement`, {
+                scope: s.scope,
+                sessionId: s.sessionId,
+                receipt: { operationId: s.operationId, usdMicros: 1_000 },
+              }),
+            ),
+          );
         } else if (kind === 3 && cancelAt < toCancel.length) {
           ops.push(set.execution.cancelPrepared(toCancel[cancelAt++]!, "aborted", T0 + 3));
         } else {
-          ops.push(set.execution.claim(claimOf(`new-${i}`, { scope: scopeOf(i), sessionId: sessionOf(i), createdAt: T0 + 3 }), { reservation: hold(3_000, limits) }));
+          ops.push(
+            set.execution.claim(
+              claimOf(`new-${i}`, {
+                scope: scopeOf(i),
+                sessionId: sessionOf(i),
+                createdAt: T0 + 3,
+              }),
+              { reservation: hold(3_000, limits) },
+            ),
+          );
         }
       }
       const outcomes = await Promise.allSettled(ops);
-      expect(outcomes.filter((o) => o.status === "rejected").map((o) => String((o as PromiseRejectedResult).reason))).toEqual([]);
+      expect(
+        outcomes
+          .filter((o) => o.status === "rejected")
+          .map((o) => String((o as PromiseRejectedResult).reason)),
+      ).toEqual([]);
       expect([settleAt, cancelAt]).toEqual([10, 10]);
       // No deadlock and no serialization failure, not even one the transaction helper retried away.
       expect([...one.seen.errors, ...two.seen.errors]).toEqual([]);
-      const claimedNew = outcomes.flatMap((o) => (o.status === "fulfilled" && (o.value as ClaimResult).status === "claimed" ? [(o.value as { record: ExecutionClaim }).record.operationId] : []));
+      const claimedNew = outcomes.flatMap((o) =>
+        o.status === "fulfilled" && (o.value as ClaimResult).status === "claimed"
+          ? [(o.value as { record: ExecutionClaim }).record.operationId]
+          : [],
+      );
       // Exactly the new claims still hold money; every settled or cancelled call's reservation is gone.
-      const { rows } = await admin!.query<{ operation_id: string }>(`SELECT operation_id FROM ${names.schema}.spend_reservations ORDER BY operation_id`);
+      const { rows } = await admin!.query<{ operation_id: string }>(
+        `SELECT operation_id FROM ${names.schema}.spend_reservations ORDER BY operation_id`,
+      );
       expect(rows.map((r) => r.operation_id)).toEqual([...claimedNew].sort());
-      const tenant = await admin!.query<{ usd_micros: number }>(`SELECT usd_micros::int FROM ${names.schema}.spend_tenant_days WHERE org = 'org-a' AND day = $1`, [DAY]);
+      const tenant = await admin!.query<{ usd_micros: number }>(
+        `SELECT usd_micros::int FROM ${names.schema}.spend_tenant_days WHERE org = 'org-a' AND day = $1`,
+        [DAY],
+      );
       expect(tenant.rows).toEqual([{ usd_micros: 10_000 }]);
-      const sessions = await admin!.query<{ total: number }>(`SELECT sum(usd_micros)::int AS total FROM ${names.schema}.spend_sessions`);
+      const sessions = await admin!.query<{ total: number }>(
+        `SELECT sum(usd_micros)::int AS total FROM ${names.schema}.spend_sessions`,
+      );
       expect(sessions.rows).toEqual([{ total: 10_000 }]);
       const held = await heldMicros(names.schema, "org = $1 AND day = $2", ["org-a", DAY]);
       expect(held).toBe(claimedNew.length * 3_000);
@@ -218,11 +309,18 @@ describe.skipIf(!DATABASE_URL)(`postgres: reservations under real concurrency${s
     const holder = await admin!.connect();
     try {
       await holder.query("BEGIN");
-      await holder.query(`SELECT pg_advisory_xact_lock(${lockKey(names.schema, "spend-day", "org-a", DAY)})`);
-      const pending = stores.execution.claim(claimOf("op-late", { sessionId: "s2" }), { reservation: hold(600, { perTenantDayUsd: 1_000 }) });
+      await holder.query(
+        `SELECT pg_advisory_xact_lock(${lockKey(names.schema, "spend-day", "org-a", DAY)})`,
+      );
+      const pending = stores.execution.claim(claimOf("op-late", { sessionId: "s2" }), {
+        reservation: hold(600, { perTenantDayUsd: 1_000 }),
+      });
       await blocked("pg_advisory_xact_lock");
       // Another reserver of the same tenant-day (another session), committing while the claim waits.
-      await holder.query(`INSERT INTO ${names.schema}.spend_reservations VALUES ('org-a/user-2', 'op-first', 's9', 'org-a', $1, 500, $2)`, [DAY, EXPIRES]);
+      await holder.query(
+        `INSERT INTO ${names.schema}.spend_reservations VALUES ('org-a/user-2', 'op-first', 's9', 'org-a', $1, 500, $2)`,
+        [DAY, EXPIRES],
+      );
       await holder.query("COMMIT");
       expect(status(await pending)).toBe("refused:perTenantDayUsd");
       expect(await stores.execution.get(SCOPE_A, "op-late")).toBeUndefined();
@@ -239,11 +337,15 @@ describe.skipIf(!DATABASE_URL)(`postgres: reservations under real concurrency${s
     try {
       await admitWith(stores.admissions, { admissionId: "adm-1" });
       await holder.query("BEGIN");
-      await holder.query(`SELECT pg_advisory_xact_lock(${lockKey(names.schema, "spend-day", "org-a", DAY)})`);
-      const pending = stores.execution.claim(claimOf("op-1"), { admissionId: "adm-1", reservation: hold(1, {}) }).then(
-        () => undefined,
-        (error: unknown) => error,
+      await holder.query(
+        `SELECT pg_advisory_xact_lock(${lockKey(names.schema, "spend-day", "org-a", DAY)})`,
       );
+      const pending = stores.execution
+        .claim(claimOf("op-1"), { admissionId: "adm-1", reservation: hold(1, {}) })
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        );
       await blocked("pg_advisory_xact_lock");
       expect((await stores.admissions.finish(SCOPE_A, "adm-1"))?.state).toBe("finished");
       await holder.query("COMMIT");
@@ -270,20 +372,30 @@ describe.skipIf(!DATABASE_URL)(`postgres: reservations under real concurrency${s
         return [value, seen.statements - before];
       };
       const limits = { perSessionUsd: 1_000, perTenantDayUsd: 1_000 };
-      const [first, claimTrips] = await count(() => execution.claim(claimOf("op-1"), { admissionId: "adm-1", reservation: hold(600, limits) }));
+      const [first, claimTrips] = await count(() =>
+        execution.claim(claimOf("op-1"), { admissionId: "adm-1", reservation: hold(600, limits) }),
+      );
       // BEGIN with the locks, the claim statement, the scope fence's own read (after the admission's
       // FOR SHARE, see fences.ts), COMMIT or ROLLBACK.
       expect([status(first), claimTrips]).toEqual(["claimed", 4]);
-      const [refused, refusedTrips] = await count(() => execution.claim(claimOf("op-2"), { admissionId: "adm-1", reservation: hold(600, limits) }));
+      const [refused, refusedTrips] = await count(() =>
+        execution.claim(claimOf("op-2"), { admissionId: "adm-1", reservation: hold(600, limits) }),
+      );
       expect([status(refused), refusedTrips]).toEqual(["refused:perSessionUsd", 4]);
-      const [retry, retryTrips] = await count(() => execution.claim(claimOf("op-1"), { admissionId: "adm-1", reservation: hold(600, limits) }));
+      const [retry, retryTrips] = await count(() =>
+        execution.claim(claimOf("op-1"), { admissionId: "adm-1", reservation: hold(600, limits) }),
+      );
       expect([status(retry), retryTrips]).toEqual(["exists", 3]);
       const [plain, plainTrips] = await count(() => execution.claim(claimOf("op-3")));
       expect([status(plain), plainTrips]).toEqual(["claimed", 1]);
-      const [, settleTrips] = await count(() => settlements.settle(settlementOf("op-1:settlement", { receipt: { operationId: "op-1" } })));
+      const [, settleTrips] = await count(() =>
+        settlements.settle(settlementOf("op-1:settlement", { receipt: { operationId: "op-1" } })),
+      );
       expect(settleTrips).toBe(1);
       if (plain.status !== "claimed") throw new Error("expected a fence");
-      const [, cancelTrips] = await count(() => execution.cancelPrepared(plain.fence, "aborted", T0 + 1));
+      const [, cancelTrips] = await count(() =>
+        execution.cancelPrepared(plain.fence, "aborted", T0 + 1),
+      );
       expect(cancelTrips).toBe(1);
       expect(seen.errors).toEqual([]);
     } finally {

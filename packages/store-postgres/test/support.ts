@@ -10,7 +10,10 @@ export const SKIP_REASON = "skipped: set ALMA_TEST_DATABASE_URL (see scripts/pg-
  * Fresh schema names for one test file: every factory call gets its own pair, and `dropAll`
  * removes them, so files and tests never share rows.
  */
-export function schemaFactory(tag: string): { next(): { schema: string; rootSchema: string }; dropAll(): Promise<void> } {
+export function schemaFactory(tag: string): {
+  next(): { schema: string; rootSchema: string };
+  dropAll(): Promise<void>;
+} {
   const created: string[] = [];
   const run = `${tag}_${process.pid}_${Date.now().toString(36)}`;
   let n = 0;
@@ -26,7 +29,8 @@ export function schemaFactory(tag: string): { next(): { schema: string; rootSche
       const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 1 });
       try {
         // A hundred schemas a statement: a file of hundreds of tests drops them in a few round trips.
-        for (let i = 0; i < created.length; i += 100) await pool.query(`DROP SCHEMA IF EXISTS ${created.slice(i, i + 100).join(", ")} CASCADE`);
+        for (let i = 0; i < created.length; i += 100)
+          await pool.query(`DROP SCHEMA IF EXISTS ${created.slice(i, i + 100).join(", ")} CASCADE`);
       } finally {
         await pool.end();
       }
@@ -42,7 +46,12 @@ export function schemaFactory(tag: string): { next(): { schema: string; rootSche
 export function pgSuite(
   tag: string,
   max = 4,
-): { readonly schemas: ReturnType<typeof schemaFactory>; readonly url: string; readonly admin: pg.Pool | undefined; readonly skip: string } {
+): {
+  readonly schemas: ReturnType<typeof schemaFactory>;
+  readonly url: string;
+  readonly admin: pg.Pool | undefined;
+  readonly skip: string;
+} {
   const schemas = schemaFactory(tag);
   const url = DATABASE_URL ?? "";
   const admin = DATABASE_URL ? new pg.Pool({ connectionString: url, max }) : undefined;
@@ -62,6 +71,8 @@ export type QueryHook = (args: unknown[], query: (...args: unknown[]) => unknown
 export function hookQueries(pool: pg.Pool, hook: QueryHook): void {
   pool.on("connect", (client) => {
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => hook(args, query);
+    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (
+      ...args: unknown[]
+    ) => hook(args, query);
   });
 }

@@ -1,6 +1,14 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { AlmaError, ConflictError, type SessionMarker, StoreUnavailableError, sessionMarker, type TrailKey, type TrailKeyMaterial } from "@alma-harness/core";
+import {
+  AlmaError,
+  ConflictError,
+  type SessionMarker,
+  StoreUnavailableError,
+  sessionMarker,
+  type TrailKey,
+  type TrailKeyMaterial,
+} from "@alma-harness/core";
 import Database from "better-sqlite3";
 import { MAIN_MIGRATIONS, type Migration, ROOT_MIGRATIONS } from "./migrations.js";
 
@@ -57,13 +65,26 @@ export interface RootLayout {
   readonly versions: string;
 }
 
-const ATTACHED: RootLayout = Object.freeze({ mode: "attached", table: "root.results", versions: "root.schema_version" });
-const IN_MAIN: RootLayout = Object.freeze({ mode: "main", table: "main.root_results", versions: "main.root_schema_version" });
+const ATTACHED: RootLayout = Object.freeze({
+  mode: "attached",
+  table: "root.results",
+  versions: "root.schema_version",
+});
+const IN_MAIN: RootLayout = Object.freeze({
+  mode: "main",
+  table: "main.root_results",
+  versions: "main.root_schema_version",
+});
 
 /** A root migration's SQL for the layout (written for `attached`, re-targeted to the main file's table set). */
 function rootSql(layout: RootLayout, sql: string): string {
   if (layout.mode === "attached") return sql;
-  return sql.replace(/\broot\.results(_\w+)?\b/g, (_, suffix: string | undefined) => `main.root_results${suffix ?? ""}`).replace(/\bON results \(/g, "ON root_results (");
+  return sql
+    .replace(
+      /\broot\.results(_\w+)?\b/g,
+      (_, suffix: string | undefined) => `main.root_results${suffix ?? ""}`,
+    )
+    .replace(/\bON results \(/g, "ON root_results (");
 }
 
 /** One connection, its cached statements and the transaction helpers every store uses. */
@@ -153,7 +174,10 @@ export class SqliteDb {
       } catch {
         // the rollback's own failure changes nothing: the connection is refused from now on
       }
-      this.#poisoned = new StoreUnavailableError("sqlite: a group commit failed; the writes since the last commit are lost — reopen the store", error);
+      this.#poisoned = new StoreUnavailableError(
+        "sqlite: a group commit failed; the writes since the last commit are lost — reopen the store",
+        error,
+      );
       throw this.#poisoned;
     }
   }
@@ -202,9 +226,13 @@ export function defaultRootPath(path: string): string {
 export function openDatabase(options: SqliteStoreOptions): SqliteDb {
   const rootPath = options.rootResultsPath ?? defaultRootPath(options.path);
   const attached =
-    (options.rootResults ?? (options.rootResultsPath !== undefined || options.path === ":memory:" || existsSync(rootPath) ? "attached" : "main")) === "attached";
+    (options.rootResults ??
+      (options.rootResultsPath !== undefined || options.path === ":memory:" || existsSync(rootPath)
+        ? "attached"
+        : "main")) === "attached";
   const layout = attached ? ATTACHED : IN_MAIN;
-  for (const file of attached ? [options.path, rootPath] : [options.path]) if (file !== ":memory:") mkdirSync(dirname(file), { recursive: true });
+  for (const file of attached ? [options.path, rootPath] : [options.path])
+    if (file !== ":memory:") mkdirSync(dirname(file), { recursive: true });
   const raw = new Database(options.path);
   try {
     raw.pragma(`busy_timeout = ${Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5000))}`);
@@ -216,9 +244,14 @@ export function openDatabase(options: SqliteStoreOptions): SqliteDb {
       raw.pragma(`${schema}.secure_delete = ON`);
     }
     raw.pragma("foreign_keys = ON");
-    if (options.walAutoCheckpoint !== undefined) raw.pragma(`wal_autocheckpoint = ${Math.max(0, Math.trunc(options.walAutoCheckpoint))}`);
+    if (options.walAutoCheckpoint !== undefined)
+      raw.pragma(`wal_autocheckpoint = ${Math.max(0, Math.trunc(options.walAutoCheckpoint))}`);
     migrate(raw, "main", MAIN_MIGRATIONS);
-    migrate(raw, layout.versions, ROOT_MIGRATIONS.map((step) => ({ ...step, sql: rootSql(layout, step.sql) })));
+    migrate(
+      raw,
+      layout.versions,
+      ROOT_MIGRATIONS.map((step) => ({ ...step, sql: rootSql(layout, step.sql) })),
+    );
   } catch (error) {
     raw.close();
     throw mapSqliteError(error);
@@ -230,13 +263,21 @@ export function openDatabase(options: SqliteStoreOptions): SqliteDb {
 }
 
 /** Applies the steps newer than the schema's recorded version, each in its own immediate transaction. */
-export function migrate(raw: Database.Database, schema: "main" | "root" | RootLayout["versions"], steps: readonly Migration[]): void {
+export function migrate(
+  raw: Database.Database,
+  schema: "main" | "root" | RootLayout["versions"],
+  steps: readonly Migration[],
+): void {
   const versions = versionsTable(schema);
-  raw.exec(`CREATE TABLE IF NOT EXISTS ${versions} (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)`);
+  raw.exec(
+    `CREATE TABLE IF NOT EXISTS ${versions} (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)`,
+  );
   const latest = steps[steps.length - 1]?.version ?? 0;
   const current = schemaVersion(raw, schema);
   if (current > latest) {
-    throw new StoreUnavailableError(`the ${schema} database is at schema version ${current}, newer than this build's ${latest}`);
+    throw new StoreUnavailableError(
+      `the ${schema} database is at schema version ${current}, newer than this build's ${latest}`,
+    );
   }
   // Every step not yet recorded, in version order, even below the recorded maximum: versions are
   // reserved per branch, so a file may hold 4 before 3 lands (each step depends only on lower ones it names).
@@ -246,7 +287,9 @@ export function migrate(raw: Database.Database, schema: "main" | "root" | RootLa
       // Re-read under the write lock: another process may have applied the step meanwhile.
       if (has.get(step.version)) return;
       raw.exec(step.sql);
-      raw.prepare(`INSERT INTO ${versions} (version, name) VALUES (?, ?)`).run(step.version, step.name);
+      raw
+        .prepare(`INSERT INTO ${versions} (version, name) VALUES (?, ?)`)
+        .run(step.version, step.name);
     });
     if (!has.get(step.version)) apply.immediate();
   }
@@ -257,7 +300,12 @@ function versionsTable(schema: string): string {
   return schema === "main" || schema === "root" ? `${schema}.schema_version` : schema;
 }
 
-export function schemaVersion(raw: Database.Database, schema: "main" | "root" | RootLayout["versions"]): number {
-  const row = raw.prepare(`SELECT COALESCE(MAX(version), 0) AS version FROM ${versionsTable(schema)}`).get() as { version: number };
+export function schemaVersion(
+  raw: Database.Database,
+  schema: "main" | "root" | RootLayout["versions"],
+): number {
+  const row = raw
+    .prepare(`SELECT COALESCE(MAX(version), 0) AS version FROM ${versionsTable(schema)}`)
+    .get() as { version: number };
   return row.version;
 }

@@ -1,4 +1,10 @@
-import { type ErasureReport, isErasedMark, type Scope, type SessionErasure, validateId } from "@alma-harness/core";
+import {
+  type ErasureReport,
+  isErasedMark,
+  type Scope,
+  type SessionErasure,
+  validateId,
+} from "@alma-harness/core";
 import { scopeKey } from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
 import { eraseMemoryRows } from "./memory.js";
@@ -31,30 +37,58 @@ export function eraseLabelRows(db: SqliteDb, key: string, s: ErasedSession): voi
 }
 
 /** The session's results in `table` tombstoned: no envelope, the mark for the session id. Returns the rows not erased before. */
-export function eraseResultRows(db: SqliteDb, table: string, key: string, s: ErasedSession): number {
-  const fresh = db.stmt(`SELECT COUNT(*) AS n FROM ${table} WHERE scope = ? AND session_id = ? AND state != 'erased'`).get(key, s.id) as { n: number };
-  db.stmt(`UPDATE ${table} SET state = 'erased', envelope = NULL, session_id = ? WHERE scope = ? AND session_id = ?`).run(s.mark, key, s.id);
+export function eraseResultRows(
+  db: SqliteDb,
+  table: string,
+  key: string,
+  s: ErasedSession,
+): number {
+  const fresh = db
+    .stmt(
+      `SELECT COUNT(*) AS n FROM ${table} WHERE scope = ? AND session_id = ? AND state != 'erased'`,
+    )
+    .get(key, s.id) as { n: number };
+  db.stmt(
+    `UPDATE ${table} SET state = 'erased', envelope = NULL, session_id = ? WHERE scope = ? AND session_id = ?`,
+  ).run(s.mark, key, s.id);
   return fresh.n;
 }
 
 /** Every other row of the session: admissions and per-session spend gone; journal records, reservations and receipts kept under the mark. Returns the holding admissions. */
 function eraseAccountRows(db: SqliteDb, key: string, s: ErasedSession): number {
   const holding = db
-    .stmt("SELECT COUNT(*) AS n FROM admissions WHERE scope = ? AND session_id = ? AND state IN ('active', 'uncertain')")
+    .stmt(
+      "SELECT COUNT(*) AS n FROM admissions WHERE scope = ? AND session_id = ? AND state IN ('active', 'uncertain')",
+    )
     .get(key, s.id) as { n: number };
   db.stmt("DELETE FROM admissions WHERE scope = ? AND session_id = ?").run(key, s.id);
   // Journal records and held reservations stay under the mark: a call in flight can still settle.
-  db.stmt("UPDATE execution SET claim = json_set(claim, '$.sessionId', ?) WHERE scope = ? AND json_extract(claim, '$.sessionId') = ?").run(s.mark, key, s.id);
+  db.stmt(
+    "UPDATE execution SET claim = json_set(claim, '$.sessionId', ?) WHERE scope = ? AND json_extract(claim, '$.sessionId') = ?",
+  ).run(s.mark, key, s.id);
   db.stmt("DELETE FROM spend_sessions WHERE scope = ? AND session_id = ?").run(key, s.id);
-  db.stmt("UPDATE spend_reservations SET session_id = ? WHERE scope = ? AND session_id = ?").run(s.mark, key, s.id);
-  db.stmt("UPDATE settlements SET session_id = ?, record = json_set(record, '$.sessionId', ?) WHERE scope = ? AND session_id = ?").run(s.mark, s.mark, key, s.id);
+  db.stmt("UPDATE spend_reservations SET session_id = ? WHERE scope = ? AND session_id = ?").run(
+    s.mark,
+    key,
+    s.id,
+  );
+  db.stmt(
+    "UPDATE settlements SET session_id = ?, record = json_set(record, '$.sessionId', ?) WHERE scope = ? AND session_id = ?",
+  ).run(s.mark, s.mark, key, s.id);
   // Late usage is evidence like a receipt: kept, under the mark.
-  db.stmt("UPDATE usage_inbox SET session_id = ?, record = json_set(record, '$.sessionId', ?) WHERE scope = ? AND session_id = ?").run(s.mark, s.mark, key, s.id);
+  db.stmt(
+    "UPDATE usage_inbox SET session_id = ?, record = json_set(record, '$.sessionId', ?) WHERE scope = ? AND session_id = ?",
+  ).run(s.mark, s.mark, key, s.id);
   // A batch job's items keep their claim under the mark, as the receipts they settle into.
-  db.stmt("UPDATE model_job_items SET session_id = ?, record = json_set(record, '$.sessionId', ?) WHERE scope = ? AND session_id = ?").run(s.mark, s.mark, key, s.id);
+  db.stmt(
+    "UPDATE model_job_items SET session_id = ?, record = json_set(record, '$.sessionId', ?) WHERE scope = ? AND session_id = ?",
+  ).run(s.mark, s.mark, key, s.id);
   // A routine run is content-free: kept, under the mark.
-  db.stmt("UPDATE routine_runs SET session_id = ?, record = json_set(record, '$.sessionId', ?) WHERE scope = ? AND session_id = ?").run(s.mark, s.mark, key, s.id);
-  if (s.audit !== undefined) db.stmt("DELETE FROM audit_events WHERE scope = ? AND session_id = ?").run(key, s.audit);
+  db.stmt(
+    "UPDATE routine_runs SET session_id = ?, record = json_set(record, '$.sessionId', ?) WHERE scope = ? AND session_id = ?",
+  ).run(s.mark, s.mark, key, s.id);
+  if (s.audit !== undefined)
+    db.stmt("DELETE FROM audit_events WHERE scope = ? AND session_id = ?").run(key, s.audit);
   return holding.n;
 }
 
@@ -90,7 +124,11 @@ export class SqliteErasure implements SessionErasure {
     this.#db = db;
   }
 
-  async eraseSession(scope: Scope, sessionId: string, opts: { readonly auditSessionId: string }): Promise<ErasureReport> {
+  async eraseSession(
+    scope: Scope,
+    sessionId: string,
+    opts: { readonly auditSessionId: string },
+  ): Promise<ErasureReport> {
     const { scope: s, key } = scopeKey(scope);
     const id = validateId("sessionId", sessionId);
     const audit = validateId("auditSessionId", opts?.auditSessionId);
@@ -104,14 +142,17 @@ export class SqliteErasure implements SessionErasure {
     const { scope: s, key } = scopeKey(scope);
     const fencedAdmissions = this.#transaction(() => {
       let fenced = 0;
-      for (const id of sessionsOf(this.#db, key)) fenced += this.#erase(key, { id, mark: this.#db.mark(s, id) });
+      for (const id of sessionsOf(this.#db, key))
+        fenced += this.#erase(key, { id, mark: this.#db.mark(s, id) });
       this.#db.stmt("DELETE FROM audit_events WHERE scope = ?").run(key);
       // Memory of the scope: every episode and fact, from any session (one already erased included).
       eraseMemoryRows(this.#db, key);
       // The scope's routines (their goals are its content) and their runs go with it.
       this.#db.stmt("DELETE FROM routines WHERE scope = ?").run(key);
       this.#db.stmt("DELETE FROM routine_runs WHERE scope = ?").run(key);
-      this.#db.stmt("INSERT INTO sealed_label_scopes (scope) VALUES (?) ON CONFLICT (scope) DO NOTHING").run(key);
+      this.#db
+        .stmt("INSERT INTO sealed_label_scopes (scope) VALUES (?) ON CONFLICT (scope) DO NOTHING")
+        .run(key);
       return fenced;
     });
     this.#truncate();

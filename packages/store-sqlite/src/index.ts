@@ -66,7 +66,10 @@ export function createSqliteStores(options: SqliteStoreOptions): SqliteStores {
     erasure: new SqliteErasure(db),
     barrier: Object.freeze({ commit: async () => db.commit() }),
     commitCount: () => db.commits,
-    schema: Object.freeze({ main: schemaVersion(db.raw, "main"), root: schemaVersion(db.raw, db.root.versions) }),
+    schema: Object.freeze({
+      main: schemaVersion(db.raw, "main"),
+      root: schemaVersion(db.raw, db.root.versions),
+    }),
     rootResultsIn: db.root.mode,
     close: () => db.close(),
   });

@@ -1,4 +1,13 @@
-import { canonicalJson, normalizeSessionLabels, type Scope, SessionLabelConflictError, SessionLabelErasedError, type SessionLabels, type SessionLabelStore, validateId } from "@alma-harness/core";
+import {
+  canonicalJson,
+  normalizeSessionLabels,
+  type Scope,
+  SessionLabelConflictError,
+  SessionLabelErasedError,
+  type SessionLabels,
+  type SessionLabelStore,
+  validateId,
+} from "@alma-harness/core";
 import { labelsFromText, scopeKey } from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
 import { eraseLabelRows } from "./erasure.js";
@@ -22,15 +31,23 @@ export class SqliteSessionLabelStore implements SessionLabelStore {
     const normalized = normalizeSessionLabels(labels);
     const text = canonicalJson(normalized);
     return this.#db.write(() => {
-      if (this.#db.stmt("SELECT 1 FROM sealed_label_scopes WHERE scope = ?").get(key)) throw new SessionLabelErasedError();
-      const byId = this.#db.stmt("SELECT labels, erased FROM session_labels WHERE scope = ? AND session_id = ?");
+      if (this.#db.stmt("SELECT 1 FROM sealed_label_scopes WHERE scope = ?").get(key))
+        throw new SessionLabelErasedError();
+      const byId = this.#db.stmt(
+        "SELECT labels, erased FROM session_labels WHERE scope = ? AND session_id = ?",
+      );
       const row = byId.get(key, id) as LabelRow | undefined;
-      if (row ? row.erased : (byId.get(key, this.#db.mark(scope, id)) as LabelRow | undefined)?.erased) throw new SessionLabelErasedError();
+      if (
+        row ? row.erased : (byId.get(key, this.#db.mark(scope, id)) as LabelRow | undefined)?.erased
+      )
+        throw new SessionLabelErasedError();
       if (row) {
         if (row.labels === text) return normalized;
         throw new SessionLabelConflictError();
       }
-      this.#db.stmt("INSERT INTO session_labels (scope, session_id, labels) VALUES (?, ?, ?)").run(key, id, text);
+      this.#db
+        .stmt("INSERT INTO session_labels (scope, session_id, labels) VALUES (?, ?, ?)")
+        .run(key, id, text);
       return normalized;
     });
   }
@@ -55,7 +72,9 @@ export class SqliteSessionLabelStore implements SessionLabelStore {
     const { key } = scopeKey(scope);
     if (sessionId === undefined) {
       this.#db.durable(() => {
-        this.#db.stmt("INSERT INTO sealed_label_scopes (scope) VALUES (?) ON CONFLICT (scope) DO NOTHING").run(key);
+        this.#db
+          .stmt("INSERT INTO sealed_label_scopes (scope) VALUES (?) ON CONFLICT (scope) DO NOTHING")
+          .run(key);
         // The seal refuses every later put: no row of the scope, no tombstone, is kept.
         this.#db.stmt("DELETE FROM session_labels WHERE scope = ?").run(key);
       });

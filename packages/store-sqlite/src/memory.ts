@@ -54,26 +54,53 @@ export function ftsQuery(terms: readonly string[]): string {
 type Kind = keyof typeof TABLES;
 
 /** The put of one record: refused for an erased source session; else insert, or read the stored one under its id and answer replayed or conflict; one immediate transaction. */
-function put(db: SqliteDb, kind: Kind, key: string, record: Episode | ProfileFact): MemoryPutStatus {
+function put(
+  db: SqliteDb,
+  kind: Kind,
+  key: string,
+  record: Episode | ProfileFact,
+): MemoryPutStatus {
   const { table, fts, id } = TABLES[kind];
   const recordId = "episodeId" in record ? record.episodeId : record.factId;
   return db.write(() => {
     // A session the store set erased is gone for good: nothing learned from it is written after (a late extraction).
-    if (db.stmt("SELECT 1 FROM sessions WHERE scope = ? AND session_id = ? AND erased = 1").get(key, db.mark(record.scope, record.source.sessionId))) {
+    if (
+      db
+        .stmt("SELECT 1 FROM sessions WHERE scope = ? AND session_id = ? AND erased = 1")
+        .get(key, db.mark(record.scope, record.source.sessionId))
+    ) {
       throw new ErasedError("the record's source session");
     }
-    const row = db.stmt(`SELECT record FROM ${table} WHERE scope = ? AND ${id} = ?`).get(key, recordId) as { record: string } | undefined;
+    const row = db
+      .stmt(`SELECT record FROM ${table} WHERE scope = ? AND ${id} = ?`)
+      .get(key, recordId) as { record: string } | undefined;
     if (row) {
-      const stored = kind === "episode" ? episodeFromText(record.scope, row.record) : factFromText(record.scope, row.record);
+      const stored =
+        kind === "episode"
+          ? episodeFromText(record.scope, row.record)
+          : factFromText(record.scope, row.record);
       if (sameJson(stored, record)) return "replayed";
       throw new MemoryConflictError(kind);
     }
     const factKey = "key" in record ? record.key : null;
     const cols = kind === "fact" ? ", fact_key" : "";
     const info = db
-      .stmt(`INSERT INTO ${table} (scope, ${id}, session_id, at, sensitivity, record${cols}) VALUES (?, ?, ?, ?, ?, ?${kind === "fact" ? ", ?" : ""})`)
-      .run(key, recordId, record.source.sessionId, record.source.at, sensitivityRank(record.sensitivity), memoryRecordText(record), ...(kind === "fact" ? [factKey] : []));
-    db.stmt(`INSERT INTO ${fts} (rowid, doc) VALUES (?, ?)`).run(info.lastInsertRowid, memoryDocument(record));
+      .stmt(
+        `INSERT INTO ${table} (scope, ${id}, session_id, at, sensitivity, record${cols}) VALUES (?, ?, ?, ?, ?, ?${kind === "fact" ? ", ?" : ""})`,
+      )
+      .run(
+        key,
+        recordId,
+        record.source.sessionId,
+        record.source.at,
+        sensitivityRank(record.sensitivity),
+        memoryRecordText(record),
+        ...(kind === "fact" ? [factKey] : []),
+      );
+    db.stmt(`INSERT INTO ${fts} (rowid, doc) VALUES (?, ?)`).run(
+      info.lastInsertRowid,
+      memoryDocument(record),
+    );
     return "stored";
   });
 }
@@ -82,13 +109,19 @@ function put(db: SqliteDb, kind: Kind, key: string, record: Episode | ProfileFac
 const CURRENT = `AND NOT EXISTS (SELECT 1 FROM memory_facts n WHERE n.scope = r.scope AND n.fact_key = r.fact_key
   AND (n.at > r.at OR (n.at = r.at AND n.fact_id > r.fact_id)))`;
 
-function search(db: SqliteDb, kind: Kind, q: NormalizedMemorySearch): { record: string; score: number }[] {
+function search(
+  db: SqliteDb,
+  kind: Kind,
+  q: NormalizedMemorySearch,
+): { record: string; score: number }[] {
   const { table, fts, id } = TABLES[kind];
   const current = kind === "fact" ? CURRENT : "";
   return db.guard(() => {
     if (q.terms.length === 0) {
       const rows = db
-        .stmt(`SELECT record FROM ${table} r WHERE r.scope = ? AND r.sensitivity <= ? ${current} ORDER BY r.at DESC, r.${id} DESC LIMIT ?`)
+        .stmt(
+          `SELECT record FROM ${table} r WHERE r.scope = ? AND r.sensitivity <= ? ${current} ORDER BY r.at DESC, r.${id} DESC LIMIT ?`,
+        )
         .all(q.key, q.ceilingRank, q.limit) as { record: string }[];
       return rows.map((r) => ({ record: r.record, score: 0 }));
     }
@@ -103,7 +136,12 @@ function search(db: SqliteDb, kind: Kind, q: NormalizedMemorySearch): { record: 
   });
 }
 
-function list(db: SqliteDb, kind: Kind, scope: Scope, query: MemoryListQuery | undefined): { readonly items: readonly string[]; readonly more: boolean } {
+function list(
+  db: SqliteDb,
+  kind: Kind,
+  scope: Scope,
+  query: MemoryListQuery | undefined,
+): { readonly items: readonly string[]; readonly more: boolean } {
   const { table, id } = TABLES[kind];
   const q = normalizeMemoryList(scope, query);
   const sessionId = q.sessionId ?? null;
@@ -115,15 +153,30 @@ function list(db: SqliteDb, kind: Kind, scope: Scope, query: MemoryListQuery | u
           `SELECT record FROM ${table} WHERE scope = ? AND (? IS NULL OR session_id = ?)
            AND (? IS NULL OR at < ? OR (at = ? AND ${id} < ?)) ORDER BY at DESC, ${id} DESC LIMIT ?`,
         )
-        .all(q.key, sessionId, sessionId, before?.[0] ?? null, before?.[0] ?? null, before?.[0] ?? null, before?.[1] ?? null, q.limit + 1) as { record: string }[],
+        .all(
+          q.key,
+          sessionId,
+          sessionId,
+          before?.[0] ?? null,
+          before?.[0] ?? null,
+          before?.[0] ?? null,
+          before?.[1] ?? null,
+          q.limit + 1,
+        ) as { record: string }[],
   );
   return { items: rows.slice(0, q.limit).map((r) => r.record), more: rows.length > q.limit };
 }
 
-function pageOfRecords<T extends Episode | ProfileFact>(read: { readonly items: readonly string[]; readonly more: boolean }, decode: (text: string) => T): MemoryPage<T> {
+function pageOfRecords<T extends Episode | ProfileFact>(
+  read: { readonly items: readonly string[]; readonly more: boolean },
+  decode: (text: string) => T,
+): MemoryPage<T> {
   const items = Object.freeze(read.items.map(decode));
   const last = items[items.length - 1];
-  return Object.freeze({ items, ...(read.more && last !== undefined ? { nextCursor: memoryListCursor(last) } : {}) });
+  return Object.freeze({
+    items,
+    ...(read.more && last !== undefined ? { nextCursor: memoryListCursor(last) } : {}),
+  });
 }
 
 /**
@@ -140,12 +193,18 @@ function purgeIndex(db: SqliteDb, fts: string): void {
  * The memory rows of one session (or, without one, of the whole scope) gone, index entries first;
  * inside the caller's transaction. Shared by `eraseMemory` and the store set's `SessionErasure`.
  */
-export function eraseMemoryRows(db: SqliteDb, key: string, sessionId?: string): MemoryErasureReport {
+export function eraseMemoryRows(
+  db: SqliteDb,
+  key: string,
+  sessionId?: string,
+): MemoryErasureReport {
   const count = (kind: Kind): number => {
     const { table, fts } = TABLES[kind];
     const where = `scope = ?${sessionId === undefined ? "" : " AND session_id = ?"}`;
     const args = sessionId === undefined ? [key] : [key, sessionId];
-    db.stmt(`DELETE FROM ${fts} WHERE rowid IN (SELECT rid FROM ${table} WHERE ${where})`).run(...args);
+    db.stmt(`DELETE FROM ${fts} WHERE rowid IN (SELECT rid FROM ${table} WHERE ${where})`).run(
+      ...args,
+    );
     const n = db.stmt(`DELETE FROM ${table} WHERE ${where}`).run(...args).changes;
     if (n > 0) purgeIndex(db, fts);
     return n;
@@ -164,7 +223,11 @@ export class SqliteEpisodeStore implements EpisodeStore {
   }
   async search(scope: Scope, query: MemorySearch): Promise<readonly MemoryHit<Episode>[]> {
     const q = normalizeMemorySearch(scope, query);
-    return Object.freeze(search(this.#db, "episode", q).map((h) => Object.freeze({ record: episodeFromText(q.scope, h.record), score: h.score })));
+    return Object.freeze(
+      search(this.#db, "episode", q).map((h) =>
+        Object.freeze({ record: episodeFromText(q.scope, h.record), score: h.score }),
+      ),
+    );
   }
   async list(scope: Scope, query?: MemoryListQuery): Promise<MemoryPage<Episode>> {
     const s = normalizeMemoryList(scope, query).scope;
@@ -183,7 +246,11 @@ export class SqliteProfileStore implements ProfileStore {
   }
   async search(scope: Scope, query: MemorySearch): Promise<readonly MemoryHit<ProfileFact>[]> {
     const q = normalizeMemorySearch(scope, query);
-    return Object.freeze(search(this.#db, "fact", q).map((h) => Object.freeze({ record: factFromText(q.scope, h.record), score: h.score })));
+    return Object.freeze(
+      search(this.#db, "fact", q).map((h) =>
+        Object.freeze({ record: factFromText(q.scope, h.record), score: h.score }),
+      ),
+    );
   }
   async list(scope: Scope, query?: MemoryListQuery): Promise<MemoryPage<ProfileFact>> {
     const s = normalizeMemoryList(scope, query).scope;
@@ -192,8 +259,14 @@ export class SqliteProfileStore implements ProfileStore {
   async remove(scope: Scope, factId: string): Promise<boolean> {
     const ref = normalizeFactRef(scope, factId);
     const removed = this.#db.durable(() => {
-      this.#db.stmt("DELETE FROM memory_facts_fts WHERE rowid IN (SELECT rid FROM memory_facts WHERE scope = ? AND fact_id = ?)").run(ref.key, ref.factId);
-      const n = this.#db.stmt("DELETE FROM memory_facts WHERE scope = ? AND fact_id = ?").run(ref.key, ref.factId).changes;
+      this.#db
+        .stmt(
+          "DELETE FROM memory_facts_fts WHERE rowid IN (SELECT rid FROM memory_facts WHERE scope = ? AND fact_id = ?)",
+        )
+        .run(ref.key, ref.factId);
+      const n = this.#db
+        .stmt("DELETE FROM memory_facts WHERE scope = ? AND fact_id = ?")
+        .run(ref.key, ref.factId).changes;
       if (n > 0) purgeIndex(this.#db, "memory_facts_fts");
       return n;
     });

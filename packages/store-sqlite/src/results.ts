@@ -1,5 +1,23 @@
-import type { ExecutionResultStore, JsonValue, ResultRecord, ResultReservation, ReserveResult, Scope } from "@alma-harness/core";
-import { prepareKeyed, preparePut, prepareReserve, prepareResultGet, putOutcome, RECORD_VERSION, type ResultRow, reserveResult, resultFromRow, validateTime } from "@alma-harness/core/stores";
+import type {
+  ExecutionResultStore,
+  JsonValue,
+  ResultRecord,
+  ResultReservation,
+  ReserveResult,
+  Scope,
+} from "@alma-harness/core";
+import {
+  prepareKeyed,
+  preparePut,
+  prepareReserve,
+  prepareResultGet,
+  putOutcome,
+  RECORD_VERSION,
+  type ResultRow,
+  reserveResult,
+  resultFromRow,
+  validateTime,
+} from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
 import { eraseResultRows } from "./erasure.js";
 import { checkFence } from "./spend.js";
@@ -43,21 +61,40 @@ export class SqliteResultStore implements ExecutionResultStore {
           `INSERT INTO ${this.#table} (scope, result_id, session_id, binding, sensitivity, max_chars, expires_at, created_at, state, v)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'reserved', ?) RETURNING *`,
         )
-        .get(key, r.resultId, r.sessionId, r.binding, r.sensitivity, r.maxChars, r.expiresAt, r.createdAt, RECORD_VERSION) as ResultRow;
+        .get(
+          key,
+          r.resultId,
+          r.sessionId,
+          r.binding,
+          r.sensitivity,
+          r.maxChars,
+          r.expiresAt,
+          r.createdAt,
+          RECORD_VERSION,
+        ) as ResultRow;
       return reserveResult("reserved", row, r.createdAt);
     });
   }
 
-  async put(scope: Scope, resultId: string, envelope: JsonValue, now: number, opts?: { readonly admissionId?: string }): Promise<ResultRecord> {
+  async put(
+    scope: Scope,
+    resultId: string,
+    envelope: JsonValue,
+    now: number,
+    opts?: { readonly admissionId?: string },
+  ): Promise<ResultRecord> {
     const { key, id, at, admissionId, text } = preparePut(scope, resultId, envelope, now, opts);
     return this.#write(() => {
       const row = this.#row(key, id);
       // The fence and the write share the transaction (the admissions live in the main file).
-      if (admissionId !== undefined && row) checkFence(this.#db, key, admissionId, row.session_id, at);
+      if (admissionId !== undefined && row)
+        checkFence(this.#db, key, admissionId, row.session_id, at);
       const done = putOutcome(id, row, text, at);
       if (done) return done;
       const stored = this.#db
-        .stmt(`UPDATE ${this.#table} SET state = 'stored', envelope = ?, v = ? WHERE scope = ? AND result_id = ? RETURNING *`)
+        .stmt(
+          `UPDATE ${this.#table} SET state = 'stored', envelope = ?, v = ? WHERE scope = ? AND result_id = ? RETURNING *`,
+        )
         .get(text, RECORD_VERSION, key, id) as ResultRow;
       return resultFromRow(stored, at);
     });
@@ -72,7 +109,9 @@ export class SqliteResultStore implements ExecutionResultStore {
   async eraseSession(scope: Scope, sessionId: string): Promise<number> {
     const { key, id } = prepareKeyed(scope, "sessionId", sessionId);
     if (this.#apart) this.#db.commit();
-    return this.#db.durable(() => eraseResultRows(this.#db, this.#table, key, { id, mark: this.#db.mark(scope, id) }));
+    return this.#db.durable(() =>
+      eraseResultRows(this.#db, this.#table, key, { id, mark: this.#db.mark(scope, id) }),
+    );
   }
 
   async purgeExpired(now: number): Promise<number> {
@@ -83,6 +122,8 @@ export class SqliteResultStore implements ExecutionResultStore {
   }
 
   #row(key: string, resultId: string): ResultRow | undefined {
-    return this.#db.stmt(`SELECT * FROM ${this.#table} WHERE scope = ? AND result_id = ?`).get(key, resultId) as ResultRow | undefined;
+    return this.#db
+      .stmt(`SELECT * FROM ${this.#table} WHERE scope = ? AND result_id = ?`)
+      .get(key, resultId) as ResultRow | undefined;
   }
 }

@@ -1,5 +1,27 @@
-import { type AppendOpts, DuplicateEventError, FenceError, type Msg, type Scope, type SessionStore, type SessionSummary, type SessionView } from "@alma-harness/core";
-import { appendedPositions, emptySessionView, type MessageRow, messageFromRow, NO_EVENTS, prepareAppend, prepareFindEvents, prepareKeyed, prepareSessionList, RECORD_VERSION, type SessionSummaryRow, sessionPage } from "@alma-harness/core/stores";
+import {
+  type AppendOpts,
+  DuplicateEventError,
+  FenceError,
+  type Msg,
+  type Scope,
+  type SessionStore,
+  type SessionSummary,
+  type SessionView,
+} from "@alma-harness/core";
+import {
+  appendedPositions,
+  emptySessionView,
+  type MessageRow,
+  messageFromRow,
+  NO_EVENTS,
+  prepareAppend,
+  prepareFindEvents,
+  prepareKeyed,
+  prepareSessionList,
+  RECORD_VERSION,
+  type SessionSummaryRow,
+  sessionPage,
+} from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
 import { eraseSessionRows } from "./erasure.js";
 import { checkFence } from "./spend.js";
@@ -11,7 +33,8 @@ interface SessionRow {
   readonly erased: number;
 }
 
-const SESSION = "SELECT revision, view_offset, updated_at, erased FROM sessions WHERE scope = ? AND session_id = ?";
+const SESSION =
+  "SELECT revision, view_offset, updated_at, erased FROM sessions WHERE scope = ? AND session_id = ?";
 
 /** Sessions in SQLite: the fence check, the duplicate check and the batch insert share one immediate transaction. */
 export class SqliteSessionStore implements SessionStore {
@@ -25,24 +48,45 @@ export class SqliteSessionStore implements SessionStore {
     const { key, id } = prepareKeyed(scope, "sessionId", sessionId);
     return this.#db.guard(() => {
       const session = this.#db.stmt(SESSION).get(key, id) as SessionRow | undefined;
-      if (!session || session.erased) return emptySessionView(session !== undefined || this.#tombstoned(scope, key, id));
+      if (!session || session.erased)
+        return emptySessionView(session !== undefined || this.#tombstoned(scope, key, id));
       const rows = this.#db
-        .stmt("SELECT v, body FROM messages WHERE scope = ? AND session_id = ? AND position >= ? ORDER BY position")
+        .stmt(
+          "SELECT v, body FROM messages WHERE scope = ? AND session_id = ? AND position >= ? ORDER BY position",
+        )
         .all(key, id, session.view_offset) as MessageRow[];
       const messages = Object.freeze(rows.map(messageFromRow));
-      return Object.freeze({ messages, revision: session.revision, offset: session.view_offset, erased: false });
+      return Object.freeze({
+        messages,
+        revision: session.revision,
+        offset: session.view_offset,
+        erased: false,
+      });
     });
   }
 
-  async append(scope: Scope, sessionId: string, messages: readonly Msg[], opts: AppendOpts & { readonly now: number }): Promise<{ readonly revision: number }> {
-    const { key, id, admissionId, now, batch, events, bodies } = prepareAppend(scope, sessionId, messages, opts);
+  async append(
+    scope: Scope,
+    sessionId: string,
+    messages: readonly Msg[],
+    opts: AppendOpts & { readonly now: number },
+  ): Promise<{ readonly revision: number }> {
+    const { key, id, admissionId, now, batch, events, bodies } = prepareAppend(
+      scope,
+      sessionId,
+      messages,
+      opts,
+    );
     return this.#db.write(() => {
       checkFence(this.#db, key, admissionId, id, now);
       const session = this.#db.stmt(SESSION).get(key, id) as SessionRow | undefined;
-      if (session ? session.erased : this.#tombstoned(scope, key, id)) throw new FenceError("the session was erased");
+      if (session ? session.erased : this.#tombstoned(scope, key, id))
+        throw new FenceError("the session was erased");
       this.#checkEvents(key, id, events);
       const start = session?.revision ?? 0;
-      const insert = this.#db.stmt("INSERT INTO messages (scope, session_id, position, event_id, v, body) VALUES (?, ?, ?, ?, ?, ?)");
+      const insert = this.#db.stmt(
+        "INSERT INTO messages (scope, session_id, position, event_id, v, body) VALUES (?, ?, ?, ?, ?, ?)",
+      );
       batch.forEach((msg, i) => {
         insert.run(key, id, start + i, msg.meta?.event?.id ?? null, RECORD_VERSION, bodies[i]);
       });
@@ -59,14 +103,21 @@ export class SqliteSessionStore implements SessionStore {
 
   #checkEvents(key: string, sessionId: string, events: readonly string[]): void {
     const seen = new Set<string>();
-    const exists = this.#db.stmt("SELECT 1 FROM messages WHERE scope = ? AND session_id = ? AND event_id = ?");
+    const exists = this.#db.stmt(
+      "SELECT 1 FROM messages WHERE scope = ? AND session_id = ? AND event_id = ?",
+    );
     for (const event of events) {
-      if (seen.has(event) || exists.get(key, sessionId, event)) throw new DuplicateEventError(event);
+      if (seen.has(event) || exists.get(key, sessionId, event))
+        throw new DuplicateEventError(event);
       seen.add(event);
     }
   }
 
-  async findEvents(scope: Scope, sessionId: string, eventIds: readonly string[]): Promise<readonly Msg[]> {
+  async findEvents(
+    scope: Scope,
+    sessionId: string,
+    eventIds: readonly string[],
+  ): Promise<readonly Msg[]> {
     const { key, id, ids } = prepareFindEvents(scope, sessionId, eventIds);
     if (ids.length === 0) return NO_EVENTS;
     const rows = this.#db.guard(
@@ -82,7 +133,10 @@ export class SqliteSessionStore implements SessionStore {
     return Object.freeze(rows.map(messageFromRow));
   }
 
-  async list(scope: Scope, opts: { readonly cursor?: string; readonly limit?: number } = {}): Promise<{ readonly items: readonly SessionSummary[]; readonly nextCursor?: string }> {
+  async list(
+    scope: Scope,
+    opts: { readonly cursor?: string; readonly limit?: number } = {},
+  ): Promise<{ readonly items: readonly SessionSummary[]; readonly nextCursor?: string }> {
     const { key, limit, after } = prepareSessionList(scope, opts);
     const rows = this.#db.guard(
       () =>
@@ -103,6 +157,9 @@ export class SqliteSessionStore implements SessionStore {
 
   /** Whether the session (no row under its id) has a tombstone under its mark. */
   #tombstoned(scope: Scope, key: string, id: string): boolean {
-    return (this.#db.stmt(SESSION).get(key, this.#db.mark(scope, id)) as SessionRow | undefined)?.erased === 1;
+    return (
+      (this.#db.stmt(SESSION).get(key, this.#db.mark(scope, id)) as SessionRow | undefined)
+        ?.erased === 1
+    );
   }
 }

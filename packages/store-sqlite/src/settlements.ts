@@ -1,5 +1,29 @@
-import type { CostSettlementStore, Scope, SettlementInput, SettlementRecord, SpendStore } from "@alma-harness/core";
-import { appliedSettlement, prepareAcknowledge, prepareKeyed, preparePeek, preparePending, prepareSettle, prepareSettlementList, prepareTenantDays, RECORD_VERSION, replayedSettlement, type SettlementRow, settlementOf, settlementPage, settlementsOf, spendView, type TenantDayRow, tenantDaysOf } from "@alma-harness/core/stores";
+import type {
+  CostSettlementStore,
+  Scope,
+  SettlementInput,
+  SettlementRecord,
+  SpendStore,
+} from "@alma-harness/core";
+import {
+  appliedSettlement,
+  prepareAcknowledge,
+  prepareKeyed,
+  preparePeek,
+  preparePending,
+  prepareSettle,
+  prepareSettlementList,
+  prepareTenantDays,
+  RECORD_VERSION,
+  replayedSettlement,
+  type SettlementRow,
+  settlementOf,
+  settlementPage,
+  settlementsOf,
+  spendView,
+  type TenantDayRow,
+  tenantDaysOf,
+} from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
 import { release } from "./spend.js";
 
@@ -14,12 +38,18 @@ export class SqliteCostSettlementStore implements CostSettlementStore {
   async settle(input: SettlementInput): Promise<SettlementRecord> {
     const { s, key, text, id } = prepareSettle(input);
     return this.#db.write(() => {
-      const existing = this.#db.stmt("SELECT v, record FROM settlements WHERE scope = ? AND settlement_id = ?").get(key, id) as SettlementRow | undefined;
+      const existing = this.#db
+        .stmt("SELECT v, record FROM settlements WHERE scope = ? AND settlement_id = ?")
+        .get(key, id) as SettlementRow | undefined;
       if (existing) return replayedSettlement(existing, text, id);
       this.#db
-        .stmt("INSERT INTO settlements (scope, settlement_id, session_id, turn_id, at, v, record) VALUES (?, ?, ?, ?, ?, ?, ?)")
+        .stmt(
+          "INSERT INTO settlements (scope, settlement_id, session_id, turn_id, at, v, record) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
         .run(key, id, s.sessionId, s.receipt.turnId, s.at, RECORD_VERSION, text);
-      const owe = this.#db.stmt("INSERT INTO settlement_obligations (scope, settlement_id, consumer) VALUES (?, ?, ?)");
+      const owe = this.#db.stmt(
+        "INSERT INTO settlement_obligations (scope, settlement_id, consumer) VALUES (?, ?, ?)",
+      );
       for (const consumer of s.consumers) owe.run(key, id, consumer);
       // The call's reservation ends in the transaction that counts its actual price.
       release(this.#db, key, s.receipt.operationId);
@@ -42,12 +72,24 @@ export class SqliteCostSettlementStore implements CostSettlementStore {
 
   async get(scope: Scope, settlementId: string): Promise<SettlementRecord | undefined> {
     const { key, id } = prepareKeyed(scope, "settlementId", settlementId);
-    return settlementOf(this.#db.guard(() => this.#db.stmt("SELECT v, record FROM settlements WHERE scope = ? AND settlement_id = ?").get(key, id) as SettlementRow | undefined));
+    return settlementOf(
+      this.#db.guard(
+        () =>
+          this.#db
+            .stmt("SELECT v, record FROM settlements WHERE scope = ? AND settlement_id = ?")
+            .get(key, id) as SettlementRow | undefined,
+      ),
+    );
   }
 
   async list(
     scope: Scope,
-    opts: { readonly sessionId?: string; readonly turnId?: string; readonly cursor?: string; readonly limit?: number } = {},
+    opts: {
+      readonly sessionId?: string;
+      readonly turnId?: string;
+      readonly cursor?: string;
+      readonly limit?: number;
+    } = {},
   ): Promise<{ readonly items: readonly SettlementRecord[]; readonly nextCursor?: string }> {
     const { key, sessionId, turnId, limit, after } = prepareSettlementList(scope, opts);
     const rows = this.#db.guard(
@@ -57,12 +99,25 @@ export class SqliteCostSettlementStore implements CostSettlementStore {
             `SELECT v, record FROM settlements WHERE scope = ? AND (? IS NULL OR session_id = ?) AND (? IS NULL OR turn_id = ?)
              AND (at, settlement_id) > (?, ?) ORDER BY at, settlement_id LIMIT ?`,
           )
-          .all(key, sessionId, sessionId, turnId, turnId, after[0], after[1], limit + 1) as SettlementRow[],
+          .all(
+            key,
+            sessionId,
+            sessionId,
+            turnId,
+            turnId,
+            after[0],
+            after[1],
+            limit + 1,
+          ) as SettlementRow[],
     );
     return settlementPage(rows, limit);
   }
 
-  async pending(scope: Scope, consumer: string, limit?: number): Promise<readonly SettlementRecord[]> {
+  async pending(
+    scope: Scope,
+    consumer: string,
+    limit?: number,
+  ): Promise<readonly SettlementRecord[]> {
     const { key, consumer: c, max } = preparePending(scope, consumer, limit);
     const rows = this.#db.guard(
       () =>
@@ -80,7 +135,11 @@ export class SqliteCostSettlementStore implements CostSettlementStore {
   async acknowledge(scope: Scope, consumer: string, settlementId: string): Promise<void> {
     const { key, consumer: c, id } = prepareAcknowledge(scope, consumer, settlementId);
     this.#db.write(() =>
-      this.#db.stmt("UPDATE settlement_obligations SET acknowledged = 1 WHERE scope = ? AND consumer = ? AND settlement_id = ?").run(key, c, id),
+      this.#db
+        .stmt(
+          "UPDATE settlement_obligations SET acknowledged = 1 WHERE scope = ? AND consumer = ? AND settlement_id = ?",
+        )
+        .run(key, c, id),
     );
   }
 }
@@ -93,22 +152,35 @@ export class SqliteSpendStore implements SpendStore {
     this.#db = db;
   }
 
-  async peek(scope: Scope, sessionId: string, day: string): Promise<{ readonly sessionMicros: number; readonly tenantDayMicros: number }> {
+  async peek(
+    scope: Scope,
+    sessionId: string,
+    day: string,
+  ): Promise<{ readonly sessionMicros: number; readonly tenantDayMicros: number }> {
     const { key, org, id, day: d } = preparePeek(scope, sessionId, day);
     return this.#db.guard(() => {
-      const session = this.#db.stmt("SELECT usd_micros FROM spend_sessions WHERE scope = ? AND session_id = ?").get(key, id) as
-        | { usd_micros: number }
-        | undefined;
-      const tenant = this.#db.stmt("SELECT usd_micros FROM spend_tenant_days WHERE org = ? AND day = ?").get(org, d) as { usd_micros: number } | undefined;
+      const session = this.#db
+        .stmt("SELECT usd_micros FROM spend_sessions WHERE scope = ? AND session_id = ?")
+        .get(key, id) as { usd_micros: number } | undefined;
+      const tenant = this.#db
+        .stmt("SELECT usd_micros FROM spend_tenant_days WHERE org = ? AND day = ?")
+        .get(org, d) as { usd_micros: number } | undefined;
       return spendView(session?.usd_micros, tenant?.usd_micros);
     });
   }
 
-  async tenantDays(org: string, opts: { readonly from?: string; readonly to?: string } = {}): Promise<readonly { readonly day: string; readonly usdMicros: number }[]> {
+  async tenantDays(
+    org: string,
+    opts: { readonly from?: string; readonly to?: string } = {},
+  ): Promise<readonly { readonly day: string; readonly usdMicros: number }[]> {
     const { org: tenant, from, to } = prepareTenantDays(org, opts);
     const rows = this.#db.guard(
       () =>
-        this.#db.stmt("SELECT day, usd_micros FROM spend_tenant_days WHERE org = ? AND day >= ? AND day <= ? ORDER BY day").all(tenant, from, to) as TenantDayRow[],
+        this.#db
+          .stmt(
+            "SELECT day, usd_micros FROM spend_tenant_days WHERE org = ? AND day >= ? AND day <= ? ORDER BY day",
+          )
+          .all(tenant, from, to) as TenantDayRow[],
     );
     return tenantDaysOf(rows);
   }

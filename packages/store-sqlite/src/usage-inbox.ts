@@ -31,16 +31,19 @@ export class SqliteUsageInbox implements UsageInbox {
   async record(input: UsageObservation): Promise<UsageRecordResult> {
     const { observation: o, key } = normalizeUsageObservation(input);
     return this.#db.write(() => {
-      const row = this.#db.stmt("SELECT record FROM usage_inbox WHERE scope = ? AND operation_id = ? AND source = ?").get(key, o.operationId, o.source) as
-        | { record: string }
-        | undefined;
+      const row = this.#db
+        .stmt("SELECT record FROM usage_inbox WHERE scope = ? AND operation_id = ? AND source = ?")
+        .get(key, o.operationId, o.source) as { record: string } | undefined;
       if (row) {
         const stored = usageObservationFromText(o.scope, row.record);
-        if (sameUsageObservation(stored, o, this.#db.mark)) return Object.freeze({ status: "replayed" as const, observation: stored });
+        if (sameUsageObservation(stored, o, this.#db.mark))
+          return Object.freeze({ status: "replayed" as const, observation: stored });
         throw new UsageObservationConflictError();
       }
       this.#db
-        .stmt("INSERT INTO usage_inbox (scope, operation_id, source, session_id, observed_at, record) VALUES (?, ?, ?, ?, ?, ?)")
+        .stmt(
+          "INSERT INTO usage_inbox (scope, operation_id, source, session_id, observed_at, record) VALUES (?, ?, ?, ?, ?, ?)",
+        )
         .run(key, o.operationId, o.source, o.sessionId, o.observedAt, usageObservationText(o));
       return Object.freeze({ status: "recorded" as const, observation: o });
     });
@@ -57,7 +60,9 @@ export class SqliteUsageInbox implements UsageInbox {
             `SELECT record FROM usage_inbox WHERE scope = ? AND (? IS NULL OR session_id = ?)
              AND (observed_at, operation_id, source) > (?, ?, ?) ORDER BY observed_at, operation_id, source LIMIT ?`,
           )
-          .all(q.key, sessionId, sessionId, after[0], after[1], after[2], q.limit + 1) as { record: string }[],
+          .all(q.key, sessionId, sessionId, after[0], after[1], after[2], q.limit + 1) as {
+          record: string;
+        }[],
     );
     return pageOfFetched(
       rows.map((r) => usageObservationFromText(q.scope, r.record)),

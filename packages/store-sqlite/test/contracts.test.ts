@@ -20,7 +20,11 @@ governedWritesContract("sqlite", fresh, { describe, it, expect });
 // Root results in the attached file (existing databases, or `rootResults: "attached"`) pass the same suites.
 const attached = () => {
   n += 1;
-  return createSqliteStores({ path: join(dir, `db-${n}`, "alma.db"), synchronous: "normal", rootResults: "attached" });
+  return createSqliteStores({
+    path: join(dir, `db-${n}`, "alma.db"),
+    synchronous: "normal",
+    rootResults: "attached",
+  });
 };
 storeContracts("sqlite attached", attached, { describe, it, expect });
 governedWritesContract("sqlite attached", attached, { describe, it, expect });

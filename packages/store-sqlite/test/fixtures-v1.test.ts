@@ -2,10 +2,20 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type V1Reads, v1FixtureReadsContract, v1FixtureReopened, v1FixtureWrites } from "@alma-harness/testing";
+import {
+  type V1Reads,
+  v1FixtureReadsContract,
+  v1FixtureReopened,
+  v1FixtureWrites,
+} from "@alma-harness/testing";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSqliteStores, MAIN_MIGRATIONS, ROOT_MIGRATIONS, type SqliteStores } from "../src/index.js";
+import {
+  createSqliteStores,
+  MAIN_MIGRATIONS,
+  ROOT_MIGRATIONS,
+  type SqliteStores,
+} from "../src/index.js";
 
 /**
  * Records written by the schema and code as released at commit f53caac (main schema version 1,
@@ -26,7 +36,8 @@ afterAll(() => {
 function copyFixture(): string {
   const dir = mkdtempSync(join(tmpdir(), "alma-sqlite-v1-"));
   dirs.push(dir);
-  for (const file of ["alma.db", "alma.root-results.db"]) copyFileSync(join(FIXTURES, file), join(dir, file));
+  for (const file of ["alma.db", "alma.root-results.db"])
+    copyFileSync(join(FIXTURES, file), join(dir, file));
   return join(dir, "alma.db");
 }
 
@@ -39,9 +50,17 @@ function rowsOf(path: string): Record<string, string[]> {
     raw.prepare("ATTACH DATABASE ? AS root").run(path.replace(/\.db$/, ".root-results.db"));
     const out: Record<string, string[]> = {};
     for (const schema of ["main", "root"]) {
-      const tables = raw.prepare(`SELECT name FROM ${schema}.sqlite_master WHERE type = 'table' AND name NOT IN ('schema_version', 'sqlite_sequence') ORDER BY name`).all() as { name: string }[];
+      const tables = raw
+        .prepare(
+          `SELECT name FROM ${schema}.sqlite_master WHERE type = 'table' AND name NOT IN ('schema_version', 'sqlite_sequence') ORDER BY name`,
+        )
+        .all() as { name: string }[];
       for (const { name } of tables) {
-        out[`${schema}.${name}`] = (raw.prepare(`SELECT * FROM ${schema}.${name}`).all() as unknown[]).map((r) => JSON.stringify(r)).sort();
+        out[`${schema}.${name}`] = (
+          raw.prepare(`SELECT * FROM ${schema}.${name}`).all() as unknown[]
+        )
+          .map((r) => JSON.stringify(r))
+          .sort();
       }
     }
     return out;
@@ -54,7 +73,8 @@ function versionsOf(path: string): { main: unknown[]; root: unknown[] } {
   const raw = new Database(path, { readonly: true });
   try {
     raw.prepare("ATTACH DATABASE ? AS root").run(path.replace(/\.db$/, ".root-results.db"));
-    const q = (schema: string) => raw.prepare(`SELECT version, name FROM ${schema}.schema_version ORDER BY version`).all();
+    const q = (schema: string) =>
+      raw.prepare(`SELECT version, name FROM ${schema}.schema_version ORDER BY version`).all();
     return { main: q("main"), root: q("root") };
   } finally {
     raw.close();
@@ -64,7 +84,10 @@ function versionsOf(path: string): { main: unknown[]; root: unknown[] } {
 describe("sqlite: the v1 fixture (commit f53caac) before this build opens it", () => {
   it("is at main schema version 1 and root version 1, has no reservations table and a row in every table", () => {
     const path = copyFixture();
-    expect(versionsOf(path)).toEqual({ main: [{ version: 1, name: "stores" }], root: [{ version: 1, name: "root results" }] });
+    expect(versionsOf(path)).toEqual({
+      main: [{ version: 1, name: "stores" }],
+      root: [{ version: 1, name: "root results" }],
+    });
     const rows = rowsOf(path);
     expect(Object.keys(rows)).not.toContain("main.spend_reservations");
     for (const [table, list] of Object.entries(rows)) expect(list.length, table).toBeGreaterThan(0);
@@ -95,7 +118,8 @@ describe("sqlite: this build reads the v1 fixture after migrating it", () => {
     expect(after["main.scope_fences"]).toEqual([]);
     expect(after["main.usage_inbox"]).toEqual([]);
     // Every table a later step added is empty (an FTS5 index's own shadow tables hold its configuration).
-    for (const name of Object.keys(after).filter((k) => !(k in before))) if (!/_fts_\w+$/.test(name)) expect(after[name], name).toEqual([]);
+    for (const name of Object.keys(after).filter((k) => !(k in before)))
+      if (!/_fts_\w+$/.test(name)) expect(after[name], name).toEqual([]);
     const old = Object.fromEntries(Object.entries(after).filter(([k]) => k in before));
     expect(old).toEqual(before);
   });
@@ -110,7 +134,11 @@ describe("sqlite: new writes on the migrated v1 fixture", () => {
     const held = () => {
       const raw = new Database(path, { readonly: true });
       try {
-        return raw.prepare("SELECT scope, operation_id, session_id, org, day, usd_micros FROM spend_reservations").all();
+        return raw
+          .prepare(
+            "SELECT scope, operation_id, session_id, org, day, usd_micros FROM spend_reservations",
+          )
+          .all();
       } finally {
         raw.close();
       }

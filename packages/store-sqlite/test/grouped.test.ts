@@ -2,7 +2,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { StoreUnavailableError, trailId } from "@alma-harness/core";
-import { admitWith, claimOf, governedWritesContract, SCOPE_A, storeContracts, T0 } from "@alma-harness/testing";
+import {
+  admitWith,
+  claimOf,
+  governedWritesContract,
+  SCOPE_A,
+  storeContracts,
+  T0,
+} from "@alma-harness/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { openDatabase } from "../src/db.js";
 import { createSqliteStores } from "../src/index.js";
@@ -26,11 +33,18 @@ async function admissionStateOn(file: string, admissionId = "adm-1"): Promise<st
 }
 
 // Every contract holds in grouped mode too: a store set sees its own pending writes.
-const grouped = () => createSqliteStores({ path: path(), synchronous: "normal", commits: "grouped" });
+const grouped = () =>
+  createSqliteStores({ path: path(), synchronous: "normal", commits: "grouped" });
 storeContracts("sqlite grouped", grouped, { describe, it, expect });
 governedWritesContract("sqlite grouped", grouped, { describe, it, expect });
 // Attached root results, grouped: every root write commits alone, after what is pending in the main file.
-const groupedAttached = () => createSqliteStores({ path: path(), synchronous: "normal", commits: "grouped", rootResults: "attached" });
+const groupedAttached = () =>
+  createSqliteStores({
+    path: path(),
+    synchronous: "normal",
+    commits: "grouped",
+    rootResults: "attached",
+  });
 storeContracts("sqlite grouped attached", groupedAttached, { describe, it, expect });
 governedWritesContract("sqlite grouped attached", groupedAttached, { describe, it, expect });
 
@@ -43,13 +57,24 @@ describe("grouped commits: durable at the durability points, never later", () =>
       await admitWith(a.admissions, { admissionId: "adm-1" });
       const claimed = await a.execution.claim(claimOf("op-1"), { admissionId: "adm-1" });
       if (claimed.status !== "claimed") throw new Error("expected a claim");
-      await a.audit.append({ trail: "lifecycle", action: "turn.started", scope: SCOPE_A, sessionId: trailId("s1"), turnId: trailId("turn-1"), at: T0 });
+      await a.audit.append({
+        trail: "lifecycle",
+        action: "turn.started",
+        scope: SCOPE_A,
+        sessionId: trailId("s1"),
+        turnId: trailId("turn-1"),
+        at: T0,
+      });
       expect(await a.execution.get(SCOPE_A, "op-1")).toBeDefined();
       expect(await other.execution.get(SCOPE_A, "op-1")).toBeUndefined();
       const before = a.commitCount();
       await a.execution.dispatch(claimed.fence, T0 + 1);
       expect(a.commitCount()).toBe(before + 1);
-      const seen = [(await other.execution.get(SCOPE_A, "op-1"))?.state, (await other.admissions.get(SCOPE_A, "adm-1"))?.state, (await other.audit.query(SCOPE_A)).items.length];
+      const seen = [
+        (await other.execution.get(SCOPE_A, "op-1"))?.state,
+        (await other.admissions.get(SCOPE_A, "adm-1"))?.state,
+        (await other.audit.query(SCOPE_A)).items.length,
+      ];
       expect(seen).toEqual(["dispatching", "active", 1]);
     } finally {
       a.close();
@@ -62,7 +87,9 @@ describe("grouped commits: durable at the durability points, never later", () =>
     const a = createSqliteStores({ path: file, commits: "grouped" });
     try {
       await admitWith(a.admissions, { admissionId: "adm-1" });
-      await expect(a.sessions.append(SCOPE_A, "s1", [], { admissionId: "adm-missing", now: T0 })).rejects.toThrow();
+      await expect(
+        a.sessions.append(SCOPE_A, "s1", [], { admissionId: "adm-missing", now: T0 }),
+      ).rejects.toThrow();
       await a.barrier.commit();
     } finally {
       a.close();
@@ -92,8 +119,14 @@ describe("grouped commits: durable at the durability points, never later", () =>
       };
       expect(() => db.commit()).toThrow(StoreUnavailableError);
       (db.raw as { prepare: unknown }).prepare = prepare;
-      expect(db.raw.prepare("SELECT COUNT(*) AS n FROM sealed_label_scopes").get()).toEqual({ n: 0 });
-      expect(() => db.write(() => db.stmt("INSERT INTO sealed_label_scopes (scope) VALUES (?)").run("org/two"))).toThrow(StoreUnavailableError);
+      expect(db.raw.prepare("SELECT COUNT(*) AS n FROM sealed_label_scopes").get()).toEqual({
+        n: 0,
+      });
+      expect(() =>
+        db.write(() =>
+          db.stmt("INSERT INTO sealed_label_scopes (scope) VALUES (?)").run("org/two"),
+        ),
+      ).toThrow(StoreUnavailableError);
       expect(() => db.commit()).toThrow(StoreUnavailableError);
     } finally {
       db.raw.close();

@@ -11,9 +11,20 @@ const withoutFour = MAIN_MIGRATIONS.filter((m) => m.version !== 4);
 
 /** Every version this build has (other steps land beside 3 and 4: the test holds for any list that has them). */
 const ALL = MAIN_MIGRATIONS.map((m) => m.version);
-const versions = (raw: Database.Database) => (raw.prepare("SELECT version FROM main.schema_version ORDER BY version").all() as { version: number }[]).map((r) => r.version);
+const versions = (raw: Database.Database) =>
+  (
+    raw.prepare("SELECT version FROM main.schema_version ORDER BY version").all() as {
+      version: number;
+    }[]
+  ).map((r) => r.version);
 const tables = (raw: Database.Database) =>
-  (raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('scope_fences', 'usage_inbox') ORDER BY name").all() as { name: string }[]).map((r) => r.name);
+  (
+    raw
+      .prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('scope_fences', 'usage_inbox') ORDER BY name",
+      )
+      .all() as { name: string }[]
+  ).map((r) => r.name);
 
 describe("sqlite: migration versions with a gap", () => {
   it("a file at 4 without 3 gets 3 when it lands; once both are there nothing runs again", () => {
@@ -50,7 +61,15 @@ describe("sqlite: migration versions with a gap", () => {
     migrate(raw, "main", MAIN_MIGRATIONS);
     const six = versions(raw);
     expect(six.includes(6) && six.slice(0, 4).join(",") === "1,2,3,4").toBe(true);
-    expect((raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'model_job%' ORDER BY name").all() as { name: string }[]).map((r) => r.name)).toEqual(["model_job_items", "model_jobs"]);
+    expect(
+      (
+        raw
+          .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'model_job%' ORDER BY name",
+          )
+          .all() as { name: string }[]
+      ).map((r) => r.name),
+    ).toEqual(["model_job_items", "model_jobs"]);
     migrate(raw, "main", MAIN_MIGRATIONS);
     expect(versions(raw)).toEqual(six);
     raw.close();

@@ -10,7 +10,11 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 let n = 0;
 const fresh = (commits: "each" | "grouped") => () => {
   n += 1;
-  return createSqliteStores({ path: join(dir, `db-${n}`, "alma.db"), synchronous: "normal", commits });
+  return createSqliteStores({
+    path: join(dir, `db-${n}`, "alma.db"),
+    synchronous: "normal",
+    commits,
+  });
 };
 
 routineStoreContract("sqlite", fresh("each"), { describe, it, expect });

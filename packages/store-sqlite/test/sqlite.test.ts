@@ -8,7 +8,12 @@ import { reservationOf, SCOPE_A, T0, userMsg } from "@alma-harness/testing";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { mapSqliteError } from "../src/db.js";
-import { createSqliteStores, defaultRootPath, MAIN_MIGRATIONS, ROOT_MIGRATIONS } from "../src/index.js";
+import {
+  createSqliteStores,
+  defaultRootPath,
+  MAIN_MIGRATIONS,
+  ROOT_MIGRATIONS,
+} from "../src/index.js";
 
 const dir = mkdtempSync(join(tmpdir(), "alma-sqlite-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -40,7 +45,10 @@ describe("sqlite: files, WAL and migrations", () => {
   it("records every migration step once, and reopening applies nothing twice", () => {
     const path = fresh();
     const first = createSqliteStores({ path });
-    expect(first.schema).toEqual({ main: MAIN_MIGRATIONS.at(-1)?.version, root: ROOT_MIGRATIONS.at(-1)?.version });
+    expect(first.schema).toEqual({
+      main: MAIN_MIGRATIONS.at(-1)?.version,
+      root: ROOT_MIGRATIONS.at(-1)?.version,
+    });
     first.close();
     const again = createSqliteStores({ path });
     again.close();
@@ -63,8 +71,19 @@ describe("sqlite: files, WAL and migrations", () => {
   it("keeps everything across a reopen", async () => {
     const path = fresh();
     const a = createSqliteStores({ path });
-    await a.admissions.admit({ scope: SCOPE_A, sessionId: "s1", rootKey: "r", kind: "turn", admissionId: "a1", now: T0, deadlineAt: T0 + 1000 });
-    await a.sessions.append(SCOPE_A, "s1", [userMsg("kept", "e1")], { admissionId: "a1", now: T0 + 1 });
+    await a.admissions.admit({
+      scope: SCOPE_A,
+      sessionId: "s1",
+      rootKey: "r",
+      kind: "turn",
+      admissionId: "a1",
+      now: T0,
+      deadlineAt: T0 + 1000,
+    });
+    await a.sessions.append(SCOPE_A, "s1", [userMsg("kept", "e1")], {
+      admissionId: "a1",
+      now: T0 + 1,
+    });
     await a.rootResults.reserve(reservationOf("root-1"));
     a.close();
     const b = createSqliteStores({ path });
@@ -88,7 +107,9 @@ describe("sqlite: namespaces, closing and driver errors", () => {
     expect(existsSync(join(dir, `case-${n}`, "alma.root-results.db"))).toBe(false);
     const main = new Database(path, { readonly: true });
     expect(main.prepare("SELECT result_id FROM results").all()).toEqual([{ result_id: "step-1" }]);
-    expect(main.prepare("SELECT result_id FROM root_results").all()).toEqual([{ result_id: "final-1" }]);
+    expect(main.prepare("SELECT result_id FROM root_results").all()).toEqual([
+      { result_id: "final-1" },
+    ]);
     main.close();
     const again = createSqliteStores({ path });
     expect(again.rootResultsIn).toBe("main");
@@ -162,7 +183,11 @@ describe("sqlite: several processes on one file", () => {
     const count = 40;
     const outputs = await Promise.all(
       ["w1", "w2", "w3"].map((name) =>
-        run(process.execPath, ["--conditions=alma-source", "--import", "tsx", worker, path, name, String(count)], { cwd: join(import.meta.dirname, "..") }),
+        run(
+          process.execPath,
+          ["--conditions=alma-source", "--import", "tsx", worker, path, name, String(count)],
+          { cwd: join(import.meta.dirname, "..") },
+        ),
       ),
     );
     const won = outputs.flatMap((o) => JSON.parse(o.stdout) as string[]);

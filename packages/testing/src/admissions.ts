@@ -1,5 +1,29 @@
-import { type Admission, type AdmissionKind, type AdmissionStore, ConflictError, type Scope, ValidationError } from "@alma-harness/core";
-import { type Closable, contractSuite, deepFrozen, type Factory, type FixtureTest, refusesBadIds, refusesBadScopeFilters, refusesBadScopes, rejects, SCOPE_A, SCOPE_A2, SCOPE_B, settleAll, T0, type TestApi, unsafe } from "./harness.js";
+import {
+  type Admission,
+  type AdmissionKind,
+  type AdmissionStore,
+  ConflictError,
+  type Scope,
+  ValidationError,
+} from "@alma-harness/core";
+import {
+  type Closable,
+  contractSuite,
+  deepFrozen,
+  type Factory,
+  type FixtureTest,
+  refusesBadIds,
+  refusesBadScopeFilters,
+  refusesBadScopes,
+  rejects,
+  SCOPE_A,
+  SCOPE_A2,
+  SCOPE_B,
+  settleAll,
+  T0,
+  type TestApi,
+  unsafe,
+} from "./harness.js";
 
 export interface AdmissionFixture extends Closable {
   readonly admissions: AdmissionStore;
@@ -30,20 +54,36 @@ export function admitWith(store: AdmissionStore, a: AdmitArgs) {
 
 async function admitted(store: AdmissionStore, a: AdmitArgs): Promise<Admission> {
   const result = await admitWith(store, a);
-  if (result.status !== "admitted") throw new Error(`expected ${a.admissionId} to be admitted, got busy`);
+  if (result.status !== "admitted")
+    throw new Error(`expected ${a.admissionId} to be admitted, got busy`);
   return result.admission;
 }
 
 /** The `AdmissionStore` contract: one turn or event batch per session at a time. */
-export function admissionStoreContract(name: string, factory: Factory<AdmissionFixture>, t: TestApi): void {
-  contractSuite(t, `${name}: AdmissionStore contract`, factory, [admitTests, transitionTests, expiryTests, isolationTests]);
+export function admissionStoreContract(
+  name: string,
+  factory: Factory<AdmissionFixture>,
+  t: TestApi,
+): void {
+  contractSuite(t, `${name}: AdmissionStore contract`, factory, [
+    admitTests,
+    transitionTests,
+    expiryTests,
+    isolationTests,
+  ]);
 }
 
 type Declare = FixtureTest<AdmissionFixture>;
 
 function admitTests(t: TestApi, test: Declare): void {
-  test("admits a free session as active, with the given deadline and kind", async ({ admissions }) => {
-    const result = await admitWith(admissions, { admissionId: "a1", kind: "events", deadlineAt: T0 + 5_000 });
+  test("admits a free session as active, with the given deadline and kind", async ({
+    admissions,
+  }) => {
+    const result = await admitWith(admissions, {
+      admissionId: "a1",
+      kind: "events",
+      deadlineAt: T0 + 5_000,
+    });
     t.expect(result.status).toBe("admitted");
     if (result.status !== "admitted") return;
     t.expect(result.admission).toEqual({
@@ -60,7 +100,9 @@ function admitTests(t: TestApi, test: Declare): void {
     t.expect(await admissions.get(SCOPE_A, "a1")).toEqual(result.admission);
   });
 
-  test("answers busy with the holder while the holder is active or uncertain", async ({ admissions }) => {
+  test("answers busy with the holder while the holder is active or uncertain", async ({
+    admissions,
+  }) => {
     await admitted(admissions, { admissionId: "a1" });
     const busy = await admitWith(admissions, { admissionId: "a2" });
     t.expect(busy.status).toBe("busy");
@@ -90,7 +132,9 @@ function admitTests(t: TestApi, test: Declare): void {
     t.expect((await admissions.holder(SCOPE_A, "s1"))?.admissionId).toBe(winner);
   });
 
-  test("holds sessions independently, and a session id under another scope is another session", async ({ admissions }) => {
+  test("holds sessions independently, and a session id under another scope is another session", async ({
+    admissions,
+  }) => {
     await admitted(admissions, { admissionId: "a1" });
     await admitted(admissions, { admissionId: "a2", sessionId: "s2" });
     await admitted(admissions, { admissionId: "a3", scope: SCOPE_A2 });
@@ -98,16 +142,25 @@ function admitTests(t: TestApi, test: Declare): void {
     t.expect((await admissions.holder(SCOPE_B, "s1"))?.rootKey).toBe("root-a1");
   });
 
-  test("refuses an admission id already used in the scope (never two owners of one fence)", async ({ admissions }) => {
+  test("refuses an admission id already used in the scope (never two owners of one fence)", async ({
+    admissions,
+  }) => {
     await admitted(admissions, { admissionId: "a1" });
     await admissions.finish(SCOPE_A, "a1");
-    await rejects(t, () => admitWith(admissions, { admissionId: "a1" }), ConflictError, "admission_exists");
+    await rejects(
+      t,
+      () => admitWith(admissions, { admissionId: "a1" }),
+      ConflictError,
+      "admission_exists",
+    );
     t.expect((await admissions.get(SCOPE_A, "a1"))?.state).toBe("finished");
   });
 }
 
 function transitionTests(t: TestApi, test: Declare): void {
-  test("markUncertain moves active to uncertain and returns the record after the call", async ({ admissions }) => {
+  test("markUncertain moves active to uncertain and returns the record after the call", async ({
+    admissions,
+  }) => {
     await admitted(admissions, { admissionId: "a1" });
     const marked = await admissions.markUncertain(SCOPE_A, "a1");
     t.expect(marked?.state).toBe("uncertain");
@@ -123,7 +176,9 @@ function transitionTests(t: TestApi, test: Declare): void {
     t.expect(await admissions.holder(SCOPE_A, "s1")).toBeUndefined();
   });
 
-  test("releaseFailed releases an active or an uncertain admission with reason failed", async ({ admissions }) => {
+  test("releaseFailed releases an active or an uncertain admission with reason failed", async ({
+    admissions,
+  }) => {
     await admitted(admissions, { admissionId: "a1" });
     const first = await admissions.releaseFailed(SCOPE_A, "a1");
     t.expect([first?.state, first?.releaseReason]).toEqual(["released", "failed"]);
@@ -134,7 +189,9 @@ function transitionTests(t: TestApi, test: Declare): void {
     t.expect(await admissions.holder(SCOPE_A, "s1")).toBeUndefined();
   });
 
-  test("a transition from another state is a no-op returning the current record (a lost ack reads back)", async ({ admissions }) => {
+  test("a transition from another state is a no-op returning the current record (a lost ack reads back)", async ({
+    admissions,
+  }) => {
     await admitted(admissions, { admissionId: "a1" });
     await admissions.markUncertain(SCOPE_A, "a1");
     t.expect((await admissions.finish(SCOPE_A, "a1"))?.state).toBe("uncertain");
@@ -160,7 +217,9 @@ function transitionTests(t: TestApi, test: Declare): void {
 }
 
 function expiryTests(t: TestApi, test: Declare): void {
-  test("releaseExpired releases active and uncertain admissions whose deadline plus grace is at or before now", async ({ admissions }) => {
+  test("releaseExpired releases active and uncertain admissions whose deadline plus grace is at or before now", async ({
+    admissions,
+  }) => {
     await admitted(admissions, { admissionId: "due", deadlineAt: T0 + 1_000 });
     await admitted(admissions, { admissionId: "due-unc", sessionId: "s2", deadlineAt: T0 + 1_000 });
     await admissions.markUncertain(SCOPE_A, "due-unc");
@@ -179,7 +238,9 @@ function expiryTests(t: TestApi, test: Declare): void {
     t.expect(await admissions.releaseExpired({ now: T0 + 1_500, graceMs: 500 })).toEqual([]);
   });
 
-  test("releaseExpired with a scope releases only that scope; without one, every scope", async ({ admissions }) => {
+  test("releaseExpired with a scope releases only that scope; without one, every scope", async ({
+    admissions,
+  }) => {
     await admitted(admissions, { admissionId: "a", deadlineAt: T0 + 10 });
     await admitted(admissions, { admissionId: "b", scope: SCOPE_B, deadlineAt: T0 + 10 });
     await admitted(admissions, { admissionId: "c", scope: SCOPE_A2, deadlineAt: T0 + 10 });
@@ -190,15 +251,23 @@ function expiryTests(t: TestApi, test: Declare): void {
     t.expect(rest.map((a) => a.admissionId).sort()).toEqual(["a", "c"]);
   });
 
-  test("an expired admission still holds its session until it is released", async ({ admissions }) => {
+  test("an expired admission still holds its session until it is released", async ({
+    admissions,
+  }) => {
     await admitted(admissions, { admissionId: "a1", deadlineAt: T0 + 10 });
-    const busy = await admitWith(admissions, { admissionId: "a2", now: T0 + 50_000, deadlineAt: T0 + 90_000 });
+    const busy = await admitWith(admissions, {
+      admissionId: "a2",
+      now: T0 + 50_000,
+      deadlineAt: T0 + 90_000,
+    });
     t.expect(busy.status).toBe("busy");
   });
 }
 
 function isolationTests(t: TestApi, test: Declare): void {
-  test("scope isolation: another scope reads and moves nothing, whatever ids it passes", async ({ admissions }) => {
+  test("scope isolation: another scope reads and moves nothing, whatever ids it passes", async ({
+    admissions,
+  }) => {
     await admitted(admissions, { admissionId: "a1" });
     for (const other of [SCOPE_A2, SCOPE_B]) {
       t.expect(await admissions.get(other, "a1")).toBeUndefined();
@@ -212,19 +281,31 @@ function isolationTests(t: TestApi, test: Declare): void {
 
   test("the stored record is detached from the caller's input", async ({ admissions }) => {
     const scope = { org: "org-a", uid: "user-1" };
-    await admissions.admit({ scope, sessionId: "s1", rootKey: "r", kind: "turn", admissionId: "a1", now: T0, deadlineAt: T0 + 1 });
+    await admissions.admit({
+      scope,
+      sessionId: "s1",
+      rootKey: "r",
+      kind: "turn",
+      admissionId: "a1",
+      now: T0,
+      deadlineAt: T0 + 1,
+    });
     scope.uid = "user-9";
     t.expect((await admissions.get(SCOPE_A, "a1"))?.scope).toEqual(SCOPE_A);
   });
 
-  test("invalid scopes, ids and inputs are refused before any I/O (even on a closed store)", async ({ admissions }, closeNow) => {
+  test("invalid scopes, ids and inputs are refused before any I/O (even on a closed store)", async ({
+    admissions,
+  }, closeNow) => {
     await closeNow();
     await refusesBadScopes(
       t,
       (scope) => admitWith(admissions, { scope, admissionId: "a1" }),
       (scope) => admissions.get(scope, "a1"),
     );
-    await refusesBadScopeFilters(t, (scope) => admissions.releaseExpired({ scope, now: T0, graceMs: 0 }));
+    await refusesBadScopeFilters(t, (scope) =>
+      admissions.releaseExpired({ scope, now: T0, graceMs: 0 }),
+    );
     await refusesBadIds(
       t,
       (id) => admitWith(admissions, { admissionId: id }),
@@ -234,9 +315,21 @@ function isolationTests(t: TestApi, test: Declare): void {
       (id) => admissions.finish(SCOPE_A, id),
       (id) => admissions.releaseFailed(SCOPE_A, id),
     );
-    await rejects(t, () => admitWith(admissions, { admissionId: "a1", kind: unsafe("meeting") }), ValidationError);
-    await rejects(t, () => admitWith(admissions, { admissionId: "a1", deadlineAt: T0 }), ValidationError);
-    await rejects(t, () => admitWith(admissions, { admissionId: "a1", now: unsafe(1.5) }), ValidationError);
+    await rejects(
+      t,
+      () => admitWith(admissions, { admissionId: "a1", kind: unsafe("meeting") }),
+      ValidationError,
+    );
+    await rejects(
+      t,
+      () => admitWith(admissions, { admissionId: "a1", deadlineAt: T0 }),
+      ValidationError,
+    );
+    await rejects(
+      t,
+      () => admitWith(admissions, { admissionId: "a1", now: unsafe(1.5) }),
+      ValidationError,
+    );
     await rejects(t, () => admissions.releaseExpired({ now: T0, graceMs: -1 }), ValidationError);
   });
 }

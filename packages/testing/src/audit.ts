@@ -1,5 +1,27 @@
-import { type AuditEvent, type AuditLog, type AuditRecord, TrailValueError, trailId, ValidationError } from "@alma-harness/core";
-import { type Closable, deepFrozen, type Factory, fixtureTest, type FixtureTest, refusesBadIds, refusesBadScopes, rejects, SCOPE_A, SCOPE_A2, SCOPE_B, T0, type TestApi, unsafe } from "./harness.js";
+import {
+  type AuditEvent,
+  type AuditLog,
+  type AuditRecord,
+  TrailValueError,
+  trailId,
+  ValidationError,
+} from "@alma-harness/core";
+import {
+  type Closable,
+  deepFrozen,
+  type Factory,
+  fixtureTest,
+  type FixtureTest,
+  refusesBadIds,
+  refusesBadScopes,
+  rejects,
+  SCOPE_A,
+  SCOPE_A2,
+  SCOPE_B,
+  T0,
+  type TestApi,
+  unsafe,
+} from "./harness.js";
 import { listingTests } from "./listing.js";
 
 export interface AuditFixture extends Closable {
@@ -9,8 +31,20 @@ export interface AuditFixture extends Closable {
 /** Trail values of the fixtures (the constructors are the only way to make one). */
 const v = trailId;
 
-export function recallEvent(over: Partial<Record<keyof AuditEvent | "source", unknown>> = {}, items = 1): AuditEvent {
-  return { trail: "recall", scope: SCOPE_A, sessionId: v("s1"), turnId: v("turn-1"), at: T0, source: v("notes"), items, ...over } as AuditEvent;
+export function recallEvent(
+  over: Partial<Record<keyof AuditEvent | "source", unknown>> = {},
+  items = 1,
+): AuditEvent {
+  return {
+    trail: "recall",
+    scope: SCOPE_A,
+    sessionId: v("s1"),
+    turnId: v("turn-1"),
+    at: T0,
+    source: v("notes"),
+    items,
+    ...over,
+  } as AuditEvent;
 }
 
 const strip = (records: readonly AuditRecord[]) => records.map(({ seq: _seq, ...event }) => event);
@@ -19,11 +53,31 @@ const strip = (records: readonly AuditRecord[]) => records.map(({ seq: _seq, ...
 export function auditLogContract(name: string, factory: Factory<AuditFixture>, t: TestApi): void {
   const test = fixtureTest(t, factory);
   t.describe(`${name}: AuditLog contract`, () => {
-    test("query reads a scope's events in append order, with increasing seq, frozen", async ({ audit }) => {
+    test("query reads a scope's events in append order, with increasing seq, frozen", async ({
+      audit,
+    }) => {
       const events: AuditEvent[] = [
         recallEvent({}, 3),
-        { trail: "access", scope: SCOPE_A, sessionId: v("s1"), turnId: v("turn-1"), callId: v("call-1"), at: T0 + 1, tool: v("lookup"), resource: v("patient"), action: "read" },
-        { trail: "lifecycle", scope: SCOPE_A, sessionId: v("s1"), turnId: v("turn-1"), at: T0 + 2, action: "turn.completed", step: 2 },
+        {
+          trail: "access",
+          scope: SCOPE_A,
+          sessionId: v("s1"),
+          turnId: v("turn-1"),
+          callId: v("call-1"),
+          at: T0 + 1,
+          tool: v("lookup"),
+          resource: v("patient"),
+          action: "read",
+        },
+        {
+          trail: "lifecycle",
+          scope: SCOPE_A,
+          sessionId: v("s1"),
+          turnId: v("turn-1"),
+          at: T0 + 2,
+          action: "turn.completed",
+          step: 2,
+        },
         recallEvent({ at: T0 - 5 }, 1),
       ];
       for (const event of events) await audit.append(event);
@@ -38,11 +92,28 @@ export function auditLogContract(name: string, factory: Factory<AuditFixture>, t
     test("query filters by session, turn and trail", async ({ audit }) => {
       await audit.append(recallEvent({ sessionId: "s1", turnId: "t1" }));
       await audit.append(recallEvent({ sessionId: "s2", turnId: "t2" }));
-      await audit.append({ trail: "context", scope: SCOPE_A, sessionId: v("s1"), turnId: v("t2"), at: T0, step: 1, field: v("tools"), decision: "refused" });
-      t.expect((await audit.query(SCOPE_A, { sessionId: v("s1") })).items.map((r) => r.turnId)).toEqual(["t1", "t2"]);
-      t.expect((await audit.query(SCOPE_A, { turnId: "t2" })).items.map((r) => r.sessionId)).toEqual(["s2", "s1"]);
-      t.expect((await audit.query(SCOPE_A, { trail: "context" })).items.map((r) => r.trail)).toEqual(["context"]);
-      t.expect((await audit.query(SCOPE_A, { sessionId: v("s2"), trail: "context" })).items).toEqual([]);
+      await audit.append({
+        trail: "context",
+        scope: SCOPE_A,
+        sessionId: v("s1"),
+        turnId: v("t2"),
+        at: T0,
+        step: 1,
+        field: v("tools"),
+        decision: "refused",
+      });
+      t.expect(
+        (await audit.query(SCOPE_A, { sessionId: v("s1") })).items.map((r) => r.turnId),
+      ).toEqual(["t1", "t2"]);
+      t.expect(
+        (await audit.query(SCOPE_A, { turnId: "t2" })).items.map((r) => r.sessionId),
+      ).toEqual(["s2", "s1"]);
+      t.expect(
+        (await audit.query(SCOPE_A, { trail: "context" })).items.map((r) => r.trail),
+      ).toEqual(["context"]);
+      t.expect(
+        (await audit.query(SCOPE_A, { sessionId: v("s2"), trail: "context" })).items,
+      ).toEqual([]);
     });
 
     test("scope isolation: another scope never reads these events", async ({ audit }) => {
@@ -57,7 +128,9 @@ export function auditLogContract(name: string, factory: Factory<AuditFixture>, t
       const event = { ...recallEvent(), source: v("before") };
       await audit.append(event);
       event.source = v("after");
-      t.expect((await audit.query(SCOPE_A)).items.map((r) => (r as { source?: string }).source)).toEqual(["before"]);
+      t.expect(
+        (await audit.query(SCOPE_A)).items.map((r) => (r as { source?: string }).source),
+      ).toEqual(["before"]);
     });
 
     listingTests<AuditFixture>(t, test, {
@@ -65,7 +138,8 @@ export function auditLogContract(name: string, factory: Factory<AuditFixture>, t
       def: 100,
       max: 500,
       seed: async (fx, n, scope) => {
-        for (let i = 0; i < n; i++) await fx.audit.append(recallEvent({ scope, turnId: `t${String(i).padStart(4, "0")}` }));
+        for (let i = 0; i < n; i++)
+          await fx.audit.append(recallEvent({ scope, turnId: `t${String(i).padStart(4, "0")}` }));
       },
       list: (fx, scope, opts) => fx.audit.query(scope, opts),
       key: (item) => (item as AuditRecord).turnId,
@@ -76,7 +150,9 @@ export function auditLogContract(name: string, factory: Factory<AuditFixture>, t
 }
 
 function validationTests(t: TestApi, test: FixtureTest<AuditFixture>): void {
-  test("invalid events and queries are refused before any I/O (even on a closed log), recording nothing", async ({ audit }, closeNow) => {
+  test("invalid events and queries are refused before any I/O (even on a closed log), recording nothing", async ({
+    audit,
+  }, closeNow) => {
     await closeNow();
     await refusesBadScopes(
       t,
@@ -100,8 +176,26 @@ function validationTests(t: TestApi, test: FixtureTest<AuditFixture>): void {
       { ...recallEvent(), source: "Ana García" },
       { ...recallEvent(), source: "line\nbreak" },
       { ...recallEvent(), source: "x".repeat(201) },
-      { trail: "access", scope: SCOPE_A, sessionId: v("s1"), turnId: v("turn-1"), at: T0, tool: v("lookup"), resource: "patients named Ana", action: "read" },
-      { trail: "policy", scope: SCOPE_A, sessionId: v("s1"), turnId: v("turn-1"), at: T0, action: "intent", tool: v("book"), authorization: { action: v("book"), subject: "Ana García" } },
+      {
+        trail: "access",
+        scope: SCOPE_A,
+        sessionId: v("s1"),
+        turnId: v("turn-1"),
+        at: T0,
+        tool: v("lookup"),
+        resource: "patients named Ana",
+        action: "read",
+      },
+      {
+        trail: "policy",
+        scope: SCOPE_A,
+        sessionId: v("s1"),
+        turnId: v("turn-1"),
+        at: T0,
+        action: "intent",
+        tool: v("book"),
+        authorization: { action: v("book"), subject: "Ana García" },
+      },
     ];
     for (const event of text) await rejects(t, () => audit.append(unsafe(event)), TrailValueError);
     await rejects(t, () => audit.query(SCOPE_A, { trail: unsafe("gossip") }), ValidationError);

@@ -14,7 +14,10 @@ export interface SqliteReader {
 
 /** The slice of a PostgreSQL client or pool the scan uses (`pg`'s `Pool` satisfies it). */
 export interface PgReader {
-  query(text: string, values?: unknown[]): Promise<{ readonly rows: readonly Record<string, unknown>[] }>;
+  query(
+    text: string,
+    values?: unknown[],
+  ): Promise<{ readonly rows: readonly Record<string, unknown>[] }>;
 }
 
 function hitsIn(text: string, where: string, needles: readonly string[], out: ScanHit[]): void {
@@ -28,15 +31,28 @@ const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
  * column of every row read as text: one hit per value holding a needle. Nothing is named in advance,
  * so a table added later is scanned too.
  */
-export function scanSqlite(db: SqliteReader, needles: readonly string[], schemas: readonly string[] = ["main"]): ScanHit[] {
+export function scanSqlite(
+  db: SqliteReader,
+  needles: readonly string[],
+  schemas: readonly string[] = ["main"],
+): ScanHit[] {
   const out: ScanHit[] = [];
   for (const schema of schemas) {
-    const tables = db.prepare(`SELECT name FROM ${quote(schema)}.sqlite_master WHERE type = 'table'`).all() as { name: string }[];
+    const tables = db
+      .prepare(`SELECT name FROM ${quote(schema)}.sqlite_master WHERE type = 'table'`)
+      .all() as { name: string }[];
     for (const { name } of tables) {
-      const columns = db.prepare(`SELECT name FROM pragma_table_info(?, ?)`).all(name, schema) as { name: string }[];
+      const columns = db.prepare(`SELECT name FROM pragma_table_info(?, ?)`).all(name, schema) as {
+        name: string;
+      }[];
       for (const column of columns) {
-        const rows = db.prepare(`SELECT CAST(${quote(column.name)} AS TEXT) AS v FROM ${quote(schema)}.${quote(name)}`).all() as { v: string | null }[];
-        for (const row of rows) if (row.v !== null) hitsIn(row.v, `${schema}.${name}.${column.name}`, needles, out);
+        const rows = db
+          .prepare(
+            `SELECT CAST(${quote(column.name)} AS TEXT) AS v FROM ${quote(schema)}.${quote(name)}`,
+          )
+          .all() as { v: string | null }[];
+        for (const row of rows)
+          if (row.v !== null) hitsIn(row.v, `${schema}.${name}.${column.name}`, needles, out);
       }
     }
   }
@@ -44,7 +60,11 @@ export function scanSqlite(db: SqliteReader, needles: readonly string[], schemas
 }
 
 /** Every column (`information_schema.columns`) of every table of `schemas`, every row read as text. */
-export async function scanPostgres(db: PgReader, schemas: readonly string[], needles: readonly string[]): Promise<ScanHit[]> {
+export async function scanPostgres(
+  db: PgReader,
+  schemas: readonly string[],
+  needles: readonly string[],
+): Promise<ScanHit[]> {
   const out: ScanHit[] = [];
   const { rows: columns } = await db.query(
     `SELECT c.table_schema, c.table_name, c.column_name FROM information_schema.columns c
@@ -53,8 +73,12 @@ export async function scanPostgres(db: PgReader, schemas: readonly string[], nee
     [[...schemas]],
   );
   for (const c of columns as { table_schema: string; table_name: string; column_name: string }[]) {
-    const { rows } = await db.query(`SELECT ${quote(c.column_name)}::text AS v FROM ${quote(c.table_schema)}.${quote(c.table_name)}`);
-    for (const row of rows) if (typeof row.v === "string") hitsIn(row.v, `${c.table_schema}.${c.table_name}.${c.column_name}`, needles, out);
+    const { rows } = await db.query(
+      `SELECT ${quote(c.column_name)}::text AS v FROM ${quote(c.table_schema)}.${quote(c.table_name)}`,
+    );
+    for (const row of rows)
+      if (typeof row.v === "string")
+        hitsIn(row.v, `${c.table_schema}.${c.table_name}.${c.column_name}`, needles, out);
   }
   return out;
 }
@@ -109,7 +133,8 @@ export function scanFiles(paths: readonly string[], needles: readonly string[]):
     } catch {
       continue;
     }
-    for (const needle of needles) if (bytes.includes(Buffer.from(needle, "utf8"))) out.push({ where: path, needle });
+    for (const needle of needles)
+      if (bytes.includes(Buffer.from(needle, "utf8"))) out.push({ where: path, needle });
   }
   return out;
 }

@@ -13,7 +13,11 @@ export class InjectedStoreFault extends StoreUnavailableError {
   readonly store: string;
   readonly method: string;
   constructor(mode: Exclude<FaultMode, "pass">, store: string, method: string) {
-    super(mode === "before" ? `injected fault before ${store}.${method}` : `injected fault after ${store}.${method} (acknowledgement lost)`);
+    super(
+      mode === "before"
+        ? `injected fault before ${store}.${method}`
+        : `injected fault after ${store}.${method} (acknowledgement lost)`,
+    );
     this.mode = mode;
     this.store = store;
     this.method = method;
@@ -88,7 +92,12 @@ export class StoreFaults {
   }
 
   counts(): FaultCounts {
-    return Object.freeze({ calls: this.#calls, before: this.#before, after: this.#after, byMethod: Object.freeze({ ...this.#byMethod }) });
+    return Object.freeze({
+      calls: this.#calls,
+      before: this.#before,
+      after: this.#after,
+      byMethod: Object.freeze({ ...this.#byMethod }),
+    });
   }
 
   /** One store with every method (own or inherited) faulted under `name`; other properties pass through. */
@@ -147,8 +156,12 @@ export function tapStore<T extends object>(store: T, tap: StoreCallTap): T {
  * barrier…) through `wrap` under the property's name. Functions of the set itself (a `unit`) pass
  * through: they are not store calls.
  */
-export function tapStores<S extends object>(stores: S, wrap: (name: string, store: object) => object): S {
+export function tapStores<S extends object>(
+  stores: S,
+  wrap: (name: string, store: object) => object,
+): S {
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(stores)) out[key] = value !== null && typeof value === "object" ? wrap(key, value) : value;
+  for (const [key, value] of Object.entries(stores))
+    out[key] = value !== null && typeof value === "object" ? wrap(key, value) : value;
   return out as S;
 }

@@ -60,7 +60,12 @@ export function fixtureTest<F extends Closable>(t: TestApi, factory: Factory<F>)
 export type TestGroup<F> = (t: TestApi, test: FixtureTest<F>) => void;
 
 /** Declares the suite `title` of the groups, every test of them on a fresh fixture from `factory`. */
-export function contractSuite<F extends Closable>(t: TestApi, title: string, factory: Factory<F>, groups: readonly TestGroup<F>[]): void {
+export function contractSuite<F extends Closable>(
+  t: TestApi,
+  title: string,
+  factory: Factory<F>,
+  groups: readonly TestGroup<F>[],
+): void {
   const test = fixtureTest(t, factory);
   t.describe(title, () => {
     for (const group of groups) group(t, test);
@@ -73,7 +78,12 @@ export type ErrorClass = abstract new (...args: never[]) => Error;
  * Asserts that `run` returns a promise that rejects with an instance of `type` (and `code`, when
  * given). A synchronous throw fails: every store method is asynchronous, errors included.
  */
-export async function rejects(t: TestApi, run: () => Promise<unknown>, type: ErrorClass, code?: string): Promise<Error> {
+export async function rejects(
+  t: TestApi,
+  run: () => Promise<unknown>,
+  type: ErrorClass,
+  code?: string,
+): Promise<Error> {
   let pending: Promise<unknown>;
   try {
     pending = run();
@@ -85,7 +95,8 @@ export async function rejects(t: TestApi, run: () => Promise<unknown>, type: Err
     const value = await pending;
     t.expect({ resolved: value }).toEqual({ rejectedWith: type.name });
   } catch (error) {
-    if (!(error instanceof type)) t.expect({ rejected: describe(error) }).toEqual({ rejectedWith: type.name });
+    if (!(error instanceof type))
+      t.expect({ rejected: describe(error) }).toEqual({ rejectedWith: type.name });
     if (code !== undefined) t.expect((error as { code?: unknown }).code).toBe(code);
     return error as Error;
   }
@@ -104,7 +115,11 @@ export function deepFrozen(value: unknown): boolean {
 }
 
 /** Settles every promise and splits the outcomes, keeping their order. */
-export async function settleAll<T>(promises: readonly Promise<T>[]): Promise<{ readonly ok: T[]; readonly failed: unknown[]; readonly outcomes: PromiseSettledResult<T>[] }> {
+export async function settleAll<T>(promises: readonly Promise<T>[]): Promise<{
+  readonly ok: T[];
+  readonly failed: unknown[];
+  readonly outcomes: PromiseSettledResult<T>[];
+}> {
   const outcomes = await Promise.allSettled(promises);
   const ok: T[] = [];
   const failed: unknown[] = [];
@@ -135,15 +150,29 @@ export const BAD_SCOPES: readonly unknown[] = Object.freeze([
 ]);
 
 /** Ids every store must refuse before any I/O. */
-export const BAD_IDS: readonly unknown[] = Object.freeze(["", "has space", "x".repeat(201), "tab\there", "é", 42, null]);
+export const BAD_IDS: readonly unknown[] = Object.freeze([
+  "",
+  "has space",
+  "x".repeat(201),
+  "tab\there",
+  "é",
+  42,
+  null,
+]);
 
 /** Asserts that each call refuses each of `BAD_SCOPES` with `InvalidScopeError` (before any I/O). */
-export async function refusesBadScopes(t: TestApi, ...calls: readonly ((scope: Scope) => Promise<unknown>)[]): Promise<void> {
+export async function refusesBadScopes(
+  t: TestApi,
+  ...calls: readonly ((scope: Scope) => Promise<unknown>)[]
+): Promise<void> {
   await refusesAll(t, BAD_SCOPES, InvalidScopeError, calls);
 }
 
 /** As `refusesBadScopes`, for a scope filter: there `undefined` means every scope, so it is not bad. */
-export async function refusesBadScopeFilters(t: TestApi, ...calls: readonly ((scope: Scope) => Promise<unknown>)[]): Promise<void> {
+export async function refusesBadScopeFilters(
+  t: TestApi,
+  ...calls: readonly ((scope: Scope) => Promise<unknown>)[]
+): Promise<void> {
   await refusesAll(
     t,
     BAD_SCOPES.filter((scope) => scope !== undefined),
@@ -153,12 +182,21 @@ export async function refusesBadScopeFilters(t: TestApi, ...calls: readonly ((sc
 }
 
 /** Asserts that each call refuses each of `BAD_IDS` with `InvalidIdError` (before any I/O). */
-export async function refusesBadIds(t: TestApi, ...calls: readonly ((id: string) => Promise<unknown>)[]): Promise<void> {
+export async function refusesBadIds(
+  t: TestApi,
+  ...calls: readonly ((id: string) => Promise<unknown>)[]
+): Promise<void> {
   await refusesAll(t, BAD_IDS, InvalidIdError, calls);
 }
 
-async function refusesAll<T>(t: TestApi, values: readonly unknown[], type: ErrorClass, calls: readonly ((value: T) => Promise<unknown>)[]): Promise<void> {
-  for (const value of values) for (const call of calls) await rejects(t, () => call(value as T), type);
+async function refusesAll<T>(
+  t: TestApi,
+  values: readonly unknown[],
+  type: ErrorClass,
+  calls: readonly ((value: T) => Promise<unknown>)[],
+): Promise<void> {
+  for (const value of values)
+    for (const call of calls) await rejects(t, () => call(value as T), type);
 }
 
 /** Lets a test pass a deliberately wrong value where the types forbid it. */
@@ -171,15 +209,27 @@ export function userMsg(text: string, eventId?: string, turn?: string): Msg {
     ...(turn === undefined ? {} : { turn }),
     ...(eventId === undefined ? {} : { event: { id: eventId, kind: "input" as const } }),
   };
-  return { role: "user", blocks: [{ type: "text", text }], ...(Object.keys(meta).length > 0 ? { meta } : {}) };
+  return {
+    role: "user",
+    blocks: [{ type: "text", text }],
+    ...(Object.keys(meta).length > 0 ? { meta } : {}),
+  };
 }
 
 export function assistantMsg(text: string, turn?: string): Msg {
-  return { role: "assistant", blocks: [{ type: "text", text }], ...(turn === undefined ? {} : { meta: { turn } }) };
+  return {
+    role: "assistant",
+    blocks: [{ type: "text", text }],
+    ...(turn === undefined ? {} : { meta: { turn } }),
+  };
 }
 
 export function rotationMsg(summary: string, replaces: number): Msg {
-  return { role: "user", blocks: [{ type: "text", text: summary, origin: "harness" }], meta: { rotation: { replaces } } };
+  return {
+    role: "user",
+    blocks: [{ type: "text", text: summary, origin: "harness" }],
+    meta: { rotation: { replaces } },
+  };
 }
 
 export const T0 = Date.UTC(2026, 0, 1);

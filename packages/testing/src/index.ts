@@ -11,7 +11,11 @@ import type { Factory, TestApi } from "./harness.js";
 import { type LabelFixture, sessionLabelStoreContract } from "./labels.js";
 import { executionResultStoreContract, type ResultFixture } from "./results.js";
 import { type SessionFixture, sessionStoreContract } from "./sessions.js";
-import { costSettlementStoreContract, type SettlementFixture, spendStoreContract } from "./settlements.js";
+import {
+  costSettlementStoreContract,
+  type SettlementFixture,
+  spendStoreContract,
+} from "./settlements.js";
 import { type ModelJobFixture, modelJobStoreContract } from "./model-jobs.js";
 import { type UsageInboxFixture, usageInboxContract } from "./usage-inbox.js";
 
@@ -19,8 +23,23 @@ export { type AdmissionFixture, admissionStoreContract, admitWith } from "./admi
 export { type AuditFixture, auditLogContract, recallEvent } from "./audit.js";
 export { CANARIES, CANARY_FRAGMENTS, canariesIn, canaryLookupTool } from "./canaries.js";
 export { claimOf, type ExecutionFixture, executionStoreContract } from "./execution.js";
-export { type FaultCounts, type FaultMode, type FaultOptions, InjectedStoreFault, type StoreCallTap, StoreFaults, tapStore, tapStores } from "./faults.js";
-export { type V1Reads, type V1Stores, v1FixtureReadsContract, v1FixtureReopened, v1FixtureWrites } from "./fixtures-v1.js";
+export {
+  type FaultCounts,
+  type FaultMode,
+  type FaultOptions,
+  InjectedStoreFault,
+  type StoreCallTap,
+  StoreFaults,
+  tapStore,
+  tapStores,
+} from "./faults.js";
+export {
+  type V1Reads,
+  type V1Stores,
+  v1FixtureReadsContract,
+  v1FixtureReopened,
+  v1FixtureWrites,
+} from "./fixtures-v1.js";
 export { scopeFenceContract } from "./fences.js";
 export { type GovernedFixture, governedWritesContract } from "./governance.js";
 /** The shared harness: the test API slice, fixture tests, assertions, scopes, ids and messages. */
@@ -28,11 +47,22 @@ export * from "./harness.js";
 export { type LabelFixture, sessionLabelStoreContract } from "./labels.js";
 export { executionResultStoreContract, reservationOf, type ResultFixture } from "./results.js";
 export { type SessionFixture, sessionStoreContract } from "./sessions.js";
-export { costSettlementStoreContract, DAY, type SettlementFixture, settlementOf, spendStoreContract } from "./settlements.js";
+export {
+  costSettlementStoreContract,
+  DAY,
+  type SettlementFixture,
+  settlementOf,
+  spendStoreContract,
+} from "./settlements.js";
 export { jobItemOf, jobOf, type ModelJobFixture, modelJobStoreContract } from "./model-jobs.js";
 export { observationOf, type UsageInboxFixture, usageInboxContract } from "./usage-inbox.js";
 export { episodeOf, factOf, type MemoryFixture, memoryContract } from "./memory.js";
-export { claimOf as routineClaimOf, type RoutineFixture, routineOf, routineStoreContract } from "./routines.js";
+export {
+  claimOf as routineClaimOf,
+  type RoutineFixture,
+  routineOf,
+  routineStoreContract,
+} from "./routines.js";
 
 /** Every store of one implementation, as a composition hands them out (root results included). */
 export type StoreSet = AdmissionFixture &
@@ -59,5 +89,19 @@ export function storeContracts(name: string, factory: Factory<StoreSet>, t: Test
   auditLogContract(name, factory, t);
   scopeFenceContract(name, factory, t);
 }
-export { type Canaries, canariesOf, type ErasureFixture, erasureContract, needlesOf } from "./erasure.js";
-export { type PgReader, type ScanHit, scanFiles, scanPostgres, scanSqlite, scanValue, type SqliteReader } from "./erasure-scan.js";
+export {
+  type Canaries,
+  canariesOf,
+  type ErasureFixture,
+  erasureContract,
+  needlesOf,
+} from "./erasure.js";
+export {
+  type PgReader,
+  type ScanHit,
+  scanFiles,
+  scanPostgres,
+  scanSqlite,
+  scanValue,
+  type SqliteReader,
+} from "./erasure-scan.js";

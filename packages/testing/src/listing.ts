@@ -1,5 +1,12 @@
 import { type Scope, ValidationError } from "@alma-harness/core";
-import { type Closable, type FixtureTest, rejects, SCOPE_A, SCOPE_B, type TestApi } from "./harness.js";
+import {
+  type Closable,
+  type FixtureTest,
+  rejects,
+  SCOPE_A,
+  SCOPE_B,
+  type TestApi,
+} from "./harness.js";
 
 export interface Page {
   readonly items: readonly unknown[];
@@ -12,13 +19,21 @@ export interface ListingSpec<F> {
   readonly max: number;
   /** Creates `n` listable items in `scope` whose keys ascend in creation order. */
   seed(fx: F, n: number, scope: Scope): Promise<void>;
-  list(fx: F, scope: Scope, opts: { readonly cursor?: string; readonly limit?: number }): Promise<Page>;
+  list(
+    fx: F,
+    scope: Scope,
+    opts: { readonly cursor?: string; readonly limit?: number },
+  ): Promise<Page>;
   /** A string key that sorts like the listing's order. */
   key(item: unknown): string;
 }
 
 /** The cursor-listing guarantees shared by every listing: default and maximum page, one over, cursors, scope. */
-export function listingTests<F extends Closable>(t: TestApi, test: FixtureTest<F>, spec: ListingSpec<F>): void {
+export function listingTests<F extends Closable>(
+  t: TestApi,
+  test: FixtureTest<F>,
+  spec: ListingSpec<F>,
+): void {
   test(`${spec.what}: list pages ${spec.def} by default, ascending, with a cursor only while more remain`, async (fx) => {
     await spec.seed(fx, spec.def + 1, SCOPE_A);
     const first = await spec.list(fx, SCOPE_A, {});
@@ -40,7 +55,9 @@ export function listingTests<F extends Closable>(t: TestApi, test: FixtureTest<F
     const two = await spec.list(fx, SCOPE_A, { limit: 2 });
     t.expect(two.items).toHaveLength(2);
     const rest = await spec.list(fx, SCOPE_A, { limit: 2, cursor: two.nextCursor });
-    t.expect(rest.items.map(spec.key)).toEqual((await spec.list(fx, SCOPE_A, {})).items.slice(2).map(spec.key));
+    t.expect(rest.items.map(spec.key)).toEqual(
+      (await spec.list(fx, SCOPE_A, {})).items.slice(2).map(spec.key),
+    );
     t.expect(rest.nextCursor).toBeUndefined();
   });
 

@@ -1,5 +1,27 @@
-import { ConflictError, ErasedError, type ExecutionResultStore, type ResultReservation, ValidationError } from "@alma-harness/core";
-import { type Closable, contractSuite, deepFrozen, type Factory, type FixtureTest, refusesBadIds, refusesBadScopes, rejects, SCOPE_A, SCOPE_A2, SCOPE_B, settleAll, T0, type TestApi, unsafe } from "./harness.js";
+import {
+  ConflictError,
+  ErasedError,
+  type ExecutionResultStore,
+  type ResultReservation,
+  ValidationError,
+} from "@alma-harness/core";
+import {
+  type Closable,
+  contractSuite,
+  deepFrozen,
+  type Factory,
+  type FixtureTest,
+  refusesBadIds,
+  refusesBadScopes,
+  rejects,
+  SCOPE_A,
+  SCOPE_A2,
+  SCOPE_B,
+  settleAll,
+  T0,
+  type TestApi,
+  unsafe,
+} from "./harness.js";
 
 export interface ResultFixture extends Closable {
   readonly results: ExecutionResultStore;
@@ -11,7 +33,10 @@ type Declare = FixtureTest<ResultFixture>;
 
 const EXPIRES = T0 + 10_000;
 
-export function reservationOf(resultId: string, over: Partial<ResultReservation> = {}): ResultReservation {
+export function reservationOf(
+  resultId: string,
+  over: Partial<ResultReservation> = {},
+): ResultReservation {
   return {
     scope: SCOPE_A,
     resultId,
@@ -28,24 +53,48 @@ export function reservationOf(resultId: string, over: Partial<ResultReservation>
 const ENVELOPE = { view: "completed", reply: [{ type: "text", text: "hello" }], n: 1 };
 
 /** The `ExecutionResultStore` contract: first-wins identities, one envelope each, tombstones never revived. */
-export function executionResultStoreContract(name: string, factory: Factory<ResultFixture>, t: TestApi): void {
-  contractSuite(t, `${name}: ExecutionResultStore contract`, factory, [reserveTests, putTests, expiryTests, isolationTests]);
+export function executionResultStoreContract(
+  name: string,
+  factory: Factory<ResultFixture>,
+  t: TestApi,
+): void {
+  contractSuite(t, `${name}: ExecutionResultStore contract`, factory, [
+    reserveTests,
+    putTests,
+    expiryTests,
+    isolationTests,
+  ]);
 }
 
 function reserveTests(t: TestApi, test: Declare): void {
-  test("reserve is first-wins: a later reserve returns exists with the first record, whatever its binding", async ({ results }) => {
+  test("reserve is first-wins: a later reserve returns exists with the first record, whatever its binding", async ({
+    results,
+  }) => {
     const first = await results.reserve(reservationOf("r1"));
     t.expect(first).toEqual({
       status: "reserved",
-      record: { resultId: "r1", sessionId: "s1", binding: "sha256:aaa", state: "reserved", sensitivity: "confidential", expiresAt: EXPIRES },
+      record: {
+        resultId: "r1",
+        sessionId: "s1",
+        binding: "sha256:aaa",
+        state: "reserved",
+        sensitivity: "confidential",
+        expiresAt: EXPIRES,
+      },
     });
     t.expect(deepFrozen(first)).toBe(true);
-    const again = await results.reserve(reservationOf("r1", { binding: "sha256:bbb", sensitivity: "public" }));
+    const again = await results.reserve(
+      reservationOf("r1", { binding: "sha256:bbb", sensitivity: "public" }),
+    );
     t.expect(again).toEqual({ status: "exists", record: first.record });
   });
 
   test("of many concurrent reserves of one identity exactly one reserves", async ({ results }) => {
-    const { ok } = await settleAll(Array.from({ length: 10 }, (_, i) => results.reserve(reservationOf("r1", { binding: `b${i}` }))));
+    const { ok } = await settleAll(
+      Array.from({ length: 10 }, (_, i) =>
+        results.reserve(reservationOf("r1", { binding: `b${i}` })),
+      ),
+    );
     t.expect(ok.filter((r) => r.status === "reserved")).toHaveLength(1);
     const winner = ok.find((r) => r.status === "reserved")?.record.binding;
     for (const r of ok) t.expect(r.record.binding).toBe(winner);
@@ -53,7 +102,9 @@ function reserveTests(t: TestApi, test: Declare): void {
 }
 
 function putTests(t: TestApi, test: Declare): void {
-  test("put stores the envelope once on a reserved identity; get returns it frozen", async ({ results }) => {
+  test("put stores the envelope once on a reserved identity; get returns it frozen", async ({
+    results,
+  }) => {
     await results.reserve(reservationOf("r1"));
     const stored = await results.put(SCOPE_A, "r1", ENVELOPE, T0 + 1);
     t.expect([stored.state, stored.envelope]).toEqual(["stored", ENVELOPE]);
@@ -62,16 +113,29 @@ function putTests(t: TestApi, test: Declare): void {
     t.expect(deepFrozen(read)).toBe(true);
   });
 
-  test("an equal second put is a no-op (key order aside); a different one throws ConflictError", async ({ results }) => {
+  test("an equal second put is a no-op (key order aside); a different one throws ConflictError", async ({
+    results,
+  }) => {
     await results.reserve(reservationOf("r1"));
     await results.put(SCOPE_A, "r1", ENVELOPE, T0 + 1);
-    const replay = await results.put(SCOPE_A, "r1", { n: 1, reply: [{ text: "hello", type: "text" }], view: "completed" }, T0 + 2);
+    const replay = await results.put(
+      SCOPE_A,
+      "r1",
+      { n: 1, reply: [{ text: "hello", type: "text" }], view: "completed" },
+      T0 + 2,
+    );
     t.expect(replay.envelope).toEqual(ENVELOPE);
-    await rejects(t, () => results.put(SCOPE_A, "r1", { ...ENVELOPE, n: 2 }, T0 + 3), ConflictError);
+    await rejects(
+      t,
+      () => results.put(SCOPE_A, "r1", { ...ENVELOPE, n: 2 }, T0 + 3),
+      ConflictError,
+    );
     t.expect((await results.get(SCOPE_A, "r1", T0 + 4))?.envelope).toEqual(ENVELOPE);
   });
 
-  test("an envelope whose JSON text is over maxChars throws ValidationError and stores nothing", async ({ results }) => {
+  test("an envelope whose JSON text is over maxChars throws ValidationError and stores nothing", async ({
+    results,
+  }) => {
     await results.reserve(reservationOf("r1", { maxChars: 7 }));
     await rejects(t, () => results.put(SCOPE_A, "r1", "123456", T0 + 1), ValidationError);
     t.expect((await results.get(SCOPE_A, "r1", T0 + 1))?.state).toBe("reserved");
@@ -92,7 +156,9 @@ function putTests(t: TestApi, test: Declare): void {
 }
 
 function expiryTests(t: TestApi, test: Declare): void {
-  test("get reports expired at or after expiresAt and never returns the envelope", async ({ results }) => {
+  test("get reports expired at or after expiresAt and never returns the envelope", async ({
+    results,
+  }) => {
     await results.reserve(reservationOf("r1"));
     await results.put(SCOPE_A, "r1", ENVELOPE, T0 + 1);
     t.expect((await results.get(SCOPE_A, "r1", EXPIRES - 1))?.state).toBe("stored");
@@ -107,7 +173,9 @@ function expiryTests(t: TestApi, test: Declare): void {
     await rejects(t, () => results.put(SCOPE_A, "r1", ENVELOPE, EXPIRES), ErasedError);
   });
 
-  test("eraseSession tombstones every result of the session; a tombstone cannot be revived", async ({ results }) => {
+  test("eraseSession tombstones every result of the session; a tombstone cannot be revived", async ({
+    results,
+  }) => {
     await results.reserve(reservationOf("r1"));
     await results.put(SCOPE_A, "r1", ENVELOPE, T0 + 1);
     await results.reserve(reservationOf("r2"));
@@ -139,7 +207,9 @@ function expiryTests(t: TestApi, test: Declare): void {
 }
 
 function isolationTests(t: TestApi, test: Declare): void {
-  test("scope isolation: another scope neither reads, writes nor erases the identity", async ({ results }) => {
+  test("scope isolation: another scope neither reads, writes nor erases the identity", async ({
+    results,
+  }) => {
     await results.reserve(reservationOf("r1"));
     await results.put(SCOPE_A, "r1", ENVELOPE, T0 + 1);
     for (const other of [SCOPE_A2, SCOPE_B]) {
@@ -148,23 +218,32 @@ function isolationTests(t: TestApi, test: Declare): void {
       t.expect(await results.eraseSession(other, "s1")).toBe(0);
     }
     t.expect((await results.get(SCOPE_A, "r1", T0 + 2))?.envelope).toEqual(ENVELOPE);
-    t.expect((await results.reserve(reservationOf("r1", { scope: SCOPE_B }))).status).toBe("reserved");
+    t.expect((await results.reserve(reservationOf("r1", { scope: SCOPE_B }))).status).toBe(
+      "reserved",
+    );
   });
 
-  test("step results and root results are separate namespaces", async ({ results, rootResults }) => {
+  test("step results and root results are separate namespaces", async ({
+    results,
+    rootResults,
+  }) => {
     if (!rootResults) return;
     t.expect(rootResults).not.toBe(results);
     await results.reserve(reservationOf("r1"));
     await results.put(SCOPE_A, "r1", ENVELOPE, T0 + 1);
     t.expect(await rootResults.get(SCOPE_A, "r1", T0 + 1)).toBeUndefined();
-    t.expect((await rootResults.reserve(reservationOf("r1", { binding: "root" }))).status).toBe("reserved");
+    t.expect((await rootResults.reserve(reservationOf("r1", { binding: "root" }))).status).toBe(
+      "reserved",
+    );
     t.expect(await rootResults.eraseSession(SCOPE_A, "s1")).toBe(1);
     t.expect((await results.get(SCOPE_A, "r1", T0 + 2))?.state).toBe("stored");
     t.expect(await results.purgeExpired(EXPIRES)).toBe(1);
     t.expect((await rootResults.get(SCOPE_A, "r1", T0 + 2))?.state).toBe("erased");
   });
 
-  test("invalid scopes, ids and reservations are refused before any I/O (even on a closed store)", async ({ results }, closeNow) => {
+  test("invalid scopes, ids and reservations are refused before any I/O (even on a closed store)", async ({
+    results,
+  }, closeNow) => {
     await closeNow();
     await refusesBadScopes(
       t,
@@ -181,8 +260,15 @@ function isolationTests(t: TestApi, test: Declare): void {
       (id) => results.get(SCOPE_A, id, T0),
       (id) => results.eraseSession(SCOPE_A, id),
     );
-    const bad: unknown[] = [{ sensitivity: "secret" }, { maxChars: 0 }, { expiresAt: T0 }, { createdAt: -5 }, { extra: 1 }];
-    for (const over of bad) await rejects(t, () => results.reserve(reservationOf("r1", unsafe(over))), ValidationError);
+    const bad: unknown[] = [
+      { sensitivity: "secret" },
+      { maxChars: 0 },
+      { expiresAt: T0 },
+      { createdAt: -5 },
+      { extra: 1 },
+    ];
+    for (const over of bad)
+      await rejects(t, () => results.reserve(reservationOf("r1", unsafe(over))), ValidationError);
     await rejects(t, () => results.purgeExpired(unsafe(Number.NaN)), ValidationError);
   });
 }

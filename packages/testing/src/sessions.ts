@@ -1,6 +1,34 @@
-import { type AdmissionStore, DuplicateEventError, FenceError, InvalidIdError, type Msg, type Scope, type SessionStore, ValidationError } from "@alma-harness/core";
+import {
+  type AdmissionStore,
+  DuplicateEventError,
+  FenceError,
+  InvalidIdError,
+  type Msg,
+  type Scope,
+  type SessionStore,
+  ValidationError,
+} from "@alma-harness/core";
 import { admitWith } from "./admissions.js";
-import { assistantMsg, type Closable, deepFrozen, type Factory, fixtureTest, type FixtureTest, refusesBadIds, refusesBadScopes, rejects, rotationMsg, SCOPE_A, SCOPE_A2, SCOPE_B, settleAll, T0, type TestApi, unsafe, userMsg } from "./harness.js";
+import {
+  assistantMsg,
+  type Closable,
+  deepFrozen,
+  type Factory,
+  fixtureTest,
+  type FixtureTest,
+  refusesBadIds,
+  refusesBadScopes,
+  rejects,
+  rotationMsg,
+  SCOPE_A,
+  SCOPE_A2,
+  SCOPE_B,
+  settleAll,
+  T0,
+  type TestApi,
+  unsafe,
+  userMsg,
+} from "./harness.js";
 import { listingTests } from "./listing.js";
 
 export interface SessionFixture extends Closable {
@@ -12,22 +40,43 @@ export interface SessionFixture extends Closable {
 type Declare = FixtureTest<SessionFixture>;
 
 /** Admits `admissionId` on the session (deadline one minute out) and returns it. */
-async function open(fx: SessionFixture, admissionId: string, sessionId = "s1", scope: Scope = SCOPE_A): Promise<string> {
+async function open(
+  fx: SessionFixture,
+  admissionId: string,
+  sessionId = "s1",
+  scope: Scope = SCOPE_A,
+): Promise<string> {
   const result = await admitWith(fx.admissions, { scope, sessionId, admissionId });
   if (result.status !== "admitted") throw new Error(`session ${sessionId} is busy`);
   return admissionId;
 }
 
-function append(fx: SessionFixture, messages: readonly Msg[], admissionId: string, sessionId = "s1", scope: Scope = SCOPE_A, now = T0 + 1) {
+function append(
+  fx: SessionFixture,
+  messages: readonly Msg[],
+  admissionId: string,
+  sessionId = "s1",
+  scope: Scope = SCOPE_A,
+  now = T0 + 1,
+) {
   return fx.sessions.append(scope, sessionId, messages, { admissionId, now });
 }
 
 /** The `SessionStore` contract: an append-only transcript, fenced on the session's admission. */
-export function sessionStoreContract(name: string, factory: Factory<SessionFixture>, t: TestApi): void {
+export function sessionStoreContract(
+  name: string,
+  factory: Factory<SessionFixture>,
+  t: TestApi,
+): void {
   const test = fixtureTest(t, factory);
   t.describe(`${name}: SessionStore contract`, () => {
     test("a session never written loads empty at revision 0", async ({ sessions }) => {
-      t.expect(await sessions.load(SCOPE_A, "s1")).toEqual({ messages: [], revision: 0, offset: 0, erased: false });
+      t.expect(await sessions.load(SCOPE_A, "s1")).toEqual({
+        messages: [],
+        revision: 0,
+        offset: 0,
+        erased: false,
+      });
     });
 
     test("append writes the batch under an active admission and advances the revision by its length", async (fx) => {
@@ -36,7 +85,12 @@ export function sessionStoreContract(name: string, factory: Factory<SessionFixtu
       t.expect(await append(fx, batch, a)).toEqual({ revision: 2 });
       t.expect(await append(fx, [userMsg("more")], a)).toEqual({ revision: 3 });
       const view = await fx.sessions.load(SCOPE_A, "s1");
-      t.expect(view).toEqual({ messages: [...batch, userMsg("more")], revision: 3, offset: 0, erased: false });
+      t.expect(view).toEqual({
+        messages: [...batch, userMsg("more")],
+        revision: 3,
+        offset: 0,
+        erased: false,
+      });
       t.expect(deepFrozen(view)).toBe(true);
     });
 
@@ -55,28 +109,58 @@ export function sessionStoreContract(name: string, factory: Factory<SessionFixtu
 
     test("a turn's batch with its rotation marker first: the view starts there, the kept tail re-recorded after it", async (fx) => {
       const a = await open(fx, "a1");
-      await append(fx, [userMsg("1", "e1", "t1"), assistantMsg("2", "t1"), userMsg("3", "e3", "t2"), assistantMsg("4", "t2")], a);
+      await append(
+        fx,
+        [
+          userMsg("1", "e1", "t1"),
+          assistantMsg("2", "t1"),
+          userMsg("3", "e3", "t2"),
+          assistantMsg("4", "t2"),
+        ],
+        a,
+      );
       const turn: Msg[] = [
-        { ...rotationMsg("summary", 2), meta: { rotation: { replaces: 2 }, turn: "t3", at: T0 + 5 } },
+        {
+          ...rotationMsg("summary", 2),
+          meta: { rotation: { replaces: 2 }, turn: "t3", at: T0 + 5 },
+        },
         { ...userMsg("3", undefined, "t2") },
         assistantMsg("4", "t2"),
-        { role: "user", blocks: [{ type: "text", text: "5" }], meta: { turn: "t3", at: T0 + 5, event: { id: "e5", kind: "input" } } },
-        { role: "assistant", blocks: [{ type: "text", text: "6" }], meta: { turn: "t3", at: T0 + 6 } },
+        {
+          role: "user",
+          blocks: [{ type: "text", text: "5" }],
+          meta: { turn: "t3", at: T0 + 5, event: { id: "e5", kind: "input" } },
+        },
+        {
+          role: "assistant",
+          blocks: [{ type: "text", text: "6" }],
+          meta: { turn: "t3", at: T0 + 6 },
+        },
       ];
       t.expect(await append(fx, turn, a)).toEqual({ revision: 9 });
       const view = await fx.sessions.load(SCOPE_A, "s1");
       t.expect([view.revision, view.offset]).toEqual([9, 4]);
       t.expect(view.messages).toEqual(turn);
-      t.expect((await fx.sessions.findEvents(SCOPE_A, "s1", ["e3", "e5"])).map((m) => m.meta?.turn)).toEqual(["t2", "t3"]);
+      t.expect(
+        (await fx.sessions.findEvents(SCOPE_A, "s1", ["e3", "e5"])).map((m) => m.meta?.turn),
+      ).toEqual(["t2", "t3"]);
     });
 
     test("meta.at is kept as given; a time that is not epoch milliseconds is refused", async (fx) => {
       const a = await open(fx, "a1");
-      const timed: Msg = { role: "user", blocks: [{ type: "text", text: "x" }], meta: { turn: "t1", at: T0 } };
+      const timed: Msg = {
+        role: "user",
+        blocks: [{ type: "text", text: "x" }],
+        meta: { turn: "t1", at: T0 },
+      };
       await append(fx, [timed], a);
       t.expect((await fx.sessions.load(SCOPE_A, "s1")).messages).toEqual([timed]);
       for (const at of [-1, 1.5, "2026-01-01", null]) {
-        await rejects(t, () => append(fx, unsafe([{ role: "user", blocks: [], meta: { at } }]), a), ValidationError);
+        await rejects(
+          t,
+          () => append(fx, unsafe([{ role: "user", blocks: [], meta: { at } }]), a),
+          ValidationError,
+        );
       }
       t.expect((await fx.sessions.load(SCOPE_A, "s1")).revision).toBe(1);
     });
@@ -109,7 +193,9 @@ export function sessionStoreContract(name: string, factory: Factory<SessionFixtu
       const a = await open(fx, "a1");
       await append(fx, [userMsg("1"), userMsg("2")], a, "s1", SCOPE_A, T0 + 5);
       await append(fx, [userMsg("3")], a, "s1", SCOPE_A, T0 + 9);
-      t.expect(await fx.sessions.list(SCOPE_A)).toEqual({ items: [{ sessionId: "s1", revision: 3, updatedAt: T0 + 9 }] });
+      t.expect(await fx.sessions.list(SCOPE_A)).toEqual({
+        items: [{ sessionId: "s1", revision: 3, updatedAt: T0 + 9 }],
+      });
     });
 
     validationTests(t, test);
@@ -147,9 +233,17 @@ function fencingTests(t: TestApi, test: Declare): void {
     await rejects(t, () => append(fx, [userMsg("x")], "a1", "s2"), FenceError);
     await rejects(t, () => append(fx, [userMsg("x")], "a1", "s1", SCOPE_A2), FenceError);
     await rejects(t, () => append(fx, [userMsg("x")], "a1", "s1", SCOPE_B), FenceError);
-    await rejects(t, () => append(fx, [userMsg("x")], "a1", "s1", SCOPE_A, T0 + 60_000), FenceError);
+    await rejects(
+      t,
+      () => append(fx, [userMsg("x")], "a1", "s1", SCOPE_A, T0 + 60_000),
+      FenceError,
+    );
     await append(fx, [userMsg("in time")], "a1", "s1", SCOPE_A, T0 + 59_999);
-    for (const [scope, session] of [[SCOPE_A, "s2"], [SCOPE_A2, "s1"], [SCOPE_B, "s1"]] as const) {
+    for (const [scope, session] of [
+      [SCOPE_A, "s2"],
+      [SCOPE_A2, "s1"],
+      [SCOPE_B, "s1"],
+    ] as const) {
       t.expect((await fx.sessions.load(scope, session)).revision).toBe(0);
     }
   });
@@ -159,9 +253,14 @@ function fencingTests(t: TestApi, test: Declare): void {
     const appends = Array.from({ length: 8 }, (_, i) => append(fx, [userMsg(`m${i}`)], "a1"));
     const mark = fx.admissions.markUncertain(SCOPE_A, "a1");
     const { outcomes } = await settleAll<unknown>([...appends, mark]);
-    const landed = outcomes.slice(0, 8).flatMap((o, i) => (o.status === "fulfilled" ? [`m${i}`] : []));
-    for (const o of outcomes.slice(0, 8)) if (o.status === "rejected") t.expect(o.reason).toBeInstanceOf(FenceError);
-    const texts = (await fx.sessions.load(SCOPE_A, "s1")).messages.map((m) => (m.blocks[0] as { text: string }).text);
+    const landed = outcomes
+      .slice(0, 8)
+      .flatMap((o, i) => (o.status === "fulfilled" ? [`m${i}`] : []));
+    for (const o of outcomes.slice(0, 8))
+      if (o.status === "rejected") t.expect(o.reason).toBeInstanceOf(FenceError);
+    const texts = (await fx.sessions.load(SCOPE_A, "s1")).messages.map(
+      (m) => (m.blocks[0] as { text: string }).text,
+    );
     t.expect([...texts].sort()).toEqual(landed.sort());
     await rejects(t, () => append(fx, [userMsg("after")], "a1"), FenceError);
     t.expect((await fx.sessions.load(SCOPE_A, "s1")).revision).toBe(landed.length);
@@ -172,7 +271,11 @@ function eventTests(t: TestApi, test: Declare): void {
   test("an append carrying an event id already in the log throws DuplicateEventError and writes nothing of the batch", async (fx) => {
     const a = await open(fx, "a1");
     await append(fx, [userMsg("first", "e1")], a);
-    const error = await rejects(t, () => append(fx, [userMsg("new", "e2"), userMsg("again", "e1")], a), DuplicateEventError);
+    const error = await rejects(
+      t,
+      () => append(fx, [userMsg("new", "e2"), userMsg("again", "e1")], a),
+      DuplicateEventError,
+    );
     t.expect((error as DuplicateEventError).eventId).toBe("e1");
     t.expect((await fx.sessions.load(SCOPE_A, "s1")).revision).toBe(1);
     await append(fx, [userMsg("new", "e2")], a);
@@ -180,7 +283,11 @@ function eventTests(t: TestApi, test: Declare): void {
 
   test("an event id repeated inside one batch is a duplicate too", async (fx) => {
     const a = await open(fx, "a1");
-    await rejects(t, () => append(fx, [userMsg("x", "e1"), userMsg("y", "e1")], a), DuplicateEventError);
+    await rejects(
+      t,
+      () => append(fx, [userMsg("x", "e1"), userMsg("y", "e1")], a),
+      DuplicateEventError,
+    );
     t.expect((await fx.sessions.load(SCOPE_A, "s1")).revision).toBe(0);
   });
 
@@ -211,7 +318,12 @@ function erasureTests(t: TestApi, test: Declare): void {
     await open(fx, "a1");
     await append(fx, [userMsg("secret", "e1")], "a1");
     await fx.sessions.erase(SCOPE_A, "s1");
-    t.expect(await fx.sessions.load(SCOPE_A, "s1")).toEqual({ messages: [], revision: 0, offset: 0, erased: true });
+    t.expect(await fx.sessions.load(SCOPE_A, "s1")).toEqual({
+      messages: [],
+      revision: 0,
+      offset: 0,
+      erased: true,
+    });
     await rejects(t, () => append(fx, [userMsg("again")], "a1"), FenceError);
     await fx.admissions.finish(SCOPE_A, "a1");
     await open(fx, "a2");
@@ -232,7 +344,9 @@ function erasureTests(t: TestApi, test: Declare): void {
 }
 
 function validationTests(t: TestApi, test: Declare): void {
-  test("invalid scopes and ids are refused before any I/O (even on a closed store)", async ({ sessions }, closeNow) => {
+  test("invalid scopes and ids are refused before any I/O (even on a closed store)", async ({
+    sessions,
+  }, closeNow) => {
     await closeNow();
     const opts = { admissionId: "a1", now: T0 };
     await refusesBadScopes(
@@ -260,13 +374,28 @@ function validationTests(t: TestApi, test: Declare): void {
       [{ role: "system", blocks: [] }],
       [{ role: "user", blocks: [{ type: "html", text: "x" }] }],
       [{ role: "user", blocks: [], extra: 1 }],
-      [userMsg("ok"), { role: "user", blocks: [{ type: "text", text: "x" }], meta: { event: { id: "e1", kind: "reply" } } }],
+      [
+        userMsg("ok"),
+        {
+          role: "user",
+          blocks: [{ type: "text", text: "x" }],
+          meta: { event: { id: "e1", kind: "reply" } },
+        },
+      ],
       [{ role: "user", blocks: [{ type: "text", text: Number.NaN }] }],
     ];
     for (const batch of bad) await rejects(t, () => append(fx, unsafe(batch), a), ValidationError);
-    const badEventId = { role: "user", blocks: [], meta: { event: { id: "has space", kind: "input" } } };
+    const badEventId = {
+      role: "user",
+      blocks: [],
+      meta: { event: { id: "has space", kind: "input" } },
+    };
     await rejects(t, () => append(fx, unsafe([userMsg("ok"), badEventId]), a), InvalidIdError);
-    await rejects(t, () => fx.sessions.append(SCOPE_A, "s1", [userMsg("x")], { admissionId: a, now: unsafe(-1) }), ValidationError);
+    await rejects(
+      t,
+      () => fx.sessions.append(SCOPE_A, "s1", [userMsg("x")], { admissionId: a, now: unsafe(-1) }),
+      ValidationError,
+    );
     t.expect((await fx.sessions.load(SCOPE_A, "s1")).revision).toBe(0);
   });
 }

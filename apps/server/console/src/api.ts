@@ -19,7 +19,9 @@ export interface Tenant {
 
 /** A random id; `crypto.randomUUID` needs a secure context, `getRandomValues` does not. */
 export function randomId(): string {
-  return Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, "0")).join("");
+  return Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) =>
+    b.toString(16).padStart(2, "0"),
+  ).join("");
 }
 
 export class ApiError extends Error {
@@ -62,7 +64,9 @@ async function failOn(response: Response): Promise<void> {
 }
 
 export async function getJson<T>(path: string, token?: string): Promise<T> {
-  const response = await fetch(path, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+  const response = await fetch(path, {
+    headers: token ? { authorization: `Bearer ${token}` } : {},
+  });
   await failOn(response);
   return (await response.json()) as T;
 }
@@ -70,7 +74,10 @@ export async function getJson<T>(path: string, token?: string): Promise<T> {
 export async function postJson<T>(path: string, token: string, body?: unknown): Promise<T> {
   const response = await fetch(path, {
     method: "POST",
-    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body !== undefined ? { "content-type": "application/json" } : {}),
+    },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   await failOn(response);
@@ -78,7 +85,10 @@ export async function postJson<T>(path: string, token: string, body?: unknown): 
 }
 
 export async function deleteJson<T>(path: string, token: string): Promise<T> {
-  const response = await fetch(path, { method: "DELETE", headers: { authorization: `Bearer ${token}` } });
+  const response = await fetch(path, {
+    method: "DELETE",
+    headers: { authorization: `Bearer ${token}` },
+  });
   await failOn(response);
   return (await response.json()) as T;
 }
@@ -90,7 +100,10 @@ export async function tenantToken(admin: string, org: string, uid: string): Prom
   const key = `${org}/${uid}`;
   const cached = tenantTokens.get(key);
   if (cached && cached.expiresAt > Date.now() + 60_000) return cached.token;
-  const minted = await postJson<{ token: string; expiresAt: number }>("/v1/admin/tokens", admin, { org, uid });
+  const minted = await postJson<{ token: string; expiresAt: number }>("/v1/admin/tokens", admin, {
+    org,
+    uid,
+  });
   tenantTokens.set(key, minted);
   return minted.token;
 }
@@ -101,10 +114,19 @@ export interface SseEvent {
 }
 
 /** Posts a turn with `Accept: text/event-stream` and yields its events as they arrive. */
-export async function* streamTurn(token: string, sessionId: string, text: string): AsyncGenerator<SseEvent> {
+export async function* streamTurn(
+  token: string,
+  sessionId: string,
+  text: string,
+): AsyncGenerator<SseEvent> {
   const response = await fetch(`/v1/sessions/${encodeURIComponent(sessionId)}/turns`, {
     method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "text/event-stream", "idempotency-key": `console-${randomId()}` },
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      accept: "text/event-stream",
+      "idempotency-key": `console-${randomId()}`,
+    },
     body: JSON.stringify({ input: text }),
   });
   await failOn(response);

@@ -23,7 +23,9 @@ export function asksView(admin: string): { element: HTMLElement; refresh: () => 
   let shown = "";
 
   async function answer(id: string, verdict: "approve" | "deny"): Promise<void> {
-    await postJson(`/v1/admin/asks/${encodeURIComponent(id)}/${verdict}`, admin).catch(() => undefined);
+    await postJson(`/v1/admin/asks/${encodeURIComponent(id)}/${verdict}`, admin).catch(
+      () => undefined,
+    );
     await refresh();
   }
 
@@ -48,20 +50,42 @@ export function asksView(admin: string): { element: HTMLElement; refresh: () => 
         h(
           "div",
           { class: "ask", "data-testid": "ask", "data-ask": a.id },
-          h("div", {}, h("strong", {}, `${a.action} ${a.subject}`), h("span", { class: "muted" }, ` · ${a.tool}`)),
-          h("div", { class: "muted" }, `${a.org} · ${a.uid} · session ${a.sessionId} · since ${time(a.createdAt)}`),
+          h(
+            "div",
+            {},
+            h("strong", {}, `${a.action} ${a.subject}`),
+            h("span", { class: "muted" }, ` · ${a.tool}`),
+          ),
+          h(
+            "div",
+            { class: "muted" },
+            `${a.org} · ${a.uid} · session ${a.sessionId} · since ${time(a.createdAt)}`,
+          ),
           h("code", {}, JSON.stringify(a.input)),
           h(
             "div",
             { class: "row" },
-            h("button", { "data-testid": "approve", onclick: () => void answer(a.id, "approve") }, "Approve"),
-            h("button", { class: "danger", "data-testid": "deny", onclick: () => void answer(a.id, "deny") }, "Deny"),
+            h(
+              "button",
+              { "data-testid": "approve", onclick: () => void answer(a.id, "approve") },
+              "Approve",
+            ),
+            h(
+              "button",
+              { class: "danger", "data-testid": "deny", onclick: () => void answer(a.id, "deny") },
+              "Deny",
+            ),
           ),
         ),
       ),
     );
   }
 
-  const element = h("aside", { class: "panel asks-panel" }, h("h2", {}, "Pending asks ", count), list);
+  const element = h(
+    "aside",
+    { class: "panel asks-panel" },
+    h("h2", {}, "Pending asks ", count),
+    list,
+  );
   return { element, refresh };
 }

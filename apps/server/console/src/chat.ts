@@ -1,4 +1,12 @@
-import { ApiError, type Info, randomId, type SseEvent, streamTurn, type Tenant, tenantToken } from "./api.js";
+import {
+  ApiError,
+  type Info,
+  randomId,
+  type SseEvent,
+  streamTurn,
+  type Tenant,
+  tenantToken,
+} from "./api.js";
 import { clear, h } from "./dom.js";
 
 interface ResultData {
@@ -18,7 +26,8 @@ function newSessionId(): string {
 }
 
 function permissionLine(data: Record<string, unknown>): string {
-  if (data.state === "pending") return `Waiting for the clinic to approve ${String(data.action)} ${String(data.subject)}…`;
+  if (data.state === "pending")
+    return `Waiting for the clinic to approve ${String(data.action)} ${String(data.subject)}…`;
   return `The clinic ${data.state === "approved" ? "approved" : data.state === "denied" ? "denied" : "did not answer"} it.`;
 }
 
@@ -26,16 +35,27 @@ function permissionLine(data: Record<string, unknown>): string {
  * Follows one turn's SSE events: each settled step's text as progress, tool and permission lines,
  * and the result. The last step's text is the reply, so it is shown once, as the answer.
  */
-async function follow(events: AsyncGenerator<SseEvent>, bubble: Bubble, status: HTMLElement, offlineDemo: boolean): Promise<ResultData> {
+async function follow(
+  events: AsyncGenerator<SseEvent>,
+  bubble: Bubble,
+  status: HTMLElement,
+  offlineDemo: boolean,
+): Promise<ResultData> {
   let result: ResultData | undefined;
   let lastStep: { el: HTMLElement; text: string } | undefined;
   for await (const e of events) {
     const data = e.data as Record<string, unknown>;
-    if (e.event === "text") lastStep = { el: bubble("progress", String(data.text), `step ${String(data.step)}`), text: String(data.text) };
-    else if (e.event === "tool") bubble("system", `tool ${String(data.name)}${data.isError ? " (error)" : ""}`);
+    if (e.event === "text")
+      lastStep = {
+        el: bubble("progress", String(data.text), `step ${String(data.step)}`),
+        text: String(data.text),
+      };
+    else if (e.event === "tool")
+      bubble("system", `tool ${String(data.name)}${data.isError ? " (error)" : ""}`);
     else if (e.event === "permission") {
       bubble("system", permissionLine(data));
-      status.textContent = data.state === "pending" ? "waiting for an operator (see Pending asks)" : "running…";
+      status.textContent =
+        data.state === "pending" ? "waiting for an operator (see Pending asks)" : "running…";
     } else if (e.event === "result") result = data as unknown as ResultData;
     else if (e.event === "error") {
       const err = data.error as { code: string; message: string };
@@ -56,7 +76,12 @@ function pickers(tenants: readonly Tenant[], onClinic: () => void) {
   for (const t of tenants) clinic.append(h("option", { value: t.org }, t.name));
   const fillPatients = () => {
     const tenant = tenants.find((t) => t.org === clinic.value);
-    clear(patient, ...(tenant?.people ?? []).map((p) => h("option", { value: p.uid }, p.name ? `${p.name} (${p.uid})` : p.uid)));
+    clear(
+      patient,
+      ...(tenant?.people ?? []).map((p) =>
+        h("option", { value: p.uid }, p.name ? `${p.name} (${p.uid})` : p.uid),
+      ),
+    );
   };
   clinic.addEventListener("change", () => {
     fillPatients();
@@ -70,10 +95,24 @@ function pickers(tenants: readonly Tenant[], onClinic: () => void) {
  * Chat as a patient of a tenant clinic, with a token the host mints for the operator. Replies
  * arrive step by step over SSE; the turn waits while a booking is with the operator.
  */
-export function chatView(info: Info, tenants: readonly Tenant[], admin: string, onTurnSettled: () => void): HTMLElement {
-  const session = h("input", { "data-testid": "session", "aria-label": "Session", value: newSessionId(), size: 22 });
+export function chatView(
+  info: Info,
+  tenants: readonly Tenant[],
+  admin: string,
+  onTurnSettled: () => void,
+): HTMLElement {
+  const session = h("input", {
+    "data-testid": "session",
+    "aria-label": "Session",
+    value: newSessionId(),
+    size: 22,
+  });
   const log = h("div", { class: "chat-log", "data-testid": "chat-log", "aria-live": "polite" });
-  const input = h("input", { "data-testid": "chat-input", placeholder: "Write as the patient… e.g. “Please book an appointment”", "aria-label": "Message" });
+  const input = h("input", {
+    "data-testid": "chat-input",
+    placeholder: "Write as the patient… e.g. “Please book an appointment”",
+    "aria-label": "Message",
+  });
   const send = h("button", { type: "submit", "data-testid": "send" }, "Send");
   const status = h("span", { class: "muted", "data-testid": "chat-status" });
   const startNew = () => {
@@ -82,7 +121,12 @@ export function chatView(info: Info, tenants: readonly Tenant[], admin: string, 
   };
   const { clinic, patient } = pickers(tenants, startNew);
   const bubble: Bubble = (who, text, extra) => {
-    const el = h("div", { class: `bubble ${who}`, "data-role": who }, text, extra ? h("span", { class: "tag" }, extra) : null);
+    const el = h(
+      "div",
+      { class: `bubble ${who}`, "data-role": who },
+      text,
+      extra ? h("span", { class: "tag" }, extra) : null,
+    );
     log.append(el);
     log.scrollTop = log.scrollHeight;
     return el;
@@ -98,7 +142,12 @@ export function chatView(info: Info, tenants: readonly Tenant[], admin: string, 
     bubble("you", text);
     try {
       const token = await tenantToken(admin, clinic.value, patient.value);
-      const result = await follow(streamTurn(token, session.value, text), bubble, status, info.offlineDemo);
+      const result = await follow(
+        streamTurn(token, session.value, text),
+        bubble,
+        status,
+        info.offlineDemo,
+      );
       status.textContent = `${result.status}${result.costUsd ? ` · $${result.costUsd}` : ""}`;
     } catch (error) {
       const e = error as ApiError;
@@ -110,13 +159,29 @@ export function chatView(info: Info, tenants: readonly Tenant[], admin: string, 
     }
   }
 
-  const form = h("form", { class: "chat-form", onsubmit: (e: Event) => void submit(e) }, input, send);
-  const newSession = h("button", { type: "button", class: "secondary", onclick: startNew }, "New session");
+  const form = h(
+    "form",
+    { class: "chat-form", onsubmit: (e: Event) => void submit(e) },
+    input,
+    send,
+  );
+  const newSession = h(
+    "button",
+    { type: "button", class: "secondary", onclick: startNew },
+    "New session",
+  );
   return h(
     "section",
     { class: "panel chat", "data-testid": "chat" },
     h("h2", {}, "Chat as a patient"),
-    h("div", { class: "row" }, h("label", {}, "Clinic ", clinic), h("label", {}, "Patient ", patient), h("label", {}, "Session ", session), newSession),
+    h(
+      "div",
+      { class: "row" },
+      h("label", {}, "Clinic ", clinic),
+      h("label", {}, "Patient ", patient),
+      h("label", {}, "Session ", session),
+      newSession,
+    ),
     log,
     form,
     status,

@@ -5,7 +5,11 @@
 type Child = Node | string | number | null | undefined | false;
 type Attrs = Record<string, string | number | boolean | EventListener | undefined>;
 
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Attrs = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
   const el = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs)) {
     if (value === undefined || value === false) continue;
@@ -21,7 +25,11 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = 
 export function append(el: Element, children: Child[]): void {
   for (const child of children) {
     if (child === null || child === undefined || child === false) continue;
-    el.append(typeof child === "string" || typeof child === "number" ? document.createTextNode(String(child)) : child);
+    el.append(
+      typeof child === "string" || typeof child === "number"
+        ? document.createTextNode(String(child))
+        : child,
+    );
   }
 }
 
@@ -32,10 +40,15 @@ export function clear(el: Element, ...children: Child[]): void {
 
 const SVG = "http://www.w3.org/2000/svg";
 
-export function svg(tag: string, attrs: Record<string, string | number>, ...children: (Node | string)[]): SVGElement {
+export function svg(
+  tag: string,
+  attrs: Record<string, string | number>,
+  ...children: (Node | string)[]
+): SVGElement {
   const el = document.createElementNS(SVG, tag);
   for (const [name, value] of Object.entries(attrs)) el.setAttribute(name, String(value));
-  for (const child of children) el.append(typeof child === "string" ? document.createTextNode(child) : child);
+  for (const child of children)
+    el.append(typeof child === "string" ? document.createTextNode(child) : child);
   return el;
 }
 

@@ -17,14 +17,31 @@ function header(info: Info): HTMLElement {
     {},
     h("h1", {}, "Alma ", h("span", { class: "muted" }, "clinic front desk · operator console")),
     info.offlineDemo
-      ? h("span", { class: "badge demo", "data-testid": "demo-badge", title: "No provider key is set: replies come from a fixed script, not an AI." }, "offline demo model")
+      ? h(
+          "span",
+          {
+            class: "badge demo",
+            "data-testid": "demo-badge",
+            title: "No provider key is set: replies come from a fixed script, not an AI.",
+          },
+          "offline demo model",
+        )
       : h("span", { class: "badge", "data-testid": "model-badge" }, info.model),
-    h("span", { class: "muted small" }, `store: ${info.store.kind}${info.store.durable ? "" : " (not durable)"}`),
+    h(
+      "span",
+      { class: "muted small" },
+      `store: ${info.store.kind}${info.store.durable ? "" : " (not durable)"}`,
+    ),
   );
 }
 
 function login(info: Info): void {
-  const input = h("input", { type: "password", placeholder: "operator token", "data-testid": "admin-token", size: 40 });
+  const input = h("input", {
+    type: "password",
+    placeholder: "operator token",
+    "data-testid": "admin-token",
+    size: 40,
+  });
   const form = h(
     "form",
     {
@@ -36,7 +53,11 @@ function login(info: Info): void {
       },
     },
     h("h2", {}, "Operator token"),
-    h("p", { class: "muted" }, "npm start prints a console link that carries it; it is also in .alma/admin-token."),
+    h(
+      "p",
+      { class: "muted" },
+      "npm start prints a console link that carries it; it is also in .alma/admin-token.",
+    ),
     input,
     h("button", { type: "submit" }, "Open"),
   );
@@ -61,11 +82,19 @@ async function start(): Promise<void> {
   const memory = memoryView(admin);
   const routines = routinesView(admin);
   const chat = chatView(info, tenants, admin, () => void asks.refresh());
-  const views = { chat, sessions: sessions.element, spend: spend.element, reconcile: reconcile.element, memory: memory.element, routines: routines.element } as const;
+  const views = {
+    chat,
+    sessions: sessions.element,
+    spend: spend.element,
+    reconcile: reconcile.element,
+    memory: memory.element,
+    routines: routines.element,
+  } as const;
   const main = h("main", {});
   const tabs = h("nav", {});
   const show = (name: keyof typeof views) => {
-    for (const b of tabs.querySelectorAll("button")) b.classList.toggle("active", b.dataset.tab === name);
+    for (const b of tabs.querySelectorAll("button"))
+      b.classList.toggle("active", b.dataset.tab === name);
     clear(main, views[name]);
     if (name === "sessions") void sessions.refresh();
     if (name === "spend") void spend.refresh();
@@ -73,8 +102,21 @@ async function start(): Promise<void> {
     if (name === "memory") void memory.refresh();
     if (name === "routines") void routines.refresh();
   };
-  for (const [name, label] of [["chat", "Chat"], ["sessions", "Sessions & timeline"], ["spend", "Spend"], ["reconcile", "Uncertain & late usage"], ["memory", "Patient memory"], ["routines", "Routines"]] as const) {
-    tabs.append(h("button", { "data-tab": name, "data-testid": `tab-${name}`, onclick: () => show(name) }, label));
+  for (const [name, label] of [
+    ["chat", "Chat"],
+    ["sessions", "Sessions & timeline"],
+    ["spend", "Spend"],
+    ["reconcile", "Uncertain & late usage"],
+    ["memory", "Patient memory"],
+    ["routines", "Routines"],
+  ] as const) {
+    tabs.append(
+      h(
+        "button",
+        { "data-tab": name, "data-testid": `tab-${name}`, onclick: () => show(name) },
+        label,
+      ),
+    );
   }
   clear(app, header(info), tabs, h("div", { class: "layout" }, main, asks.element));
   show("chat");

@@ -30,7 +30,10 @@ interface LateUsage {
  * What needs the operator's reconciliation: the turns the runner reported uncertain, and beside
  * them the late usage of cut calls (evidence of what a call may have cost; it settled nothing).
  */
-export function reconcileView(admin: string): { element: HTMLElement; refresh: () => Promise<void> } {
+export function reconcileView(admin: string): {
+  element: HTMLElement;
+  refresh: () => Promise<void>;
+} {
   const uncertain = h("ul", { class: "list", "data-testid": "uncertain-turns" });
   const late = h("ul", { class: "list", "data-testid": "late-usage" });
   async function refresh(): Promise<void> {
@@ -40,26 +43,44 @@ export function reconcileView(admin: string): { element: HTMLElement; refresh: (
     ]);
     clear(
       uncertain,
-      ...(turns.turns.length === 0 ? [h("li", { class: "muted" }, "No uncertain turn since the host started.")] : []),
+      ...(turns.turns.length === 0
+        ? [h("li", { class: "muted" }, "No uncertain turn since the host started.")]
+        : []),
       ...turns.turns.map((u) =>
         h(
           "li",
           { "data-testid": "uncertain-turn" },
           h("div", {}, `${time(u.at)} · ${u.org}/${u.uid} · session ${u.sessionId}`),
-          h("div", { class: "warn small" }, `cause ${u.cause} · persisted ${String(u.persisted)} · released ${String(u.released)}`),
+          h(
+            "div",
+            { class: "warn small" },
+            `cause ${u.cause} · persisted ${String(u.persisted)} · released ${String(u.released)}`,
+          ),
         ),
       ),
     );
     clear(
       late,
-      ...(!inbox.available ? [h("li", { class: "muted" }, "This store set keeps no late usage.")] : []),
-      ...(inbox.available && inbox.observations.length === 0 ? [h("li", { class: "muted" }, "No late usage.")] : []),
+      ...(!inbox.available
+        ? [h("li", { class: "muted" }, "This store set keeps no late usage.")]
+        : []),
+      ...(inbox.available && inbox.observations.length === 0
+        ? [h("li", { class: "muted" }, "No late usage.")]
+        : []),
       ...inbox.observations.map((o) =>
         h(
           "li",
           { "data-testid": "late-usage-row" },
-          h("div", {}, `${time(o.observedAt)} · ${o.org}/${o.uid} · session ${o.sessionId} · ${o.kind} call ${o.operationId}`),
-          h("div", { class: "small" }, `${o.source} · ${o.model} · ${o.usage.inputTokens} in / ${o.usage.outputTokens} out (${o.attribution}) · not settled`),
+          h(
+            "div",
+            {},
+            `${time(o.observedAt)} · ${o.org}/${o.uid} · session ${o.sessionId} · ${o.kind} call ${o.operationId}`,
+          ),
+          h(
+            "div",
+            { class: "small" },
+            `${o.source} · ${o.model} · ${o.usage.inputTokens} in / ${o.usage.outputTokens} out (${o.attribution}) · not settled`,
+          ),
         ),
       ),
     );
@@ -70,7 +91,11 @@ export function reconcileView(admin: string): { element: HTMLElement; refresh: (
     h("h2", {}, "Uncertain turns"),
     uncertain,
     h("h2", {}, "Late usage"),
-    h("p", { class: "muted small" }, "Usage a provider reported after its call was cut. Evidence for reconciliation: it moved no spend, no cap and no stored turn."),
+    h(
+      "p",
+      { class: "muted small" },
+      "Usage a provider reported after its call was cut. Evidence for reconciliation: it moved no spend, no cap and no stored turn.",
+    ),
     late,
   );
   return { element, refresh };

@@ -31,20 +31,28 @@ interface Message {
   readonly text: string;
 }
 
-const usd = (micros: number | undefined) => (micros === undefined ? "" : ` · $${(micros / 1e6).toFixed(6)}`);
+const usd = (micros: number | undefined) =>
+  micros === undefined ? "" : ` · $${(micros / 1e6).toFixed(6)}`;
 
 /**
  * The routines on a clock: each clinic's routines, their runs (newest slot first; a run that needs
  * the operator offers abandon, confirm and rerun), the staff inbox the results went to, and a
  * "tick now" that runs the scheduler once.
  */
-export function routinesView(admin: string): { element: HTMLElement; refresh: () => Promise<void> } {
+export function routinesView(admin: string): {
+  element: HTMLElement;
+  refresh: () => Promise<void>;
+} {
   const routines = h("ul", { class: "list", "data-testid": "routines" });
   const runs = h("ul", { class: "list", "data-testid": "routine-runs" });
   const inbox = h("ul", { class: "list", "data-testid": "routine-inbox" });
   const status = h("p", { class: "muted small", "data-testid": "routines-tick-status" }, "");
   const resolve = async (r: RunRow, action: string) => {
-    await postJson(`/v1/admin/routines/${encodeURIComponent(r.org)}/${encodeURIComponent(r.routineId)}/runs/${r.slot}/resolve`, admin, { action });
+    await postJson(
+      `/v1/admin/routines/${encodeURIComponent(r.org)}/${encodeURIComponent(r.routineId)}/runs/${r.slot}/resolve`,
+      admin,
+      { action },
+    );
     await refresh();
   };
   const runItem = (r: RunRow) =>
@@ -61,13 +69,26 @@ export function routinesView(admin: string): { element: HTMLElement; refresh: ()
         ? h(
             "div",
             {},
-            ...["abandon", "confirm_completed", "rerun"].map((a) => h("button", { class: "secondary", "data-testid": `run-${a}`, onclick: () => void resolve(r, a) }, a.replace("_", " "))),
+            ...["abandon", "confirm_completed", "rerun"].map((a) =>
+              h(
+                "button",
+                {
+                  class: "secondary",
+                  "data-testid": `run-${a}`,
+                  onclick: () => void resolve(r, a),
+                },
+                a.replace("_", " "),
+              ),
+            ),
           )
         : null,
     );
   async function refresh(): Promise<void> {
     const [list, history, messages] = await Promise.all([
-      getJson<{ routines: RoutineRow[]; lastTick: { at: number; ran: number; missed: number; submitted: number } | null }>("/v1/admin/routines", admin),
+      getJson<{
+        routines: RoutineRow[];
+        lastTick: { at: number; ran: number; missed: number; submitted: number } | null;
+      }>("/v1/admin/routines", admin),
       getJson<{ runs: RunRow[] }>("/v1/admin/routines/runs", admin),
       getJson<{ messages: Message[] }>("/v1/admin/routines/inbox", admin),
     ]);
@@ -77,18 +98,41 @@ export function routinesView(admin: string): { element: HTMLElement; refresh: ()
         h(
           "li",
           { "data-testid": "routine-row", "data-org": r.org },
-          h("div", {}, `${r.org} · ${r.id} · "${r.schedule.cron}" ${r.schedule.timeZone}${r.enabled ? "" : " · paused"}`),
-          h("div", { class: "muted small" }, `cap $${r.cap.usd} (${r.cap.onExceeded}) · ${r.execution}${r.catchUp ? " · catch-up" : ""} · ${r.goal}`),
+          h(
+            "div",
+            {},
+            `${r.org} · ${r.id} · "${r.schedule.cron}" ${r.schedule.timeZone}${r.enabled ? "" : " · paused"}`,
+          ),
+          h(
+            "div",
+            { class: "muted small" },
+            `cap $${r.cap.usd} (${r.cap.onExceeded}) · ${r.execution}${r.catchUp ? " · catch-up" : ""} · ${r.goal}`,
+          ),
         ),
       ),
     );
-    clear(runs, ...(history.runs.length === 0 ? [h("li", { class: "muted" }, "No run yet.")] : []), ...history.runs.map(runItem));
+    clear(
+      runs,
+      ...(history.runs.length === 0 ? [h("li", { class: "muted" }, "No run yet.")] : []),
+      ...history.runs.map(runItem),
+    );
     clear(
       inbox,
-      ...(messages.messages.length === 0 ? [h("li", { class: "muted" }, "Nothing delivered yet.")] : []),
-      ...messages.messages.map((m) => h("li", { "data-testid": "routine-message" }, h("div", { class: "small muted" }, m.deliveryId), h("div", {}, m.text))),
+      ...(messages.messages.length === 0
+        ? [h("li", { class: "muted" }, "Nothing delivered yet.")]
+        : []),
+      ...messages.messages.map((m) =>
+        h(
+          "li",
+          { "data-testid": "routine-message" },
+          h("div", { class: "small muted" }, m.deliveryId),
+          h("div", {}, m.text),
+        ),
+      ),
     );
-    status.textContent = list.lastTick ? `last tick ${new Date(list.lastTick.at).toISOString()}: ${list.lastTick.ran} ran, ${list.lastTick.submitted} submitted or waiting on a batch job, ${list.lastTick.missed} missed` : "no tick yet";
+    status.textContent = list.lastTick
+      ? `last tick ${new Date(list.lastTick.at).toISOString()}: ${list.lastTick.ran} ran, ${list.lastTick.submitted} submitted or waiting on a batch job, ${list.lastTick.missed} missed`
+      : "no tick yet";
   }
   const tick = h(
     "button",

@@ -21,10 +21,17 @@ Rules:
 - Answer briefly, in the patient's language, without medical advice.`;
 
 /** Every patient chat runs at this intent: personal data flows through it, so it is confidential. */
-export const FRONT_DESK_INTENT: RoutingIntent = Object.freeze({ tier: "balanced", sensitivity: "confidential", task: "front-desk" });
+export const FRONT_DESK_INTENT: RoutingIntent = Object.freeze({
+  tier: "balanced",
+  sensitivity: "confidential",
+  task: "front-desk",
+});
 
 /** The caps the runner enforces: each turn, and each clinic per UTC day (both block). */
-export function clinicCaps(caps: { readonly perTurnUsd: number; readonly perClinicDayUsd: number }): BudgetCapsInput {
+export function clinicCaps(caps: {
+  readonly perTurnUsd: number;
+  readonly perClinicDayUsd: number;
+}): BudgetCapsInput {
   return {
     perTurnUsd: caps.perTurnUsd,
     perTenantDayUsd: { usd: caps.perClinicDayUsd, onExceeded: "block" },
@@ -79,7 +86,14 @@ function volatileFor(desk: ClinicDesk) {
  * never a silent replay of a different configuration.
  */
 export function configRevision(models: ModelSetup, caps: BudgetCapsInput, memory = false): string {
-  const basis = JSON.stringify({ prompt: PROMPT_VERSION, provider: models.provider, tiers: models.tiers, prices: models.prices.version, caps, ...(memory ? { memory: "recall-8-3.extract-fast-8" } : {}) });
+  const basis = JSON.stringify({
+    prompt: PROMPT_VERSION,
+    provider: models.provider,
+    tiers: models.tiers,
+    prices: models.prices.version,
+    caps,
+    ...(memory ? { memory: "recall-8-3.extract-fast-8" } : {}),
+  });
   return `${PROMPT_VERSION}.${createHash("sha256").update(basis).digest("hex").slice(0, 12)}`;
 }
 

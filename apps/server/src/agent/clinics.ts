@@ -4,7 +4,15 @@
  * it. In memory and seeded deterministically, so the demo and the tests see the same clinics.
  */
 
-export const WEEKDAYS = ["sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"] as const;
+export const WEEKDAYS = [
+  "sunday",
+  "monday",
+  "tuesday",
+  "wednesday",
+  "thursday",
+  "friday",
+  "saturday",
+] as const;
 export type Weekday = (typeof WEEKDAYS)[number];
 
 export interface Patient {
@@ -19,7 +27,9 @@ export interface Clinic {
   readonly org: string;
   readonly name: string;
   /** Opening hours per weekday, `null` when closed (clinic-local times; the demo treats them as UTC). */
-  readonly hours: Readonly<Record<Weekday, { readonly open: string; readonly close: string } | null>>;
+  readonly hours: Readonly<
+    Record<Weekday, { readonly open: string; readonly close: string } | null>
+  >;
   /** Appointment start times offered on open days. */
   readonly slotTimes: readonly string[];
   readonly patients: readonly Patient[];
@@ -47,21 +57,61 @@ export const CLINICS: readonly Clinic[] = [
   {
     org: "sunrise-clinic",
     name: "Sunrise Family Clinic",
-    hours: { sunday: null, monday: WEEKDAY_HOURS, tuesday: WEEKDAY_HOURS, wednesday: WEEKDAY_HOURS, thursday: WEEKDAY_HOURS, friday: WEEKDAY_HOURS, saturday: { open: "09:00", close: "13:00" } },
+    hours: {
+      sunday: null,
+      monday: WEEKDAY_HOURS,
+      tuesday: WEEKDAY_HOURS,
+      wednesday: WEEKDAY_HOURS,
+      thursday: WEEKDAY_HOURS,
+      friday: WEEKDAY_HOURS,
+      saturday: { open: "09:00", close: "13:00" },
+    },
     slotTimes: ["09:00", "10:30", "14:00", "16:30"],
     patients: [
-      { id: "p-1001", name: "Ana Souza", born: "1987-04-12", allergies: ["penicillin"], notes: "Asthma, controlled. Prefers morning visits." },
-      { id: "p-1002", name: "Bruno Lima", born: "1979-11-02", allergies: [], notes: "Annual check-up due in March." },
+      {
+        id: "p-1001",
+        name: "Ana Souza",
+        born: "1987-04-12",
+        allergies: ["penicillin"],
+        notes: "Asthma, controlled. Prefers morning visits.",
+      },
+      {
+        id: "p-1002",
+        name: "Bruno Lima",
+        born: "1979-11-02",
+        allergies: [],
+        notes: "Annual check-up due in March.",
+      },
     ],
   },
   {
     org: "harbor-dental",
     name: "Harbor Dental Care",
-    hours: { sunday: null, monday: { open: "10:00", close: "19:00" }, tuesday: { open: "10:00", close: "19:00" }, wednesday: null, thursday: { open: "10:00", close: "19:00" }, friday: { open: "10:00", close: "16:00" }, saturday: null },
+    hours: {
+      sunday: null,
+      monday: { open: "10:00", close: "19:00" },
+      tuesday: { open: "10:00", close: "19:00" },
+      wednesday: null,
+      thursday: { open: "10:00", close: "19:00" },
+      friday: { open: "10:00", close: "16:00" },
+      saturday: null,
+    },
     slotTimes: ["10:00", "11:30", "15:00"],
     patients: [
-      { id: "p-2001", name: "Carla Mendes", born: "1992-07-30", allergies: ["latex"], notes: "Crown on 36 fitted in September." },
-      { id: "p-2002", name: "Diego Rocha", born: "2001-01-19", allergies: [], notes: "Orthodontic review every 8 weeks." },
+      {
+        id: "p-2001",
+        name: "Carla Mendes",
+        born: "1992-07-30",
+        allergies: ["latex"],
+        notes: "Crown on 36 fitted in September.",
+      },
+      {
+        id: "p-2002",
+        name: "Diego Rocha",
+        born: "2001-01-19",
+        allergies: [],
+        notes: "Orthodontic review every 8 weeks.",
+      },
     ],
   },
 ];
@@ -76,7 +126,9 @@ function weekdayOf(day: string): Weekday {
   return WEEKDAYS[new Date(`${day}T00:00:00Z`).getUTCDay()] as Weekday;
 }
 
-export type DeskResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly reason: string };
+export type DeskResult<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly reason: string };
 
 /** The clinics' system of record, keyed by tenant (`org`). */
 export class ClinicDesk {
@@ -117,10 +169,15 @@ export class ClinicDesk {
       const start = new Date(`${today}T00:00:00Z`).getUTCDay();
       return isoDay(this.now() + ((index - start + 7) % 7) * DAY_MS);
     }
-    return /^\d{4}-\d{2}-\d{2}$/.test(d) && !Number.isNaN(Date.parse(`${d}T00:00:00Z`)) ? d : undefined;
+    return /^\d{4}-\d{2}-\d{2}$/.test(d) && !Number.isNaN(Date.parse(`${d}T00:00:00Z`))
+      ? d
+      : undefined;
   }
 
-  hours(org: string, day: string): { day: string; weekday: Weekday; open: string | null; close: string | null } {
+  hours(
+    org: string,
+    day: string,
+  ): { day: string; weekday: Weekday; open: string | null; close: string | null } {
     const weekday = weekdayOf(day);
     const h = this.#clinics.get(org)?.hours[weekday] ?? null;
     return { day, weekday, open: h?.open ?? null, close: h?.close ?? null };
@@ -130,7 +187,9 @@ export class ClinicDesk {
   freeSlots(org: string, fromDay: string, days = 5, limit = 6): string[] {
     const clinic = this.#clinics.get(org);
     if (!clinic) return [];
-    const taken = new Set(this.#appointments.filter((a) => a.org === org && a.status === "booked").map((a) => a.slotId));
+    const taken = new Set(
+      this.#appointments.filter((a) => a.org === org && a.status === "booked").map((a) => a.slotId),
+    );
     const out: string[] = [];
     const start = Date.parse(`${fromDay}T00:00:00Z`);
     for (let i = 0; i < days && out.length < limit; i += 1) {
@@ -138,7 +197,8 @@ export class ClinicDesk {
       if (!clinic.hours[weekdayOf(day)]) continue;
       for (const time of clinic.slotTimes) {
         const slot = `${day}T${time}`;
-        if (!taken.has(slot) && Date.parse(`${slot}:00Z`) > this.now() && out.length < limit) out.push(slot);
+        if (!taken.has(slot) && Date.parse(`${slot}:00Z`) > this.now() && out.length < limit)
+          out.push(slot);
       }
     }
     return out;
@@ -148,9 +208,16 @@ export class ClinicDesk {
     const done = this.#effects.get(effectKey);
     if (done) return { ok: true, value: done };
     const day = slotId.slice(0, 10);
-    if (!this.freeSlots(org, day, 1, 100).includes(slotId)) return { ok: false, reason: `the slot ${slotId} is not free` };
+    if (!this.freeSlots(org, day, 1, 100).includes(slotId))
+      return { ok: false, reason: `the slot ${slotId} is not free` };
     this.#seq += 1;
-    const appointment: Appointment = { id: `apt-${this.#seq}`, org, patientId, slotId, status: "booked" };
+    const appointment: Appointment = {
+      id: `apt-${this.#seq}`,
+      org,
+      patientId,
+      slotId,
+      status: "booked",
+    };
     this.#appointments.push(appointment);
     this.#effects.set(effectKey, appointment);
     return { ok: true, value: appointment };
@@ -159,7 +226,8 @@ export class ClinicDesk {
   cancel(org: string, patientId: string, appointmentId: string): DeskResult<Appointment> {
     const index = this.#appointments.findIndex((a) => a.org === org && a.id === appointmentId);
     const found = this.#appointments[index];
-    if (!found || found.patientId !== patientId) return { ok: false, reason: `no appointment ${appointmentId} for you` };
+    if (!found || found.patientId !== patientId)
+      return { ok: false, reason: `no appointment ${appointmentId} for you` };
     if (found.status === "cancelled") return { ok: true, value: found };
     const cancelled: Appointment = { ...found, status: "cancelled" };
     this.#appointments[index] = cancelled;
@@ -168,7 +236,9 @@ export class ClinicDesk {
 
   /** The clinic's appointments on `day` (`YYYY-MM-DD`), booked and cancelled, by slot: what the nightly summary is given. */
   dayOf(org: string, day: string): readonly Appointment[] {
-    return this.#appointments.filter((a) => a.org === org && a.slotId.startsWith(`${day}T`)).sort((a, b) => a.slotId.localeCompare(b.slotId));
+    return this.#appointments
+      .filter((a) => a.org === org && a.slotId.startsWith(`${day}T`))
+      .sort((a, b) => a.slotId.localeCompare(b.slotId));
   }
 
   appointmentsOf(org: string, patientId: string): readonly Appointment[] {

@@ -9,7 +9,13 @@ import type { GovernedStepRunner, StepRequest } from "@alma-harness/single-call"
  * key is the message's own delivery key: a redelivered message replays its triage, never pays twice.
  */
 
-export const TRIAGE_CATEGORIES = ["booking", "information", "records", "clinical", "other"] as const;
+export const TRIAGE_CATEGORIES = [
+  "booking",
+  "information",
+  "records",
+  "clinical",
+  "other",
+] as const;
 export type TriageCategory = (typeof TRIAGE_CATEGORIES)[number];
 
 export interface Triage {
@@ -30,7 +36,11 @@ export const TRIAGE_SCHEMA: JsonSchema = {
 };
 
 /** Patient text is personal data: confidential, routed on the fast tier. */
-export const TRIAGE_INTENT: RoutingIntent = Object.freeze({ tier: "fast", sensitivity: "confidential", task: "triage" });
+export const TRIAGE_INTENT: RoutingIntent = Object.freeze({
+  tier: "fast",
+  sensitivity: "confidential",
+  task: "triage",
+});
 
 export const TRIAGE_SYSTEM = `You sort the messages patients send to a medical clinic's front desk.
 Answer only with the JSON object the schema asks for: the message's category (booking: appointments;
@@ -49,9 +59,23 @@ export function messageText(input: unknown): string {
 }
 
 /** The triage call of one delivery: its key derives from the session and the delivery key (a turn's own). */
-export function triageRequest(scope: Scope, sessionId: string, deliveryKey: string, text: string): StepRequest {
+export function triageRequest(
+  scope: Scope,
+  sessionId: string,
+  deliveryKey: string,
+  text: string,
+): StepRequest {
   const key = `triage_${createHash("sha256").update(`${sessionId}\n${deliveryKey}`).digest("hex").slice(0, 40)}`;
-  return { scope, idempotencyKey: key, sessionId, intent: TRIAGE_INTENT, system: TRIAGE_SYSTEM, prompt: text, output: { name: "triage", schema: TRIAGE_SCHEMA }, temperature: 0 };
+  return {
+    scope,
+    idempotencyKey: key,
+    sessionId,
+    intent: TRIAGE_INTENT,
+    system: TRIAGE_SYSTEM,
+    prompt: text,
+    output: { name: "triage", schema: TRIAGE_SCHEMA },
+    temperature: 0,
+  };
 }
 
 /**
@@ -59,11 +83,19 @@ export function triageRequest(scope: Scope, sessionId: string, deliveryKey: stri
  * answer (invalid, refused, uncertain, in progress elsewhere). Triage informs the team; it never
  * holds the patient's turn back, and its failure is the host's to show, not the turn's.
  */
-export async function triageIncoming(steps: GovernedStepRunner, scope: Scope, sessionId: string, deliveryKey: string, input: unknown): Promise<Triage | undefined> {
+export async function triageIncoming(
+  steps: GovernedStepRunner,
+  scope: Scope,
+  sessionId: string,
+  deliveryKey: string,
+  input: unknown,
+): Promise<Triage | undefined> {
   const text = messageText(input).trim();
   if (text.length === 0) return undefined;
   try {
-    const result = await steps.run(triageRequest(scope, sessionId, deliveryKey, text.slice(0, 4000)));
+    const result = await steps.run(
+      triageRequest(scope, sessionId, deliveryKey, text.slice(0, 4000)),
+    );
     return result.status === "completed" ? (result.object as unknown as Triage) : undefined;
   } catch {
     return undefined;

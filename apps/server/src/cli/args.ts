@@ -18,7 +18,11 @@ export interface ParsedArgs {
  * `--name value`, `--name=value` and boolean `--name` (when `name` is in `booleans`); `--` ends the
  * flags. An unknown flag is an error, so a typo never silently changes what a command does.
  */
-export function parseArgs(argv: readonly string[], known: readonly string[], booleans: readonly string[] = []): ParsedArgs {
+export function parseArgs(
+  argv: readonly string[],
+  known: readonly string[],
+  booleans: readonly string[] = [],
+): ParsedArgs {
   const positional: string[] = [];
   const flags = new Map<string, string | true>();
   for (let i = 0; i < argv.length; i += 1) {

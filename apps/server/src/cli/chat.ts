@@ -48,13 +48,26 @@ interface ResultData {
 }
 
 /** Sends one message over SSE and prints what arrives; returns the final view's data. */
-async function sendOne(io: CliIo, base: string, token: string, sessionId: string, text: string): Promise<ResultData | undefined> {
+async function sendOne(
+  io: CliIo,
+  base: string,
+  token: string,
+  sessionId: string,
+  text: string,
+): Promise<ResultData | undefined> {
   const response = await fetch(`${base}/v1/sessions/${encodeURIComponent(sessionId)}/turns`, {
     method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "text/event-stream", "idempotency-key": `cli-${randomUUID()}` },
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      accept: "text/event-stream",
+      "idempotency-key": `cli-${randomUUID()}`,
+    },
     body: JSON.stringify({ input: text }),
   }).catch((error: Error) => {
-    throw new CliError(`cannot reach the host at ${base} (${error.message}); is it running? (npm start)`);
+    throw new CliError(
+      `cannot reach the host at ${base} (${error.message}); is it running? (npm start)`,
+    );
   });
   await failOn(response);
   if (!response.body) throw new CliError("the host sent no stream");
@@ -70,7 +83,12 @@ async function sendOne(io: CliIo, base: string, token: string, sessionId: string
       write(io.stdout, `assistant> ${last}`);
     } else if (event.event === "permission") {
       const state = String(data.state);
-      write(io.stdout, state === "pending" ? `  [waiting for the clinic to approve ${String(data.subject)}]` : `  [the clinic ${state === "approved" ? "approved" : state === "denied" ? "denied" : "did not answer"} it]`);
+      write(
+        io.stdout,
+        state === "pending"
+          ? `  [waiting for the clinic to approve ${String(data.subject)}]`
+          : `  [the clinic ${state === "approved" ? "approved" : state === "denied" ? "denied" : "did not answer"} it]`,
+      );
     } else if (event.event === "error") {
       const error = data.error as { code?: string; message?: string } | undefined;
       throw new CliError(`${error?.code}: ${error?.message} (HTTP ${String(data.status)})`);
@@ -85,7 +103,8 @@ async function sendOne(io: CliIo, base: string, token: string, sessionId: string
   if (result.text && result.text !== last) write(io.stdout, `assistant> ${result.text}`);
   for (const message of result.delivered ?? []) write(io.stdout, `  [sent to you] ${message}`);
   if (result.notice) write(io.stdout, `  [notice] ${result.notice}`);
-  if (result.status === "in_progress") write(io.stdout, `  [still running: alma reads it later with GET /v1/turns/${result.rootKey}]`);
+  if (result.status === "in_progress")
+    write(io.stdout, `  [still running: alma reads it later with GET /v1/turns/${result.rootKey}]`);
   return result;
 }
 
@@ -93,13 +112,26 @@ export async function chatCommand(args: ParsedArgs, io: CliIo): Promise<number> 
   const base = baseUrl(args, io);
   const { token } = await tenantToken(args, io);
   const sessionId = flag(args, "session") ?? `cli-${randomUUID().slice(0, 8)}`;
-  const me = await api<{ org: string; uid: string; clinic?: string; patient: string | null }>(base, "/v1/me", { token });
-  const info = await fetch(`${base}/v1/info`).then((r) => r.json() as Promise<{ offlineDemo?: boolean; model?: string }>);
+  const me = await api<{ org: string; uid: string; clinic?: string; patient: string | null }>(
+    base,
+    "/v1/me",
+    { token },
+  );
+  const info = await fetch(`${base}/v1/info`).then(
+    (r) => r.json() as Promise<{ offlineDemo?: boolean; model?: string }>,
+  );
   const model = info.offlineDemo ? "offline demo model (scripted, not an AI)" : info.model;
-  write(io.stdout, `alma chat · ${me.body.clinic ?? me.body.org} · ${me.body.uid}${me.body.patient ? ` (${me.body.patient})` : ""} · session ${sessionId} · ${model}`);
+  write(
+    io.stdout,
+    `alma chat · ${me.body.clinic ?? me.body.org} · ${me.body.uid}${me.body.patient ? ` (${me.body.patient})` : ""} · session ${sessionId} · ${model}`,
+  );
   const terminal = io.stdin.isTTY === true && io.stdout.isTTY === true;
   if (terminal) write(io.stdout, "Type a message; Ctrl-D quits.");
-  const lines = createInterface({ input: io.stdin, ...(terminal ? { output: io.stdout, prompt: "you> " } : {}), terminal });
+  const lines = createInterface({
+    input: io.stdin,
+    ...(terminal ? { output: io.stdout, prompt: "you> " } : {}),
+    terminal,
+  });
   if (terminal) lines.prompt();
   try {
     for await (const line of lines) {

@@ -38,11 +38,23 @@ export async function sessionsCommand(args: ParsedArgs, io: CliIo): Promise<numb
   const base = baseUrl(args, io);
   const token = adminToken(args, io);
   const org = flag(args, "org");
-  const tenants = org ? [org] : (await api<{ tenants: { org: string }[] }>(base, "/v1/admin/tenants", { token })).body.tenants.map((t) => t.org);
+  const tenants = org
+    ? [org]
+    : (
+        await api<{ tenants: { org: string }[] }>(base, "/v1/admin/tenants", { token })
+      ).body.tenants.map((t) => t.org);
   for (const tenant of tenants) {
-    const { body } = await api<{ sessions: SessionRow[] }>(base, `/v1/admin/tenants/${encodeURIComponent(tenant)}/sessions`, { token });
+    const { body } = await api<{ sessions: SessionRow[] }>(
+      base,
+      `/v1/admin/tenants/${encodeURIComponent(tenant)}/sessions`,
+      { token },
+    );
     write(io.stdout, `${tenant}: ${body.sessions.length} session(s)`);
-    for (const s of body.sessions) write(io.stdout, `  ${s.uid}  ${s.sessionId}  ${s.revision} message(s)  ${new Date(s.updatedAt).toISOString()}`);
+    for (const s of body.sessions)
+      write(
+        io.stdout,
+        `  ${s.uid}  ${s.sessionId}  ${s.revision} message(s)  ${new Date(s.updatedAt).toISOString()}`,
+      );
   }
   return 0;
 }
@@ -53,7 +65,9 @@ export function describeEvent(e: AuditRecord): string {
     case "lifecycle":
       return `${e.action}${e.step !== undefined ? ` step ${e.step}` : ""}${e.contextVersion !== undefined ? ` context v${e.contextVersion}` : ""}${e.messageRevision !== undefined ? ` revision ${e.messageRevision}` : ""}${e.detail ? ` ${e.detail}` : ""}`;
     case "routing":
-      return e.servedTier ? `${e.kind} served at ${e.servedTier} by ${e.model}` : `${e.kind} ${e.tier}/${e.sensitivity} → ${e.clientId} ${e.model}`;
+      return e.servedTier
+        ? `${e.kind} served at ${e.servedTier} by ${e.model}`
+        : `${e.kind} ${e.tier}/${e.sensitivity} → ${e.clientId} ${e.model}`;
     case "cost":
       return `${e.model} $${microsToUsd(e.usdMicros)}${e.capsCrossed.length ? ` crossed ${e.capsCrossed.join(",")}` : ""}${e.refused ? ` refused (${e.refused.reason})` : ""}`;
     case "policy":
@@ -77,13 +91,23 @@ export async function trailsCommand(args: ParsedArgs, io: CliIo): Promise<number
   if (org) query.set("org", org);
   if (uid) query.set("uid", uid);
   const qs = query.size > 0 ? `?${query}` : "";
-  const { body } = await api<{ org: string; uid: string; sessionId: string; outcome: { status: string } | null; uncertain: { cause: string } | null; events: AuditRecord[] }>(
-    base,
-    `/v1/admin/turns/${encodeURIComponent(rootKey)}${qs}`,
-    { token: adminToken(args, io) },
+  const { body } = await api<{
+    org: string;
+    uid: string;
+    sessionId: string;
+    outcome: { status: string } | null;
+    uncertain: { cause: string } | null;
+    events: AuditRecord[];
+  }>(base, `/v1/admin/turns/${encodeURIComponent(rootKey)}${qs}`, { token: adminToken(args, io) });
+  write(
+    io.stdout,
+    `turn ${rootKey} · ${body.org}/${body.uid} · session ${body.sessionId} · ${body.outcome?.status ?? "no outcome"}${body.uncertain ? ` · cause ${body.uncertain.cause}` : ""}`,
   );
-  write(io.stdout, `turn ${rootKey} · ${body.org}/${body.uid} · session ${body.sessionId} · ${body.outcome?.status ?? "no outcome"}${body.uncertain ? ` · cause ${body.uncertain.cause}` : ""}`);
-  for (const e of body.events) write(io.stdout, `${new Date(e.at).toISOString().slice(11, 23)}  ${e.trail.padEnd(9)}  ${describeEvent(e)}`);
+  for (const e of body.events)
+    write(
+      io.stdout,
+      `${new Date(e.at).toISOString().slice(11, 23)}  ${e.trail.padEnd(9)}  ${describeEvent(e)}`,
+    );
   return 0;
 }
 
@@ -103,10 +127,15 @@ export async function tokenCommand(args: ParsedArgs, io: CliIo): Promise<number>
   if (!org || !uid) throw new CliError("alma token needs --org and --uid (see --help)");
   const ttl = flag(args, "ttl");
   const ttlSeconds = ttl === undefined ? undefined : Number(ttl);
-  if (ttlSeconds !== undefined && (!Number.isSafeInteger(ttlSeconds) || ttlSeconds < 60)) throw new CliError("--ttl must be a whole number of seconds, at least 60");
+  if (ttlSeconds !== undefined && (!Number.isSafeInteger(ttlSeconds) || ttlSeconds < 60))
+    throw new CliError("--ttl must be a whole number of seconds, at least 60");
   const env = readEnv(io.env, io.cwd);
   const secrets = loadSecrets(env.home, env);
-  const { token } = await mintToken(secrets.jwtSecret, { org, uid }, ttlSeconds ? { ttlSeconds } : {});
+  const { token } = await mintToken(
+    secrets.jwtSecret,
+    { org, uid },
+    ttlSeconds ? { ttlSeconds } : {},
+  );
   write(io.stdout, token);
   return 0;
 }

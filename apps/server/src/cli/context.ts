@@ -33,7 +33,10 @@ export function baseUrl(args: ParsedArgs, io: CliIo): string {
  * A tenant token: `--token`, else `ALMA_TOKEN`, else one minted here with the host's secret from
  * its home directory (a dev host on this machine) for `--org`/`--uid` (default: the demo patient).
  */
-export async function tenantToken(args: ParsedArgs, io: CliIo): Promise<{ token: string; scope?: Scope }> {
+export async function tenantToken(
+  args: ParsedArgs,
+  io: CliIo,
+): Promise<{ token: string; scope?: Scope }> {
   const given = flag(args, "token") ?? io.env.ALMA_TOKEN;
   if (given) return { token: given };
   const scope = { org: flag(args, "org") ?? DEFAULT_ORG, uid: flag(args, "uid") ?? DEFAULT_UID };
@@ -51,7 +54,9 @@ export function adminToken(args: ParsedArgs, io: CliIo): string {
   try {
     return readFileSync(join(env.home, "admin-token"), "utf8").trim();
   } catch {
-    throw new CliError(`no operator token: pass --admin-token, set ALMA_ADMIN_TOKEN, or run this where the host keeps ${join(env.home, "admin-token")}`);
+    throw new CliError(
+      `no operator token: pass --admin-token, set ALMA_ADMIN_TOKEN, or run this where the host keeps ${join(env.home, "admin-token")}`,
+    );
   }
 }
 
@@ -63,7 +68,11 @@ interface ApiOptions {
 }
 
 /** Calls the host and returns its JSON; an error body becomes a one-line `CliError`. */
-export async function api<T>(base: string, path: string, opts: ApiOptions): Promise<{ status: number; body: T }> {
+export async function api<T>(
+  base: string,
+  path: string,
+  opts: ApiOptions,
+): Promise<{ status: number; body: T }> {
   let response: Response;
   try {
     response = await fetch(`${base}${path}`, {
@@ -76,7 +85,9 @@ export async function api<T>(base: string, path: string, opts: ApiOptions): Prom
       ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
     });
   } catch (error) {
-    throw new CliError(`cannot reach the host at ${base} (${(error as Error).cause ? String((error as { cause: unknown }).cause) : (error as Error).message}); is it running? (npm start)`);
+    throw new CliError(
+      `cannot reach the host at ${base} (${(error as Error).cause ? String((error as { cause: unknown }).cause) : (error as Error).message}); is it running? (npm start)`,
+    );
   }
   await failOn(response);
   const text = await response.text();

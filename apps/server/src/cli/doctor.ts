@@ -24,7 +24,10 @@ function nodeOk(version: string): boolean {
 async function liveCheck(io: CliIo): Promise<{ ok: boolean; lines: string[] }> {
   try {
     const results = await runDoctor(io.env);
-    return { ok: results.every((r) => r.status !== "failed"), lines: formatDoctor(results).split("\n") };
+    return {
+      ok: results.every((r) => r.status !== "failed"),
+      lines: formatDoctor(results).split("\n"),
+    };
   } catch (error) {
     return { ok: false, lines: [`failed: ${(error as Error).message}`] };
   }
@@ -39,15 +42,33 @@ export async function doctorCommand(args: ParsedArgs, io: CliIo): Promise<number
   const env = readEnv(io.env, io.cwd);
   try {
     const models = await selectModels(env);
-    line("provider", models.offlineDemo ? "offline demo model (no provider key set)" : models.label);
-    line("tiers", Object.entries(models.tiers).map(([tier, model]) => `${tier}: ${model}`).join(", "));
+    line(
+      "provider",
+      models.offlineDemo ? "offline demo model (no provider key set)" : models.label,
+    );
+    line(
+      "tiers",
+      Object.entries(models.tiers)
+        .map(([tier, model]) => `${tier}: ${model}`)
+        .join(", "),
+    );
   } catch (error) {
     ok = false;
     line("provider", `error: ${(error as Error).message}`);
   }
-  line("store", env.databaseUrl ? `postgres ${redact(env.databaseUrl)} (ALMA_DATABASE_URL)` : `sqlite ${sqlitePath(env.home)}`);
+  line(
+    "store",
+    env.databaseUrl
+      ? `postgres ${redact(env.databaseUrl)} (ALMA_DATABASE_URL)`
+      : `sqlite ${sqlitePath(env.home)}`,
+  );
   const bundle = join(DEFAULT_PUBLIC_DIR, "index.html");
-  line("console", existsSync(bundle) ? `built (${bundle})` : "not built: npm run build:console -w @alma-harness/server (npm start does it)");
+  line(
+    "console",
+    existsSync(bundle)
+      ? `built (${bundle})`
+      : "not built: npm run build:console -w @alma-harness/server (npm start does it)",
+  );
   const base = baseUrl(args, io);
   const health = await fetch(`${base}/healthz`).then(
     (r) => (r.ok ? "answers" : `answers with HTTP ${r.status}`),

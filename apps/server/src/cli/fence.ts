@@ -18,13 +18,15 @@ interface FenceRow {
   readonly fencedAt: number;
 }
 
-const describeFence = (f: FenceRow) => `${f.org}/${f.uid ?? "*"}  ${f.reason}  since ${new Date(f.fencedAt).toISOString()}`;
+const describeFence = (f: FenceRow) =>
+  `${f.org}/${f.uid ?? "*"}  ${f.reason}  since ${new Date(f.fencedAt).toISOString()}`;
 
 export async function fenceCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const org = flag(args, "org");
   if (!org) throw new CliError("alma fence needs --org ORG (see --help)");
   const reason = flag(args, "reason");
-  if (reason !== undefined && !["suspended", "erasure", "operator"].includes(reason)) throw new CliError("--reason must be suspended, erasure or operator");
+  if (reason !== undefined && !["suspended", "erasure", "operator"].includes(reason))
+    throw new CliError("--reason must be suspended, erasure or operator");
   const uid = flag(args, "uid");
   const base = baseUrl(args, io);
   const token = adminToken(args, io);
@@ -35,13 +37,21 @@ export async function fenceCommand(args: ParsedArgs, io: CliIo): Promise<number>
     for (const f of body.fences) write(io.stdout, `  ${describeFence(f)}`);
     return 0;
   }
-  const path = uid === undefined ? `${tenant}/fence` : `${tenant}/people/${encodeURIComponent(uid)}/fence`;
+  const path =
+    uid === undefined ? `${tenant}/fence` : `${tenant}/people/${encodeURIComponent(uid)}/fence`;
   if (args.flags.get("lift") === true) {
     const { body } = await api<{ lifted: boolean }>(base, path, { token, method: "DELETE" });
-    write(io.stdout, body.lifted ? `lifted the fence on ${org}/${uid ?? "*"}` : `no fence on ${org}/${uid ?? "*"}`);
+    write(
+      io.stdout,
+      body.lifted ? `lifted the fence on ${org}/${uid ?? "*"}` : `no fence on ${org}/${uid ?? "*"}`,
+    );
     return 0;
   }
-  const { body, status } = await api<{ fence: FenceRow }>(base, path, { token, method: "PUT", body: { reason: reason ?? "operator" } });
+  const { body, status } = await api<{ fence: FenceRow }>(base, path, {
+    token,
+    method: "PUT",
+    body: { reason: reason ?? "operator" },
+  });
   write(io.stdout, `${status === 201 ? "fenced" : "already fenced"}: ${describeFence(body.fence)}`);
   return 0;
 }

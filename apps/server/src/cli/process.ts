@@ -6,7 +6,14 @@ export async function runProcess(argv: readonly string[]): Promise<void> {
     process.once("SIGINT", () => resolve());
     process.once("SIGTERM", () => resolve());
   });
-  const code = await runCli(argv, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd(), stopSignal });
+  const code = await runCli(argv, {
+    stdin: process.stdin,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: process.env,
+    cwd: process.cwd(),
+    stopSignal,
+  });
   process.exitCode = code;
   // Every command is done here, serve included once its shutdown finished: nothing left behind (a
   // socket's timer, a provider's keep-alive agent) may keep the process alive past it.
@@ -14,4 +21,5 @@ export async function runProcess(argv: readonly string[]): Promise<void> {
 }
 
 const entry = process.argv[1] ?? "";
-if (entry.endsWith("/cli/process.ts") || entry.endsWith("/cli/process.js")) void runProcess(process.argv.slice(2));
+if (entry.endsWith("/cli/process.ts") || entry.endsWith("/cli/process.js"))
+  void runProcess(process.argv.slice(2));

@@ -45,32 +45,61 @@ export async function routinesCommand(args: ParsedArgs, io: CliIo): Promise<numb
   const base = baseUrl(args, io);
   const token = adminToken(args, io);
   if (sub === "list") {
-    const { body } = await api<{ routines: RoutineRow[]; lastTick: { at: number; ran: number; missed: number } | null }>(base, "/v1/admin/routines", { token });
-    write(io.stdout, `${body.routines.length} routine(s); last tick ${body.lastTick ? `${new Date(body.lastTick.at).toISOString()}: ${body.lastTick.ran} ran, ${body.lastTick.missed} missed` : "not yet"}`);
+    const { body } = await api<{
+      routines: RoutineRow[];
+      lastTick: { at: number; ran: number; missed: number } | null;
+    }>(base, "/v1/admin/routines", { token });
+    write(
+      io.stdout,
+      `${body.routines.length} routine(s); last tick ${body.lastTick ? `${new Date(body.lastTick.at).toISOString()}: ${body.lastTick.ran} ran, ${body.lastTick.missed} missed` : "not yet"}`,
+    );
     for (const r of body.routines) {
-      write(io.stdout, `  ${r.org}  ${r.id}  "${r.schedule.cron}" ${r.schedule.timeZone}  cap $${r.cap.usd} (${r.cap.onExceeded})  ${r.execution}${r.catchUp ? "  catch-up" : ""}${r.enabled ? "" : "  paused"}`);
+      write(
+        io.stdout,
+        `  ${r.org}  ${r.id}  "${r.schedule.cron}" ${r.schedule.timeZone}  cap $${r.cap.usd} (${r.cap.onExceeded})  ${r.execution}${r.catchUp ? "  catch-up" : ""}${r.enabled ? "" : "  paused"}`,
+      );
     }
     return 0;
   }
   if (sub === "runs") {
     const q = new URLSearchParams();
-    for (const name of ["org", "state"]) if (flag(args, name)) q.set(name, flag(args, name) as string);
-    const { body } = await api<{ runs: RunRow[] }>(base, `/v1/admin/routines/runs${q.size > 0 ? `?${q}` : ""}`, { token });
+    for (const name of ["org", "state"])
+      if (flag(args, name)) q.set(name, flag(args, name) as string);
+    const { body } = await api<{ runs: RunRow[] }>(
+      base,
+      `/v1/admin/routines/runs${q.size > 0 ? `?${q}` : ""}`,
+      { token },
+    );
     write(io.stdout, `${body.runs.length} run(s)`);
     for (const r of body.runs) write(io.stdout, describeRun(r));
     return 0;
   }
   if (sub === "tick") {
-    const { body } = await api<{ tick: { ran: number; missed: number; submitted: number; interrupted: number; skipped: number; errors: unknown[] } }>(base, "/v1/admin/routines/tick", { token, method: "POST" });
+    const { body } = await api<{
+      tick: {
+        ran: number;
+        missed: number;
+        submitted: number;
+        interrupted: number;
+        skipped: number;
+        errors: unknown[];
+      };
+    }>(base, "/v1/admin/routines/tick", { token, method: "POST" });
     const t = body.tick;
-    write(io.stdout, `tick: ${t.ran} ran, ${t.missed} missed, ${t.submitted} submitted, ${t.interrupted} interrupted, ${t.skipped} held elsewhere, ${t.errors.length} error(s)`);
+    write(
+      io.stdout,
+      `tick: ${t.ran} ran, ${t.missed} missed, ${t.submitted} submitted, ${t.interrupted} interrupted, ${t.skipped} held elsewhere, ${t.errors.length} error(s)`,
+    );
     return 0;
   }
   if (sub === "inbox") {
     const org = flag(args, "org");
-    const { body } = await api<{ messages: { org: string; routineId: string; deliveryId: string; text: string }[] }>(base, `/v1/admin/routines/inbox${org ? `?org=${encodeURIComponent(org)}` : ""}`, { token });
+    const { body } = await api<{
+      messages: { org: string; routineId: string; deliveryId: string; text: string }[];
+    }>(base, `/v1/admin/routines/inbox${org ? `?org=${encodeURIComponent(org)}` : ""}`, { token });
     write(io.stdout, `${body.messages.length} message(s)`);
-    for (const m of body.messages) write(io.stdout, `  ${m.deliveryId}  ${m.text.replace(/\s*\n\s*/g, " ")}`);
+    for (const m of body.messages)
+      write(io.stdout, `  ${m.deliveryId}  ${m.text.replace(/\s*\n\s*/g, " ")}`);
     return 0;
   }
   if (sub === "resolve") {
@@ -78,12 +107,21 @@ export async function routinesCommand(args: ParsedArgs, io: CliIo): Promise<numb
     const routine = flag(args, "routine");
     const slot = flag(args, "slot");
     const action = flag(args, "action");
-    if (!org || !routine || !slot || !action) throw new CliError("alma routines resolve needs --org, --routine, --slot and --action (see --help)");
+    if (!org || !routine || !slot || !action)
+      throw new CliError(
+        "alma routines resolve needs --org, --routine, --slot and --action (see --help)",
+      );
     if (!ACTIONS.includes(action)) throw new CliError(`--action must be ${ACTIONS.join(", ")}`);
     const path = `/v1/admin/routines/${encodeURIComponent(org)}/${encodeURIComponent(routine)}/runs/${encodeURIComponent(slot)}/resolve`;
-    const { body } = await api<{ run: RunRow }>(base, path, { token, method: "POST", body: { action } });
+    const { body } = await api<{ run: RunRow }>(base, path, {
+      token,
+      method: "POST",
+      body: { action },
+    });
     write(io.stdout, `resolved:${describeRun(body.run).slice(1)}`);
     return 0;
   }
-  throw new CliError(`alma routines: unknown subcommand "${sub}" (list, runs, tick, inbox, resolve)`);
+  throw new CliError(
+    `alma routines: unknown subcommand "${sub}" (list, runs, tick, inbox, resolve)`,
+  );
 }

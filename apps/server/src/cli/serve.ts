@@ -33,7 +33,10 @@ function whereIs(source: string, variable: string): string {
  */
 export function errorForLog(error: unknown): string {
   if (!(error instanceof Error)) return "a non-Error value was thrown";
-  const code = typeof (error as { code?: unknown }).code === "string" ? ` (${(error as unknown as { code: string }).code})` : "";
+  const code =
+    typeof (error as { code?: unknown }).code === "string"
+      ? ` (${(error as unknown as { code: string }).code})`
+      : "";
   const frames = (error.stack ?? "").split("\n").filter((line) => /^\s+at /.test(line));
   return [`${error.name}${code}`, ...frames].join("\n");
 }
@@ -45,21 +48,59 @@ function banner(io: CliIo, env: HostEnv, host: Host, url: string, store: StoreIn
   write(io.stdout, `Alma clinic front desk: ${url}`);
   // The banner says where the operator token is, never what it is (a terminal's scrollback and a
   // process supervisor's log keep it); the console takes it in the link's fragment or pasted.
-  out("console", `${url}/#admin=<operator token>   (the operator token is ${whereIs(ctx.secrets.source.admin, "ALMA_ADMIN_TOKEN")})`);
-  out("model", m.offlineDemo ? "offline demo model: a fixed script, not an AI (set ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY or ALMA_OPENAI_COMPAT_URL for a real one)" : m.label);
-  out("tiers", Object.entries(m.tiers).map(([tier, model]) => `${tier} → ${model}`).join(", "));
+  out(
+    "console",
+    `${url}/#admin=<operator token>   (the operator token is ${whereIs(ctx.secrets.source.admin, "ALMA_ADMIN_TOKEN")})`,
+  );
+  out(
+    "model",
+    m.offlineDemo
+      ? "offline demo model: a fixed script, not an AI (set ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY or ALMA_OPENAI_COMPAT_URL for a real one)"
+      : m.label,
+  );
+  out(
+    "tiers",
+    Object.entries(m.tiers)
+      .map(([tier, model]) => `${tier} → ${model}`)
+      .join(", "),
+  );
   out("store", `${store.kind}: ${store.location}${store.note ? ` (${store.note})` : ""}`);
-  out("tenants", ctx.desk.clinics().map((c) => `${c.org} (${c.name}; patients ${c.patients.map((p) => p.id).join(", ")})`).join("; "));
-  out("caps", `$${ctx.caps.perTurnUsd} per turn, $${ctx.caps.perClinicDayUsd} per clinic per day (block)`);
-  out("token", "npx alma token --org sunrise-clinic --uid p-1001   (then: Authorization: Bearer <token>)");
+  out(
+    "tenants",
+    ctx.desk
+      .clinics()
+      .map((c) => `${c.org} (${c.name}; patients ${c.patients.map((p) => p.id).join(", ")})`)
+      .join("; "),
+  );
+  out(
+    "caps",
+    `$${ctx.caps.perTurnUsd} per turn, $${ctx.caps.perClinicDayUsd} per clinic per day (block)`,
+  );
+  out(
+    "token",
+    "npx alma token --org sunrise-clinic --uid p-1001   (then: Authorization: Bearer <token>)",
+  );
   out("chat", "npx alma chat   (as p-1001 at sunrise-clinic; --org/--uid for someone else)");
-  out("secrets", `JWT secret ${whereIs(ctx.secrets.source.jwt, "ALMA_JWT_SECRET")}; operator token ${whereIs(ctx.secrets.source.admin, "ALMA_ADMIN_TOKEN")}; trail key ${ctx.secrets.source.trail ? whereIs(ctx.secrets.source.trail, "ALMA_TRAIL_KEY") : "beside the database"}`);
-  out("limits", `headers ${env.limits.headersTimeoutMs} ms, request ${env.limits.requestTimeoutMs} ms, ${env.limits.maxConnections} connections; shutdown grace ${env.shutdownGraceMs} ms`);
+  out(
+    "secrets",
+    `JWT secret ${whereIs(ctx.secrets.source.jwt, "ALMA_JWT_SECRET")}; operator token ${whereIs(ctx.secrets.source.admin, "ALMA_ADMIN_TOKEN")}; trail key ${ctx.secrets.source.trail ? whereIs(ctx.secrets.source.trail, "ALMA_TRAIL_KEY") : "beside the database"}`,
+  );
+  out(
+    "limits",
+    `headers ${env.limits.headersTimeoutMs} ms, request ${env.limits.requestTimeoutMs} ms, ${env.limits.maxConnections} connections; shutdown grace ${env.shutdownGraceMs} ms`,
+  );
 }
 
 /** Starts the host and serves until `io.stopSignal` resolves (SIGINT/SIGTERM from `main`). */
 export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number> {
-  const env = readEnv({ ...io.env, ...(flag(args, "port") ? { PORT: flag(args, "port") } : {}), ...(flag(args, "host") ? { HOST: flag(args, "host") } : {}) }, io.cwd);
+  const env = readEnv(
+    {
+      ...io.env,
+      ...(flag(args, "port") ? { PORT: flag(args, "port") } : {}),
+      ...(flag(args, "host") ? { HOST: flag(args, "host") } : {}),
+    },
+    io.cwd,
+  );
   const models = await selectModels(env);
   const secrets = loadSecrets(env.home, env);
   const quiet = args.flags.has("quiet");
@@ -69,7 +110,9 @@ export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number>
     store: env,
     caps: env.caps,
     // The route's pattern, never the path: no session id, key or token reaches the log.
-    ...(quiet ? {} : { log: (l) => write(io.stdout, `${l.method} ${l.route} ${l.status} ${l.ms}ms`) }),
+    ...(quiet
+      ? {}
+      : { log: (l) => write(io.stdout, `${l.method} ${l.route} ${l.status} ${l.ms}ms`) }),
     onError: (error) => write(io.stderr, `internal error: ${errorForLog(error)}`),
     limits: env.limits,
     ...(env.allowedHosts ? { allowedHosts: env.allowedHosts } : {}),
@@ -80,12 +123,19 @@ export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number>
   });
   const { url } = await host.listen(env.port, env.host);
   banner(io, env, host, url, host.context.store);
-  const stop = host.startMaintenance(env.maintainEveryMs, (error) => write(io.stderr, `maintenance failed: ${errorForLog(error)}`));
-  host.startRoutines(env.routinesEveryMs, (error) => write(io.stderr, `routine tick failed: ${errorForLog(error)}`));
+  const stop = host.startMaintenance(env.maintainEveryMs, (error) =>
+    write(io.stderr, `maintenance failed: ${errorForLog(error)}`),
+  );
+  host.startRoutines(env.routinesEveryMs, (error) =>
+    write(io.stderr, `routine tick failed: ${errorForLog(error)}`),
+  );
   await (io.stopSignal ?? new Promise<void>(() => undefined));
   stop();
   write(io.stdout, `stopping: no new turns; running turns get up to ${env.shutdownGraceMs} ms`);
   const report = await host.close(env.shutdownGraceMs);
-  write(io.stdout, `stopped (${report.asksDenied} pending asks denied by shutdown, ${report.turnsCancelled} turns cancelled after the grace period)`);
+  write(
+    io.stdout,
+    `stopped (${report.asksDenied} pending asks denied by shutdown, ${report.turnsCancelled} turns cancelled after the grace period)`,
+  );
   return 0;
 }

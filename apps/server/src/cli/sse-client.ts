@@ -10,7 +10,10 @@ export interface SseEvent {
  * LF, CRLF or CR; a blank line ends an event; `:` lines are comments; multi-line data is joined
  * with LF. `onComment` sees keepalive comments (tests count them).
  */
-export async function* readSseEvents(body: ReadableStream<Uint8Array>, onComment?: (text: string) => void): AsyncGenerator<SseEvent> {
+export async function* readSseEvents(
+  body: ReadableStream<Uint8Array>,
+  onComment?: (text: string) => void,
+): AsyncGenerator<SseEvent> {
   const decoder = new TextDecoder();
   let buffer = "";
   let id: string | undefined;

@@ -1,5 +1,10 @@
 import { resolve } from "node:path";
-import { type AllowedHosts, DEFAULT_SERVER_LIMITS, parseAllowedHosts, type ServerLimits } from "../http/hardening.js";
+import {
+  type AllowedHosts,
+  DEFAULT_SERVER_LIMITS,
+  parseAllowedHosts,
+  type ServerLimits,
+} from "../http/hardening.js";
 
 /** Which model family the host routes to; `demo` is the offline scripted model. */
 export type ProviderName = "demo" | "anthropic" | "openai" | "openrouter" | "compat";
@@ -51,11 +56,18 @@ export class EnvError extends Error {
   override readonly name = "EnvError";
 }
 
-function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+function int(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
   const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < min || value > max) throw new EnvError(`${name} must be an integer ${min}-${max}`);
+  if (!Number.isSafeInteger(value) || value < min || value > max)
+    throw new EnvError(`${name} must be an integer ${min}-${max}`);
   return value;
 }
 
@@ -63,7 +75,8 @@ function usd(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
   const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0 || Math.round(value * 1e6) / 1e6 !== value) throw new EnvError(`${name} must be a non-negative USD amount with at most six decimals`);
+  if (!Number.isFinite(value) || value < 0 || Math.round(value * 1e6) / 1e6 !== value)
+    throw new EnvError(`${name} must be a non-negative USD amount with at most six decimals`);
   return value;
 }
 
@@ -77,7 +90,8 @@ const PROVIDERS: readonly ProviderName[] = ["demo", "anthropic", "openai", "open
 export function pickProvider(env: NodeJS.ProcessEnv): ProviderName {
   const forced = nonEmpty(env.ALMA_PROVIDER);
   if (forced !== undefined) {
-    if (!(PROVIDERS as readonly string[]).includes(forced)) throw new EnvError(`ALMA_PROVIDER must be one of ${PROVIDERS.join(", ")}`);
+    if (!(PROVIDERS as readonly string[]).includes(forced))
+      throw new EnvError(`ALMA_PROVIDER must be one of ${PROVIDERS.join(", ")}`);
     return forced as ProviderName;
   }
   if (nonEmpty(env.ANTHROPIC_API_KEY)) return "anthropic";
@@ -96,7 +110,8 @@ function serverLimits(env: NodeJS.ProcessEnv): ServerLimits {
     maxConnections: int(env, "ALMA_MAX_CONNECTIONS", d.maxConnections, 1, 100_000),
     checkEveryMs: d.checkEveryMs,
   };
-  if (limits.headersTimeoutMs > limits.requestTimeoutMs) throw new EnvError("ALMA_HEADERS_TIMEOUT_MS must not exceed ALMA_REQUEST_TIMEOUT_MS");
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs)
+    throw new EnvError("ALMA_HEADERS_TIMEOUT_MS must not exceed ALMA_REQUEST_TIMEOUT_MS");
   return limits;
 }
 
@@ -113,8 +128,12 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd(
       ...(nonEmpty(env.ANTHROPIC_API_KEY) ? { anthropic: nonEmpty(env.ANTHROPIC_API_KEY) } : {}),
       ...(nonEmpty(env.OPENAI_API_KEY) ? { openai: nonEmpty(env.OPENAI_API_KEY) } : {}),
       ...(nonEmpty(env.OPENROUTER_API_KEY) ? { openrouter: nonEmpty(env.OPENROUTER_API_KEY) } : {}),
-      ...(nonEmpty(env.ALMA_OPENAI_COMPAT_URL) ? { compatUrl: nonEmpty(env.ALMA_OPENAI_COMPAT_URL) } : {}),
-      ...(nonEmpty(env.ALMA_OPENAI_COMPAT_KEY) ? { compatKey: nonEmpty(env.ALMA_OPENAI_COMPAT_KEY) } : {}),
+      ...(nonEmpty(env.ALMA_OPENAI_COMPAT_URL)
+        ? { compatUrl: nonEmpty(env.ALMA_OPENAI_COMPAT_URL) }
+        : {}),
+      ...(nonEmpty(env.ALMA_OPENAI_COMPAT_KEY)
+        ? { compatKey: nonEmpty(env.ALMA_OPENAI_COMPAT_KEY) }
+        : {}),
     },
     models: {
       ...(nonEmpty(env.ALMA_MODEL_FAST) ? { fast: nonEmpty(env.ALMA_MODEL_FAST) } : {}),
@@ -123,11 +142,17 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd(
     },
     compatPrice: nonEmpty(env.ALMA_OPENAI_COMPAT_PRICE),
     compatModel: nonEmpty(env.ALMA_OPENAI_COMPAT_MODEL),
-    caps: { perTurnUsd: usd(env, "ALMA_CAP_TURN_USD", 0.25), perClinicDayUsd: usd(env, "ALMA_CAP_CLINIC_DAY_USD", 2) },
+    caps: {
+      perTurnUsd: usd(env, "ALMA_CAP_TURN_USD", 0.25),
+      perClinicDayUsd: usd(env, "ALMA_CAP_CLINIC_DAY_USD", 2),
+    },
     maintainEveryMs: int(env, "ALMA_MAINTAIN_MS", 60_000, 1_000, 86_400_000),
     routinesEveryMs: int(env, "ALMA_ROUTINES_MS", 60_000, 1_000, 86_400_000),
     limits: serverLimits(env),
-    allowedHosts: nonEmpty(env.ALMA_ALLOWED_HOSTS) === undefined ? undefined : parseAllowedHosts(env.ALMA_ALLOWED_HOSTS as string),
+    allowedHosts:
+      nonEmpty(env.ALMA_ALLOWED_HOSTS) === undefined
+        ? undefined
+        : parseAllowedHosts(env.ALMA_ALLOWED_HOSTS as string),
     shutdownGraceMs: int(env, "ALMA_SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
     triage: nonEmpty(env.ALMA_TRIAGE) === "on",
     jwtSecret: nonEmpty(env.ALMA_JWT_SECRET),

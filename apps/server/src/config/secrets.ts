@@ -24,7 +24,12 @@ export interface HostSecrets {
  * there with mode 0600. Files make a dev host keep its tokens valid across restarts, and let
  * `alma token` on the same machine mint a token the running host accepts.
  */
-function loadOrCreate(home: string, file: string, fromEnv: string | undefined, fresh: () => string): { value: string; source: string } {
+function loadOrCreate(
+  home: string,
+  file: string,
+  fromEnv: string | undefined,
+  fresh: () => string,
+): { value: string; source: string } {
   if (fromEnv !== undefined) return { value: fromEnv, source: "environment" };
   const path = join(home, file);
   try {
@@ -39,13 +44,36 @@ function loadOrCreate(home: string, file: string, fromEnv: string | undefined, f
   return { value, source: `${path} (created)` };
 }
 
-export function loadSecrets(home: string, env: { readonly jwtSecret: string | undefined; readonly adminToken: string | undefined; readonly trailKey?: string | undefined }): HostSecrets {
-  const jwt = loadOrCreate(home, "jwt-secret", env.jwtSecret, () => randomBytes(32).toString("hex"));
-  const admin = loadOrCreate(home, "admin-token", env.adminToken, () => `adm_${randomBytes(24).toString("base64url")}`);
+export function loadSecrets(
+  home: string,
+  env: {
+    readonly jwtSecret: string | undefined;
+    readonly adminToken: string | undefined;
+    readonly trailKey?: string | undefined;
+  },
+): HostSecrets {
+  const jwt = loadOrCreate(home, "jwt-secret", env.jwtSecret, () =>
+    randomBytes(32).toString("hex"),
+  );
+  const admin = loadOrCreate(
+    home,
+    "admin-token",
+    env.adminToken,
+    () => `adm_${randomBytes(24).toString("base64url")}`,
+  );
   const key = new TextEncoder().encode(jwt.value);
   if (key.length < 32) throw new EnvError("ALMA_JWT_SECRET must be at least 32 bytes");
-  if (admin.value.length < 16) throw new EnvError("ALMA_ADMIN_TOKEN must be at least 16 characters");
-  const trail = loadOrCreate(home, "trail-key", env.trailKey, () => randomBytes(32).toString("hex"));
-  if (new TextEncoder().encode(trail.value).length < 32) throw new EnvError("ALMA_TRAIL_KEY must be at least 32 bytes");
-  return { jwtSecret: key, adminToken: admin.value, trailKey: trail.value, source: { jwt: jwt.source, admin: admin.source, trail: trail.source } };
+  if (admin.value.length < 16)
+    throw new EnvError("ALMA_ADMIN_TOKEN must be at least 16 characters");
+  const trail = loadOrCreate(home, "trail-key", env.trailKey, () =>
+    randomBytes(32).toString("hex"),
+  );
+  if (new TextEncoder().encode(trail.value).length < 32)
+    throw new EnvError("ALMA_TRAIL_KEY must be at least 32 bytes");
+  return {
+    jwtSecret: key,
+    adminToken: admin.value,
+    trailKey: trail.value,
+    source: { jwt: jwt.source, admin: admin.source, trail: trail.source },
+  };
 }

@@ -1,4 +1,12 @@
-import { type AuditRecord, microsToUsd, normalizeScope, type Scope, usdToMicros, utcDay, validateId } from "@alma-harness/core";
+import {
+  type AuditRecord,
+  microsToUsd,
+  normalizeScope,
+  type Scope,
+  usdToMicros,
+  utcDay,
+  validateId,
+} from "@alma-harness/core";
 import { mintToken, verifyAdmin } from "./auth.js";
 import { onlyFields, readJsonObject } from "./body.js";
 import type { HostContext } from "./context.js";
@@ -31,11 +39,19 @@ async function sessionsOf(host: HostContext, org: string) {
  * A scope's trail records of one turn or one session, through the runner's `trails`: a session is
  * asked by its real id, which the runner translates to the pseudonym the trails store.
  */
-async function trailOf(host: HostContext, scope: Scope, filter: { readonly turnId: string } | { readonly sessionId: string }): Promise<AuditRecord[]> {
+async function trailOf(
+  host: HostContext,
+  scope: Scope,
+  filter: { readonly turnId: string } | { readonly sessionId: string },
+): Promise<AuditRecord[]> {
   const out: AuditRecord[] = [];
   let cursor: string | undefined;
   do {
-    const page = await host.runtime.runner.trails(scope, { ...filter, limit: 500, ...(cursor ? { cursor } : {}) });
+    const page = await host.runtime.runner.trails(scope, {
+      ...filter,
+      limit: 500,
+      ...(cursor ? { cursor } : {}),
+    });
     out.push(...page.items);
     cursor = page.nextCursor;
   } while (cursor && out.length < MAX_TRAIL_EVENTS);
@@ -53,10 +69,21 @@ async function getTurnTrails(host: HostContext, route: RouteRequest): Promise<Re
     if (events.length === 0) continue;
     const view = await host.runtime.runner.read(scope, rootKey);
     const outcome = view ? safeView(view) : null;
-    const uncertain = host.directory.uncertainTurns(scope.org).find((u) => u.rootKey === rootKey) ?? null;
+    const uncertain =
+      host.directory.uncertainTurns(scope.org).find((u) => u.rootKey === rootKey) ?? null;
     // The trails hold the session's pseudonym only; the real id comes from the turn's own root record.
-    const root = await host.runtime.stores.rootResults.get(scope, rootKey, host.clock.now()).catch(() => undefined);
-    return json(200, { rootKey, org: scope.org, uid: scope.uid, sessionId: root?.sessionId ?? null, outcome, uncertain, events });
+    const root = await host.runtime.stores.rootResults
+      .get(scope, rootKey, host.clock.now())
+      .catch(() => undefined);
+    return json(200, {
+      rootKey,
+      org: scope.org,
+      uid: scope.uid,
+      sessionId: root?.sessionId ?? null,
+      outcome,
+      uncertain,
+      events,
+    });
   }
   throw new HttpError("not_found", "no trails for this turn among the people this host knows");
 }
@@ -77,12 +104,17 @@ async function lateUsageOf(host: HostContext, org: string | undefined): Promise<
     let cursor: string | undefined;
     do {
       const page = await inbox.list(scope, { limit: 100, ...(cursor ? { cursor } : {}) });
-      for (const { scope: s, ...o } of page.items) observations.push({ org: s.org, uid: s.uid, ...o });
+      for (const { scope: s, ...o } of page.items)
+        observations.push({ org: s.org, uid: s.uid, ...o });
       cursor = page.nextCursor;
     } while (cursor && observations.length <= MAX_LATE_USAGE);
     if (observations.length > MAX_LATE_USAGE) break;
   }
-  return { available: true, observations: observations.slice(0, MAX_LATE_USAGE), truncated: observations.length > MAX_LATE_USAGE };
+  return {
+    available: true,
+    observations: observations.slice(0, MAX_LATE_USAGE),
+    truncated: observations.length > MAX_LATE_USAGE,
+  };
 }
 
 function safeView(view: Parameters<typeof viewResponse>[0]): unknown {
@@ -110,13 +142,30 @@ async function getSpend(host: HostContext, route: RouteRequest): Promise<Respons
     });
     tenants.push({ org: clinic.org, name: clinic.name, capUsdMicros: capMicros, days: series });
   }
-  return json(200, { from, to, caps: { perTurnUsd: host.caps.perTurnUsd, perClinicDayUsd: host.caps.perClinicDayUsd, action: "block" }, tenants });
+  return json(200, {
+    from,
+    to,
+    caps: {
+      perTurnUsd: host.caps.perTurnUsd,
+      perClinicDayUsd: host.caps.perClinicDayUsd,
+      action: "block",
+    },
+    tenants,
+  });
 }
 
-async function answerAsk(host: HostContext, route: RouteRequest, allowed: boolean): Promise<Response> {
+async function answerAsk(
+  host: HostContext,
+  route: RouteRequest,
+  allowed: boolean,
+): Promise<Response> {
   const id = validateId("askId", route.params.askId);
   const outcome = host.asks.answer(id, allowed);
-  if (outcome === "unknown") throw new HttpError("not_found", "no pending ask with this id (answered, withdrawn or never made)");
+  if (outcome === "unknown")
+    throw new HttpError(
+      "not_found",
+      "no pending ask with this id (answered, withdrawn or never made)",
+    );
   return json(200, { askId: id, state: allowed ? "approved" : "denied" });
 }
 
@@ -126,9 +175,13 @@ async function postToken(host: HostContext, route: RouteRequest): Promise<Respon
   const scope = normalizeScope({ org: body.org, uid: body.uid });
   clinicOf(host, scope.org);
   const ttl = body.ttlSeconds === undefined ? undefined : Number(body.ttlSeconds);
-  if (ttl !== undefined && (!Number.isSafeInteger(ttl) || ttl < 60 || ttl > 7 * 86_400)) throw new HttpError("invalid_input", "ttlSeconds must be an integer 60-604800");
+  if (ttl !== undefined && (!Number.isSafeInteger(ttl) || ttl < 60 || ttl > 7 * 86_400))
+    throw new HttpError("invalid_input", "ttlSeconds must be an integer 60-604800");
   host.directory.saw(scope);
-  const minted = await mintToken(host.secrets.jwtSecret, scope, { now: host.clock.now(), ...(ttl ? { ttlSeconds: ttl } : {}) });
+  const minted = await mintToken(host.secrets.jwtSecret, scope, {
+    now: host.clock.now(),
+    ...(ttl ? { ttlSeconds: ttl } : {}),
+  });
   return json(201, { org: scope.org, uid: scope.uid, ...minted });
 }
 
@@ -137,7 +190,9 @@ function tenantsBody(host: HostContext): unknown {
     tenants: host.desk.clinics().map((c) => ({
       org: c.org,
       name: c.name,
-      people: host.directory.people(c.org).map((uid) => ({ uid, name: host.desk.patient(c.org, uid)?.name ?? null })),
+      people: host.directory
+        .people(c.org)
+        .map((uid) => ({ uid, name: host.desk.patient(c.org, uid)?.name ?? null })),
     })),
   };
 }
@@ -150,35 +205,75 @@ export function adminRoutes(router: Router, host: HostContext): void {
       return handler(r);
     });
   on("GET", "/v1/admin/tenants", async () => json(200, tenantsBody(host)));
-  on("GET", "/v1/admin/tenants/:org/sessions", async (r) => json(200, { org: r.params.org, sessions: await sessionsOf(host, clinicOf(host, r.params.org as string)) }));
+  on("GET", "/v1/admin/tenants/:org/sessions", async (r) =>
+    json(200, {
+      org: r.params.org,
+      sessions: await sessionsOf(host, clinicOf(host, r.params.org as string)),
+    }),
+  );
   on("GET", "/v1/admin/tenants/:org/sessions/:uid/:sessionId", async (r) => {
-    const scope = normalizeScope({ org: clinicOf(host, r.params.org as string), uid: r.params.uid });
+    const scope = normalizeScope({
+      org: clinicOf(host, r.params.org as string),
+      uid: r.params.uid,
+    });
     const sessionId = validateId("sessionId", r.params.sessionId);
     const view = await host.runtime.stores.sessions.load(scope, sessionId);
     const messages = transcriptOf(view.messages);
-    return json(200, { org: scope.org, uid: scope.uid, sessionId, revision: view.revision, erased: view.erased, messages, turns: turnsOf(messages) });
+    return json(200, {
+      org: scope.org,
+      uid: scope.uid,
+      sessionId,
+      revision: view.revision,
+      erased: view.erased,
+      messages,
+      turns: turnsOf(messages),
+    });
   });
   on("GET", "/v1/admin/tenants/:org/sessions/:uid/:sessionId/trails", async (r) => {
-    const scope = normalizeScope({ org: clinicOf(host, r.params.org as string), uid: r.params.uid });
+    const scope = normalizeScope({
+      org: clinicOf(host, r.params.org as string),
+      uid: r.params.uid,
+    });
     const sessionId = validateId("sessionId", r.params.sessionId);
-    return json(200, { org: scope.org, uid: scope.uid, sessionId, events: await trailOf(host, scope, { sessionId }) });
+    return json(200, {
+      org: scope.org,
+      uid: scope.uid,
+      sessionId,
+      events: await trailOf(host, scope, { sessionId }),
+    });
   });
   // Everything of one person at a clinic (their scope), in every store: the runtime's `eraseScope`.
   on("DELETE", "/v1/admin/tenants/:org/people/:uid", async (r) => {
-    const scope = normalizeScope({ org: clinicOf(host, r.params.org as string), uid: r.params.uid });
+    const scope = normalizeScope({
+      org: clinicOf(host, r.params.org as string),
+      uid: r.params.uid,
+    });
     const report = await host.runtime.eraseScope(scope);
-    return json(200, { org: scope.org, uid: scope.uid, erased: true, fencedAdmissions: report.fencedAdmissions });
+    return json(200, {
+      org: scope.org,
+      uid: scope.uid,
+      erased: true,
+      fencedAdmissions: report.fencedAdmissions,
+    });
   });
   on("GET", "/v1/admin/turns/:rootKey", (r) => getTurnTrails(host, r));
   on("GET", "/v1/admin/spend", (r) => getSpend(host, r));
-  on("GET", "/v1/admin/uncertain", async (r) => json(200, { turns: host.directory.uncertainTurns(r.url.searchParams.get("org") ?? undefined) }));
-  on("GET", "/v1/admin/late-usage", async (r) => json(200, await lateUsageOf(host, r.url.searchParams.get("org") ?? undefined)));
-  on("GET", "/v1/admin/asks", async (r) => json(200, { asks: host.asks.pending(r.url.searchParams.get("org") ?? undefined) }));
+  on("GET", "/v1/admin/uncertain", async (r) =>
+    json(200, { turns: host.directory.uncertainTurns(r.url.searchParams.get("org") ?? undefined) }),
+  );
+  on("GET", "/v1/admin/late-usage", async (r) =>
+    json(200, await lateUsageOf(host, r.url.searchParams.get("org") ?? undefined)),
+  );
+  on("GET", "/v1/admin/asks", async (r) =>
+    json(200, { asks: host.asks.pending(r.url.searchParams.get("org") ?? undefined) }),
+  );
   on("POST", "/v1/admin/asks/:askId/approve", (r) => answerAsk(host, r, true));
   on("POST", "/v1/admin/asks/:askId/deny", (r) => answerAsk(host, r, false));
   on("POST", "/v1/admin/tokens", (r) => postToken(host, r));
   fenceRoutes(on, host);
   memoryRoutes(on, host);
   routineRoutes(on, host);
-  on("GET", "/v1/admin/tenants/:org/outbox", async (r) => json(200, { messages: host.desk.outbox(clinicOf(host, r.params.org as string)) }));
+  on("GET", "/v1/admin/tenants/:org/outbox", async (r) =>
+    json(200, { messages: host.desk.outbox(clinicOf(host, r.params.org as string)) }),
+  );
 }

@@ -14,7 +14,12 @@ export type Handle = (request: Request) => Promise<Response>;
  * One access-log line. `route` is the matched route's pattern (`/v1/sessions/:sessionId/turns`), or
  * `-` when none matched: never the path itself, which carries session ids and keys a client chose.
  */
-export type AccessLog = (line: { readonly method: string; readonly route: string; readonly status: number; readonly ms: number }) => void;
+export type AccessLog = (line: {
+  readonly method: string;
+  readonly route: string;
+  readonly status: number;
+  readonly ms: number;
+}) => void;
 
 export interface AppHooks {
   readonly log?: AccessLog;
@@ -58,7 +63,10 @@ export function createApp(host: HostContext, hooks: AppHooks = {}): Handle {
     let route = "-";
     try {
       if (hooks.allowedHosts && !hostAllowed(hooks.allowedHosts(), url.hostname)) {
-        throw new HttpError("host_not_allowed", "this host does not serve that Host name (see ALMA_ALLOWED_HOSTS)");
+        throw new HttpError(
+          "host_not_allowed",
+          "this host does not serve that Host name (see ALMA_ALLOWED_HOSTS)",
+        );
       }
       const matched = router.match(request.method, url.pathname);
       route = matched.route;
@@ -67,9 +75,15 @@ export function createApp(host: HostContext, hooks: AppHooks = {}): Handle {
       if (describe(error).code === "internal") hooks.onError?.(error);
       response = errorResponse(error);
     }
-    if (request.method === "HEAD") response = new Response(null, { status: response.status, headers: response.headers });
+    if (request.method === "HEAD")
+      response = new Response(null, { status: response.status, headers: response.headers });
     response = withSecurityHeaders(response);
-    hooks.log?.({ method: request.method, route, status: response.status, ms: Math.round(performance.now() - started) });
+    hooks.log?.({
+      method: request.method,
+      route,
+      status: response.status,
+      ms: Math.round(performance.now() - started),
+    });
     return response;
   };
 }

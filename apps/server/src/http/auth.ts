@@ -8,7 +8,11 @@ export const TOKEN_AUDIENCE = "alma-tenant";
 export const DEFAULT_TOKEN_TTL_S = 8 * 3600;
 
 /** Mints a tenant token: HS256 over the server secret, carrying `org` and `uid`, with an expiry. */
-export async function mintToken(secret: Uint8Array, scope: Scope, opts: { ttlSeconds?: number; now?: number } = {}): Promise<{ token: string; expiresAt: number }> {
+export async function mintToken(
+  secret: Uint8Array,
+  scope: Scope,
+  opts: { ttlSeconds?: number; now?: number } = {},
+): Promise<{ token: string; expiresAt: number }> {
   const s = normalizeScope(scope);
   const nowS = Math.floor((opts.now ?? Date.now()) / 1000);
   const exp = nowS + (opts.ttlSeconds ?? DEFAULT_TOKEN_TTL_S);
@@ -33,7 +37,11 @@ export function bearer(request: Request): string | undefined {
  * The tenant scope of a request, from its verified token only (never from the body or the path).
  * Missing, malformed, forged, expired or not-yet-valid tokens are 401 and nothing runs.
  */
-export async function verifyTenant(request: Request, secret: Uint8Array, now: () => number): Promise<Scope> {
+export async function verifyTenant(
+  request: Request,
+  secret: Uint8Array,
+  now: () => number,
+): Promise<Scope> {
   const token = bearer(request);
   if (!token) throw unauthorized("a bearer token is required");
   let payload: Record<string, unknown>;
@@ -46,7 +54,9 @@ export async function verifyTenant(request: Request, secret: Uint8Array, now: ()
       currentDate: new Date(now()),
     }));
   } catch (error) {
-    throw unauthorized(error instanceof errors.JWTExpired ? "the token has expired" : "the token is not valid");
+    throw unauthorized(
+      error instanceof errors.JWTExpired ? "the token has expired" : "the token is not valid",
+    );
   }
   try {
     return normalizeScope({ org: payload.org, uid: payload.uid });
@@ -63,9 +73,12 @@ function digest(value: string): Buffer {
 export function verifyAdmin(request: Request, adminToken: string): void {
   const token = bearer(request);
   if (!token) throw unauthorized("the operator token is required");
-  if (!timingSafeEqual(digest(token), digest(adminToken))) throw unauthorized("the operator token is not valid");
+  if (!timingSafeEqual(digest(token), digest(adminToken)))
+    throw unauthorized("the operator token is not valid");
 }
 
 function unauthorized(message: string): HttpError {
-  return new HttpError("unauthorized", message, { headers: { "www-authenticate": 'Bearer realm="alma"' } });
+  return new HttpError("unauthorized", message, {
+    headers: { "www-authenticate": 'Bearer realm="alma"' },
+  });
 }

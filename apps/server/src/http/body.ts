@@ -10,11 +10,16 @@ const CLOSE = { connection: "close" };
  * counted while streaming, so a body without Content-Length cannot slip past), bytes that are not
  * UTF-8 JSON (400) or JSON that is not an object (422).
  */
-export async function readJsonObject(request: Request, limit = DEFAULT_BODY_LIMIT): Promise<Record<string, unknown>> {
+export async function readJsonObject(
+  request: Request,
+  limit = DEFAULT_BODY_LIMIT,
+): Promise<Record<string, unknown>> {
   const type = request.headers.get("content-type") ?? "";
-  if (!/^application\/json\s*(;|$)/i.test(type)) throw new HttpError("unsupported_media_type", "send the body as application/json");
+  if (!/^application\/json\s*(;|$)/i.test(type))
+    throw new HttpError("unsupported_media_type", "send the body as application/json");
   const declared = Number(request.headers.get("content-length") ?? "0");
-  if (Number.isFinite(declared) && declared > limit) throw new HttpError("payload_too_large", `the body is over ${limit} bytes`, { headers: CLOSE });
+  if (Number.isFinite(declared) && declared > limit)
+    throw new HttpError("payload_too_large", `the body is over ${limit} bytes`, { headers: CLOSE });
   const bytes = await readLimited(request, limit);
   let text: string;
   try {
@@ -28,7 +33,8 @@ export async function readJsonObject(request: Request, limit = DEFAULT_BODY_LIMI
   } catch {
     throw new HttpError("malformed_json", "the body is not valid JSON");
   }
-  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new HttpError("invalid_input", "the body must be a JSON object");
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    throw new HttpError("invalid_input", "the body must be a JSON object");
   return value as Record<string, unknown>;
 }
 
@@ -43,14 +49,18 @@ async function readLimited(request: Request, limit: number): Promise<Uint8Array>
       next = await reader.read();
     } catch {
       // The socket failed or timed out mid-body (the server's request timeout): not the host's fault.
-      throw new HttpError("request_timeout", "the request body did not arrive in time", { headers: CLOSE });
+      throw new HttpError("request_timeout", "the request body did not arrive in time", {
+        headers: CLOSE,
+      });
     }
     const { done, value } = next;
     if (done) break;
     size += value.byteLength;
     if (size > limit) {
       await reader.cancel().catch(() => undefined);
-      throw new HttpError("payload_too_large", `the body is over ${limit} bytes`, { headers: CLOSE });
+      throw new HttpError("payload_too_large", `the body is over ${limit} bytes`, {
+        headers: CLOSE,
+      });
     }
     chunks.push(value);
   }
@@ -67,6 +77,7 @@ async function readLimited(request: Request, limit: number): Promise<Uint8Array>
 export function onlyFields(body: Record<string, unknown>, allowed: readonly string[]): void {
   for (const key of Object.keys(body)) {
     // Names what the route takes, never the field that was sent.
-    if (!allowed.includes(key)) throw new HttpError("invalid_input", `this route takes only ${allowed.join(", ")}`);
+    if (!allowed.includes(key))
+      throw new HttpError("invalid_input", `this route takes only ${allowed.join(", ")}`);
   }
 }

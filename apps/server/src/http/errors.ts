@@ -52,7 +52,11 @@ export function statusOf(code: ErrorCode): number {
 /** A failure the host reports as `{error: {code, message}}`; `retryable` is fixed at construction. */
 export class HttpError extends AlmaError<ErrorCode> {
   readonly headers: Readonly<Record<string, string>>;
-  constructor(code: ErrorCode, message: string, options: { retryable?: boolean; cause?: unknown; headers?: Record<string, string> } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { retryable?: boolean; cause?: unknown; headers?: Record<string, string> } = {},
+  ) {
     super(code, message, options);
     this.headers = options.headers ?? {};
   }
@@ -67,17 +71,40 @@ export interface ErrorBody {
  * never what was sent: a snapshot rejection's own message carries the path through the client's
  * keys, so the client sees only the rule it broke.
  */
-export function describe(error: unknown): { code: ErrorCode; message: string; headers: Readonly<Record<string, string>> } {
-  if (error instanceof HttpError) return { code: error.code, message: error.message, headers: error.headers };
-  if (error instanceof SnapshotError) return { code: "invalid_input", message: `the input must be plain JSON data within the host's limits (rule: ${error.rule})`, headers: {} };
-  if (error instanceof AlmaError && isErrorCode(error.code) && (error.code as string) !== "internal") return { code: error.code, message: error.message, headers: {} };
+export function describe(error: unknown): {
+  code: ErrorCode;
+  message: string;
+  headers: Readonly<Record<string, string>>;
+} {
+  if (error instanceof HttpError)
+    return { code: error.code, message: error.message, headers: error.headers };
+  if (error instanceof SnapshotError)
+    return {
+      code: "invalid_input",
+      message: `the input must be plain JSON data within the host's limits (rule: ${error.rule})`,
+      headers: {},
+    };
+  if (
+    error instanceof AlmaError &&
+    isErrorCode(error.code) &&
+    (error.code as string) !== "internal"
+  )
+    return { code: error.code, message: error.message, headers: {} };
   return { code: "internal", message: "internal error", headers: {} };
 }
 
-export function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+export function json(
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Response {
   return new Response(JSON.stringify(body), {
     status,
-    headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", ...headers },
+    headers: {
+      "content-type": "application/json; charset=utf-8",
+      "cache-control": "no-store",
+      ...headers,
+    },
   });
 }
 

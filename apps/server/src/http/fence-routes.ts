@@ -1,4 +1,8 @@
-import { SCOPE_FENCE_REASONS, type ScopeFenceReason, type ScopeFenceTarget } from "@alma-harness/core";
+import {
+  SCOPE_FENCE_REASONS,
+  type ScopeFenceReason,
+  type ScopeFenceTarget,
+} from "@alma-harness/core";
 import { onlyFields, readJsonObject } from "./body.js";
 import type { HostContext } from "./context.js";
 import { HttpError, json } from "./errors.js";
@@ -7,7 +11,8 @@ import type { RouteRequest } from "./router.js";
 type On = (method: string, path: string, handler: (r: RouteRequest) => Promise<Response>) => void;
 
 function knownOrg(host: HostContext, org: string | undefined): string {
-  if (org === undefined || !host.desk.clinic(org)) throw new HttpError("not_found", "no such tenant");
+  if (org === undefined || !host.desk.clinic(org))
+    throw new HttpError("not_found", "no such tenant");
   return org;
 }
 
@@ -36,12 +41,19 @@ export function fenceRoutes(on: On, host: HostContext): void {
   const put = async (r: RouteRequest) => {
     const target = targetOf(host, r);
     const reason = await reasonOf(r);
-    const before = (await host.runtime.runner.scopeFences(target)).some((f) => f.uid === target.uid);
+    const before = (await host.runtime.runner.scopeFences(target)).some(
+      (f) => f.uid === target.uid,
+    );
     const fence = await host.runtime.runner.fenceScope({ target, reason });
     return json(before ? 200 : 201, { fence });
   };
-  const lift = async (r: RouteRequest) => json(200, { lifted: await host.runtime.runner.liftScopeFence(targetOf(host, r)) });
-  on("GET", "/v1/admin/tenants/:org/fences", async (r) => json(200, { fences: await host.runtime.runner.scopeFences({ org: knownOrg(host, r.params.org) }) }));
+  const lift = async (r: RouteRequest) =>
+    json(200, { lifted: await host.runtime.runner.liftScopeFence(targetOf(host, r)) });
+  on("GET", "/v1/admin/tenants/:org/fences", async (r) =>
+    json(200, {
+      fences: await host.runtime.runner.scopeFences({ org: knownOrg(host, r.params.org) }),
+    }),
+  );
   on("PUT", "/v1/admin/tenants/:org/fence", put);
   on("DELETE", "/v1/admin/tenants/:org/fence", lift);
   on("PUT", "/v1/admin/tenants/:org/people/:uid/fence", put);

@@ -29,9 +29,11 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = Object.freeze({
 /** Throws a `RangeError` naming the setting when the limits do not make sense together. */
 export function checkServerLimits(limits: ServerLimits): ServerLimits {
   for (const [name, value] of Object.entries(limits)) {
-    if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer`);
+    if (!Number.isSafeInteger(value) || value < 1)
+      throw new RangeError(`${name} must be a positive integer`);
   }
-  if (limits.headersTimeoutMs > limits.requestTimeoutMs) throw new RangeError("headersTimeoutMs must not exceed requestTimeoutMs");
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs)
+    throw new RangeError("headersTimeoutMs must not exceed requestTimeoutMs");
   return limits;
 }
 
@@ -112,6 +114,10 @@ export function withSecurityHeaders(response: Response): Response {
     // Immutable headers (a Response the host did not build): copy them onto a new one.
     const headers = new Headers(response.headers);
     add(headers);
-    return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+    return new Response(response.body, {
+      status: response.status,
+      statusText: response.statusText,
+      headers,
+    });
   }
 }

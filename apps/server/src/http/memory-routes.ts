@@ -10,7 +10,8 @@ const MAX_FACTS = 500;
 
 function personOf(host: HostContext, r: RouteRequest): Scope {
   const org = r.params.org;
-  if (org === undefined || !host.desk.clinic(org)) throw new HttpError("not_found", "no such tenant");
+  if (org === undefined || !host.desk.clinic(org))
+    throw new HttpError("not_found", "no such tenant");
   return normalizeScope({ org, uid: r.params.uid });
 }
 
@@ -29,7 +30,11 @@ function operatorFact(host: HostContext, f: ProfileFact, current: boolean) {
     sensitivity: f.sensitivity,
     confidence: f.confidence,
     current,
-    source: { sessionPseudonym: host.runtime.memory.pseudonymOf(f.scope, f.source.sessionId), turnId: f.source.turnId, at: f.source.at },
+    source: {
+      sessionPseudonym: host.runtime.memory.pseudonymOf(f.scope, f.source.sessionId),
+      turnId: f.source.turnId,
+      at: f.source.at,
+    },
   };
 }
 
@@ -37,7 +42,10 @@ async function factsOf(host: HostContext, scope: Scope) {
   const facts: ProfileFact[] = [];
   let cursor: string | undefined;
   do {
-    const page = await host.runtime.stores.profiles.list(scope, { limit: 100, ...(cursor ? { cursor } : {}) });
+    const page = await host.runtime.stores.profiles.list(scope, {
+      limit: 100,
+      ...(cursor ? { cursor } : {}),
+    });
     facts.push(...page.items);
     cursor = page.nextCursor;
   } while (cursor && facts.length < MAX_FACTS);
@@ -65,13 +73,22 @@ export function memoryRoutes(on: On, host: HostContext): void {
   });
   on("DELETE", "/v1/admin/tenants/:org/people/:uid/memory/facts/:factId", async (r) => {
     const scope = personOf(host, r);
-    const outcome = await host.runtime.memory.removeFact(scope, validateId("factId", r.params.factId));
+    const outcome = await host.runtime.memory.removeFact(
+      scope,
+      validateId("factId", r.params.factId),
+    );
     if (outcome.facts === 0) throw new HttpError("not_found", "no such fact for this person");
     return json(200, { org: scope.org, uid: scope.uid, removed: outcome.facts });
   });
   on("DELETE", "/v1/admin/tenants/:org/people/:uid/memory", async (r) => {
     const scope = personOf(host, r);
     const outcome = await host.runtime.memory.eraseMemory(scope);
-    return json(200, { org: scope.org, uid: scope.uid, erased: true, episodes: outcome.episodes, facts: outcome.facts });
+    return json(200, {
+      org: scope.org,
+      uid: scope.uid,
+      erased: true,
+      episodes: outcome.episodes,
+      facts: outcome.facts,
+    });
   });
 }

@@ -45,15 +45,22 @@ export class Router {
     for (const route of this.#routes) {
       const params = bind(route.parts, segments);
       if (!params) continue;
-      if (route.method === method || (method === "HEAD" && route.method === "GET")) return { handler: route.handler, params, route: route.path };
+      if (route.method === method || (method === "HEAD" && route.method === "GET"))
+        return { handler: route.handler, params, route: route.path };
       allowed.add(route.method);
     }
-    if (allowed.size > 0) throw new HttpError("method_not_allowed", `use ${[...allowed].join(", ")} on this path`, { headers: { allow: [...allowed].join(", ") } });
+    if (allowed.size > 0)
+      throw new HttpError("method_not_allowed", `use ${[...allowed].join(", ")} on this path`, {
+        headers: { allow: [...allowed].join(", ") },
+      });
     throw new HttpError("not_found", "no such route");
   }
 }
 
-function bind(parts: readonly string[], segments: readonly string[]): Record<string, string> | undefined {
+function bind(
+  parts: readonly string[],
+  segments: readonly string[],
+): Record<string, string> | undefined {
   if (parts.length !== segments.length) return undefined;
   const params: Record<string, string> = {};
   for (const [i, part] of parts.entries()) {

@@ -14,8 +14,10 @@ export interface SseChannel {
  * refused (they would split the frame); JSON has no raw line breaks, so data stays one line.
  */
 export function sseFrame(event: string, data: unknown, id: string): string {
-  if (/[\r\n]/.test(event) || /[\r\n]/.test(id)) throw new TypeError("SSE fields may not contain CR or LF");
-  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(event)) throw new TypeError("SSE event names are 1-64 characters of [A-Za-z0-9_.-]");
+  if (/[\r\n]/.test(event) || /[\r\n]/.test(id))
+    throw new TypeError("SSE fields may not contain CR or LF");
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(event))
+    throw new TypeError("SSE event names are 1-64 characters of [A-Za-z0-9_.-]");
   return formatSse({ event, data: JSON.stringify(data) }, id);
 }
 
@@ -25,7 +27,10 @@ export function sseFrame(event: string, data: unknown, id: string): string {
  * more is written, but `run`'s own work (the turn) is not cancelled by it. A throw from `run`
  * becomes a final `error` event with the code and status the JSON API would have used.
  */
-export function sseResponse(run: (channel: SseChannel) => Promise<void>, opts: { pingMs?: number } = {}): Response {
+export function sseResponse(
+  run: (channel: SseChannel) => Promise<void>,
+  opts: { pingMs?: number } = {},
+): Response {
   const encoder = new TextEncoder();
   const detach = new AbortController();
   let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
@@ -79,6 +84,10 @@ export function sseResponse(run: (channel: SseChannel) => Promise<void>, opts: {
   });
   return new Response(body, {
     status: 200,
-    headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", "x-accel-buffering": "no" },
+    headers: {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-store",
+      "x-accel-buffering": "no",
+    },
   });
 }

@@ -13,7 +13,8 @@ const TYPES: Readonly<Record<string, string>> = {
 };
 
 /** No inline script, no third-party origin: the console is one bundle from this host. */
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'";
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 const MISSING = `<!doctype html><meta charset="utf-8"><title>Alma console not built</title>
 <p>The operator console has not been built. Run <code>npm run build:console -w @alma-harness/server</code>
@@ -22,22 +23,34 @@ const MISSING = `<!doctype html><meta charset="utf-8"><title>Alma console not bu
 async function index(dir: string): Promise<Response> {
   try {
     const html = await readFile(join(dir, "index.html"));
-    return new Response(html, { headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache", "content-security-policy": CSP } });
+    return new Response(html, {
+      headers: {
+        "content-type": "text/html; charset=utf-8",
+        "cache-control": "no-cache",
+        "content-security-policy": CSP,
+      },
+    });
   } catch {
-    return new Response(MISSING, { status: 503, headers: { "content-type": "text/html; charset=utf-8" } });
+    return new Response(MISSING, {
+      status: 503,
+      headers: { "content-type": "text/html; charset=utf-8" },
+    });
   }
 }
 
 async function asset(dir: string, route: RouteRequest): Promise<Response> {
   const name = route.params.file as string;
   // Only plain file names inside assets/: no separators, no dot-dot.
-  if (!/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/.test(name)) throw new HttpError("not_found", "no such asset");
+  if (!/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/.test(name))
+    throw new HttpError("not_found", "no such asset");
   const ext = name.slice(name.lastIndexOf("."));
   const type = TYPES[ext];
   if (!type) throw new HttpError("not_found", "no such asset");
   try {
     const bytes = await readFile(join(dir, "assets", name));
-    return new Response(bytes, { headers: { "content-type": type, "cache-control": "public, max-age=31536000, immutable" } });
+    return new Response(bytes, {
+      headers: { "content-type": type, "cache-control": "public, max-age=31536000, immutable" },
+    });
   } catch {
     throw new HttpError("not_found", "no such asset");
   }

@@ -19,9 +19,16 @@ type Progress = Exclude<ConversationStreamEvent, { type: "result" }>;
 /** Progress as the wire carries it: text, tool names and flags, and costs; never payloads. */
 function progressData(event: Progress): unknown {
   if (event.type === "text") return { step: event.step, text: event.text };
-  if (event.type === "tool") return { callId: event.callId, name: event.name, isError: event.isError };
+  if (event.type === "tool")
+    return { callId: event.callId, name: event.name, isError: event.isError };
   const r = event.receipt;
-  return { model: r.model, inputTokens: r.usage.inputTokens, outputTokens: r.usage.outputTokens, usdMicros: r.usdMicros, costUsd: microsToUsd(r.usdMicros) };
+  return {
+    model: r.model,
+    inputTokens: r.usage.inputTokens,
+    outputTokens: r.usage.outputTokens,
+    usdMicros: r.usdMicros,
+    costUsd: microsToUsd(r.usdMicros),
+  };
 }
 
 function detachedPromise(signal: AbortSignal): Promise<"detached"> {
@@ -36,7 +43,10 @@ function detachedPromise(signal: AbortSignal): Promise<"detached"> {
  * reader (`return()`); the turn keeps running, tracked by the host. A resync (overflow, an
  * unavailable step) ends the progress, and the final view still comes from the result promise.
  */
-async function follow(stream: ConversationStream, channel: SseChannel): Promise<ConversationView | "detached" | undefined> {
+async function follow(
+  stream: ConversationStream,
+  channel: SseChannel,
+): Promise<ConversationView | "detached" | undefined> {
   const iterator = stream[Symbol.asyncIterator]();
   const detached = detachedPromise(channel.detached);
   try {
@@ -59,10 +69,17 @@ async function follow(stream: ConversationStream, channel: SseChannel): Promise<
   }
 }
 
-async function sendFinal(host: HostContext, channel: SseChannel, view: ConversationView): Promise<void> {
+async function sendFinal(
+  host: HostContext,
+  channel: SseChannel,
+  view: ConversationView,
+): Promise<void> {
   let settled = view;
   if (view.status === "in_progress") {
-    const live = await Promise.race([host.turns.wait(view.rootKey, LIVE_WAIT_MS), detachedPromise(channel.detached)]);
+    const live = await Promise.race([
+      host.turns.wait(view.rootKey, LIVE_WAIT_MS),
+      detachedPromise(channel.detached),
+    ]);
     if (live === "detached") return;
     settled = live ?? view;
   }
@@ -81,11 +98,19 @@ async function sendFinal(host: HostContext, channel: SseChannel, view: Conversat
  * `result` (or `error`) event carrying what the JSON API would have answered.
  */
 export function streamTurnSse(host: HostContext, turn: RunTurnRequest, rootKey: string): Response {
-  const stream = host.turns.track(rootKey, turn.scope, turn.sessionId, host.clock.now(), () => host.runtime.runner.streamTurn(turn));
+  const stream = host.turns.track(rootKey, turn.scope, turn.sessionId, host.clock.now(), () =>
+    host.runtime.runner.streamTurn(turn),
+  );
   return sseResponse(
     async (channel) => {
       const unsubscribe = host.asks.subscribe(rootKey, (ask, state) =>
-        channel.send("permission", { askId: ask.id, tool: ask.tool, action: ask.action, subject: ask.subject, state }),
+        channel.send("permission", {
+          askId: ask.id,
+          tool: ask.tool,
+          action: ask.action,
+          subject: ask.subject,
+          state,
+        }),
       );
       try {
         const seen = await follow(stream, channel);

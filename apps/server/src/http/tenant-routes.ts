@@ -1,4 +1,9 @@
-import { type ConversationView, conversationRootKey, type RecordedEvent, type RunTurnRequest } from "@alma-harness/conversation";
+import {
+  type ConversationView,
+  conversationRootKey,
+  type RecordedEvent,
+  type RunTurnRequest,
+} from "@alma-harness/conversation";
 import { type Scope, validateId } from "@alma-harness/core";
 import { triageIncoming } from "../agent/triage.js";
 import { verifyTenant } from "./auth.js";
@@ -19,7 +24,8 @@ type TenantHandler = (route: RouteRequest, scope: Scope) => Promise<Response>;
 export function tenant(host: HostContext, handler: TenantHandler) {
   return async (route: RouteRequest): Promise<Response> => {
     const scope = await verifyTenant(route.request, host.secrets.jwtSecret, () => host.clock.now());
-    if (!host.desk.clinic(scope.org)) throw new HttpError("forbidden", "this host does not serve this token's tenant");
+    if (!host.desk.clinic(scope.org))
+      throw new HttpError("forbidden", "this host does not serve this token's tenant");
     host.directory.saw(scope);
     return handler(route, scope);
   };
@@ -54,7 +60,12 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined
 }
 
 /** A view as a response; an `in_progress` view first waits (up to `ms`) for the turn if it is live here. */
-export async function viewReply(host: HostContext, view: ConversationView, ms: number, extra: Record<string, unknown> = {}): Promise<Response> {
+export async function viewReply(
+  host: HostContext,
+  view: ConversationView,
+  ms: number,
+  extra: Record<string, unknown> = {},
+): Promise<Response> {
   let settled = view;
   if (view.status === "in_progress") settled = (await host.turns.wait(view.rootKey, ms)) ?? view;
   const { status, body } = viewResponse(settled);
@@ -68,32 +79,49 @@ export async function viewReply(host: HostContext, view: ConversationView, ms: n
  */
 async function assertLive(host: HostContext, scope: Scope, sessionId: string): Promise<void> {
   const view = await host.runtime.stores.sessions.load(scope, sessionId);
-  if (view.erased) throw new HttpError("unavailable", "this session was erased; start a new session");
+  if (view.erased)
+    throw new HttpError("unavailable", "this session was erased; start a new session");
 }
 
 async function postTurn(host: HostContext, route: RouteRequest, scope: Scope): Promise<Response> {
   const { request } = route;
   const sessionId = validateId("sessionId", route.params.sessionId);
   const key = request.headers.get("idempotency-key");
-  if (key === null) throw new HttpError("missing_idempotency_key", "send the message's delivery id in the Idempotency-Key header");
+  if (key === null)
+    throw new HttpError(
+      "missing_idempotency_key",
+      "send the message's delivery id in the Idempotency-Key header",
+    );
   const idempotencyKey = validateId("Idempotency-Key", key);
   host.shutdown.admit();
   const body = await readJsonObject(request, host.http.bodyLimit);
   onlyFields(body, ["input"]);
-  if (body.input === undefined) throw new HttpError("invalid_input", "the body needs an input (text or a user message)");
-  const turn: RunTurnRequest = { scope, sessionId, idempotencyKey, input: body.input as RunTurnRequest["input"], intent: host.intent, signal: host.shutdown.signal };
+  if (body.input === undefined)
+    throw new HttpError("invalid_input", "the body needs an input (text or a user message)");
+  const turn: RunTurnRequest = {
+    scope,
+    sessionId,
+    idempotencyKey,
+    input: body.input as RunTurnRequest["input"],
+    intent: host.intent,
+    signal: host.shutdown.signal,
+  };
   const rootKey = conversationRootKey(scope, sessionId, idempotencyKey);
   await assertLive(host, scope, sessionId);
   // Checked again after the last await: no turn starts once shutdown has begun.
   host.shutdown.admit();
   if (wantsSse(request)) return streamTurnSse(host, turn, rootKey);
   // With triage on, the message is classified first by one governed single call (its key is this delivery's).
-  const triage = host.triage ? await triageIncoming(host.runtime.steps, scope, sessionId, idempotencyKey, body.input) : undefined;
+  const triage = host.triage
+    ? await triageIncoming(host.runtime.steps, scope, sessionId, idempotencyKey, body.input)
+    : undefined;
   const extra = triage ? { triage } : {};
   host.shutdown.admit();
   const waitMs = preferredWait(request, host.http.waitMs);
   const started = host.clock.now();
-  const running = host.turns.run(rootKey, scope, sessionId, started, () => host.runtime.runner.runTurn(turn));
+  const running = host.turns.run(rootKey, scope, sessionId, started, () =>
+    host.runtime.runner.runTurn(turn),
+  );
   const view = await within(running, waitMs);
   if (!view) return json(202, { status: "in_progress", rootKey, ...extra });
   return viewReply(host, view, Math.max(0, waitMs - (host.clock.now() - started)), extra);
@@ -114,22 +142,47 @@ async function postEvents(host: HostContext, route: RouteRequest, scope: Scope):
   onlyFields(body, ["events"]);
   await assertLive(host, scope, sessionId);
   host.shutdown.admit();
-  const result = await host.runtime.runner.recordEvents({ scope, sessionId, events: body.events as readonly RecordedEvent[] });
-  if (result.status === "busy") throw new HttpError("busy", "a turn or another batch holds this session; retry the same batch later", { retryable: true });
+  const result = await host.runtime.runner.recordEvents({
+    scope,
+    sessionId,
+    events: body.events as readonly RecordedEvent[],
+  });
+  if (result.status === "busy")
+    throw new HttpError(
+      "busy",
+      "a turn or another batch holds this session; retry the same batch later",
+      { retryable: true },
+    );
   return json(200, result);
 }
 
-async function deleteSession(host: HostContext, route: RouteRequest, scope: Scope): Promise<Response> {
+async function deleteSession(
+  host: HostContext,
+  route: RouteRequest,
+  scope: Scope,
+): Promise<Response> {
   const sessionId = validateId("sessionId", route.params.sessionId);
   const holder = await host.runtime.stores.admissions.holder(scope, sessionId);
-  if (holder?.state === "active") throw new HttpError("busy", "a turn is running in this session; erase it after the turn settles", { retryable: true });
+  if (holder?.state === "active")
+    throw new HttpError(
+      "busy",
+      "a turn is running in this session; erase it after the turn settles",
+      { retryable: true },
+    );
   await host.runtime.erase(scope, sessionId);
   return new Response(null, { status: 204 });
 }
 
-async function listSessions(host: HostContext, route: RouteRequest, scope: Scope): Promise<Response> {
+async function listSessions(
+  host: HostContext,
+  route: RouteRequest,
+  scope: Scope,
+): Promise<Response> {
   const cursor = route.url.searchParams.get("cursor") ?? undefined;
-  const page = await host.runtime.stores.sessions.list(scope, { ...(cursor ? { cursor } : {}), limit: 50 });
+  const page = await host.runtime.stores.sessions.list(scope, {
+    ...(cursor ? { cursor } : {}),
+    limit: 50,
+  });
   return json(200, page);
 }
 
@@ -137,17 +190,38 @@ async function getSession(host: HostContext, route: RouteRequest, scope: Scope):
   const sessionId = validateId("sessionId", route.params.sessionId);
   const view = await host.runtime.stores.sessions.load(scope, sessionId);
   const entries = transcriptOf(view.messages);
-  return json(200, { sessionId, revision: view.revision, erased: view.erased, messages: entries, turns: turnsOf(entries) });
+  return json(200, {
+    sessionId,
+    revision: view.revision,
+    erased: view.erased,
+    messages: entries,
+    turns: turnsOf(entries),
+  });
 }
 
 export function tenantRoutes(router: Router, host: HostContext): void {
-  const on = (method: string, path: string, handler: (h: HostContext, r: RouteRequest, s: Scope) => Promise<Response>) =>
-    router.on(method, path, tenant(host, (r, s) => handler(host, r, s)));
+  const on = (
+    method: string,
+    path: string,
+    handler: (h: HostContext, r: RouteRequest, s: Scope) => Promise<Response>,
+  ) =>
+    router.on(
+      method,
+      path,
+      tenant(host, (r, s) => handler(host, r, s)),
+    );
   on("POST", "/v1/sessions/:sessionId/turns", postTurn);
   on("GET", "/v1/turns/:rootKey", getTurn);
   on("POST", "/v1/sessions/:sessionId/events", postEvents);
   on("DELETE", "/v1/sessions/:sessionId", deleteSession);
   on("GET", "/v1/sessions", listSessions);
   on("GET", "/v1/sessions/:sessionId", getSession);
-  on("GET", "/v1/me", async (h, _r, s) => json(200, { org: s.org, uid: s.uid, clinic: h.desk.clinic(s.org)?.name, patient: h.desk.patient(s.org, s.uid)?.name ?? null }));
+  on("GET", "/v1/me", async (h, _r, s) =>
+    json(200, {
+      org: s.org,
+      uid: s.uid,
+      clinic: h.desk.clinic(s.org)?.name,
+      patient: h.desk.patient(s.org, s.uid)?.name ?? null,
+    }),
+  );
 }

@@ -34,8 +34,16 @@ function textOf(msg: Msg): { text: string; origin?: "human" | "system" } {
 /** The readable form of a session's messages (the harness context and tool payloads are left out). */
 export function transcriptOf(messages: readonly Msg[]): TranscriptEntry[] {
   return messages.map((msg) => {
-    const calls = msg.blocks.filter((b) => b.type === "tool_call").map((b) => (b.type === "tool_call" ? b.name : ""));
-    const results = msg.blocks.filter((b) => b.type === "tool_result").map((b) => (b.type === "tool_result" ? { name: b.name, isError: b.isError } : { name: "", isError: false }));
+    const calls = msg.blocks
+      .filter((b) => b.type === "tool_call")
+      .map((b) => (b.type === "tool_call" ? b.name : ""));
+    const results = msg.blocks
+      .filter((b) => b.type === "tool_result")
+      .map((b) =>
+        b.type === "tool_result"
+          ? { name: b.name, isError: b.isError }
+          : { name: "", isError: false },
+      );
     return {
       role: msg.role,
       ...(msg.meta?.turn ? { turn: msg.meta.turn } : {}),

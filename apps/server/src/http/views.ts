@@ -31,29 +31,41 @@ export function replyText(blocks: readonly Block[]): string {
 }
 
 const NOTICES = {
-  unanswered: "The assistant could not answer this message. A member of the clinic team will follow up.",
-  limit: "The assistant reached its limit for this message before answering. Please ask again more simply, or call the clinic.",
+  unanswered:
+    "The assistant could not answer this message. A member of the clinic team will follow up.",
+  limit:
+    "The assistant reached its limit for this message before answering. Please ask again more simply, or call the clinic.",
   time: "The assistant ran out of time for this message. Please ask again, or call the clinic.",
-  context: "This conversation is too long for the assistant to continue. Please start a new conversation.",
+  context:
+    "This conversation is too long for the assistant to continue. Please start a new conversation.",
   dayBudget: "The clinic's assistant budget for today is used up. Please call the clinic.",
-  turnBudget: "This message reached the assistant's spending limit before an answer. Please ask something simpler.",
+  turnBudget:
+    "This message reached the assistant's spending limit before an answer. Please ask something simpler.",
   overloaded: "The assistant's provider is busy right now. Please try again in a minute.",
   cut: "The answer was cut off. Please ask again more specifically.",
-  refused: "The assistant cannot help with this message. A member of the clinic team will follow up.",
-  failedCall: "The assistant could not reach its model for this message. Please try again in a minute.",
-  uncertain: "We could not confirm what happened with this message. The clinic team has been alerted; please do not send it again.",
+  refused:
+    "The assistant cannot help with this message. A member of the clinic team will follow up.",
+  failedCall:
+    "The assistant could not reach its model for this message. Please try again in a minute.",
+  uncertain:
+    "We could not confirm what happened with this message. The clinic team has been alerted; please do not send it again.",
 } as const;
 
 /**
  * The host's own message for every ending that has no answer to show, as the runner's contract
  * asks: hosts inspect the limits, the stop reason and the failure, not just `completed`.
  */
-export function noticeFor(result: TurnResult, text: string, delivered: readonly string[]): string | undefined {
+export function noticeFor(
+  result: TurnResult,
+  text: string,
+  delivered: readonly string[],
+): string | undefined {
   if (result.failure) return NOTICES.overloaded;
   // Every attempt of the answering call failed (spec: call-retry): nothing was answered.
   if (result.unanswered) return NOTICES.failedCall;
   if (result.stopReason === "context_window_exceeded") return NOTICES.context;
-  if (result.budget && !result.budget.answered) return result.budget.metric === "perTenantDayUsd" ? NOTICES.dayBudget : NOTICES.turnBudget;
+  if (result.budget && !result.budget.answered)
+    return result.budget.metric === "perTenantDayUsd" ? NOTICES.dayBudget : NOTICES.turnBudget;
   if (result.callLimit && !result.callLimit.answered) return NOTICES.limit;
   if (result.stepLimit && !result.stepLimit.answered) return NOTICES.limit;
   if (result.timeLimit && !result.timeLimit.answered) return NOTICES.time;
@@ -64,7 +76,9 @@ export function noticeFor(result: TurnResult, text: string, delivered: readonly 
 }
 
 function deliveredOf(result: TurnResult): string[] {
-  return result.toolCalls.filter((c) => c.name === SEND_TOOL && !c.isError && typeof c.input.text === "string").map((c) => c.input.text as string);
+  return result.toolCalls
+    .filter((c) => c.name === SEND_TOOL && !c.isError && typeof c.input.text === "string")
+    .map((c) => c.input.text as string);
 }
 
 export function completedBody(view: Extract<ConversationView, { status: "completed" }>): TurnBody {
@@ -98,18 +112,36 @@ export function viewResponse(view: ConversationView): { status: number; body: Tu
     case "in_progress":
       return { status: 202, body: { status: "in_progress", rootKey: view.rootKey } };
     case "reconciliation_required":
-      return { status: 200, body: { status: "reconciliation_required", rootKey: view.rootKey, notice: NOTICES.uncertain } };
+      return {
+        status: 200,
+        body: {
+          status: "reconciliation_required",
+          rootKey: view.rootKey,
+          notice: NOTICES.uncertain,
+        },
+      };
     default:
       throw viewError(view);
   }
 }
 
-export function viewError(view: Exclude<ConversationView, { status: "completed" | "in_progress" | "reconciliation_required" }>): HttpError {
+export function viewError(
+  view: Exclude<
+    ConversationView,
+    { status: "completed" | "in_progress" | "reconciliation_required" }
+  >,
+): HttpError {
   const table: Record<typeof view.status, [ErrorCode, string]> = {
-    busy: ["busy", "another message of this session is still being answered; retry later with the same key"],
+    busy: [
+      "busy",
+      "another message of this session is still being answered; retry later with the same key",
+    ],
     unavailable: ["unavailable", "this turn's output was erased or has expired"],
     not_admitted: ["not_admitted", "no model route is available for this request; nothing ran"],
   };
-  const [code, message]: [ErrorCode, string] = view.status === "not_admitted" && view.reason === "cancelled" ? ["not_admitted", "the request was cancelled before it was admitted; nothing ran"] : table[view.status];
+  const [code, message]: [ErrorCode, string] =
+    view.status === "not_admitted" && view.reason === "cancelled"
+      ? ["not_admitted", "the request was cancelled before it was admitted; nothing ran"]
+      : table[view.status];
   return new HttpError(code, message, { retryable: view.status === "busy" });
 }

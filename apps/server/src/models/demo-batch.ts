@@ -1,4 +1,12 @@
-import { type ModelJobBatchStatus, type ModelJobFound, type ModelJobItemResult, type ModelJobRequestItem, type ModelJobTransport, type ModelRequest, ProviderError } from "@alma-harness/core";
+import {
+  type ModelJobBatchStatus,
+  type ModelJobFound,
+  type ModelJobItemResult,
+  type ModelJobRequestItem,
+  type ModelJobTransport,
+  type ModelRequest,
+  ProviderError,
+} from "@alma-harness/core";
 import { usageOf } from "./demo.js";
 
 export const DEMO_BATCH_ID = "demo-batch";
@@ -13,7 +21,10 @@ interface DemoBatch {
 /** The last user text of a request (the routine's goal). */
 function askedFor(request: ModelRequest): string {
   const last = [...request.messages].reverse().find((m) => m.role === "user");
-  return (last?.blocks ?? []).flatMap((b) => (b.type === "text" ? [b.text] : [])).join(" ").trim();
+  return (last?.blocks ?? [])
+    .flatMap((b) => (b.type === "text" ? [b.text] : []))
+    .join(" ")
+    .trim();
 }
 
 /**
@@ -52,17 +63,26 @@ export class DemoBatchTransport implements ModelJobTransport {
   }
 
   validate(request: ModelRequest): void {
-    if (request.tools.length > 0) throw new ProviderError("the demo batch API answers text items only", { kind: "unsupported", provider: this.provider });
+    if (request.tools.length > 0)
+      throw new ProviderError("the demo batch API answers text items only", {
+        kind: "unsupported",
+        provider: this.provider,
+      });
   }
 
-  async submit(jobId: string, items: readonly ModelJobRequestItem[]): Promise<{ readonly batchId: string }> {
+  async submit(
+    jobId: string,
+    items: readonly ModelJobRequestItem[],
+  ): Promise<{ readonly batchId: string }> {
     const batchId = `demo_batch_${this.#batches.size + 1}`;
     this.#batches.set(batchId, { jobId, items, createdAt: this.#now(), polls: 0 });
     return { batchId };
   }
 
   async find(jobId: string, _customIds: readonly string[], since: number): Promise<ModelJobFound> {
-    const mine = [...this.#batches.entries()].filter(([, b]) => b.jobId === jobId && b.createdAt >= since);
+    const mine = [...this.#batches.entries()].filter(
+      ([, b]) => b.jobId === jobId && b.createdAt >= since,
+    );
     if (mine.length === 1) return { status: "found", batchId: (mine[0] as [string, DemoBatch])[0] };
     return mine.length === 0 ? { status: "absent" } : { status: "unresolved" };
   }
@@ -76,10 +96,22 @@ export class DemoBatchTransport implements ModelJobTransport {
 
   async results(batchId: string): Promise<readonly ModelJobItemResult[]> {
     const batch = this.#batches.get(batchId);
-    if (!batch || batch.polls < 2) throw new ProviderError(`batch ${batchId} has not ended`, { kind: "invalid_request", provider: this.provider, status: 400 });
+    if (!batch || batch.polls < 2)
+      throw new ProviderError(`batch ${batchId} has not ended`, {
+        kind: "invalid_request",
+        provider: this.provider,
+        status: 400,
+      });
     return batch.items.map(({ customId, request }) => {
       const text = demoSummary(request);
-      return { customId, type: "succeeded", stopReason: "end_turn", text, toolCalls: [], usage: { ...usageOf(request, text), serviceTier: "batch" } };
+      return {
+        customId,
+        type: "succeeded",
+        stopReason: "end_turn",
+        text,
+        toolCalls: [],
+        usage: { ...usageOf(request, text), serviceTier: "batch" },
+      };
     });
   }
 }

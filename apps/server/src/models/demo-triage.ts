@@ -7,6 +7,14 @@ export function demoStructured(request: ModelRequest): string {
   const text = last?.blocks.map((b) => (b.type === "text" ? b.text : "")).join(" ") ?? "";
   const urgent = /\b(urgent|pain|bleeding|emergency)\b/i.test(text);
   const intent = classify(text);
-  const category = urgent ? "clinical" : intent === "record" ? "records" : intent === "hours" ? "information" : intent === "help" ? "other" : "booking";
+  const category = urgent
+    ? "clinical"
+    : intent === "record"
+      ? "records"
+      : intent === "hours"
+        ? "information"
+        : intent === "help"
+          ? "other"
+          : "booking";
   return JSON.stringify({ category, urgency: urgent ? 5 : 2 });
 }

@@ -1,5 +1,14 @@
 import { randomUUID } from "node:crypto";
-import { MODEL_SPECIFICATION_VERSION, type ModelClient, type ModelRequest, type ModelStreamEvent, type PriceTable, ProviderError, type StreamToolCall, type Usage } from "@alma-harness/core";
+import {
+  MODEL_SPECIFICATION_VERSION,
+  type ModelClient,
+  type ModelRequest,
+  type ModelStreamEvent,
+  type PriceTable,
+  ProviderError,
+  type StreamToolCall,
+  type Usage,
+} from "@alma-harness/core";
 import { demoStep } from "./demo-script.js";
 import { demoStructured } from "./demo-triage.js";
 
@@ -14,12 +23,20 @@ export const DEMO_LABEL = "offline demo model";
 export const DEMO_PRICES: PriceTable = {
   version: "offline-demo-2",
   // The batch tier at half the standard rates, as the providers' Batch APIs price it (the nightly routine's jobs).
-  models: { [DEMO_MODEL]: { rates: { input: 3, output: 15 }, tiers: { batch: { input: 1.5, output: 7.5 } } } },
+  models: {
+    [DEMO_MODEL]: {
+      rates: { input: 3, output: 15 },
+      tiers: { batch: { input: 1.5, output: 7.5 } },
+    },
+  },
 };
 
 /** Deterministic token counts: about four characters a token, as a real tokenizer roughly does. */
 export function usageOf(request: ModelRequest, produced: string): Usage {
-  const prompt = JSON.stringify(request.system).length + JSON.stringify(request.messages).length + JSON.stringify(request.tools).length;
+  const prompt =
+    JSON.stringify(request.system).length +
+    JSON.stringify(request.messages).length +
+    JSON.stringify(request.tools).length;
   return { inputTokens: Math.ceil(prompt / 4), outputTokens: Math.ceil(produced.length / 4) + 1 };
 }
 
@@ -29,15 +46,32 @@ export function usageOf(request: ModelRequest, produced: string): Usage {
  */
 export function demoEvents(request: ModelRequest): readonly ModelStreamEvent[] {
   // A structured request (a single call's output schema) is answered with its JSON object; the memory extraction by the script.
-  const step = request.output && request.output.name !== "memory_extraction" ? { kind: "text" as const, text: demoStructured(request) } : demoStep(request);
+  const step =
+    request.output && request.output.name !== "memory_extraction"
+      ? { kind: "text" as const, text: demoStructured(request) }
+      : demoStep(request);
   const toolCalls: readonly StreamToolCall[] =
-    step.kind === "tool" ? [{ id: `demo_${randomUUID().slice(0, 12)}`, name: step.name, arguments: JSON.stringify(step.input) }] : [];
+    step.kind === "tool"
+      ? [
+          {
+            id: `demo_${randomUUID().slice(0, 12)}`,
+            name: step.name,
+            arguments: JSON.stringify(step.input),
+          },
+        ]
+      : [];
   const usage = usageOf(request, step.text + toolCalls.map((c) => c.arguments).join(""));
   return [
     ...(step.text.length > 0 ? [{ type: "text_delta", text: step.text } as const] : []),
     ...toolCalls.map((c): ModelStreamEvent => ({ type: "tool_call", ...c })),
     { type: "usage", evidence: { status: "known", usage } },
-    { type: "response_completed", stopReason: step.kind === "tool" ? "tool_use" : "end_turn", text: step.text, toolCalls, usage },
+    {
+      type: "response_completed",
+      stopReason: step.kind === "tool" ? "tool_use" : "end_turn",
+      text: step.text,
+      toolCalls,
+      usage,
+    },
   ];
 }
 
@@ -68,7 +102,10 @@ export class DemoModelClient implements ModelClient {
 }
 
 /** The events in order, each pulled only while the call is not aborted. */
-async function* play(events: readonly ModelStreamEvent[], signal: AbortSignal): AsyncGenerator<ModelStreamEvent, void, undefined> {
+async function* play(
+  events: readonly ModelStreamEvent[],
+  signal: AbortSignal,
+): AsyncGenerator<ModelStreamEvent, void, undefined> {
   for (const event of events) {
     if (signal.aborted) throw abortError(signal);
     yield event;
@@ -76,5 +113,7 @@ async function* play(events: readonly ModelStreamEvent[], signal: AbortSignal): 
 }
 
 function abortError(signal: AbortSignal): Error {
-  return signal.reason instanceof Error ? signal.reason : new ProviderError("the call was cancelled", { kind: "cancelled", provider: "offline-demo" });
+  return signal.reason instanceof Error
+    ? signal.reason
+    : new ProviderError("the call was cancelled", { kind: "cancelled", provider: "offline-demo" });
 }

@@ -1,4 +1,12 @@
-import type { ModelChoice, ModelClient, ModelJobTransport, ModelPolicy, PriceTable, RoutingIntent, Tier } from "@alma-harness/core";
+import type {
+  ModelChoice,
+  ModelClient,
+  ModelJobTransport,
+  ModelPolicy,
+  PriceTable,
+  RoutingIntent,
+  Tier,
+} from "@alma-harness/core";
 import {
   ANTHROPIC_PRICES,
   createAnthropicBatchTransport,
@@ -40,21 +48,44 @@ export interface ModelSetup {
  * confidential data may go to the configured provider; `restricted` (special-category data) has no
  * trusted route here, so such a turn is refused before anything runs (`not_admitted`).
  */
-export function tierPolicy(clientId: string, tiers: Readonly<Record<Tier, string>>, opts: { cache?: boolean; maxOutputTokens?: number } = {}): ModelPolicy {
+export function tierPolicy(
+  clientId: string,
+  tiers: Readonly<Record<Tier, string>>,
+  opts: { cache?: boolean; maxOutputTokens?: number } = {},
+): ModelPolicy {
   return {
     resolve(intent: RoutingIntent): ModelChoice {
-      if (intent.sensitivity === "restricted") throw new Error("no route is trusted with restricted data");
-      return { clientId, model: tiers[intent.tier], maxOutputTokens: opts.maxOutputTokens ?? 1024, cache: opts.cache ? { ttl: "5m" } : false };
+      if (intent.sensitivity === "restricted")
+        throw new Error("no route is trusted with restricted data");
+      return {
+        clientId,
+        model: tiers[intent.tier],
+        maxOutputTokens: opts.maxOutputTokens ?? 1024,
+        cache: opts.cache ? { ttl: "5m" } : false,
+      };
     },
   };
 }
 
-export function demoSetup(): ModelSetup & { readonly demo: DemoModelClient; readonly batch: BatchSetup & { readonly transport: DemoBatchTransport } } {
+export function demoSetup(): ModelSetup & {
+  readonly demo: DemoModelClient;
+  readonly batch: BatchSetup & { readonly transport: DemoBatchTransport };
+} {
   const demo = new DemoModelClient();
   const tiers = { fast: DEMO_MODEL, balanced: DEMO_MODEL, deep: DEMO_MODEL };
   const transport = new DemoBatchTransport();
   const batch = { transport, policy: tierPolicy(transport.id, tiers) };
-  return { provider: "demo", offlineDemo: true, label: DEMO_LABEL, clients: [demo], policy: tierPolicy(demo.id, tiers), prices: DEMO_PRICES, tiers, demo, batch };
+  return {
+    provider: "demo",
+    offlineDemo: true,
+    label: DEMO_LABEL,
+    clients: [demo],
+    policy: tierPolicy(demo.id, tiers),
+    prices: DEMO_PRICES,
+    tiers,
+    demo,
+    batch,
+  };
 }
 
 type Provider = Exclude<ProviderName, "demo">;
@@ -85,7 +116,11 @@ const PLANS: Readonly<Record<Provider, ProviderPlan>> = {
     batch: (env) => createOpenAIBatchTransport({ apiKey: env.keys.openai }),
   },
   openrouter: {
-    defaults: { fast: "openai/gpt-5-mini", balanced: "anthropic/claude-sonnet-4.6", deep: "anthropic/claude-sonnet-4.6" },
+    defaults: {
+      fast: "openai/gpt-5-mini",
+      balanced: "anthropic/claude-sonnet-4.6",
+      deep: "anthropic/claude-sonnet-4.6",
+    },
     cache: false,
     prices: OPENROUTER_PRICES,
     client: (env) => createOpenRouterClient({ apiKey: env.keys.openrouter, appName: "alma host" }),
@@ -95,8 +130,12 @@ const PLANS: Readonly<Record<Provider, ProviderPlan>> = {
     cache: false,
     prices: undefined,
     client: (env) => {
-      if (!env.keys.compatUrl) throw new EnvError("ALMA_PROVIDER=compat needs ALMA_OPENAI_COMPAT_URL");
-      return createOpenAICompatibleClient({ baseURL: env.keys.compatUrl, ...(env.keys.compatKey ? { apiKey: env.keys.compatKey } : {}) });
+      if (!env.keys.compatUrl)
+        throw new EnvError("ALMA_PROVIDER=compat needs ALMA_OPENAI_COMPAT_URL");
+      return createOpenAICompatibleClient({
+        baseURL: env.keys.compatUrl,
+        ...(env.keys.compatKey ? { apiKey: env.keys.compatKey } : {}),
+      });
     },
   },
 };
@@ -104,7 +143,14 @@ const PLANS: Readonly<Record<Provider, ProviderPlan>> = {
 /** A local server's price is the host's declaration (default free); the table covers its models. */
 function compatPrices(tiers: Readonly<Record<Tier, string>>, raw: string | undefined): PriceTable {
   const [input, output] = (raw ?? "0,0").split(",").map((v) => Number(v.trim()));
-  if (input === undefined || output === undefined || !Number.isFinite(input) || !Number.isFinite(output) || input < 0 || output < 0) {
+  if (
+    input === undefined ||
+    output === undefined ||
+    !Number.isFinite(input) ||
+    !Number.isFinite(output) ||
+    input < 0 ||
+    output < 0
+  ) {
     throw new EnvError("ALMA_OPENAI_COMPAT_PRICE must be `input,output` in USD per million tokens");
   }
   const models: Record<string, { rates: { input: number; output: number } }> = {};
@@ -119,18 +165,32 @@ function compatPrices(tiers: Readonly<Record<Tier, string>>, raw: string | undef
 export function providerSetup(env: HostEnv, provider: Provider): ModelSetup {
   const plan = PLANS[provider];
   const compatModel = provider === "compat" ? env.compatModel : undefined;
-  const base = compatModel ? { fast: compatModel, balanced: compatModel, deep: compatModel } : plan.defaults;
+  const base = compatModel
+    ? { fast: compatModel, balanced: compatModel, deep: compatModel }
+    : plan.defaults;
   const tiers: Record<Tier, string> = { ...base, ...env.models };
   const prices = plan.prices ?? compatPrices(tiers, env.compatPrice);
   for (const [tier, model] of Object.entries(tiers)) {
-    if (!Object.hasOwn(prices.models, model)) throw new EnvError(`the ${tier} model "${model}" has no price in ${prices.version}; pick a priced model with ALMA_MODEL_${tier.toUpperCase()}`);
+    if (!Object.hasOwn(prices.models, model))
+      throw new EnvError(
+        `the ${tier} model "${model}" has no price in ${prices.version}; pick a priced model with ALMA_MODEL_${tier.toUpperCase()}`,
+      );
   }
   const client = plan.client(env);
   const label = `${provider} (${[...new Set(Object.values(tiers))].join(", ")})`;
   const transport = plan.batch?.(env);
   // Batch items carry no cache breakpoints: a batch tier's cache rates are not in every table.
   const batch = transport ? { batch: { transport, policy: tierPolicy(transport.id, tiers) } } : {};
-  return { provider, offlineDemo: false, label, clients: [client], policy: tierPolicy(client.id, tiers, { cache: plan.cache }), prices, tiers, ...batch };
+  return {
+    provider,
+    offlineDemo: false,
+    label,
+    clients: [client],
+    policy: tierPolicy(client.id, tiers, { cache: plan.cache }),
+    prices,
+    tiers,
+    ...batch,
+  };
 }
 
 export async function selectModels(env: HostEnv): Promise<ModelSetup> {

@@ -1,6 +1,19 @@
 import { hostname } from "node:os";
-import type { BudgetCapsInput, Clock, OutputSink, Routine, RoutineInput, RoutineOutput, Scope } from "@alma-harness/core";
-import { intervalTrigger, type RoutineJobs, type RoutineScheduler, type TickReport } from "@alma-harness/schedule";
+import type {
+  BudgetCapsInput,
+  Clock,
+  OutputSink,
+  Routine,
+  RoutineInput,
+  RoutineOutput,
+  Scope,
+} from "@alma-harness/core";
+import {
+  intervalTrigger,
+  type RoutineJobs,
+  type RoutineScheduler,
+  type TickReport,
+} from "@alma-harness/schedule";
 import { routineJobs, routineScheduler, runtimeModelJobs } from "@alma-harness/runtime";
 import type { Runtime } from "@alma-harness/runtime";
 import type { Clinic, ClinicDesk } from "../agent/clinics.js";
@@ -61,7 +74,8 @@ export function routineScope(org: string): Scope {
 }
 
 /** The system prompt of a nightly batch item (a batch item has no tools: it writes from its prompt alone). */
-export const NIGHTLY_SYSTEM = "You write the clinic staff's end-of-day summary: three short lines, plain text, no patient identifiers beyond what the request names.";
+export const NIGHTLY_SYSTEM =
+  "You write the clinic staff's end-of-day summary: three short lines, plain text, no patient identifiers beyond what the request names.";
 /** A nightly summary's output ceiling (lowers the route's, never raises it). */
 export const NIGHTLY_MAX_OUTPUT_TOKENS = 400;
 
@@ -72,7 +86,11 @@ export const NIGHTLY_MAX_OUTPUT_TOKENS = 400;
  * submitted on the slot's tick and collected on a later one; `"turn"` where the provider has no
  * batch API (OpenRouter, a local server): one governed turn.
  */
-export function nightlyRoutine(clinic: Clinic, createdAt: number, execution: Routine["execution"] = "job"): RoutineInput {
+export function nightlyRoutine(
+  clinic: Clinic,
+  createdAt: number,
+  execution: Routine["execution"] = "job",
+): RoutineInput {
   return {
     scope: routineScope(clinic.org),
     id: NIGHTLY_ID,
@@ -90,7 +108,9 @@ export function nightlyRoutine(clinic: Clinic, createdAt: number, execution: Rou
 
 /** The host's routines: the scheduler, its inbox, and the tick on an interval that graceful shutdown stops. */
 export interface HostRoutines {
-  readonly scheduler: RoutineScheduler & { readonly stores: ReturnType<typeof routineScheduler>["stores"] };
+  readonly scheduler: RoutineScheduler & {
+    readonly stores: ReturnType<typeof routineScheduler>["stores"];
+  };
   readonly inbox: StaffInbox;
   /** The last tick's report (null before the first). */
   lastTick(): TickReport | null;
@@ -106,10 +126,22 @@ export interface HostRoutines {
  * items count toward the same session and clinic-day caps as the turns), the provider's batch
  * transport and policy, the host's caps with each routine's cap as the job's `perTurnUsd`.
  */
-export function nightlyJobs(runtime: Runtime, models: ModelSetup, caps: BudgetCapsInput | undefined, desk: ClinicDesk, clock?: Clock): RoutineJobs | undefined {
+export function nightlyJobs(
+  runtime: Runtime,
+  models: ModelSetup,
+  caps: BudgetCapsInput | undefined,
+  desk: ClinicDesk,
+  clock?: Clock,
+): RoutineJobs | undefined {
   const batch = models.batch;
   if (!batch) return undefined;
-  const base = { prices: models.prices, policyVersion: `routing-${models.provider}-batch-1`, transports: [batch.transport], policy: batch.policy, ...(clock ? { clock } : {}) };
+  const base = {
+    prices: models.prices,
+    policyVersion: `routing-${models.provider}-batch-1`,
+    transports: [batch.transport],
+    policy: batch.policy,
+    ...(clock ? { clock } : {}),
+  };
   return routineJobs((cap) => runtimeModelJobs(runtime, { ...base, caps: { ...caps, ...cap } }), {
     system: NIGHTLY_SYSTEM,
     maxOutputTokens: NIGHTLY_MAX_OUTPUT_TOKENS,
@@ -117,18 +149,38 @@ export function nightlyJobs(runtime: Runtime, models: ModelSetup, caps: BudgetCa
   });
 }
 
-const DAY_IN_CLINIC = new Intl.DateTimeFormat("en-CA", { timeZone: "America/Sao_Paulo", year: "numeric", month: "2-digit", day: "2-digit" });
+const DAY_IN_CLINIC = new Intl.DateTimeFormat("en-CA", {
+  timeZone: "America/Sao_Paulo",
+  year: "numeric",
+  month: "2-digit",
+  day: "2-digit",
+});
 
 /** A nightly item's message: the goal, then the clinic's appointments of the slot's day (São Paulo), one line each. */
-export function nightlyInput(desk: ClinicDesk, work: { readonly scope: Scope; readonly goal: string; readonly slot: number }): string {
+export function nightlyInput(
+  desk: ClinicDesk,
+  work: { readonly scope: Scope; readonly goal: string; readonly slot: number },
+): string {
   const day = DAY_IN_CLINIC.format(work.slot);
-  const lines = desk.dayOf(work.scope.org, day).map((a) => `- ${a.slotId.slice(11)} ${a.patientId} ${a.status}`);
+  const lines = desk
+    .dayOf(work.scope.org, day)
+    .map((a) => `- ${a.slotId.slice(11)} ${a.patientId} ${a.status}`);
   return `${work.goal}\n\nThe day's appointments (${day}):\n${lines.length > 0 ? lines.join("\n") : "(none)"}`;
 }
 
-export async function hostRoutines(runtime: Runtime, clinics: readonly Clinic[], clock: { now(): number }, jobs?: RoutineJobs): Promise<HostRoutines> {
+export async function hostRoutines(
+  runtime: Runtime,
+  clinics: readonly Clinic[],
+  clock: { now(): number },
+  jobs?: RoutineJobs,
+): Promise<HostRoutines> {
   const inbox = new StaffInbox();
-  const scheduler = routineScheduler(runtime, { sink: inbox, owner: `${hostname()}:${process.pid}`, clock, ...(jobs ? { jobs } : {}) });
+  const scheduler = routineScheduler(runtime, {
+    sink: inbox,
+    owner: `${hostname()}:${process.pid}`,
+    clock,
+    ...(jobs ? { jobs } : {}),
+  });
   const execution = jobs ? "job" : "turn";
   for (const clinic of clinics) {
     // Saved once: a later start keeps the stored routine (and its createdAt), so slots never re-fire;

@@ -30,7 +30,10 @@ export class ScriptedBatchTransport implements ModelJobTransport {
   readonly id: string;
   readonly provider: string;
   /** Every `submit` call, in order (a job submitted once appears once). */
-  readonly submissions: { readonly jobId: string; readonly items: readonly ModelJobRequestItem[] }[] = [];
+  readonly submissions: {
+    readonly jobId: string;
+    readonly items: readonly ModelJobRequestItem[];
+  }[] = [];
   /** Every request `validate` saw. */
   readonly validated: ModelRequest[] = [];
   readonly #batches = new Map<string, Batch>();
@@ -39,7 +42,9 @@ export class ScriptedBatchTransport implements ModelJobTransport {
   /** Whether `find` can tell (a provider whose listing carries no metadata answers `unresolved` until the batch ends). */
   findable = true;
 
-  constructor(opts: { readonly id?: string; readonly provider?: string; readonly now?: () => number } = {}) {
+  constructor(
+    opts: { readonly id?: string; readonly provider?: string; readonly now?: () => number } = {},
+  ) {
     this.id = opts.id ?? "scripted-batch";
     this.provider = opts.provider ?? "scripted";
     this.#now = opts.now ?? (() => 0);
@@ -55,20 +60,43 @@ export class ScriptedBatchTransport implements ModelJobTransport {
     this.validated.push(request);
   }
 
-  async submit(jobId: string, items: readonly ModelJobRequestItem[]): Promise<{ readonly batchId: string }> {
+  async submit(
+    jobId: string,
+    items: readonly ModelJobRequestItem[],
+  ): Promise<{ readonly batchId: string }> {
     this.submissions.push({ jobId, items });
     const script = this.#script.shift() ?? "accept";
     if (typeof script === "object") throw script.refuse;
     const id = `batch_${this.#batches.size + 1}`;
-    this.#batches.set(id, { id, jobId, items, createdAt: this.#now(), status: "in_progress", results: [] });
-    if (script === "lose_ack") throw new ProviderError("the connection closed before the answer", { kind: "network", provider: this.provider });
+    this.#batches.set(id, {
+      id,
+      jobId,
+      items,
+      createdAt: this.#now(),
+      status: "in_progress",
+      results: [],
+    });
+    if (script === "lose_ack")
+      throw new ProviderError("the connection closed before the answer", {
+        kind: "network",
+        provider: this.provider,
+      });
     return { batchId: id };
   }
 
   async find(jobId: string, customIds: readonly string[], since: number): Promise<ModelJobFound> {
     const wanted = [...customIds].sort().join(",");
-    const mine = [...this.#batches.values()].filter((b) => b.createdAt >= since && b.jobId === jobId && b.items.map((i) => i.customId).sort().join(",") === wanted);
-    if (!this.findable && mine.every((b) => b.status !== "ended")) return { status: mine.length > 0 || this.#batches.size > 0 ? "unresolved" : "absent" };
+    const mine = [...this.#batches.values()].filter(
+      (b) =>
+        b.createdAt >= since &&
+        b.jobId === jobId &&
+        b.items
+          .map((i) => i.customId)
+          .sort()
+          .join(",") === wanted,
+    );
+    if (!this.findable && mine.every((b) => b.status !== "ended"))
+      return { status: mine.length > 0 || this.#batches.size > 0 ? "unresolved" : "absent" };
     if (mine.length === 1) return { status: "found", batchId: (mine[0] as Batch).id };
     return mine.length === 0 ? { status: "absent" } : { status: "unresolved" };
   }
@@ -79,7 +107,12 @@ export class ScriptedBatchTransport implements ModelJobTransport {
 
   async results(batchId: string): Promise<readonly ModelJobItemResult[]> {
     const batch = this.#batch(batchId);
-    if (batch.status !== "ended") throw new ProviderError(`batch ${batchId} has not ended`, { kind: "invalid_request", provider: this.provider, status: 400 });
+    if (batch.status !== "ended")
+      throw new ProviderError(`batch ${batchId} has not ended`, {
+        kind: "invalid_request",
+        provider: this.provider,
+        status: 400,
+      });
     return batch.results;
   }
 
@@ -102,12 +135,29 @@ export class ScriptedBatchTransport implements ModelJobTransport {
 
   #batch(batchId: string): Batch {
     const batch = this.#batches.get(batchId);
-    if (!batch) throw new ProviderError(`no batch ${batchId}`, { kind: "not_found", provider: this.provider, status: 404 });
+    if (!batch)
+      throw new ProviderError(`no batch ${batchId}`, {
+        kind: "not_found",
+        provider: this.provider,
+        status: 404,
+      });
     return batch;
   }
 }
 
 /** A `succeeded` result answering `text` with `usage` (at the batch tier). */
-export function succeeded(customId: string, text: string, inputTokens: number, outputTokens: number): ModelJobItemResult {
-  return { customId, type: "succeeded", stopReason: "end_turn", text, toolCalls: [], usage: { inputTokens, outputTokens, serviceTier: "batch" } };
+export function succeeded(
+  customId: string,
+  text: string,
+  inputTokens: number,
+  outputTokens: number,
+): ModelJobItemResult {
+  return {
+    customId,
+    type: "succeeded",
+    stopReason: "end_turn",
+    text,
+    toolCalls: [],
+    usage: { inputTokens, outputTokens, serviceTier: "batch" },
+  };
 }

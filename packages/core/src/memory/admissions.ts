@@ -1,9 +1,21 @@
 import { validateId } from "../scope.js";
-import type { Admission, AdmissionState, AdmissionStore, AdmitResult } from "../stores/admissions.js";
+import type {
+  Admission,
+  AdmissionState,
+  AdmissionStore,
+  AdmitResult,
+} from "../stores/admissions.js";
 import { ConflictError } from "../stores/errors.js";
 import { normalizeAdmit, normalizeReleaseExpired } from "../stores/normalize.js";
 import { scopeKey } from "../stores/rules.js";
-import { coveringFenceKeys, fenceKey, normalizeFenceInput, normalizeFenceTarget, type ScopeFence, type ScopeFenceTarget } from "../stores/fences.js";
+import {
+  coveringFenceKeys,
+  fenceKey,
+  normalizeFenceInput,
+  normalizeFenceTarget,
+  type ScopeFence,
+  type ScopeFenceTarget,
+} from "../stores/fences.js";
 import { ScopeFencedError } from "../stores/errors.js";
 import { covers, ERASE, type Erasable, type EraseTarget, MEMORY_STATE } from "./erase.js";
 
@@ -26,14 +38,16 @@ export class InMemoryAdmissionStore implements AdmissionStore, Erasable {
 
   static {
     readRow = (store, rowKey) => store.#rows.get(rowKey);
-    readFenced = (store, scopeKeyText) => coveringFenceKeys(scopeKeyText).some((k) => store.#fences.has(k));
+    readFenced = (store, scopeKeyText) =>
+      coveringFenceKeys(scopeKeyText).some((k) => store.#fences.has(k));
   }
 
   async admit(input: Parameters<AdmissionStore["admit"]>[0]): Promise<AdmitResult> {
     const a = normalizeAdmit(input);
     const { key } = scopeKey(a.scope);
     const rowKey = `${key} ${a.admissionId}`;
-    if (this.#rows.has(rowKey)) throw new ConflictError("admission_exists", `admission "${a.admissionId}" already exists`);
+    if (this.#rows.has(rowKey))
+      throw new ConflictError("admission_exists", `admission "${a.admissionId}" already exists`);
     const holder = this.#holderOf(key, a.sessionId);
     if (holder) return Object.freeze({ status: "busy", holder });
     if (readFenced(this, key)) throw new ScopeFencedError();
@@ -62,7 +76,10 @@ export class InMemoryAdmissionStore implements AdmissionStore, Erasable {
     return this.#holderOf(key, validateId("sessionId", sessionId));
   }
 
-  async markUncertain(scope: Admission["scope"], admissionId: string): Promise<Admission | undefined> {
+  async markUncertain(
+    scope: Admission["scope"],
+    admissionId: string,
+  ): Promise<Admission | undefined> {
     return this.#transition(scope, admissionId, ["active"], "uncertain");
   }
 
@@ -70,21 +87,34 @@ export class InMemoryAdmissionStore implements AdmissionStore, Erasable {
     return this.#transition(scope, admissionId, ["active"], "finished");
   }
 
-  async releaseFailed(scope: Admission["scope"], admissionId: string): Promise<Admission | undefined> {
+  async releaseFailed(
+    scope: Admission["scope"],
+    admissionId: string,
+  ): Promise<Admission | undefined> {
     return this.#transition(scope, admissionId, HOLDING, "released", "failed");
   }
 
-  async releaseExpired(input: Parameters<AdmissionStore["releaseExpired"]>[0]): Promise<readonly Admission[]> {
+  async releaseExpired(
+    input: Parameters<AdmissionStore["releaseExpired"]>[0],
+  ): Promise<readonly Admission[]> {
     const r = normalizeReleaseExpired(input);
     const only = r.scope === undefined ? undefined : scopeKey(r.scope).key;
     const released: Admission[] = [];
     for (const [rowKey, row] of this.#rows) {
       if (only !== undefined && !rowKey.startsWith(`${only} `)) continue;
-      if ((r.sessionId !== undefined && row.sessionId !== r.sessionId) || (r.kind !== undefined && row.kind !== r.kind)) continue;
+      if (
+        (r.sessionId !== undefined && row.sessionId !== r.sessionId) ||
+        (r.kind !== undefined && row.kind !== r.kind)
+      )
+        continue;
       if (!HOLDING.includes(row.state) || row.deadlineAt + r.graceMs > r.now) continue;
       released.push(this.#replace(rowKey, row, "released", "expired"));
     }
-    return Object.freeze(released.sort((a, b) => a.deadlineAt - b.deadlineAt || (a.admissionId < b.admissionId ? -1 : 1)));
+    return Object.freeze(
+      released.sort(
+        (a, b) => a.deadlineAt - b.deadlineAt || (a.admissionId < b.admissionId ? -1 : 1),
+      ),
+    );
   }
 
   async fenceScope(input: Parameters<AdmissionStore["fenceScope"]>[0]): Promise<ScopeFence> {
@@ -146,10 +176,20 @@ export class InMemoryAdmissionStore implements AdmissionStore, Erasable {
     return [this.#rows, this.#holders];
   }
 
-  #replace(rowKey: string, row: Admission, state: AdmissionState, reason?: "failed" | "expired"): Admission {
-    const next: Admission = Object.freeze({ ...row, state, ...(reason ? { releaseReason: reason } : {}) });
+  #replace(
+    rowKey: string,
+    row: Admission,
+    state: AdmissionState,
+    reason?: "failed" | "expired",
+  ): Admission {
+    const next: Admission = Object.freeze({
+      ...row,
+      state,
+      ...(reason ? { releaseReason: reason } : {}),
+    });
     this.#rows.set(rowKey, next);
-    if (!HOLDING.includes(state)) this.#holders.delete(`${rowKey.slice(0, rowKey.indexOf(" "))} ${row.sessionId}`);
+    if (!HOLDING.includes(state))
+      this.#holders.delete(`${rowKey.slice(0, rowKey.indexOf(" "))} ${row.sessionId}`);
     return next;
   }
 }
@@ -160,6 +200,10 @@ export function scopeFenced(store: InMemoryAdmissionStore, scopeKeyText: string)
 }
 
 /** The admission as it is at this instant, read synchronously: the memory session store's fence check. */
-export function currentAdmission(store: InMemoryAdmissionStore, scopeKeyText: string, admissionId: string): Admission | undefined {
+export function currentAdmission(
+  store: InMemoryAdmissionStore,
+  scopeKeyText: string,
+  admissionId: string,
+): Admission | undefined {
   return readRow(store, `${scopeKeyText} ${admissionId}`);
 }

@@ -23,7 +23,10 @@ export class InMemoryAuditLog implements AuditLog, Erasable {
     this.#recorded.push(e);
   }
 
-  async query(scope: Scope, query?: AuditQuery): Promise<{ readonly items: readonly AuditRecord[]; readonly nextCursor?: string }> {
+  async query(
+    scope: Scope,
+    query?: AuditQuery,
+  ): Promise<{ readonly items: readonly AuditRecord[]; readonly nextCursor?: string }> {
     const { key } = scopeKey(scope);
     const q = normalizeAuditQuery(query);
     const matching = this.records().filter(
@@ -33,7 +36,9 @@ export class InMemoryAuditLog implements AuditLog, Erasable {
         (q.turnId === undefined || r.turnId === q.turnId) &&
         (q.trail === undefined || r.trail === q.trail),
     );
-    return Object.freeze(pageOf(matching, (r) => [r.seq], q.after === undefined ? undefined : [q.after], q.limit));
+    return Object.freeze(
+      pageOf(matching, (r) => [r.seq], q.after === undefined ? undefined : [q.after], q.limit),
+    );
   }
 
   /** Called with each normalized event before it is recorded; a throw rejects the append and records nothing. */
@@ -44,9 +49,13 @@ export class InMemoryAuditLog implements AuditLog, Erasable {
     const records = this.#records;
     for (let i = records.length; i < this.#recorded.length; i++) {
       const event = this.#recorded[i];
-      records.push(event === undefined ? undefined : (Object.freeze({ ...event, seq: i + 1 }) as AuditRecord));
+      records.push(
+        event === undefined ? undefined : (Object.freeze({ ...event, seq: i + 1 }) as AuditRecord),
+      );
     }
-    return this.#holes === 0 ? (records as readonly AuditRecord[]) : records.filter((r): r is AuditRecord => r !== undefined);
+    return this.#holes === 0
+      ? (records as readonly AuditRecord[])
+      : records.filter((r): r is AuditRecord => r !== undefined);
   }
 
   /** Removes the target's events (one session: those whose stored `sessionId` is the target's audit value); their `seq` is never reused. */

@@ -1,5 +1,10 @@
 import type { Scope } from "../scope.js";
-import { type ErasureReport, type SessionErasure, type SessionMarker, sessionMarker } from "../stores/erasure.js";
+import {
+  type ErasureReport,
+  type SessionErasure,
+  type SessionMarker,
+  sessionMarker,
+} from "../stores/erasure.js";
 import { scopeKey } from "../stores/rules.js";
 import { validateId } from "../scope.js";
 
@@ -52,11 +57,20 @@ export class InMemoryErasure implements SessionErasure {
     this.#marker = marker;
   }
 
-  async eraseSession(scope: Scope, sessionId: string, opts: { readonly auditSessionId: string }): Promise<ErasureReport> {
+  async eraseSession(
+    scope: Scope,
+    sessionId: string,
+    opts: { readonly auditSessionId: string },
+  ): Promise<ErasureReport> {
     const { scope: s, key } = scopeKey(scope);
     const id = validateId("sessionId", sessionId);
     const audit = validateId("auditSessionId", opts?.auditSessionId);
-    return this.#apply({ scope: s, key, session: { id, mark: this.#marker(s, id), audit }, marker: this.#marker });
+    return this.#apply({
+      scope: s,
+      key,
+      session: { id, mark: this.#marker(s, id), audit },
+      marker: this.#marker,
+    });
   }
 
   async eraseScope(scope: Scope): Promise<ErasureReport> {

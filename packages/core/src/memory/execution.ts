@@ -1,10 +1,25 @@
 import { type Scope, validateId } from "../scope.js";
 import { ConflictError, StaleFenceError } from "../stores/errors.js";
-import type { ClaimOptions, ClaimResult, ExecutionClaim, ExecutionRecord, ExecutionState, ExecutionStore, Fence } from "../stores/execution.js";
+import type {
+  ClaimOptions,
+  ClaimResult,
+  ExecutionClaim,
+  ExecutionRecord,
+  ExecutionState,
+  ExecutionStore,
+  Fence,
+} from "../stores/execution.js";
 import { currentAdmission, type InMemoryAdmissionStore, scopeFenced } from "./admissions.js";
 import { type InMemorySpendStore, releaseSpend, reserveSpend } from "./settlements.js";
 import type { NotDispatchedCause, UsageEvidence } from "../usage.js";
-import { normalizeCancelCause, normalizeClaim, normalizeClaimOptions, normalizeFence, normalizeReceivedEvidence, normalizeReconcile } from "../stores/normalize.js";
+import {
+  normalizeCancelCause,
+  normalizeClaim,
+  normalizeClaimOptions,
+  normalizeFence,
+  normalizeReceivedEvidence,
+  normalizeReconcile,
+} from "../stores/normalize.js";
 import { prepareExecutionList } from "../stores/prepare.js";
 import { pageOf, scopeKey, validateTime } from "../stores/rules.js";
 import { expiryChange, fenceRefusal, sameClaim, scopeFenceRefusal } from "../stores/transitions.js";
@@ -19,13 +34,21 @@ const RESOLVED: readonly ExecutionState[] = ["completed", "not_dispatched"];
  */
 export class InMemoryExecutionStore implements ExecutionStore, Erasable {
   readonly #rows = new Map<string, ExecutionRecord>();
-  readonly #links: { readonly admissions?: InMemoryAdmissionStore; readonly spend?: InMemorySpendStore };
+  readonly #links: {
+    readonly admissions?: InMemoryAdmissionStore;
+    readonly spend?: InMemorySpendStore;
+  };
 
   /**
    * `admissions` fences claims that name an admission, and every dispatch by its scope fences; `spend` holds their reservations (the same
    * spend store the settlement store moves). A claim naming either without the link throws.
    */
-  constructor(links: { readonly admissions?: InMemoryAdmissionStore; readonly spend?: InMemorySpendStore } = {}) {
+  constructor(
+    links: {
+      readonly admissions?: InMemoryAdmissionStore;
+      readonly spend?: InMemorySpendStore;
+    } = {},
+  ) {
     this.#links = links;
   }
 
@@ -35,23 +58,49 @@ export class InMemoryExecutionStore implements ExecutionStore, Erasable {
     const { key: scopeText } = scopeKey(c.scope);
     const key = `${scopeText} ${c.operationId}`;
     const { admissions, spend } = this.#links;
-    if (o.admissionId !== undefined && !admissions) throw new TypeError("this journal was built without an admission store to fence claims on");
-    if (o.reservation !== undefined && !spend) throw new TypeError("this journal was built without a spend store to reserve on");
+    if (o.admissionId !== undefined && !admissions)
+      throw new TypeError("this journal was built without an admission store to fence claims on");
+    if (o.reservation !== undefined && !spend)
+      throw new TypeError("this journal was built without a spend store to reserve on");
     // From here on everything is synchronous: the fence, the reservation and the claim are one step.
     const existing = this.#rows.get(key);
     if (existing) {
-      if (!sameClaim(existing, c)) throw new ConflictError("execution_conflict", `operation "${c.operationId}" was claimed with different input`);
+      if (!sameClaim(existing, c))
+        throw new ConflictError(
+          "execution_conflict",
+          `operation "${c.operationId}" was claimed with different input`,
+        );
       return Object.freeze({ status: "exists", record: existing });
     }
     if (o.admissionId !== undefined && admissions) {
-      const refused = fenceRefusal(currentAdmission(admissions, scopeText, o.admissionId), c.sessionId, c.createdAt, scopeFenced(admissions, scopeText));
+      const refused = fenceRefusal(
+        currentAdmission(admissions, scopeText, o.admissionId),
+        c.sessionId,
+        c.createdAt,
+        scopeFenced(admissions, scopeText),
+      );
       if (refused) throw refused;
     }
     if (o.reservation !== undefined && spend) {
-      const cap = reserveSpend(spend, { scopeKey: scopeText, org: c.scope.org, sessionId: c.sessionId, operationId: c.operationId, now: c.createdAt }, o.reservation);
+      const cap = reserveSpend(
+        spend,
+        {
+          scopeKey: scopeText,
+          org: c.scope.org,
+          sessionId: c.sessionId,
+          operationId: c.operationId,
+          now: c.createdAt,
+        },
+        o.reservation,
+      );
       if (cap) return Object.freeze({ status: "refused", cap });
     }
-    const record: ExecutionRecord = Object.freeze({ ...c, state: "prepared", fenceToken: 1, updatedAt: c.createdAt });
+    const record: ExecutionRecord = Object.freeze({
+      ...c,
+      state: "prepared",
+      fenceToken: 1,
+      updatedAt: c.createdAt,
+    });
     this.#rows.set(key, record);
     // Built from the checked claim through the fence rule, so the transitions take it back without a re-check.
     const fence: Fence = normalizeFence({ scope: c.scope, operationId: c.operationId, token: 1 });
@@ -76,13 +125,21 @@ export class InMemoryExecutionStore implements ExecutionStore, Erasable {
     return this.#step(fence, now, "settled", () => ({ state: "completed" }));
   }
 
-  async cancelPrepared(fence: Fence, cause: Exclude<NotDispatchedCause, "expired">, now: number): Promise<ExecutionRecord> {
+  async cancelPrepared(
+    fence: Fence,
+    cause: Exclude<NotDispatchedCause, "expired">,
+    now: number,
+  ): Promise<ExecutionRecord> {
     const c = normalizeCancelCause(cause);
     return this.#step(
       fence,
       now,
       "prepared",
-      () => ({ state: "not_dispatched", notDispatchedCause: c, evidence: Object.freeze({ status: "not_dispatched", cause: c }) }),
+      () => ({
+        state: "not_dispatched",
+        notDispatchedCause: c,
+        evidence: Object.freeze({ status: "not_dispatched", cause: c }),
+      }),
       (row) => this.#release(row),
     );
   }
@@ -98,12 +155,17 @@ export class InMemoryExecutionStore implements ExecutionStore, Erasable {
     // The one owner of the listing's rules (closed options, page limits, cursor): what SQLite and PostgreSQL use.
     const { key, limit, after, resolved } = prepareExecutionList(scope, opts);
     const prefix = `${key} `;
-    const open = [...this.#rows].filter(([k, r]) => k.startsWith(prefix) && (resolved || !RESOLVED.includes(r.state))).map(([, r]) => r);
+    const open = [...this.#rows]
+      .filter(([k, r]) => k.startsWith(prefix) && (resolved || !RESOLVED.includes(r.state)))
+      .map(([, r]) => r);
     open.sort(byCreated);
     return Object.freeze(pageOf(open, (r) => [r.createdAt, r.operationId], after, limit));
   }
 
-  async reconcileExpired(input: { readonly now: number; readonly scope?: Scope }): Promise<readonly ExecutionRecord[]> {
+  async reconcileExpired(input: {
+    readonly now: number;
+    readonly scope?: Scope;
+  }): Promise<readonly ExecutionRecord[]> {
     const r = normalizeReconcile(input);
     const only = r.scope === undefined ? undefined : `${scopeKey(r.scope).key} `;
     const out: ExecutionRecord[] = [];
@@ -111,7 +173,12 @@ export class InMemoryExecutionStore implements ExecutionStore, Erasable {
       if ((only !== undefined && !key.startsWith(only)) || row.deadlineAt > r.now) continue;
       const change = expiryChange(row.state);
       if (!change) continue;
-      const next: ExecutionRecord = Object.freeze({ ...row, ...change, fenceToken: row.fenceToken + 1, updatedAt: r.now });
+      const next: ExecutionRecord = Object.freeze({
+        ...row,
+        ...change,
+        fenceToken: row.fenceToken + 1,
+        updatedAt: r.now,
+      });
       this.#rows.set(key, next);
       // Never sent: its money is free again. A fenced record may have spent: it stays held.
       if (next.state === "not_dispatched") this.#release(next);
@@ -126,7 +193,12 @@ export class InMemoryExecutionStore implements ExecutionStore, Erasable {
    */
   [ERASE](target: EraseTarget): number {
     for (const [key, row] of this.#rows) {
-      if (!key.startsWith(`${target.key} `) || isErasedMark(row.sessionId) || !covers(target, target.key, row.sessionId)) continue;
+      if (
+        !key.startsWith(`${target.key} `) ||
+        isErasedMark(row.sessionId) ||
+        !covers(target, target.key, row.sessionId)
+      )
+        continue;
       this.#rows.set(key, Object.freeze({ ...row, sessionId: markOf(target, row.sessionId) }));
     }
     return 0;
@@ -137,17 +209,26 @@ export class InMemoryExecutionStore implements ExecutionStore, Erasable {
   }
 
   #release(row: ExecutionRecord): void {
-    if (this.#links.spend) releaseSpend(this.#links.spend, scopeKey(row.scope).key, row.operationId);
+    if (this.#links.spend)
+      releaseSpend(this.#links.spend, scopeKey(row.scope).key, row.operationId);
   }
 
   /** `fenced`: the transition is scope-fenced (the dispatch), checked before the record's state. */
-  #step(fence: Fence, now: number, from: ExecutionState, change: () => Partial<ExecutionRecord>, effect?: (row: ExecutionRecord) => void, fenced = false): ExecutionRecord {
+  #step(
+    fence: Fence,
+    now: number,
+    from: ExecutionState,
+    change: () => Partial<ExecutionRecord>,
+    effect?: (row: ExecutionRecord) => void,
+    fenced = false,
+  ): ExecutionRecord {
     const f = normalizeFence(fence);
     const at = validateTime("now", now);
     const scopeText = scopeKey(f.scope).key;
     const key = `${scopeText} ${f.operationId}`;
     const admissions = this.#links.admissions;
-    const refused = fenced && admissions ? scopeFenceRefusal(scopeFenced(admissions, scopeText)) : undefined;
+    const refused =
+      fenced && admissions ? scopeFenceRefusal(scopeFenced(admissions, scopeText)) : undefined;
     if (refused) throw refused;
     const row = this.#rows.get(key);
     if (!row || row.fenceToken !== f.token) throw new StaleFenceError();
@@ -160,5 +241,8 @@ export class InMemoryExecutionStore implements ExecutionStore, Erasable {
 }
 
 function byCreated(a: ExecutionRecord, b: ExecutionRecord): number {
-  return a.createdAt - b.createdAt || (a.operationId < b.operationId ? -1 : a.operationId > b.operationId ? 1 : 0);
+  return (
+    a.createdAt - b.createdAt ||
+    (a.operationId < b.operationId ? -1 : a.operationId > b.operationId ? 1 : 0)
+  );
 }

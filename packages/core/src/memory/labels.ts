@@ -1,6 +1,10 @@
 import { type Scope, validateId } from "../scope.js";
 import { SessionLabelConflictError, SessionLabelErasedError } from "../stores/errors.js";
-import { normalizeSessionLabels, type SessionLabels, type SessionLabelStore } from "../stores/labels.js";
+import {
+  normalizeSessionLabels,
+  type SessionLabels,
+  type SessionLabelStore,
+} from "../stores/labels.js";
 import { sameJson, scopeKey } from "../stores/rules.js";
 import { type SessionMarker, sessionMarker } from "../stores/erasure.js";
 import { covers, ERASE, type Erasable, type EraseTarget, MEMORY_STATE, markOf } from "./erase.js";
@@ -25,7 +29,8 @@ export class InMemorySessionLabelStore implements SessionLabelStore, Erasable {
     const { key } = scopeKey(scope);
     const rowKey = `${key} ${validateId("sessionId", sessionId)}`;
     const normalized = normalizeSessionLabels(labels);
-    if (this.#sealed.has(key) || this.#erased(scope, sessionId)) throw new SessionLabelErasedError();
+    if (this.#sealed.has(key) || this.#erased(scope, sessionId))
+      throw new SessionLabelErasedError();
     const existing = this.#labels.get(rowKey);
     if (existing) {
       if (sameJson(existing, normalized)) return existing;
@@ -49,7 +54,12 @@ export class InMemorySessionLabelStore implements SessionLabelStore, Erasable {
       return;
     }
     const id = validateId("sessionId", sessionId);
-    this[ERASE]({ scope: s, key, session: { id, mark: this.#marker(s, id), audit: id }, marker: this.#marker });
+    this[ERASE]({
+      scope: s,
+      key,
+      session: { id, mark: this.#marker(s, id), audit: id },
+      marker: this.#marker,
+    });
   }
 
   /** One session: its labels dropped, a tombstone under its mark. The whole scope: sealed, every label dropped. */
@@ -71,6 +81,9 @@ export class InMemorySessionLabelStore implements SessionLabelStore, Erasable {
   }
 
   #erased(scope: Scope, sessionId: string): boolean {
-    return this.#tombstones.size > 0 && this.#tombstones.has(`${scopeKey(scope).key} ${this.#marker(scope, sessionId)}`);
+    return (
+      this.#tombstones.size > 0 &&
+      this.#tombstones.has(`${scopeKey(scope).key} ${this.#marker(scope, sessionId)}`)
+    );
   }
 }

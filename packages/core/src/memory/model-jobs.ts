@@ -29,11 +29,14 @@ export class InMemoryModelJobStore implements ModelJobStore, Erasable {
     this.#marker = marker;
   }
 
-  async create(input: ModelJob): Promise<{ readonly status: "created" | "exists"; readonly job: ModelJob }> {
+  async create(
+    input: ModelJob,
+  ): Promise<{ readonly status: "created" | "exists"; readonly job: ModelJob }> {
     const { job, key } = normalizeNewModelJob(input);
     const existing = this.#rows.get(`${key} ${job.jobId}`);
     if (existing) {
-      if (sameModelJob(existing.job, job, this.#marker)) return Object.freeze({ status: "exists", job: existing.job });
+      if (sameModelJob(existing.job, job, this.#marker))
+        return Object.freeze({ status: "exists", job: existing.job });
       throw new ModelJobConflictError();
     }
     this.#rows.set(`${key} ${job.jobId}`, { key, job });
@@ -75,7 +78,10 @@ export class InMemoryModelJobStore implements ModelJobStore, Erasable {
     return Object.freeze({ status: out.status, job: row.job });
   }
 
-  async list(scope: Scope, query?: { readonly state?: ModelJobState; readonly cursor?: string; readonly limit?: number }) {
+  async list(
+    scope: Scope,
+    query?: { readonly state?: ModelJobState; readonly cursor?: string; readonly limit?: number },
+  ) {
     const q = normalizeModelJobQuery(scope, query);
     const sorted = [...this.#rows.values()]
       .filter((r) => r.key === q.key && (q.state === undefined || r.job.state === q.state))
@@ -87,8 +93,17 @@ export class InMemoryModelJobStore implements ModelJobStore, Erasable {
   /** An erased session's items keep their claim under its mark (the receipts they point at do too). */
   [ERASE](target: EraseTarget): number {
     for (const row of this.#rows.values()) {
-      if (!row.job.items.some((item) => covers(target, row.key, item.sessionId) && !isErasedMark(item.sessionId))) continue;
-      const items = row.job.items.map((item) => (covers(target, row.key, item.sessionId) && !isErasedMark(item.sessionId) ? Object.freeze({ ...item, sessionId: markOf(target, item.sessionId) }) : item));
+      if (
+        !row.job.items.some(
+          (item) => covers(target, row.key, item.sessionId) && !isErasedMark(item.sessionId),
+        )
+      )
+        continue;
+      const items = row.job.items.map((item) =>
+        covers(target, row.key, item.sessionId) && !isErasedMark(item.sessionId)
+          ? Object.freeze({ ...item, sessionId: markOf(target, item.sessionId) })
+          : item,
+      );
       row.job = Object.freeze({ ...row.job, items: Object.freeze(items) });
     }
     return 0;

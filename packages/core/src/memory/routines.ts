@@ -62,7 +62,10 @@ export class InMemoryRoutineStore implements RoutineStore, Erasable {
     return this.#rows.delete(`${ref.key} ${ref.id}`);
   }
 
-  async list(scope: Scope, query?: { readonly cursor?: string; readonly limit?: number }): Promise<RoutinePage> {
+  async list(
+    scope: Scope,
+    query?: { readonly cursor?: string; readonly limit?: number },
+  ): Promise<RoutinePage> {
     const { key } = scopeKey(scope);
     const q = normalizeRoutineQuery(query, false);
     const sorted = [...this.#rows.values()].filter((r) => r.key === key).map((r) => r.routine);
@@ -88,7 +91,9 @@ export class InMemoryRoutineStore implements RoutineStore, Erasable {
 }
 
 function sortBy(list: readonly Routine[], across: boolean): readonly Routine[] {
-  return [...list].sort((a, b) => compareKeys(routineCursorKey(a, across), routineCursorKey(b, across)));
+  return [...list].sort((a, b) =>
+    compareKeys(routineCursorKey(a, across), routineCursorKey(b, across)),
+  );
 }
 
 /**
@@ -107,7 +112,13 @@ export class InMemoryRoutineRunStore implements RoutineRunStore, Erasable {
     return Object.freeze({ status: "claimed", run: t.run, collecting: t.action === "update" });
   }
 
-  async recordMissed(input: { readonly scope: Scope; readonly routineId: string; readonly slot: number; readonly sessionId: string; readonly at: number }): Promise<RoutineClaimResult> {
+  async recordMissed(input: {
+    readonly scope: Scope;
+    readonly routineId: string;
+    readonly slot: number;
+    readonly sessionId: string;
+    readonly at: number;
+  }): Promise<RoutineClaimResult> {
     const { run, key } = missedRun(input);
     const rowKey = `${key} ${run.routineId} ${run.slot}`;
     const existing = this.#rows.get(rowKey);
@@ -124,7 +135,10 @@ export class InMemoryRoutineRunStore implements RoutineRunStore, Erasable {
     return t.run;
   }
 
-  async reconcileInterrupted(input: { readonly claimedBefore: number; readonly at: number }): Promise<readonly RoutineRun[]> {
+  async reconcileInterrupted(input: {
+    readonly claimedBefore: number;
+    readonly at: number;
+  }): Promise<readonly RoutineRun[]> {
     const before = validateTime("claimedBefore", input?.claimedBefore);
     const at = validateTime("at", input.at);
     const out: RoutineRun[] = [];
@@ -146,21 +160,30 @@ export class InMemoryRoutineRunStore implements RoutineRunStore, Erasable {
 
   async get(scope: Scope, routineId: string, slot: number): Promise<RoutineRun | undefined> {
     const { key } = scopeKey(scope);
-    return this.#rows.get(`${key} ${validateId("routineId", routineId)} ${validateTime("slot", slot)}`)?.run;
+    return this.#rows.get(
+      `${key} ${validateId("routineId", routineId)} ${validateTime("slot", slot)}`,
+    )?.run;
   }
 
   async latest(scope: Scope, routineId: string): Promise<RoutineRun | undefined> {
     const { key } = scopeKey(scope);
     const id = validateId("routineId", routineId);
     let best: RoutineRun | undefined;
-    for (const row of this.#rows.values()) if (row.key === key && row.run.routineId === id && (!best || row.run.slot > best.slot)) best = row.run;
+    for (const row of this.#rows.values())
+      if (row.key === key && row.run.routineId === id && (!best || row.run.slot > best.slot))
+        best = row.run;
     return best;
   }
 
   async list(scope: Scope, query?: RoutineRunQuery): Promise<RoutineRunPage> {
     const q = normalizeRoutineRunQuery(scope, query);
     const sorted = [...this.#rows.values()]
-      .filter((r) => r.key === q.key && (q.routineId === undefined || r.run.routineId === q.routineId) && (q.state === undefined || r.run.state === q.state))
+      .filter(
+        (r) =>
+          r.key === q.key &&
+          (q.routineId === undefined || r.run.routineId === q.routineId) &&
+          (q.state === undefined || r.run.state === q.state),
+      )
       .map((r) => r.run)
       .sort((a, b) => compareKeys(routineRunKey(a), routineRunKey(b)));
     return pageOf(sorted, routineRunKey, q.after, q.limit);
@@ -171,7 +194,11 @@ export class InMemoryRoutineRunStore implements RoutineRunStore, Erasable {
     for (const [rowKey, row] of this.#rows) {
       if (!covers(target, row.key, row.run.sessionId)) continue;
       if (!target.session) this.#rows.delete(rowKey);
-      else if (!isErasedMark(row.run.sessionId)) row.run = normalizeRoutineRun({ ...row.run, sessionId: markOf(target, row.run.sessionId) }).run;
+      else if (!isErasedMark(row.run.sessionId))
+        row.run = normalizeRoutineRun({
+          ...row.run,
+          sessionId: markOf(target, row.run.sessionId),
+        }).run;
     }
     return 0;
   }

@@ -7,7 +7,15 @@ import { currentAdmission, type InMemoryAdmissionStore, scopeFenced } from "./ad
 import { covers, ERASE, type Erasable, type EraseTarget, MEMORY_STATE, markOf } from "./erase.js";
 import { type SessionMarker, sessionMarker } from "../stores/erasure.js";
 import { eventIdsOf, lastRotation, normalizeMessages } from "../stores/normalize.js";
-import { closedObject, decodeCursor, PAGE, pageLimit, pageOf, scopeKey, validateTime } from "../stores/rules.js";
+import {
+  closedObject,
+  decodeCursor,
+  PAGE,
+  pageLimit,
+  pageOf,
+  scopeKey,
+  validateTime,
+} from "../stores/rules.js";
 
 interface Log {
   /** Append-only; every message is a frozen snapshot, stored once and shared with every reader. */
@@ -44,9 +52,20 @@ export class InMemorySessionStore implements SessionStore, Erasable {
 
   async load(scope: Scope, sessionId: string): Promise<SessionView> {
     const log = this.#logs.get(sessionKey(scope, sessionId));
-    if (!log || log.erased) return Object.freeze({ messages: EMPTY, revision: 0, offset: 0, erased: log?.erased ?? this.#isErased(scope, sessionId) });
+    if (!log || log.erased)
+      return Object.freeze({
+        messages: EMPTY,
+        revision: 0,
+        offset: 0,
+        erased: log?.erased ?? this.#isErased(scope, sessionId),
+      });
     log.view ??= Object.freeze(log.messages.slice(log.offset));
-    return Object.freeze({ messages: log.view, revision: log.messages.length, offset: log.offset, erased: false });
+    return Object.freeze({
+      messages: log.view,
+      revision: log.messages.length,
+      offset: log.offset,
+      erased: false,
+    });
   }
 
   async append(
@@ -63,7 +82,12 @@ export class InMemorySessionStore implements SessionStore, Erasable {
     const ids = eventIdsOf(batch);
     // From here on everything is synchronous: the fence check and the write are one step.
     const scopeText = scopeKey(scope).key;
-    const refused = fenceRefusal(currentAdmission(this.#admissions, scopeText, admissionId), sessionId, now, scopeFenced(this.#admissions, scopeText));
+    const refused = fenceRefusal(
+      currentAdmission(this.#admissions, scopeText, admissionId),
+      sessionId,
+      now,
+      scopeFenced(this.#admissions, scopeText),
+    );
     if (refused) throw refused;
     const log = this.#logs.get(key) ?? emptyLog(now, this.#isErased(scope, sessionId));
     if (log.erased) throw new FenceError("the session was erased");
@@ -82,13 +106,19 @@ export class InMemorySessionStore implements SessionStore, Erasable {
     return Object.freeze({ revision: log.messages.length });
   }
 
-  async findEvents(scope: Scope, sessionId: string, eventIds: readonly string[]): Promise<readonly Msg[]> {
+  async findEvents(
+    scope: Scope,
+    sessionId: string,
+    eventIds: readonly string[],
+  ): Promise<readonly Msg[]> {
     const key = sessionKey(scope, sessionId);
     if (!Array.isArray(eventIds)) throw new TypeError("eventIds must be an array");
     const wanted = new Set(eventIds.map((id, i) => validateId(`eventIds[${i}]`, id)));
     const log = this.#logs.get(key);
     if (!log || log.erased) return EMPTY;
-    return Object.freeze(log.messages.filter((m) => m.meta?.event !== undefined && wanted.has(m.meta.event.id)));
+    return Object.freeze(
+      log.messages.filter((m) => m.meta?.event !== undefined && wanted.has(m.meta.event.id)),
+    );
   }
 
   async list(
@@ -102,7 +132,13 @@ export class InMemorySessionStore implements SessionStore, Erasable {
     const items: SessionSummary[] = [];
     for (const [key, log] of this.#logs) {
       if (!key.startsWith(prefix) || log.erased) continue;
-      items.push(Object.freeze({ sessionId: key.slice(prefix.length), revision: log.messages.length, updatedAt: log.updatedAt }));
+      items.push(
+        Object.freeze({
+          sessionId: key.slice(prefix.length),
+          revision: log.messages.length,
+          updatedAt: log.updatedAt,
+        }),
+      );
     }
     items.sort((a, b) => (a.sessionId < b.sessionId ? -1 : 1));
     return Object.freeze(pageOf(items, (s) => [s.sessionId], after, limit));
@@ -111,7 +147,16 @@ export class InMemorySessionStore implements SessionStore, Erasable {
   async erase(scope: Scope, sessionId: string): Promise<void> {
     const key = sessionKey(scope, sessionId);
     const { scope: s, key: scopeText } = scopeKey(scope);
-    this[ERASE]({ scope: s, key: scopeText, session: { id: key.slice(scopeText.length + 1), mark: this.#marker(s, sessionId), audit: sessionId }, marker: this.#marker });
+    this[ERASE]({
+      scope: s,
+      key: scopeText,
+      session: {
+        id: key.slice(scopeText.length + 1),
+        mark: this.#marker(s, sessionId),
+        audit: sessionId,
+      },
+      marker: this.#marker,
+    });
   }
 
   /** Drops the target's logs and keeps a tombstone per session under its mark. */
@@ -133,12 +178,22 @@ export class InMemorySessionStore implements SessionStore, Erasable {
 
   /** Whether the session has a tombstone (the mark is hashed only once some session was erased). */
   #isErased(scope: Scope, sessionId: string): boolean {
-    return this.#erased.size > 0 && this.#erased.has(`${scopeKey(scope).key} ${this.#marker(scope, sessionId)}`);
+    return (
+      this.#erased.size > 0 &&
+      this.#erased.has(`${scopeKey(scope).key} ${this.#marker(scope, sessionId)}`)
+    );
   }
 }
 
 function emptyLog(updatedAt: number, erased: boolean): Log {
-  return { messages: [], offset: 0, view: undefined, eventIds: new Set<string>(), updatedAt, erased };
+  return {
+    messages: [],
+    offset: 0,
+    view: undefined,
+    eventIds: new Set<string>(),
+    updatedAt,
+    erased,
+  };
 }
 
 function sessionKey(scope: Scope, sessionId: string): string {

@@ -1,8 +1,23 @@
 import { type Scope, validateId } from "../scope.js";
 import { SettlementConflictError } from "../stores/errors.js";
-import type { CostSettlementStore, SettlementInput, SettlementRecord, SpendStore } from "../stores/settlements.js";
+import type {
+  CostSettlementStore,
+  SettlementInput,
+  SettlementRecord,
+  SpendStore,
+} from "../stores/settlements.js";
 import { normalizeSettlement } from "../stores/normalize.js";
-import { closedObject, decodeCursor, PAGE, pageLimit, pageOf, sameJson, scopeKey, validateDay, validateOrg } from "../stores/rules.js";
+import {
+  closedObject,
+  decodeCursor,
+  PAGE,
+  pageLimit,
+  pageOf,
+  sameJson,
+  scopeKey,
+  validateDay,
+  validateOrg,
+} from "../stores/rules.js";
 import type { PersistentCapName } from "../caps.js";
 import type { ClaimReservation } from "../stores/execution.js";
 import { reservationRefusal } from "../stores/transitions.js";
@@ -32,7 +47,13 @@ let countersOf: (store: InMemorySpendStore) => Counters;
  */
 export function reserveSpend(
   spend: InMemorySpendStore,
-  at: { readonly scopeKey: string; readonly org: string; readonly sessionId: string; readonly operationId: string; readonly now: number },
+  at: {
+    readonly scopeKey: string;
+    readonly org: string;
+    readonly sessionId: string;
+    readonly operationId: string;
+    readonly now: number;
+  },
   reservation: ClaimReservation,
 ): PersistentCapName | undefined {
   const counters = countersOf(spend);
@@ -50,12 +71,22 @@ export function reserveSpend(
   };
   const refused = reservationRefusal(reservation.limits, use, reservation.usdMicros);
   if (refused) return refused;
-  counters.held.set(`${at.scopeKey} ${at.operationId}`, { session, org: at.org, day: reservation.day, micros: reservation.usdMicros, expiresAt: reservation.expiresAt });
+  counters.held.set(`${at.scopeKey} ${at.operationId}`, {
+    session,
+    org: at.org,
+    day: reservation.day,
+    micros: reservation.usdMicros,
+    expiresAt: reservation.expiresAt,
+  });
   return undefined;
 }
 
 /** Releases what a call held (a no-op when it held nothing). */
-export function releaseSpend(spend: InMemorySpendStore, scopeKeyText: string, operationId: string): void {
+export function releaseSpend(
+  spend: InMemorySpendStore,
+  scopeKeyText: string,
+  operationId: string,
+): void {
   countersOf(spend).held.delete(`${scopeKeyText} ${operationId}`);
 }
 
@@ -76,12 +107,16 @@ export class InMemorySpendStore implements SpendStore, Erasable {
    * stay as they are.
    */
   [ERASE](target: EraseTarget): number {
-    const idOf = (session: string) => (session.startsWith(`${target.key} `) ? session.slice(target.key.length + 1) : undefined);
-    const inTarget = (id: string | undefined): id is string => id !== undefined && !isErasedMark(id) && covers(target, target.key, id);
-    for (const session of [...this.#counters.sessions.keys()]) if (inTarget(idOf(session))) this.#counters.sessions.delete(session);
+    const idOf = (session: string) =>
+      session.startsWith(`${target.key} `) ? session.slice(target.key.length + 1) : undefined;
+    const inTarget = (id: string | undefined): id is string =>
+      id !== undefined && !isErasedMark(id) && covers(target, target.key, id);
+    for (const session of [...this.#counters.sessions.keys()])
+      if (inTarget(idOf(session))) this.#counters.sessions.delete(session);
     for (const [key, held] of this.#counters.held) {
       const id = idOf(held.session);
-      if (inTarget(id)) this.#counters.held.set(key, { ...held, session: `${target.key} ${markOf(target, id)}` });
+      if (inTarget(id))
+        this.#counters.held.set(key, { ...held, session: `${target.key} ${markOf(target, id)}` });
     }
     return 0;
   }
@@ -90,7 +125,11 @@ export class InMemorySpendStore implements SpendStore, Erasable {
     return this.#counters;
   }
 
-  async peek(scope: Scope, sessionId: string, day: string): Promise<{ readonly sessionMicros: number; readonly tenantDayMicros: number }> {
+  async peek(
+    scope: Scope,
+    sessionId: string,
+    day: string,
+  ): Promise<{ readonly sessionMicros: number; readonly tenantDayMicros: number }> {
     const { scope: s, key } = scopeKey(scope);
     const session = validateId("sessionId", sessionId);
     const d = validateDay("day", day);
@@ -150,7 +189,10 @@ export class InMemoryCostSettlementStore implements CostSettlementStore, Erasabl
     releaseSpend(this.spend, key, s.receipt.operationId);
     const counters = countersOf(this.spend);
     const sessionKey = `${key} ${s.sessionId}`;
-    counters.sessions.set(sessionKey, (counters.sessions.get(sessionKey) ?? 0) + s.receipt.usdMicros);
+    counters.sessions.set(
+      sessionKey,
+      (counters.sessions.get(sessionKey) ?? 0) + s.receipt.usdMicros,
+    );
     const days = counters.tenantDays.get(s.scope.org) ?? new Map<string, number>();
     days.set(s.day, (days.get(s.day) ?? 0) + s.receipt.usdMicros);
     counters.tenantDays.set(s.scope.org, days);
@@ -158,12 +200,18 @@ export class InMemoryCostSettlementStore implements CostSettlementStore, Erasabl
   }
 
   async get(scope: Scope, settlementId: string): Promise<SettlementRecord | undefined> {
-    return this.#rows.get(`${scopeKey(scope).key} ${validateId("settlementId", settlementId)}`)?.record;
+    return this.#rows.get(`${scopeKey(scope).key} ${validateId("settlementId", settlementId)}`)
+      ?.record;
   }
 
   async list(
     scope: Scope,
-    opts: { readonly sessionId?: string; readonly turnId?: string; readonly cursor?: string; readonly limit?: number } = {},
+    opts: {
+      readonly sessionId?: string;
+      readonly turnId?: string;
+      readonly cursor?: string;
+      readonly limit?: number;
+    } = {},
   ): Promise<{ readonly items: readonly SettlementRecord[]; readonly nextCursor?: string }> {
     const prefix = `${scopeKey(scope).key} `;
     const o = closedObject("opts", opts, ["sessionId", "turnId", "cursor", "limit"]);
@@ -172,12 +220,18 @@ export class InMemoryCostSettlementStore implements CostSettlementStore, Erasabl
     const limit = pageLimit(o.limit, PAGE.settlements.def, PAGE.settlements.max);
     const after = decodeCursor(o.cursor, ["number", "string"]);
     const rows = this.#scoped(prefix).filter(
-      (r) => (sessionId === undefined || r.sessionId === sessionId) && (turnId === undefined || r.receipt.turnId === turnId),
+      (r) =>
+        (sessionId === undefined || r.sessionId === sessionId) &&
+        (turnId === undefined || r.receipt.turnId === turnId),
     );
     return Object.freeze(pageOf(rows, (r) => [r.at, r.receipt.settlementId], after, limit));
   }
 
-  async pending(scope: Scope, consumer: string, limit?: number): Promise<readonly SettlementRecord[]> {
+  async pending(
+    scope: Scope,
+    consumer: string,
+    limit?: number,
+  ): Promise<readonly SettlementRecord[]> {
     const prefix = `${scopeKey(scope).key} `;
     const c = validateId("consumer", consumer);
     const max = pageLimit(limit, PAGE.pending.def, PAGE.pending.max);
@@ -199,8 +253,16 @@ export class InMemoryCostSettlementStore implements CostSettlementStore, Erasabl
   [ERASE](target: EraseTarget): number {
     for (const [key, row] of this.#rows) {
       const { sessionId } = row.record;
-      if (!key.startsWith(`${target.key} `) || isErasedMark(sessionId) || !covers(target, target.key, sessionId)) continue;
-      this.#rows.set(key, { record: Object.freeze({ ...row.record, sessionId: markOf(target, sessionId) }), acknowledged: row.acknowledged });
+      if (
+        !key.startsWith(`${target.key} `) ||
+        isErasedMark(sessionId) ||
+        !covers(target, target.key, sessionId)
+      )
+        continue;
+      this.#rows.set(key, {
+        record: Object.freeze({ ...row.record, sessionId: markOf(target, sessionId) }),
+        acknowledged: row.acknowledged,
+      });
     }
     return 0;
   }
@@ -211,6 +273,8 @@ export class InMemoryCostSettlementStore implements CostSettlementStore, Erasabl
 
   #scoped(prefix: string): SettlementRecord[] {
     const rows = [...this.#rows].filter(([k]) => k.startsWith(prefix)).map(([, v]) => v.record);
-    return rows.sort((a, b) => a.at - b.at || (a.receipt.settlementId < b.receipt.settlementId ? -1 : 1));
+    return rows.sort(
+      (a, b) => a.at - b.at || (a.receipt.settlementId < b.receipt.settlementId ? -1 : 1),
+    );
   }
 }

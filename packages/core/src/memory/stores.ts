@@ -47,9 +47,16 @@ export interface InMemoryStores<A extends AuditLog = InMemoryAuditLog> {
  * `audit` replaces the default `InMemoryAuditLog` (a test passes a `RecordingAuditLog`); `trailKey`
  * keys the marks of erased sessions (`erasedSessionMark`), as the runtime compositions always do.
  */
-export function inMemoryStores(opts?: { readonly trailKey?: TrailKey | TrailKeyMaterial }): InMemoryStores;
-export function inMemoryStores<A extends AuditLog>(opts: { readonly audit: A; readonly trailKey?: TrailKey | TrailKeyMaterial }): InMemoryStores<A>;
-export function inMemoryStores(opts: { readonly audit?: AuditLog; readonly trailKey?: TrailKey | TrailKeyMaterial } = {}): InMemoryStores<AuditLog> {
+export function inMemoryStores(opts?: {
+  readonly trailKey?: TrailKey | TrailKeyMaterial;
+}): InMemoryStores;
+export function inMemoryStores<A extends AuditLog>(opts: {
+  readonly audit: A;
+  readonly trailKey?: TrailKey | TrailKeyMaterial;
+}): InMemoryStores<A>;
+export function inMemoryStores(
+  opts: { readonly audit?: AuditLog; readonly trailKey?: TrailKey | TrailKeyMaterial } = {},
+): InMemoryStores<AuditLog> {
   const marker = sessionMarker(opts.trailKey);
   const admissions = new InMemoryAdmissionStore();
   const spend = new InMemorySpendStore();
@@ -71,5 +78,8 @@ export function inMemoryStores(opts: { readonly audit?: AuditLog; readonly trail
   // An audit log of the host's own (not the in-memory one) keeps its events: it is erased by its owner.
   const audit = stores.audit instanceof InMemoryAuditLog ? [stores.audit] : [];
   const { admissions: _a, audit: _l, ...rest } = stores;
-  return { ...stores, erasure: new InMemoryErasure([admissions, ...Object.values(rest), ...audit], marker) };
+  return {
+    ...stores,
+    erasure: new InMemoryErasure([admissions, ...Object.values(rest), ...audit], marker),
+  };
 }

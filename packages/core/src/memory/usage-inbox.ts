@@ -29,7 +29,8 @@ export class InMemoryUsageInbox implements UsageInbox, Erasable {
     const rowKey = `${key} ${observation.operationId} ${observation.source}`;
     const existing = this.#rows.get(rowKey);
     if (existing) {
-      if (sameUsageObservation(existing.observation, observation, this.#marker)) return Object.freeze({ status: "replayed", observation: existing.observation });
+      if (sameUsageObservation(existing.observation, observation, this.#marker))
+        return Object.freeze({ status: "replayed", observation: existing.observation });
       throw new UsageObservationConflictError();
     }
     this.#rows.set(rowKey, { key, observation });
@@ -39,7 +40,10 @@ export class InMemoryUsageInbox implements UsageInbox, Erasable {
   async list(scope: Scope, query?: UsageInboxQuery): Promise<UsageInboxPage> {
     const q = normalizeUsageInboxQuery(scope, query);
     const sorted = [...this.#rows.values()]
-      .filter((r) => r.key === q.key && (q.sessionId === undefined || r.observation.sessionId === q.sessionId))
+      .filter(
+        (r) =>
+          r.key === q.key && (q.sessionId === undefined || r.observation.sessionId === q.sessionId),
+      )
       .map((r) => r.observation)
       .sort((a, b) => compareKeys(usageObservationKey(a), usageObservationKey(b)));
     return pageOf(sorted, usageObservationKey, q.after, q.limit);

@@ -70,8 +70,18 @@ export interface AdmissionStore {
   finish(scope: Scope, admissionId: string): Promise<Admission | undefined>;
   /** active | uncertain → released (reason failed). */
   releaseFailed(scope: Scope, admissionId: string): Promise<Admission | undefined>;
-  releaseExpired(input: { scope?: Scope; sessionId?: string; kind?: AdmissionKind; now: number; graceMs: number }): Promise<readonly Admission[]>;
-  fenceScope(input: { target: ScopeFenceTarget; reason: ScopeFenceReason; now: number }): Promise<ScopeFence>;
+  releaseExpired(input: {
+    scope?: Scope;
+    sessionId?: string;
+    kind?: AdmissionKind;
+    now: number;
+    graceMs: number;
+  }): Promise<readonly Admission[]>;
+  fenceScope(input: {
+    target: ScopeFenceTarget;
+    reason: ScopeFenceReason;
+    now: number;
+  }): Promise<ScopeFence>;
   liftScopeFence(target: ScopeFenceTarget): Promise<boolean>;
   scopeFences(target: ScopeFenceTarget): Promise<readonly ScopeFence[]>;
 }

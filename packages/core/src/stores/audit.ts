@@ -80,7 +80,12 @@ export interface CostEvent extends Base {
  * sensitivity were dropped; `truncated` records over the turn's bounds (counts, characters) were dropped.
  */
 export type RecallDegradedTier = "unavailable" | "invalid" | "filtered" | "truncated";
-export const RECALL_DEGRADED_TIERS: readonly RecallDegradedTier[] = Object.freeze(["unavailable", "invalid", "filtered", "truncated"]);
+export const RECALL_DEGRADED_TIERS: readonly RecallDegradedTier[] = Object.freeze([
+  "unavailable",
+  "invalid",
+  "filtered",
+  "truncated",
+]);
 
 /**
  * One turn's recall (before its first step): the source's name and what entered the request, by
@@ -115,11 +120,26 @@ export interface ContextEvent extends Base {
   readonly decision: "honored" | "refused" | "warned";
 }
 
-export type PolicyAction = "intent" | "decision" | "permission.requested" | "permission.resolved" | "grant.used";
+export type PolicyAction =
+  | "intent"
+  | "decision"
+  | "permission.requested"
+  | "permission.resolved"
+  | "grant.used";
 /** Which rule made a decision: the kernel's built-ins, or the host's controller. */
-export type PolicyRule = "kernel.registered" | "kernel.decision_invalid" | "kernel.decide_failed" | "controller" | "run_grant";
+export type PolicyRule =
+  | "kernel.registered"
+  | "kernel.decision_invalid"
+  | "kernel.decide_failed"
+  | "controller"
+  | "run_grant";
 /** Why an ask was denied or not answered by an operator. */
-export type PolicyReason = "operator_denied" | "no_resolver" | "resolver_failed" | "resolver_timeout" | "cancelled";
+export type PolicyReason =
+  | "operator_denied"
+  | "no_resolver"
+  | "resolver_failed"
+  | "resolver_timeout"
+  | "cancelled";
 /**
  * A policy record. `authorization.action` is the action the tool's `authorize` derived (kept when
  * it is identifier-shaped, else hashed); `subject` is a keyed hash unless the tool declares
@@ -159,7 +179,14 @@ export interface LifecycleEvent extends Base {
   readonly detail?: TrailValue;
 }
 
-export type AuditEvent = AccessEvent | RoutingEvent | CostEvent | RecallEvent | ContextEvent | PolicyEvent | LifecycleEvent;
+export type AuditEvent =
+  | AccessEvent
+  | RoutingEvent
+  | CostEvent
+  | RecallEvent
+  | ContextEvent
+  | PolicyEvent
+  | LifecycleEvent;
 
 /** A stored audit event with its position in the log. */
 export type AuditRecord = AuditEvent & { readonly seq: number };
@@ -180,5 +207,8 @@ export interface AuditQuery {
  */
 export interface AuditLog {
   append(event: AuditEvent): Promise<void>;
-  query(scope: Scope, query?: AuditQuery): Promise<{ readonly items: readonly AuditRecord[]; readonly nextCursor?: string }>;
+  query(
+    scope: Scope,
+    query?: AuditQuery,
+  ): Promise<{ readonly items: readonly AuditRecord[]; readonly nextCursor?: string }>;
 }

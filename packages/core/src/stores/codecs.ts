@@ -31,7 +31,9 @@ export function scopeFromKey(key: string): Scope {
 /** Parses a versioned JSON column into a deep-frozen value; an unknown version is refused. */
 export function decodeJson<T>(version: number, text: string): T {
   if (version !== RECORD_VERSION) {
-    throw new StoreUnavailableError(`a stored record has format version ${version}; this build reads ${RECORD_VERSION}`);
+    throw new StoreUnavailableError(
+      `a stored record has format version ${version}; this build reads ${RECORD_VERSION}`,
+    );
   }
   return deepFreeze(JSON.parse(text)) as T;
 }
@@ -105,14 +107,18 @@ export interface ExecutionChangeColumns {
 export function executionChangeColumns(change: ExecutionChange): ExecutionChangeColumns {
   return {
     state: change.state,
-    evidence: change.evidence === undefined ? null : canonicalJson(change.evidence as unknown as JsonValue),
+    evidence:
+      change.evidence === undefined ? null : canonicalJson(change.evidence as unknown as JsonValue),
     not_dispatched_cause: change.cause ?? null,
     settlement_id: change.settlementId ?? null,
   };
 }
 
 /** The evidence column of a prepared record the expiry sweep ends as not dispatched. */
-export const EXPIRED_EVIDENCE_COLUMN = canonicalJson({ status: "not_dispatched", cause: "expired" });
+export const EXPIRED_EVIDENCE_COLUMN = canonicalJson({
+  status: "not_dispatched",
+  cause: "expired",
+});
 
 export interface ResultRow {
   readonly result_id: string;
@@ -129,7 +135,13 @@ export interface ResultRow {
 /** The result a reader sees at `now` (see `resultView`). */
 export function resultFromRow(row: ResultRow, now: number): ResultRecord {
   const envelope = row.envelope === null ? undefined : decodeJson<JsonValue>(row.v, row.envelope);
-  const r = { resultId: row.result_id, sessionId: row.session_id, binding: row.binding, sensitivity: row.sensitivity, expiresAt: row.expires_at };
+  const r = {
+    resultId: row.result_id,
+    sessionId: row.session_id,
+    binding: row.binding,
+    sensitivity: row.sensitivity,
+    expiresAt: row.expires_at,
+  };
   return resultView(r, row.state, envelope, now);
 }
 
@@ -139,7 +151,10 @@ export interface SettlementRow {
   readonly record: string;
 }
 
-export function settlementFromRow(row: SettlementRow, status: SettlementRecord["status"] = "applied"): SettlementRecord {
+export function settlementFromRow(
+  row: SettlementRow,
+  status: SettlementRecord["status"] = "applied",
+): SettlementRecord {
   return Object.freeze({ ...decodeJson<SettlementInput>(row.v, row.record), status });
 }
 
@@ -148,7 +163,10 @@ export interface TenantDayRow {
   readonly usd_micros: number;
 }
 
-export function tenantDayFromRow(row: TenantDayRow): { readonly day: string; readonly usdMicros: number } {
+export function tenantDayFromRow(row: TenantDayRow): {
+  readonly day: string;
+  readonly usdMicros: number;
+} {
   return Object.freeze({ day: row.day, usdMicros: row.usd_micros });
 }
 
@@ -168,7 +186,11 @@ export interface SessionSummaryRow {
 }
 
 export function sessionSummaryFromRow(row: SessionSummaryRow): SessionSummary {
-  return Object.freeze({ sessionId: row.session_id, revision: row.revision, updatedAt: row.updated_at });
+  return Object.freeze({
+    sessionId: row.session_id,
+    revision: row.revision,
+    updatedAt: row.updated_at,
+  });
 }
 
 export interface AuditRow {
@@ -178,7 +200,10 @@ export interface AuditRow {
 }
 
 export function auditFromRow(row: AuditRow): AuditRecord {
-  return Object.freeze({ ...decodeJson<AuditEvent>(row.v, row.event), seq: row.seq }) as AuditRecord;
+  return Object.freeze({
+    ...decodeJson<AuditEvent>(row.v, row.event),
+    seq: row.seq,
+  }) as AuditRecord;
 }
 
 /** A session's labels column: canonical JSON of the normalized labels (written without a format version). */

@@ -1,6 +1,11 @@
 import { createHash } from "node:crypto";
 import { normalizeScope, type Scope, validateId } from "../scope.js";
-import { erasedSessionKeyedMark, type TrailKey, type TrailKeyMaterial, trailKey } from "../trail.js";
+import {
+  erasedSessionKeyedMark,
+  type TrailKey,
+  type TrailKeyMaterial,
+  trailKey,
+} from "../trail.js";
 
 /**
  * What an erasure did: how many turns or event batches were holding the session (or, for a scope,
@@ -34,7 +39,11 @@ export interface ErasureReport {
  *   erasure: the report counts the fenced admissions, and a host erases again after their deadline.
  */
 export interface SessionErasure {
-  eraseSession(scope: Scope, sessionId: string, opts: { readonly auditSessionId: string }): Promise<ErasureReport>;
+  eraseSession(
+    scope: Scope,
+    sessionId: string,
+    opts: { readonly auditSessionId: string },
+  ): Promise<ErasureReport>;
   eraseScope(scope: Scope): Promise<ErasureReport>;
 }
 
@@ -46,7 +55,11 @@ export interface SessionErasure {
  * the database and guesses a candidate id (a phone number) can confirm it was erased. A store set
  * must be opened with the same key every time, or it misses its own tombstones.
  */
-export function erasedSessionMark(scope: Scope, sessionId: string, key?: TrailKey | TrailKeyMaterial): string {
+export function erasedSessionMark(
+  scope: Scope,
+  sessionId: string,
+  key?: TrailKey | TrailKeyMaterial,
+): string {
   const s = normalizeScope(scope);
   const id = validateId("sessionId", sessionId);
   if (key !== undefined) return erasedSessionKeyedMark(key, s, id);

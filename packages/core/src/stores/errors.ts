@@ -2,7 +2,10 @@ import { AlmaError } from "../errors.js";
 
 /** An append was refused: the admission it names is not active for that session (stale, released, uncertain). */
 export class FenceError extends AlmaError {
-  constructor(message = "the admission is not active for this session", code: "fenced" | "scope_fenced" = "fenced") {
+  constructor(
+    message = "the admission is not active for this session",
+    code: "fenced" | "scope_fenced" = "fenced",
+  ) {
     super(code, message);
   }
 }
@@ -30,7 +33,17 @@ export class DuplicateEventError extends AlmaError {
 
 /** A write names an identity that exists with different content. */
 /** The conflict codes of `AlmaErrorCode`. */
-export type ConflictCode = "admission_exists" | "execution_conflict" | "result_conflict" | "result_not_reserved" | "store_conflict" | "settlement_conflict" | "session_label_conflict" | "usage_observation_conflict" | "memory_conflict" | "model_job_conflict";
+export type ConflictCode =
+  | "admission_exists"
+  | "execution_conflict"
+  | "result_conflict"
+  | "result_not_reserved"
+  | "store_conflict"
+  | "settlement_conflict"
+  | "session_label_conflict"
+  | "usage_observation_conflict"
+  | "memory_conflict"
+  | "model_job_conflict";
 
 export class ConflictError extends AlmaError {
   constructor(code: ConflictCode, message: string) {
@@ -53,7 +66,10 @@ export class SessionLabelConflictError extends ConflictError {
 /** A usage observation's identity `(scope, operationId, source)` is already kept with different content. */
 export class UsageObservationConflictError extends ConflictError {
   constructor() {
-    super("usage_observation_conflict", "a different usage observation of this call and source is already kept");
+    super(
+      "usage_observation_conflict",
+      "a different usage observation of this call and source is already kept",
+    );
   }
 }
 

@@ -9,7 +9,14 @@ import type { NotDispatchedCause, UsageEvidence } from "../usage.js";
  * `not_dispatched` ends a prepared record (with a cause); `fenced` is what the recovery sweep
  * makes of an expired `dispatching` record: it may have been sent, it is never sent again.
  */
-export type ExecutionState = "prepared" | "dispatching" | "received" | "settled" | "completed" | "not_dispatched" | "fenced";
+export type ExecutionState =
+  | "prepared"
+  | "dispatching"
+  | "received"
+  | "settled"
+  | "completed"
+  | "not_dispatched"
+  | "fenced";
 
 /** A content-free claim: who, what model, at what prices; never the prompt or the reply. */
 export interface ExecutionClaim {
@@ -100,13 +107,23 @@ export interface ExecutionStore {
   receive(fence: Fence, evidence: UsageEvidence, now: number): Promise<ExecutionRecord>;
   settle(fence: Fence, settlementId: string, now: number): Promise<ExecutionRecord>;
   complete(fence: Fence, now: number): Promise<ExecutionRecord>;
-  cancelPrepared(fence: Fence, cause: Exclude<NotDispatchedCause, "expired">, now: number): Promise<ExecutionRecord>;
+  cancelPrepared(
+    fence: Fence,
+    cause: Exclude<NotDispatchedCause, "expired">,
+    now: number,
+  ): Promise<ExecutionRecord>;
   get(scope: Scope, operationId: string): Promise<ExecutionRecord | undefined>;
   /**
    * Unresolved records (not completed / not_dispatched) of a scope, ascending by (createdAt,
    * operationId); with `resolved: true`, the records in every state (the runner's `listUnresolved`
    * needs the completed calls of a turn that never stored its final result).
    */
-  list(scope: Scope, opts?: { readonly cursor?: string; readonly limit?: number; readonly resolved?: boolean }): Promise<{ readonly items: readonly ExecutionRecord[]; readonly nextCursor?: string }>;
-  reconcileExpired(input: { readonly now: number; readonly scope?: Scope }): Promise<readonly ExecutionRecord[]>;
+  list(
+    scope: Scope,
+    opts?: { readonly cursor?: string; readonly limit?: number; readonly resolved?: boolean },
+  ): Promise<{ readonly items: readonly ExecutionRecord[]; readonly nextCursor?: string }>;
+  reconcileExpired(input: {
+    readonly now: number;
+    readonly scope?: Scope;
+  }): Promise<readonly ExecutionRecord[]>;
 }

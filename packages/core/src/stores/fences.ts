@@ -15,7 +15,11 @@ export interface ScopeFenceTarget {
 
 /** Why an operator fenced a scope (closed: the operator console and the CLI show it). */
 export type ScopeFenceReason = "suspended" | "erasure" | "operator";
-export const SCOPE_FENCE_REASONS: readonly ScopeFenceReason[] = Object.freeze(["suspended", "erasure", "operator"]);
+export const SCOPE_FENCE_REASONS: readonly ScopeFenceReason[] = Object.freeze([
+  "suspended",
+  "erasure",
+  "operator",
+]);
 
 /** A fence as stored: its target, its reason and when it was set. */
 export interface ScopeFence {
@@ -37,7 +41,11 @@ export function coveringFenceKeys(scopeKeyText: string): readonly [string, strin
 }
 
 /** A stored fence row's fields back to a frozen `ScopeFence`. */
-export function scopeFenceFromRow(row: { readonly target: string; readonly reason: string; readonly fenced_at: number | string }): ScopeFence {
+export function scopeFenceFromRow(row: {
+  readonly target: string;
+  readonly reason: string;
+  readonly fenced_at: number | string;
+}): ScopeFence {
   const slash = row.target.indexOf("/");
   const org = row.target.slice(0, slash);
   const uid = row.target.slice(slash + 1);
@@ -54,14 +62,19 @@ export function scopeFenceFromRow(row: { readonly target: string; readonly reaso
  * field, no accessor. Anything else throws `InvalidScopeError` before any I/O.
  */
 export function normalizeFenceTarget(target: unknown): ScopeFenceTarget {
-  if (target === null || typeof target !== "object" || Array.isArray(target)) throw new InvalidScopeError("a fence target must be an object {org, uid?}");
+  if (target === null || typeof target !== "object" || Array.isArray(target))
+    throw new InvalidScopeError("a fence target must be an object {org, uid?}");
   let fields: Readonly<Record<string, unknown>>;
   try {
     fields = dataFields(target, "target");
   } catch {
-    throw new InvalidScopeError("a fence target must be a plain object of data properties {org, uid?}");
+    throw new InvalidScopeError(
+      "a fence target must be a plain object of data properties {org, uid?}",
+    );
   }
-  for (const key of Object.keys(fields)) if (key !== "org" && key !== "uid") throw new InvalidScopeError("a fence target takes only org and uid");
+  for (const key of Object.keys(fields))
+    if (key !== "org" && key !== "uid")
+      throw new InvalidScopeError("a fence target takes only org and uid");
   if (fields.uid === undefined) {
     const { org } = normalizeScope({ org: fields.org, uid: "_" });
     return Object.freeze({ org });
@@ -71,14 +84,25 @@ export function normalizeFenceTarget(target: unknown): ScopeFenceTarget {
 }
 
 /** `fenceScope`'s input, validated: the target, a reason of the closed set and the time. */
-export function normalizeFenceInput(input: unknown): { readonly target: ScopeFenceTarget; readonly reason: ScopeFenceReason; readonly now: number } {
-  if (input === null || typeof input !== "object" || Array.isArray(input)) throw new InvalidScopeError("fenceScope takes {target, reason, now}");
+export function normalizeFenceInput(input: unknown): {
+  readonly target: ScopeFenceTarget;
+  readonly reason: ScopeFenceReason;
+  readonly now: number;
+} {
+  if (input === null || typeof input !== "object" || Array.isArray(input))
+    throw new InvalidScopeError("fenceScope takes {target, reason, now}");
   let fields: Readonly<Record<string, unknown>>;
   try {
     fields = dataFields(input, "fenceScope");
   } catch {
     throw new InvalidScopeError("fenceScope takes a plain object {target, reason, now}");
   }
-  for (const key of Object.keys(fields)) if (key !== "target" && key !== "reason" && key !== "now") throw new InvalidScopeError(`fenceScope does not take "${key}"`);
-  return { target: normalizeFenceTarget(fields.target), reason: validateOneOf("reason", fields.reason, SCOPE_FENCE_REASONS), now: validateTime("now", fields.now) };
+  for (const key of Object.keys(fields))
+    if (key !== "target" && key !== "reason" && key !== "now")
+      throw new InvalidScopeError(`fenceScope does not take "${key}"`);
+  return {
+    target: normalizeFenceTarget(fields.target),
+    reason: validateOneOf("reason", fields.reason, SCOPE_FENCE_REASONS),
+    now: validateTime("now", fields.now),
+  };
 }

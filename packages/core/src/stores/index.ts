@@ -90,9 +90,34 @@ export {
   staleStep,
   tenantDaysOf,
 } from "./prepare.js";
-export { AdmissionTransitions, type AdmissionTransition, admissionExists, admissionOf, admitted, busy, prepareAdmit, prepareReleaseExpired, releasedAdmissions } from "./prepare-admissions.js";
-export { coveringFenceKeys, fenceKey, normalizeFenceInput, normalizeFenceTarget, scopeFenceFromRow } from "./fences.js";
-export { expiryChange, fenceRefusal, oversize, putRefusal, reservationRefusal, resultView, sameClaim, scopeFenceRefusal } from "./transitions.js";
+export {
+  AdmissionTransitions,
+  type AdmissionTransition,
+  admissionExists,
+  admissionOf,
+  admitted,
+  busy,
+  prepareAdmit,
+  prepareReleaseExpired,
+  releasedAdmissions,
+} from "./prepare-admissions.js";
+export {
+  coveringFenceKeys,
+  fenceKey,
+  normalizeFenceInput,
+  normalizeFenceTarget,
+  scopeFenceFromRow,
+} from "./fences.js";
+export {
+  expiryChange,
+  fenceRefusal,
+  oversize,
+  putRefusal,
+  reservationRefusal,
+  resultView,
+  sameClaim,
+  scopeFenceRefusal,
+} from "./transitions.js";
 export {
   type AdmissionRow,
   type AuditRow,

@@ -8,7 +8,13 @@ import type { AdmissionKind } from "./admissions.js";
 import type { ClaimOptions, ClaimReservation, ExecutionClaim, Fence } from "./execution.js";
 import type { ResultReservation } from "./results.js";
 import type { SettlementInput } from "./settlements.js";
-import { type NotDispatchedCause, USAGE_COUNTERS, type Usage, type UsageEvidence, usageProblem } from "../usage.js";
+import {
+  type NotDispatchedCause,
+  USAGE_COUNTERS,
+  type Usage,
+  type UsageEvidence,
+  usageProblem,
+} from "../usage.js";
 import {
   closedObject,
   scopeKey,
@@ -22,7 +28,15 @@ import {
 /** The closed records the stores accept, normalized once for every implementation. */
 export { normalizeAuditEvent, normalizeAuditQuery, TRAILS } from "./normalize-audit.js";
 
-const BLOCK_TYPES = ["text", "media", "tool_call", "tool_result", "provider_tool_call", "provider_tool_result", "reasoning"] as const;
+const BLOCK_TYPES = [
+  "text",
+  "media",
+  "tool_call",
+  "tool_result",
+  "provider_tool_call",
+  "provider_tool_result",
+  "reasoning",
+] as const;
 const SERVICE_TIERS = ["standard", "priority", "flex", "batch"] as const;
 const CAP_NAMES = ["perTurnUsd", "perSessionUsd", "perTenantDayUsd"] as const;
 const USAGE_FIELDS = [...USAGE_COUNTERS, "serviceTier"];
@@ -40,7 +54,8 @@ export function normalizeMessages(messages: unknown): readonly Msg[] {
 function checkMsg(value: unknown, path: string): void {
   const msg = closedObject(path, value, ["role", "blocks", "meta"]);
   validateOneOf(`${path}.role`, msg.role, ["user", "assistant"]);
-  if (!Array.isArray(msg.blocks)) throw new ValidationError(`${path}.blocks`, "array", "blocks must be an array");
+  if (!Array.isArray(msg.blocks))
+    throw new ValidationError(`${path}.blocks`, "array", "blocks must be an array");
   msg.blocks.forEach((block: unknown, j: number) => {
     if (block === null || typeof block !== "object" || Array.isArray(block)) {
       throw new ValidationError(`${path}.blocks[${j}]`, "object", "a block must be an object");
@@ -74,7 +89,8 @@ export function eventIdsOf(messages: readonly Msg[]): readonly string[] {
 
 /** Index of the last rotation marker, or -1 when there is none. */
 export function lastRotation(messages: readonly Msg[]): number {
-  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]?.meta?.rotation !== undefined) return i;
+  for (let i = messages.length - 1; i >= 0; i--)
+    if (messages[i]?.meta?.rotation !== undefined) return i;
   return -1;
 }
 
@@ -122,7 +138,8 @@ export function normalizeClaim(claim: unknown): ExecutionClaim {
 const normalizedFences = new WeakSet<Fence>();
 
 export function normalizeFence(fence: unknown): Fence {
-  if (typeof fence === "object" && fence !== null && normalizedFences.has(fence as Fence)) return fence as Fence;
+  if (typeof fence === "object" && fence !== null && normalizedFences.has(fence as Fence))
+    return fence as Fence;
   const f = closedObject("fence", fence, ["scope", "operationId", "token"]);
   const out: Fence = Object.freeze({
     scope: scopeKey(f.scope).scope,
@@ -135,7 +152,8 @@ export function normalizeFence(fence: unknown): Fence {
 
 export function normalizeUsage(usage: unknown, path = "usage"): Usage {
   const u = closedObject(path, usage, USAGE_FIELDS);
-  if (u.serviceTier !== undefined) validateOneOf(`${path}.serviceTier`, u.serviceTier, SERVICE_TIERS);
+  if (u.serviceTier !== undefined)
+    validateOneOf(`${path}.serviceTier`, u.serviceTier, SERVICE_TIERS);
   const problem = usageProblem(u as unknown as Usage);
   if (problem !== undefined) throw new ValidationError(path, "usage", `${path}: ${problem}`);
   return snapshot(u) as unknown as Usage;
@@ -150,20 +168,37 @@ export function normalizeReceivedEvidence(evidence: unknown): UsageEvidence {
     return Object.freeze({ status });
   }
   const usage = normalizeUsage(e.usage, "evidence.usage");
-  const upstream = e.upstream === undefined ? {} : { upstream: validateName("evidence.upstream", e.upstream) };
+  const upstream =
+    e.upstream === undefined ? {} : { upstream: validateName("evidence.upstream", e.upstream) };
   if (status === "known") {
     closedObject("evidence", evidence, ["status", "usage", "upstream"]);
     return Object.freeze({ status, usage, ...upstream });
   }
   if (typeof e.reason !== "string" || e.reason.length === 0 || e.reason.length > 500) {
-    throw new ValidationError("evidence.reason", "reason", "an unpriced evidence needs a reason of 1-500 characters");
+    throw new ValidationError(
+      "evidence.reason",
+      "reason",
+      "an unpriced evidence needs a reason of 1-500 characters",
+    );
   }
   return Object.freeze({ status, usage, reason: e.reason, ...upstream });
 }
 
 export function normalizeCancelCause(cause: unknown): Exclude<NotDispatchedCause, "expired"> {
-  if (cause === "expired") throw new ValidationError("cause", "expired_is_the_sweeps", "only the expiry sweep records the cause expired");
-  return validateOneOf("cause", cause, ["aborted", "audit", "store", "input", "invalid", "scope_fenced"]);
+  if (cause === "expired")
+    throw new ValidationError(
+      "cause",
+      "expired_is_the_sweeps",
+      "only the expiry sweep records the cause expired",
+    );
+  return validateOneOf("cause", cause, [
+    "aborted",
+    "audit",
+    "store",
+    "input",
+    "invalid",
+    "scope_fenced",
+  ]);
 }
 
 export function normalizeReservation(reservation: unknown): ResultReservation {
@@ -187,23 +222,39 @@ export function normalizeReservation(reservation: unknown): ResultReservation {
     expiresAt: validateTime("expiresAt", r.expiresAt),
     createdAt: validateTime("createdAt", r.createdAt),
   };
-  if (out.expiresAt <= out.createdAt) throw new ValidationError("expiresAt", "after_created", "expiresAt must be after createdAt");
+  if (out.expiresAt <= out.createdAt)
+    throw new ValidationError("expiresAt", "after_created", "expiresAt must be after createdAt");
   return Object.freeze(out);
 }
 
 /** A result envelope: snapshotted JSON and its canonical text (what `maxChars` measures and equality compares). */
-export function normalizeEnvelope(envelope: unknown): { readonly envelope: JsonValue; readonly text: string } {
+export function normalizeEnvelope(envelope: unknown): {
+  readonly envelope: JsonValue;
+  readonly text: string;
+} {
   const copy = snapshotOnce(envelope);
   return { envelope: copy, text: canonicalJson(copy) };
 }
 
 export function normalizeSettlement(input: unknown): SettlementInput {
-  const s = closedObject("settlement", input, ["scope", "sessionId", "day", "receipt", "at", "consumers"]);
+  const s = closedObject("settlement", input, [
+    "scope",
+    "sessionId",
+    "day",
+    "receipt",
+    "at",
+    "consumers",
+  ]);
   if (!Array.isArray(s.consumers) || s.consumers.length > 16) {
-    throw new ValidationError("consumers", "consumers", "consumers must be an array of at most 16 ids");
+    throw new ValidationError(
+      "consumers",
+      "consumers",
+      "consumers must be an array of at most 16 ids",
+    );
   }
   const consumers = s.consumers.map((c: unknown, i: number) => validateId(`consumers[${i}]`, c));
-  if (new Set(consumers).size !== consumers.length) throw new ValidationError("consumers", "unique", "consumers must be distinct");
+  if (new Set(consumers).size !== consumers.length)
+    throw new ValidationError("consumers", "unique", "consumers must be distinct");
   const out: SettlementInput = {
     scope: scopeKey(s.scope).scope,
     sessionId: validateId("sessionId", s.sessionId),
@@ -230,9 +281,13 @@ export function normalizeCostReceipt(receipt: unknown): CostReceipt {
     "priceVersion",
     "capsCrossed",
   ]);
-  if (!Array.isArray(r.capsCrossed)) throw new ValidationError("receipt.capsCrossed", "array", "capsCrossed must be an array");
-  const caps = r.capsCrossed.map((c: unknown, i: number) => validateOneOf(`receipt.capsCrossed[${i}]`, c, CAP_NAMES));
-  if (new Set(caps).size !== caps.length) throw new ValidationError("receipt.capsCrossed", "unique", "capsCrossed must be distinct");
+  if (!Array.isArray(r.capsCrossed))
+    throw new ValidationError("receipt.capsCrossed", "array", "capsCrossed must be an array");
+  const caps = r.capsCrossed.map((c: unknown, i: number) =>
+    validateOneOf(`receipt.capsCrossed[${i}]`, c, CAP_NAMES),
+  );
+  if (new Set(caps).size !== caps.length)
+    throw new ValidationError("receipt.capsCrossed", "unique", "capsCrossed must be distinct");
   const out: CostReceipt = {
     settlementId: validateId("receipt.settlementId", r.settlementId),
     operationId: validateId("receipt.operationId", r.operationId),
@@ -262,7 +317,15 @@ export interface AdmitInput {
 }
 
 export function normalizeAdmit(input: unknown): AdmitInput {
-  const a = closedObject("admit", input, ["scope", "sessionId", "rootKey", "kind", "admissionId", "now", "deadlineAt"]);
+  const a = closedObject("admit", input, [
+    "scope",
+    "sessionId",
+    "rootKey",
+    "kind",
+    "admissionId",
+    "now",
+    "deadlineAt",
+  ]);
   const out: AdmitInput = {
     scope: scopeKey(a.scope).scope,
     sessionId: validateId("sessionId", a.sessionId),
@@ -272,7 +335,8 @@ export function normalizeAdmit(input: unknown): AdmitInput {
     now: validateTime("now", a.now),
     deadlineAt: validateTime("deadlineAt", a.deadlineAt),
   };
-  if (out.deadlineAt <= out.now) throw new ValidationError("deadlineAt", "after_now", "deadlineAt must be after now");
+  if (out.deadlineAt <= out.now)
+    throw new ValidationError("deadlineAt", "after_now", "deadlineAt must be after now");
   return Object.freeze(out);
 }
 
@@ -289,7 +353,12 @@ export function normalizeReleaseExpired(input: unknown): ReleaseExpiredInput {
   const r = closedObject("releaseExpired", input, ["scope", "sessionId", "kind", "now", "graceMs"]);
   const now = validateTime("now", r.now);
   const graceMs = validateCount("graceMs", r.graceMs);
-  if (r.sessionId !== undefined && r.scope === undefined) throw new ValidationError("sessionId", "needs_scope", "releaseExpired takes a sessionId only with its scope");
+  if (r.sessionId !== undefined && r.scope === undefined)
+    throw new ValidationError(
+      "sessionId",
+      "needs_scope",
+      "releaseExpired takes a sessionId only with its scope",
+    );
   return {
     ...(r.scope === undefined ? {} : { scope: scopeKey(r.scope).scope }),
     ...(r.sessionId === undefined ? {} : { sessionId: validateId("sessionId", r.sessionId) }),
@@ -299,7 +368,10 @@ export function normalizeReleaseExpired(input: unknown): ReleaseExpiredInput {
   };
 }
 
-export function normalizeReconcile(input: unknown): { readonly scope?: Scope; readonly now: number } {
+export function normalizeReconcile(input: unknown): {
+  readonly scope?: Scope;
+  readonly now: number;
+} {
   const r = closedObject("reconcileExpired", input, ["scope", "now"]);
   const now = validateTime("now", r.now);
   return r.scope === undefined ? { now } : { scope: scopeKey(r.scope).scope, now };
@@ -312,11 +384,27 @@ export function normalizeClaimOptions(opts: unknown): ClaimOptions {
   const out: { admissionId?: string; reservation?: ClaimReservation } = {};
   if (o.admissionId !== undefined) out.admissionId = validateId("opts.admissionId", o.admissionId);
   if (o.reservation !== undefined) {
-    const r = closedObject("opts.reservation", o.reservation, ["day", "usdMicros", "limits", "expiresAt"]);
-    const l = closedObject("opts.reservation.limits", r.limits, ["perSessionUsd", "perTenantDayUsd"]);
+    const r = closedObject("opts.reservation", o.reservation, [
+      "day",
+      "usdMicros",
+      "limits",
+      "expiresAt",
+    ]);
+    const l = closedObject("opts.reservation.limits", r.limits, [
+      "perSessionUsd",
+      "perTenantDayUsd",
+    ]);
     const limits: { perSessionUsd?: number; perTenantDayUsd?: number } = {};
-    if (l.perSessionUsd !== undefined) limits.perSessionUsd = validateCount("opts.reservation.limits.perSessionUsd", l.perSessionUsd);
-    if (l.perTenantDayUsd !== undefined) limits.perTenantDayUsd = validateCount("opts.reservation.limits.perTenantDayUsd", l.perTenantDayUsd);
+    if (l.perSessionUsd !== undefined)
+      limits.perSessionUsd = validateCount(
+        "opts.reservation.limits.perSessionUsd",
+        l.perSessionUsd,
+      );
+    if (l.perTenantDayUsd !== undefined)
+      limits.perTenantDayUsd = validateCount(
+        "opts.reservation.limits.perTenantDayUsd",
+        l.perTenantDayUsd,
+      );
     out.reservation = Object.freeze({
       day: validateDay("opts.reservation.day", r.day),
       usdMicros: validateCount("opts.reservation.usdMicros", r.usdMicros),
@@ -331,5 +419,9 @@ export function normalizeClaimOptions(opts: unknown): ClaimOptions {
 export function normalizeFenceOpts(opts: unknown): { readonly admissionId?: string } {
   if (opts === undefined) return Object.freeze({});
   const o = closedObject("opts", opts, ["admissionId"]);
-  return Object.freeze(o.admissionId === undefined ? {} : { admissionId: validateId("opts.admissionId", o.admissionId) });
+  return Object.freeze(
+    o.admissionId === undefined
+      ? {}
+      : { admissionId: validateId("opts.admissionId", o.admissionId) },
+  );
 }

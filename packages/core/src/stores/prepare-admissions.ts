@@ -12,10 +12,14 @@ export function prepareAdmit(input: unknown): { readonly a: AdmitInput; readonly
   return { a, key: scopeKey(a.scope).key };
 }
 
-export const admitted = (row: AdmissionRow): AdmitResult => Object.freeze({ status: "admitted", admission: admissionFromRow(row) });
-export const busy = (holder: AdmissionRow): AdmitResult => Object.freeze({ status: "busy", holder: admissionFromRow(holder) });
-export const admissionExists = (admissionId: string): ConflictError => new ConflictError("admission_exists", `admission "${admissionId}" already exists`);
-export const admissionOf = (row: AdmissionRow | undefined): Admission | undefined => (row ? admissionFromRow(row) : undefined);
+export const admitted = (row: AdmissionRow): AdmitResult =>
+  Object.freeze({ status: "admitted", admission: admissionFromRow(row) });
+export const busy = (holder: AdmissionRow): AdmitResult =>
+  Object.freeze({ status: "busy", holder: admissionFromRow(holder) });
+export const admissionExists = (admissionId: string): ConflictError =>
+  new ConflictError("admission_exists", `admission "${admissionId}" already exists`);
+export const admissionOf = (row: AdmissionRow | undefined): Admission | undefined =>
+  row ? admissionFromRow(row) : undefined;
 
 /** An admission transition as SQL fragments both SQL stores use as they are (`UPDATE admissions SET <set> WHERE scope = … AND admission_id = … AND <from>`). */
 export interface AdmissionTransition {
@@ -25,18 +29,31 @@ export interface AdmissionTransition {
 
 /** The admission transitions, written once over a store's one conditional update (`transition`). */
 export abstract class AdmissionTransitions {
-  protected abstract transition(scope: Scope, admissionId: string, t: AdmissionTransition): Promise<Admission | undefined>;
+  protected abstract transition(
+    scope: Scope,
+    admissionId: string,
+    t: AdmissionTransition,
+  ): Promise<Admission | undefined>;
 
   async markUncertain(scope: Scope, admissionId: string): Promise<Admission | undefined> {
-    return this.transition(scope, admissionId, { from: "state = 'active'", set: "state = 'uncertain'" });
+    return this.transition(scope, admissionId, {
+      from: "state = 'active'",
+      set: "state = 'uncertain'",
+    });
   }
 
   async finish(scope: Scope, admissionId: string): Promise<Admission | undefined> {
-    return this.transition(scope, admissionId, { from: "state = 'active'", set: "state = 'finished'" });
+    return this.transition(scope, admissionId, {
+      from: "state = 'active'",
+      set: "state = 'finished'",
+    });
   }
 
   async releaseFailed(scope: Scope, admissionId: string): Promise<Admission | undefined> {
-    return this.transition(scope, admissionId, { from: "state IN ('active', 'uncertain')", set: "state = 'released', release_reason = 'failed'" });
+    return this.transition(scope, admissionId, {
+      from: "state IN ('active', 'uncertain')",
+      set: "state = 'released', release_reason = 'failed'",
+    });
   }
 }
 
@@ -49,11 +66,19 @@ export function prepareReleaseExpired(input: unknown): {
   readonly kind: AdmissionKind | null;
 } {
   const r = normalizeReleaseExpired(input);
-  return { now: r.now, graceMs: r.graceMs, only: onlyKey(r.scope), sessionId: r.sessionId ?? null, kind: r.kind ?? null };
+  return {
+    now: r.now,
+    graceMs: r.graceMs,
+    only: onlyKey(r.scope),
+    sessionId: r.sessionId ?? null,
+    kind: r.kind ?? null,
+  };
 }
 
 /** The released admissions, in (deadlineAt, admissionId) order. */
 export function releasedAdmissions(rows: readonly AdmissionRow[]): readonly Admission[] {
-  const out = rows.map(admissionFromRow).sort((a, b) => a.deadlineAt - b.deadlineAt || (a.admissionId < b.admissionId ? -1 : 1));
+  const out = rows
+    .map(admissionFromRow)
+    .sort((a, b) => a.deadlineAt - b.deadlineAt || (a.admissionId < b.admissionId ? -1 : 1));
   return Object.freeze(out);
 }

@@ -48,7 +48,13 @@ export type ReserveResult =
  */
 export interface ExecutionResultStore {
   reserve(reservation: ResultReservation): Promise<ReserveResult>;
-  put(scope: Scope, resultId: string, envelope: JsonValue, now: number, opts?: { readonly admissionId?: string }): Promise<ResultRecord>;
+  put(
+    scope: Scope,
+    resultId: string,
+    envelope: JsonValue,
+    now: number,
+    opts?: { readonly admissionId?: string },
+  ): Promise<ResultRecord>;
   get(scope: Scope, resultId: string, now: number): Promise<ResultRecord | undefined>;
   eraseSession(scope: Scope, sessionId: string): Promise<number>;
   purgeExpired(now: number): Promise<number>;

@@ -3,7 +3,16 @@ import { ValidationError } from "../errors.js";
 import { type Scope, validateId } from "../scope.js";
 import { snapshot } from "../snapshot.js";
 import { ConflictError } from "./errors.js";
-import { closedObject, decodeCursor, encodeCursor, pageLimit, scopeKey, validateCount, validateOneOf, validateTime } from "./rules.js";
+import {
+  closedObject,
+  decodeCursor,
+  encodeCursor,
+  pageLimit,
+  scopeKey,
+  validateCount,
+  validateOneOf,
+  validateTime,
+} from "./rules.js";
 
 /**
  * The state of one slot of a routine, a closed vocabulary a host reads:
@@ -15,8 +24,21 @@ import { closedObject, decodeCursor, encodeCursor, pageLimit, scopeKey, validate
  * - `reconciliation_required`: whether its work or its delivery happened is not known (its claim
  *   was interrupted, its turn was uncertain); never run again automatically: an operator resolves it.
  */
-export type RoutineRunState = "running" | "submitted" | "completed" | "failed" | "missed" | "reconciliation_required";
-export const ROUTINE_RUN_STATES: readonly RoutineRunState[] = Object.freeze(["running", "submitted", "completed", "failed", "missed", "reconciliation_required"]);
+export type RoutineRunState =
+  | "running"
+  | "submitted"
+  | "completed"
+  | "failed"
+  | "missed"
+  | "reconciliation_required";
+export const ROUTINE_RUN_STATES: readonly RoutineRunState[] = Object.freeze([
+  "running",
+  "submitted",
+  "completed",
+  "failed",
+  "missed",
+  "reconciliation_required",
+]);
 
 /** Why a run is `failed`, `missed`, `reconciliation_required` or resolved by an operator: a closed vocabulary. */
 export type RoutineRunReason =
@@ -128,7 +150,11 @@ export interface RoutineFinish {
 
 /** An operator's resolution of a `reconciliation_required` (or `failed`) run. */
 export type RoutineResolveAction = "abandon" | "confirm_completed" | "rerun";
-export const ROUTINE_RESOLVE_ACTIONS: readonly RoutineResolveAction[] = Object.freeze(["abandon", "confirm_completed", "rerun"]);
+export const ROUTINE_RESOLVE_ACTIONS: readonly RoutineResolveAction[] = Object.freeze([
+  "abandon",
+  "confirm_completed",
+  "rerun",
+]);
 
 export interface RoutineResolve {
   readonly scope: Scope;
@@ -175,9 +201,18 @@ export interface RoutineRunPage {
  */
 export interface RoutineRunStore {
   claim(claim: RoutineClaim): Promise<RoutineClaimResult>;
-  recordMissed(missed: { readonly scope: Scope; readonly routineId: string; readonly slot: number; readonly sessionId: string; readonly at: number }): Promise<RoutineClaimResult>;
+  recordMissed(missed: {
+    readonly scope: Scope;
+    readonly routineId: string;
+    readonly slot: number;
+    readonly sessionId: string;
+    readonly at: number;
+  }): Promise<RoutineClaimResult>;
   finish(finish: RoutineFinish): Promise<RoutineRun>;
-  reconcileInterrupted(input: { readonly claimedBefore: number; readonly at: number }): Promise<readonly RoutineRun[]>;
+  reconcileInterrupted(input: {
+    readonly claimedBefore: number;
+    readonly at: number;
+  }): Promise<readonly RoutineRun[]>;
   resolve(resolve: RoutineResolve): Promise<RoutineRun>;
   get(scope: Scope, routineId: string, slot: number): Promise<RoutineRun | undefined>;
   latest(scope: Scope, routineId: string): Promise<RoutineRun | undefined>;
@@ -191,7 +226,12 @@ export class RoutineRunConflictError extends ConflictError {
   }
 }
 
-const LIMITS = Object.freeze({ maxDepth: 4, maxNodes: 64, maxStringBytes: 512, maxTotalBytes: 8 * 1024 });
+const LIMITS = Object.freeze({
+  maxDepth: 4,
+  maxNodes: 64,
+  maxStringBytes: 512,
+  maxTotalBytes: 8 * 1024,
+});
 
 /** The session a run's turn runs in: one per slot and routine, so runs never share a transcript. */
 export function routineSessionId(routineId: string, slot: number): string {
@@ -202,7 +242,8 @@ function caps(field: string, value: unknown): readonly BudgetCapName[] | undefin
   if (value === undefined) return undefined;
   if (!Array.isArray(value)) throw new ValidationError(field, "array", `${field} must be an array`);
   const out = value.map((c: unknown, i: number) => validateOneOf(`${field}[${i}]`, c, CAP_NAMES));
-  if (new Set(out).size !== out.length) throw new ValidationError(field, "unique", `${field} must be distinct`);
+  if (new Set(out).size !== out.length)
+    throw new ValidationError(field, "unique", `${field} must be distinct`);
   return out.length === 0 ? undefined : Object.freeze(out);
 }
 
@@ -221,20 +262,45 @@ function delivery(value: unknown): RoutineDelivery | undefined {
 function submission(value: unknown): RoutineSubmission | undefined {
   if (value === undefined) return undefined;
   const s = closedObject("submission", value, ["jobId", "submittedAt"]);
-  return Object.freeze({ jobId: validateId("submission.jobId", s.jobId), submittedAt: validateTime("submission.submittedAt", s.submittedAt) });
+  return Object.freeze({
+    jobId: validateId("submission.jobId", s.jobId),
+    submittedAt: validateTime("submission.submittedAt", s.submittedAt),
+  });
 }
 
-const RUN_FIELDS = ["scope", "routineId", "slot", "attempt", "state", "sessionId", "owner", "claimedAt", "updatedAt", "reason", "late", "turnId", "costMicros", "capsCrossed", "delivery", "submission"];
+const RUN_FIELDS = [
+  "scope",
+  "routineId",
+  "slot",
+  "attempt",
+  "state",
+  "sessionId",
+  "owner",
+  "claimedAt",
+  "updatedAt",
+  "reason",
+  "late",
+  "turnId",
+  "costMicros",
+  "capsCrossed",
+  "delivery",
+  "submission",
+];
 
 /** A run validated and frozen (what every store writes and reads back); empty arrays become absent. */
-export function normalizeRoutineRun(input: unknown): { readonly run: RoutineRun; readonly key: string } {
+export function normalizeRoutineRun(input: unknown): {
+  readonly run: RoutineRun;
+  readonly key: string;
+} {
   const r = closedObject("run", snapshot(input, LIMITS), RUN_FIELDS);
   const { scope, key } = scopeKey(r.scope);
-  const opt = <T>(name: string, value: unknown, f: (v: unknown) => T) => (value === undefined ? {} : { [name]: f(value) });
+  const opt = <T>(name: string, value: unknown, f: (v: unknown) => T) =>
+    value === undefined ? {} : { [name]: f(value) };
   const capsCrossed = caps("run.capsCrossed", r.capsCrossed);
   const d = delivery(r.delivery);
   const s = submission(r.submission);
-  if (r.late !== undefined && r.late !== true) throw new ValidationError("run.late", "true", "late is true or absent");
+  if (r.late !== undefined && r.late !== true)
+    throw new ValidationError("run.late", "true", "late is true or absent");
   const run: RoutineRun = Object.freeze({
     scope,
     routineId: validateId("run.routineId", r.routineId),
@@ -256,24 +322,34 @@ export function normalizeRoutineRun(input: unknown): { readonly run: RoutineRun;
   return Object.freeze({ run, key });
 }
 
-
 export const ROUTINE_RUN_PAGE = Object.freeze({ def: 50, max: 100 });
 
 /** A listing's validated query: newest slot first, so the cursor is `[-slot, routineId]`. */
 export function normalizeRoutineRunQuery(
   scope: unknown,
   query: unknown = {},
-): { readonly scope: Scope; readonly key: string; readonly routineId?: string; readonly state?: RoutineRunState; readonly limit: number; readonly after?: readonly [number, string] } {
+): {
+  readonly scope: Scope;
+  readonly key: string;
+  readonly routineId?: string;
+  readonly state?: RoutineRunState;
+  readonly limit: number;
+  readonly after?: readonly [number, string];
+} {
   const { scope: s, key } = scopeKey(scope);
   const q = closedObject("query", query, ["routineId", "state", "cursor", "limit"]);
   const limit = pageLimit(q.limit, ROUTINE_RUN_PAGE.def, ROUTINE_RUN_PAGE.max);
-  const after = decodeCursor(q.cursor, ["number", "string"]) as readonly [number, string] | undefined;
+  const after = decodeCursor(q.cursor, ["number", "string"]) as
+    | readonly [number, string]
+    | undefined;
   return {
     scope: s,
     key,
     limit,
     ...(q.routineId !== undefined ? { routineId: validateId("routineId", q.routineId) } : {}),
-    ...(q.state !== undefined ? { state: validateOneOf("state", q.state, ROUTINE_RUN_STATES) } : {}),
+    ...(q.state !== undefined
+      ? { state: validateOneOf("state", q.state, ROUTINE_RUN_STATES) }
+      : {}),
     ...(after !== undefined ? { after } : {}),
   };
 }
@@ -295,7 +371,12 @@ export function routineRunText(r: RoutineRun): string {
 
 export function routineRunFromText(scope: Scope, text: string): RoutineRun {
   const parsed = JSON.parse(text) as { v?: unknown } & Omit<RoutineRun, "scope">;
-  if (parsed.v !== 1) throw new ValidationError("record", "record_version", "a routine run row has an unknown version");
+  if (parsed.v !== 1)
+    throw new ValidationError(
+      "record",
+      "record_version",
+      "a routine run row has an unknown version",
+    );
   const { v: _v, ...rest } = parsed;
   return normalizeRoutineRun({ scope, ...rest }).run;
 }

@@ -3,7 +3,15 @@ import { ValidationError } from "../errors.js";
 import { normalizeIntent, type RoutingIntent } from "../routing.js";
 import { type Scope, validateId } from "../scope.js";
 import { snapshot } from "../snapshot.js";
-import { closedObject, decodeCursor, encodeCursor, pageLimit, scopeKey, validateOneOf, validateTime } from "./rules.js";
+import {
+  closedObject,
+  decodeCursor,
+  encodeCursor,
+  pageLimit,
+  scopeKey,
+  validateOneOf,
+  validateTime,
+} from "./rules.js";
 
 /**
  * How a routine's work runs: `turn` through the governed loop now (the conversation runner's
@@ -81,14 +89,40 @@ export interface RoutineStore {
   put(routine: RoutineInput): Promise<RoutinePutResult>;
   get(scope: Scope, id: string): Promise<Routine | undefined>;
   remove(scope: Scope, id: string): Promise<boolean>;
-  list(scope: Scope, query?: { readonly cursor?: string; readonly limit?: number }): Promise<RoutinePage>;
+  list(
+    scope: Scope,
+    query?: { readonly cursor?: string; readonly limit?: number },
+  ): Promise<RoutinePage>;
   scan(query?: { readonly cursor?: string; readonly limit?: number }): Promise<RoutinePage>;
 }
 
-const FIELDS = ["scope", "id", "goal", "intent", "schedule", "profile", "cap", "destination", "catchUp", "execution", "enabled", "createdAt"] as const;
+const FIELDS = [
+  "scope",
+  "id",
+  "goal",
+  "intent",
+  "schedule",
+  "profile",
+  "cap",
+  "destination",
+  "catchUp",
+  "execution",
+  "enabled",
+  "createdAt",
+] as const;
 /** A routine is small: a goal of 8,000 characters (up to 4 bytes each) and a dozen short fields. */
-const LIMITS = Object.freeze({ maxDepth: 4, maxNodes: 64, maxStringBytes: 32 * 1024, maxTotalBytes: 40 * 1024 });
-export const ROUTINE_LIMITS = Object.freeze({ idChars: 100, goalChars: 8000, cronChars: 120, timeZoneChars: 64 });
+const LIMITS = Object.freeze({
+  maxDepth: 4,
+  maxNodes: 64,
+  maxStringBytes: 32 * 1024,
+  maxTotalBytes: 40 * 1024,
+});
+export const ROUTINE_LIMITS = Object.freeze({
+  idChars: 100,
+  goalChars: 8000,
+  cronChars: 120,
+  timeZoneChars: 64,
+});
 /** A control character other than tab and newline (goals are text a person could type). */
 function hasControl(text: string): boolean {
   for (let i = 0; i < text.length; i++) {
@@ -110,25 +144,58 @@ export function isTimeZone(zone: string): boolean {
 
 function validateRoutineId(value: unknown, field = "routine.id"): string {
   const id = validateId(field, value);
-  if (id.length > ROUTINE_LIMITS.idChars) throw new ValidationError(field, "max_chars", `${field} must be at most ${ROUTINE_LIMITS.idChars} characters`);
+  if (id.length > ROUTINE_LIMITS.idChars)
+    throw new ValidationError(
+      field,
+      "max_chars",
+      `${field} must be at most ${ROUTINE_LIMITS.idChars} characters`,
+    );
   return id;
 }
 
 function validateSchedule(value: unknown): RoutineSchedule {
   const s = closedObject("routine.schedule", value, ["cron", "timeZone"]);
   const { cron, timeZone } = s;
-  if (typeof cron !== "string" || cron.length < 1 || cron.length > ROUTINE_LIMITS.cronChars || !/^[\x20-\x7e]+$/.test(cron)) {
-    throw new ValidationError("routine.schedule.cron", "cron_text", `cron must be 1-${ROUTINE_LIMITS.cronChars} printable ASCII characters`);
+  if (
+    typeof cron !== "string" ||
+    cron.length < 1 ||
+    cron.length > ROUTINE_LIMITS.cronChars ||
+    !/^[\x20-\x7e]+$/.test(cron)
+  ) {
+    throw new ValidationError(
+      "routine.schedule.cron",
+      "cron_text",
+      `cron must be 1-${ROUTINE_LIMITS.cronChars} printable ASCII characters`,
+    );
   }
-  if (typeof timeZone !== "string" || timeZone.length < 1 || timeZone.length > ROUTINE_LIMITS.timeZoneChars || !/^[A-Za-z0-9_+\-/]+$/.test(timeZone) || !isTimeZone(timeZone)) {
-    throw new ValidationError("routine.schedule.timeZone", "time_zone", "timeZone must be an IANA time zone name");
+  if (
+    typeof timeZone !== "string" ||
+    timeZone.length < 1 ||
+    timeZone.length > ROUTINE_LIMITS.timeZoneChars ||
+    !/^[A-Za-z0-9_+\-/]+$/.test(timeZone) ||
+    !isTimeZone(timeZone)
+  ) {
+    throw new ValidationError(
+      "routine.schedule.timeZone",
+      "time_zone",
+      "timeZone must be an IANA time zone name",
+    );
   }
   return Object.freeze({ cron, timeZone });
 }
 
 function validateGoal(value: unknown): string {
-  if (typeof value !== "string" || value.trim().length === 0 || value.length > ROUTINE_LIMITS.goalChars || hasControl(value)) {
-    throw new ValidationError("routine.goal", "goal_text", `goal must be 1-${ROUTINE_LIMITS.goalChars} characters of text`);
+  if (
+    typeof value !== "string" ||
+    value.trim().length === 0 ||
+    value.length > ROUTINE_LIMITS.goalChars ||
+    hasControl(value)
+  ) {
+    throw new ValidationError(
+      "routine.goal",
+      "goal_text",
+      `goal must be 1-${ROUTINE_LIMITS.goalChars} characters of text`,
+    );
   }
   return value;
 }
@@ -138,18 +205,26 @@ function validateCap(value: unknown): Routine["cap"] {
     const cap = normalizePerTurnCap(value);
     return Object.freeze({ usd: cap.usdMicros / 1_000_000, onExceeded: cap.onExceeded });
   } catch (error) {
-    throw new ValidationError("routine.cap", "cap", error instanceof Error ? error.message.replace("perTurnUsd", "cap") : "cap is not a cap");
+    throw new ValidationError(
+      "routine.cap",
+      "cap",
+      error instanceof Error ? error.message.replace("perTurnUsd", "cap") : "cap is not a cap",
+    );
   }
 }
 
 function validateFlag(field: string, value: unknown, def: boolean): boolean {
   if (value === undefined) return def;
-  if (typeof value !== "boolean") throw new ValidationError(field, "boolean", `${field} must be true or false`);
+  if (typeof value !== "boolean")
+    throw new ValidationError(field, "boolean", `${field} must be true or false`);
   return value;
 }
 
 /** The routine validated and frozen, with its scope's key; every store (and the runner) calls it before any I/O. */
-export function normalizeRoutine(input: unknown): { readonly routine: Routine; readonly key: string } {
+export function normalizeRoutine(input: unknown): {
+  readonly routine: Routine;
+  readonly key: string;
+} {
   // Read once through the bounded snapshot: a getter never runs, a Proxy, a cycle or an oversize record is refused.
   const r = closedObject("routine", snapshot(input, LIMITS), FIELDS);
   const { scope, key } = scopeKey(r.scope);
@@ -163,7 +238,10 @@ export function normalizeRoutine(input: unknown): { readonly routine: Routine; r
     cap: validateCap(r.cap),
     destination: validateId("routine.destination", r.destination),
     catchUp: validateFlag("routine.catchUp", r.catchUp, false),
-    execution: r.execution === undefined ? "turn" : validateOneOf("routine.execution", r.execution, ROUTINE_EXECUTIONS),
+    execution:
+      r.execution === undefined
+        ? "turn"
+        : validateOneOf("routine.execution", r.execution, ROUTINE_EXECUTIONS),
     enabled: validateFlag("routine.enabled", r.enabled, true),
     createdAt: validateTime("routine.createdAt", r.createdAt),
   });
@@ -171,7 +249,10 @@ export function normalizeRoutine(input: unknown): { readonly routine: Routine; r
 }
 
 /** A routine's identity validated: its scope (and key) and id. */
-export function normalizeRoutineRef(scope: unknown, id: unknown): { readonly scope: Scope; readonly key: string; readonly id: string } {
+export function normalizeRoutineRef(
+  scope: unknown,
+  id: unknown,
+): { readonly scope: Scope; readonly key: string; readonly id: string } {
   const s = scopeKey(scope);
   return Object.freeze({ ...s, id: validateRoutineId(id, "routineId") });
 }
@@ -179,10 +260,15 @@ export function normalizeRoutineRef(scope: unknown, id: unknown): { readonly sco
 export const ROUTINE_PAGE = Object.freeze({ def: 50, max: 100 });
 
 /** A listing's page size and the decoded cursor: `[id]` in one scope, `[scopeKey, id]` across scopes. */
-export function normalizeRoutineQuery(query: unknown, across: boolean): { readonly limit: number; readonly after?: readonly string[] } {
+export function normalizeRoutineQuery(
+  query: unknown,
+  across: boolean,
+): { readonly limit: number; readonly after?: readonly string[] } {
   const q = closedObject("query", query ?? {}, ["cursor", "limit"]);
   const limit = pageLimit(q.limit, ROUTINE_PAGE.def, ROUTINE_PAGE.max);
-  const after = decodeCursor(q.cursor, across ? ["string", "string"] : ["string"]) as readonly string[] | undefined;
+  const after = decodeCursor(q.cursor, across ? ["string", "string"] : ["string"]) as
+    | readonly string[]
+    | undefined;
   return after === undefined ? { limit } : { limit, after };
 }
 
@@ -199,7 +285,10 @@ export function routineCursor(r: Routine, across: boolean): string {
 export function routineUpdate(stored: Routine | undefined, incoming: Routine): RoutinePutResult {
   if (stored === undefined) return Object.freeze({ status: "created", routine: incoming });
   const next = Object.freeze({ ...incoming, createdAt: stored.createdAt });
-  return Object.freeze({ status: routineText(next) === routineText(stored) ? "unchanged" : "updated", routine: next });
+  return Object.freeze({
+    status: routineText(next) === routineText(stored) ? "unchanged" : "updated",
+    routine: next,
+  });
 }
 
 /** The stored JSON of a routine (everything but the scope, which its row keys), version 1. */
@@ -211,7 +300,8 @@ export function routineText(r: Routine): string {
 /** A routine read back from its row's JSON and its scope. */
 export function routineFromText(scope: Scope, text: string): Routine {
   const parsed = JSON.parse(text) as { v?: unknown } & Omit<Routine, "scope">;
-  if (parsed.v !== 1) throw new ValidationError("record", "record_version", "a routine row has an unknown version");
+  if (parsed.v !== 1)
+    throw new ValidationError("record", "record_version", "a routine row has an unknown version");
   const { v: _v, ...rest } = parsed;
   return normalizeRoutine({ scope, ...rest }).routine;
 }

@@ -29,7 +29,11 @@ export function validateOrg(org: unknown): string {
 /** Epoch milliseconds: a safe non-negative integer (millisecond precision, no zone ambiguity). */
 export function validateTime(field: string, value: unknown): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
-    throw new ValidationError(field, "epoch_ms", `${field} must be a non-negative integer of epoch milliseconds`);
+    throw new ValidationError(
+      field,
+      "epoch_ms",
+      `${field} must be a non-negative integer of epoch milliseconds`,
+    );
   }
   return value;
 }
@@ -41,7 +45,11 @@ export function validateCount(field: string, value: unknown, min = 0): number {
   return value;
 }
 
-export function validateOneOf<T extends string>(field: string, value: unknown, allowed: readonly T[]): T {
+export function validateOneOf<T extends string>(
+  field: string,
+  value: unknown,
+  allowed: readonly T[],
+): T {
   if (typeof value !== "string" || !(allowed as readonly string[]).includes(value)) {
     throw new ValidationError(field, "one_of", `${field} must be one of ${allowed.join(", ")}`);
   }
@@ -71,7 +79,11 @@ export function validateDay(field: string, value: unknown): string {
 }
 
 /** Rejects fields outside `allowed` on a plain object (closed records). */
-export function closedObject(field: string, value: unknown, allowed: readonly string[] | ReadonlySet<string>): Record<string, unknown> {
+export function closedObject(
+  field: string,
+  value: unknown,
+  allowed: readonly string[] | ReadonlySet<string>,
+): Record<string, unknown> {
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw new ValidationError(field, "object", `${field} must be an object`);
   }
@@ -79,7 +91,11 @@ export function closedObject(field: string, value: unknown, allowed: readonly st
   for (const key of Object.keys(value)) {
     if (set ? !set.has(key) : !(allowed as readonly string[]).includes(key)) {
       // The message names what is expected, never the field that was sent (the path is for the caller).
-      throw new ValidationError(`${field}.${key}`, "unknown_field", `${field} takes only ${[...allowed].join(", ")}`);
+      throw new ValidationError(
+        `${field}.${key}`,
+        "unknown_field",
+        `${field} takes only ${[...allowed].join(", ")}`,
+      );
     }
   }
   return value as Record<string, unknown>;
@@ -112,10 +128,20 @@ export function encodeCursor(parts: readonly CursorPart[]): string {
 }
 
 /** Decodes a cursor made by `encodeCursor` with the given shape, or throws `ValidationError`. */
-export function decodeCursor(cursor: unknown, shape: readonly ("string" | "number")[]): readonly CursorPart[] | undefined {
+export function decodeCursor(
+  cursor: unknown,
+  shape: readonly ("string" | "number")[],
+): readonly CursorPart[] | undefined {
   if (cursor === undefined) return undefined;
-  const bad = () => new ValidationError("cursor", "cursor", "cursor is not a cursor this listing issued");
-  if (typeof cursor !== "string" || cursor.length === 0 || cursor.length > 1024 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw bad();
+  const bad = () =>
+    new ValidationError("cursor", "cursor", "cursor is not a cursor this listing issued");
+  if (
+    typeof cursor !== "string" ||
+    cursor.length === 0 ||
+    cursor.length > 1024 ||
+    !/^[A-Za-z0-9_-]+$/.test(cursor)
+  )
+    throw bad();
   let parts: unknown;
   try {
     parts = JSON.parse(atob(cursor.replaceAll("-", "+").replaceAll("_", "/")));
@@ -148,10 +174,12 @@ export function pageOf<T>(
   after: readonly CursorPart[] | undefined,
   limit: number,
 ): { readonly items: readonly T[]; readonly nextCursor?: string } {
-  const rest = after === undefined ? sorted : sorted.filter((item) => compareKeys(keyOf(item), after) > 0);
+  const rest =
+    after === undefined ? sorted : sorted.filter((item) => compareKeys(keyOf(item), after) > 0);
   const items = Object.freeze(rest.slice(0, limit));
   const last = items[items.length - 1];
-  if (rest.length > limit && last !== undefined) return { items, nextCursor: encodeCursor(keyOf(last)) };
+  if (rest.length > limit && last !== undefined)
+    return { items, nextCursor: encodeCursor(keyOf(last)) };
   return { items };
 }
 
@@ -176,7 +204,8 @@ export function pageOfFetched<T>(
 ): { readonly items: readonly T[]; readonly nextCursor?: string } {
   const items = Object.freeze(rows.slice(0, limit));
   const last = items[items.length - 1];
-  if (rows.length > limit && last !== undefined) return { items, nextCursor: encodeCursor(keyOf(last)) };
+  if (rows.length > limit && last !== undefined)
+    return { items, nextCursor: encodeCursor(keyOf(last)) };
   return { items };
 }
 

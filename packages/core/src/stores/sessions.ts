@@ -36,8 +36,16 @@ export interface SessionSummary {
  */
 export interface SessionStore {
   load(scope: Scope, sessionId: string): Promise<SessionView>;
-  append(scope: Scope, sessionId: string, messages: readonly Msg[], opts: AppendOpts & { readonly now: number }): Promise<{ readonly revision: number }>;
+  append(
+    scope: Scope,
+    sessionId: string,
+    messages: readonly Msg[],
+    opts: AppendOpts & { readonly now: number },
+  ): Promise<{ readonly revision: number }>;
   findEvents(scope: Scope, sessionId: string, eventIds: readonly string[]): Promise<readonly Msg[]>;
-  list(scope: Scope, opts?: { readonly cursor?: string; readonly limit?: number }): Promise<{ readonly items: readonly SessionSummary[]; readonly nextCursor?: string }>;
+  list(
+    scope: Scope,
+    opts?: { readonly cursor?: string; readonly limit?: number },
+  ): Promise<{ readonly items: readonly SessionSummary[]; readonly nextCursor?: string }>;
   erase(scope: Scope, sessionId: string): Promise<void>;
 }

@@ -30,7 +30,12 @@ export interface CostSettlementStore {
   get(scope: Scope, settlementId: string): Promise<SettlementRecord | undefined>;
   list(
     scope: Scope,
-    opts?: { readonly sessionId?: string; readonly turnId?: string; readonly cursor?: string; readonly limit?: number },
+    opts?: {
+      readonly sessionId?: string;
+      readonly turnId?: string;
+      readonly cursor?: string;
+      readonly limit?: number;
+    },
   ): Promise<{ readonly items: readonly SettlementRecord[]; readonly nextCursor?: string }>;
   pending(scope: Scope, consumer: string, limit?: number): Promise<readonly SettlementRecord[]>;
   acknowledge(scope: Scope, consumer: string, settlementId: string): Promise<void>;
@@ -41,9 +46,16 @@ export interface CostSettlementStore {
  * `peek` is per tenant (`scope.org`) and day for tenant-day, per scope and session for sessions.
  */
 export interface SpendStore {
-  peek(scope: Scope, sessionId: string, day: string): Promise<{ readonly sessionMicros: number; readonly tenantDayMicros: number }>;
+  peek(
+    scope: Scope,
+    sessionId: string,
+    day: string,
+  ): Promise<{ readonly sessionMicros: number; readonly tenantDayMicros: number }>;
   /** Spend per day for a tenant, for the console. */
-  tenantDays(org: string, opts?: { readonly from?: string; readonly to?: string }): Promise<readonly { readonly day: string; readonly usdMicros: number }[]>;
+  tenantDays(
+    org: string,
+    opts?: { readonly from?: string; readonly to?: string },
+  ): Promise<readonly { readonly day: string; readonly usdMicros: number }[]>;
 }
 
 export type { BudgetCapName };

@@ -22,7 +22,11 @@ export function sameClaim(a: ExecutionClaim, b: ExecutionClaim): boolean {
 /** What the sweep makes of an expired record: prepared ones were never sent, dispatching ones may have been. */
 export function expiryChange(state: ExecutionState): Partial<ExecutionRecord> | undefined {
   if (state === "prepared") {
-    return { state: "not_dispatched", notDispatchedCause: "expired", evidence: Object.freeze({ status: "not_dispatched", cause: "expired" }) };
+    return {
+      state: "not_dispatched",
+      notDispatchedCause: "expired",
+      evidence: Object.freeze({ status: "not_dispatched", cause: "expired" }),
+    };
   }
   if (state === "dispatching") return { state: "fenced" };
   return undefined;
@@ -30,7 +34,13 @@ export function expiryChange(state: ExecutionState): Partial<ExecutionRecord> | 
 
 /** The record a reader sees at `now`: past `expiresAt` it is `expired` and never carries its envelope. */
 export function resultView(
-  r: { readonly resultId: string; readonly sessionId: string; readonly binding: string; readonly sensitivity: ResultRecord["sensitivity"]; readonly expiresAt: number },
+  r: {
+    readonly resultId: string;
+    readonly sessionId: string;
+    readonly binding: string;
+    readonly sensitivity: ResultRecord["sensitivity"];
+    readonly expiresAt: number;
+  },
   state: ResultState,
   envelope: JsonValue | undefined,
   now: number,
@@ -49,15 +59,26 @@ export function resultView(
 }
 
 /** Why a put cannot land on an identity in `state` at `now`, as the contract's typed error. */
-export function putRefusal(resultId: string, state: ResultState | undefined, expiresAt: number, now: number): Error | undefined {
-  if (state === undefined) return new ConflictError("result_not_reserved", `result "${resultId}" was never reserved`);
-  if (state === "erased" || state === "expired" || now >= expiresAt) return new ErasedError(`result "${resultId}"`);
+export function putRefusal(
+  resultId: string,
+  state: ResultState | undefined,
+  expiresAt: number,
+  now: number,
+): Error | undefined {
+  if (state === undefined)
+    return new ConflictError("result_not_reserved", `result "${resultId}" was never reserved`);
+  if (state === "erased" || state === "expired" || now >= expiresAt)
+    return new ErasedError(`result "${resultId}"`);
   return undefined;
 }
 
 export function oversize(text: string, maxChars: number): ValidationError | undefined {
   if (text.length <= maxChars) return undefined;
-  return new ValidationError("envelope", "max_chars", `the envelope's JSON text is ${text.length} characters, over maxChars ${maxChars}`);
+  return new ValidationError(
+    "envelope",
+    "max_chars",
+    `the envelope's JSON text is ${text.length} characters, over maxChars ${maxChars}`,
+  );
 }
 
 /**
@@ -67,8 +88,18 @@ export function oversize(text: string, maxChars: number): ValidationError | unde
  * passes while a scope fence covers its scope (`scopeFenced`, read by the store in the same
  * transaction) is `ScopeFencedError`.
  */
-export function fenceRefusal(admission: Pick<Admission, "state" | "sessionId" | "deadlineAt"> | undefined, sessionId: string, now: number, scopeFenced = false): FenceError | undefined {
-  if (admission?.state !== "active" || admission.sessionId !== sessionId || now >= admission.deadlineAt) return new FenceError();
+export function fenceRefusal(
+  admission: Pick<Admission, "state" | "sessionId" | "deadlineAt"> | undefined,
+  sessionId: string,
+  now: number,
+  scopeFenced = false,
+): FenceError | undefined {
+  if (
+    admission?.state !== "active" ||
+    admission.sessionId !== sessionId ||
+    now >= admission.deadlineAt
+  )
+    return new FenceError();
   return scopeFenceRefusal(scopeFenced);
 }
 
@@ -92,8 +123,12 @@ export function reservationRefusal(
   micros: number,
 ): PersistentCapName | undefined {
   const caps: BudgetCaps = {
-    ...(limits.perSessionUsd !== undefined ? { perSessionUsd: { usdMicros: limits.perSessionUsd, onExceeded: "block" } } : {}),
-    ...(limits.perTenantDayUsd !== undefined ? { perTenantDayUsd: { usdMicros: limits.perTenantDayUsd, onExceeded: "block" } } : {}),
+    ...(limits.perSessionUsd !== undefined
+      ? { perSessionUsd: { usdMicros: limits.perSessionUsd, onExceeded: "block" } }
+      : {}),
+    ...(limits.perTenantDayUsd !== undefined
+      ? { perTenantDayUsd: { usdMicros: limits.perTenantDayUsd, onExceeded: "block" } }
+      : {}),
   };
   return capRefusing(caps, { turn: 0, ...use }, micros) as PersistentCapName | undefined;
 }

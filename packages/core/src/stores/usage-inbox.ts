@@ -5,7 +5,17 @@ import { snapshot } from "../snapshot.js";
 import type { Usage } from "../usage.js";
 import { type SessionMarker, sessionMarker } from "./erasure.js";
 import { normalizeUsage } from "./normalize.js";
-import { closedObject, decodeCursor, encodeCursor, PAGE, pageLimit, sameJson, scopeKey, validateOneOf, validateTime } from "./rules.js";
+import {
+  closedObject,
+  decodeCursor,
+  encodeCursor,
+  PAGE,
+  pageLimit,
+  sameJson,
+  scopeKey,
+  validateOneOf,
+  validateTime,
+} from "./rules.js";
 
 /**
  * Where a late observation came from, a closed vocabulary a host reads:
@@ -15,12 +25,26 @@ import { closedObject, decodeCursor, encodeCursor, PAGE, pageLimit, sameJson, sc
  * - `stream_after_fence`: after the call's journal record was fenced (the sweep, an erasure);
  * - `provider_report`: the provider's own usage report (a billing export, a usage API), given by the host.
  */
-export type LateUsageSource = "stream_after_timeout" | "stream_after_deadline" | "stream_after_cancel" | "stream_after_fence" | "provider_report";
-export const LATE_USAGE_SOURCES: readonly LateUsageSource[] = Object.freeze(["stream_after_timeout", "stream_after_deadline", "stream_after_cancel", "stream_after_fence", "provider_report"]);
+export type LateUsageSource =
+  | "stream_after_timeout"
+  | "stream_after_deadline"
+  | "stream_after_cancel"
+  | "stream_after_fence"
+  | "provider_report";
+export const LATE_USAGE_SOURCES: readonly LateUsageSource[] = Object.freeze([
+  "stream_after_timeout",
+  "stream_after_deadline",
+  "stream_after_cancel",
+  "stream_after_fence",
+  "provider_report",
+]);
 
 /** `known`: counts and attribution known (a priced call would use them); `unpriced`: counts known, attribution unresolved. */
 export type LateUsageAttribution = "known" | "unpriced";
-export const LATE_USAGE_ATTRIBUTIONS: readonly LateUsageAttribution[] = Object.freeze(["known", "unpriced"]);
+export const LATE_USAGE_ATTRIBUTIONS: readonly LateUsageAttribution[] = Object.freeze([
+  "known",
+  "unpriced",
+]);
 
 /**
  * One authoritative usage observation that arrived after its call was made uncertain or fenced.
@@ -83,13 +107,34 @@ export interface UsageInbox {
   list(scope: Scope, query?: UsageInboxQuery): Promise<UsageInboxPage>;
 }
 
-const FIELDS = ["scope", "sessionId", "rootKey", "turnId", "operationId", "kind", "clientId", "model", "attribution", "usage", "source", "observedAt"] as const;
+const FIELDS = [
+  "scope",
+  "sessionId",
+  "rootKey",
+  "turnId",
+  "operationId",
+  "kind",
+  "clientId",
+  "model",
+  "attribution",
+  "usage",
+  "source",
+  "observedAt",
+] as const;
 /** An observation is small: twelve fields, ids of 200 characters, a usage record of a dozen counters. */
-const LIMITS = Object.freeze({ maxDepth: 3, maxNodes: 64, maxStringBytes: 256, maxTotalBytes: 8 * 1024 });
+const LIMITS = Object.freeze({
+  maxDepth: 3,
+  maxNodes: 64,
+  maxStringBytes: 256,
+  maxTotalBytes: 8 * 1024,
+});
 const QUERY_FIELDS = ["sessionId", "cursor", "limit"] as const;
 
 /** The record validated and frozen, with its scope's key; every store calls it before any I/O. */
-export function normalizeUsageObservation(input: unknown): { readonly observation: UsageObservation; readonly key: string } {
+export function normalizeUsageObservation(input: unknown): {
+  readonly observation: UsageObservation;
+  readonly key: string;
+} {
   // Read once through the bounded snapshot: a getter never runs, a Proxy or a cycle is refused (`SnapshotError`).
   const o = closedObject("observation", snapshot(input, LIMITS), FIELDS);
   const { scope, key } = scopeKey(o.scope);
@@ -111,7 +156,10 @@ export function normalizeUsageObservation(input: unknown): { readonly observatio
 }
 
 /** A listing's validated query: the scope's key, the session filter, the page size and the decoded cursor. */
-export function normalizeUsageInboxQuery(scope: unknown, query: unknown = {}): {
+export function normalizeUsageInboxQuery(
+  scope: unknown,
+  query: unknown = {},
+): {
   readonly scope: Scope;
   readonly key: string;
   readonly sessionId?: string;
@@ -121,9 +169,17 @@ export function normalizeUsageInboxQuery(scope: unknown, query: unknown = {}): {
   const { scope: s, key } = scopeKey(scope);
   const q = closedObject("query", query, QUERY_FIELDS);
   const limit = pageLimit(q.limit, PAGE.usageInbox.def, PAGE.usageInbox.max);
-  const after = decodeCursor(q.cursor, ["number", "string", "string"]) as readonly [number, string, string] | undefined;
+  const after = decodeCursor(q.cursor, ["number", "string", "string"]) as
+    | readonly [number, string, string]
+    | undefined;
   const sessionId = q.sessionId === undefined ? undefined : validateId("sessionId", q.sessionId);
-  return { scope: s, key, limit, ...(sessionId !== undefined ? { sessionId } : {}), ...(after !== undefined ? { after } : {}) };
+  return {
+    scope: s,
+    key,
+    limit,
+    ...(sessionId !== undefined ? { sessionId } : {}),
+    ...(after !== undefined ? { after } : {}),
+  };
 }
 
 /** The sort key of an observation, as the cursor carries it. */
@@ -140,7 +196,11 @@ export function usageInboxCursor(o: UsageObservation): string {
  * the stored one or to the mark the stored one became when the session was erased (`marker`: the
  * store set's, keyed by its trail key).
  */
-export function sameUsageObservation(stored: UsageObservation, incoming: UsageObservation, marker: SessionMarker = sessionMarker()): boolean {
+export function sameUsageObservation(
+  stored: UsageObservation,
+  incoming: UsageObservation,
+  marker: SessionMarker = sessionMarker(),
+): boolean {
   const { observedAt: _a, sessionId: s1, ...a } = stored;
   const { observedAt: _b, sessionId: s2, ...b } = incoming;
   if (s1 !== s2 && s1 !== marker(incoming.scope, s2)) return false;
@@ -156,7 +216,12 @@ export function usageObservationText(o: UsageObservation): string {
 /** An observation read back from its row's JSON (version 1) and its scope. */
 export function usageObservationFromText(scope: Scope, text: string): UsageObservation {
   const parsed = JSON.parse(text) as { v?: unknown } & Omit<UsageObservation, "scope">;
-  if (parsed.v !== 1) throw new ValidationError("record", "record_version", "a usage observation row has an unknown version");
+  if (parsed.v !== 1)
+    throw new ValidationError(
+      "record",
+      "record_version",
+      "a usage observation row has an unknown version",
+    );
   const { v: _v, ...rest } = parsed;
   return normalizeUsageObservation({ scope, ...rest }).observation;
 }

@@ -24,7 +24,11 @@ export class RecordingAuditLog extends InMemoryAuditLog {
 
   /** Recorded events of one trail, in append order. */
   trail<T extends Trail>(trail: T): readonly Extract<AuditRecord, { readonly trail: T }>[] {
-    return Object.freeze(this.records().filter((r): r is Extract<AuditRecord, { readonly trail: T }> => r.trail === trail));
+    return Object.freeze(
+      this.records().filter(
+        (r): r is Extract<AuditRecord, { readonly trail: T }> => r.trail === trail,
+      ),
+    );
   }
 
   failAppends(failure: AuditFailure | undefined): void {

@@ -21,7 +21,8 @@ export class ManualClock implements Clock {
   #order = 0;
 
   constructor(start: number = MANUAL_CLOCK_START) {
-    if (!Number.isSafeInteger(start) || start < 0) throw new RangeError("start must be non-negative integer epoch milliseconds");
+    if (!Number.isSafeInteger(start) || start < 0)
+      throw new RangeError("start must be non-negative integer epoch milliseconds");
     this.#now = start;
   }
 
@@ -35,7 +36,8 @@ export class ManualClock implements Clock {
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    if (!Number.isFinite(ms) || ms < 0) return Promise.reject(new RangeError("sleep(ms) needs a finite, non-negative ms"));
+    if (!Number.isFinite(ms) || ms < 0)
+      return Promise.reject(new RangeError("sleep(ms) needs a finite, non-negative ms"));
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (ms === 0) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
@@ -56,9 +58,12 @@ export class ManualClock implements Clock {
 
   /** Moves time forward by `ms` and wakes every sleeper now due. */
   advance(ms: number): void {
-    if (!Number.isSafeInteger(ms) || ms < 0) throw new RangeError("advance(ms) needs a non-negative integer");
+    if (!Number.isSafeInteger(ms) || ms < 0)
+      throw new RangeError("advance(ms) needs a non-negative integer");
     this.#now += ms;
-    const due = this.#sleepers.filter((s) => s.due <= this.#now).sort((a, b) => a.due - b.due || a.order - b.order);
+    const due = this.#sleepers
+      .filter((s) => s.due <= this.#now)
+      .sort((a, b) => a.due - b.due || a.order - b.order);
     this.#sleepers = this.#sleepers.filter((s) => s.due > this.#now);
     for (const sleeper of due) {
       sleeper.cleanup();

@@ -55,7 +55,11 @@ const SPLIT_MIN = 3;
 
 /** One query term, resolved against the index: the document terms it matches and how much each counts. */
 interface QueryTerm {
-  readonly matches: readonly { readonly term: string; readonly idf: number; readonly factor: number }[];
+  readonly matches: readonly {
+    readonly term: string;
+    readonly idf: number;
+    readonly factor: number;
+  }[];
   /** What the term would add to a document that matched it fully (for coverage). */
   readonly weight: number;
 }
@@ -65,7 +69,10 @@ function addTerm(terms: Map<string, number>, term: string, by: number): void {
 }
 
 /** The terms of a tool's name: the server prefix's words, and the short name's compound and parts. */
-function nameTerms(name: string): { readonly prefix: readonly string[]; readonly short: readonly string[] } {
+function nameTerms(name: string): {
+  readonly prefix: readonly string[];
+  readonly short: readonly string[];
+} {
   const at = name.lastIndexOf("__");
   if (at < 0 || at + 2 >= name.length) return { prefix: [], short: termsOf(name) };
   const short: string[] = [];
@@ -77,7 +84,10 @@ function nameTerms(name: string): { readonly prefix: readonly string[]; readonly
  * A short-name part the catalog's own words spell in two (`usergroups`, `freebusy`, `breadcrumbs`):
  * the two words, when both occur among the granted tools' terms; else nothing.
  */
-function splitOf(part: string, vocabulary: { has(term: string): boolean; readonly size: number }): readonly string[] {
+function splitOf(
+  part: string,
+  vocabulary: { has(term: string): boolean; readonly size: number },
+): readonly string[] {
   if (part.startsWith(COMPOUND) || vocabulary.size === 0 || part.length < 2 * SPLIT_MIN) return [];
   for (let at = SPLIT_MIN; at <= part.length - SPLIT_MIN; at++) {
     const [head, tail] = [part.slice(0, at), part.slice(at)];
@@ -94,10 +104,17 @@ function splitOrSelf(term: string, vocabulary: ReadonlyMap<string, number>): rea
   return halves.length === 2 ? halves : [term];
 }
 
-export function buildIndex(tools: readonly { readonly name: string; readonly description: string }[], nameWeight: number): Bm25Index {
-  const named = tools.map((tool) => ({ name: nameTerms(tool.name), description: termsOf(tool.description) }));
+export function buildIndex(
+  tools: readonly { readonly name: string; readonly description: string }[],
+  nameWeight: number,
+): Bm25Index {
+  const named = tools.map((tool) => ({
+    name: nameTerms(tool.name),
+    description: termsOf(tool.description),
+  }));
   const vocabulary = new Set<string>();
-  for (const { name, description } of named) for (const term of [...name.short, ...description]) vocabulary.add(term);
+  for (const { name, description } of named)
+    for (const term of [...name.short, ...description]) vocabulary.add(term);
   const docs: IndexedDoc[] = [];
   const df = new Map<string, number>();
   const nameSet = new Set<string>();
@@ -144,7 +161,17 @@ export function buildIndex(tools: readonly { readonly name: string; readonly des
   });
   const norms = Float64Array.from(docs, (doc) => K1 * (1 - B + (B * doc.length) / avgLength));
   const names = [...nameSet];
-  return { docs, df, avgLength, nameTerms: names, servers, postings, norms, sortedTerms: [...df.keys()].sort(), sortedNames: [...names].sort() };
+  return {
+    docs,
+    df,
+    avgLength,
+    nameTerms: names,
+    servers,
+    postings,
+    norms,
+    sortedTerms: [...df.keys()].sort(),
+    sortedNames: [...names].sort(),
+  };
 }
 
 export function idf(index: Bm25Index, df: number): number {
@@ -161,7 +188,8 @@ function withPrefix(sorted: readonly string[], prefix: string): string[] {
     else hi = mid;
   }
   const out: string[] = [];
-  for (let i = lo; i < sorted.length && (sorted[i] as string).startsWith(prefix); i++) out.push(sorted[i] as string);
+  for (let i = lo; i < sorted.length && (sorted[i] as string).startsWith(prefix); i++)
+    out.push(sorted[i] as string);
   return out;
 }
 
@@ -174,7 +202,12 @@ const DERIVED_MIN = 6;
  */
 function nameStems(index: Bm25Index, term: string): string[] {
   const stemOf = term.length >= DERIVED_MIN ? term.slice(0, -1) : term;
-  return withPrefix(index.sortedNames, stemOf).filter((known) => known !== term && known.length > stemOf.length && (known.startsWith(term) || term.length >= DERIVED_MIN));
+  return withPrefix(index.sortedNames, stemOf).filter(
+    (known) =>
+      known !== term &&
+      known.length > stemOf.length &&
+      (known.startsWith(term) || term.length >= DERIVED_MIN),
+  );
 }
 
 /**
@@ -184,14 +217,21 @@ function nameStems(index: Bm25Index, term: string): string[] {
 function resolve(index: Bm25Index, terms: readonly string[], unknownWeight: number): QueryTerm[] {
   const out: QueryTerm[] = [];
   const unseenWeight = unknownWeight * idf(index, 0);
-  for (const term of new Set(terms.flatMap((t) => (index.df.has(t) ? [t] : splitOrSelf(t, index.df))))) {
+  for (const term of new Set(
+    terms.flatMap((t) => (index.df.has(t) ? [t] : splitOrSelf(t, index.df))),
+  )) {
     const df = index.df.get(term);
     if (df !== undefined) {
       const w = idf(index, df);
       const matches = [{ term, idf: w, factor: 1 }];
       // A known word that begins a longer name word matches it too ("doc" -> "documentation").
       if (term.length >= PREFIX_MIN && !term.startsWith(COMPOUND)) {
-        for (const known of nameStems(index, term)) matches.push({ term: known, idf: idf(index, index.df.get(known) ?? 1), factor: PREFIX_FACTOR });
+        for (const known of nameStems(index, term))
+          matches.push({
+            term: known,
+            idf: idf(index, index.df.get(known) ?? 1),
+            factor: PREFIX_FACTOR,
+          });
       }
       out.push({ matches, weight: w });
       continue;
@@ -199,7 +239,12 @@ function resolve(index: Bm25Index, terms: readonly string[], unknownWeight: numb
     const matches: { term: string; idf: number; factor: number }[] = [];
     if (term.length >= PREFIX_MIN && !term.startsWith(COMPOUND)) {
       const begun = withPrefix(index.sortedTerms, term);
-      for (const known of new Set([...begun, ...nameStems(index, term)])) matches.push({ term: known, idf: idf(index, index.df.get(known) ?? 1), factor: PREFIX_FACTOR });
+      for (const known of new Set([...begun, ...nameStems(index, term)]))
+        matches.push({
+          term: known,
+          idf: idf(index, index.df.get(known) ?? 1),
+          factor: PREFIX_FACTOR,
+        });
     }
     // A compound term is the short name spelled whole: its parts carry the meaning when no tool has it.
     if (!term.startsWith(COMPOUND)) out.push({ matches, weight: unseenWeight });
@@ -234,7 +279,12 @@ function serversNamed(index: Bm25Index, terms: readonly string[]): ReadonlySet<n
  * Scores every document for the query terms; documents that match nothing are left out, and so
  * are the tools of other servers when the query names a server by a word only that server uses.
  */
-export function score(index: Bm25Index, terms: readonly string[], unknownWeight = 1, words: readonly string[] = terms): Scored[] {
+export function score(
+  index: Bm25Index,
+  terms: readonly string[],
+  unknownWeight = 1,
+  words: readonly string[] = terms,
+): Scored[] {
   const query = resolve(index, terms, unknownWeight);
   const totalWeight = query.reduce((sum, q) => sum + q.weight, 0);
   const allowed = serversNamed(index, words);
@@ -269,7 +319,14 @@ export function score(index: Bm25Index, terms: readonly string[], unknownWeight 
       s += parts[i * width + at] as number;
       covered += (query[at] as QueryTerm).weight * (factors[i * width + at] as number);
     }
-    if (s > 0) out.push({ index: i, score: s, coverage: totalWeight > 0 ? covered / totalWeight : 0, parts: parts.subarray(i * width, (i + 1) * width), named: named.subarray(i * width, (i + 1) * width) });
+    if (s > 0)
+      out.push({
+        index: i,
+        score: s,
+        coverage: totalWeight > 0 ? covered / totalWeight : 0,
+        parts: parts.subarray(i * width, (i + 1) * width),
+        named: named.subarray(i * width, (i + 1) * width),
+      });
   }
   return out;
 }

@@ -1,7 +1,17 @@
-import { type Msg, SEARCH_TOOLS_NAME, type ToolDefinition, type ToolSpec } from "@alma-harness/core";
+import {
+  type Msg,
+  SEARCH_TOOLS_NAME,
+  type ToolDefinition,
+  type ToolSpec,
+} from "@alma-harness/core";
 import type { CompiledEngine, TurnEnv } from "../env.js";
 import type { TurnState } from "../state.js";
-import { catalogOf, DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, type ToolCatalog } from "./tool-search.js";
+import {
+  catalogOf,
+  DEFAULT_SEARCH_LIMIT,
+  MAX_SEARCH_LIMIT,
+  type ToolCatalog,
+} from "./tool-search.js";
 
 /**
  * Deferred tools and what is loaded. A tool registered `deferred: true` is not advertised until a
@@ -21,7 +31,10 @@ interface GrantSearch {
   readonly spec: ToolSpec | undefined;
   catalog: ToolCatalog | undefined;
   /** The deferred definitions, with the engine's spec map they were read from. */
-  deferredSpecs?: { readonly from: ReadonlyMap<string, ToolSpec>; readonly list: readonly ToolSpec[] };
+  deferredSpecs?: {
+    readonly from: ReadonlyMap<string, ToolSpec>;
+    readonly list: readonly ToolSpec[];
+  };
 }
 
 const byGrant = new WeakMap<readonly ToolDefinition[], GrantSearch>();
@@ -33,7 +46,11 @@ function grantSearch(grant: readonly ToolDefinition[]): GrantSearch {
   let found = byGrant.get(grant);
   if (!found) {
     const deferred = grant.filter((t) => t.deferred);
-    found = { deferred, spec: deferred.length > 0 ? searchToolSpec(deferred) : undefined, catalog: undefined };
+    found = {
+      deferred,
+      spec: deferred.length > 0 ? searchToolSpec(deferred) : undefined,
+      catalog: undefined,
+    };
     byGrant.set(grant, found);
   }
   return found;
@@ -57,7 +74,8 @@ export function grantCatalog(env: TurnEnv): ToolCatalog {
   let catalog = perEngine.get(key);
   if (!catalog) {
     catalog = catalogOf(env.grant);
-    if (perEngine.size >= CATALOGS_PER_ENGINE) perEngine.delete(perEngine.keys().next().value as string);
+    if (perEngine.size >= CATALOGS_PER_ENGINE)
+      perEngine.delete(perEngine.keys().next().value as string);
     perEngine.set(key, catalog);
   }
   found.catalog = catalog;
@@ -79,14 +97,24 @@ function searchToolSpec(deferred: readonly ToolDefinition[]): ToolSpec {
 export const SEARCH_INPUT_SCHEMA = Object.freeze({
   type: "object",
   properties: Object.freeze({
-    query: Object.freeze({ type: "string", minLength: 1, maxLength: MAX_QUERY_CHARS, description: "Words for what you need to do; a tool's name in it loads that tool." }),
+    query: Object.freeze({
+      type: "string",
+      minLength: 1,
+      maxLength: MAX_QUERY_CHARS,
+      description: "Words for what you need to do; a tool's name in it loads that tool.",
+    }),
     names: Object.freeze({
       type: "array",
       maxItems: MAX_NAMES,
       items: Object.freeze({ type: "string", minLength: 1, maxLength: 200 }),
       description: "Tools to load exactly, by full name or unique short name.",
     }),
-    limit: Object.freeze({ type: "integer", minimum: 1, maximum: MAX_SEARCH_LIMIT, description: "At most this many tools load for the query." }),
+    limit: Object.freeze({
+      type: "integer",
+      minimum: 1,
+      maximum: MAX_SEARCH_LIMIT,
+      description: "At most this many tools load for the query.",
+    }),
   }),
   additionalProperties: false,
 });
@@ -107,7 +135,11 @@ export function forgetViewScan(state: TurnState): void {
 function collect(message: Msg, into: Set<string>): void {
   if (message.role !== "user") return;
   for (const block of message.blocks) {
-    if (block.type === "tool_result" && block.name === SEARCH_TOOLS_NAME && Array.isArray(block.loads)) {
+    if (
+      block.type === "tool_result" &&
+      block.name === SEARCH_TOOLS_NAME &&
+      Array.isArray(block.loads)
+    ) {
       for (const name of block.loads) if (typeof name === "string") into.add(name);
     }
   }
@@ -121,7 +153,8 @@ function loadedInView(state: TurnState): ReadonlySet<string> {
     for (const message of state.log.history) collect(message, scan.names);
     scans.set(state, scan);
   }
-  for (; scan.scanned < state.log.added.length; scan.scanned++) collect(state.log.added[scan.scanned] as Msg, scan.names);
+  for (; scan.scanned < state.log.added.length; scan.scanned++)
+    collect(state.log.added[scan.scanned] as Msg, scan.names);
   return scan.names;
 }
 
@@ -152,7 +185,11 @@ export function isSearchCall(env: TurnEnv, call: { readonly name: string }): boo
  * what the new view still loads, in the same relative order. `base` is returned as is when nothing
  * is loaded.
  */
-export function withLoaded(env: TurnEnv, state: TurnState, base: readonly ToolSpec[]): readonly ToolSpec[] {
+export function withLoaded(
+  env: TurnEnv,
+  state: TurnState,
+  base: readonly ToolSpec[],
+): readonly ToolSpec[] {
   const found = grantSearch(env.grant);
   if (found.deferred.length === 0) return base;
   const loaded = loadedInView(state);

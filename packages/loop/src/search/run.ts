@@ -1,4 +1,12 @@
-import { compileSchema, type JsonObject, type JsonValue, SEARCH_TOOLS_NAME, type StreamToolCall, type ToolResultBlock, trailId } from "@alma-harness/core";
+import {
+  compileSchema,
+  type JsonObject,
+  type JsonValue,
+  SEARCH_TOOLS_NAME,
+  type StreamToolCall,
+  type ToolResultBlock,
+  trailId,
+} from "@alma-harness/core";
 import { durable, commitBefore } from "../audit.js";
 import { checkpoint } from "../cancel.js";
 import { errorResult } from "../dispatch.js";
@@ -21,14 +29,34 @@ const validator = compileSchema(SEARCH_INPUT_SCHEMA as unknown as JsonObject, "s
  * Each load is one access event (tool `search_tools`, the loaded tool's name, action `load`),
  * written before the result is returned; the result block records them in `loads`.
  */
-export async function runSearch(env: TurnEnv, state: TurnState, call: StreamToolCall, signal: AbortSignal): Promise<ToolResultBlock> {
+export async function runSearch(
+  env: TurnEnv,
+  state: TurnState,
+  call: StreamToolCall,
+  signal: AbortSignal,
+): Promise<ToolResultBlock> {
   const args = argumentsOf(call);
   if (!args) return errorResult(call, "TOOL_BAD_INPUT", "the arguments are not a JSON object");
-  const problem = validator.check(args) ?? (args.query === undefined && args.names === undefined ? "(input) needs query or names" : undefined);
+  const problem =
+    validator.check(args) ??
+    (args.query === undefined && args.names === undefined
+      ? "(input) needs query or names"
+      : undefined);
   if (problem) return errorResult(call, "TOOL_BAD_INPUT", `invalid input: ${problem}`);
   const preHook = env.engine.hooks["tool:pre"];
   if (preHook) await commitBefore(env.engine);
-  const pre = preHook ? await runHook(signal, "tool:pre", () => preHook(Object.freeze({ turnId: env.input.turnId, callId: call.id, name: SEARCH_TOOLS_NAME, input: args }))) : undefined;
+  const pre = preHook
+    ? await runHook(signal, "tool:pre", () =>
+        preHook(
+          Object.freeze({
+            turnId: env.input.turnId,
+            callId: call.id,
+            name: SEARCH_TOOLS_NAME,
+            input: args,
+          }),
+        ),
+      )
+    : undefined;
   if (pre && typeof pre === "object" && typeof (pre as { deny?: unknown }).deny === "string") {
     return errorResult(call, "TOOL_DENIED", `denied: ${(pre as { deny: string }).deny}`);
   }
@@ -54,7 +82,13 @@ export async function runSearch(env: TurnEnv, state: TurnState, call: StreamTool
   const postHook = env.engine.hooks["tool:post"];
   if (signal.aborted || !postHook) return block;
   await commitBefore(env.engine);
-  const post = Object.freeze({ turnId: env.input.turnId, callId: call.id, name: SEARCH_TOOLS_NAME, output: block.output, isError: false });
+  const post = Object.freeze({
+    turnId: env.input.turnId,
+    callId: call.id,
+    name: SEARCH_TOOLS_NAME,
+    output: block.output,
+    isError: false,
+  });
   try {
     await runHook(signal, "tool:post", () => postHook(post));
   } catch (error) {
@@ -66,7 +100,9 @@ export async function runSearch(env: TurnEnv, state: TurnState, call: StreamTool
 function requestOf(args: Record<string, JsonValue>): SearchRequest {
   return {
     ...(typeof args.query === "string" ? { query: args.query } : {}),
-    ...(Array.isArray(args.names) ? { names: args.names.filter((n): n is string => typeof n === "string") } : {}),
+    ...(Array.isArray(args.names)
+      ? { names: args.names.filter((n): n is string => typeof n === "string") }
+      : {}),
     ...(typeof args.limit === "number" ? { limit: args.limit } : {}),
   };
 }
@@ -76,12 +112,21 @@ export function report(findings: SearchFindings): JsonObject {
   const now = [...findings.loaded, ...findings.alreadyAvailable];
   const ambiguous = Object.keys(findings.ambiguous).length > 0;
   let note = now.length > 0 ? `You can call now: ${now.join(", ")}.` : "No tool was loaded.";
-  if (ambiguous) note += " An ambiguous name is shared by several tools: name one by its full name.";
+  if (ambiguous)
+    note += " An ambiguous name is shared by several tools: name one by its full name.";
   if (findings.unknown.length > 0) note += " An unknown name is no tool you can use.";
   return {
     loaded: [...findings.loaded],
-    ...(findings.alreadyAvailable.length > 0 ? { alreadyAvailable: [...findings.alreadyAvailable] } : {}),
-    ...(ambiguous ? { ambiguous: Object.fromEntries(Object.entries(findings.ambiguous).map(([k, v]) => [k, [...v]])) } : {}),
+    ...(findings.alreadyAvailable.length > 0
+      ? { alreadyAvailable: [...findings.alreadyAvailable] }
+      : {}),
+    ...(ambiguous
+      ? {
+          ambiguous: Object.fromEntries(
+            Object.entries(findings.ambiguous).map(([k, v]) => [k, [...v]]),
+          ),
+        }
+      : {}),
     ...(findings.unknown.length > 0 ? { unknown: [...findings.unknown] } : {}),
     note,
   };

@@ -40,7 +40,8 @@ export function stem(word: string): string {
     stripped = true;
   }
   // committed -> commit, running -> run: a doubled final consonant left by the suffix is one.
-  if (stripped && /([b-df-hj-km-np-rtv-z])\1$/.test(w) && !/(ll|ss|zz)$/.test(w)) w = w.slice(0, -1);
+  if (stripped && /([b-df-hj-km-np-rtv-z])\1$/.test(w) && !/(ll|ss|zz)$/.test(w))
+    w = w.slice(0, -1);
   if (w.endsWith("e") && w.length > 3) w = w.slice(0, -1);
   return w;
 }

@@ -13,15 +13,24 @@ import type { Ranking } from "./tool-search.js";
  * best score (a query that needs two tools names two things; a crowd sharing the best's words
  * adds nothing new, even when a description mentions the other thing).
  */
-export function chooseCovering(eligible: readonly Scored[], topScore: number, ranking: Ranking, held: boolean): Scored[] {
+export function chooseCovering(
+  eligible: readonly Scored[],
+  topScore: number,
+  ranking: Ranking,
+  held: boolean,
+): Scored[] {
   const chosen: Scored[] = [];
   let named: Uint8Array | undefined;
   for (const s of leaderFirst(eligible, ranking.tie * topScore)) {
     const lead = chosen[0];
-    const tie = s.score >= ranking.tie * topScore && !unnamedTie(s, lead, named) && (held || !namesLess(s, lead));
+    const tie =
+      s.score >= ranking.tie * topScore &&
+      !unnamedTie(s, lead, named) &&
+      (held || !namesLess(s, lead));
     if (named !== undefined && !tie) {
       let fresh = 0;
-      for (let t = 0; t < s.parts.length; t++) if (s.named[t] === 1 && named[t] === 0) fresh += s.parts[t] as number;
+      for (let t = 0; t < s.parts.length; t++)
+        if (s.named[t] === 1 && named[t] === 0) fresh += s.parts[t] as number;
       if (fresh < ranking.gain * topScore) continue;
     }
     named ??= new Uint8Array(s.named.length);
@@ -67,7 +76,9 @@ function leaderFirst(eligible: readonly Scored[], tieScore: number): readonly Sc
     const s = eligible[i] as Scored;
     if (namesLess(top, s) && nameWeight(s) > nameWeight(eligible[lead] as Scored)) lead = i;
   }
-  return lead === 0 ? eligible : [eligible[lead] as Scored, ...eligible.filter((_, i) => i !== lead)];
+  return lead === 0
+    ? eligible
+    : [eligible[lead] as Scored, ...eligible.filter((_, i) => i !== lead)];
 }
 
 /**

@@ -1,7 +1,14 @@
 import { type Bm25Index, buildIndex, idf, type Scored, score } from "./bm25.js";
 import { isNumbered, partsOf, termsOfWord, withoutValues, wordsOf } from "./terms.js";
 import { chooseCovering, isStray } from "./ties.js";
-import { isCreateName, isQuestion, isReadName, isWriteName, moodOf, type QueryMood } from "./verbs.js";
+import {
+  isCreateName,
+  isQuestion,
+  isReadName,
+  isWriteName,
+  moodOf,
+  type QueryMood,
+} from "./verbs.js";
 
 /**
  * What `search_tools` finds among the turn's granted tools. Pure: it reads the grant (registration
@@ -54,7 +61,19 @@ export interface Ranking {
   readonly strayTerms: number;
 }
 
-export const RANKING: Ranking = Object.freeze({ nameWeight: 3, relative: 0.6, floor: 0.6, minCoverage: 0.2, coverageRatio: 0.5, unknownWeight: 1, tie: 0.835, gain: 0.2, writePenalty: 0.3, readPenalty: 0.5, strayTerms: 3 });
+export const RANKING: Ranking = Object.freeze({
+  nameWeight: 3,
+  relative: 0.6,
+  floor: 0.6,
+  minCoverage: 0.2,
+  coverageRatio: 0.5,
+  unknownWeight: 1,
+  tie: 0.835,
+  gain: 0.2,
+  writePenalty: 0.3,
+  readPenalty: 0.5,
+  strayTerms: 3,
+});
 /** The best ranked match must cover this share of the query's weight (idf-weighted terms). */
 export const MIN_COVERAGE = RANKING.minCoverage;
 /** A ranked tool loads at this share of the best score or more. */
@@ -107,7 +126,10 @@ function push(map: Map<string, number[]>, key: string, i: number): void {
 }
 
 /** Indexes the grant once: names for lookup, name and description for ranking. */
-export function catalogOf(tools: readonly SearchableTool[], ranking: Ranking = RANKING): ToolCatalog {
+export function catalogOf(
+  tools: readonly SearchableTool[],
+  ranking: Ranking = RANKING,
+): ToolCatalog {
   const byName = new Map<string, number[]>();
   const byShort = new Map<string, number[]>();
   const byLowerName = new Map<string, number[]>();
@@ -119,7 +141,19 @@ export function catalogOf(tools: readonly SearchableTool[], ranking: Ranking = R
     push(byLowerShort, tool.shortName.toLowerCase(), i);
   });
   const index = buildIndex(tools, ranking.nameWeight);
-  return { tools, index, byName, byShort, byLowerName, byLowerShort, ranking, floorScore: ranking.floor * idf(index, 1), writes: tools.map((t) => isWriteName(t.shortName)), reads: tools.map((t) => isReadName(t.shortName)), creates: tools.map((t) => isCreateName(t.shortName)) };
+  return {
+    tools,
+    index,
+    byName,
+    byShort,
+    byLowerName,
+    byLowerShort,
+    ranking,
+    floorScore: ranking.floor * idf(index, 1),
+    writes: tools.map((t) => isWriteName(t.shortName)),
+    reads: tools.map((t) => isReadName(t.shortName)),
+    creates: tools.map((t) => isCreateName(t.shortName)),
+  };
 }
 
 type Resolved = { readonly tool: number } | { readonly ambiguous: readonly number[] } | undefined;
@@ -173,7 +207,8 @@ class Findings {
     const found = resolveName(this.catalog, word);
     if (found && "tool" in found) return found.tool;
     if (found) {
-      if (!Object.hasOwn(this.ambiguous, word)) this.ambiguous[word] = found.ambiguous.map((i) => this.nameOf(i));
+      if (!Object.hasOwn(this.ambiguous, word))
+        this.ambiguous[word] = found.ambiguous.map((i) => this.nameOf(i));
     } else if (reportUnknown && !this.unknown.includes(word)) {
       this.unknown.push(word);
     }
@@ -181,18 +216,28 @@ class Findings {
   }
 
   result(): SearchFindings {
-    return { loaded: this.loaded, alreadyAvailable: this.alreadyAvailable, ambiguous: this.ambiguous, unknown: this.unknown };
+    return {
+      loaded: this.loaded,
+      alreadyAvailable: this.alreadyAvailable,
+      ambiguous: this.ambiguous,
+      unknown: this.unknown,
+    };
   }
 }
 
 /** Runs one search against the grant's catalog. `callable` says which granted tools the model can call already. */
-export function findTools(catalog: ToolCatalog, callable: (name: string) => boolean, request: SearchRequest): SearchFindings {
+export function findTools(
+  catalog: ToolCatalog,
+  callable: (name: string) => boolean,
+  request: SearchRequest,
+): SearchFindings {
   const findings = new Findings(catalog, callable);
   for (const name of request.names ?? []) {
     const tool = findings.name(name, true);
     if (tool !== undefined) findings.take(tool);
   }
-  if (request.query !== undefined) queryLoads(findings, request.query, request.limit ?? DEFAULT_SEARCH_LIMIT);
+  if (request.query !== undefined)
+    queryLoads(findings, request.query, request.limit ?? DEFAULT_SEARCH_LIMIT);
   return findings.result();
 }
 
@@ -238,10 +283,17 @@ function queryLoads(findings: Findings, query: string, limit: number): void {
     .map((s) => (penalty > 0 && penalised[s.index] ? { ...s, score: s.score * (1 - penalty) } : s));
   const top = best(ranked);
   if (!top || top.coverage < ranking.minCoverage) return;
-  const namedTop = named.length > 0 ? (best(score(catalog.index, all, ranking.unknownWeight).filter((s) => named.includes(s.index)))?.score ?? 0) : 0;
+  const namedTop =
+    named.length > 0
+      ? (best(
+          score(catalog.index, all, ranking.unknownWeight).filter((s) => named.includes(s.index)),
+        )?.score ?? 0)
+      : 0;
   const bar = Math.max(ranking.relative * Math.max(top.score, namedTop), catalog.floorScore);
   const cover = ranking.coverageRatio * top.coverage;
-  const eligible = ranked.filter((s) => s.score >= bar && s.coverage >= cover).sort((a, b) => b.score - a.score || a.index - b.index);
+  const eligible = ranked
+    .filter((s) => s.score >= bar && s.coverage >= cover)
+    .sort((a, b) => b.score - a.score || a.index - b.index);
   // A best match the model can call already did not answer it: a tie whose name says less still may.
   const held = eligible[0] !== undefined && !isCandidate(catalog, callable, eligible[0]);
   for (const s of chooseCovering(eligible, top.score, ranking, held)) {
@@ -266,16 +318,28 @@ function penaltyOf(catalog: ToolCatalog, mood: QueryMood): readonly [readonly bo
  * Kubernetes one, whose description says OpenShift, not GitHub's). With no other word, or none
  * matching any sharer, every sharer stays in the ranking.
  */
-function outvotedSharers(catalog: ToolCatalog, shared: readonly number[], others: readonly string[]): ReadonlySet<number> {
+function outvotedSharers(
+  catalog: ToolCatalog,
+  shared: readonly number[],
+  others: readonly string[],
+): ReadonlySet<number> {
   if (shared.length === 0 || others.length === 0) return new Set();
   const sharers = new Set(shared);
-  const matched = new Set(score(catalog.index, others, catalog.ranking.unknownWeight).filter((s) => sharers.has(s.index)).map((s) => s.index));
+  const matched = new Set(
+    score(catalog.index, others, catalog.ranking.unknownWeight)
+      .filter((s) => sharers.has(s.index))
+      .map((s) => s.index),
+  );
   if (matched.size === 0) return new Set();
   return new Set([...sharers].filter((i) => !matched.has(i)));
 }
 
 /** A tool a ranking may load: deferred and not callable yet. */
-function isCandidate(catalog: ToolCatalog, callable: (name: string) => boolean, s: Scored): boolean {
+function isCandidate(
+  catalog: ToolCatalog,
+  callable: (name: string) => boolean,
+  s: Scored,
+): boolean {
   const tool = catalog.tools[s.index] as SearchableTool;
   return tool.deferred && !callable(tool.name);
 }

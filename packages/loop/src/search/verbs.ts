@@ -18,7 +18,11 @@ const WRITE_VERBS = new Set(
 );
 
 /** Verbs that only read (stemmed): a name that carries one reads, whatever noun follows (`list_commits`, `get_transitions`). */
-const READ_VERBS = new Set("get list search find show retrieve read view fetch describe query lookup diff compare".split(" ").map(stem));
+const READ_VERBS = new Set(
+  "get list search find show retrieve read view fetch describe query lookup diff compare"
+    .split(" ")
+    .map(stem),
+);
 
 /** Whether a tool's short name says it changes something: a verb that changes, and none that only reads. */
 export function isWriteName(shortName: string): boolean {
@@ -36,17 +40,28 @@ const WRITE_SIGNALS = new Set(["new"]);
 
 /** Whether any of a query's terms is a verb that changes something (or asks for something new); `un-` and `re-` change too. */
 export function asksToWrite(terms: readonly string[]): boolean {
-  return terms.some((term) => WRITE_VERBS.has(term) || WRITE_SIGNALS.has(term) || (/^(un|re)/.test(term) && WRITE_VERBS.has(term.slice(2))));
+  return terms.some(
+    (term) =>
+      WRITE_VERBS.has(term) ||
+      WRITE_SIGNALS.has(term) ||
+      (/^(un|re)/.test(term) && WRITE_VERBS.has(term.slice(2))),
+  );
 }
 
 /**
  * Nouns that, opening a query, are verbs that make that thing ("email the agenda": send an email;
  * "comment on the page": add a comment). Said later in a query they stay nouns.
  */
-const OPENING_VERBS = new Set("email message comment text ping tag label schedule book react reply respond".split(" ").map(stem));
+const OPENING_VERBS = new Set(
+  "email message comment text ping tag label schedule book react reply respond"
+    .split(" ")
+    .map(stem),
+);
 
 /** Verbs that make something new (stemmed): a name that carries one creates. */
-const CREATE_VERBS = new Set("create add send post make new insert upload book invite open start".split(" ").map(stem));
+const CREATE_VERBS = new Set(
+  "create add send post make new insert upload book invite open start".split(" ").map(stem),
+);
 
 /** Nouns that name the state or record of a thing (stemmed): a query that says one asks about that thing. */
 const STATE_NOUNS = new Set("status state details history progress".split(" ").map(stem));
@@ -60,7 +75,9 @@ const STATE_NOUNS = new Set("status state details history progress".split(" ").m
 export type QueryMood = "create" | "write" | "read" | "ask" | "any";
 
 /** Words that open a question ("which subscriptions…", "how many errors…"): a question asks to read. */
-const QUESTION_WORDS = new Set("which what whats how who whom whose when where is are was were do does did".split(" "));
+const QUESTION_WORDS = new Set(
+  "which what whats how who whom whose when where is are was were do does did".split(" "),
+);
 
 /** Whether a query, as written, opens with a question word. */
 export function isQuestion(query: string): boolean {
@@ -68,7 +85,8 @@ export function isQuestion(query: string): boolean {
   return first !== undefined && QUESTION_WORDS.has(first);
 }
 
-const isWriteVerb = (term: string) => WRITE_VERBS.has(term) || (/^(un|re)/.test(term) && WRITE_VERBS.has(term.slice(2)));
+const isWriteVerb = (term: string) =>
+  WRITE_VERBS.has(term) || (/^(un|re)/.test(term) && WRITE_VERBS.has(term.slice(2)));
 
 /** Whether a tool's short name makes something new (`create_sprint`, `send_email`, `add_comment`). */
 export function isCreateName(shortName: string): boolean {
@@ -89,6 +107,7 @@ export function moodOf(terms: readonly string[], question = false): QueryMood {
   if (question) return "ask";
   const first = terms.find((t) => !t.startsWith("~"));
   if (first !== undefined && OPENING_VERBS.has(first)) return "create";
-  if (first !== undefined && (isWriteVerb(first) || (first === "re" && terms.some(isWriteVerb)))) return terms.some((t) => WRITE_SIGNALS.has(t)) ? "create" : "write";
+  if (first !== undefined && (isWriteVerb(first) || (first === "re" && terms.some(isWriteVerb))))
+    return terms.some((t) => WRITE_SIGNALS.has(t)) ? "create" : "write";
   return asksToWrite(terms) ? "any" : "read";
 }

@@ -6,7 +6,9 @@ import {
   ProviderError,
   type StopReason,
   type StreamToolCall,
-  type Usage, MODEL_SPECIFICATION_VERSION } from "@alma-harness/core";
+  type Usage,
+  MODEL_SPECIFICATION_VERSION,
+} from "@alma-harness/core";
 
 /**
  * One scripted response: the events the fake streams for one call. `error` throws before the first
@@ -23,7 +25,12 @@ export interface ScriptedResponse {
 
 const DEFAULT_USAGE: Usage = Object.freeze({ inputTokens: 10, outputTokens: 5 });
 
-function completed(stopReason: StopReason, text: string, toolCalls: readonly StreamToolCall[], usage: Usage | undefined): ModelStreamEvent {
+function completed(
+  stopReason: StopReason,
+  text: string,
+  toolCalls: readonly StreamToolCall[],
+  usage: Usage | undefined,
+): ModelStreamEvent {
   return { type: "response_completed", stopReason, text, toolCalls, ...(usage ? { usage } : {}) };
 }
 
@@ -32,7 +39,10 @@ function usageEvent(usage: Usage): ModelStreamEvent {
 }
 
 /** A text answer, streamed as one delta per chunk. */
-export function scriptedText(text: string, opts: { usage?: Usage; chunks?: readonly string[]; stopReason?: StopReason } = {}): ScriptedResponse {
+export function scriptedText(
+  text: string,
+  opts: { usage?: Usage; chunks?: readonly string[]; stopReason?: StopReason } = {},
+): ScriptedResponse {
   const usage = opts.usage ?? DEFAULT_USAGE;
   const chunks = opts.chunks ?? (text.length > 0 ? [text] : []);
   return {
@@ -55,7 +65,10 @@ export interface ScriptedCall {
 let autoId = 0;
 
 /** One or more tool calls (optionally after some text), stop reason `tool_use`. */
-export function scriptedToolCall(calls: ScriptedCall | readonly ScriptedCall[], opts: { text?: string; usage?: Usage } = {}): ScriptedResponse {
+export function scriptedToolCall(
+  calls: ScriptedCall | readonly ScriptedCall[],
+  opts: { text?: string; usage?: Usage } = {},
+): ScriptedResponse {
   const list = Array.isArray(calls) ? (calls as readonly ScriptedCall[]) : [calls as ScriptedCall];
   const usage = opts.usage ?? DEFAULT_USAGE;
   const toolCalls: StreamToolCall[] = list.map((c) => ({
@@ -75,13 +88,19 @@ export function scriptedToolCall(calls: ScriptedCall | readonly ScriptedCall[], 
 }
 
 /** Reasoning deltas (one burst) before the given response's events. */
-export function scriptedReasoning(reasoning: string | readonly string[], then: ScriptedResponse, signature = "sig"): ScriptedResponse {
+export function scriptedReasoning(
+  reasoning: string | readonly string[],
+  then: ScriptedResponse,
+  signature = "sig",
+): ScriptedResponse {
   const parts = typeof reasoning === "string" ? [reasoning] : reasoning;
-  const deltas = parts.map((text, i): ModelStreamEvent => ({
-    type: "reasoning_delta",
-    text,
-    ...(i === parts.length - 1 ? { signature } : {}),
-  }));
+  const deltas = parts.map(
+    (text, i): ModelStreamEvent => ({
+      type: "reasoning_delta",
+      text,
+      ...(i === parts.length - 1 ? { signature } : {}),
+    }),
+  );
   return { ...then, events: [...deltas, ...then.events] };
 }
 
@@ -98,7 +117,10 @@ export function scriptedUsage(usage: Usage, response: ScriptedResponse): Scripte
 }
 
 /** A `ProviderError` thrown before the stream (`at: 0`, the default) or after `at` events of `partial`. */
-export function scriptedError(error: ProviderError | Error, opts: { at?: number; partial?: ScriptedResponse } = {}): ScriptedResponse {
+export function scriptedError(
+  error: ProviderError | Error,
+  opts: { at?: number; partial?: ScriptedResponse } = {},
+): ScriptedResponse {
   return { events: opts.partial?.events ?? [], error: { at: opts.at ?? 0, error } };
 }
 
@@ -108,7 +130,10 @@ export function scriptedTorn(response: ScriptedResponse): ScriptedResponse {
 }
 
 /** A stream that yields `at` events then waits until the call's signal aborts. */
-export function scriptedHang(response: ScriptedResponse = { events: [] }, at = 0): ScriptedResponse {
+export function scriptedHang(
+  response: ScriptedResponse = { events: [] },
+  at = 0,
+): ScriptedResponse {
   return { ...response, hangAt: at };
 }
 
@@ -143,7 +168,10 @@ export class FakeModelClient implements ModelClient {
   private readonly script: ScriptedResponse[];
   private readonly validator: ((request: ModelRequest) => void) | undefined;
 
-  constructor(script: readonly ScriptedResponse[] = [], opts: { id?: string; provider?: string; validate?: (request: ModelRequest) => void } = {}) {
+  constructor(
+    script: readonly ScriptedResponse[] = [],
+    opts: { id?: string; provider?: string; validate?: (request: ModelRequest) => void } = {},
+  ) {
     this.script = [...script];
     this.id = opts.id ?? "fake";
     this.provider = opts.provider ?? "fake";
@@ -177,7 +205,12 @@ export class FakeModelClient implements ModelClient {
     };
   }
 
-  private iterate(index: number, response: ScriptedResponse | undefined, request: ModelRequest, signal: AbortSignal): AsyncIterator<ModelStreamEvent> {
+  private iterate(
+    index: number,
+    response: ScriptedResponse | undefined,
+    request: ModelRequest,
+    signal: AbortSignal,
+  ): AsyncIterator<ModelStreamEvent> {
     let at = 0;
     let done = false;
     const finish = (): IteratorResult<ModelStreamEvent> => {
@@ -208,7 +241,9 @@ export class FakeModelClient implements ModelClient {
 }
 
 function abortError(signal: AbortSignal): Error {
-  return signal.reason instanceof Error ? signal.reason : new ProviderError("the call was cancelled", { kind: "cancelled", provider: "fake" });
+  return signal.reason instanceof Error
+    ? signal.reason
+    : new ProviderError("the call was cancelled", { kind: "cancelled", provider: "fake" });
 }
 
 function waitForAbort(signal: AbortSignal): Promise<never> {

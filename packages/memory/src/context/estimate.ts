@@ -1,4 +1,10 @@
-import { type Block, canonicalJson, type JsonValue, type Msg, utf8Length } from "@alma-harness/core";
+import {
+  type Block,
+  canonicalJson,
+  type JsonValue,
+  type Msg,
+  utf8Length,
+} from "@alma-harness/core";
 
 /**
  * Token estimates for deciding when to trim: deliberately rough (UTF-8 bytes / 4, rounded up),
@@ -29,14 +35,28 @@ function blockTokens(block: Block): number {
     case "media":
       return MEDIA_TOKENS;
     case "tool_call":
-      return TOOL_OVERHEAD_TOKENS + estimateTokens(block.id) + estimateTokens(block.name) + jsonTokens(block.input);
+      return (
+        TOOL_OVERHEAD_TOKENS +
+        estimateTokens(block.id) +
+        estimateTokens(block.name) +
+        jsonTokens(block.input)
+      );
     case "tool_result":
-      return TOOL_OVERHEAD_TOKENS + estimateTokens(block.callId) + estimateTokens(block.name) + jsonTokens(block.output);
+      return (
+        TOOL_OVERHEAD_TOKENS +
+        estimateTokens(block.callId) +
+        estimateTokens(block.name) +
+        jsonTokens(block.output)
+      );
     case "provider_tool_call":
     case "provider_tool_result":
       return TOOL_OVERHEAD_TOKENS + jsonTokens(block.payload);
     case "reasoning":
-      return estimateTokens(block.text) + estimateTokens(block.signature ?? "") + estimateTokens(block.redacted ?? "");
+      return (
+        estimateTokens(block.text) +
+        estimateTokens(block.signature ?? "") +
+        estimateTokens(block.redacted ?? "")
+      );
   }
 }
 

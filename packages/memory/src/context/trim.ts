@@ -19,7 +19,11 @@ export interface TrimResult {
   readonly outcome: TrimOutcome;
 }
 
-const UNTRIMMED: TrimOutcome = Object.freeze({ removedMessages: 0, removedTokens: 0, trimmed: false });
+const UNTRIMMED: TrimOutcome = Object.freeze({
+  removedMessages: 0,
+  removedTokens: 0,
+  trimmed: false,
+});
 
 /**
  * The one message that tells the model earlier history was dropped: a harness notice on the
@@ -28,11 +32,15 @@ const UNTRIMMED: TrimOutcome = Object.freeze({ removedMessages: 0, removedTokens
  */
 export function trimmedMarkerMessage(removedMessages: number, removedTokens: number): Msg {
   const text = `${TRIMMED_MARKER_PREFIX} Earlier conversation was trimmed to fit the context budget: ${count("removedMessages", removedMessages)} message(s), ~${count("removedTokens", removedTokens)} tokens removed. Continue from the recent messages below and ask for any earlier detail you need.`;
-  return Object.freeze({ role: "user", blocks: Object.freeze([Object.freeze({ type: "text", text, origin: "harness" })]) });
+  return Object.freeze({
+    role: "user",
+    blocks: Object.freeze([Object.freeze({ type: "text", text, origin: "harness" })]),
+  });
 }
 
 function count(path: string, value: unknown): number {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) throw new ValidationError(path, "a non-negative integer");
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0)
+    throw new ValidationError(path, "a non-negative integer");
   return value;
 }
 
@@ -59,24 +67,44 @@ function cutPoints(messages: readonly Msg[]): number[] {
  * cut; with no safe cut the history is returned whole. The removal is marked by one
  * `trimmedMarkerMessage` in front of what is kept.
  */
-export function trimContext(messages: readonly Msg[], systemTokens: number, windowTokens: number, threshold: number, keepRecent: number): TrimResult {
+export function trimContext(
+  messages: readonly Msg[],
+  systemTokens: number,
+  windowTokens: number,
+  threshold: number,
+  keepRecent: number,
+): TrimResult {
   if (!Array.isArray(messages)) throw new ValidationError("messages", "an array of messages");
   count("systemTokens", systemTokens);
   count("windowTokens", windowTokens);
   count("keepRecent", keepRecent);
-  if (typeof threshold !== "number" || !(threshold > 0 && threshold <= 1)) throw new ValidationError("threshold", "a number above 0, at most 1");
+  if (typeof threshold !== "number" || !(threshold > 0 && threshold <= 1))
+    throw new ValidationError("threshold", "a number above 0, at most 1");
   const whole = Object.freeze([...messages]);
   if (windowTokens === 0) return { messages: whole, outcome: UNTRIMMED };
   const budget = Math.max(1, Math.floor(windowTokens * threshold));
-  if (systemTokens + estimateMessagesTokens(messages) <= budget) return { messages: whole, outcome: UNTRIMMED };
+  if (systemTokens + estimateMessagesTokens(messages) <= budget)
+    return { messages: whole, outcome: UNTRIMMED };
   const cuts = cutPoints(messages);
   if (cuts.length === 0) return { messages: whole, outcome: UNTRIMMED };
   const keepFrom = messages.length - Math.max(1, keepRecent);
   const withinKeep = cuts.find((c) => c >= keepFrom);
-  const fitting = cuts.find((c) => systemTokens + estimateMessagesTokens(messages.slice(c)) <= budget);
+  const fitting = cuts.find(
+    (c) => systemTokens + estimateMessagesTokens(messages.slice(c)) <= budget,
+  );
   // Nothing fits: the shortest protocol-safe suffix (what follows the last safe cut).
   const cut = fitting === undefined ? (cuts.at(-1) as number) : Math.max(withinKeep ?? 0, fitting);
   const removed = messages.slice(0, cut);
-  const outcome: TrimOutcome = Object.freeze({ removedMessages: removed.length, removedTokens: estimateMessagesTokens(removed), trimmed: true });
-  return { messages: Object.freeze([trimmedMarkerMessage(outcome.removedMessages, outcome.removedTokens), ...messages.slice(cut)]), outcome };
+  const outcome: TrimOutcome = Object.freeze({
+    removedMessages: removed.length,
+    removedTokens: estimateMessagesTokens(removed),
+    trimmed: true,
+  });
+  return {
+    messages: Object.freeze([
+      trimmedMarkerMessage(outcome.removedMessages, outcome.removedTokens),
+      ...messages.slice(cut),
+    ]),
+    outcome,
+  };
 }

@@ -27,7 +27,12 @@ export class ConceptEmbedding implements EmbeddingClient {
 
   vector(text: string): number[] {
     const words = memoryWords(text);
-    return [...this.concepts.map((stems) => words.filter((w) => stems.some((s) => w.startsWith(s))).length), 1];
+    return [
+      ...this.concepts.map(
+        (stems) => words.filter((w) => stems.some((s) => w.startsWith(s))).length,
+      ),
+      1,
+    ];
   }
 
   async embed(request: EmbeddingRequest): Promise<EmbeddingResult> {

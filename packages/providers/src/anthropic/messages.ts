@@ -1,7 +1,22 @@
-import { type Block, type JsonObject, type JsonValue, type MediaBlock, type Msg, type ReasoningBlock, SEARCH_TOOLS_NAME, type ToolResultBlock } from "@alma-harness/core";
+import {
+  type Block,
+  type JsonObject,
+  type JsonValue,
+  type MediaBlock,
+  type Msg,
+  type ReasoningBlock,
+  SEARCH_TOOLS_NAME,
+  type ToolResultBlock,
+} from "@alma-harness/core";
 import { mediaSource } from "../shared/media.js";
 import { renderText, renderToolOutput } from "../shared/text.js";
-import type { ContentParam, MessageParam, Source, ToolResultContent, VerbatimBlock } from "./wire.js";
+import type {
+  ContentParam,
+  MessageParam,
+  Source,
+  ToolResultContent,
+  VerbatimBlock,
+} from "./wire.js";
 
 export const ANTHROPIC_PROVIDER = "anthropic";
 
@@ -13,12 +28,18 @@ export const ANTHROPIC_PROVIDER = "anthropic";
  * `deferred` (native loading), a `search_tools` result's loads of those tools follow its text as
  * `tool_reference` blocks.
  */
-export function toAnthropicMessages(messages: readonly Msg[], model: string, harness?: WeakSet<object>, deferred?: ReadonlySet<string>): MessageParam[] {
+export function toAnthropicMessages(
+  messages: readonly Msg[],
+  model: string,
+  harness?: WeakSet<object>,
+  deferred?: ReadonlySet<string>,
+): MessageParam[] {
   const out: MessageParam[] = [];
   for (const msg of messages) {
     const content: ContentParam[] = [];
     for (const block of msg.blocks) {
-      const param = block.type === "tool_result" ? toToolResult(block, deferred) : toContent(block, model);
+      const param =
+        block.type === "tool_result" ? toToolResult(block, deferred) : toContent(block, model);
       if (!param) continue;
       content.push(param);
       // A harness notice or volatile suffix is carried by one request only: never a cache breakpoint.
@@ -60,7 +81,12 @@ function toContent(block: Block, model: string): ContentParam | undefined {
     case "tool_call":
       return { type: "tool_use", id: block.id, name: block.name, input: block.input };
     case "tool_result":
-      return { type: "tool_result", tool_use_id: block.callId, content: renderToolOutput(block.output), is_error: block.isError };
+      return {
+        type: "tool_result",
+        tool_use_id: block.callId,
+        content: renderToolOutput(block.output),
+        is_error: block.isError,
+      };
     case "reasoning":
       return toThinking(block, model);
     case "provider_tool_call":
@@ -77,11 +103,26 @@ function toContent(block: Block, model: string): ContentParam | undefined {
  * request does not defer (no longer granted) has no reference: the API refuses a reference
  * without a definition ("Tool reference '…' not found in available tools").
  */
-function toToolResult(block: ToolResultBlock, deferred: ReadonlySet<string> | undefined): ContentParam {
+function toToolResult(
+  block: ToolResultBlock,
+  deferred: ReadonlySet<string> | undefined,
+): ContentParam {
   const text = renderToolOutput(block.output);
-  const loads = deferred && block.name === SEARCH_TOOLS_NAME && Array.isArray(block.loads) ? block.loads.filter((n) => deferred.has(n)) : [];
-  if (loads.length === 0) return { type: "tool_result", tool_use_id: block.callId, content: text, is_error: block.isError };
-  const content: ToolResultContent[] = [{ type: "text", text }, ...loads.map((name): ToolResultContent => ({ type: "tool_reference", tool_name: name }))];
+  const loads =
+    deferred && block.name === SEARCH_TOOLS_NAME && Array.isArray(block.loads)
+      ? block.loads.filter((n) => deferred.has(n))
+      : [];
+  if (loads.length === 0)
+    return {
+      type: "tool_result",
+      tool_use_id: block.callId,
+      content: text,
+      is_error: block.isError,
+    };
+  const content: ToolResultContent[] = [
+    { type: "text", text },
+    ...loads.map((name): ToolResultContent => ({ type: "tool_reference", tool_name: name })),
+  ];
   return { type: "tool_result", tool_use_id: block.callId, content, is_error: block.isError };
 }
 
@@ -91,9 +132,15 @@ function toMedia(block: MediaBlock): ContentParam | undefined {
   let wire: Source;
   if (source.kind === "url") wire = { type: "url", url: source.url };
   else if (block.kind === "document" && block.contentType === "text/plain") {
-    wire = { type: "text", media_type: "text/plain", data: Buffer.from(source.data, "base64").toString("utf8") };
+    wire = {
+      type: "text",
+      media_type: "text/plain",
+      data: Buffer.from(source.data, "base64").toString("utf8"),
+    };
   } else wire = { type: "base64", media_type: block.contentType, data: source.data };
-  return block.kind === "image" ? { type: "image", source: wire } : { type: "document", source: wire };
+  return block.kind === "image"
+    ? { type: "image", source: wire }
+    : { type: "document", source: wire };
 }
 
 /**
@@ -105,7 +152,8 @@ function toMedia(block: MediaBlock): ContentParam | undefined {
 export function toThinking(block: ReasoningBlock, model: string): ContentParam | undefined {
   if (block.provider !== ANTHROPIC_PROVIDER || block.model !== model) return undefined;
   if (block.redacted) return { type: "redacted_thinking", data: block.redacted };
-  if (block.signature) return { type: "thinking", thinking: block.text, signature: block.signature };
+  if (block.signature)
+    return { type: "thinking", thinking: block.text, signature: block.signature };
   return undefined;
 }
 

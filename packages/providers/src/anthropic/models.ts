@@ -29,14 +29,27 @@ const NAMED = /^claude-(opus|sonnet|haiku|fable|mythos)-(\d+)(?:-(\d{1,2}))?(?:-
  */
 export function defaultAnthropicTraits(model: string): AnthropicModelTraits {
   const match = NAMED.exec(model);
-  if (!match) return { thinking: "budget", temperature: "any", forcedToolChoice: true, toolSearch: false, structuredOutput: false };
+  if (!match)
+    return {
+      thinking: "budget",
+      temperature: "any",
+      forcedToolChoice: true,
+      toolSearch: false,
+      structuredOutput: false,
+    };
   const family = match[1] ?? "";
   const version = Number(match[2]) + Number(match[3] ?? 0) / 10;
   const novel = family === "fable" || family === "mythos";
   const recent = novel || version >= 5 || (family === "opus" && version >= 4.7);
   const noForcing = (novel && version >= 5.1) || version >= 5.5;
   const structuredOutput = !novel && (version >= 4.5 || (family === "opus" && version >= 4.1));
-  return { thinking: recent ? "adaptive" : "budget", temperature: recent ? "one" : "any", forcedToolChoice: !noForcing, toolSearch: novel || version >= 4.5, structuredOutput };
+  return {
+    thinking: recent ? "adaptive" : "budget",
+    temperature: recent ? "one" : "any",
+    forcedToolChoice: !noForcing,
+    toolSearch: novel || version >= 4.5,
+    structuredOutput,
+  };
 }
 
 /** Thinking budgets per neutral effort, capped to leave room for the answer within max_tokens. */
@@ -44,5 +57,8 @@ const BUDGETS = { low: 2048, medium: 8192, high: 24576 } as const;
 export const MIN_THINKING_BUDGET = 1024;
 
 export function thinkingBudget(effort: keyof typeof BUDGETS, maxOutputTokens: number): number {
-  return Math.max(MIN_THINKING_BUDGET, Math.min(BUDGETS[effort], Math.floor(maxOutputTokens * 0.75)));
+  return Math.max(
+    MIN_THINKING_BUDGET,
+    Math.min(BUDGETS[effort], Math.floor(maxOutputTokens * 0.75)),
+  );
 }

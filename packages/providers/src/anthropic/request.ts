@@ -21,9 +21,14 @@ export function buildAnthropicBody(request: ModelRequest, options: BodyOptions):
     stream: true,
   };
   const harness = new WeakSet<object>();
-  const deferred = nativeDeferred(request, options.nativeDeferred !== false && options.traits.toolSearch);
+  const deferred = nativeDeferred(
+    request,
+    options.nativeDeferred !== false && options.traits.toolSearch,
+  );
   body.messages = toAnthropicMessages(request.messages, request.model, harness, deferred);
-  const system = request.system.map((b) => ({ type: "text" as const, text: renderText(b) })).filter((b) => b.text.length > 0);
+  const system = request.system
+    .map((b) => ({ type: "text" as const, text: renderText(b) }))
+    .filter((b) => b.text.length > 0);
   if (system.length > 0) body.system = system;
   const tools = toAnthropicTools(request, options.webSearchType, deferred);
   if (tools.length > 0) body.tools = tools;
@@ -34,11 +39,19 @@ export function buildAnthropicBody(request: ModelRequest, options: BodyOptions):
       body.thinking = { type: "adaptive" };
       body.output_config = { effort: request.reasoning };
     } else {
-      body.thinking = { type: "enabled", budget_tokens: thinkingBudget(request.reasoning, request.maxOutputTokens) };
+      body.thinking = {
+        type: "enabled",
+        budget_tokens: thinkingBudget(request.reasoning, request.maxOutputTokens),
+      };
     }
   }
-  if (request.output) body.output_config = { ...body.output_config, format: { type: "json_schema", schema: request.output.schema } };
-  if (request.serviceTier) body.service_tier = request.serviceTier === "standard" ? "standard_only" : "auto";
+  if (request.output)
+    body.output_config = {
+      ...body.output_config,
+      format: { type: "json_schema", schema: request.output.schema },
+    };
+  if (request.serviceTier)
+    body.service_tier = request.serviceTier === "standard" ? "standard_only" : "auto";
   if (request.cache) applyCacheBreakpoints(body, request.cache, harness);
   return body;
 }
@@ -56,7 +69,11 @@ const CACHEABLE = new Set(["text", "image", "document", "tool_use", "tool_result
  *   blocks than a breakpoint looks back (about 20) still reads the previous entry. Both `tailTtl`
  *   (default `ttl`); a 1h prefix before 5m tails keeps the ordering rule (longer TTLs first).
  */
-export function applyCacheBreakpoints(body: RequestBody, cache: CacheControls, harness: WeakSet<object> = new WeakSet()): void {
+export function applyCacheBreakpoints(
+  body: RequestBody,
+  cache: CacheControls,
+  harness: WeakSet<object> = new WeakSet(),
+): void {
   const marker = (ttl: CacheTtl): CacheControl => ({ type: "ephemeral", ttl });
   const lastSystem = body.system?.at(-1);
   const lastTool = body.tools?.findLast((t) => !("defer_loading" in t && t.defer_loading));
@@ -74,15 +91,20 @@ export function applyCacheBreakpoints(body: RequestBody, cache: CacheControls, h
       break;
     }
   }
-  const previous = lastAssistant > 0 ? lastCacheable(messages[lastAssistant - 1]?.content, harness) : undefined;
+  const previous =
+    lastAssistant > 0 ? lastCacheable(messages[lastAssistant - 1]?.content, harness) : undefined;
   if (previous && previous !== tail) previous.cache_control = marker(tailTtl);
 }
 
-function lastCacheable(content: readonly ContentParam[] | undefined, harness: WeakSet<object>): { cache_control?: CacheControl } | undefined {
+function lastCacheable(
+  content: readonly ContentParam[] | undefined,
+  harness: WeakSet<object>,
+): { cache_control?: CacheControl } | undefined {
   if (!content) return undefined;
   for (let i = content.length - 1; i >= 0; i -= 1) {
     const block = content[i] as ContentParam;
-    if (CACHEABLE.has(block.type) && !harness.has(block)) return block as { cache_control?: CacheControl };
+    if (CACHEABLE.has(block.type) && !harness.has(block))
+      return block as { cache_control?: CacheControl };
   }
   return undefined;
 }

@@ -1,7 +1,24 @@
-import { type CacheTtl, type JsonObject, type JsonValue, type ModelStreamEvent, type ProviderError, type RefusalCategory, refusalCategory, type StopReason, type UsageEvidence } from "@alma-harness/core";
+import {
+  type CacheTtl,
+  type JsonObject,
+  type JsonValue,
+  type ModelStreamEvent,
+  type ProviderError,
+  type RefusalCategory,
+  refusalCategory,
+  type StopReason,
+  type UsageEvidence,
+} from "@alma-harness/core";
 import type { EventSourceMessage } from "eventsource-parser";
 import { type ErrorFacts, errorFields, invalidStreamError, tornError } from "../shared/errors.js";
-import { asCount, asRecord, asString, NeutralStream, parseData, type StreamTransform } from "../shared/neutral.js";
+import {
+  asCount,
+  asRecord,
+  asString,
+  NeutralStream,
+  parseData,
+  type StreamTransform,
+} from "../shared/neutral.js";
 import { ANTHROPIC_PROVIDER } from "./messages.js";
 import { anthropicStopReason } from "./stop-reason.js";
 import { anthropicEvidence, mergeUsage } from "./usage.js";
@@ -10,8 +27,20 @@ import type { WireUsage } from "./wire.js";
 type Open =
   | { readonly kind: "text" }
   | { kind: "thinking"; signature: string }
-  | { kind: "tool"; readonly id: string; readonly name: string; json: string; readonly start: JsonObject }
-  | { kind: "server_tool"; readonly id: string; readonly name: string; json: string; readonly start: JsonObject };
+  | {
+      kind: "tool";
+      readonly id: string;
+      readonly name: string;
+      json: string;
+      readonly start: JsonObject;
+    }
+  | {
+      kind: "server_tool";
+      readonly id: string;
+      readonly name: string;
+      json: string;
+      readonly start: JsonObject;
+    };
 
 /**
  * Anthropic's event stream → neutral events. Blocks are accumulated by `index`; tool input JSON is
@@ -82,8 +111,13 @@ export class AnthropicTransform implements StreamTransform {
     throw tornError(ANTHROPIC_PROVIDER, this.started ? "no message_stop" : "no message_start");
   }
 
-  private startBlock(index: number | undefined, block: Record<string, unknown> | undefined, out: ModelStreamEvent[]): void {
-    if (index === undefined || !block) throw invalidStreamError(ANTHROPIC_PROVIDER, "content_block_start without index or block");
+  private startBlock(
+    index: number | undefined,
+    block: Record<string, unknown> | undefined,
+    out: ModelStreamEvent[],
+  ): void {
+    if (index === undefined || !block)
+      throw invalidStreamError(ANTHROPIC_PROVIDER, "content_block_start without index or block");
     const type = asString(block.type) ?? "";
     if (type === "text") {
       this.blocks.set(index, { kind: "text" });
@@ -102,11 +136,21 @@ export class AnthropicTransform implements StreamTransform {
     } else if (type.endsWith("_tool_result")) {
       const callId = asString(block.tool_use_id) ?? "";
       const name = this.serverNames.get(callId) ?? type.slice(0, -"_tool_result".length);
-      this.neutral.providerResult(callId, name, resultCount(block.content), block as JsonObject, out);
+      this.neutral.providerResult(
+        callId,
+        name,
+        resultCount(block.content),
+        block as JsonObject,
+        out,
+      );
     }
   }
 
-  private delta(index: number | undefined, delta: Record<string, unknown> | undefined, out: ModelStreamEvent[]): void {
+  private delta(
+    index: number | undefined,
+    delta: Record<string, unknown> | undefined,
+    out: ModelStreamEvent[],
+  ): void {
     const open = index === undefined ? undefined : this.blocks.get(index);
     if (!open || !delta) return;
     switch (delta.type) {
@@ -114,13 +158,15 @@ export class AnthropicTransform implements StreamTransform {
         if (open.kind === "text") this.neutral.textDelta(asString(delta.text) ?? "", out);
         break;
       case "thinking_delta":
-        if (open.kind === "thinking") this.neutral.reasoning(asString(delta.thinking) ?? "", {}, out);
+        if (open.kind === "thinking")
+          this.neutral.reasoning(asString(delta.thinking) ?? "", {}, out);
         break;
       case "signature_delta":
         if (open.kind === "thinking") open.signature = asString(delta.signature) ?? open.signature;
         break;
       case "input_json_delta":
-        if (open.kind === "tool" || open.kind === "server_tool") open.json += asString(delta.partial_json) ?? "";
+        if (open.kind === "tool" || open.kind === "server_tool")
+          open.json += asString(delta.partial_json) ?? "";
         break;
       default:
         break;
@@ -132,7 +178,8 @@ export class AnthropicTransform implements StreamTransform {
     if (index === undefined || !open) return;
     this.blocks.delete(index);
     if (open.kind === "thinking") this.neutral.reasoning("", { signature: open.signature }, out);
-    else if (open.kind === "tool") this.neutral.toolCall({ id: open.id, name: open.name, arguments: toolArguments(open) });
+    else if (open.kind === "tool")
+      this.neutral.toolCall({ id: open.id, name: open.name, arguments: toolArguments(open) });
     else if (open.kind === "server_tool") {
       const input = parseServerInput(open);
       this.neutral.providerCall(open.id, open.name, { ...open.start, input }, out);
@@ -154,14 +201,20 @@ export class AnthropicTransform implements StreamTransform {
   }
 
   private finish(): ModelStreamEvent[] {
-    if (!this.stopReason) throw invalidStreamError(ANTHROPIC_PROVIDER, "message_stop without a stop_reason");
+    if (!this.stopReason)
+      throw invalidStreamError(ANTHROPIC_PROVIDER, "message_stop without a stop_reason");
     this.result = anthropicEvidence(this.usage, this.finalUsage, this.requestTtl);
     return this.neutral.finish(this.stopReason, this.result, this.refusal);
   }
 
   private streamError(data: Record<string, unknown>): ProviderError {
     const fields = errorFields(data);
-    return this.classify({ provider: ANTHROPIC_PROVIDER, ...fields, message: fields.message ?? "error event", pristine: this.pristine });
+    return this.classify({
+      provider: ANTHROPIC_PROVIDER,
+      ...fields,
+      message: fields.message ?? "error event",
+      pristine: this.pristine,
+    });
   }
 }
 
@@ -169,7 +222,9 @@ export class AnthropicTransform implements StreamTransform {
 function toolArguments(open: { json: string; start: JsonObject }): string {
   if (open.json.length > 0) return open.json;
   const input = open.start.input;
-  return input && typeof input === "object" && Object.keys(input).length > 0 ? JSON.stringify(input) : "{}";
+  return input && typeof input === "object" && Object.keys(input).length > 0
+    ? JSON.stringify(input)
+    : "{}";
 }
 
 function parseServerInput(open: { json: string; start: JsonObject; name: string }): JsonValue {
@@ -177,7 +232,11 @@ function parseServerInput(open: { json: string; start: JsonObject; name: string 
   try {
     return JSON.parse(open.json) as JsonValue;
   } catch (error) {
-    throw invalidStreamError(ANTHROPIC_PROVIDER, `server tool "${open.name}" input is not JSON`, error);
+    throw invalidStreamError(
+      ANTHROPIC_PROVIDER,
+      `server tool "${open.name}" input is not JSON`,
+      error,
+    );
   }
 }
 

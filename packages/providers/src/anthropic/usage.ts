@@ -12,7 +12,11 @@ export function mergeUsage(into: WireUsage, next: unknown): void {
   }
 }
 
-const TIERS: Readonly<Record<string, ServiceTier>> = { standard: "standard", priority: "priority", batch: "batch" };
+const TIERS: Readonly<Record<string, ServiceTier>> = {
+  standard: "standard",
+  priority: "priority",
+  batch: "batch",
+};
 const PRICED_GEO = new Set(["global", "not_available"]);
 
 /**
@@ -22,7 +26,11 @@ const PRICED_GEO = new Set(["global", "not_available"]);
  * or inference region with no price row is `unpriced` too. `finalSeen` is false when the stream
  * never carried the closing usage (message_delta): then nothing is known.
  */
-export function anthropicEvidence(raw: WireUsage, finalSeen: boolean, requestTtl: CacheTtl | undefined): UsageEvidence {
+export function anthropicEvidence(
+  raw: WireUsage,
+  finalSeen: boolean,
+  requestTtl: CacheTtl | undefined,
+): UsageEvidence {
   const input = asCount(raw.input_tokens);
   const output = asCount(raw.output_tokens);
   if (!finalSeen || input === undefined || output === undefined) return { status: "unknown" };
@@ -48,11 +56,16 @@ export function anthropicEvidence(raw: WireUsage, finalSeen: boolean, requestTtl
   return evidenceOf(usage, reasons.length > 0 ? reasons.join("; ") : undefined);
 }
 
-function cacheWrites(raw: WireUsage, ttl: CacheTtl | undefined, reasons: string[]): { cacheWrite5mTokens?: number; cacheWrite1hTokens?: number } {
+function cacheWrites(
+  raw: WireUsage,
+  ttl: CacheTtl | undefined,
+  reasons: string[],
+): { cacheWrite5mTokens?: number; cacheWrite1hTokens?: number } {
   const split = raw.cache_creation;
   const w5 = asCount(split?.ephemeral_5m_input_tokens);
   const w1 = asCount(split?.ephemeral_1h_input_tokens);
-  if (w5 !== undefined || w1 !== undefined) return { cacheWrite5mTokens: w5 ?? 0, cacheWrite1hTokens: w1 ?? 0 };
+  if (w5 !== undefined || w1 !== undefined)
+    return { cacheWrite5mTokens: w5 ?? 0, cacheWrite1hTokens: w1 ?? 0 };
   const total = asCount(raw.cache_creation_input_tokens);
   if (total === undefined) return {};
   if (total === 0) return { cacheWrite5mTokens: 0, cacheWrite1hTokens: 0 };

@@ -19,13 +19,21 @@ export type ContentParam =
   | { type: "image"; source: Source; cache_control?: CacheControl }
   | { type: "document"; source: Source; cache_control?: CacheControl }
   | { type: "tool_use"; id: string; name: string; input: JsonObject; cache_control?: CacheControl }
-  | { type: "tool_result"; tool_use_id: string; content: string | ToolResultContent[]; is_error: boolean; cache_control?: CacheControl }
+  | {
+      type: "tool_result";
+      tool_use_id: string;
+      content: string | ToolResultContent[];
+      is_error: boolean;
+      cache_control?: CacheControl;
+    }
   | { type: "thinking"; thinking: string; signature: string }
   | { type: "redacted_thinking"; data: string }
   | VerbatimBlock;
 
 /** What a `tool_result` carries as an array: its text, then `tool_reference` blocks that load deferred tools (tool-search-tool, "Custom tool search implementation"). */
-export type ToolResultContent = { type: "text"; text: string } | { type: "tool_reference"; tool_name: string };
+export type ToolResultContent =
+  | { type: "text"; text: string }
+  | { type: "tool_reference"; tool_name: string };
 
 /** Server tool blocks (`server_tool_use`, `web_search_tool_result`), replayed as received. */
 export interface VerbatimBlock {
@@ -40,10 +48,20 @@ export interface MessageParam {
 }
 
 export type ToolParam =
-  | { name: string; description: string; input_schema: JsonObject; defer_loading?: true; cache_control?: CacheControl }
+  | {
+      name: string;
+      description: string;
+      input_schema: JsonObject;
+      defer_loading?: true;
+      cache_control?: CacheControl;
+    }
   | { type: string; name: "web_search"; max_uses?: number; cache_control?: CacheControl };
 
-export type ToolChoiceParam = { type: "auto" } | { type: "any" } | { type: "none" } | { type: "tool"; name: string };
+export type ToolChoiceParam =
+  | { type: "auto" }
+  | { type: "any" }
+  | { type: "none" }
+  | { type: "tool"; name: string };
 
 export type ThinkingParam = { type: "enabled"; budget_tokens: number } | { type: "adaptive" };
 
@@ -72,9 +90,15 @@ export interface WireUsage {
   output_tokens?: number | null;
   cache_creation_input_tokens?: number | null;
   cache_read_input_tokens?: number | null;
-  cache_creation?: { ephemeral_5m_input_tokens?: number | null; ephemeral_1h_input_tokens?: number | null } | null;
+  cache_creation?: {
+    ephemeral_5m_input_tokens?: number | null;
+    ephemeral_1h_input_tokens?: number | null;
+  } | null;
   output_tokens_details?: { thinking_tokens?: number | null } | null;
-  server_tool_use?: { web_search_requests?: number | null; web_fetch_requests?: number | null } | null;
+  server_tool_use?: {
+    web_search_requests?: number | null;
+    web_fetch_requests?: number | null;
+  } | null;
   service_tier?: string | null;
   inference_geo?: string | null;
 }

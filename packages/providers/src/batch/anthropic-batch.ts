@@ -1,6 +1,19 @@
-import type { ModelJobBatchStatus, ModelJobFound, ModelJobItemResult, ModelJobRequestItem, ModelJobTransport, ModelRequest, StreamToolCall } from "@alma-harness/core";
+import type {
+  ModelJobBatchStatus,
+  ModelJobFound,
+  ModelJobItemResult,
+  ModelJobRequestItem,
+  ModelJobTransport,
+  ModelRequest,
+  StreamToolCall,
+} from "@alma-harness/core";
 import { refusalCategory } from "@alma-harness/core";
-import { type AnthropicClientOptions, classifyAnthropic, createAnthropicClient, DEFAULT_ANTHROPIC_BASE_URL } from "../anthropic/client.js";
+import {
+  type AnthropicClientOptions,
+  classifyAnthropic,
+  createAnthropicClient,
+  DEFAULT_ANTHROPIC_BASE_URL,
+} from "../anthropic/client.js";
 import { ANTHROPIC_PROVIDER } from "../anthropic/messages.js";
 import { defaultAnthropicTraits } from "../anthropic/models.js";
 import { buildAnthropicBody } from "../anthropic/request.js";
@@ -10,9 +23,21 @@ import { anthropicEvidence } from "../anthropic/usage.js";
 import { ANTHROPIC_VERSION, type WireUsage } from "../anthropic/wire.js";
 import { joinUrl } from "../shared/http.js";
 import { asRecord, asString } from "../shared/neutral.js";
-import { type BatchCall, itemFailure, jsonLines, malformed, objectOf, oncePerItem, send, unbatched } from "./http.js";
+import {
+  type BatchCall,
+  itemFailure,
+  jsonLines,
+  malformed,
+  objectOf,
+  oncePerItem,
+  send,
+  unbatched,
+} from "./http.js";
 
-export type AnthropicBatchOptions = Pick<AnthropicClientOptions, "apiKey" | "baseURL" | "fetch" | "headers" | "now" | "betas" | "models" | "webSearchToolType"> & {
+export type AnthropicBatchOptions = Pick<
+  AnthropicClientOptions,
+  "apiKey" | "baseURL" | "fetch" | "headers" | "now" | "betas" | "models" | "webSearchToolType"
+> & {
   readonly id?: string;
   /** How far before the submission a listed batch may say it was created (clock skew), default 5 minutes. */
   readonly skewMs?: number;
@@ -20,7 +45,11 @@ export type AnthropicBatchOptions = Pick<AnthropicClientOptions, "apiKey" | "bas
   readonly maxListPages?: number;
 };
 
-const PROCESSING: Readonly<Record<string, ModelJobBatchStatus>> = { in_progress: "in_progress", canceling: "canceling", ended: "ended" };
+const PROCESSING: Readonly<Record<string, ModelJobBatchStatus>> = {
+  in_progress: "in_progress",
+  canceling: "canceling",
+  ended: "ended",
+};
 
 /**
  * Anthropic Message Batches over `fetch` (`/v1/messages/batches`, no SDK): each item is the exact
@@ -29,25 +58,52 @@ const PROCESSING: Readonly<Record<string, ModelJobBatchStatus>> = { in_progress:
  * candidate created since the submission is read once it has ended, and found only when its
  * results answer exactly the job's custom ids; a candidate still running leaves it `unresolved`.
  */
-export function createAnthropicBatchTransport(options: AnthropicBatchOptions = {}): ModelJobTransport {
+export function createAnthropicBatchTransport(
+  options: AnthropicBatchOptions = {},
+): ModelJobTransport {
   const messages = createAnthropicClient({ ...options, id: options.id ?? "anthropic-batch" });
   const base = joinUrl(options.baseURL ?? DEFAULT_ANTHROPIC_BASE_URL, "messages/batches");
-  const headers: Record<string, string> = { "anthropic-version": ANTHROPIC_VERSION, ...options.headers };
+  const headers: Record<string, string> = {
+    "anthropic-version": ANTHROPIC_VERSION,
+    ...options.headers,
+  };
   if (options.apiKey) headers["x-api-key"] = options.apiKey;
-  if (options.betas && options.betas.length > 0) headers["anthropic-beta"] = options.betas.join(",");
-  const call: BatchCall = { provider: ANTHROPIC_PROVIDER, fetch: options.fetch ?? globalThis.fetch, now: options.now ?? Date.now, classify: classifyAnthropic, headers };
-  const traitsOf = (model: string) => ({ ...defaultAnthropicTraits(model), ...options.models?.(model) });
+  if (options.betas && options.betas.length > 0)
+    headers["anthropic-beta"] = options.betas.join(",");
+  const call: BatchCall = {
+    provider: ANTHROPIC_PROVIDER,
+    fetch: options.fetch ?? globalThis.fetch,
+    now: options.now ?? Date.now,
+    classify: classifyAnthropic,
+    headers,
+  };
+  const traitsOf = (model: string) => ({
+    ...defaultAnthropicTraits(model),
+    ...options.models?.(model),
+  });
   const webSearchType = options.webSearchToolType ?? DEFAULT_WEB_SEARCH_TOOL;
   const skewMs = options.skewMs ?? 300_000;
   const maxPages = options.maxListPages ?? 10;
 
   const params = (request: ModelRequest) => {
-    const { stream: _stream, ...body } = buildAnthropicBody(unbatched(request), { traits: traitsOf(request.model), webSearchType });
+    const { stream: _stream, ...body } = buildAnthropicBody(unbatched(request), {
+      traits: traitsOf(request.model),
+      webSearchType,
+    });
     return body;
   };
-  const results = async (batchId: string, signal?: AbortSignal): Promise<readonly ModelJobItemResult[]> => {
-    const text = await send(call, `${base}/${encodeURIComponent(batchId)}/results`, { method: "GET", ...(signal ? { signal } : {}) });
-    return oncePerItem(ANTHROPIC_PROVIDER, jsonLines(ANTHROPIC_PROVIDER, text, "batch results").map(resultOf));
+  const results = async (
+    batchId: string,
+    signal?: AbortSignal,
+  ): Promise<readonly ModelJobItemResult[]> => {
+    const text = await send(call, `${base}/${encodeURIComponent(batchId)}/results`, {
+      method: "GET",
+      ...(signal ? { signal } : {}),
+    });
+    return oncePerItem(
+      ANTHROPIC_PROVIDER,
+      jsonLines(ANTHROPIC_PROVIDER, text, "batch results").map(resultOf),
+    );
   };
 
   return {
@@ -56,20 +112,37 @@ export function createAnthropicBatchTransport(options: AnthropicBatchOptions = {
     // The Messages adapter's own rules; the batch tier is the endpoint's, not a request field.
     validate: (request) => messages.validate(unbatched(request)),
     async submit(_jobId: string, items: readonly ModelJobRequestItem[], signal?: AbortSignal) {
-      const body = { requests: items.map((i) => ({ custom_id: i.customId, params: params(i.request) })) };
-      const batch = objectOf(ANTHROPIC_PROVIDER, await send(call, base, { method: "POST", json: body, ...(signal ? { signal } : {}) }), "the created batch");
+      const body = {
+        requests: items.map((i) => ({ custom_id: i.customId, params: params(i.request) })),
+      };
+      const batch = objectOf(
+        ANTHROPIC_PROVIDER,
+        await send(call, base, { method: "POST", json: body, ...(signal ? { signal } : {}) }),
+        "the created batch",
+      );
       const id = asString(batch.id);
       if (!id) throw malformed(ANTHROPIC_PROVIDER, "the created batch has no id");
       return { batchId: id };
     },
-    async find(_jobId: string, customIds: readonly string[], since: number, signal?: AbortSignal): Promise<ModelJobFound> {
+    async find(
+      _jobId: string,
+      customIds: readonly string[],
+      since: number,
+      signal?: AbortSignal,
+    ): Promise<ModelJobFound> {
       const wanted = [...customIds].sort().join("\n");
       let after: string | undefined;
       let pending = false;
       for (let page = 0; page < maxPages; page++) {
         const url = `${base}?limit=100${after ? `&after_id=${encodeURIComponent(after)}` : ""}`;
-        const listing = objectOf(ANTHROPIC_PROVIDER, await send(call, url, { method: "GET", ...(signal ? { signal } : {}) }), "the batch listing");
-        const data = Array.isArray(listing.data) ? listing.data.map(asRecord).filter((b) => b !== undefined) : [];
+        const listing = objectOf(
+          ANTHROPIC_PROVIDER,
+          await send(call, url, { method: "GET", ...(signal ? { signal } : {}) }),
+          "the batch listing",
+        );
+        const data = Array.isArray(listing.data)
+          ? listing.data.map(asRecord).filter((b) => b !== undefined)
+          : [];
         let older = false;
         for (const batch of data) {
           const created = Date.parse(asString(batch.created_at) ?? "");
@@ -83,7 +156,10 @@ export function createAnthropicBatchTransport(options: AnthropicBatchOptions = {
             pending = true;
             continue;
           }
-          const answered = (await results(id, signal)).map((r) => r.customId).sort().join("\n");
+          const answered = (await results(id, signal))
+            .map((r) => r.customId)
+            .sort()
+            .join("\n");
           if (answered === wanted) return { status: "found", batchId: id };
         }
         // The listing is newest first: once a page reaches batches older than the submission, nothing older is ours.
@@ -94,9 +170,20 @@ export function createAnthropicBatchTransport(options: AnthropicBatchOptions = {
       return { status: pending ? "unresolved" : "absent" };
     },
     async poll(batchId: string, signal?: AbortSignal) {
-      const batch = objectOf(ANTHROPIC_PROVIDER, await send(call, `${base}/${encodeURIComponent(batchId)}`, { method: "GET", ...(signal ? { signal } : {}) }), "the batch");
+      const batch = objectOf(
+        ANTHROPIC_PROVIDER,
+        await send(call, `${base}/${encodeURIComponent(batchId)}`, {
+          method: "GET",
+          ...(signal ? { signal } : {}),
+        }),
+        "the batch",
+      );
       const status = PROCESSING[asString(batch.processing_status) ?? ""];
-      if (!status) throw malformed(ANTHROPIC_PROVIDER, `unknown processing_status ${JSON.stringify(batch.processing_status)}`);
+      if (!status)
+        throw malformed(
+          ANTHROPIC_PROVIDER,
+          `unknown processing_status ${JSON.stringify(batch.processing_status)}`,
+        );
       return status;
     },
     results,
@@ -107,26 +194,38 @@ export function createAnthropicBatchTransport(options: AnthropicBatchOptions = {
 function resultOf(line: Record<string, unknown>): ModelJobItemResult {
   const customId = asString(line.custom_id);
   const result = asRecord(line.result);
-  if (!customId || !result) throw malformed(ANTHROPIC_PROVIDER, "a results line has no custom_id or result");
+  if (!customId || !result)
+    throw malformed(ANTHROPIC_PROVIDER, "a results line has no custom_id or result");
   const type = asString(result.type);
   if (type === "errored") {
     const error = asRecord(asRecord(result.error)?.error) ?? asRecord(result.error);
     return { customId, type: "errored", failure: itemFailure(error?.type) };
   }
   if (type === "canceled" || type === "expired") return { customId, type };
-  if (type !== "succeeded") throw malformed(ANTHROPIC_PROVIDER, `unknown result type ${JSON.stringify(type)}`);
+  if (type !== "succeeded")
+    throw malformed(ANTHROPIC_PROVIDER, `unknown result type ${JSON.stringify(type)}`);
   const message = asRecord(result.message);
-  if (!message || !Array.isArray(message.content)) throw malformed(ANTHROPIC_PROVIDER, "a succeeded result has no message");
+  if (!message || !Array.isArray(message.content))
+    throw malformed(ANTHROPIC_PROVIDER, "a succeeded result has no message");
   let text = "";
   const toolCalls: StreamToolCall[] = [];
   for (const block of message.content.map(asRecord)) {
     if (block?.type === "text") text += asString(block.text) ?? "";
-    else if (block?.type === "tool_use") toolCalls.push({ id: asString(block.id) ?? "", name: asString(block.name) ?? "", arguments: JSON.stringify(block.input ?? {}) });
+    else if (block?.type === "tool_use")
+      toolCalls.push({
+        id: asString(block.id) ?? "",
+        name: asString(block.name) ?? "",
+        arguments: JSON.stringify(block.input ?? {}),
+      });
   }
   const stopReason = anthropicStopReason(asString(message.stop_reason) ?? "");
   const evidence = anthropicEvidence((asRecord(message.usage) ?? {}) as WireUsage, true, undefined);
-  if (evidence.status !== "known" && evidence.status !== "unpriced") throw malformed(ANTHROPIC_PROVIDER, `result ${customId} carries no usage`);
-  const refusal = stopReason === "refusal" ? { refusal: refusalCategory(asRecord(message.stop_details)?.category) } : {};
+  if (evidence.status !== "known" && evidence.status !== "unpriced")
+    throw malformed(ANTHROPIC_PROVIDER, `result ${customId} carries no usage`);
+  const refusal =
+    stopReason === "refusal"
+      ? { refusal: refusalCategory(asRecord(message.stop_details)?.category) }
+      : {};
   return {
     customId,
     type: "succeeded",

@@ -1,4 +1,9 @@
-import { type FailureKind, type ModelJobItemResult, type ModelRequest, ProviderError } from "@alma-harness/core";
+import {
+  type FailureKind,
+  type ModelJobItemResult,
+  type ModelRequest,
+  ProviderError,
+} from "@alma-harness/core";
 import { abortedError, type ErrorFacts, networkError, refusalFacts } from "../shared/errors.js";
 import type { FetchLike } from "../shared/types.js";
 
@@ -12,7 +17,16 @@ export interface BatchCall {
 }
 
 /** Sends one request and returns the body's text; throws `ProviderError` (`network`, `cancelled`/`timeout`, or the classified refusal). */
-export async function send(call: BatchCall, url: string, init: { readonly method: "GET" | "POST"; readonly json?: unknown; readonly form?: FormData; readonly signal?: AbortSignal }): Promise<string> {
+export async function send(
+  call: BatchCall,
+  url: string,
+  init: {
+    readonly method: "GET" | "POST";
+    readonly json?: unknown;
+    readonly form?: FormData;
+    readonly signal?: AbortSignal;
+  },
+): Promise<string> {
   const headers: Record<string, string> = { ...call.headers };
   let body: string | FormData | undefined;
   if (init.json !== undefined) {
@@ -21,7 +35,12 @@ export async function send(call: BatchCall, url: string, init: { readonly method
   } else if (init.form !== undefined) body = init.form;
   let response: Response;
   try {
-    response = await call.fetch(url, { method: init.method, headers, ...(body !== undefined ? { body } : {}), ...(init.signal ? { signal: init.signal } : {}) });
+    response = await call.fetch(url, {
+      method: init.method,
+      headers,
+      ...(body !== undefined ? { body } : {}),
+      ...(init.signal ? { signal: init.signal } : {}),
+    });
   } catch (error) {
     if (init.signal?.aborted) throw abortedError(call.provider, init.signal, error);
     throw networkError(call.provider, error);
@@ -35,7 +54,10 @@ export async function send(call: BatchCall, url: string, init: { readonly method
   }
   if (response.ok) return text;
   // A batch call is never a pre-stream refusal of a model call: no rejection proof is taken here.
-  const facts: ErrorFacts = { ...refusalFacts(call.provider, response, text, call.now), pristine: false };
+  const facts: ErrorFacts = {
+    ...refusalFacts(call.provider, response, text, call.now),
+    pristine: false,
+  };
   throw call.classify(facts);
 }
 
@@ -47,7 +69,8 @@ export function objectOf(provider: string, text: string, what: string): Record<s
   } catch {
     parsed = undefined;
   }
-  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw malformed(provider, `${what} is not a JSON object`);
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
+    throw malformed(provider, `${what} is not a JSON object`);
   return parsed as Record<string, unknown>;
 }
 
@@ -85,10 +108,14 @@ export function itemFailure(type: unknown, status?: number): FailureKind {
 }
 
 /** Results by custom id: a line repeating a custom id is refused (the provider answers each item once). */
-export function oncePerItem(provider: string, results: readonly ModelJobItemResult[]): readonly ModelJobItemResult[] {
+export function oncePerItem(
+  provider: string,
+  results: readonly ModelJobItemResult[],
+): readonly ModelJobItemResult[] {
   const seen = new Set<string>();
   for (const r of results) {
-    if (seen.has(r.customId)) throw malformed(provider, `custom id ${r.customId} is answered twice`);
+    if (seen.has(r.customId))
+      throw malformed(provider, `custom id ${r.customId} is answered twice`);
     seen.add(r.customId);
   }
   return results;

@@ -7,16 +7,42 @@ import type {
   ModelRequest,
   StreamToolCall,
 } from "@alma-harness/core";
-import { classifyOpenAI, createOpenAIChatClient, DEFAULT_OPENAI_BASE_URL, OPENAI_PROVIDER, type OpenAIClientOptions, openaiHeaders } from "../openai-chat/client.js";
+import {
+  classifyOpenAI,
+  createOpenAIChatClient,
+  DEFAULT_OPENAI_BASE_URL,
+  OPENAI_PROVIDER,
+  type OpenAIClientOptions,
+  openaiHeaders,
+} from "../openai-chat/client.js";
 import { buildChatBody } from "../openai-chat/request.js";
 import { chatStopReason } from "../openai-chat/stop-reason.js";
 import { chatEvidence } from "../openai-chat/usage.js";
 import type { ChatWireUsage } from "../openai-chat/wire.js";
 import { joinUrl } from "../shared/http.js";
 import { asCount, asRecord, asString } from "../shared/neutral.js";
-import { type BatchCall, itemFailure, jsonLines, malformed, objectOf, oncePerItem, send, unbatched } from "./http.js";
+import {
+  type BatchCall,
+  itemFailure,
+  jsonLines,
+  malformed,
+  objectOf,
+  oncePerItem,
+  send,
+  unbatched,
+} from "./http.js";
 
-export type OpenAIBatchOptions = Pick<OpenAIClientOptions, "apiKey" | "baseURL" | "fetch" | "headers" | "now" | "organization" | "project" | "reasoningModels"> & {
+export type OpenAIBatchOptions = Pick<
+  OpenAIClientOptions,
+  | "apiKey"
+  | "baseURL"
+  | "fetch"
+  | "headers"
+  | "now"
+  | "organization"
+  | "project"
+  | "reasoningModels"
+> & {
   readonly id?: string;
   /** How far before the submission a listed batch may say it was created (clock skew), default 5 minutes. */
   readonly skewMs?: number;
@@ -48,14 +74,32 @@ const STATUS: Readonly<Record<string, ModelJobBatchStatus>> = {
 export function createOpenAIBatchTransport(options: OpenAIBatchOptions = {}): ModelJobTransport {
   const chat = createOpenAIChatClient({ ...options, id: options.id ?? "openai-batch" });
   const base = options.baseURL ?? DEFAULT_OPENAI_BASE_URL;
-  const call: BatchCall = { provider: OPENAI_PROVIDER, fetch: options.fetch ?? globalThis.fetch, now: options.now ?? Date.now, classify: (f) => classifyOpenAI(f), headers: openaiHeaders(options) };
+  const call: BatchCall = {
+    provider: OPENAI_PROVIDER,
+    fetch: options.fetch ?? globalThis.fetch,
+    now: options.now ?? Date.now,
+    classify: (f) => classifyOpenAI(f),
+    headers: openaiHeaders(options),
+  };
   const skewMs = options.skewMs ?? 300_000;
   const maxPages = options.maxListPages ?? 10;
-  const get = async (path: string, what: string, signal?: AbortSignal) => objectOf(OPENAI_PROVIDER, await send(call, joinUrl(base, path), { method: "GET", ...(signal ? { signal } : {}) }), what);
+  const get = async (path: string, what: string, signal?: AbortSignal) =>
+    objectOf(
+      OPENAI_PROVIDER,
+      await send(call, joinUrl(base, path), { method: "GET", ...(signal ? { signal } : {}) }),
+      what,
+    );
   const fileLines = async (fileId: unknown, signal?: AbortSignal) => {
     const id = asString(fileId);
     if (!id) return [];
-    return jsonLines(OPENAI_PROVIDER, await send(call, joinUrl(base, `files/${encodeURIComponent(id)}/content`), { method: "GET", ...(signal ? { signal } : {}) }), "batch output");
+    return jsonLines(
+      OPENAI_PROVIDER,
+      await send(call, joinUrl(base, `files/${encodeURIComponent(id)}/content`), {
+        method: "GET",
+        ...(signal ? { signal } : {}),
+      }),
+      "batch output",
+    );
   };
 
   return {
@@ -67,21 +111,53 @@ export function createOpenAIBatchTransport(options: OpenAIBatchOptions = {}): Mo
       const form = new FormData();
       form.append("purpose", "batch");
       form.append("file", new Blob([jsonl], { type: "application/jsonl" }), `${jobId}.jsonl`);
-      const file = objectOf(OPENAI_PROVIDER, await send(call, joinUrl(base, "files"), { method: "POST", form, ...(signal ? { signal } : {}) }), "the uploaded file");
+      const file = objectOf(
+        OPENAI_PROVIDER,
+        await send(call, joinUrl(base, "files"), {
+          method: "POST",
+          form,
+          ...(signal ? { signal } : {}),
+        }),
+        "the uploaded file",
+      );
       const fileId = asString(file.id);
       if (!fileId) throw malformed(OPENAI_PROVIDER, "the uploaded file has no id");
-      const create = { input_file_id: fileId, endpoint: ENDPOINT, completion_window: "24h", metadata: { [OPENAI_JOB_METADATA_KEY]: jobId } };
-      const batch = objectOf(OPENAI_PROVIDER, await send(call, joinUrl(base, "batches"), { method: "POST", json: create, ...(signal ? { signal } : {}) }), "the created batch");
+      const create = {
+        input_file_id: fileId,
+        endpoint: ENDPOINT,
+        completion_window: "24h",
+        metadata: { [OPENAI_JOB_METADATA_KEY]: jobId },
+      };
+      const batch = objectOf(
+        OPENAI_PROVIDER,
+        await send(call, joinUrl(base, "batches"), {
+          method: "POST",
+          json: create,
+          ...(signal ? { signal } : {}),
+        }),
+        "the created batch",
+      );
       const id = asString(batch.id);
       if (!id) throw malformed(OPENAI_PROVIDER, "the created batch has no id");
       return { batchId: id };
     },
-    async find(jobId: string, _customIds: readonly string[], since: number, signal?: AbortSignal): Promise<ModelJobFound> {
+    async find(
+      jobId: string,
+      _customIds: readonly string[],
+      since: number,
+      signal?: AbortSignal,
+    ): Promise<ModelJobFound> {
       const mine: string[] = [];
       let after: string | undefined;
       for (let page = 0; page < maxPages; page++) {
-        const listing = await get(`batches?limit=100${after ? `&after=${encodeURIComponent(after)}` : ""}`, "the batch listing", signal);
-        const data = Array.isArray(listing.data) ? listing.data.map(asRecord).filter((b) => b !== undefined) : [];
+        const listing = await get(
+          `batches?limit=100${after ? `&after=${encodeURIComponent(after)}` : ""}`,
+          "the batch listing",
+          signal,
+        );
+        const data = Array.isArray(listing.data)
+          ? listing.data.map(asRecord).filter((b) => b !== undefined)
+          : [];
         let older = false;
         for (const batch of data) {
           const created = (asCount(batch.created_at) ?? 0) * 1000;
@@ -104,18 +180,29 @@ export function createOpenAIBatchTransport(options: OpenAIBatchOptions = {}): Mo
     async poll(batchId: string, signal?: AbortSignal) {
       const batch = await get(`batches/${encodeURIComponent(batchId)}`, "the batch", signal);
       const status = STATUS[asString(batch.status) ?? ""];
-      if (!status) throw malformed(OPENAI_PROVIDER, `unknown batch status ${JSON.stringify(batch.status)}`);
+      if (!status)
+        throw malformed(OPENAI_PROVIDER, `unknown batch status ${JSON.stringify(batch.status)}`);
       return status;
     },
     async results(batchId: string, signal?: AbortSignal) {
       const batch = await get(`batches/${encodeURIComponent(batchId)}`, "the batch", signal);
-      const lines = [...(await fileLines(batch.output_file_id, signal)), ...(await fileLines(batch.error_file_id, signal))];
+      const lines = [
+        ...(await fileLines(batch.output_file_id, signal)),
+        ...(await fileLines(batch.error_file_id, signal)),
+      ];
       return oncePerItem(OPENAI_PROVIDER, lines.map(resultOf));
     },
   };
 
   function body(request: ModelRequest): Record<string, unknown> {
-    const { stream: _s, stream_options: _o, ...rest } = buildChatBody(unbatched(request), { maxTokensField: "max_completion_tokens", streamUsage: false }) as unknown as Record<string, unknown>;
+    const {
+      stream: _s,
+      stream_options: _o,
+      ...rest
+    } = buildChatBody(unbatched(request), {
+      maxTokensField: "max_completion_tokens",
+      streamUsage: false,
+    }) as unknown as Record<string, unknown>;
     if (request.reasoning) rest.reasoning_effort = request.reasoning;
     if (request.cacheKey !== undefined) rest.prompt_cache_key = request.cacheKey;
     return rest;
@@ -136,20 +223,36 @@ function resultOf(line: Record<string, unknown>): ModelJobItemResult {
   }
   const status = asCount(response?.status_code);
   const completion = asRecord(response?.body);
-  if (status !== 200 || !completion) return { customId, type: "errored", failure: itemFailure(asString(asRecord(asRecord(completion)?.error)?.type), status) };
+  if (status !== 200 || !completion)
+    return {
+      customId,
+      type: "errored",
+      failure: itemFailure(asString(asRecord(asRecord(completion)?.error)?.type), status),
+    };
   const choice = asRecord(Array.isArray(completion.choices) ? completion.choices[0] : undefined);
   const message = asRecord(choice?.message);
   if (!message) throw malformed(OPENAI_PROVIDER, `result ${customId} has no message`);
-  const toolCalls: StreamToolCall[] = (Array.isArray(message.tool_calls) ? message.tool_calls : []).map((raw) => {
+  const toolCalls: StreamToolCall[] = (
+    Array.isArray(message.tool_calls) ? message.tool_calls : []
+  ).map((raw) => {
     const c = asRecord(raw);
     const fn = asRecord(c?.function);
-    return { id: asString(c?.id) ?? "", name: asString(fn?.name) ?? "", arguments: asString(fn?.arguments) ?? "" };
+    return {
+      id: asString(c?.id) ?? "",
+      name: asString(fn?.name) ?? "",
+      arguments: asString(fn?.arguments) ?? "",
+    };
   });
   const refused = typeof message.refusal === "string" && message.refusal.length > 0;
-  const stopReason = refused ? "refusal" : chatStopReason(asString(choice?.finish_reason) ?? "", toolCalls.length > 0);
+  const stopReason = refused
+    ? "refusal"
+    : chatStopReason(asString(choice?.finish_reason) ?? "", toolCalls.length > 0);
   // The Batch API is the batch tier whatever the body's `service_tier` says.
-  const evidence = chatEvidence(asRecord(completion.usage) as ChatWireUsage | undefined, { tier: "batch" });
-  if (evidence.status !== "known" && evidence.status !== "unpriced") throw malformed(OPENAI_PROVIDER, `result ${customId} carries no usage`);
+  const evidence = chatEvidence(asRecord(completion.usage) as ChatWireUsage | undefined, {
+    tier: "batch",
+  });
+  if (evidence.status !== "known" && evidence.status !== "unpriced")
+    throw malformed(OPENAI_PROVIDER, `result ${customId} carries no usage`);
   return {
     customId,
     type: "succeeded",

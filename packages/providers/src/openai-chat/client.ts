@@ -1,6 +1,12 @@
 import type { ModelRequest, ProviderError } from "@alma-harness/core";
 import { type AdapterSpec, createProviderClient, type WireRequest } from "../shared/client.js";
-import { baseKind, type Classified, type ErrorFacts, toProviderError, unsupported } from "../shared/errors.js";
+import {
+  baseKind,
+  type Classified,
+  type ErrorFacts,
+  toProviderError,
+  unsupported,
+} from "../shared/errors.js";
 import { joinUrl } from "../shared/http.js";
 import { IMAGE_TYPES } from "../shared/media.js";
 import type { StreamTransform } from "../shared/neutral.js";
@@ -50,13 +56,20 @@ export function classifyOpenAI(facts: ErrorFacts, provider = OPENAI_PROVIDER): P
   let classified: Classified = { kind };
   if (quota) classified = { kind, retryable: false };
   else if (kind === "rate_limited" && facts.pristine && provider === OPENAI_PROVIDER) {
-    classified = { kind, rejection: { kind: "openai_rate_limit_v1", provider, status: facts.status ?? 429 } };
+    classified = {
+      kind,
+      rejection: { kind: "openai_rate_limit_v1", provider, status: facts.status ?? 429 },
+    };
   }
   return toProviderError(facts, classified);
 }
 
 /** What a Chat Completions dialect (OpenAI, OpenRouter, a compatible server) plugs in. */
-export interface ChatAdapterConfig extends Pick<AdapterSpec, "id" | "provider" | "fetch" | "now" | "requestIdHeaders" | "transform" | "classify"> {
+export interface ChatAdapterConfig
+  extends Pick<
+    AdapterSpec,
+    "id" | "provider" | "fetch" | "now" | "requestIdHeaders" | "transform" | "classify"
+  > {
   readonly url: string;
   readonly headers: Readonly<Record<string, string>>;
   capabilities(model: string): Capabilities;
@@ -80,7 +93,11 @@ export function createChatAdapter(config: ChatAdapterConfig): ProviderClient {
       }
       config.validateMore?.(request);
     },
-    prepare: (request): WireRequest => ({ url: config.url, headers: config.headers, body: config.body(request) }),
+    prepare: (request): WireRequest => ({
+      url: config.url,
+      headers: config.headers,
+      body: config.body(request),
+    }),
     transform: (request) => config.transform(request),
     classify: (facts) => config.classify(facts),
   });
@@ -112,12 +129,15 @@ export function createOpenAIAdapter(options: OpenAIClientOptions, api: OpenAIApi
     requestIdHeaders: ["x-request-id"],
     capabilities: (model) => openaiCapabilities(reasons(model), api.responses),
     validateMore: (request) => {
-      if (request.cacheKey !== undefined && !CACHE_KEY.test(request.cacheKey)) throw unsupported(OPENAI_PROVIDER, "cacheKey must be 1-64 characters of [A-Za-z0-9._:-]");
+      if (request.cacheKey !== undefined && !CACHE_KEY.test(request.cacheKey))
+        throw unsupported(OPENAI_PROVIDER, "cacheKey must be 1-64 characters of [A-Za-z0-9._:-]");
     },
     // A scoped, pseudonymous key routes requests that share a prefix to the same cache (prompt-caching guide).
     body: (request) => {
       const body = api.body(request, reasons(request.model)) as Record<string, unknown>;
-      return request.cacheKey !== undefined ? { ...body, prompt_cache_key: request.cacheKey } : body;
+      return request.cacheKey !== undefined
+        ? { ...body, prompt_cache_key: request.cacheKey }
+        : body;
     },
     transform: (request) => api.transform(request, classify),
     classify,
@@ -136,13 +156,26 @@ export function createOpenAIChatClient(options: OpenAIClientOptions = {}): Provi
     path: "chat/completions",
     responses: false,
     body(request) {
-      const body = buildChatBody(request, { maxTokensField: "max_completion_tokens", streamUsage: true });
+      const body = buildChatBody(request, {
+        maxTokensField: "max_completion_tokens",
+        streamUsage: true,
+      });
       if (request.reasoning) body.reasoning_effort = request.reasoning;
-      if (request.serviceTier) body.service_tier = request.serviceTier === "standard" ? "default" : (request.serviceTier as "flex" | "priority");
+      if (request.serviceTier)
+        body.service_tier =
+          request.serviceTier === "standard"
+            ? "default"
+            : (request.serviceTier as "flex" | "priority");
       return body;
     },
     transform: (_request, classify) =>
-      new ChatTransform({ provider: OPENAI_PROVIDER, classify, reasoning: plainReasoning(), servedTier: openaiServedTier, callId: fallbackCallId }),
+      new ChatTransform({
+        provider: OPENAI_PROVIDER,
+        classify,
+        reasoning: plainReasoning(),
+        servedTier: openaiServedTier,
+        callId: fallbackCallId,
+      }),
   });
 }
 
@@ -160,4 +193,3 @@ export function openaiCapabilities(reasoning: boolean, responses: boolean): Capa
     temperature: () => (reasoning ? "one" : "any"),
   };
 }
-

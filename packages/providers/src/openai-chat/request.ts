@@ -28,7 +28,14 @@ export function buildChatBody(request: ModelRequest, options: ChatBodyOptions): 
   // Strict where the schema allows it (the decoder then guarantees the shape); else `strict: false`, checked by the caller.
   if (request.output) {
     // Explicit either way: some OpenRouter routes read an omitted flag as strict.
-    body.response_format = { type: "json_schema", json_schema: { name: request.output.name, schema: request.output.schema, strict: strictEligible(request.output.schema) } };
+    body.response_format = {
+      type: "json_schema",
+      json_schema: {
+        name: request.output.name,
+        schema: request.output.schema,
+        strict: strictEligible(request.output.schema),
+      },
+    };
   }
   return body;
 }

@@ -1,7 +1,19 @@
-import type { ModelStreamEvent, ProviderError, ServiceTier, UsageEvidence } from "@alma-harness/core";
+import type {
+  ModelStreamEvent,
+  ProviderError,
+  ServiceTier,
+  UsageEvidence,
+} from "@alma-harness/core";
 import type { EventSourceMessage } from "eventsource-parser";
 import { type ErrorFacts, errorFields, tornError } from "../shared/errors.js";
-import { asCount, asRecord, asString, NeutralStream, parseData, type StreamTransform } from "../shared/neutral.js";
+import {
+  asCount,
+  asRecord,
+  asString,
+  NeutralStream,
+  parseData,
+  type StreamTransform,
+} from "../shared/neutral.js";
 import { chatStopReason } from "./stop-reason.js";
 import { chatEvidence } from "./usage.js";
 import type { ChatWireUsage } from "./wire.js";
@@ -34,7 +46,10 @@ export interface ChatTransformOptions {
   /** A router's name of the upstream that served a chunk (OpenRouter's `provider`). */
   readonly upstream?: (chunk: Record<string, unknown>) => string | undefined;
   /** A dialect's last word on the evidence (OpenRouter: the upstream, the reported cost). */
-  readonly refine?: (evidence: UsageEvidence, seen: { readonly usage: ChatWireUsage | undefined; readonly upstream: string | undefined }) => UsageEvidence;
+  readonly refine?: (
+    evidence: UsageEvidence,
+    seen: { readonly usage: ChatWireUsage | undefined; readonly upstream: string | undefined },
+  ) => UsageEvidence;
 }
 
 interface PendingCall {
@@ -87,7 +102,8 @@ export class ChatTransform implements StreamTransform {
     this.upstream ??= this.options.upstream?.(data);
     if (data.error !== undefined && data.error !== null) return this.failed(data);
     this.completionId ??= asString(data.id);
-    if (data.service_tier !== undefined && data.service_tier !== null) this.tier = data.service_tier;
+    if (data.service_tier !== undefined && data.service_tier !== null)
+      this.tier = data.service_tier;
     const out: ModelStreamEvent[] = [];
     const choice = Array.isArray(data.choices) ? asRecord(data.choices[0]) : undefined;
     if (!choice) return out;
@@ -101,14 +117,24 @@ export class ChatTransform implements StreamTransform {
   end(): ModelStreamEvent[] {
     if (this.finishReason === undefined) throw tornError(this.options.provider, "no finish_reason");
     if (this.finishReason === "error") {
-      throw this.options.classify({ provider: this.options.provider, message: "the stream finished with finish_reason error", pristine: this.pristine });
+      throw this.options.classify({
+        provider: this.options.provider,
+        message: "the stream finished with finish_reason error",
+        pristine: this.pristine,
+      });
     }
     const out: ModelStreamEvent[] = [];
     this.options.reasoning.close(this.neutral, out);
     this.calls.forEach((call, position) => {
-      this.neutral.toolCall({ id: call.id ?? this.options.callId(this.completionId, position), name: call.name, arguments: call.args });
+      this.neutral.toolCall({
+        id: call.id ?? this.options.callId(this.completionId, position),
+        name: call.name,
+        arguments: call.args,
+      });
     });
-    const stop = this.refused ? "refusal" : chatStopReason(this.finishReason, this.calls.length > 0);
+    const stop = this.refused
+      ? "refusal"
+      : chatStopReason(this.finishReason, this.calls.length > 0);
     this.result = this.settled();
     out.push(...this.neutral.finish(stop, this.result));
     return out;
@@ -127,7 +153,9 @@ export class ChatTransform implements StreamTransform {
 
   private settled(): UsageEvidence {
     const evidence = chatEvidence(this.usage, this.options.servedTier(this.tier));
-    return this.options.refine ? this.options.refine(evidence, { usage: this.usage, upstream: this.upstream }) : evidence;
+    return this.options.refine
+      ? this.options.refine(evidence, { usage: this.usage, upstream: this.upstream })
+      : evidence;
   }
 
   private readDelta(delta: Record<string, unknown>, out: ModelStreamEvent[]): void {
@@ -155,7 +183,11 @@ export class ChatTransform implements StreamTransform {
     const fn = asRecord(fragment.function);
     let call = index !== undefined ? this.byIndex.get(index) : this.calls.at(-1);
     // A new id at a known index is a new call (servers that send each call whole at index 0).
-    if (!call || (id !== undefined && call.id !== undefined && call.id !== id) || (index === undefined && id !== undefined)) {
+    if (
+      !call ||
+      (id !== undefined && call.id !== undefined && call.id !== id) ||
+      (index === undefined && id !== undefined)
+    ) {
       call = { id, name: "", args: "" };
       this.calls.push(call);
       if (index !== undefined) this.byIndex.set(index, call);
@@ -176,6 +208,8 @@ export class ChatTransform implements StreamTransform {
       message: fields.message ?? "error in stream",
       pristine: this.pristine,
     };
-    return this.options.classify(status !== undefined && status !== 400 ? { ...facts, status } : facts);
+    return this.options.classify(
+      status !== undefined && status !== 400 ? { ...facts, status } : facts,
+    );
   }
 }

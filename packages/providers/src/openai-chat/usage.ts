@@ -10,7 +10,10 @@ import type { ChatWireUsage } from "./wire.js";
  * priced by the table's `cacheWrite5m` rate. `undefined` usage (the stream ended without the
  * usage chunk) is `unknown`, never zero.
  */
-export function chatEvidence(raw: ChatWireUsage | undefined, tier: { tier?: ServiceTier; unresolved?: string }): UsageEvidence {
+export function chatEvidence(
+  raw: ChatWireUsage | undefined,
+  tier: { tier?: ServiceTier; unresolved?: string },
+): UsageEvidence {
   if (!raw) return { status: "unknown" };
   return promptCountsEvidence(
     {

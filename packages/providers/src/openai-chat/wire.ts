@@ -16,7 +16,12 @@ export interface ChatToolCallParam {
 export type ChatMessage =
   | { role: "system"; content: string }
   | { role: "user"; content: string | ChatContentPart[] }
-  | { role: "assistant"; content: string | null; tool_calls?: ChatToolCallParam[]; [extra: string]: JsonValue | ChatToolCallParam[] | undefined }
+  | {
+      role: "assistant";
+      content: string | null;
+      tool_calls?: ChatToolCallParam[];
+      [extra: string]: JsonValue | ChatToolCallParam[] | undefined;
+    }
   | { role: "tool"; tool_call_id: string; content: string };
 
 export interface ChatTool {
@@ -24,7 +29,11 @@ export interface ChatTool {
   function: { name: string; description: string; parameters: JsonObject; strict?: boolean };
 }
 
-export type ChatToolChoice = "auto" | "none" | "required" | { type: "function"; function: { name: string } };
+export type ChatToolChoice =
+  | "auto"
+  | "none"
+  | "required"
+  | { type: "function"; function: { name: string } };
 
 export interface ChatRequestBody {
   model: string;
@@ -36,7 +45,10 @@ export interface ChatRequestBody {
   tools?: (ChatTool | JsonObject)[];
   tool_choice?: ChatToolChoice;
   temperature?: number;
-  response_format?: { type: "json_schema"; json_schema: { name: string; schema: JsonObject; strict: boolean } };
+  response_format?: {
+    type: "json_schema";
+    json_schema: { name: string; schema: JsonObject; strict: boolean };
+  };
   reasoning_effort?: "low" | "medium" | "high";
   service_tier?: "default" | "flex" | "priority";
   [extra: string]: unknown;
@@ -46,7 +58,10 @@ export interface ChatRequestBody {
 export interface ChatWireUsage {
   prompt_tokens?: number;
   completion_tokens?: number;
-  prompt_tokens_details?: { cached_tokens?: number | null; cache_write_tokens?: number | null } | null;
+  prompt_tokens_details?: {
+    cached_tokens?: number | null;
+    cache_write_tokens?: number | null;
+  } | null;
   completion_tokens_details?: { reasoning_tokens?: number | null } | null;
   server_tool_use_details?: { web_search_requests?: number | null } | null;
   /** OpenRouter: the charge of the call in USD credits; with `is_byok`, OpenRouter's fee only. */

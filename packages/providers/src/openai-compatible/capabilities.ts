@@ -33,7 +33,11 @@ export function compatCapabilities(declared: OpenAICompatibleCapabilities): Capa
     cache: false,
     serviceTiers: new Set(["standard"]),
     images: { url: declared.images === true, base64: declared.images === true, types: IMAGE_TYPES },
-    documents: { url: false, base64: declared.documents === true, types: new Set(["application/pdf"]) },
+    documents: {
+      url: false,
+      base64: declared.documents === true,
+      types: new Set(["application/pdf"]),
+    },
     temperature: () => (declared.temperature === false ? "none" : "any"),
   };
 }

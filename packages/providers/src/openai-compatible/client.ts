@@ -23,12 +23,19 @@ const RESERVED = new Set(["openai", "anthropic", "openrouter"]);
  * self-hosted servers. Capabilities are declared, never probed. Its refusals carry no
  * `RejectionProof`: only the named providers can attest one.
  */
-export function createOpenAICompatibleClient(options: OpenAICompatibleClientOptions): ProviderClient {
+export function createOpenAICompatibleClient(
+  options: OpenAICompatibleClientOptions,
+): ProviderClient {
   if (typeof options?.baseURL !== "string" || !/^https?:\/\//i.test(options.baseURL)) {
-    throw new ValidationError("baseURL", "url", "an OpenAI-compatible client needs an http(s) baseURL");
+    throw new ValidationError(
+      "baseURL",
+      "url",
+      "an OpenAI-compatible client needs an http(s) baseURL",
+    );
   }
   const provider = options.provider ?? COMPAT_PROVIDER;
-  if (RESERVED.has(provider)) throw new ValidationError("provider", "reserved", `"${provider}" names a dedicated adapter`);
+  if (RESERVED.has(provider))
+    throw new ValidationError("provider", "reserved", `"${provider}" names a dedicated adapter`);
   const declared = options.capabilities ?? {};
   const headers: Record<string, string> = { ...options.headers };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
@@ -44,11 +51,21 @@ export function createOpenAICompatibleClient(options: OpenAICompatibleClientOpti
     requestIdHeaders: ["x-request-id"],
     capabilities: () => caps,
     body(request) {
-      const body = buildChatBody(request, { maxTokensField: declared.maxTokensField ?? "max_tokens", streamUsage: declared.streamUsage === true });
+      const body = buildChatBody(request, {
+        maxTokensField: declared.maxTokensField ?? "max_tokens",
+        streamUsage: declared.streamUsage === true,
+      });
       if (request.reasoning) body.reasoning_effort = request.reasoning;
       return body;
     },
-    transform: () => new ChatTransform({ provider, classify, reasoning: plainReasoning(), servedTier: () => ({}), callId: fallbackCallId }),
+    transform: () =>
+      new ChatTransform({
+        provider,
+        classify,
+        reasoning: plainReasoning(),
+        servedTier: () => ({}),
+        callId: fallbackCallId,
+      }),
     classify,
   });
 }

@@ -27,11 +27,26 @@ export interface OpenAIResponsesClientOptions extends OpenAIClientOptions {
 export type ReasoningSummary = "auto" | "concise" | "detailed" | "none";
 const SUMMARIES: readonly ReasoningSummary[] = ["auto", "concise", "detailed", "none"];
 
-export function createOpenAIResponsesClient(options: OpenAIResponsesClientOptions = {}): ProviderClient {
+export function createOpenAIResponsesClient(
+  options: OpenAIResponsesClientOptions = {},
+): ProviderClient {
   const summary = options.reasoningSummary ?? "auto";
-  if (!SUMMARIES.includes(summary)) throw new ValidationError("reasoningSummary", "closed", `reasoningSummary must be one of ${SUMMARIES.join(", ")}`);
-  if (options.deferredLoading !== undefined && options.deferredLoading !== "native" && options.deferredLoading !== "append") {
-    throw new ValidationError("deferredLoading", "closed", "deferredLoading must be native or append");
+  if (!SUMMARIES.includes(summary))
+    throw new ValidationError(
+      "reasoningSummary",
+      "closed",
+      `reasoningSummary must be one of ${SUMMARIES.join(", ")}`,
+    );
+  if (
+    options.deferredLoading !== undefined &&
+    options.deferredLoading !== "native" &&
+    options.deferredLoading !== "append"
+  ) {
+    throw new ValidationError(
+      "deferredLoading",
+      "closed",
+      "deferredLoading must be native or append",
+    );
   }
   const native = options.deferredLoading !== "append";
   return createOpenAIAdapter(options, {
@@ -39,6 +54,10 @@ export function createOpenAIResponsesClient(options: OpenAIResponsesClientOption
     path: "responses",
     responses: true,
     body: (request, reasoning) => buildResponsesBody(request, reasoning, summary, native),
-    transform: (request, classify) => new ResponsesTransform(classify, (request.providerTools ?? []).some((p) => p.kind === "web_search")),
+    transform: (request, classify) =>
+      new ResponsesTransform(
+        classify,
+        (request.providerTools ?? []).some((p) => p.kind === "web_search"),
+      ),
   });
 }

@@ -1,4 +1,12 @@
-import { type Block, type JsonObject, type MediaBlock, type Msg, type ReasoningBlock, SEARCH_TOOLS_NAME, type TextBlock } from "@alma-harness/core";
+import {
+  type Block,
+  type JsonObject,
+  type MediaBlock,
+  type Msg,
+  type ReasoningBlock,
+  SEARCH_TOOLS_NAME,
+  type TextBlock,
+} from "@alma-harness/core";
 import { dataUrl, fileNameFor, mediaSource } from "../shared/media.js";
 import { renderText, renderToolOutput } from "../shared/text.js";
 import { type NativeSearch, searchCallItem, searchOutputItem } from "./tool-search.js";
@@ -8,7 +16,10 @@ export const RESPONSES_PROVIDER = "openai";
 
 /** System blocks become `instructions` (the Responses API's system slot). */
 export function toInstructions(system: readonly TextBlock[]): string | undefined {
-  const text = system.map(renderText).filter((t) => t.length > 0).join("\n\n");
+  const text = system
+    .map(renderText)
+    .filter((t) => t.length > 0)
+    .join("\n\n");
   return text || undefined;
 }
 
@@ -28,7 +39,11 @@ export function toInputItems(messages: readonly Msg[], native?: NativeSearch): I
   return items;
 }
 
-function pushUser(blocks: readonly Block[], items: InputItem[], native: NativeSearch | undefined): void {
+function pushUser(
+  blocks: readonly Block[],
+  items: InputItem[],
+  native: NativeSearch | undefined,
+): void {
   const content: InputContent[] = [];
   let documents = 0;
   for (const block of blocks) {
@@ -37,7 +52,12 @@ function pushUser(blocks: readonly Block[], items: InputItem[], native: NativeSe
       items.push(searchOutputItem(block, native));
       const text = renderToolOutput(block.output);
       if (text) content.push({ type: "input_text", text });
-    } else if (block.type === "tool_result") items.push({ type: "function_call_output", call_id: block.callId, output: renderToolOutput(block.output) });
+    } else if (block.type === "tool_result")
+      items.push({
+        type: "function_call_output",
+        call_id: block.callId,
+        output: renderToolOutput(block.output),
+      });
     else if (block.type === "text") {
       const text = renderText(block);
       if (text) content.push({ type: "input_text", text });
@@ -56,10 +76,18 @@ function mediaContent(block: MediaBlock, documents: number): InputContent | unde
   const url = source.kind === "url" ? source.url : dataUrl(source);
   if (block.kind === "image") return { type: "input_image", image_url: url, detail: "auto" };
   if (source.kind === "url") return { type: "input_file", file_url: url };
-  return { type: "input_file", file_data: url, filename: fileNameFor(block.contentType, documents) };
+  return {
+    type: "input_file",
+    file_data: url,
+    filename: fileNameFor(block.contentType, documents),
+  };
 }
 
-function pushAssistant(blocks: readonly Block[], items: InputItem[], native: NativeSearch | undefined): void {
+function pushAssistant(
+  blocks: readonly Block[],
+  items: InputItem[],
+  native: NativeSearch | undefined,
+): void {
   let text = "";
   const flush = () => {
     if (text) items.push({ role: "assistant", content: text });
@@ -74,11 +102,20 @@ function pushAssistant(blocks: readonly Block[], items: InputItem[], native: Nat
     if (block.type === "tool_call" && native && block.name === SEARCH_TOOLS_NAME) {
       items.push(searchCallItem(block));
     } else if (block.type === "tool_call") {
-      items.push({ type: "function_call", call_id: block.id, name: block.name, arguments: JSON.stringify(block.input) });
+      items.push({
+        type: "function_call",
+        call_id: block.id,
+        name: block.name,
+        arguments: JSON.stringify(block.input),
+      });
     } else if (block.type === "reasoning") {
       const item = reasoningItem(block);
       if (item) items.push(item);
-    } else if (block.type === "provider_tool_call" && block.provider === RESPONSES_PROVIDER && isItem(block.payload)) {
+    } else if (
+      block.type === "provider_tool_call" &&
+      block.provider === RESPONSES_PROVIDER &&
+      isItem(block.payload)
+    ) {
       items.push(block.payload);
     }
   }
@@ -101,5 +138,10 @@ function reasoningItem(block: ReasoningBlock): InputItem | undefined {
 }
 
 function isItem(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value) && typeof (value as JsonObject).type === "string";
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    !Array.isArray(value) &&
+    typeof (value as JsonObject).type === "string"
+  );
 }

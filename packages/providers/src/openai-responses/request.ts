@@ -13,7 +13,12 @@ export type SummaryRequest = "auto" | "concise" | "detailed" | "none";
  * history travels in `input`), so a reasoning model is asked for its encrypted reasoning to replay.
  * `nativeLoading`: deferred tools load through OpenAI's tool search where the model supports it.
  */
-export function buildResponsesBody(request: ModelRequest, reasoningModel: boolean, summary: SummaryRequest = "auto", nativeLoading = true): ResponsesRequestBody {
+export function buildResponsesBody(
+  request: ModelRequest,
+  reasoningModel: boolean,
+  summary: SummaryRequest = "auto",
+  nativeLoading = true,
+): ResponsesRequestBody {
   const native = nativeSearch(request, nativeLoading);
   const body: ResponsesRequestBody = {
     model: request.model,
@@ -30,11 +35,25 @@ export function buildResponsesBody(request: ModelRequest, reasoningModel: boolea
   const search = (request.providerTools ?? []).find((p) => p.kind === "web_search");
   if (search?.maxUses !== undefined) body.max_tool_calls = search.maxUses;
   if (request.temperature !== undefined) body.temperature = request.temperature;
-  if (request.reasoning) body.reasoning = { effort: request.reasoning, ...(summary !== "none" ? { summary } : {}) };
-  const include = [...(reasoningModel ? ["reasoning.encrypted_content"] : []), ...(search ? ["web_search_call.action.sources"] : [])];
+  if (request.reasoning)
+    body.reasoning = { effort: request.reasoning, ...(summary !== "none" ? { summary } : {}) };
+  const include = [
+    ...(reasoningModel ? ["reasoning.encrypted_content"] : []),
+    ...(search ? ["web_search_call.action.sources"] : []),
+  ];
   if (include.length > 0) body.include = include;
   // Strict where the schema allows it (the decoder then guarantees the shape); else `strict: false`, checked by the caller.
-  if (request.output) body.text = { format: { type: "json_schema", name: request.output.name, schema: request.output.schema, strict: strictEligible(request.output.schema) } };
-  if (request.serviceTier) body.service_tier = request.serviceTier === "standard" ? "default" : (request.serviceTier as "flex" | "priority");
+  if (request.output)
+    body.text = {
+      format: {
+        type: "json_schema",
+        name: request.output.name,
+        schema: request.output.schema,
+        strict: strictEligible(request.output.schema),
+      },
+    };
+  if (request.serviceTier)
+    body.service_tier =
+      request.serviceTier === "standard" ? "default" : (request.serviceTier as "flex" | "priority");
   return body;
 }

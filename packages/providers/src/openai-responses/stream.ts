@@ -1,7 +1,19 @@
-import { type JsonObject, type ModelStreamEvent, type ProviderError, SEARCH_TOOLS_NAME, type UsageEvidence } from "@alma-harness/core";
+import {
+  type JsonObject,
+  type ModelStreamEvent,
+  type ProviderError,
+  SEARCH_TOOLS_NAME,
+  type UsageEvidence,
+} from "@alma-harness/core";
 import type { EventSourceMessage } from "eventsource-parser";
 import { type ErrorFacts, errorFields, tornError } from "../shared/errors.js";
-import { asRecord, asString, NeutralStream, parseData, type StreamTransform } from "../shared/neutral.js";
+import {
+  asRecord,
+  asString,
+  NeutralStream,
+  parseData,
+  type StreamTransform,
+} from "../shared/neutral.js";
 import { RESPONSES_PROVIDER } from "./messages.js";
 import { responsesStopReason } from "./stop-reason.js";
 import { responsesEvidence } from "./usage.js";
@@ -72,7 +84,10 @@ export class ResponsesTransform implements StreamTransform {
         break;
       case "response.completed":
       case "response.incomplete":
-        return this.finish(asRecord(data.response), type === "response.completed" ? "completed" : "incomplete");
+        return this.finish(
+          asRecord(data.response),
+          type === "response.completed" ? "completed" : "incomplete",
+        );
       case "response.failed":
         throw this.failure(asRecord(asRecord(data.response)?.error) ?? {});
       case "error":
@@ -84,7 +99,10 @@ export class ResponsesTransform implements StreamTransform {
   }
 
   end(): ModelStreamEvent[] {
-    throw tornError(RESPONSES_PROVIDER, this.started ? "no response.completed" : "no response.created");
+    throw tornError(
+      RESPONSES_PROVIDER,
+      this.started ? "no response.completed" : "no response.created",
+    );
   }
 
   /** Summary parts of one item are joined by a blank line, as one reasoning block. */
@@ -111,12 +129,20 @@ export class ResponsesTransform implements StreamTransform {
       case "tool_search_call":
         // A client-executed tool search is the engine's search_tools (we never send the hosted one).
         if (item.execution === "client") {
-          this.neutral.toolCall({ id: asString(item.call_id) ?? id, name: SEARCH_TOOLS_NAME, arguments: asString(item.arguments) ?? JSON.stringify(asRecord(item.arguments) ?? {}) });
+          this.neutral.toolCall({
+            id: asString(item.call_id) ?? id,
+            name: SEARCH_TOOLS_NAME,
+            arguments: asString(item.arguments) ?? JSON.stringify(asRecord(item.arguments) ?? {}),
+          });
         }
         break;
       case "reasoning": {
         const encrypted = asString(item.encrypted_content);
-        this.neutral.reasoning("", { signature: id, ...(encrypted ? { redacted: encrypted } : {}) }, out);
+        this.neutral.reasoning(
+          "",
+          { signature: id, ...(encrypted ? { redacted: encrypted } : {}) },
+          out,
+        );
         break;
       }
       case "web_search_call": {
@@ -124,7 +150,13 @@ export class ResponsesTransform implements StreamTransform {
         const sources = Array.isArray(action?.sources) ? action.sources : [];
         if (action?.type === undefined || action.type === "search") this.searches += 1;
         this.neutral.providerCall(id, "web_search", item as JsonObject, out);
-        this.neutral.providerResult(id, "web_search", sources.length, { status: asString(item.status) ?? "completed", sources: sources as JsonObject[] }, out);
+        this.neutral.providerResult(
+          id,
+          "web_search",
+          sources.length,
+          { status: asString(item.status) ?? "completed", sources: sources as JsonObject[] },
+          out,
+        );
         break;
       }
       default:
@@ -132,17 +164,32 @@ export class ResponsesTransform implements StreamTransform {
     }
   }
 
-  private finish(response: Record<string, unknown> | undefined, status: "completed" | "incomplete"): ModelStreamEvent[] {
+  private finish(
+    response: Record<string, unknown> | undefined,
+    status: "completed" | "incomplete",
+  ): ModelStreamEvent[] {
     const reason = asString(asRecord(response?.incomplete_details)?.reason);
-    const stop = this.refused || refusalPart(response) ? "refusal" : responsesStopReason(status, reason, this.neutral.hasToolCalls);
+    const stop =
+      this.refused || refusalPart(response)
+        ? "refusal"
+        : responsesStopReason(status, reason, this.neutral.hasToolCalls);
     const usage = asRecord(response?.usage) as ResponsesWireUsage | undefined;
-    this.result = responsesEvidence(usage, response?.service_tier, this.countSearches ? this.searches : undefined);
+    this.result = responsesEvidence(
+      usage,
+      response?.service_tier,
+      this.countSearches ? this.searches : undefined,
+    );
     return this.neutral.finish(stop, this.result, stop === "refusal" ? "unspecified" : undefined);
   }
 
   private failure(error: Record<string, unknown>): ProviderError {
     const fields = errorFields({ error: asRecord(error.error) ?? error });
-    return this.classify({ provider: RESPONSES_PROVIDER, ...fields, message: fields.message ?? "response failed", pristine: this.pristine });
+    return this.classify({
+      provider: RESPONSES_PROVIDER,
+      ...fields,
+      message: fields.message ?? "response failed",
+      pristine: this.pristine,
+    });
   }
 }
 

@@ -1,4 +1,11 @@
-import { type JsonObject, type ModelRequest, SEARCH_TOOLS_NAME, type ToolCallBlock, type ToolResultBlock, type ToolSpec } from "@alma-harness/core";
+import {
+  type JsonObject,
+  type ModelRequest,
+  SEARCH_TOOLS_NAME,
+  type ToolCallBlock,
+  type ToolResultBlock,
+  type ToolSpec,
+} from "@alma-harness/core";
 import type { InputItem, ResponsesTool } from "./wire.js";
 
 /**
@@ -37,18 +44,31 @@ export type NativeSearch = ReadonlyMap<string, ToolSpec>;
 export function nativeSearch(request: ModelRequest, allowed: boolean): NativeSearch | undefined {
   if (!allowed || !supportsToolSearch(request.model)) return undefined;
   const specs = request.deferredToolSpecs ?? [];
-  if (specs.length === 0 || !request.tools.some((t) => t.name === SEARCH_TOOLS_NAME)) return undefined;
+  if (specs.length === 0 || !request.tools.some((t) => t.name === SEARCH_TOOLS_NAME))
+    return undefined;
   return new Map(specs.map((s) => [s.name, s]));
 }
 
-const fn = (t: ToolSpec): ResponsesTool => ({ type: "function", name: t.name, description: t.description, parameters: t.inputSchema, strict: false });
+const fn = (t: ToolSpec): ResponsesTool => ({
+  type: "function",
+  name: t.name,
+  description: t.description,
+  parameters: t.inputSchema,
+  strict: false,
+});
 
 /** The tools array when loading natively: the advertised tools (search_tools as `tool_search`), then every deferred definition. */
 export function nativeTools(request: ModelRequest, native: NativeSearch): ResponsesTool[] {
   const tools: ResponsesTool[] = [];
   for (const t of request.tools) {
     if (native.has(t.name)) continue;
-    if (t.name === SEARCH_TOOLS_NAME) tools.push({ type: "tool_search", execution: "client", description: t.description, parameters: t.inputSchema });
+    if (t.name === SEARCH_TOOLS_NAME)
+      tools.push({
+        type: "tool_search",
+        execution: "client",
+        description: t.description,
+        parameters: t.inputSchema,
+      });
     else tools.push(fn(t));
   }
   return tools;
@@ -61,7 +81,13 @@ export function deferredTools(request: ModelRequest): ResponsesTool[] {
 
 /** A `search_tools` call replayed as the client-executed search the model made. */
 export function searchCallItem(block: ToolCallBlock): InputItem {
-  return { type: "tool_search_call", call_id: block.id, execution: "client", status: "completed", arguments: block.input as JsonObject };
+  return {
+    type: "tool_search_call",
+    call_id: block.id,
+    execution: "client",
+    status: "completed",
+    arguments: block.input as JsonObject,
+  };
 }
 
 /** A `search_tools` result as the search's output: the definitions it loaded that the request defers. */
@@ -71,5 +97,11 @@ export function searchOutputItem(block: ToolResultBlock, native: NativeSearch): 
     const spec = native.get(name);
     return spec ? [{ ...fn(spec), defer_loading: true } as JsonObject] : [];
   });
-  return { type: "tool_search_output", call_id: block.callId, execution: "client", status: "completed", tools };
+  return {
+    type: "tool_search_output",
+    call_id: block.callId,
+    execution: "client",
+    status: "completed",
+    tools,
+  };
 }

@@ -17,7 +17,8 @@ export function toResponsesTools(request: ModelRequest, native?: NativeSearch): 
         parameters: t.inputSchema,
         strict: false,
       }));
-  if ((request.providerTools ?? []).some((p) => p.kind === "web_search")) tools.push({ type: "web_search" });
+  if ((request.providerTools ?? []).some((p) => p.kind === "web_search"))
+    tools.push({ type: "web_search" });
   if (native) tools.push(...deferredTools(request));
   return tools;
 }

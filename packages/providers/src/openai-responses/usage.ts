@@ -8,7 +8,11 @@ import type { ResponsesWireUsage } from "./wire.js";
  * stream's completed `web_search_call` search items are, and only when the request offered the
  * tool (absent otherwise, never a guessed zero).
  */
-export function responsesEvidence(raw: ResponsesWireUsage | undefined, servedTier: unknown, webSearches: number | undefined): UsageEvidence {
+export function responsesEvidence(
+  raw: ResponsesWireUsage | undefined,
+  servedTier: unknown,
+  webSearches: number | undefined,
+): UsageEvidence {
   if (!raw) return { status: "unknown" };
   return promptCountsEvidence(
     {

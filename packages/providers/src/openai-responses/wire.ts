@@ -13,12 +13,24 @@ export type InputItem =
   | { role: "assistant"; content: string }
   | { type: "function_call"; call_id: string; name: string; arguments: string }
   | { type: "function_call_output"; call_id: string; output: string }
-  | { type: "reasoning"; id: string; encrypted_content: string; summary: { type: "summary_text"; text: string }[] }
+  | {
+      type: "reasoning";
+      id: string;
+      encrypted_content: string;
+      summary: { type: "summary_text"; text: string }[];
+    }
   /** A built-in tool call item (`web_search_call`) replayed as received. */
   | { readonly [key: string]: JsonValue };
 
 export type ResponsesTool =
-  | { type: "function"; name: string; description: string; parameters: JsonObject; strict: false; defer_loading?: true }
+  | {
+      type: "function";
+      name: string;
+      description: string;
+      parameters: JsonObject;
+      strict: false;
+      defer_loading?: true;
+    }
   | { type: "web_search" }
   /** OpenAI's tool search, executed by the client (the engine's `search_tools`). */
   | { type: "tool_search"; execution: "client"; description: string; parameters: JsonObject };
@@ -45,7 +57,10 @@ export interface ResponsesRequestBody {
 /** `usage` of a completed response. */
 export interface ResponsesWireUsage {
   input_tokens?: number;
-  input_tokens_details?: { cached_tokens?: number | null; cache_write_tokens?: number | null } | null;
+  input_tokens_details?: {
+    cached_tokens?: number | null;
+    cache_write_tokens?: number | null;
+  } | null;
   output_tokens?: number;
   output_tokens_details?: { reasoning_tokens?: number | null } | null;
 }

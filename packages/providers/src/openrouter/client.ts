@@ -8,7 +8,12 @@ import { IMAGE_TYPES } from "../shared/media.js";
 import type { BaseClientOptions, ProviderClient } from "../shared/types.js";
 import { openaiServedTier } from "../shared/usage.js";
 import { OPENROUTER_PROVIDER, reasoningDetailsExtra } from "./messages.js";
-import { normalizePreferences, type OpenRouterRouting, preferencesFor, upstreamSlug } from "./routing.js";
+import {
+  normalizePreferences,
+  type OpenRouterRouting,
+  preferencesFor,
+  upstreamSlug,
+} from "./routing.js";
 import { openRouterReasoning } from "./stream.js";
 import { toOpenRouterTools } from "./tools.js";
 import { crossCheckCost } from "./usage.js";
@@ -40,12 +45,18 @@ export const DEFAULT_OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1";
 export function classifyOpenRouter(facts: ErrorFacts): ProviderError {
   // 403 is also OpenRouter's answer to input its moderation or a guardrail flagged: a refusal of
   // the content, not a bad key (openrouter.ai/docs/api/reference/errors-and-debugging).
-  if (facts.status === 403 && (facts.flagged === true || /moderation|flagged|guardrail/i.test(facts.message))) {
+  if (
+    facts.status === 403 &&
+    (facts.flagged === true || /moderation|flagged|guardrail/i.test(facts.message))
+  ) {
     return toProviderError(facts, { kind: "invalid_request", retryable: false });
   }
   // 503 "no available model provider that meets your routing requirements": the same request
   // under the same constraints cannot succeed.
-  if (facts.status === 503 && /routing requirements|no (available )?(model )?provider/i.test(facts.message)) {
+  if (
+    facts.status === 503 &&
+    /routing requirements|no (available )?(model )?provider/i.test(facts.message)
+  ) {
     return toProviderError(facts, { kind: "invalid_request", retryable: false });
   }
   if (facts.status === 402) {
@@ -59,7 +70,10 @@ export function classifyOpenRouter(facts: ErrorFacts): ProviderError {
 /** The OpenRouter adapter: Chat Completions at `openrouter.ai/api/v1` with OpenRouter's fields. */
 export function createOpenRouterClient(options: OpenRouterClientOptions = {}): ProviderClient {
   const prices = options.prices ?? OPENROUTER_PRICES;
-  const routing = typeof options.providerRouting === "function" || options.providerRouting === undefined ? options.providerRouting : normalizePreferences(options.providerRouting);
+  const routing =
+    typeof options.providerRouting === "function" || options.providerRouting === undefined
+      ? options.providerRouting
+      : normalizePreferences(options.providerRouting);
   const headers: Record<string, string> = { ...options.headers };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
   if (options.appUrl) headers["http-referer"] = options.appUrl;
@@ -87,7 +101,11 @@ export function createOpenRouterClient(options: OpenRouterClientOptions = {}): P
       preferencesFor(routing, request);
     },
     body: (request: ModelRequest) => {
-      const body = buildChatBody(request, { maxTokensField: "max_completion_tokens", streamUsage: true, assistantExtras: reasoningDetailsExtra(request.model) });
+      const body = buildChatBody(request, {
+        maxTokensField: "max_completion_tokens",
+        streamUsage: true,
+        assistantExtras: reasoningDetailsExtra(request.model),
+      });
       const tools = toOpenRouterTools(request);
       if (tools.length > 0) body.tools = tools as unknown as typeof body.tools;
       if (request.reasoning) body.reasoning = { effort: request.reasoning };
@@ -103,7 +121,8 @@ export function createOpenRouterClient(options: OpenRouterClientOptions = {}): P
         servedTier: openaiServedTier,
         callId: fallbackCallId,
         upstream: (chunk) => upstreamSlug(chunk.provider),
-        refine: (evidence, seen) => crossCheckCost(withUpstream(evidence, seen.upstream), seen.usage, request.model, prices),
+        refine: (evidence, seen) =>
+          crossCheckCost(withUpstream(evidence, seen.upstream), seen.usage, request.model, prices),
       }),
     classify: classifyOpenRouter,
   });
@@ -111,6 +130,7 @@ export function createOpenRouterClient(options: OpenRouterClientOptions = {}): P
 
 /** The serving upstream on counted evidence. */
 function withUpstream(evidence: UsageEvidence, upstream: string | undefined): UsageEvidence {
-  if (upstream === undefined || (evidence.status !== "known" && evidence.status !== "unpriced")) return evidence;
+  if (upstream === undefined || (evidence.status !== "known" && evidence.status !== "unpriced"))
+    return evidence;
   return { ...evidence, upstream };
 }

@@ -23,7 +23,9 @@ export function detailsOf(signature: string | undefined): ReasoningDetail[] | un
  * blobs), so only blocks stamped `openrouter` with the request's model are replayed; blocks from
  * another provider or model, without provenance, or without details are left out.
  */
-export function reasoningDetailsExtra(model: string): (msg: Msg) => Record<string, JsonValue> | undefined {
+export function reasoningDetailsExtra(
+  model: string,
+): (msg: Msg) => Record<string, JsonValue> | undefined {
   return (msg) => detailsFor(msg, model);
 }
 

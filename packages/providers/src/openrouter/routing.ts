@@ -1,4 +1,9 @@
-import { type ModelRequest, type Sensitivity, sensitivityRank, ValidationError } from "@alma-harness/core";
+import {
+  type ModelRequest,
+  type Sensitivity,
+  sensitivityRank,
+  ValidationError,
+} from "@alma-harness/core";
 import { unsupported } from "../shared/errors.js";
 import { OPENROUTER_PROVIDER } from "./messages.js";
 
@@ -33,32 +38,66 @@ export interface OpenRouterCall {
 }
 
 /** A preference for every call of the client, or one chosen per call. */
-export type OpenRouterRouting = OpenRouterProviderPreferences | ((call: OpenRouterCall) => OpenRouterProviderPreferences | undefined);
+export type OpenRouterRouting =
+  | OpenRouterProviderPreferences
+  | ((call: OpenRouterCall) => OpenRouterProviderPreferences | undefined);
 
-const KEYS = new Set(["zdr", "data_collection", "order", "only", "ignore", "allow_fallbacks", "require_parameters"]);
+const KEYS = new Set([
+  "zdr",
+  "data_collection",
+  "order",
+  "only",
+  "ignore",
+  "allow_fallbacks",
+  "require_parameters",
+]);
 const SLUG = /^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$/;
 const MAX_SLUGS = 32;
 
 /** Checks and copies a preference object; anything else is a `ValidationError`. */
-export function normalizePreferences(value: unknown, path = "providerRouting"): OpenRouterProviderPreferences {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new ValidationError(path, "object", `${path} must be an object`);
+export function normalizePreferences(
+  value: unknown,
+  path = "providerRouting",
+): OpenRouterProviderPreferences {
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    throw new ValidationError(path, "object", `${path} must be an object`);
   const v = value as Record<string, unknown>;
-  for (const key of Object.keys(v)) if (!KEYS.has(key)) throw new ValidationError(`${path}.${key}`, "unknown_field", `${path}.${key} is not an OpenRouter routing field`);
+  for (const key of Object.keys(v))
+    if (!KEYS.has(key))
+      throw new ValidationError(
+        `${path}.${key}`,
+        "unknown_field",
+        `${path}.${key} is not an OpenRouter routing field`,
+      );
   const out: Record<string, unknown> = {};
   for (const key of ["zdr", "allow_fallbacks", "require_parameters"] as const) {
     if (v[key] === undefined) continue;
-    if (typeof v[key] !== "boolean") throw new ValidationError(`${path}.${key}`, "boolean", `${path}.${key} must be a boolean`);
+    if (typeof v[key] !== "boolean")
+      throw new ValidationError(`${path}.${key}`, "boolean", `${path}.${key} must be a boolean`);
     out[key] = v[key];
   }
   if (v.data_collection !== undefined) {
-    if (v.data_collection !== "allow" && v.data_collection !== "deny") throw new ValidationError(`${path}.data_collection`, "closed", `${path}.data_collection must be "allow" or "deny"`);
+    if (v.data_collection !== "allow" && v.data_collection !== "deny")
+      throw new ValidationError(
+        `${path}.data_collection`,
+        "closed",
+        `${path}.data_collection must be "allow" or "deny"`,
+      );
     out.data_collection = v.data_collection;
   }
   for (const key of ["order", "only", "ignore"] as const) {
     const list = v[key];
     if (list === undefined) continue;
-    if (!Array.isArray(list) || list.length > MAX_SLUGS || !list.every((s) => typeof s === "string" && SLUG.test(s))) {
-      throw new ValidationError(`${path}.${key}`, "slugs", `${path}.${key} must be at most ${MAX_SLUGS} provider slugs`);
+    if (
+      !Array.isArray(list) ||
+      list.length > MAX_SLUGS ||
+      !list.every((s) => typeof s === "string" && SLUG.test(s))
+    ) {
+      throw new ValidationError(
+        `${path}.${key}`,
+        "slugs",
+        `${path}.${key} must be at most ${MAX_SLUGS} provider slugs`,
+      );
     }
     out[key] = Object.freeze([...list]);
   }
@@ -75,20 +114,36 @@ export function protectsData(prefs: OpenRouterProviderPreferences | undefined): 
  * Data above `internal` sensitivity needs `zdr: true` or `data_collection: "deny"` (else refused
  * before any I/O, `unsupported`): OpenRouter's default would let any upstream keep it.
  */
-export function preferencesFor(routing: OpenRouterRouting | undefined, request: ModelRequest): OpenRouterProviderPreferences | undefined {
+export function preferencesFor(
+  routing: OpenRouterRouting | undefined,
+  request: ModelRequest,
+): OpenRouterProviderPreferences | undefined {
   let prefs: OpenRouterProviderPreferences | undefined;
   if (typeof routing === "function") {
-    const call: OpenRouterCall = { model: request.model, ...(request.sensitivity !== undefined ? { sensitivity: request.sensitivity } : {}) };
+    const call: OpenRouterCall = {
+      model: request.model,
+      ...(request.sensitivity !== undefined ? { sensitivity: request.sensitivity } : {}),
+    };
     const answer = routing(call);
     try {
       prefs = answer === undefined ? undefined : normalizePreferences(answer);
     } catch (error) {
-      throw unsupported(OPENROUTER_PROVIDER, `the per-call routing preference is invalid: ${(error as Error).message}`);
+      throw unsupported(
+        OPENROUTER_PROVIDER,
+        `the per-call routing preference is invalid: ${(error as Error).message}`,
+      );
     }
   } else prefs = routing;
   const sensitivity = request.sensitivity;
-  if (sensitivity !== undefined && sensitivityRank(sensitivity) > sensitivityRank("internal") && !protectsData(prefs)) {
-    throw unsupported(OPENROUTER_PROVIDER, `${sensitivity} data needs an OpenRouter routing preference with zdr: true or data_collection: "deny"`);
+  if (
+    sensitivity !== undefined &&
+    sensitivityRank(sensitivity) > sensitivityRank("internal") &&
+    !protectsData(prefs)
+  ) {
+    throw unsupported(
+      OPENROUTER_PROVIDER,
+      `${sensitivity} data needs an OpenRouter routing preference with zdr: true or data_collection: "deny"`,
+    );
   }
   return prefs;
 }

@@ -19,7 +19,8 @@ export function openRouterReasoning(): ChatReasoningReader {
         for (const item of list) {
           const detail = asRecord(item) as ReasoningDetail | undefined;
           if (!detail || typeof detail.type !== "string") continue;
-          const text = detail.type === "reasoning.summary" ? asString(detail.summary) : asString(detail.text);
+          const text =
+            detail.type === "reasoning.summary" ? asString(detail.summary) : asString(detail.text);
           if (text) neutral.reasoning(text, {}, out);
           details = mergeDetail(details, detail);
           open = true;
@@ -49,7 +50,10 @@ function mergeDetail(details: ReasoningDetail[], next: ReasoningDetail): Reasoni
   const merged: ReasoningDetail = { ...prev };
   for (const [key, value] of Object.entries(next)) {
     if (value === undefined || value === null || value === "") continue;
-    merged[key] = (key === "text" || key === "summary") && typeof prev[key] === "string" ? `${prev[key]}${value}` : value;
+    merged[key] =
+      (key === "text" || key === "summary") && typeof prev[key] === "string"
+        ? `${prev[key]}${value}`
+        : value;
   }
   return details.map((d, i) => (i === at ? merged : d));
 }

@@ -9,10 +9,16 @@ import type { OpenRouterWebSearchTool } from "./wire.js";
  * (`openrouter:web_search`) when requested.
  */
 export function toOpenRouterTools(request: ModelRequest): (ChatTool | OpenRouterWebSearchTool)[] {
-  const tools: (ChatTool | OpenRouterWebSearchTool)[] = toChatTools(request).map((t) => ({ ...t, function: { ...t.function, strict: false } }));
+  const tools: (ChatTool | OpenRouterWebSearchTool)[] = toChatTools(request).map((t) => ({
+    ...t,
+    function: { ...t.function, strict: false },
+  }));
   for (const spec of request.providerTools ?? []) {
     if (spec.kind !== "web_search") continue;
-    tools.push({ type: "openrouter:web_search", ...(spec.maxUses !== undefined ? { parameters: { max_uses: spec.maxUses } } : {}) });
+    tools.push({
+      type: "openrouter:web_search",
+      ...(spec.maxUses !== undefined ? { parameters: { max_uses: spec.maxUses } } : {}),
+    });
   }
   return tools;
 }

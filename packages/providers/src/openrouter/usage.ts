@@ -19,7 +19,12 @@ export const COST_TOLERANCE = Object.freeze({ micros: 2, fraction: 0.01 });
  * what was billed, so the call is not settled from it. A call the table cannot price, or without a
  * reported cost, keeps its evidence (the governed call decides on the table alone).
  */
-export function crossCheckCost(evidence: UsageEvidence, raw: ChatWireUsage | undefined, model: string, prices: PriceTable): UsageEvidence {
+export function crossCheckCost(
+  evidence: UsageEvidence,
+  raw: ChatWireUsage | undefined,
+  model: string,
+  prices: PriceTable,
+): UsageEvidence {
   if (evidence.status !== "known" || !raw || raw.is_byok === true) return evidence;
   const cost = raw.cost;
   if (typeof cost !== "number" || !Number.isFinite(cost) || cost < 0) return evidence;

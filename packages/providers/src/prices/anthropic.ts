@@ -13,7 +13,14 @@ export const ANTHROPIC_PRICE_VERSION = "anthropic-2026-11-29";
 
 const WEB_SEARCH_USD = 0.01;
 
-function row(input: number, w5: number, w1: number, read: number, output: number, extra: Partial<ModelPrice> = {}): ModelPrice {
+function row(
+  input: number,
+  w5: number,
+  w1: number,
+  read: number,
+  output: number,
+  extra: Partial<ModelPrice> = {},
+): ModelPrice {
   const rates: Rates = { input, output, cacheWrite5m: w5, cacheWrite1h: w1, cacheRead: read };
   const half = (r: Rates): Rates => ({
     input: r.input / 2,
@@ -29,7 +36,12 @@ function row(input: number, w5: number, w1: number, read: number, output: number
 const OPUS_4_5_TO_5 = row(5, 6.25, 10, 0.5, 25);
 // Sonnet 4.5 with the >200K-token prompt band of the 1M context (pricing page, "Long context pricing").
 const SONNET_4_5 = row(3, 3.75, 6, 0.3, 15, {
-  bands: [{ aboveInputTokens: 200_000, rates: { input: 6, output: 22.5, cacheWrite5m: 7.5, cacheWrite1h: 12, cacheRead: 0.6 } }],
+  bands: [
+    {
+      aboveInputTokens: 200_000,
+      rates: { input: 6, output: 22.5, cacheWrite5m: 7.5, cacheWrite1h: 12, cacheRead: 0.6 },
+    },
+  ],
 });
 const HAIKU_4_5 = row(1, 1.25, 2, 0.1, 5);
 
@@ -43,7 +55,12 @@ export const ANTHROPIC_PRICES: PriceTable = {
     // 2026-10-07, Haiku 5.5 model page "from $0.10 / $0.50"; prompts over 100K tokens billed
     // 0.50 / 0.625 / 1.00 / 0.05 / 2.50 on every token (pricing page prompt-length tier, Oct 2026).
     "claude-haiku-5-5": row(0.1, 0.125, 0.2, 0.01, 0.5, {
-      bands: [{ aboveInputTokens: 100_000, rates: { input: 0.5, output: 2.5, cacheWrite5m: 0.625, cacheWrite1h: 1, cacheRead: 0.05 } }],
+      bands: [
+        {
+          aboveInputTokens: 100_000,
+          rates: { input: 0.5, output: 2.5, cacheWrite5m: 0.625, cacheWrite1h: 1, cacheRead: 0.05 },
+        },
+      ],
     }),
     // Opus 5 (legacy since Opus 5.5), pricing page Nov 2026.
     "claude-opus-5": OPUS_4_5_TO_5,

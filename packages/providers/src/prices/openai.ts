@@ -17,7 +17,12 @@ export const OPENAI_PRICE_VERSION = "openai-2026-11-29";
 const SEARCH = 0.01;
 
 function rates(input: number, cached: number, output: number, write?: number): Rates {
-  return { input, output, cacheRead: cached, ...(write !== undefined ? { cacheWrite5m: write } : {}) };
+  return {
+    input,
+    output,
+    cacheRead: cached,
+    ...(write !== undefined ? { cacheWrite5m: write } : {}),
+  };
 }
 
 function half(r: Rates): Rates {
@@ -30,10 +35,17 @@ function half(r: Rates): Rates {
 }
 
 /** A model with batch and flex at half price and optional priority rates. */
-function model(standard: Rates, extra: { priority?: Rates; search?: boolean; bands?: ModelPrice["bands"] } = {}): ModelPrice {
+function model(
+  standard: Rates,
+  extra: { priority?: Rates; search?: boolean; bands?: ModelPrice["bands"] } = {},
+): ModelPrice {
   return {
     rates: standard,
-    tiers: { batch: half(standard), flex: half(standard), ...(extra.priority ? { priority: extra.priority } : {}) },
+    tiers: {
+      batch: half(standard),
+      flex: half(standard),
+      ...(extra.priority ? { priority: extra.priority } : {}),
+    },
     ...(extra.search ? { webSearchPerRequestUsd: SEARCH } : {}),
     ...(extra.bands ? { bands: extra.bands } : {}),
   };
@@ -44,7 +56,10 @@ export const OPENAI_PRICES: PriceTable = {
   models: {
     // gpt-5.6-sol (2026-06-26 preview, GA later): $5 / $30, cached $0.50, explicit cache writes 1.25×;
     // prompts over 272K tokens 2× input and 1.5× output (cache terms in that band unpublished: unpriced).
-    "gpt-5.6-sol": model(rates(5, 0.5, 30, 6.25), { search: true, bands: [{ aboveInputTokens: 272_000, rates: { input: 10, output: 45 } }] }),
+    "gpt-5.6-sol": model(rates(5, 0.5, 30, 6.25), {
+      search: true,
+      bands: [{ aboveInputTokens: 272_000, rates: { input: 10, output: 45 } }],
+    }),
     // gpt-5.6-luna after the 80% cut of 2026-07-30: $0.20 / $1.20, cached $0.02, write $0.25.
     "gpt-5.6-luna": model(rates(0.2, 0.02, 1.2, 0.25), { search: true }),
     // gpt-5.5: $5 / $30, cached $0.50; priority $12.50 / $1.25 / $75 (pricing page, Jun 2026).

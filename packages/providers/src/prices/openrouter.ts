@@ -18,12 +18,22 @@ export const OPENROUTER_PRICES: PriceTable = {
     // project's own claude-sonnet-4-5 row does): $6 / $22.50, writes $7.50 / $12, hits $0.60.
     "anthropic/claude-sonnet-4.5": {
       rates: { input: 3, output: 15, cacheWrite5m: 3.75, cacheWrite1h: 6, cacheRead: 0.3 },
-      bands: [{ aboveInputTokens: 200_000, rates: { input: 6, output: 22.5, cacheWrite5m: 7.5, cacheWrite1h: 12, cacheRead: 0.6 } }],
+      bands: [
+        {
+          aboveInputTokens: 200_000,
+          rates: { input: 6, output: 22.5, cacheWrite5m: 7.5, cacheWrite1h: 12, cacheRead: 0.6 },
+        },
+      ],
     },
     // Same rates; matches both recorded costs of test_openrouter_cache_messages_anthropic_real_api.yaml (2026).
-    "anthropic/claude-sonnet-4.6": { rates: { input: 3, output: 15, cacheWrite5m: 3.75, cacheWrite1h: 6, cacheRead: 0.3 } },
+    "anthropic/claude-sonnet-4.6": {
+      rates: { input: 3, output: 15, cacheWrite5m: 3.75, cacheWrite1h: 6, cacheRead: 0.3 },
+    },
     // OpenAI list price $0.40 / $1.60, cached $0.10; a web search $0.01 (test_openrouter_web_search_tool_usage_stream.yaml, 2026-08-11).
-    "openai/gpt-4.1-mini": { rates: { input: 0.4, output: 1.6, cacheRead: 0.1 }, webSearchPerRequestUsd: 0.01 },
+    "openai/gpt-4.1-mini": {
+      rates: { input: 0.4, output: 1.6, cacheRead: 0.1 },
+      webSearchPerRequestUsd: 0.01,
+    },
     // OpenAI list price $0.25 / $2, cached $0.025 (test_openrouter_usage.yaml).
     "openai/gpt-5-mini": { rates: { input: 0.25, output: 2, cacheRead: 0.025 } },
   },

@@ -1,4 +1,10 @@
-import { MODEL_SPECIFICATION_VERSION, type ModelRequest, type ModelStreamEvent, ProviderError, type UsageEvidence } from "@alma-harness/core";
+import {
+  MODEL_SPECIFICATION_VERSION,
+  type ModelRequest,
+  type ModelStreamEvent,
+  ProviderError,
+  type UsageEvidence,
+} from "@alma-harness/core";
 import { abortedError, type ErrorFacts, tornError } from "./errors.js";
 import { HttpRefusal, postJson, requestIdOf } from "./http.js";
 import type { StreamTransform } from "./neutral.js";
@@ -34,7 +40,10 @@ interface Tracker {
 }
 
 const UNKNOWN: UsageEvidence = Object.freeze({ status: "unknown" });
-const ZERO: UsageEvidence = Object.freeze({ status: "known", usage: Object.freeze({ inputTokens: 0, outputTokens: 0 }) });
+const ZERO: UsageEvidence = Object.freeze({
+  status: "known",
+  usage: Object.freeze({ inputTokens: 0, outputTokens: 0 }),
+});
 
 /**
  * A refused request: a 4xx or 529 answer is the provider's own statement that it ran nothing, so
@@ -45,7 +54,12 @@ function refusalEvidence(error: ProviderError): UsageEvidence {
   return (status >= 400 && status < 500) || status === 529 ? ZERO : UNKNOWN;
 }
 
-async function* run(spec: AdapterSpec, request: ModelRequest, signal: AbortSignal, track: Tracker): AsyncGenerator<ModelStreamEvent> {
+async function* run(
+  spec: AdapterSpec,
+  request: ModelRequest,
+  signal: AbortSignal,
+  track: Tracker,
+): AsyncGenerator<ModelStreamEvent> {
   if (signal.aborted) {
     track.settle({ status: "not_dispatched", cause: "aborted" });
     throw abortedError(spec.provider, signal);
@@ -62,7 +76,14 @@ async function* run(spec: AdapterSpec, request: ModelRequest, signal: AbortSigna
   }
   let response: Response;
   try {
-    response = await postJson({ ...wire, provider: spec.provider, fetch: spec.fetch, signal, now: spec.now, classify: spec.classify });
+    response = await postJson({
+      ...wire,
+      provider: spec.provider,
+      fetch: spec.fetch,
+      signal,
+      now: spec.now,
+      classify: spec.classify,
+    });
   } catch (error) {
     if (error instanceof HttpRefusal) {
       track.settle(refusalEvidence(error.error));
@@ -121,7 +142,8 @@ export function createProviderClient(spec: AdapterSpec): ProviderClient {
     id: spec.id,
     provider: spec.provider,
     validate: (request) => spec.validate(request),
-    stream: (request, signal) => run(spec, request, signal, { ref: undefined, settle: () => undefined }),
+    stream: (request, signal) =>
+      run(spec, request, signal, { ref: undefined, settle: () => undefined }),
     streamEvidence(request, signal): SingleDispatchStream {
       const track = tracker();
       const generator = run(spec, request, signal, track);

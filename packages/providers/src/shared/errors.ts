@@ -46,7 +46,8 @@ const CONTEXT_PATTERNS = [
  * and servers that send none). A message that merely mentions a "context window" is not one.
  */
 export function isContextOverflow(facts: Pick<ErrorFacts, "code" | "type" | "message">): boolean {
-  if (facts.code === "context_length_exceeded" || facts.type === "context_length_exceeded") return true;
+  if (facts.code === "context_length_exceeded" || facts.type === "context_length_exceeded")
+    return true;
   if (facts.type !== undefined && facts.type !== "invalid_request_error") return false;
   return CONTEXT_PATTERNS.some((p) => p.test(facts.message));
 }
@@ -54,14 +55,17 @@ export function isContextOverflow(facts: Pick<ErrorFacts, "code" | "type" | "mes
 /** The classification every adapter starts from: status first, then the provider's type/code. */
 export function baseKind(f: ErrorFacts): FailureKind {
   const status = f.status;
-  if ((status === undefined || status === 400 || status === 413) && isContextOverflow(f)) return "context_window";
+  if ((status === undefined || status === 400 || status === 413) && isContextOverflow(f))
+    return "context_window";
   if (f.type === "overloaded_error" || status === 529) return "overloaded";
-  if (status === 429 || f.type === "rate_limit_error" || f.code === "rate_limit_exceeded") return "rate_limited";
+  if (status === 429 || f.type === "rate_limit_error" || f.code === "rate_limit_exceeded")
+    return "rate_limited";
   if (status === 408 || f.type === "timeout_error") return "timeout";
   // 409 (a conflict at the provider): transient, retried by the official SDKs like a 5xx.
   if (status === 409) return "server";
   if (status === undefined) {
-    if (f.type === "api_error" || f.type === "server_error" || f.code === "server_error") return "server";
+    if (f.type === "api_error" || f.type === "server_error" || f.code === "server_error")
+      return "server";
     return "provider_error";
   }
   if (status >= 500) return "server";
@@ -101,19 +105,33 @@ export function unsupported(provider: string, message: string): ProviderError {
 }
 
 /** The caller's signal fired: `timeout` for `AbortSignal.timeout`, else `cancelled`. */
-export function abortedError(provider: string, signal: AbortSignal, cause?: unknown): ProviderError {
+export function abortedError(
+  provider: string,
+  signal: AbortSignal,
+  cause?: unknown,
+): ProviderError {
   const reason: unknown = signal.reason;
-  const timeout = typeof reason === "object" && reason !== null && (reason as { name?: unknown }).name === "TimeoutError";
-  return new ProviderError(timeout ? `${provider}: the call timed out` : `${provider}: the call was cancelled`, {
-    kind: timeout ? "timeout" : "cancelled",
-    provider,
-    cause: cause ?? reason,
-  });
+  const timeout =
+    typeof reason === "object" &&
+    reason !== null &&
+    (reason as { name?: unknown }).name === "TimeoutError";
+  return new ProviderError(
+    timeout ? `${provider}: the call timed out` : `${provider}: the call was cancelled`,
+    {
+      kind: timeout ? "timeout" : "cancelled",
+      provider,
+      cause: cause ?? reason,
+    },
+  );
 }
 
 export function networkError(provider: string, cause: unknown): ProviderError {
   const detail = cause instanceof Error ? cause.message : String(cause);
-  return new ProviderError(`${provider}: no HTTP answer (${detail})`, { kind: "network", provider, cause });
+  return new ProviderError(`${provider}: no HTTP answer (${detail})`, {
+    kind: "network",
+    provider,
+    cause,
+  });
 }
 
 export function tornError(provider: string, detail: string, cause?: unknown): ProviderError {
@@ -124,7 +142,11 @@ export function tornError(provider: string, detail: string, cause?: unknown): Pr
   });
 }
 
-export function invalidStreamError(provider: string, detail: string, cause?: unknown): ProviderError {
+export function invalidStreamError(
+  provider: string,
+  detail: string,
+  cause?: unknown,
+): ProviderError {
   return new ProviderError(`${provider}: the stream broke the protocol (${detail})`, {
     kind: "stream_invalid",
     provider,
@@ -149,19 +171,41 @@ export function retryAfterMs(headers: Headers, now: () => number): number | unde
 }
 
 /** Reads the common `{error: {type, code, message}}` shapes; tolerant of anything else. */
-export function errorFields(body: unknown): { type?: string; code?: string; detail?: string; message?: string; flagged?: boolean } {
+export function errorFields(body: unknown): {
+  type?: string;
+  code?: string;
+  detail?: string;
+  message?: string;
+  flagged?: boolean;
+} {
   if (typeof body !== "object" || body === null) return {};
   const outer = body as Record<string, unknown>;
-  const inner = typeof outer.error === "object" && outer.error !== null ? (outer.error as Record<string, unknown>) : outer;
-  const str = (v: unknown) => (typeof v === "string" ? v : typeof v === "number" ? String(v) : undefined);
+  const inner =
+    typeof outer.error === "object" && outer.error !== null
+      ? (outer.error as Record<string, unknown>)
+      : outer;
+  const str = (v: unknown) =>
+    typeof v === "string" ? v : typeof v === "number" ? String(v) : undefined;
   const type = str(inner.type);
   const code = str(inner.code);
   const message = str(inner.message) ?? (typeof outer.error === "string" ? outer.error : undefined);
-  const details = typeof inner.details === "object" && inner.details !== null ? (inner.details as Record<string, unknown>) : {};
+  const details =
+    typeof inner.details === "object" && inner.details !== null
+      ? (inner.details as Record<string, unknown>)
+      : {};
   const detail = str(details.error_code);
-  const metadata = typeof inner.metadata === "object" && inner.metadata !== null ? (inner.metadata as Record<string, unknown>) : {};
+  const metadata =
+    typeof inner.metadata === "object" && inner.metadata !== null
+      ? (inner.metadata as Record<string, unknown>)
+      : {};
   const flagged = Array.isArray(metadata.reasons) || metadata.flagged_input !== undefined;
-  return { ...(type ? { type } : {}), ...(code ? { code } : {}), ...(detail ? { detail } : {}), ...(message ? { message } : {}), ...(flagged ? { flagged } : {}) };
+  return {
+    ...(type ? { type } : {}),
+    ...(code ? { code } : {}),
+    ...(detail ? { detail } : {}),
+    ...(message ? { message } : {}),
+    ...(flagged ? { flagged } : {}),
+  };
 }
 
 /**
@@ -170,7 +214,12 @@ export function errorFields(body: unknown): { type?: string; code?: string; deta
  * else the status text) and `Retry-After`. The caller adds what only it knows (`pristine`, and the
  * `x-should-retry` header a model call honours).
  */
-export function refusalFacts(provider: string, response: Response, text: string, now: () => number): Omit<ErrorFacts, "pristine"> {
+export function refusalFacts(
+  provider: string,
+  response: Response,
+  text: string,
+  now: () => number,
+): Omit<ErrorFacts, "pristine"> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -183,7 +232,8 @@ export function refusalFacts(provider: string, response: Response, text: string,
     provider,
     status: response.status,
     ...fields,
-    message: fields.message ?? (text.trim().slice(0, 200) || response.statusText || "no error body"),
+    message:
+      fields.message ?? (text.trim().slice(0, 200) || response.statusText || "no error body"),
     ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}),
   };
 }

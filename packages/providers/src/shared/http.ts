@@ -68,7 +68,8 @@ async function readBounded(response: Response, spec: PostSpec): Promise<string> 
       text += decoder.decode(value, { stream: true });
     }
   } finally {
-    if (spec.signal.aborted || text.length >= MAX_ERROR_BODY) await reader.cancel().catch(() => undefined);
+    if (spec.signal.aborted || text.length >= MAX_ERROR_BODY)
+      await reader.cancel().catch(() => undefined);
   }
   return text.slice(0, MAX_ERROR_BODY);
 }

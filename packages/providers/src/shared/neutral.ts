@@ -1,4 +1,11 @@
-import type { JsonValue, ModelStreamEvent, RefusalCategory, StopReason, StreamToolCall, UsageEvidence } from "@alma-harness/core";
+import type {
+  JsonValue,
+  ModelStreamEvent,
+  RefusalCategory,
+  StopReason,
+  StreamToolCall,
+  UsageEvidence,
+} from "@alma-harness/core";
 import type { EventSourceMessage } from "eventsource-parser";
 import { invalidStreamError } from "./errors.js";
 
@@ -51,7 +58,11 @@ export class NeutralStream {
     out.push({ type: "text_delta", text });
   }
 
-  reasoning(text: string, extra: { signature?: string; redacted?: string }, out: ModelStreamEvent[]): void {
+  reasoning(
+    text: string,
+    extra: { signature?: string; redacted?: string },
+    out: ModelStreamEvent[],
+  ): void {
     if (!text && !extra.signature && !extra.redacted) return;
     this.count += 1;
     out.push({
@@ -64,7 +75,11 @@ export class NeutralStream {
 
   toolCall(call: StreamToolCall): void {
     this.count += 1;
-    this.calls.push({ id: call.id, name: call.name, arguments: call.arguments === "" ? "{}" : call.arguments });
+    this.calls.push({
+      id: call.id,
+      name: call.name,
+      arguments: call.arguments === "" ? "{}" : call.arguments,
+    });
   }
 
   providerCall(id: string, name: string, payload: JsonValue, out: ModelStreamEvent[]): void {
@@ -72,20 +87,45 @@ export class NeutralStream {
     out.push({ type: "provider_tool_call", provider: this.provider, id, name, payload });
   }
 
-  providerResult(callId: string, name: string, resultCount: number, payload: JsonValue, out: ModelStreamEvent[]): void {
+  providerResult(
+    callId: string,
+    name: string,
+    resultCount: number,
+    payload: JsonValue,
+    out: ModelStreamEvent[],
+  ): void {
     this.count += 1;
-    out.push({ type: "provider_tool_result", provider: this.provider, callId, name, resultCount, payload });
+    out.push({
+      type: "provider_tool_result",
+      provider: this.provider,
+      callId,
+      name,
+      resultCount,
+      payload,
+    });
   }
 
   /** The closing frames: buffered tool calls, the usage evidence, the one terminal event (a refusal carries its category). */
-  finish(stopReason: StopReason, evidence: UsageEvidence, refusal?: RefusalCategory): ModelStreamEvent[] {
+  finish(
+    stopReason: StopReason,
+    evidence: UsageEvidence,
+    refusal?: RefusalCategory,
+  ): ModelStreamEvent[] {
     if (this.finished) throw invalidStreamError(this.provider, "a second terminal frame");
     this.finished = true;
     const out: ModelStreamEvent[] = this.calls.map((c) => ({ type: "tool_call", ...c }));
     out.push({ type: "usage", evidence });
-    const usage = evidence.status === "known" || evidence.status === "unpriced" ? evidence.usage : undefined;
+    const usage =
+      evidence.status === "known" || evidence.status === "unpriced" ? evidence.usage : undefined;
     const category = stopReason === "refusal" ? { refusal: refusal ?? "unspecified" } : {};
-    out.push({ type: "response_completed", stopReason, text: this.text, toolCalls: [...this.calls], ...(usage ? { usage } : {}), ...category });
+    out.push({
+      type: "response_completed",
+      stopReason,
+      text: this.text,
+      toolCalls: [...this.calls],
+      ...(usage ? { usage } : {}),
+      ...category,
+    });
     return out;
   }
 }
@@ -96,7 +136,11 @@ export function parseData(message: EventSourceMessage, provider: string): Record
   try {
     value = JSON.parse(message.data);
   } catch (error) {
-    throw invalidStreamError(provider, `an event is not JSON (${message.data.slice(0, 60)})`, error);
+    throw invalidStreamError(
+      provider,
+      `an event is not JSON (${message.data.slice(0, 60)})`,
+      error,
+    );
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw invalidStreamError(provider, "an event is not a JSON object");
@@ -105,7 +149,9 @@ export function parseData(message: EventSourceMessage, provider: string): Record
 }
 
 export function asRecord(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
 }
 
 export function asString(value: unknown): string | undefined {

@@ -10,7 +10,10 @@ const MAX_EVENT_CHARS = 16 * 1024 * 1024;
  * character is harmless. Closing the generator early (`return()`) cancels the body. A read error
  * (abort, reset) propagates to the caller, which classifies it.
  */
-export async function* readSse(body: ReadableStream<Uint8Array>, provider: string): AsyncGenerator<EventSourceMessage> {
+export async function* readSse(
+  body: ReadableStream<Uint8Array>,
+  provider: string,
+): AsyncGenerator<EventSourceMessage> {
   const reader = body.getReader();
   const decoder = new TextDecoder("utf-8");
   const queue: EventSourceMessage[] = [];
@@ -36,7 +39,8 @@ export async function* readSse(body: ReadableStream<Uint8Array>, provider: strin
         // one cut mid-line is not (the transform then reports the stream torn).
         if (last.endsWith("\n") || last.endsWith("\r")) parser.feed("\n");
       }
-      if (overflow) throw invalidStreamError(provider, `an event exceeded ${MAX_EVENT_CHARS} characters`);
+      if (overflow)
+        throw invalidStreamError(provider, `an event exceeded ${MAX_EVENT_CHARS} characters`);
       while (queue.length > 0) yield queue.shift() as EventSourceMessage;
       if (finished) return;
     }

@@ -56,9 +56,17 @@ function eligible(node: JsonValue, depth: number): boolean {
     if (!names.every((n) => eligible(properties[n] as JsonValue, depth + 1))) return false;
   }
   if (node.items !== undefined && !eligible(node.items, depth + 1)) return false;
-  if (node.anyOf !== undefined && !(Array.isArray(node.anyOf) && node.anyOf.every((s) => eligible(s, depth + 1)))) return false;
+  if (
+    node.anyOf !== undefined &&
+    !(Array.isArray(node.anyOf) && node.anyOf.every((s) => eligible(s, depth + 1)))
+  )
+    return false;
   for (const defs of [node.$defs, node.definitions]) {
-    if (defs !== undefined && !(isObject(defs) && Object.values(defs).every((s) => eligible(s, depth + 1)))) return false;
+    if (
+      defs !== undefined &&
+      !(isObject(defs) && Object.values(defs).every((s) => eligible(s, depth + 1)))
+    )
+      return false;
   }
   return true;
 }

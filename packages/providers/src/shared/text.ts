@@ -6,7 +6,8 @@ import type { JsonValue, TextBlock } from "@alma-harness/core";
  * from the person's; everything else goes verbatim, so replays stay byte-identical.
  */
 export function renderText(block: TextBlock): string {
-  if ((block.origin === "human" || block.origin === "system") && block.label) return `${block.label}: ${block.text}`;
+  if ((block.origin === "human" || block.origin === "system") && block.label)
+    return `${block.label}: ${block.text}`;
   return block.text;
 }
 

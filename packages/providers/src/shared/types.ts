@@ -1,4 +1,9 @@
-import type { ModelClient, ModelRequest, ModelStreamEvent, UsageEvidence } from "@alma-harness/core";
+import type {
+  ModelClient,
+  ModelRequest,
+  ModelStreamEvent,
+  UsageEvidence,
+} from "@alma-harness/core";
 
 /** The platform `fetch`, or any function with its shape (tests, proxies, tracing). */
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;

@@ -32,7 +32,9 @@ export function openaiServedTier(value: unknown): { tier?: ServiceTier; unresolv
 }
 
 /** Drops `undefined` fields so "not reported" stays absent rather than a key with no value. */
-export function compactUsage(fields: { readonly [K in keyof Usage]?: Usage[K] | undefined }): Usage {
+export function compactUsage(
+  fields: { readonly [K in keyof Usage]?: Usage[K] | undefined },
+): Usage {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(fields)) if (value !== undefined) out[key] = value;
   return out as unknown as Usage;
@@ -54,7 +56,10 @@ export interface PromptCounts {
  * input is what remains (seed 001). One write TTL is reported, so writes go to the default-TTL slot
  * (`cacheWrite5mTokens`). Without a prompt or an output count the evidence is `unknown`.
  */
-export function promptCountsEvidence(counts: PromptCounts, tier: { tier?: ServiceTier; unresolved?: string }): UsageEvidence {
+export function promptCountsEvidence(
+  counts: PromptCounts,
+  tier: { tier?: ServiceTier; unresolved?: string },
+): UsageEvidence {
   const prompt = asCount(counts.prompt);
   const output = asCount(counts.output);
   if (prompt === undefined || output === undefined) return { status: "unknown" };

@@ -1,16 +1,32 @@
-import type { Block, JsonObject, ModelClient, ModelRequest, ModelStreamEvent, Msg, ProviderError } from "@alma-harness/core";
+import type {
+  Block,
+  JsonObject,
+  ModelClient,
+  ModelRequest,
+  ModelStreamEvent,
+  Msg,
+  ProviderError,
+} from "@alma-harness/core";
 
-export async function collect(client: ModelClient, request: ModelRequest, signal = new AbortController().signal): Promise<ModelStreamEvent[]> {
+export async function collect(
+  client: ModelClient,
+  request: ModelRequest,
+  signal = new AbortController().signal,
+): Promise<ModelStreamEvent[]> {
   const events: ModelStreamEvent[] = [];
   for await (const event of client.stream(request, signal)) events.push(event);
   return events;
 }
 
 /** Collects until the stream throws; returns the events before and the error. */
-export async function collectError(client: ModelClient, request: ModelRequest): Promise<{ events: ModelStreamEvent[]; error: ProviderError }> {
+export async function collectError(
+  client: ModelClient,
+  request: ModelRequest,
+): Promise<{ events: ModelStreamEvent[]; error: ProviderError }> {
   const events: ModelStreamEvent[] = [];
   try {
-    for await (const event of client.stream(request, new AbortController().signal)) events.push(event);
+    for await (const event of client.stream(request, new AbortController().signal))
+      events.push(event);
   } catch (error) {
     return { events, error: error as ProviderError };
   }
@@ -19,7 +35,8 @@ export async function collectError(client: ModelClient, request: ModelRequest): 
 
 export function terminal(events: readonly ModelStreamEvent[]) {
   const last = events.at(-1);
-  if (last?.type !== "response_completed") throw new Error(`no terminal frame: ${JSON.stringify(last)}`);
+  if (last?.type !== "response_completed")
+    throw new Error(`no terminal frame: ${JSON.stringify(last)}`);
   return last;
 }
 
@@ -38,7 +55,11 @@ export function usageEvidence(events: readonly ModelStreamEvent[]) {
  * a signature or redacted data and stamped with their provenance (as the governed call stamps
  * them), complete tool calls (input parsed), provider tool blocks.
  */
-export function assistantMessage(events: readonly ModelStreamEvent[], provider: string, model: string): Msg {
+export function assistantMessage(
+  events: readonly ModelStreamEvent[],
+  provider: string,
+  model: string,
+): Msg {
   const blocks: Block[] = [];
   let text = "";
   let reasoning = "";
@@ -52,18 +73,43 @@ export function assistantMessage(events: readonly ModelStreamEvent[], provider: 
       flushText();
       reasoning += e.text;
       if (e.signature || e.redacted) {
-        blocks.push({ type: "reasoning", text: reasoning, provider, model, ...(e.signature ? { signature: e.signature } : {}), ...(e.redacted ? { redacted: e.redacted } : {}) });
+        blocks.push({
+          type: "reasoning",
+          text: reasoning,
+          provider,
+          model,
+          ...(e.signature ? { signature: e.signature } : {}),
+          ...(e.redacted ? { redacted: e.redacted } : {}),
+        });
         reasoning = "";
       }
     } else if (e.type === "tool_call") {
       flushText();
-      blocks.push({ type: "tool_call", id: e.id, name: e.name, input: JSON.parse(e.arguments) as JsonObject });
+      blocks.push({
+        type: "tool_call",
+        id: e.id,
+        name: e.name,
+        input: JSON.parse(e.arguments) as JsonObject,
+      });
     } else if (e.type === "provider_tool_call") {
       flushText();
-      blocks.push({ type: "provider_tool_call", provider: e.provider, id: e.id, name: e.name, payload: e.payload });
+      blocks.push({
+        type: "provider_tool_call",
+        provider: e.provider,
+        id: e.id,
+        name: e.name,
+        payload: e.payload,
+      });
     } else if (e.type === "provider_tool_result") {
       flushText();
-      blocks.push({ type: "provider_tool_result", provider: e.provider, callId: e.callId, name: e.name, resultCount: e.resultCount, payload: e.payload });
+      blocks.push({
+        type: "provider_tool_result",
+        provider: e.provider,
+        callId: e.callId,
+        name: e.name,
+        resultCount: e.resultCount,
+        payload: e.payload,
+      });
     }
   }
   flushText();
@@ -75,5 +121,12 @@ export function userText(text: string): Msg {
 }
 
 export function baseRequest(model: string, overrides: Partial<ModelRequest> = {}): ModelRequest {
-  return { model, system: [], messages: [userText("Hello")], tools: [], maxOutputTokens: 1024, ...overrides };
+  return {
+    model,
+    system: [],
+    messages: [userText("Hello")],
+    tools: [],
+    maxOutputTokens: 1024,
+    ...overrides,
+  };
 }

@@ -23,7 +23,10 @@ export function chunkLines(name: string): string[] {
 }
 
 /** SSE text from payload lines: `event:` named by each payload's `type` when `named`. */
-export function toSse(lines: readonly string[], options: { named: boolean; done?: boolean }): string {
+export function toSse(
+  lines: readonly string[],
+  options: { named: boolean; done?: boolean },
+): string {
   let out = "";
   for (const line of lines) {
     if (options.named) out += `event: ${(JSON.parse(line) as { type: string }).type}\n`;
@@ -35,7 +38,11 @@ export function toSse(lines: readonly string[], options: { named: boolean; done?
 
 export interface Interaction {
   readonly request: { readonly parsed_body?: unknown; readonly uri?: string };
-  readonly response: { readonly status: { readonly code: number }; readonly body?: { readonly string?: string }; readonly parsed_body?: unknown };
+  readonly response: {
+    readonly status: { readonly code: number };
+    readonly body?: { readonly string?: string };
+    readonly parsed_body?: unknown;
+  };
 }
 
 /** The interactions of a VCR cassette. */
@@ -44,4 +51,6 @@ export function cassette(name: string): Interaction[] {
 }
 
 /** The recorded Anthropic text reply, as its SSE body: the default answer of many tests. */
-export const ANTHROPIC_TEXT = toSse(chunkLines("anthropic/anthropic-text.chunks.txt"), { named: true });
+export const ANTHROPIC_TEXT = toSse(chunkLines("anthropic/anthropic-text.chunks.txt"), {
+  named: true,
+});

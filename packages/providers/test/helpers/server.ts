@@ -36,7 +36,8 @@ const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 function pieces(body: Buffer, split: Exchange["split"]): Buffer[] {
   if (split === undefined) return [body];
-  const offsets = split === "awkward" ? awkwardOffsets(body.length) : [...split].sort((a, b) => a - b);
+  const offsets =
+    split === "awkward" ? awkwardOffsets(body.length) : [...split].sort((a, b) => a - b);
   const out: Buffer[] = [];
   let at = 0;
   for (const offset of offsets) {
@@ -88,8 +89,13 @@ export async function startServer(): Promise<LocalServer> {
       return;
     }
     res.socket?.setNoDelay(true);
-    res.writeHead(exchange.status ?? 200, { "content-type": "text/event-stream", ...exchange.headers });
-    const bytes = Buffer.isBuffer(exchange.body) ? exchange.body : Buffer.from(exchange.body, "utf8");
+    res.writeHead(exchange.status ?? 200, {
+      "content-type": "text/event-stream",
+      ...exchange.headers,
+    });
+    const bytes = Buffer.isBuffer(exchange.body)
+      ? exchange.body
+      : Buffer.from(exchange.body, "utf8");
     if (exchange.hangAfter !== undefined) {
       res.write(bytes.subarray(0, exchange.hangAfter));
       res.on("close", () => notifyClosed());

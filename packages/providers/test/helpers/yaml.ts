@@ -30,7 +30,24 @@ function scalar(text: string): unknown {
   return t;
 }
 
-const ESCAPES: Record<string, string> = { n: "\n", t: "\t", r: "\r", '"': '"', "\\": "\\", "/": "/", "0": "\0", b: "\b", f: "\f", e: "\x1b", " ": " ", _: "\u00a0", N: "\u0085", L: "\u2028", P: "\u2029", "\t": "\t" };
+const ESCAPES: Record<string, string> = {
+  n: "\n",
+  t: "\t",
+  r: "\r",
+  '"': '"',
+  "\\": "\\",
+  "/": "/",
+  "0": "\0",
+  b: "\b",
+  f: "\f",
+  e: "\x1b",
+  " ": " ",
+  _: "\u00a0",
+  N: "\u0085",
+  L: "\u2028",
+  P: "\u2029",
+  "\t": "\t",
+};
 
 class Reader {
   private i = 0;
@@ -77,7 +94,11 @@ class Reader {
       if (rest.trim() === "") {
         this.i += 1;
         this.skipBlank();
-        out.push(this.i < this.lines.length && indentOf(this.line()) > indent ? this.blockAt(indentOf(this.line())) : null);
+        out.push(
+          this.i < this.lines.length && indentOf(this.line()) > indent
+            ? this.blockAt(indentOf(this.line()))
+            : null,
+        );
         continue;
       }
       this.lines[this.i] = " ".repeat(indent + 2) + rest;
@@ -100,7 +121,9 @@ class Reader {
       if (rest.trim() === "" || rest.trim().startsWith("#")) {
         this.skipBlank();
         const next = this.line();
-        const nested = this.i < this.lines.length && (indentOf(next) > indent || (indentOf(next) === indent && this.isSeqLine(next)));
+        const nested =
+          this.i < this.lines.length &&
+          (indentOf(next) > indent || (indentOf(next) === indent && this.isSeqLine(next)));
         out[key] = nested ? this.blockAt(indentOf(next)) : null;
       } else {
         out[key] = this.inline(rest, indent);
@@ -210,7 +233,10 @@ class Reader {
 
   private escape(line: string, at: number): [string, number] {
     const c = line[at] as string;
-    const hex = (n: number): [string, number] => [String.fromCodePoint(Number.parseInt(line.slice(at + 1, at + 1 + n), 16)), 1 + n];
+    const hex = (n: number): [string, number] => [
+      String.fromCodePoint(Number.parseInt(line.slice(at + 1, at + 1 + n), 16)),
+      1 + n,
+    ];
     if (c === "x") return hex(2);
     if (c === "u") return hex(4);
     if (c === "U") return hex(8);

@@ -20,11 +20,13 @@ export type Region = "tools" | "system" | "messages";
 type Json = Record<string, unknown>;
 
 const strip = (value: unknown): string => {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return JSON.stringify(value);
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    return JSON.stringify(value);
   const { cache_control: _marker, ...rest } = value as Json;
   return JSON.stringify(rest);
 };
-const marked = (value: unknown): boolean => value !== null && typeof value === "object" && "cache_control" in (value as Json);
+const marked = (value: unknown): boolean =>
+  value !== null && typeof value === "object" && "cache_control" in (value as Json);
 
 export function prefixOf(shape: Shape, body: unknown): Prefix {
   const b = body as Json;
@@ -41,7 +43,8 @@ export function prefixOf(shape: Shape, body: unknown): Prefix {
   if (shape === "anthropic") {
     for (const block of (b.system as unknown[] | undefined) ?? []) push("system", block);
     for (const message of (b.messages as Json[] | undefined) ?? []) {
-      for (const block of message.content as unknown[]) push("messages", block, `${message.role}:${strip(block)}`);
+      for (const block of message.content as unknown[])
+        push("messages", block, `${message.role}:${strip(block)}`);
     }
     return { segments, regions, breakpoint, toolCount: tools.length };
   }
@@ -49,7 +52,8 @@ export function prefixOf(shape: Shape, body: unknown): Prefix {
     if (b.instructions !== undefined) push("system", b.instructions);
     for (const item of (b.input as unknown[] | undefined) ?? []) push("messages", item);
   } else {
-    for (const message of (b.messages as Json[] | undefined) ?? []) push(message.role === "system" ? "system" : "messages", message);
+    for (const message of (b.messages as Json[] | undefined) ?? [])
+      push(message.role === "system" ? "system" : "messages", message);
   }
   return { segments, regions, breakpoint: segments.length - 1, toolCount: tools.length };
 }

@@ -8,10 +8,25 @@ import { WIRE_JOB_KEY, WIRE_POLICY, WIRE_PRICES, WIRE_SCOPE } from "./wire-confi
 const spec = JSON.parse(process.argv[2] ?? "{}") as { path: string; url: string; jobId: string };
 const stores = createSqliteStores({ path: spec.path, commits: "each" });
 try {
-  const transport = createAnthropicBatchTransport({ id: "anthropic-batch", apiKey: "sk-test", baseURL: spec.url, fetch });
-  const jobs = modelJobs({ stores, prices: WIRE_PRICES, policyVersion: "p", trailKey: WIRE_JOB_KEY, transports: [transport], policy: WIRE_POLICY });
+  const transport = createAnthropicBatchTransport({
+    id: "anthropic-batch",
+    apiKey: "sk-test",
+    baseURL: spec.url,
+    fetch,
+  });
+  const jobs = modelJobs({
+    stores,
+    prices: WIRE_PRICES,
+    policyVersion: "p",
+    trailKey: WIRE_JOB_KEY,
+    transports: [transport],
+    policy: WIRE_POLICY,
+  });
   const out = await jobs.collect(WIRE_SCOPE, spec.jobId);
-  const items = out.status === "collected" ? out.items.map((i) => [i.customId, i.outcome, i.receipt.usdMicros, i.applied]) : [];
+  const items =
+    out.status === "collected"
+      ? out.items.map((i) => [i.customId, i.outcome, i.receipt.usdMicros, i.applied])
+      : [];
   process.stdout.write(`${JSON.stringify({ status: out.status, state: out.job.state, items })}\n`);
 } finally {
   stores.close();

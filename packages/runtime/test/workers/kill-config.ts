@@ -2,7 +2,13 @@
 // it, the test process recovers with it (the same prices, policy and trail key, as two processes of
 // one deployment must share them).
 import type { ConversationConfig, RunTurnRequest } from "@alma-harness/conversation";
-import { defineTool, type ModelClient, type ModelRequest, type ModelStreamEvent, type Scope } from "@alma-harness/core";
+import {
+  defineTool,
+  type ModelClient,
+  type ModelRequest,
+  type ModelStreamEvent,
+  type Scope,
+} from "@alma-harness/core";
 import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { DEPLOYMENT } from "./deployment.js";
 
@@ -29,9 +35,12 @@ class ToolThenAnswer implements ModelClient {
   }
   validate(): void {}
   async *stream(request: ModelRequest): AsyncIterable<ModelStreamEvent> {
-    const afterTool = request.messages.at(-1)?.blocks.some((b) => b.type === "tool_result") ?? false;
+    const afterTool =
+      request.messages.at(-1)?.blocks.some((b) => b.type === "tool_result") ?? false;
     this.#onDispatch(afterTool);
-    const script = afterTool ? scriptedText("noted") : scriptedToolCall({ id: "call_note_1", name: "note", input: { text: "x" } });
+    const script = afterTool
+      ? scriptedText("noted")
+      : scriptedToolCall({ id: "call_note_1", name: "note", input: { text: "x" } });
     for (const event of script.events) yield event;
   }
 }
@@ -43,10 +52,14 @@ const note = defineTool({
   handler: async (i) => ({ noted: i.text as string }),
 });
 
-export function killConfig(onDispatch: (afterTool: boolean) => void): Omit<ConversationConfig, "stores"> {
+export function killConfig(
+  onDispatch: (afterTool: boolean) => void,
+): Omit<ConversationConfig, "stores"> {
   return {
     clients: [new ToolThenAnswer(onDispatch)],
-    policy: { resolve: () => ({ clientId: "fake", model: "demo", maxOutputTokens: 256, cache: false }) },
+    policy: {
+      resolve: () => ({ clientId: "fake", model: "demo", maxOutputTokens: 256, cache: false }),
+    },
     prompt: "kill",
     trailKey: "kill-test-trail-key-shared-by-both-processes",
     tools: [note],

@@ -7,7 +7,11 @@ import { createSqliteStores } from "@alma-harness/store-sqlite";
 import { tapStore, tapStores } from "@alma-harness/testing";
 import { KILL_REQUEST, killConfig } from "./kill-config.js";
 
-const spec = JSON.parse(process.argv[2] ?? "{}") as { path: string; killAt: number; mode: "before" | "after" };
+const spec = JSON.parse(process.argv[2] ?? "{}") as {
+  path: string;
+  killAt: number;
+  mode: "before" | "after";
+};
 const out = (line: object) => process.stdout.write(`${JSON.stringify(line)}\n`);
 const die = (at: string): Promise<never> => {
   out({ type: "kill", at });
@@ -31,7 +35,10 @@ const tapped = tapStores(stores, (name, store) =>
     }
   }),
 );
-const runner = createConversationRunner({ ...killConfig((afterTool) => out({ type: "dispatch", afterTool })), stores: tapped });
+const runner = createConversationRunner({
+  ...killConfig((afterTool) => out({ type: "dispatch", afterTool })),
+  stores: tapped,
+});
 const view = await runner.runTurn(KILL_REQUEST);
 out({ type: "view", status: view.status, calls });
 stores.close();

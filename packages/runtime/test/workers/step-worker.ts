@@ -9,10 +9,23 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createAnthropicClient } from "@alma-harness/providers";
 import { postgres, type Runtime, sqlite } from "@alma-harness/runtime";
-import { WIRE_STEP_POLICY, WIRE_STEP_PRICES, WIRE_STEP_SCOPE, wireStep } from "../anthropic-wire-kit.js";
+import {
+  WIRE_STEP_POLICY,
+  WIRE_STEP_PRICES,
+  WIRE_STEP_SCOPE,
+  wireStep,
+} from "../anthropic-wire-kit.js";
 import { DEPLOYMENT } from "./deployment.js";
 
-const spec = JSON.parse(process.argv[2] ?? "{}") as { store: "postgres" | "sqlite"; schema: string; rootSchema: string; path: string; url: string; key: string; barrier?: string };
+const spec = JSON.parse(process.argv[2] ?? "{}") as {
+  store: "postgres" | "sqlite";
+  schema: string;
+  rootSchema: string;
+  path: string;
+  url: string;
+  key: string;
+  barrier?: string;
+};
 const config = {
   ...DEPLOYMENT,
   clients: [createAnthropicClient({ apiKey: "sk-ant-test", baseURL: spec.url })],
@@ -23,16 +36,32 @@ const config = {
 };
 const rt: Runtime =
   spec.store === "postgres"
-    ? await postgres({ ...config, store: { connectionString: process.env.ALMA_TEST_DATABASE_URL, schema: spec.schema, rootSchema: spec.rootSchema } })
+    ? await postgres({
+        ...config,
+        store: {
+          connectionString: process.env.ALMA_TEST_DATABASE_URL,
+          schema: spec.schema,
+          rootSchema: spec.rootSchema,
+        },
+      })
     : sqlite({ ...config, store: { path: spec.path } });
 try {
   // Every process calls at once, so their reservations of the key race in the database.
   if (spec.barrier !== undefined) {
     writeFileSync(join(spec.barrier, `ready-${process.pid}`), "");
-    while (!existsSync(join(spec.barrier, "go"))) await new Promise((resolve) => setTimeout(resolve, 5));
+    while (!existsSync(join(spec.barrier, "go")))
+      await new Promise((resolve) => setTimeout(resolve, 5));
   }
   const line = await rt.steps.run(wireStep(WIRE_STEP_SCOPE, spec.key)).then(
-    (r) => (r.status === "completed" ? { status: r.status, replayed: r.replayed, object: r.object, usdMicros: r.receipt.usdMicros } : { status: r.status }),
+    (r) =>
+      r.status === "completed"
+        ? {
+            status: r.status,
+            replayed: r.replayed,
+            object: r.object,
+            usdMicros: r.receipt.usdMicros,
+          }
+        : { status: r.status },
     (e: unknown) => ({ error: (e as { code?: string }).code ?? String(e) }),
   );
   process.stdout.write(`${JSON.stringify({ pid: process.pid, ...line })}\n`);
