@@ -23,6 +23,7 @@ export type AlmaErrorCode =
   | "fenced"
   | "scope_fenced"
   | "invalid_config"
+  | "invalid_continuation"
   | "invalid_id"
   | "invalid_input"
   | "invalid_scope"
@@ -118,6 +119,8 @@ export type UncertainCause =
   | "child"
   | "children_pending"
   | "commit"
+  /** The turn's continuation could not be written at a step boundary (issue 25). */
+  | "continuation"
   | "deadline"
   | "long_context"
   | "media"
@@ -135,6 +138,7 @@ const SIMPLE: ReadonlySet<string> = new Set([
   "child",
   "children_pending",
   "commit",
+  "continuation",
   "deadline",
   "long_context",
   "media",

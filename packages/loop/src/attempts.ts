@@ -8,18 +8,41 @@ import {
 } from "@alma-harness/core";
 import { checkpoint } from "./cancel.js";
 import type { TurnEnv } from "./env.js";
-import { CallRejectedError, CallUnansweredError, UncertainTurnError } from "./errors.js";
+import { CallUnansweredError, UncertainTurnError } from "./errors.js";
 import { answerBy } from "./limits.js";
 import type { TurnState } from "./state.js";
-import { runModelStep, type StepCall, type StepDone } from "./step.js";
+import {
+  type Rejection,
+  rejectionError,
+  runModelStep,
+  type StepCall,
+  type StepDone,
+  type StepResult,
+} from "./step.js";
 
 export interface AttemptOptions {
   /** A settled rejection the caller reacts to itself (the main step: a context refusal, a released pre-stream refusal). */
-  readonly keeps?: (error: CallRejectedError) => boolean;
+  readonly keeps?: (rejection: Rejection) => boolean;
   /** A settled call without usable output (a summary's): the cause, or nothing when it is usable. */
   readonly unusable?: (done: StepDone) => UncertainCause | undefined;
   /** The task the policy is asked again with (the main intent's, or the child's kind). */
   readonly task?: string;
+}
+
+/** A call out of attempts (spec: call-retry): the last failure's cause and why no attempt follows. */
+export interface Unanswered {
+  readonly status: "unanswered";
+  readonly cause: UncertainCause;
+  readonly reason: string;
+  readonly error?: unknown;
+}
+
+/** How a call with its attempts ended, as data. Only uncertainty is thrown. */
+export type AttemptResult = StepResult | Unanswered;
+
+/** An unanswered call where the caller cannot take one (a summary): uncertain, with its cause. */
+export function unansweredError(u: Unanswered): CallUnansweredError {
+  return new CallUnansweredError(u.cause, u.reason, u.error);
 }
 
 /**
@@ -29,48 +52,63 @@ export interface AttemptOptions {
  * is recorded on `state.failures` and tried again as a new governed call under the same root (a new
  * operation id, its own claim, journal and payment), while attempts, `maxCalls` and the answer-by
  * time are left, with no backoff. Before each retry the policy is asked again (`retryChoice`). Out
- * of attempts, or at a refused request, it throws `CallUnansweredError` with the last cause.
+ * of attempts, or at a refused request, it returns `unanswered` with the last cause.
  */
 export async function attemptStep(
   env: TurnEnv,
   state: TurnState,
   call: StepCall,
   opts: AttemptOptions = {},
-): Promise<StepDone> {
+): Promise<AttemptResult> {
   const max = env.engine.limits.callAttempts;
   let { choice, request } = call;
   for (let attempt = 1; ; attempt++) {
-    let cause: UncertainCause;
-    let failure: unknown;
-    try {
-      const done = await runModelStep(env, state, { ...call, choice, request });
-      const unusable = opts.unusable?.(done);
-      if (unusable === undefined) return done;
-      if (max === undefined)
-        throw new UncertainTurnError(unusable, `the ${call.kind} call gave no usable output`);
-      cause = unusable;
-    } catch (error) {
-      const retryable = max === undefined ? undefined : retryCause(error, call, opts);
-      if (retryable === undefined) throw error;
-      cause = retryable;
-      failure = error;
-    }
-    state.failures.push({ kind: call.kind, cause });
-    const end = endOfAttempts(env, state, call, cause, attempt, max as number);
-    if (end) throw new CallUnansweredError(cause, end, failure);
+    const tried = await tryOnce(env, state, { ...call, choice, request }, opts, max !== undefined);
+    if ("result" in tried) return tried.result;
+    state.failures.push({ kind: call.kind, cause: tried.cause });
+    const end = endOfAttempts(env, state, call, tried.cause, attempt, max as number);
+    if (end) return { status: "unanswered", cause: tried.cause, reason: end, error: tried.error };
     checkpoint(env.signal);
-    ({ choice, request } = retryChoice(env, call, choice, request, attempt + 1, cause, opts.task));
+    const next = retryChoice(env, call, choice, request, attempt + 1, tried.cause, opts.task);
+    if ("status" in next) return next;
+    ({ choice, request } = next);
   }
 }
 
-/** The cause a failed attempt may be tried again for, or nothing (it is thrown as it is). */
-function retryCause(
-  error: unknown,
+/** One attempt: its result, or the cause another attempt may mend (only when retrying). */
+async function tryOnce(
+  env: TurnEnv,
+  state: TurnState,
   call: StepCall,
   opts: AttemptOptions,
-): UncertainCause | undefined {
-  if (error instanceof CallUnansweredError) return undefined;
-  if (error instanceof CallRejectedError) return opts.keeps?.(error) ? undefined : error.cause_;
+  retrying: boolean,
+): Promise<
+  { readonly result: AttemptResult } | { readonly cause: UncertainCause; readonly error?: unknown }
+> {
+  let result: StepResult;
+  try {
+    result = await runModelStep(env, state, call);
+  } catch (error) {
+    const cause = retrying ? thrownRetryCause(error, call) : undefined;
+    if (cause === undefined) throw error;
+    return { cause, error };
+  }
+  if (result.status === "settled") {
+    const unusable = opts.unusable?.(result.done);
+    if (unusable === undefined) return { result };
+    if (!retrying)
+      throw new UncertainTurnError(unusable, `the ${call.kind} call gave no usable output`);
+    return { cause: unusable };
+  }
+  if (result.status === "rejected" && retrying && !opts.keeps?.(result.rejection)) {
+    const error = rejectionError(result.rejection);
+    return { cause: error.cause_, error };
+  }
+  return { result };
+}
+
+/** The cause a thrown attempt may be tried again for, or nothing (it is thrown as it is). */
+function thrownRetryCause(error: unknown, call: StepCall): UncertainCause | undefined {
   if (!(error instanceof UncertainTurnError)) return undefined;
   if (error.cause_ === `call:${call.kind}:request_invalid`) return error.cause_;
   return error.attempt === "retry" ? error.cause_ : undefined;
@@ -112,7 +150,7 @@ function retryChoice(
   attempt: number,
   previousCause: UncertainCause,
   task: string | undefined,
-) {
+): Unanswered | { readonly choice: ModelChoice; readonly request: ModelRequest } {
   const cause: UncertainCause = `call:${call.kind}:routing_unavailable`;
   let next: ModelChoice;
   try {
@@ -126,7 +164,7 @@ function retryChoice(
       }),
     );
   } catch (error) {
-    throw new CallUnansweredError(cause, "the policy refused the retry's route", error);
+    return { status: "unanswered", cause, reason: "the policy refused the retry's route", error };
   }
   const same =
     next.clientId === prev.clientId &&
@@ -136,10 +174,11 @@ function retryChoice(
     JSON.stringify(next.cache) === JSON.stringify(prev.cache) &&
     effort(next.reasoning) <= effort(prev.reasoning);
   if (!same)
-    throw new CallUnansweredError(
+    return {
+      status: "unanswered",
       cause,
-      "the retry's route asked for more than the admitted choice",
-    );
+      reason: "the retry's route asked for more than the admitted choice",
+    };
   const { reasoning: _dropped, ...rest } = request;
   const retried = deepFreeze<ModelRequest>({
     ...rest,

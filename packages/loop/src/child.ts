@@ -15,9 +15,10 @@ import {
 } from "@alma-harness/core";
 import { dispatchCalls, InterruptedDispatch } from "./dispatch.js";
 import type { TurnEnv } from "./env.js";
-import { CallUnansweredError, UncertainTurnError } from "./errors.js";
+import { UncertainTurnError } from "./errors.js";
 import type { TurnState } from "./state.js";
 import { attemptStep } from "./attempts.js";
+import { refusalError, rejectionError } from "./step.js";
 
 /** A snapshotted, validated child request (direct or delegate). */
 export interface ChildRequest extends DelegateRequest {
@@ -117,27 +118,26 @@ export async function runChild(
   let usage: Usage = ZERO_USAGE;
   for (let step = 1; ; step++) {
     const request = childRequest(choice, req, messages, tools);
-    let done: Awaited<ReturnType<typeof attemptStep>>;
-    try {
-      done = await attemptStep(
-        env,
-        state,
-        {
-          kind,
-          step,
-          choice,
-          request,
-          parentCallId: spec.parentCallId,
-          tier: req.tier,
-          sensitivity: req.sensitivity,
-        },
-        { task: kind },
-      );
-    } catch (error) {
-      // Out of attempts (spec: call-retry): the handler gets empty text, as for a cut step.
-      if (error instanceof CallUnansweredError) return { status: "completed", text: "", usage };
-      throw error;
-    }
+    const result = await attemptStep(
+      env,
+      state,
+      {
+        kind,
+        step,
+        choice,
+        request,
+        parentCallId: spec.parentCallId,
+        tier: req.tier,
+        sensitivity: req.sensitivity,
+      },
+      { task: kind },
+    );
+    // Out of attempts (spec: call-retry): the handler gets empty text, as for a cut step.
+    if (result.status === "unanswered") return { status: "completed", text: "", usage };
+    // A zero-cost refusal reaches the handler as `delegate`'s throwing contract says.
+    if (result.status === "refused") throw refusalError(result);
+    if (result.status === "rejected") throw rejectionError(result.rejection);
+    const { done } = result;
     usage = addUsage(usage, done.receipt.usage);
     const { output } = done;
     // A cut or refused child step gives the parent no text: its output is withheld.

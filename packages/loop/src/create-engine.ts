@@ -11,6 +11,7 @@ import {
   toolSpec,
 } from "@alma-harness/core";
 import { AbortedError, startTimer } from "./cancel.js";
+import type { ContinuationWriter } from "./continuation.js";
 import type { EngineConfig, TurnInput, TurnOutcome } from "./engine.js";
 import { type CompiledEngine, makeEmitter, type TurnEnv } from "./env.js";
 import { EngineConfigError } from "./errors.js";
@@ -170,7 +171,20 @@ function compile(config: EngineConfig): CompiledEngine {
     ids: config.ids,
     sink: config.sink,
     cacheHygiene: config.cacheHygiene,
+    continuations: compileContinuations(config),
   };
+}
+
+function compileContinuations(config: EngineConfig): ContinuationWriter | undefined {
+  const writer: unknown = config.continuations;
+  if (writer === undefined) return undefined;
+  if (
+    typeof writer !== "object" ||
+    writer === null ||
+    typeof (writer as { write?: unknown }).write !== "function"
+  )
+    throw new EngineConfigError("continuations must be an object with a write(continuation)");
+  return writer as ContinuationWriter;
 }
 
 function compileTrailKey(config: EngineConfig): TrailKey {

@@ -28,6 +28,7 @@ import type {
 } from "@alma-harness/core";
 import type { GovernedCalls } from "@alma-harness/execution";
 import type { CacheHygieneGuard } from "./cache-hygiene.js";
+import type { ContinuationWriter } from "./continuation.js";
 import type { LoopEventSink } from "./events.js";
 import type { MediaConfig } from "./media.js";
 import type { PermissionController } from "./permission.js";
@@ -150,6 +151,12 @@ export interface EngineConfig {
    * request and usage; its warnings land on the context trail and the sink. Absent, nothing runs.
    */
   readonly cacheHygiene?: CacheHygieneGuard;
+  /**
+   * Where the turn's continuation goes at each step boundary (issue 25): the turn's progress as a
+   * closed, versioned record (`Continuation`). Awaited; a failure makes the turn uncertain (cause
+   * `continuation`). Absent: no continuation is built.
+   */
+  readonly continuations?: ContinuationWriter;
 }
 
 /** One turn's input, already validated and snapshotted by the caller (the conversation runner). */
@@ -197,18 +204,21 @@ export interface TurnToolCall {
   readonly isError: boolean;
 }
 
-export type TerminalReason =
-  | "answered"
-  | "terminal_tool"
-  | "call_limit"
-  | "step_limit"
-  | "time_limit"
-  | "budget"
-  | "max_tokens"
-  | "refused"
-  | "context_window"
-  | "unanswered"
-  | "error";
+/** Every way a completed turn ended, the one list readers check against. */
+export const TERMINAL_REASONS = Object.freeze([
+  "answered",
+  "terminal_tool",
+  "call_limit",
+  "step_limit",
+  "time_limit",
+  "budget",
+  "max_tokens",
+  "refused",
+  "context_window",
+  "unanswered",
+  "error",
+] as const);
+export type TerminalReason = (typeof TERMINAL_REASONS)[number];
 
 export type BudgetMetric =
   | "perTurnUsd"

@@ -13,6 +13,7 @@ import type {
 } from "@alma-harness/core";
 import type { GovernedCalls } from "@alma-harness/execution";
 import type { CacheHygieneGuard } from "./cache-hygiene.js";
+import type { ContinuationWriter } from "./continuation.js";
 import type { TurnInput, VolatileContext } from "./engine.js";
 import type { LoopEvent, LoopEventSink } from "./events.js";
 import { emitTo } from "./events.js";
@@ -55,6 +56,7 @@ export interface CompiledEngine {
   readonly ids: IdSource;
   readonly sink: LoopEventSink | undefined;
   readonly cacheHygiene: CacheHygieneGuard | undefined;
+  readonly continuations: ContinuationWriter | undefined;
 }
 
 /** One running turn: the compiled engine, the turn's validated input, its signal and its grant. */

@@ -15,7 +15,6 @@ import {
   trailKind,
   utf8Length,
 } from "@alma-harness/core";
-import { CallRefusedError } from "@alma-harness/execution";
 import { routeChild } from "./child.js";
 import type { TurnEnv } from "./env.js";
 import { EngineConfigError } from "./errors.js";
@@ -182,8 +181,8 @@ export async function extractMemory(env: TurnEnv, state: TurnState, ending: Endi
   const written = { episodes: 0, facts: 0 };
   try {
     outcome = await extract(env, state, extraction, written);
-  } catch (error) {
-    outcome = error instanceof CallRefusedError ? "refused" : "failed";
+  } catch {
+    outcome = "failed";
   }
   try {
     await env.engine.audit.append({
@@ -232,7 +231,7 @@ async function extract(
     ...(choice.cache !== false ? { cache: { ttl: choice.cache.ttl } } : {}),
     ...(choice.serviceTier ? { serviceTier: choice.serviceTier } : {}),
   });
-  const { output } = await runModelStep(env, state, {
+  const result = await runModelStep(env, state, {
     kind: "extraction",
     step: state.steps,
     choice,
@@ -240,6 +239,9 @@ async function extract(
     tier: extraction.tier,
     sensitivity,
   });
+  if (result.status === "refused") return "refused";
+  if (result.status === "rejected") return "failed";
+  const { output } = result.done;
   const parsed =
     output.stopReason === "end_turn" || output.stopReason === "stop_sequence"
       ? parseExtraction(extraction, output.text)

@@ -10,7 +10,21 @@ export {
   cacheHygieneGuard,
 } from "./cache-hygiene.js";
 export { AbortedError, CANCELLED_BEFORE_EXECUTION, CLEANUP_GRACE_MS, raceAbort } from "./cancel.js";
+export {
+  CONTINUATION_VERSION,
+  type Continuation,
+  type ContinuationCall,
+  type ContinuationCounters,
+  ContinuationError,
+  type ContinuationLast,
+  type ContinuationMessage,
+  type ContinuationNext,
+  type ContinuationReservations,
+  type ContinuationWriter,
+  readContinuation,
+} from "./continuation.js";
 export { createEngine, type Engine, MAX_TERMINAL_TOOLS } from "./create-engine.js";
+export { TERMINAL_REASONS } from "./engine.js";
 export type {
   BudgetMetric,
   EngineConfig,

@@ -1,6 +1,6 @@
 import { failureOf } from "@alma-harness/core";
 import type { TurnEnv } from "./env.js";
-import type { CallRejectedError } from "./errors.js";
+import { type Rejection, rejectionError } from "./step.js";
 import type { Ending } from "./limits.js";
 import { callsLeft, rotate } from "./rotation.js";
 import type { TurnState } from "./state.js";
@@ -40,17 +40,17 @@ export function releasable(env: TurnEnv, state: TurnState, notice: string | unde
 export async function afterRejection(
   env: TurnEnv,
   state: TurnState,
-  error: CallRejectedError,
+  error: Rejection,
   notice: string | undefined,
 ): Promise<Ending | "retry"> {
-  if (error.callKind !== "main") throw error;
+  if (error.callKind !== "main") throw rejectionError(error);
   if (error.proof === "context_window") {
     if (callsLeft(env, state) < 2) return CONTEXT_EXCEEDED;
     const rotation = await rotate(env, state, error.operationId);
     if (rotation.status === "rotated") return "retry";
     return rotation.status === "refused" ? rotation.ending : CONTEXT_EXCEEDED;
   }
-  if (!releasable(env, state, notice)) throw error;
+  if (!releasable(env, state, notice)) throw rejectionError(error);
   state.log.discard();
   // The stored failure names the proof, never the provider's own text.
   const failure = {

@@ -6,7 +6,6 @@ import {
   stopTag,
   type UncertainCause,
 } from "@alma-harness/core";
-import { CallRefusedError } from "@alma-harness/execution";
 import { routeChild } from "./child.js";
 import type { TurnEnv } from "./env.js";
 import { UncertainTurnError } from "./errors.js";
@@ -21,8 +20,8 @@ import {
 } from "./long-context.js";
 import { forgetViewScan } from "./search/loads.js";
 import { engineMessage, type TurnState } from "./state.js";
-import { attemptStep } from "./attempts.js";
-import type { StepDone } from "./step.js";
+import { attemptStep, unansweredError } from "./attempts.js";
+import { refusedMetric, rejectionError, type StepDone, type StepRefused } from "./step.js";
 
 /** What a rotation attempt did: rotated, could not (no policy, already rotated, no removable head), or was refused at zero cost. */
 export type Rotation =
@@ -48,7 +47,7 @@ async function summarize(
   policy: CompiledLongContext,
   head: readonly Msg[],
   parentCallId: string | undefined,
-): Promise<string> {
+): Promise<string | StepRefused> {
   const sensitivity = env.input.intent.sensitivity;
   const choice = routeChild(env, { tier: policy.summaryTier, sensitivity }, "summary");
   const transcript = transcriptOf(head) || "(The earlier conversation has no readable content.)";
@@ -69,8 +68,7 @@ async function summarize(
     ...(choice.reasoning ? { reasoning: choice.reasoning } : {}),
     ...(choice.serviceTier ? { serviceTier: choice.serviceTier } : {}),
   });
-  // A summary out of attempts stays uncertain: `CallUnansweredError` is an uncertain turn error.
-  const { output } = await attemptStep(
+  const result = await attemptStep(
     env,
     state,
     {
@@ -84,7 +82,11 @@ async function summarize(
     },
     { unusable: unusableSummary, task: "summary" },
   );
-  return output.text.trim();
+  // A summary out of attempts or rejected stays uncertain; a zero-cost refusal is a budget stop.
+  if (result.status === "unanswered") throw unansweredError(result);
+  if (result.status === "rejected") throw rejectionError(result.rejection);
+  if (result.status === "refused") return result;
+  return result.done.output.text.trim();
 }
 
 /** Only a complete, non-empty answer is a summary: anything else is its cause (tried again under `callAttempts`). */
@@ -127,16 +129,9 @@ export async function rotate(
   const history = env.input.history;
   const start = tailStart(history, policy.keepLastMessages);
   if (start === undefined) return IMPOSSIBLE;
-  let summary: string;
-  try {
-    summary = await summarize(env, state, policy, history.slice(0, start), parentCallId);
-  } catch (error) {
-    if (!(error instanceof CallRefusedError)) throw error;
-    return {
-      status: "refused",
-      ending: budgetEnding(error.reason === "cap" ? (error.cap ?? "perTurnUsd") : "unpriced", null),
-    };
-  }
+  const summary = await summarize(env, state, policy, history.slice(0, start), parentCallId);
+  if (typeof summary !== "string")
+    return { status: "refused", ending: budgetEnding(refusedMetric(summary), null) };
   const text = [policy.frame.before, summary, policy.frame.after]
     .filter((line) => line.length > 0)
     .join("\n\n");

@@ -55,7 +55,8 @@ export class MessageLog {
   constructor(
     readonly turnId: string,
     history: readonly Msg[],
-    private readonly baseRevision: number,
+    /** The session view's revision the turn started from. */
+    readonly baseRevision: number,
     private readonly emit: (event: LoopEvent) => void,
     private readonly now: () => number,
   ) {

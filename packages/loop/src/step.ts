@@ -1,4 +1,5 @@
 import {
+  type BudgetCapName,
   type CallKind,
   type CostReceipt,
   deepFreeze,
@@ -6,8 +7,11 @@ import {
   type ModelRequest,
   type Sensitivity,
   type StepPrePatch,
+  type ProviderError,
+  type RejectionKind,
   type Tier,
   trailJoin,
+  type UnpricedReason,
   trailKind,
 } from "@alma-harness/core";
 import { CallRefusedError, type StepOutput, UncertainCallError } from "@alma-harness/execution";
@@ -15,6 +19,7 @@ import { commitBefore, durable } from "./audit.js";
 import { observeCache } from "./cache-hygiene.js";
 import type { TurnEnv } from "./env.js";
 import { CallRejectedError, UncertainTurnError } from "./errors.js";
+import type { BudgetMetric } from "./engine.js";
 import { answerBy } from "./limits.js";
 import { CONTEXT_VERSION, type TurnState } from "./state.js";
 import { trailBase } from "./trail.js";
@@ -35,6 +40,34 @@ export interface StepDone {
   readonly operationId: string;
 }
 
+/** A call refused at zero cost before anything was claimed or sent: its slot is given back. */
+export type StepRefused =
+  | { readonly status: "refused"; readonly reason: "cap"; readonly cap: BudgetCapName }
+  | {
+      readonly status: "refused";
+      readonly reason: "unpriced";
+      readonly missing: UnpricedReason;
+      readonly model: string;
+    };
+
+/**
+ * The trusted settled rejection marker: a provider refused the call before anything streamed,
+ * attested (rate limit, overload) or as its own zero-usage context refusal, settled at zero.
+ */
+export interface Rejection {
+  readonly proof: RejectionKind | "context_window";
+  readonly callKind: CallKind;
+  readonly providerError: ProviderError;
+  readonly receipt: CostReceipt;
+  readonly operationId: string;
+}
+
+/** How one governed round ended, as data. Only uncertainty is thrown (`UncertainTurnError`). */
+export type StepResult =
+  | { readonly status: "settled"; readonly done: StepDone }
+  | StepRefused
+  | { readonly status: "rejected"; readonly rejection: Rejection };
+
 /**
  * One governed model round: `step:pre` at the hook boundary (main steps; narrow only), a call slot
  * reserved against `maxCalls`, then the one governed call of `execution` (`calls.run`: preflight,
@@ -47,7 +80,7 @@ export async function runModelStep(
   env: TurnEnv,
   state: TurnState,
   call: StepCall,
-): Promise<StepDone> {
+): Promise<StepResult> {
   const { engine, input } = env;
   const client = engine.clients.get(call.choice.clientId);
   if (!client) throw new UncertainTurnError("loop", `no client "${call.choice.clientId}"`);
@@ -111,34 +144,54 @@ export async function runModelStep(
   }
   if (outcome.status === "refused") {
     state.callsUsed -= 1;
-    throw outcome.reason === "cap"
-      ? new CallRefusedError(
-          "cap",
-          `the ${outcome.cap} cap leaves no room for this call; nothing was sent`,
-          { cap: outcome.cap },
-        )
-      : new CallRefusedError(
-          "unpriced",
-          `${call.choice.model} cannot be priced (${outcome.missing}); nothing was sent`,
-          { missing: outcome.missing },
-        );
+    return outcome.reason === "cap"
+      ? { status: "refused", reason: "cap", cap: outcome.cap }
+      : {
+          status: "refused",
+          reason: "unpriced",
+          missing: outcome.missing,
+          model: call.choice.model,
+        };
   }
   state.addUsage(outcome.receipt.usage);
   env.emit({ type: "cost.receipt", turnId: input.turnId, receipt: outcome.receipt });
   if (outcome.status === "rejected") {
-    throw new CallRejectedError({
-      proof: outcome.proof,
-      callKind: call.kind,
-      providerError: outcome.error,
-      receipt: outcome.receipt,
-      operationId,
-    });
+    const { proof, error, receipt } = outcome;
+    return {
+      status: "rejected",
+      rejection: { proof, callKind: call.kind, providerError: error, receipt, operationId },
+    };
   }
   if (main) await observeCache(env, call.step, request, outcome.receipt.usage);
   for (const c of outcome.output.toolCalls) state.callIds.add(c.id);
   const done = { output: outcome.output, receipt: outcome.receipt, operationId };
   await recordSearches(env, done);
-  return done;
+  return { status: "settled", done };
+}
+
+/** The budget metric a zero-cost refusal stops the turn on. */
+export function refusedMetric(refused: StepRefused): BudgetMetric {
+  return refused.reason === "cap" ? refused.cap : "unpriced";
+}
+
+/** A refusal as the host-facing error a child gateway throws (`delegate`'s throwing contract). */
+export function refusalError(refused: StepRefused): CallRefusedError {
+  return refused.reason === "cap"
+    ? new CallRefusedError(
+        "cap",
+        `the ${refused.cap} cap leaves no room for this call; nothing was sent`,
+        { cap: refused.cap },
+      )
+    : new CallRefusedError(
+        "unpriced",
+        `${refused.model} cannot be priced (${refused.missing}); nothing was sent`,
+        { missing: refused.missing },
+      );
+}
+
+/** A settled rejection nobody reacts to: uncertain, cause `call:<kind>:rejected:<proof>`. */
+export function rejectionError(rejection: Rejection): CallRejectedError {
+  return new CallRejectedError(rejection);
 }
 
 /**

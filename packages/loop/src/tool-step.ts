@@ -1,5 +1,4 @@
 import {
-  type Block,
   replyBlocks,
   type StreamToolCall,
   type ToolResultBlock,
@@ -9,22 +8,27 @@ import {
 import { durable } from "./audit.js";
 import { answerUnrun, dispatchCalls, InterruptedDispatch } from "./dispatch.js";
 import type { TurnEnv } from "./env.js";
-import { budgetEnding, type Ending, type LastKind, limitEnding, tokensSpent } from "./limits.js";
+import { budgetEnding, type Ending, limitEnding, tokensSpent } from "./limits.js";
+import { CALL_MODEL, finish, type Next, type RunTools } from "./next.js";
 import type { TurnState } from "./state.js";
 import { trailBase } from "./trail.js";
 import { argumentsOf } from "@alma-harness/execution";
 
 /**
- * Runs a main step's tool calls (or answers them as not run) and says whether the turn ends here.
+ * The tool stage: runs a main step's tool calls (or answers them as not run), then the next step
+ * or the ending.
  * Every call gets exactly one result, in the model's order, appended as one message after the
  * assistant message that holds the calls, so the log never holds a dangling call.
  */
-export async function toolStep(
+export async function toolStage(env: TurnEnv, state: TurnState, step: RunTools): Promise<Next> {
+  const ending = await runTools(env, state, step);
+  return ending ? finish(ending) : CALL_MODEL;
+}
+
+async function runTools(
   env: TurnEnv,
   state: TurnState,
-  calls: readonly StreamToolCall[],
-  last: LastKind | undefined,
-  blocks: readonly Block[],
+  { calls, last, blocks }: RunTools,
 ): Promise<Ending | undefined> {
   const { limits } = env.engine;
   const before = state.requestedToolCalls;

@@ -27,6 +27,7 @@ import {
 import { GovernedCalls } from "@alma-harness/execution";
 import {
   type CacheHygieneGuard,
+  type ContinuationWriter,
   createEngine,
   type LoopEvent,
   type LongContextPolicy,
@@ -103,6 +104,7 @@ export interface HarnessOptions {
   readonly cacheHygiene?: CacheHygieneGuard;
   /** The static system prompt; default "You are a test agent.". */
   readonly system?: string;
+  readonly continuations?: ContinuationWriter;
 }
 
 /** A whole engine on in-memory stores, the manual clock and the scripted model. */
@@ -169,6 +171,7 @@ export function harness(opts: HarnessOptions = {}) {
     ...(opts.media ? { media: opts.media } : {}),
     ...(opts.recall ? { recall: opts.recall } : {}),
     ...(opts.extraction ? { extraction: opts.extraction } : {}),
+    ...(opts.continuations ? { continuations: opts.continuations } : {}),
     calls,
     audit,
     trailKey: TEST_TRAIL_KEY,

@@ -1,0 +1,305 @@
+import {
+  AlmaError,
+  CALL_KINDS,
+  type CostReceipt,
+  type JsonObject,
+  type Msg,
+  normalizeScope,
+  type Scope,
+  snapshot,
+  type UncertainCause,
+  validateId,
+} from "@alma-harness/core";
+import {
+  closedObject,
+  normalizeCostReceipt,
+  normalizeMessages,
+  validateCount,
+  validateOneOf,
+} from "@alma-harness/core/stores";
+import {
+  TERMINAL_REASONS,
+  type TerminalReason,
+  type TurnCallFailure,
+  type TurnToolCall,
+} from "./engine.js";
+
+/**
+ * A turn's progress as data (issue 25): what a driver needs to go on from a step boundary, closed
+ * and versioned. Version 1 holds the root, the main steps started, what the turn does next (with
+ * the current step's calls and their states), the turn's own messages, the counters the limits
+ * read, the money the governed call moved, the run-scoped grants and what the result reports.
+ *
+ * Messages are `inline` in version 1: the turn's own messages travel whole, frozen and certified as
+ * the log holds them. A later version may add references to stored step outputs; every reader
+ * keeps reading version 1 (the corpus under `test/continuations/` pins it).
+ */
+export const CONTINUATION_VERSION = 1;
+
+/** Why a coming main step is its turn's last, as the continuation records it. */
+export type ContinuationLast = "call" | "step" | "time";
+
+/** A call of the current step and where it stands. Version 1 records calls not yet run. */
+export interface ContinuationCall {
+  readonly id: string;
+  readonly name: string;
+  /** The arguments exactly as the model wrote them (parsed and checked when the call runs). */
+  readonly arguments: string;
+  readonly state: "requested";
+}
+
+/** What the driver does next from this boundary. */
+export type ContinuationNext =
+  | { readonly kind: "call_model" }
+  | {
+      readonly kind: "run_tools";
+      readonly step: number;
+      readonly last: ContinuationLast | null;
+      readonly calls: readonly ContinuationCall[];
+    }
+  | { readonly kind: "finish"; readonly terminalReason: TerminalReason };
+
+export interface ContinuationMessage {
+  readonly ref: "inline";
+  readonly message: Msg;
+}
+
+export interface ContinuationCounters {
+  readonly callsUsed: number;
+  readonly operations: number;
+  readonly requestedToolCalls: number;
+  readonly modelTokens: number;
+  readonly webSearches: number;
+}
+
+export interface ContinuationReservations {
+  /** Micro-dollars settled by the turn's calls. */
+  readonly spentMicros: number;
+  /** Calls claimed without a settled cost (never counted toward a cap). */
+  readonly unsettled: number;
+  /** Every settled receipt, in settlement order. */
+  readonly receipts: readonly CostReceipt[];
+}
+
+export interface Continuation {
+  readonly version: typeof CONTINUATION_VERSION;
+  readonly root: {
+    readonly scope: Scope;
+    readonly sessionId: string;
+    readonly rootKey: string;
+    readonly turnId: string;
+  };
+  /** Main steps started. */
+  readonly step: number;
+  readonly next: ContinuationNext;
+  /** The session view's revision the turn started from, and whether the turn rotated it. */
+  readonly baseRevision: number;
+  readonly rotated: boolean;
+  /** The turn's own messages, in order (a rotation's records first). */
+  readonly messages: readonly ContinuationMessage[];
+  readonly counters: ContinuationCounters;
+  readonly reservations: ContinuationReservations;
+  /** Run-scoped permission grants from allowed asks (`action` and `subject`, joined). */
+  readonly grants: readonly string[];
+  readonly toolCalls: readonly TurnToolCall[];
+  readonly warnings: readonly string[];
+  /** Metrics already warned about at half their limit. */
+  readonly warned: readonly string[];
+  readonly failures: readonly TurnCallFailure[];
+}
+
+/**
+ * Where a turn's continuation goes at each step boundary. Awaited; a throw makes the turn
+ * uncertain (cause `continuation`). Absent from the engine: no continuation is built.
+ */
+export interface ContinuationWriter {
+  write(continuation: Continuation): void | Promise<void>;
+}
+
+/** A stored continuation this runtime cannot read: its path and the rule it broke. */
+export class ContinuationError extends AlmaError {
+  readonly path: string;
+  constructor(path: string, message: string, cause?: unknown) {
+    super("invalid_continuation", `${path}: ${message}`, { cause });
+    this.path = path;
+  }
+}
+
+const TOP = [
+  "version",
+  "root",
+  "step",
+  "next",
+  "baseRevision",
+  "rotated",
+  "messages",
+  "counters",
+  "reservations",
+  "grants",
+  "toolCalls",
+  "warnings",
+  "warned",
+  "failures",
+] as const;
+const COUNTERS = [
+  "callsUsed",
+  "operations",
+  "requestedToolCalls",
+  "modelTokens",
+  "webSearches",
+] as const;
+
+/**
+ * Reads a stored continuation of any version this runtime knows, as the current shape: bounded
+ * plain JSON, closed at every level, each field checked. Anything else is a `ContinuationError`
+ * naming where; nothing of a refused record is used.
+ */
+export function readContinuation(raw: unknown): Continuation {
+  let copy: JsonObject;
+  try {
+    copy = snapshot(raw) as JsonObject;
+    const top = closedObject("continuation", copy, TOP);
+    if (top.version !== CONTINUATION_VERSION) {
+      throw new ContinuationError(
+        "continuation.version",
+        `version ${String(top.version)} is unknown`,
+      );
+    }
+    return Object.freeze(readV1(top)) as Continuation;
+  } catch (error) {
+    if (error instanceof ContinuationError) throw error;
+    const path = (error as { path?: unknown }).path;
+    throw new ContinuationError(
+      typeof path === "string" ? path : "continuation",
+      (error as Error)?.message ?? "unreadable",
+      error,
+    );
+  }
+}
+
+function readV1(top: Record<string, unknown>): Continuation {
+  const root = closedObject("continuation.root", top.root, [
+    "scope",
+    "sessionId",
+    "rootKey",
+    "turnId",
+  ]);
+  const messages = list("continuation.messages", top.messages).map((entry, i) => {
+    const path = `continuation.messages[${i}]`;
+    const m = closedObject(path, entry, ["ref", "message"]);
+    validateOneOf(`${path}.ref`, m.ref, ["inline"]);
+    return { ref: "inline" as const, message: normalizeMessages([m.message])[0] as Msg };
+  });
+  const counters = closedObject("continuation.counters", top.counters, COUNTERS);
+  for (const k of COUNTERS) validateCount(`continuation.counters.${k}`, counters[k]);
+  const money = closedObject("continuation.reservations", top.reservations, [
+    "spentMicros",
+    "unsettled",
+    "receipts",
+  ]);
+  if (typeof top.rotated !== "boolean")
+    throw new ContinuationError("continuation.rotated", "must be a boolean");
+  return {
+    version: CONTINUATION_VERSION,
+    root: {
+      scope: normalizeScope(root.scope),
+      sessionId: validateId("continuation.root.sessionId", root.sessionId),
+      rootKey: validateId("continuation.root.rootKey", root.rootKey),
+      turnId: validateId("continuation.root.turnId", root.turnId),
+    },
+    step: validateCount("continuation.step", top.step),
+    next: readNext(top.next),
+    baseRevision: validateCount("continuation.baseRevision", top.baseRevision),
+    rotated: top.rotated,
+    messages,
+    counters: counters as unknown as ContinuationCounters,
+    reservations: {
+      spentMicros: validateCount("continuation.reservations.spentMicros", money.spentMicros),
+      unsettled: validateCount("continuation.reservations.unsettled", money.unsettled),
+      receipts: list("continuation.reservations.receipts", money.receipts).map((r) =>
+        normalizeCostReceipt(r),
+      ),
+    },
+    grants: strings("continuation.grants", top.grants),
+    toolCalls: list("continuation.toolCalls", top.toolCalls).map(readToolCall),
+    warnings: strings("continuation.warnings", top.warnings),
+    warned: strings("continuation.warned", top.warned),
+    failures: list("continuation.failures", top.failures).map(readFailure),
+  };
+}
+
+function readNext(value: unknown): ContinuationNext {
+  const path = "continuation.next";
+  const kind = (value as { kind?: unknown } | null)?.kind;
+  if (kind === "call_model") {
+    closedObject(path, value, ["kind"]);
+    return { kind };
+  }
+  if (kind === "finish") {
+    const next = closedObject(path, value, ["kind", "terminalReason"]);
+    return {
+      kind,
+      terminalReason: validateOneOf(
+        `${path}.terminalReason`,
+        next.terminalReason,
+        TERMINAL_REASONS,
+      ),
+    };
+  }
+  const next = closedObject(path, value, ["kind", "step", "last", "calls"]);
+  validateOneOf(`${path}.kind`, next.kind, ["run_tools"]);
+  const last =
+    next.last === null ? null : validateOneOf(`${path}.last`, next.last, ["call", "step", "time"]);
+  const calls = list(`${path}.calls`, next.calls).map((entry, i) => {
+    const c = closedObject(`${path}.calls[${i}]`, entry, ["id", "name", "arguments", "state"]);
+    validateOneOf(`${path}.calls[${i}].state`, c.state, ["requested"]);
+    return {
+      id: text(`${path}.calls[${i}].id`, c.id),
+      name: text(`${path}.calls[${i}].name`, c.name),
+      arguments: text(`${path}.calls[${i}].arguments`, c.arguments, true),
+      state: "requested" as const,
+    };
+  });
+  if (calls.length === 0) throw new ContinuationError(`${path}.calls`, "a tool step has calls");
+  return { kind: "run_tools", step: validateCount(`${path}.step`, next.step, 1), last, calls };
+}
+
+function readToolCall(value: unknown, i: number): TurnToolCall {
+  const path = `continuation.toolCalls[${i}]`;
+  const c = closedObject(path, value, ["id", "name", "input", "isError"]);
+  const input = c.input;
+  if (input === null || typeof input !== "object" || Array.isArray(input))
+    throw new ContinuationError(`${path}.input`, "must be an object");
+  if (typeof c.isError !== "boolean")
+    throw new ContinuationError(`${path}.isError`, "must be a boolean");
+  return {
+    id: text(`${path}.id`, c.id),
+    name: text(`${path}.name`, c.name),
+    input: input as JsonObject,
+    isError: c.isError,
+  };
+}
+
+function readFailure(value: unknown, i: number): TurnCallFailure {
+  const path = `continuation.failures[${i}]`;
+  const f = closedObject(path, value, ["kind", "cause"]);
+  return {
+    kind: validateOneOf(`${path}.kind`, f.kind, CALL_KINDS),
+    cause: text(`${path}.cause`, f.cause) as UncertainCause,
+  };
+}
+
+function list(path: string, value: unknown): readonly unknown[] {
+  if (!Array.isArray(value)) throw new ContinuationError(path, "must be an array");
+  return value;
+}
+
+function text(path: string, value: unknown, empty = false): string {
+  if (typeof value !== "string" || (!empty && value.length === 0))
+    throw new ContinuationError(path, empty ? "must be a string" : "must be a non-empty string");
+  return value;
+}
+
+function strings(path: string, value: unknown): readonly string[] {
+  return list(path, value).map((v, i) => text(`${path}[${i}]`, v));
+}

@@ -1,0 +1,178 @@
+import { type ModelChoice, replyBlocks, type StreamToolCall } from "@alma-harness/core";
+import { type AttemptResult, attemptStep } from "./attempts.js";
+import { commitBefore } from "./audit.js";
+import { AbortedError, checkpoint } from "./cancel.js";
+import { CALL_MODEL, finish, type Next } from "./next.js";
+import type { TurnEnv } from "./env.js";
+import { UncertainTurnError } from "./errors.js";
+import {
+  budgetEnding,
+  type Ending,
+  type LastKind,
+  lastKind,
+  limitEnding,
+  noticeFor,
+  tokensSpent,
+} from "./limits.js";
+import { afterRejection, releasable } from "./rejection.js";
+import { advertisedProviderTools, advertisedTools, buildRequest } from "./request.js";
+import type { TurnState } from "./state.js";
+import { refusedMetric, type StepDone } from "./step.js";
+import { tokenWarning } from "./tool-step.js";
+
+/** What the top of each step decides: go on (with or without a last-step notice), or end here. */
+function beforeStep(
+  env: TurnEnv,
+  state: TurnState,
+):
+  | { readonly ending: Ending }
+  | { readonly last: LastKind | undefined; readonly notice: string | undefined } {
+  const { limits } = env.engine;
+  if (state.callsUsed >= limits.maxCalls)
+    return { ending: limitEnding(env, "call", false, "tool_use", []) };
+  if (state.steps >= limits.maxSteps)
+    return { ending: limitEnding(env, "step", false, "tool_use", []) };
+  if (tokensSpent(env, state)) return { ending: budgetEnding("maxModelTokens", "tool_use") };
+  const last = lastKind(env, state);
+  const advertises = advertisedTools(env).length + advertisedProviderTools(env, state).length > 0;
+  return { last, notice: last && advertises ? noticeFor(env, last) : undefined };
+}
+
+/**
+ * One main step: the limits first (a deadline already passed ends the turn even when its timer
+ * has not fired: no "one last step" after it), the frozen request, the governed call with its
+ * attempts, then what its answer makes next: the step's tools, another step, or the ending.
+ */
+export async function modelStage(
+  env: TurnEnv,
+  state: TurnState,
+  choice: ModelChoice,
+): Promise<Next> {
+  const { input } = env;
+  checkpoint(env.signal);
+  if (input.deadlineAt !== undefined && env.engine.clock.now() >= input.deadlineAt)
+    throw new AbortedError("deadline");
+  const top = beforeStep(env, state);
+  if ("ending" in top) return finish(top.ending);
+  const { last, notice } = top;
+  const request = buildRequest(env, state, choice, notice);
+  state.steps += 1;
+  const result = await attemptStep(
+    env,
+    state,
+    {
+      kind: "main",
+      step: state.steps,
+      choice,
+      request,
+      tier: input.intent.tier,
+      sensitivity: input.intent.sensitivity,
+    },
+    {
+      keeps: (r) => r.proof === "context_window" || releasable(env, state, notice),
+      ...(input.intent.task !== undefined ? { task: input.intent.task } : {}),
+    },
+  );
+  if (result.status === "settled") return await answered(env, state, result.done, last, notice);
+  return await unsettled(env, state, result, notice);
+}
+
+/** A main call that did not settle an answer: unanswered, refused at zero cost, or rejected. */
+async function unsettled(
+  env: TurnEnv,
+  state: TurnState,
+  result: Exclude<AttemptResult, { status: "settled" }>,
+  notice: string | undefined,
+): Promise<Next> {
+  // Out of attempts: the turn completes unanswered, with an empty reply (spec: call-retry).
+  if (result.status === "unanswered") {
+    return finish({
+      reply: [],
+      stopReason: null,
+      terminalReason: "unanswered",
+      unanswered: { cause: result.cause },
+    });
+  }
+  if (result.status === "refused") return finish(budgetEnding(refusedMetric(result), null));
+  // The trusted settled rejection marker: nothing of the refused call was recorded or observed.
+  const after = await afterRejection(env, state, result.rejection, notice);
+  if (after !== "retry") return finish(after);
+  // The replacement call takes the refused step's place after the rotation.
+  state.steps -= 1;
+  return CALL_MODEL;
+}
+
+/** A settled main step: withheld (cut, refused), recorded, then its tools, another step or the ending. */
+async function answered(
+  env: TurnEnv,
+  state: TurnState,
+  done: StepDone,
+  last: LastKind | undefined,
+  notice: string | undefined,
+): Promise<Next> {
+  const { input } = env;
+  const { output } = done;
+  const step = state.steps;
+  env.emit({
+    type: "model.response",
+    turnId: input.turnId,
+    step,
+    stopReason: output.stopReason,
+    usage: done.receipt.usage,
+  });
+  await tokenWarning(env, state);
+  // max_tokens withholds the step's output: nothing of it is persisted or shown.
+  if (output.stopReason === "max_tokens")
+    return finish({ reply: [], stopReason: "max_tokens", terminalReason: "max_tokens" });
+  // A refusal is not an answer: withheld like a cut step (kept, it would refuse every later call),
+  // its closed category on the routing trail and in the result.
+  if (output.stopReason === "refusal")
+    return finish({
+      reply: [],
+      stopReason: "refusal",
+      terminalReason: "refused",
+      refusal: { category: output.refusal ?? "unspecified" },
+    });
+  // The stored message's blocks are a frozen, certified copy: the reply and the envelope reuse them.
+  const { blocks } = state.log.append("assistant", output.blocks);
+  state.webSearches += output.webSearches;
+  await stepPost(env, step, output);
+  if (output.text) env.emit({ type: "step.text", turnId: input.turnId, step, text: output.text });
+  if (output.stopReason === "context_window_exceeded")
+    return finish({ reply: [], stopReason: output.stopReason, terminalReason: "context_window" });
+  if (output.toolCalls.length > 0)
+    return { kind: "run_tools", step, calls: output.toolCalls, blocks, last };
+  if (output.stopReason === "pause_turn")
+    return last ? finish(limitEnding(env, last, false, output.stopReason, [])) : CALL_MODEL;
+  const reply = replyBlocks(blocks);
+  // The limit names the ending only when the notice asked for this answer.
+  return finish(
+    last && notice
+      ? limitEnding(env, last, true, output.stopReason, reply)
+      : { reply, stopReason: output.stopReason, terminalReason: "answered" },
+  );
+}
+
+async function stepPost(
+  env: TurnEnv,
+  step: number,
+  output: { stopReason: string; text: string; toolCalls: readonly StreamToolCall[] },
+): Promise<void> {
+  const hook = env.engine.hooks["step:post"];
+  if (!hook) return;
+  const frozen = Object.freeze({
+    turnId: env.input.turnId,
+    step,
+    stopReason: output.stopReason,
+    text: output.text,
+    toolCalls: Object.freeze(
+      output.toolCalls.map((c) => Object.freeze({ id: c.id, name: c.name })),
+    ),
+  });
+  await commitBefore(env.engine);
+  try {
+    await hook(frozen);
+  } catch (error) {
+    throw new UncertainTurnError("hook:step:post", "the step:post hook threw", error);
+  }
+}

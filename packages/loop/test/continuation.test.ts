@@ -1,0 +1,183 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  CONTINUATION_VERSION,
+  type Continuation,
+  ContinuationError,
+  readContinuation,
+} from "@alma-harness/loop";
+import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
+import { describe, expect, it } from "vitest";
+import { completed, echoTool, harness } from "./harness.js";
+
+/** A writer that keeps what it is given, as a durable store would: a JSON copy. */
+function recorder(fail?: (c: Continuation, n: number) => boolean) {
+  const written: Continuation[] = [];
+  return {
+    written,
+    write(c: Continuation) {
+      if (fail?.(c, written.length)) throw new Error("the store is down");
+      written.push(JSON.parse(JSON.stringify(c)) as Continuation);
+    },
+  };
+}
+
+const W2 = [
+  scriptedToolCall({ id: "c1", name: "echo", input: { text: "hi" } }, { text: "Looking." }),
+  scriptedText("Done."),
+];
+
+describe("the continuation at each step boundary (issue 25)", () => {
+  it("a tool turn hands one record per boundary: its tools, the next step, the ending", async () => {
+    const writer = recorder();
+    const h = harness({ tools: [echoTool], script: W2, continuations: writer });
+    const result = completed(await h.run());
+    expect(result.reply).toEqual([{ type: "text", text: "Done." }]);
+    const [tools, next, end] = writer.written;
+    expect(writer.written).toHaveLength(3);
+    expect(tools?.next).toEqual({
+      kind: "run_tools",
+      step: 1,
+      last: null,
+      calls: [{ id: "c1", name: "echo", arguments: '{"text":"hi"}', state: "requested" }],
+    });
+    expect(tools?.messages.map((m) => m.message.role)).toEqual(["user", "assistant"]);
+    expect(tools?.counters.callsUsed).toBe(1);
+    expect(tools?.reservations.receipts).toHaveLength(1);
+    expect(next?.next).toEqual({ kind: "call_model" });
+    expect(next?.messages.map((m) => m.message.role)).toEqual(["user", "assistant", "user"]);
+    expect(next?.toolCalls).toEqual([
+      { id: "c1", name: "echo", input: { text: "hi" }, isError: false },
+    ]);
+    expect(end?.next).toEqual({ kind: "finish", terminalReason: "answered" });
+    expect(end?.step).toBe(2);
+    expect(end?.counters.callsUsed).toBe(2);
+    expect(end?.reservations.spentMicros).toBe(result.costMicros);
+    expect(end?.root).toEqual({
+      scope: { org: "clinic-a", uid: "patient-1" },
+      sessionId: "s1",
+      rootKey: "root-1",
+      turnId: "turn-1",
+    });
+    // Every record a turn writes reads back as itself.
+    for (const c of writer.written) expect(readContinuation(c)).toEqual(c);
+  });
+
+  it("a writer that fails makes the turn uncertain, and no later call is sent", async () => {
+    const writer = recorder((_, n) => n === 0);
+    const h = harness({ tools: [echoTool], script: W2, continuations: writer });
+    const outcome = await h.run();
+    expect(outcome.status).toBe("reconciliation_required");
+    if (outcome.status === "reconciliation_required") expect(outcome.cause).toBe("continuation");
+    // The first step settled; the tool never ran and the second step was never sent.
+    expect(h.model.calls).toBe(1);
+    expect(h.trail("lifecycle").some((r) => r.action === "tool.call")).toBe(false);
+  });
+
+  it("without a writer nothing is built and the turn is the same", async () => {
+    const h = harness({ tools: [echoTool], script: W2 });
+    expect(completed(await h.run()).reply).toEqual([{ type: "text", text: "Done." }]);
+  });
+
+  it("a limit's ending is recorded with its terminal reason", async () => {
+    const writer = recorder();
+    const h = harness({
+      tools: [echoTool],
+      limits: { maxCalls: 1 },
+      script: [scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } })],
+      continuations: writer,
+    });
+    expect(completed(await h.run()).terminalReason).toBe("call_limit");
+    expect(writer.written.at(-1)?.next).toEqual({ kind: "finish", terminalReason: "call_limit" });
+    expect(writer.written[0]?.next).toMatchObject({ kind: "run_tools", last: "call" });
+  });
+});
+
+describe("readContinuation refuses what it cannot read, naming where", () => {
+  const good = (): Record<string, unknown> =>
+    JSON.parse(readFileSync(corpus()[0] as string, "utf8"));
+  const refused = (raw: unknown): ContinuationError => {
+    try {
+      readContinuation(raw);
+    } catch (error) {
+      expect(error).toBeInstanceOf(ContinuationError);
+      return error as ContinuationError;
+    }
+    throw new Error("read a record it should refuse");
+  };
+
+  it("an unknown version, older or newer or not a number", () => {
+    for (const version of [0, 2, "1", null]) {
+      expect(refused({ ...good(), version }).path).toBe("continuation.version");
+    }
+  });
+
+  it("a field it does not know, at the top and inside", () => {
+    expect(refused({ ...good(), extra: 1 }).path).toBe("continuation.extra");
+    const c = good();
+    (c.counters as Record<string, unknown>).hidden = 3;
+    expect(refused(c).path).toBe("continuation.counters.hidden");
+  });
+
+  it("a tool step with no calls, a call in a state version 1 does not have, a bad message", () => {
+    const noCalls = good();
+    noCalls.next = { kind: "run_tools", step: 1, last: null, calls: [] };
+    expect(refused(noCalls).path).toBe("continuation.next.calls");
+    const asked = good();
+    asked.next = {
+      kind: "run_tools",
+      step: 1,
+      last: null,
+      calls: [{ id: "c1", name: "echo", arguments: "{}", state: "asked" }],
+    };
+    expect(refused(asked).path).toBe("continuation.next.calls[0].state");
+    const badMessage = good();
+    badMessage.messages = [{ ref: "inline", message: { role: "system", blocks: [] } }];
+    expect(refused(badMessage).message).toMatch(/role/);
+    const badRef = good();
+    badRef.messages = [{ ref: "stored", message: good().messages }];
+    expect(refused(badRef).path).toBe("continuation.messages[0].ref");
+  });
+
+  it("hostile shapes: an accessor, a cycle, a negative counter", () => {
+    const accessor = good();
+    Object.defineProperty(accessor, "step", { get: () => 1, enumerable: true });
+    refused(accessor);
+    const cycle = good();
+    cycle.grants = [cycle];
+    refused(cycle);
+    const negative = good();
+    (negative.counters as Record<string, unknown>).callsUsed = -1;
+    expect(refused(negative).path).toBe("continuation.counters.callsUsed");
+  });
+});
+
+/** The committed version-1 records, as turns of this engine wrote them (see the corpus README). */
+function corpus(): string[] {
+  const dir = join(import.meta.dirname, "continuations", "v1");
+  return readdirSync(dir)
+    .filter((f) => f.endsWith(".json"))
+    .sort()
+    .map((f) => join(dir, f));
+}
+
+describe("the version-1 corpus: every later version reads every record", () => {
+  it("holds records of every kind of boundary", () => {
+    const kinds = new Set(
+      corpus().map((f) => (JSON.parse(readFileSync(f, "utf8")) as Continuation).next.kind),
+    );
+    expect([...kinds].sort()).toEqual(["call_model", "finish", "run_tools"]);
+  });
+
+  for (const file of corpus()) {
+    it(`reads ${file.split("/").at(-1)}`, () => {
+      const raw = JSON.parse(readFileSync(file, "utf8")) as Continuation;
+      expect(raw.version).toBe(1);
+      const read = readContinuation(raw);
+      // While version 1 is the current one, a record reads back as itself.
+      if (CONTINUATION_VERSION === 1) expect(read).toEqual(raw);
+      expect(read.root.turnId).toBe(raw.root.turnId);
+      expect(read.messages.length).toBe(raw.messages.length);
+    });
+  }
+});
