@@ -128,7 +128,7 @@ function endOfAttempts(
     return "the request was refused before dispatch";
   if (attempt >= max) return `the ${call.kind} call failed ${attempt} times`;
   if (state.callsUsed >= env.engine.limits.maxCalls) return "no call is left for another attempt";
-  const by = answerBy(env);
+  const by = answerBy(env.input);
   if (by !== undefined && env.engine.clock.now() >= by) return "the answer-by time has passed";
   return undefined;
 }

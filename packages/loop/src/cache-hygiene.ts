@@ -243,7 +243,7 @@ export async function observeCache(
   const at = env.engine.clock.now();
   let warning: CacheHygieneWarning | undefined;
   try {
-    warning = guard.observe({ session: env.trail.session, at, request, usage });
+    warning = guard.observe({ session: env.rec.trail.session, at, request, usage });
   } catch {
     // An observer failure never reaches the turn.
     return;
@@ -251,12 +251,12 @@ export async function observeCache(
   if (!warning || !CACHE_HYGIENE_CAUSES.includes(warning.cause)) return;
   await durable(env.engine.audit, {
     trail: "context",
-    ...trailBase(env.trail, at),
+    ...trailBase(env.rec.trail, at),
     step,
     field: trailKind(`cache_hygiene:${warning.cause}`),
     decision: "warned",
   });
-  env.emit({
+  env.rec.emit({
     type: "cache.hygiene",
     turnId: env.input.turnId,
     step,

@@ -13,7 +13,9 @@ import {
 import { AbortedError, startTimer } from "./cancel.js";
 import type { ContinuationWriter } from "./continuation.js";
 import type { EngineConfig, TurnInput, TurnOutcome } from "./engine.js";
-import { type CompiledEngine, makeEmitter, type TurnEnv } from "./env.js";
+import type { CompiledEngine, TurnEnv } from "./env.js";
+import { grantOf } from "./grant.js";
+import { turnRecorder } from "./recorder.js";
 import { EngineConfigError } from "./errors.js";
 import { normalizeTurnInput, resolveMainChoice } from "./input.js";
 import { resolveLimits } from "./limits.js";
@@ -206,7 +208,6 @@ export function createEngine(config: EngineConfig): Engine {
     } catch (error) {
       return { status: "not_admitted", reason: (error as Error)?.message ?? "routing refused" };
     }
-    const grant = grantOf(engine, input.grant);
     const control = new AbortController();
     const stopDeadline = watchDeadline(engine, input, control);
     const onAbort = () => control.abort(input.signal?.reason);
@@ -216,16 +217,21 @@ export function createEngine(config: EngineConfig): Engine {
       engine,
       input,
       signal: control.signal,
-      grant,
-      grantMap: grant === engine.toolOrder ? engine.tools : new Map(grant.map((t) => [t.name, t])),
-      emit: makeEmitter(engine, input),
-      trail: turnTrail(engine.trailKey, input.scope, input.sessionId, input.turnId),
+      grant: grantOf(engine, input.grant),
+      rec: turnRecorder({
+        turnId: input.turnId,
+        trail: turnTrail(engine.trailKey, input.scope, input.sessionId, input.turnId),
+        audit: engine.audit,
+        clock: engine.clock,
+        barrier: engine.barrier,
+        sinks: [engine.sink, input.sink],
+      }),
     };
     const state = new TurnState(
       input.turnId,
       input.history,
       input.revision,
-      env.emit,
+      env.rec.emit,
       () => engine.clock.now(),
       engine.calls.account(),
     );
@@ -240,15 +246,6 @@ export function createEngine(config: EngineConfig): Engine {
     runTurn,
     streamTurn: (input) => streamFrom(input, runTurn),
   };
-}
-
-function grantOf(
-  engine: CompiledEngine,
-  names: readonly string[] | undefined,
-): readonly ToolDefinition[] {
-  if (names === undefined) return engine.toolOrder;
-  const allowed = new Set(names);
-  return Object.freeze(engine.toolOrder.filter((t) => allowed.has(t.name)));
 }
 
 /** Aborts the turn when its deadline passes, on the engine's clock; returns the timer's cancel. */

@@ -142,7 +142,7 @@ function interrupted(
     .filter((_, i) => results[i] === undefined)
     .map((call) => errorResult(call, code, text));
   for (const block of synthesized) {
-    env.emit({
+    env.rec.emit({
       type: "tool.result",
       turnId: env.input.turnId,
       callId: block.callId,
@@ -166,10 +166,10 @@ async function recordIntent(env: TurnEnv, call: StreamToolCall): Promise<void> {
   await durable(engine.audit, {
     trail: "lifecycle",
     action: "tool.call",
-    ...trailBase(env.trail, engine.clock.now(), call.id),
+    ...trailBase(env.rec.trail, engine.clock.now(), call.id),
     detail: trailToolName(env, call.name),
   });
-  env.emit({ type: "tool.call", turnId: input.turnId, callId: call.id, name: call.name });
+  env.rec.emit({ type: "tool.call", turnId: input.turnId, callId: call.id, name: call.name });
 }
 
 async function recordResult(
@@ -182,10 +182,10 @@ async function recordResult(
   await durable(engine.audit, {
     trail: "lifecycle",
     action: "tool.result",
-    ...trailBase(env.trail, engine.clock.now(), call.id),
+    ...trailBase(env.rec.trail, engine.clock.now(), call.id),
     detail,
   });
-  env.emit({
+  env.rec.emit({
     type: "tool.result",
     turnId: input.turnId,
     callId: call.id,

@@ -15,15 +15,15 @@ import type { GovernedCalls } from "@alma-harness/execution";
 import type { CacheHygieneGuard } from "./cache-hygiene.js";
 import type { ContinuationWriter } from "./continuation.js";
 import type { TurnInput, VolatileContext } from "./engine.js";
-import type { LoopEvent, LoopEventSink } from "./events.js";
-import { emitTo } from "./events.js";
+import type { LoopEventSink } from "./events.js";
 import type { ResolvedLimits } from "./limits.js";
 import type { CompiledLongContext } from "./long-context.js";
 import type { CompiledMedia } from "./media.js";
 import type { PermissionController } from "./permission.js";
 import type { CompiledExtraction } from "./extraction.js";
 import type { CompiledRecall } from "./recall.js";
-import type { TurnTrail } from "./trail.js";
+import type { Grant } from "./grant.js";
+import type { Recorder } from "./recorder.js";
 
 /** The engine's configuration, validated and compiled once at construction. */
 export interface CompiledEngine {
@@ -59,25 +59,16 @@ export interface CompiledEngine {
   readonly continuations: ContinuationWriter | undefined;
 }
 
-/** One running turn: the compiled engine, the turn's validated input, its signal and its grant. */
+/**
+ * One running turn, as only the driver holds it: the compiled engine, the turn's validated input,
+ * its signal, its grant and its recorder. Stages take the narrow parts they use.
+ */
 export interface TurnEnv {
   readonly engine: CompiledEngine;
   readonly input: TurnInput;
   /** Aborts on the caller's cancellation or the turn's deadline (children get a narrower one). */
   readonly signal: AbortSignal;
-  /** The turn's granted tools, in registration order. */
-  readonly grant: readonly ToolDefinition[];
-  readonly grantMap: ReadonlyMap<string, ToolDefinition>;
-  readonly emit: (event: LoopEvent) => void;
-  /** The turn's trail values: the session pseudonym, the turn id, the keyed hash. */
-  readonly trail: TurnTrail;
-}
-
-/** One emitter for the engine's sink and the turn's; neither is awaited, neither can throw into the turn. */
-export function makeEmitter(engine: CompiledEngine, input: TurnInput): (event: LoopEvent) => void {
-  const sinks = [engine.sink, input.sink].filter((s): s is LoopEventSink => s !== undefined);
-  if (sinks.length === 0) return () => undefined;
-  return (event) => {
-    for (const sink of sinks) emitTo(sink, event);
-  };
+  readonly grant: Grant;
+  /** The turn's trails, events and durability point, with its trail values built once. */
+  readonly rec: Recorder;
 }

@@ -43,7 +43,7 @@ export async function admitAndRun(
       "not run: the turn's tool-call budget is spent",
     );
   // The engine answers its own search, for main steps only: a delegate is never offered it (spec: deferred-tools).
-  if (opts.depth === 0 && isSearchCall(env, call)) return runSearch(env, state, call, signal);
+  if (opts.depth === 0 && isSearchCall(env.grant, call)) return runSearch(env, state, call, signal);
   const tool = opts.grant.get(call.name);
   if (!tool) return errorResult(call, "TOOL_NOT_FOUND", `unknown tool "${call.name}"`);
   const args = argumentsOf(call);
@@ -60,7 +60,7 @@ export async function admitAndRun(
   checkpoint(signal);
   const verdict = await permissionFence(
     {
-      trail: env.trail,
+      trail: env.rec.trail,
       turnId: env.input.turnId,
       audit: env.engine.audit,
       clock: env.engine.clock,
@@ -68,7 +68,7 @@ export async function admitAndRun(
       signal,
       timeoutMs: env.engine.limits.permissionTimeoutMs,
       grants: state.grants,
-      emit: env.emit,
+      emit: env.rec.emit,
       commit: () => commitBefore(env.engine),
     },
     Object.freeze({
@@ -79,7 +79,7 @@ export async function admitAndRun(
       subject: authorization.subject,
       input: args,
     }),
-    recordedAuthorization(env.trail, tool, authorization),
+    recordedAuthorization(env.rec.trail, tool, authorization),
   );
   if (!verdict.allowed)
     return errorResult(call, "TOOL_DENIED", `permission denied: ${verdict.reason}`);
@@ -161,9 +161,11 @@ async function recordAccess(
   }
   await durable(env.engine.audit, {
     trail: "access",
-    ...trailBase(env.trail, env.engine.clock.now(), callId),
+    ...trailBase(env.rec.trail, env.engine.clock.now(), callId),
     tool: trailId(tool.name),
-    resource: tool.nonSensitiveTrail ? env.trail.idOrHash(resource) : env.trail.hash(resource),
+    resource: tool.nonSensitiveTrail
+      ? env.rec.trail.idOrHash(resource)
+      : env.rec.trail.hash(resource),
     action: "read",
   });
 }

@@ -188,7 +188,7 @@ export async function extractMemory(env: TurnEnv, state: TurnState, ending: Endi
     await env.engine.audit.append({
       trail: "lifecycle",
       action: "memory.extraction",
-      ...trailBase(env.trail, env.engine.clock.now()),
+      ...trailBase(env.rec.trail, env.engine.clock.now()),
       detail: trailJoin(trailKind(outcome), written.episodes, written.facts),
     });
   } catch {
@@ -288,7 +288,7 @@ async function write(
   const source = Object.freeze({ sessionId: input.sessionId, turnId: input.turnId, at });
   const sensitivity = input.intent.sensitivity;
   // Stable ids: the same turn extracted again replays instead of writing twice.
-  const base = input.turnId.length <= 100 ? input.turnId : env.trail.hash(input.turnId);
+  const base = input.turnId.length <= 100 ? input.turnId : env.rec.trail.hash(input.turnId);
   if (parsed.episode !== null) {
     const episode: Episode = {
       scope: input.scope,

@@ -85,11 +85,11 @@ export async function finalizeCompleted(
     await durable(engine.audit, {
       trail: "lifecycle",
       action: "turn.completed",
-      ...trailBase(env.trail, engine.clock.now()),
+      ...trailBase(env.rec.trail, engine.clock.now()),
       detail: trailKind(result.terminalReason),
       messageRevision: state.log.revision,
     });
-    env.emit({
+    env.rec.emit({
       type: "turn.completed",
       turnId: input.turnId,
       outcome: "completed",
@@ -129,7 +129,7 @@ export async function finalizeUncertain(
     await engine.audit.append({
       trail: "lifecycle",
       action: "turn.uncertain",
-      ...trailBase(env.trail, engine.clock.now()),
+      ...trailBase(env.rec.trail, engine.clock.now()),
       detail: kindOrUnknown(error.cause_),
     });
   } catch {
@@ -153,7 +153,7 @@ export async function finalizeUncertain(
       // a failing turn:end cannot make an uncertain turn more uncertain
     }
   }
-  env.emit({
+  env.rec.emit({
     type: "turn.completed",
     turnId: input.turnId,
     outcome: "reconciliation_required",

@@ -1,8 +1,6 @@
 import type { Block } from "@alma-harness/core";
 import type { BudgetMetric, LoopLimits, TurnResult } from "./engine.js";
-import type { TurnEnv } from "./env.js";
 import { EngineConfigError } from "./errors.js";
-import type { TurnState } from "./state.js";
 
 export const DEFAULT_FINAL_ANSWER_NOTICE =
   "This is your last step: answer the person now with what you have. Tools will not run.";
@@ -94,37 +92,42 @@ export type LastKind = "call" | "step" | "time";
  * time only counts after the first step, when less than `stepReserveMs` is left before the
  * answer-by time (the deadline when the turn has none).
  */
-export function lastKind(env: TurnEnv, state: TurnState): LastKind | undefined {
-  const { limits, clock } = env.engine;
-  if (limits.maxCalls - state.callsUsed === 1) return "call";
-  if (limits.maxSteps - state.steps === 1) return "step";
-  const deadline = answerBy(env);
-  if (deadline !== undefined && state.steps > 0 && clock.now() + limits.stepReserveMs >= deadline)
+export function lastKind(
+  limits: ResolvedLimits,
+  used: { readonly callsUsed: number; readonly steps: number },
+  now: number,
+  answerByAt: number | undefined,
+): LastKind | undefined {
+  if (limits.maxCalls - used.callsUsed === 1) return "call";
+  if (limits.maxSteps - used.steps === 1) return "step";
+  if (answerByAt !== undefined && used.steps > 0 && now + limits.stepReserveMs >= answerByAt)
     return "time";
   return undefined;
 }
 
 /** The time every call of the turn ends by (spec: call-retry): the answer-by time, else the deadline. */
-export function answerBy(env: TurnEnv): number | undefined {
-  return env.input.answerByAt ?? env.input.deadlineAt;
+export function answerBy(input: {
+  readonly answerByAt?: number;
+  readonly deadlineAt?: number;
+}): number | undefined {
+  return input.answerByAt ?? input.deadlineAt;
 }
 
 /** The notice a last step carries when it advertises tools; `finalAnswerNotice` replaces every text. */
-export function noticeFor(env: TurnEnv, kind: LastKind): string {
+export function noticeFor(limits: ResolvedLimits, kind: LastKind): string {
   return (
-    env.engine.limits.finalAnswerNotice ??
+    limits.finalAnswerNotice ??
     (kind === "time" ? DEFAULT_TIME_NOTICE : DEFAULT_FINAL_ANSWER_NOTICE)
   );
 }
 
 export function limitEnding(
-  env: TurnEnv,
+  limits: ResolvedLimits,
   kind: LastKind,
   answered: boolean,
   stopReason: TurnResult["stopReason"],
   reply: readonly Block[],
 ): Ending {
-  const { limits } = env.engine;
   if (kind === "call")
     return {
       reply,
@@ -147,7 +150,7 @@ export function budgetEnding(metric: BudgetMetric, stopReason: TurnResult["stopR
 }
 
 /** The turn's model tokens are spent: no further model or tool unit may start. */
-export function tokensSpent(env: TurnEnv, state: TurnState): boolean {
-  const max = env.engine.limits.maxModelTokens;
-  return max !== undefined && state.modelTokens >= max;
+export function tokensSpent(limits: ResolvedLimits, modelTokens: number): boolean {
+  const max = limits.maxModelTokens;
+  return max !== undefined && modelTokens >= max;
 }

@@ -1,17 +1,14 @@
-import { commitBefore } from "./audit.js";
 import {
   type Block,
   type MediaBlock,
-  type ModelChoice,
   type Msg,
   type Scope,
   trailJoin,
   trailKind,
   ValidationError,
 } from "@alma-harness/core";
-import { durable } from "./audit.js";
-import type { TurnEnv } from "./env.js";
-import { kindOrUnknown, trailBase } from "./trail.js";
+import type { Recorder } from "./recorder.js";
+import { kindOrUnknown } from "./trail.js";
 import { EngineConfigError, UncertainTurnError } from "./errors.js";
 
 /** The hard ceiling and the default of `media.maxBytes`: 32 MiB. */
@@ -154,10 +151,11 @@ function mediaBlocks(messages: readonly Msg[]): MediaBlock[] {
  * `maxBytes`, a source failure or a malformed answer leaves the turn uncertain with cause `media`.
  */
 export async function resolveMedia(
-  env: TurnEnv,
+  media: CompiledMedia | undefined,
+  rec: Recorder,
+  turn: { readonly scope: Scope; readonly sessionId: string; readonly input: readonly Block[] },
   history: readonly Msg[],
 ): Promise<Map<string, ResolvedMedia>> {
-  const media = env.engine.media;
   const resolved = new Map<string, ResolvedMedia>();
   if (!media) return resolved;
   const check = (size: number) => {
@@ -168,7 +166,7 @@ export async function resolveMedia(
       );
   };
   const wanted: MediaBlock[] = [];
-  for (const block of env.input.input) {
+  for (const block of turn.input) {
     if (block.type !== "media") continue;
     if (typeof block.data === "string") {
       const size = base64Size(block.data);
@@ -183,12 +181,12 @@ export async function resolveMedia(
   if (!media.source) return resolved;
   if (media.replay === "bytes") wanted.push(...mediaBlocks(history));
   // The source is host code: what is pending becomes durable before it runs.
-  if (wanted.some((block) => !resolved.has(block.ref))) await commitBefore(env.engine);
+  if (wanted.some((block) => !resolved.has(block.ref))) await rec.commit();
   for (const block of wanted) {
     if (resolved.has(block.ref)) continue;
     const ctx = Object.freeze({
-      scope: env.input.scope,
-      sessionId: env.input.sessionId,
+      scope: turn.scope,
+      sessionId: turn.sessionId,
       kind: block.kind,
       contentType: block.contentType,
     });
@@ -229,12 +227,11 @@ export function storedInput(
 
 /** Each media block of the input is egress to the main provider: on the access trail by kind and size, never URI. */
 export async function mediaEgress(
-  env: TurnEnv,
-  choice: ModelChoice,
+  rec: Recorder,
+  provider: string,
   blocks: readonly Block[],
   resolved: ReadonlyMap<string, ResolvedMedia>,
 ): Promise<void> {
-  const provider = env.engine.clients.get(choice.clientId)?.provider ?? choice.clientId;
   for (const block of blocks) {
     if (block.type !== "media") continue;
     const bytes = resolved.get(block.ref)?.size ?? block.sizeBytes;
@@ -242,13 +239,11 @@ export async function mediaEgress(
       typeof bytes === "number" && Number.isSafeInteger(bytes) && bytes >= 0
         ? trailJoin(trailKind("bytes"), bytes)
         : trailKind("unknown_size");
-    await durable(env.engine.audit, {
-      trail: "access",
-      ...trailBase(env.trail, env.engine.clock.now()),
+    await rec.record("access", {
       tool: trailKind("media"),
       resource: trailJoin(
         trailKind("provider"),
-        env.trail.idOrHash(provider),
+        rec.trail.idOrHash(provider),
         kindOrUnknown(block.kind),
         size,
       ),
@@ -258,8 +253,11 @@ export async function mediaEgress(
 }
 
 /** With replay "bytes", history media that goes again is egress again (kind and size, never URI). */
-export function replayedHistory(env: TurnEnv, history: readonly Msg[]): MediaBlock[] {
-  return env.engine.media?.replay === "bytes" ? mediaBlocks(history) : [];
+export function replayedHistory(
+  media: CompiledMedia | undefined,
+  history: readonly Msg[],
+): MediaBlock[] {
+  return media?.replay === "bytes" ? mediaBlocks(history) : [];
 }
 
 /**
@@ -268,12 +266,11 @@ export function replayedHistory(env: TurnEnv, history: readonly Msg[]): MediaBlo
  * the bytes again.
  */
 export function requestMessages(
-  env: TurnEnv,
+  media: CompiledMedia | undefined,
   history: readonly Msg[],
   own: readonly Msg[],
   resolved: ReadonlyMap<string, ResolvedMedia>,
 ): readonly Msg[] {
-  const media = env.engine.media;
   if (!media) return [...history, ...own];
   const withBytes = (block: MediaBlock): MediaBlock => {
     const known = resolved.get(block.ref);

@@ -6,6 +6,7 @@ import { CALL_MODEL, finish, type Next } from "./next.js";
 import type { TurnEnv } from "./env.js";
 import { UncertainTurnError } from "./errors.js";
 import {
+  answerBy,
   budgetEnding,
   type Ending,
   type LastKind,
@@ -15,10 +16,26 @@ import {
   tokensSpent,
 } from "./limits.js";
 import { afterRejection, releasable } from "./rejection.js";
-import { advertisedProviderTools, advertisedTools, buildRequest } from "./request.js";
+import {
+  advertisedProviderTools,
+  advertisedTools,
+  buildRequest,
+  type RequestParts,
+} from "./request.js";
 import type { TurnState } from "./state.js";
 import { refusedMetric, type StepDone } from "./step.js";
 import { tokenWarning } from "./tool-step.js";
+
+function requestParts(env: TurnEnv): RequestParts {
+  const { engine } = env;
+  return {
+    grant: env.grant,
+    system: engine.system,
+    providerTools: engine.providerTools,
+    media: engine.media,
+    sensitivity: env.input.intent.sensitivity,
+  };
+}
 
 /** What the top of each step decides: go on (with or without a last-step notice), or end here. */
 function beforeStep(
@@ -27,15 +44,20 @@ function beforeStep(
 ):
   | { readonly ending: Ending }
   | { readonly last: LastKind | undefined; readonly notice: string | undefined } {
-  const { limits } = env.engine;
+  const { limits, clock, providerTools } = env.engine;
   if (state.callsUsed >= limits.maxCalls)
-    return { ending: limitEnding(env, "call", false, "tool_use", []) };
+    return { ending: limitEnding(limits, "call", false, "tool_use", []) };
   if (state.steps >= limits.maxSteps)
-    return { ending: limitEnding(env, "step", false, "tool_use", []) };
-  if (tokensSpent(env, state)) return { ending: budgetEnding("maxModelTokens", "tool_use") };
-  const last = lastKind(env, state);
-  const advertises = advertisedTools(env).length + advertisedProviderTools(env, state).length > 0;
-  return { last, notice: last && advertises ? noticeFor(env, last) : undefined };
+    return { ending: limitEnding(limits, "step", false, "tool_use", []) };
+  if (tokensSpent(limits, state.modelTokens))
+    return { ending: budgetEnding("maxModelTokens", "tool_use") };
+  const last = lastKind(limits, state, clock.now(), answerBy(env.input));
+  const sensitivity = env.input.intent.sensitivity;
+  const advertises =
+    advertisedTools(env.grant).length +
+      advertisedProviderTools(providerTools, sensitivity, state.webSearches).length >
+    0;
+  return { last, notice: last && advertises ? noticeFor(limits, last) : undefined };
 }
 
 /**
@@ -55,7 +77,7 @@ export async function modelStage(
   const top = beforeStep(env, state);
   if ("ending" in top) return finish(top.ending);
   const { last, notice } = top;
-  const request = buildRequest(env, state, choice, notice);
+  const request = buildRequest(requestParts(env), state, choice, notice);
   state.steps += 1;
   const result = await attemptStep(
     env,
@@ -113,7 +135,7 @@ async function answered(
   const { input } = env;
   const { output } = done;
   const step = state.steps;
-  env.emit({
+  env.rec.emit({
     type: "model.response",
     turnId: input.turnId,
     step,
@@ -137,18 +159,21 @@ async function answered(
   const { blocks } = state.log.append("assistant", output.blocks);
   state.webSearches += output.webSearches;
   await stepPost(env, step, output);
-  if (output.text) env.emit({ type: "step.text", turnId: input.turnId, step, text: output.text });
+  if (output.text)
+    env.rec.emit({ type: "step.text", turnId: input.turnId, step, text: output.text });
   if (output.stopReason === "context_window_exceeded")
     return finish({ reply: [], stopReason: output.stopReason, terminalReason: "context_window" });
   if (output.toolCalls.length > 0)
     return { kind: "run_tools", step, calls: output.toolCalls, blocks, last };
   if (output.stopReason === "pause_turn")
-    return last ? finish(limitEnding(env, last, false, output.stopReason, [])) : CALL_MODEL;
+    return last
+      ? finish(limitEnding(env.engine.limits, last, false, output.stopReason, []))
+      : CALL_MODEL;
   const reply = replyBlocks(blocks);
   // The limit names the ending only when the notice asked for this answer.
   return finish(
     last && notice
-      ? limitEnding(env, last, true, output.stopReason, reply)
+      ? limitEnding(env.engine.limits, last, true, output.stopReason, reply)
       : { reply, stopReason: output.stopReason, terminalReason: "answered" },
   );
 }

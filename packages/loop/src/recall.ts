@@ -142,7 +142,7 @@ export async function recallFor(env: TurnEnv): Promise<string | undefined> {
   const degradedTiers = RECALL_DEGRADED_TIERS.filter((t) => recalled.degraded.has(t));
   await durable(env.engine.audit, {
     trail: "recall",
-    ...trailBase(env.trail, env.engine.clock.now()),
+    ...trailBase(env.rec.trail, env.engine.clock.now()),
     source: recall.name,
     items: recalled.episodes + recalled.facts,
     episodes: recalled.episodes,

@@ -5,13 +5,14 @@ import {
   type ModelRequest,
   type Msg,
   type ProviderToolSpec,
+  type Sensitivity,
   sensitivityRank,
   type TextBlock,
   type ToolDefinition,
   type ToolSpec,
 } from "@alma-harness/core";
-import type { TurnEnv } from "./env.js";
-import { requestMessages } from "./media.js";
+import type { Grant } from "./grant.js";
+import { type CompiledMedia, requestMessages } from "./media.js";
 import { deferredSpecsOf, searchSpecOf, withLoaded } from "./search/loads.js";
 import type { TurnState } from "./state.js";
 
@@ -24,47 +25,57 @@ interface Advertised {
 /** Per grant (a frozen list of frozen tools) and the engine's compiled specs: what it advertises, listed once. */
 const advertisedByGrant = new WeakMap<readonly ToolDefinition[], Advertised>();
 
-function advertisedOf(env: TurnEnv): Advertised {
-  const known = advertisedByGrant.get(env.grant);
-  if (known !== undefined && known.specs === env.engine.specs) return known;
+function advertisedOf(grant: Grant): Advertised {
+  const known = advertisedByGrant.get(grant.tools);
+  if (known !== undefined && known.specs === grant.specs) return known;
   const tools: ToolSpec[] = [];
   const deferred: string[] = [];
-  for (const tool of env.grant) {
+  for (const tool of grant.tools) {
     if (tool.deferred) {
       deferred.push(tool.name);
       continue;
     }
-    const spec = env.engine.specs.get(tool.name);
+    const spec = grant.specs.get(tool.name);
     if (spec) tools.push(spec);
   }
   // While the grant defers any tool, search_tools follows the non-deferred ones (spec: deferred-tools).
-  const search = searchSpecOf(env.grant);
+  const search = searchSpecOf(grant.tools);
   if (search) tools.push(search);
   const out: Advertised = {
-    specs: env.engine.specs,
+    specs: grant.specs,
     tools: Object.freeze(tools),
     deferred: Object.freeze(deferred),
   };
-  if (Object.isFrozen(env.grant)) advertisedByGrant.set(env.grant, out);
+  if (Object.isFrozen(grant.tools)) advertisedByGrant.set(grant.tools, out);
   return out;
 }
 
 /** Function tools this turn advertises: the grant's non-deferred tools in registration order, then `search_tools` while the grant defers any. */
-export function advertisedTools(env: TurnEnv): readonly ToolSpec[] {
-  return advertisedOf(env).tools;
+export function advertisedTools(grant: Grant): readonly ToolSpec[] {
+  return advertisedOf(grant).tools;
 }
 
 /** Provider tools at or below the turn's sensitivity, withheld once their per-turn `maxUses` is spent. */
 export function advertisedProviderTools(
-  env: TurnEnv,
-  state: TurnState,
+  providerTools: readonly ProviderToolSpec[],
+  sensitivity: Sensitivity,
+  webSearches: number,
 ): readonly ProviderToolSpec[] {
-  const rank = sensitivityRank(env.input.intent.sensitivity);
-  return env.engine.providerTools.filter(
+  const rank = sensitivityRank(sensitivity);
+  return providerTools.filter(
     (t) =>
       rank <= sensitivityRank(t.maxSensitivity) &&
-      (t.maxUses === undefined || state.webSearches < t.maxUses),
+      (t.maxUses === undefined || webSearches < t.maxUses),
   );
+}
+
+/** What a main request is built from besides the turn's state: fixed for the turn. */
+export interface RequestParts {
+  readonly grant: Grant;
+  readonly system: string | undefined;
+  readonly providerTools: readonly ProviderToolSpec[];
+  readonly media: CompiledMedia | undefined;
+  readonly sensitivity: Sensitivity;
 }
 
 /**
@@ -73,24 +84,29 @@ export function advertisedProviderTools(
  * for a final answer when this is the last step and tools are advertised.
  */
 export function buildRequest(
-  env: TurnEnv,
+  parts: RequestParts,
   state: TurnState,
   choice: ModelChoice,
   notice: string | undefined,
 ): ModelRequest {
-  const tools = withLoaded(env, state, advertisedTools(env));
-  const providerTools = advertisedProviderTools(env, state);
+  const { grant } = parts;
+  const tools = withLoaded(grant, state, advertisedTools(grant));
+  const providerTools = advertisedProviderTools(
+    parts.providerTools,
+    parts.sensitivity,
+    state.webSearches,
+  );
   const view = state.log.view();
   let messages: readonly Msg[] = requestMessages(
-    env,
+    parts.media,
     state.log.history,
     view.slice(state.log.history.length),
     state.media,
   );
   if (notice !== undefined && (tools.length > 0 || providerTools.length > 0))
     messages = withNotice(messages, notice);
-  const system: TextBlock[] = env.engine.system ? [{ type: "text", text: env.engine.system }] : [];
-  const { deferred } = advertisedOf(env);
+  const system: TextBlock[] = parts.system ? [{ type: "text", text: parts.system }] : [];
+  const { deferred } = advertisedOf(grant);
   return deepFreeze<ModelRequest>({
     model: choice.model,
     system,
@@ -98,7 +114,7 @@ export function buildRequest(
     tools,
     ...(providerTools.length > 0 ? { providerTools } : {}),
     ...(deferred.length > 0
-      ? { deferredTools: deferred, deferredToolSpecs: deferredSpecsOf(env) }
+      ? { deferredTools: deferred, deferredToolSpecs: deferredSpecsOf(grant) }
       : {}),
     maxOutputTokens: choice.maxOutputTokens,
     ...(choice.cache !== false

@@ -94,7 +94,7 @@ export async function runModelStep(
   const identity = {
     scope: input.scope,
     sessionId: input.sessionId,
-    trailSession: env.trail.session,
+    trailSession: env.rec.trail.session,
     rootKey: input.rootKey,
     turnId: input.turnId,
     operationId,
@@ -102,7 +102,7 @@ export async function runModelStep(
     ...(input.admissionId !== undefined ? { admissionId: input.admissionId } : {}),
   };
   const main = call.kind === "main";
-  const answerByAt = answerBy(env);
+  const answerByAt = answerBy(env.input);
   let outcome: Awaited<ReturnType<typeof engine.calls.run>>;
   try {
     outcome = await engine.calls.run(identity, client, call.choice, request, {
@@ -113,7 +113,7 @@ export async function runModelStep(
       route: {
         tier: call.tier,
         sensitivity: call.sensitivity,
-        ...(call.parentCallId ? { parentCallId: env.trail.callId(call.parentCallId) } : {}),
+        ...(call.parentCallId ? { parentCallId: env.rec.trail.callId(call.parentCallId) } : {}),
       },
       seenCallIds: state.callIds,
       ...(main
@@ -128,7 +128,7 @@ export async function runModelStep(
       ...(main
         ? {
             onDispatch: () =>
-              env.emit({
+              env.rec.emit({
                 type: "model.request",
                 turnId: input.turnId,
                 step: call.step,
@@ -154,7 +154,7 @@ export async function runModelStep(
         };
   }
   state.addUsage(outcome.receipt.usage);
-  env.emit({ type: "cost.receipt", turnId: input.turnId, receipt: outcome.receipt });
+  env.rec.emit({ type: "cost.receipt", turnId: input.turnId, receipt: outcome.receipt });
   if (outcome.status === "rejected") {
     const { proof, error, receipt } = outcome;
     return {
@@ -226,11 +226,11 @@ async function recordSearches(env: TurnEnv, done: StepDone): Promise<void> {
     if (block.type !== "provider_tool_result") continue;
     await durable(env.engine.audit, {
       trail: "access",
-      ...trailBase(env.trail, env.engine.clock.now(), done.operationId),
+      ...trailBase(env.rec.trail, env.engine.clock.now(), done.operationId),
       tool: trailKind("web_search"),
       resource: trailJoin(
         trailKind("provider"),
-        env.trail.idOrHash(block.provider),
+        env.rec.trail.idOrHash(block.provider),
         trailKind("results"),
         block.resultCount,
       ),
@@ -308,7 +308,7 @@ async function applyStepPre(env: TurnEnv, call: StepCall): Promise<ModelRequest>
   for (const { field, honored } of touched) {
     await durable(env.engine.audit, {
       trail: "context",
-      ...trailBase(env.trail, env.engine.clock.now()),
+      ...trailBase(env.rec.trail, env.engine.clock.now()),
       step: call.step,
       field: trailKind(field),
       decision: honored ? "honored" : "refused",

@@ -38,7 +38,7 @@ async function runTools(
     limits.maxToolCalls === undefined
       ? Number.POSITIVE_INFINITY
       : Math.max(0, limits.maxToolCalls - before);
-  const spent = tokensSpent(env, state);
+  const spent = tokensSpent(limits, state.modelTokens);
   let results: ToolResultBlock[];
   if (last || spent) {
     const why = last
@@ -50,7 +50,7 @@ async function runTools(
       results = await dispatchCalls(env, state, calls, {
         overBudgetFrom,
         depth: 0,
-        grant: env.grantMap,
+        grant: env.grant.byName,
         sensitivity: env.input.intent.sensitivity,
         signal: env.signal,
       });
@@ -64,7 +64,7 @@ async function runTools(
   record(state, calls, results);
   state.log.append("user", results);
   await toolWarning(env, state);
-  if (last) return limitEnding(env, last, false, "tool_use", []);
+  if (last) return limitEnding(limits, last, false, "tool_use", []);
   if (spent) return budgetEnding("maxModelTokens", "tool_use");
   if (overBudgetFrom < calls.length) return budgetEnding("maxToolCalls", "tool_use");
   // A terminal tool ends the turn only when every call of the step succeeded.
@@ -110,10 +110,10 @@ async function warn(
   await durable(env.engine.audit, {
     trail: "lifecycle",
     action: "budget.warning",
-    ...trailBase(env.trail, env.engine.clock.now()),
+    ...trailBase(env.rec.trail, env.engine.clock.now()),
     detail: trailJoin(trailKind(metric), used, limit),
   });
-  env.emit({ type: "budget.warning", turnId: env.input.turnId, metric, used, limit });
+  env.rec.emit({ type: "budget.warning", turnId: env.input.turnId, metric, used, limit });
 }
 
 export const tokenWarning = (env: TurnEnv, state: TurnState) =>

@@ -42,9 +42,9 @@ async function start(env: TurnEnv, state: TurnState, choice: ModelChoice): Promi
   await durable(engine.audit, {
     trail: "lifecycle",
     action: "turn.started",
-    ...trailBase(env.trail, engine.clock.now()),
+    ...trailBase(env.rec.trail, engine.clock.now()),
   });
-  env.emit({ type: "turn.started", turnId: input.turnId, sessionId: input.sessionId });
+  env.rec.emit({ type: "turn.started", turnId: input.turnId, sessionId: input.sessionId });
   const hook = engine.hooks["turn:start"];
   if (hook) {
     const frozen = Object.freeze({
@@ -63,15 +63,16 @@ async function start(env: TurnEnv, state: TurnState, choice: ModelChoice): Promi
   // Recall (issue 18): after the cached prefix, before the volatile suffix, persisted with the input.
   const recalled = await recallFor(env);
   // Media by bytes: resolved before anything is recorded or dispatched; the session keeps the ref.
-  state.media = await resolveMedia(env, state.log.history);
+  state.media = await resolveMedia(engine.media, env.rec, input, state.log.history);
   const blocks: Block[] = storedInput(input.input, state.media);
   if (recalled) blocks.push({ type: "text", text: recalled, origin: "harness" });
   const volatileText = await volatileSuffix(env);
   if (volatileText) blocks.push({ type: "text", text: volatileText, origin: "harness" });
+  const provider = engine.clients.get(choice.clientId)?.provider ?? choice.clientId;
   await mediaEgress(
-    env,
-    choice,
-    [...input.input, ...replayedHistory(env, state.log.history)],
+    env.rec,
+    provider,
+    [...input.input, ...replayedHistory(engine.media, state.log.history)],
     state.media,
   );
   state.log.append("user", blocks, input.inputMeta);

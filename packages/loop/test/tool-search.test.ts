@@ -1,6 +1,6 @@
-import { defineTool, type ToolDefinition } from "@alma-harness/core";
+import { defineTool, type ToolDefinition, type ToolSpec } from "@alma-harness/core";
 import { describe, expect, it } from "vitest";
-import type { TurnEnv } from "../src/env.js";
+import type { Grant } from "../src/grant.js";
 import { grantCatalog } from "../src/search/loads.js";
 import { score } from "../src/search/bm25.js";
 import { isNumbered, stem, termsOf, withoutValues, wordsOf } from "../src/search/terms.js";
@@ -653,15 +653,19 @@ describe("the index is built once per grant, not per search or per turn", () => 
       handler: () => ({}),
     }),
   ];
-  // grantCatalog reads only the turn's engine (the cache's key holder) and its grant.
-  const env = (engine: object, grant: readonly ToolDefinition[]) =>
-    ({ engine, grant }) as unknown as TurnEnv;
+  // grantCatalog reads only the grant: its tools and the engine's specs (the cache's key holder).
+  const env = (specs: ReadonlyMap<string, ToolSpec>, tools: readonly ToolDefinition[]): Grant => ({
+    tools,
+    specs,
+    byName: new Map(tools.map((t) => [t.name, t])),
+    registered: new Map(),
+  });
 
   it("the same grant, or another turn's grant with the same names on the same engine, reuses the catalog; another engine builds its own", () => {
-    const engine = {};
+    const engine = new Map<string, ToolSpec>();
     const first = grantCatalog(env(engine, tools));
     expect(grantCatalog(env(engine, tools))).toBe(first);
     expect(grantCatalog(env(engine, [...tools]))).toBe(first);
-    expect(grantCatalog(env({}, [...tools]))).not.toBe(first);
+    expect(grantCatalog(env(new Map(), [...tools]))).not.toBe(first);
   });
 });

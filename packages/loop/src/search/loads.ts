@@ -4,7 +4,7 @@ import {
   type ToolDefinition,
   type ToolSpec,
 } from "@alma-harness/core";
-import type { CompiledEngine, TurnEnv } from "../env.js";
+import type { Grant } from "../grant.js";
 import type { TurnState } from "../state.js";
 import {
   catalogOf,
@@ -39,7 +39,7 @@ interface GrantSearch {
 
 const byGrant = new WeakMap<readonly ToolDefinition[], GrantSearch>();
 /** Catalogs by the grant's names, per engine, so a profile's catalog is built once, not every turn. */
-const catalogs = new WeakMap<CompiledEngine, Map<string, ToolCatalog>>();
+const catalogs = new WeakMap<ReadonlyMap<string, ToolSpec>, Map<string, ToolCatalog>>();
 const CATALOGS_PER_ENGINE = 16;
 
 function grantSearch(grant: readonly ToolDefinition[]): GrantSearch {
@@ -57,23 +57,23 @@ function grantSearch(grant: readonly ToolDefinition[]): GrantSearch {
 }
 
 /** Whether this turn's grant defers any tool (and so offers `search_tools` to its main steps). */
-function defersAny(env: TurnEnv): boolean {
-  return grantSearch(env.grant).spec !== undefined;
+function defersAny(grant: Grant): boolean {
+  return grantSearch(grant.tools).spec !== undefined;
 }
 
 /** The search's catalog of the turn's whole grant (every granted tool weighs the words; only deferred ones load). */
-export function grantCatalog(env: TurnEnv): ToolCatalog {
-  const found = grantSearch(env.grant);
+export function grantCatalog(grant: Grant): ToolCatalog {
+  const found = grantSearch(grant.tools);
   if (found.catalog) return found.catalog;
-  let perEngine = catalogs.get(env.engine);
+  let perEngine = catalogs.get(grant.specs);
   if (!perEngine) {
     perEngine = new Map();
-    catalogs.set(env.engine, perEngine);
+    catalogs.set(grant.specs, perEngine);
   }
-  const key = env.grant.map((t) => t.name).join("\n");
+  const key = grant.tools.map((t) => t.name).join("\n");
   let catalog = perEngine.get(key);
   if (!catalog) {
-    catalog = catalogOf(env.grant);
+    catalog = catalogOf(grant.tools);
     if (perEngine.size >= CATALOGS_PER_ENGINE)
       perEngine.delete(perEngine.keys().next().value as string);
     perEngine.set(key, catalog);
@@ -159,10 +159,10 @@ function loadedInView(state: TurnState): ReadonlySet<string> {
 }
 
 /** Whether a granted tool is callable without a search: not deferred, or loaded in the view. */
-export function callableNow(env: TurnEnv, state: TurnState): (name: string) => boolean {
+export function callableNow(grant: Grant, state: TurnState): (name: string) => boolean {
   const loaded = loadedInView(state);
   return (name) => {
-    const tool = env.grantMap.get(name);
+    const tool = grant.byName.get(name);
     return tool !== undefined && (!tool.deferred || loaded.has(name));
   };
 }
@@ -173,8 +173,8 @@ export function searchSpecOf(grant: readonly ToolDefinition[]): ToolSpec | undef
 }
 
 /** Whether a call is the engine's own search, offered to this turn's main steps. */
-export function isSearchCall(env: TurnEnv, call: { readonly name: string }): boolean {
-  return call.name === SEARCH_TOOLS_NAME && defersAny(env);
+export function isSearchCall(grant: Grant, call: { readonly name: string }): boolean {
+  return call.name === SEARCH_TOOLS_NAME && defersAny(grant);
 }
 
 /**
@@ -186,34 +186,34 @@ export function isSearchCall(env: TurnEnv, call: { readonly name: string }): boo
  * is loaded.
  */
 export function withLoaded(
-  env: TurnEnv,
+  grant: Grant,
   state: TurnState,
   base: readonly ToolSpec[],
 ): readonly ToolSpec[] {
-  const found = grantSearch(env.grant);
+  const found = grantSearch(grant.tools);
   if (found.deferred.length === 0) return base;
   const loaded = loadedInView(state);
   if (loaded.size === 0) return base;
   const out = [...base];
   // A Set iterates in insertion order: the order of first appearance in the view.
   for (const name of loaded) {
-    if (env.grantMap.get(name)?.deferred !== true) continue;
-    const spec = env.engine.specs.get(name);
+    if (grant.byName.get(name)?.deferred !== true) continue;
+    const spec = grant.specs.get(name);
     if (spec) out.push(spec);
   }
   return out.length === base.length ? base : out;
 }
 
 /** The grant's deferred tools' definitions, in registration order (for an adapter that loads natively). */
-export function deferredSpecsOf(env: TurnEnv): readonly ToolSpec[] {
-  const found = grantSearch(env.grant);
-  if (found.deferredSpecs?.from === env.engine.specs) return found.deferredSpecs.list;
+export function deferredSpecsOf(grant: Grant): readonly ToolSpec[] {
+  const found = grantSearch(grant.tools);
+  if (found.deferredSpecs?.from === grant.specs) return found.deferredSpecs.list;
   const specs: ToolSpec[] = [];
   for (const tool of found.deferred) {
-    const spec = env.engine.specs.get(tool.name);
+    const spec = grant.specs.get(tool.name);
     if (spec) specs.push(spec);
   }
   const list = Object.freeze(specs);
-  found.deferredSpecs = { from: env.engine.specs, list };
+  found.deferredSpecs = { from: grant.specs, list };
   return list;
 }

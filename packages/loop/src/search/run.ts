@@ -61,11 +61,15 @@ export async function runSearch(
     return errorResult(call, "TOOL_DENIED", `denied: ${(pre as { deny: string }).deny}`);
   }
   checkpoint(signal);
-  const findings = findTools(grantCatalog(env), callableNow(env, state), requestOf(args));
+  const findings = findTools(
+    grantCatalog(env.grant),
+    callableNow(env.grant, state),
+    requestOf(args),
+  );
   for (const name of findings.loaded) {
     await durable(env.engine.audit, {
       trail: "access",
-      ...trailBase(env.trail, env.engine.clock.now(), call.id),
+      ...trailBase(env.rec.trail, env.engine.clock.now(), call.id),
       tool: trailId(SEARCH_TOOLS_NAME),
       resource: trailId(name),
       action: "load",
