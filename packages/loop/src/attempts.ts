@@ -7,18 +7,16 @@ import {
   type UncertainCause,
 } from "@alma-harness/core";
 import { checkpoint } from "./cancel.js";
-import type { TurnEnv } from "./env.js";
 import { CallUnansweredError, UncertainTurnError } from "./errors.js";
-import { answerBy } from "./limits.js";
 import type { TurnState } from "./state.js";
+import type { ModelCalls } from "./step.js";
 import {
   type Rejection,
   rejectionError,
-  runModelStep,
   type StepCall,
   type StepDone,
   type StepResult,
-} from "./step.js";
+} from "./step-results.js";
 
 export interface AttemptOptions {
   /** A settled rejection the caller reacts to itself (the main step: a context refusal, a released pre-stream refusal). */
@@ -55,21 +53,23 @@ export function unansweredError(u: Unanswered): CallUnansweredError {
  * of attempts, or at a refused request, it returns `unanswered` with the last cause.
  */
 export async function attemptStep(
-  env: TurnEnv,
+  calls: ModelCalls,
   state: TurnState,
   call: StepCall,
+  signal: AbortSignal,
   opts: AttemptOptions = {},
 ): Promise<AttemptResult> {
-  const max = env.engine.limits.callAttempts;
+  const max = calls.limits.callAttempts;
   let { choice, request } = call;
   for (let attempt = 1; ; attempt++) {
-    const tried = await tryOnce(env, state, { ...call, choice, request }, opts, max !== undefined);
+    const round = { ...call, choice, request };
+    const tried = await tryOnce(calls, round, signal, opts, max !== undefined);
     if ("result" in tried) return tried.result;
     state.failures.push({ kind: call.kind, cause: tried.cause });
-    const end = endOfAttempts(env, state, call, tried.cause, attempt, max as number);
+    const end = endOfAttempts(calls, state, call, tried.cause, attempt, max as number);
     if (end) return { status: "unanswered", cause: tried.cause, reason: end, error: tried.error };
-    checkpoint(env.signal);
-    const next = retryChoice(env, call, choice, request, attempt + 1, tried.cause, opts.task);
+    checkpoint(signal);
+    const next = retryChoice(calls, call, choice, request, attempt + 1, tried.cause, opts.task);
     if ("status" in next) return next;
     ({ choice, request } = next);
   }
@@ -77,9 +77,9 @@ export async function attemptStep(
 
 /** One attempt: its result, or the cause another attempt may mend (only when retrying). */
 async function tryOnce(
-  env: TurnEnv,
-  state: TurnState,
+  calls: ModelCalls,
   call: StepCall,
+  signal: AbortSignal,
   opts: AttemptOptions,
   retrying: boolean,
 ): Promise<
@@ -87,7 +87,7 @@ async function tryOnce(
 > {
   let result: StepResult;
   try {
-    result = await runModelStep(env, state, call);
+    result = await calls.round(call, signal);
   } catch (error) {
     const cause = retrying ? thrownRetryCause(error, call) : undefined;
     if (cause === undefined) throw error;
@@ -116,7 +116,7 @@ function thrownRetryCause(error: unknown, call: StepCall): UncertainCause | unde
 
 /** Why no further attempt follows, or nothing when one may. */
 function endOfAttempts(
-  env: TurnEnv,
+  calls: ModelCalls,
   state: TurnState,
   call: StepCall,
   cause: UncertainCause,
@@ -127,9 +127,9 @@ function endOfAttempts(
   if (cause === `call:${call.kind}:request_invalid`)
     return "the request was refused before dispatch";
   if (attempt >= max) return `the ${call.kind} call failed ${attempt} times`;
-  if (state.callsUsed >= env.engine.limits.maxCalls) return "no call is left for another attempt";
-  const by = answerBy(env.input);
-  if (by !== undefined && env.engine.clock.now() >= by) return "the answer-by time has passed";
+  if (state.callsUsed >= calls.limits.maxCalls) return "no call is left for another attempt";
+  const by = calls.answerByAt;
+  if (by !== undefined && calls.rec.now() >= by) return "the answer-by time has passed";
   return undefined;
 }
 
@@ -143,7 +143,7 @@ const effort = (r: ReasoningEffort | undefined) => (r === undefined ? 0 : EFFORT
  * with `call:<kind>:routing_unavailable`. The request keeps everything but the reasoning.
  */
 function retryChoice(
-  env: TurnEnv,
+  calls: ModelCalls,
   call: StepCall,
   prev: ModelChoice,
   request: ModelRequest,
@@ -155,7 +155,7 @@ function retryChoice(
   let next: ModelChoice;
   try {
     next = normalizeModelChoice(
-      env.engine.policy.resolve({
+      calls.resolve({
         tier: call.tier,
         sensitivity: call.sensitivity,
         ...(task !== undefined ? { task } : {}),

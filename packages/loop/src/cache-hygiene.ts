@@ -1,8 +1,6 @@
 import { createHash } from "node:crypto";
 import { type ModelRequest, trailKind, type Usage } from "@alma-harness/core";
-import { durable } from "./audit.js";
-import type { TurnEnv } from "./env.js";
-import { trailBase } from "./trail.js";
+import type { Recorder } from "./recorder.js";
 
 /**
  * Why a session keeps cold-writing its prefix, as far as the guard can see it from the requests
@@ -233,32 +231,30 @@ function causeOf(
  * sink as `cache.hygiene`. No guard, no work.
  */
 export async function observeCache(
-  env: TurnEnv,
+  guard: CacheHygieneGuard | undefined,
+  rec: Recorder,
   step: number,
   request: ModelRequest,
   usage: Usage,
 ): Promise<void> {
-  const guard = env.engine.cacheHygiene;
   if (!guard) return;
-  const at = env.engine.clock.now();
+  const at = rec.now();
   let warning: CacheHygieneWarning | undefined;
   try {
-    warning = guard.observe({ session: env.rec.trail.session, at, request, usage });
+    warning = guard.observe({ session: rec.trail.session, at, request, usage });
   } catch {
     // An observer failure never reaches the turn.
     return;
   }
   if (!warning || !CACHE_HYGIENE_CAUSES.includes(warning.cause)) return;
-  await durable(env.engine.audit, {
-    trail: "context",
-    ...trailBase(env.rec.trail, at),
+  await rec.record("context", {
     step,
     field: trailKind(`cache_hygiene:${warning.cause}`),
     decision: "warned",
   });
-  env.rec.emit({
+  rec.emit({
     type: "cache.hygiene",
-    turnId: env.input.turnId,
+    turnId: rec.turnId,
     step,
     cause: warning.cause,
     streak: warning.streak,

@@ -13,12 +13,12 @@ import {
   type Usage,
   ZERO_USAGE,
 } from "@alma-harness/core";
-import { dispatchCalls, InterruptedDispatch } from "./dispatch.js";
-import type { TurnEnv } from "./env.js";
-import { UncertainTurnError } from "./errors.js";
-import type { TurnState } from "./state.js";
 import { attemptStep } from "./attempts.js";
-import { refusalError, rejectionError } from "./step.js";
+import { UncertainTurnError } from "./errors.js";
+import { InterruptedDispatch } from "./interrupted.js";
+import type { ModelCalls } from "./step.js";
+import { refusalError, rejectionError } from "./step-results.js";
+import type { ToolRun } from "./tool-run.js";
 
 /** A snapshotted, validated child request (direct or delegate). */
 export interface ChildRequest extends DelegateRequest {
@@ -32,6 +32,8 @@ export interface ChildSpec {
   readonly depth: number;
   /** The caller's grant: a delegate's tools are taken from it, never from the registry. */
   readonly grant: ReadonlyMap<string, ToolDefinition>;
+  /** The child's own signal, linked to its caller's. */
+  readonly signal: AbortSignal;
 }
 
 /**
@@ -39,15 +41,15 @@ export interface ChildSpec {
  * throw, malformed choice or absent client is uncertain.
  */
 export function routeChild(
-  env: TurnEnv,
+  calls: Pick<ModelCalls, "resolve" | "hasClient">,
   req: { readonly tier: Tier; readonly sensitivity: Sensitivity },
   kind: "direct" | "delegate" | "summary" | "extraction",
 ): ModelChoice {
   try {
     const choice = normalizeModelChoice(
-      env.engine.policy.resolve({ tier: req.tier, sensitivity: req.sensitivity, task: kind }),
+      calls.resolve({ tier: req.tier, sensitivity: req.sensitivity, task: kind }),
     );
-    if (!env.engine.clients.has(choice.clientId))
+    if (!calls.hasClient(choice.clientId))
       throw new Error(`the policy chose an absent client "${choice.clientId}"`);
     return choice;
   } catch (error) {
@@ -99,13 +101,13 @@ function childRequest(
  * `UncertainTurnError`.
  */
 export async function runChild(
-  env: TurnEnv,
-  state: TurnState,
+  run: ToolRun,
   req: ChildRequest,
   spec: ChildSpec,
 ): Promise<DelegateCompleted> {
-  const { kind } = spec;
-  const choice = routeChild(env, req, kind);
+  const { kind, signal } = spec;
+  const { calls } = run;
+  const choice = routeChild(calls, req, kind);
   const tools =
     kind === "delegate"
       ? (req.tools ?? [])
@@ -113,14 +115,14 @@ export async function runChild(
           .filter((t): t is ToolDefinition => t !== undefined)
       : [];
   const grant = new Map(tools.map((t) => [t.name, t]));
-  const maxSteps = kind === "direct" ? 1 : (req.maxSteps ?? env.engine.limits.delegateMaxSteps);
+  const maxSteps = kind === "direct" ? 1 : (req.maxSteps ?? calls.limits.delegateMaxSteps);
   const messages: Msg[] = [{ role: "user", blocks: [{ type: "text", text: req.prompt }] }];
   let usage: Usage = ZERO_USAGE;
   for (let step = 1; ; step++) {
     const request = childRequest(choice, req, messages, tools);
     const result = await attemptStep(
-      env,
-      state,
+      calls,
+      run.state,
       {
         kind,
         step,
@@ -130,6 +132,7 @@ export async function runChild(
         tier: req.tier,
         sensitivity: req.sensitivity,
       },
+      signal,
       { task: kind },
     );
     // Out of attempts (spec: call-retry): the handler gets empty text, as for a cut step.
@@ -149,7 +152,7 @@ export async function runChild(
         `call:${kind}:step_limit`,
         `the ${kind} exceeded its ${maxSteps} steps`,
       );
-    if (state.callsUsed >= env.engine.limits.maxCalls)
+    if (run.state.callsUsed >= calls.limits.maxCalls)
       throw new UncertainTurnError(
         `call:${kind}:call_limit`,
         `no call is left to read the ${kind}'s tool results`,
@@ -161,12 +164,12 @@ export async function runChild(
       ),
     });
     try {
-      const results = await dispatchCalls(env, state, output.toolCalls, {
+      const results = await run.dispatch(run, output.toolCalls, {
         overBudgetFrom: Number.POSITIVE_INFINITY,
         depth: spec.depth + 1,
         grant,
         sensitivity: req.sensitivity,
-        signal: env.signal,
+        signal,
       });
       messages.push({ role: "user", blocks: results });
     } catch (error) {

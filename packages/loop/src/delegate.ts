@@ -20,9 +20,8 @@ import {
 import { CallRefusedError } from "@alma-harness/execution";
 import { linkedController } from "./cancel.js";
 import { type ChildRequest, runChild } from "./child.js";
-import type { TurnEnv } from "./env.js";
 import { DelegationRefusedError, UncertainTurnError } from "./errors.js";
-import type { TurnState } from "./state.js";
+import type { ToolRun } from "./tool-run.js";
 
 const refusals = new WeakSet<object>();
 const MAX_PROMPT = 1_000_000;
@@ -140,15 +139,15 @@ function startsNothing(error: unknown): boolean {
  * (caps) and deadline; sensitivity only narrows from the handler's caller; a delegate gets at most
  * the caller's tools, never search or provider tools; depth is bounded.
  */
-export function openGateways(env: TurnEnv, state: TurnState, at: GatewayScope): HandlerGateways {
+export function openGateways(run: ToolRun, at: GatewayScope): HandlerGateways {
   let live = true;
   const pending = new Set<Promise<unknown>>();
   let poison: UncertainTurnError | undefined;
   // The children's signal is linked on the first child: a handler that starts none costs no controller.
   let link: ReturnType<typeof linkedController> | undefined;
-  const childEnv = (): TurnEnv => {
+  const childSignal = (): AbortSignal => {
     link ??= linkedController(at.signal);
-    return { ...env, signal: link.controller.signal };
+    return link.controller.signal;
   };
   const track = <T>(work: Promise<T>): Promise<T> => {
     const p = work.catch((error: unknown) => {
@@ -165,7 +164,7 @@ export function openGateways(env: TurnEnv, state: TurnState, at: GatewayScope): 
     return p;
   };
   const structural = (req: ChildRequest, delegate: boolean): DelegateRefusalReason | undefined => {
-    if (delegate && at.depth + 1 > env.engine.limits.maxDelegateDepth) return "depth";
+    if (delegate && at.depth + 1 > run.limits.maxDelegateDepth) return "depth";
     if (sensitivityRank(req.sensitivity) > sensitivityRank(at.sensitivity)) return "sensitivity";
     if (delegate)
       for (const name of req.tools ?? [])
@@ -178,11 +177,12 @@ export function openGateways(env: TurnEnv, state: TurnState, at: GatewayScope): 
   };
   const child = (req: ChildRequest, kind: "direct" | "delegate") =>
     track(
-      runChild(childEnv(), state, req, {
+      runChild(run, req, {
         kind,
         parentCallId: at.callId,
         depth: at.depth,
         grant: at.grant,
+        signal: childSignal(),
       }),
     );
   const models: ModelGateways = Object.freeze({
@@ -220,14 +220,14 @@ export function openGateways(env: TurnEnv, state: TurnState, at: GatewayScope): 
   return {
     context: (toolName) =>
       Object.freeze({
-        turnId: env.input.turnId,
+        turnId: run.rec.turnId,
         callId: at.callId,
-        sessionId: env.input.sessionId,
+        sessionId: run.sessionId,
         toolName,
-        facts: env.input.facts ?? Object.freeze({}),
+        facts: run.facts ?? Object.freeze({}),
         signal: at.signal,
         depth: at.depth,
-        now: () => env.engine.clock.now(),
+        now: run.rec.now,
         models,
       }),
     revoke: (handlerFailed) => {

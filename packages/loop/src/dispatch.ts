@@ -1,13 +1,10 @@
 import {
   SEARCH_TOOLS_NAME,
-  type Sensitivity,
   type StreamToolCall,
-  type ToolDefinition,
   type ToolResultBlock,
   type TrailValue,
   trailId,
 } from "@alma-harness/core";
-import { durable } from "./audit.js";
 import {
   abortReason,
   CANCELLED_BEFORE_EXECUTION,
@@ -17,47 +14,13 @@ import {
   raceOwned,
   settleWithin,
 } from "./cancel.js";
-import type { TurnEnv } from "./env.js";
 import { admitAndRun } from "./execute.js";
-import type { TurnState } from "./state.js";
-import { kindOrUnknown, trailBase, UNREGISTERED_TOOL } from "./trail.js";
-
-export interface DispatchOptions {
-  /** Calls at this index or later exceed `maxToolCalls`: their intent is recorded, nothing else. */
-  readonly overBudgetFrom: number;
-  readonly depth: number;
-  /** The tools this caller may run (the turn's grant, or a delegate's narrowed one). */
-  readonly grant: ReadonlyMap<string, ToolDefinition>;
-  /** The caller's sensitivity: what its handlers' children may not exceed. */
-  readonly sensitivity: Sensitivity;
-  /** The caller's signal (the turn's, or a child's). */
-  readonly signal: AbortSignal;
-}
-
-/** Carries the step's results (real ones, then synthesized ones) out of a dispatch that stopped. */
-export class InterruptedDispatch extends Error {
-  constructor(
-    readonly reason: Error,
-    readonly results: ToolResultBlock[],
-  ) {
-    super(reason.message);
-  }
-}
-
-export function errorResult(
-  call: { id: string; name: string },
-  code: string,
-  message: string,
-): ToolResultBlock {
-  return {
-    type: "tool_result",
-    callId: call.id,
-    name: call.name,
-    output: message,
-    isError: true,
-    code,
-  };
-}
+import { InterruptedDispatch } from "./interrupted.js";
+import type { Grant } from "./grant.js";
+import { errorResult } from "./output.js";
+import type { Recorder } from "./recorder.js";
+import type { DispatchOptions, ToolRun } from "./tool-run.js";
+import { kindOrUnknown, UNREGISTERED_TOOL } from "./trail.js";
 
 /**
  * Runs a step's tool calls and returns one result per call, in the model's order. Every call's
@@ -68,8 +31,7 @@ export function errorResult(
  * is "cancelled before execution". Real results come first, then synthesized ones, each in model order.
  */
 export async function dispatchCalls(
-  env: TurnEnv,
-  state: TurnState,
+  run: ToolRun,
   calls: readonly StreamToolCall[],
   opts: DispatchOptions,
 ): Promise<ToolResultBlock[]> {
@@ -82,12 +44,12 @@ export async function dispatchCalls(
   try {
     for (const call of calls) {
       checkpoint(signal);
-      await recordIntent(env, call);
+      await recordIntent(run, call);
     }
-    const size = env.engine.limits.maxParallelToolCalls;
+    const size = run.limits.maxParallelToolCalls;
     for (let start = 0; start < calls.length && !signal.aborted; start += size) {
       const runs = calls.slice(start, start + size).map((call, i) =>
-        runOne(env, state, call, start + i, opts, signal).then(
+        runOne(run, call, start + i, opts, signal).then(
           (block) => {
             results[start + i] = block;
           },
@@ -99,9 +61,7 @@ export async function dispatchCalls(
       );
       // Runs never reject; a cancelled batch is given the grace period to settle, never more.
       const all = Promise.all(runs);
-      await raceOwned(all, signal).catch(() =>
-        settleWithin(all, CLEANUP_GRACE_MS, env.engine.clock),
-      );
+      await raceOwned(all, signal).catch(() => settleWithin(all, CLEANUP_GRACE_MS, run.clock));
     }
   } catch (error) {
     failure ??= error instanceof Error ? error : new Error(String(error));
@@ -110,7 +70,7 @@ export async function dispatchCalls(
   }
   if (opts.signal.aborted)
     throw interrupted(
-      env,
+      run.rec,
       calls,
       results,
       abortReason(opts.signal),
@@ -119,7 +79,7 @@ export async function dispatchCalls(
     );
   if (failure)
     throw interrupted(
-      env,
+      run.rec,
       calls,
       results,
       failure,
@@ -130,7 +90,7 @@ export async function dispatchCalls(
 }
 
 function interrupted(
-  env: TurnEnv,
+  rec: Recorder,
   calls: readonly StreamToolCall[],
   results: readonly (ToolResultBlock | undefined)[],
   reason: Error,
@@ -142,9 +102,9 @@ function interrupted(
     .filter((_, i) => results[i] === undefined)
     .map((call) => errorResult(call, code, text));
   for (const block of synthesized) {
-    env.rec.emit({
+    rec.emit({
       type: "tool.result",
-      turnId: env.input.turnId,
+      turnId: rec.turnId,
       callId: block.callId,
       name: block.name,
       isError: true,
@@ -155,39 +115,31 @@ function interrupted(
 }
 
 /** A tool name as the trail records it: a registered name (or the engine's own search), else `unregistered`, never what the model wrote. */
-export function trailToolName(env: TurnEnv, name: string): TrailValue {
-  return env.engine.tools.has(name) || name === SEARCH_TOOLS_NAME
+export function trailToolName(grant: Grant, name: string): TrailValue {
+  return grant.registered.has(name) || name === SEARCH_TOOLS_NAME
     ? trailId(name)
     : UNREGISTERED_TOOL;
 }
 
-async function recordIntent(env: TurnEnv, call: StreamToolCall): Promise<void> {
-  const { engine, input } = env;
-  await durable(engine.audit, {
-    trail: "lifecycle",
-    action: "tool.call",
-    ...trailBase(env.rec.trail, engine.clock.now(), call.id),
-    detail: trailToolName(env, call.name),
-  });
-  env.rec.emit({ type: "tool.call", turnId: input.turnId, callId: call.id, name: call.name });
+/** Where a call's intent and result are recorded: the turn's recorder, its registered names. */
+type Records = Pick<ToolRun, "rec" | "grant">;
+
+async function recordIntent({ rec, grant }: Records, call: StreamToolCall): Promise<void> {
+  const detail = trailToolName(grant, call.name);
+  await rec.record("lifecycle", { action: "tool.call", detail }, call.id);
+  rec.emit({ type: "tool.call", turnId: rec.turnId, callId: call.id, name: call.name });
 }
 
 async function recordResult(
-  env: TurnEnv,
+  { rec }: Records,
   call: StreamToolCall,
   block: ToolResultBlock,
 ): Promise<void> {
-  const { engine, input } = env;
   const detail = kindOrUnknown(block.code ?? (block.isError ? "error" : "ok"));
-  await durable(engine.audit, {
-    trail: "lifecycle",
-    action: "tool.result",
-    ...trailBase(env.rec.trail, engine.clock.now(), call.id),
-    detail,
-  });
-  env.rec.emit({
+  await rec.record("lifecycle", { action: "tool.result", detail }, call.id);
+  rec.emit({
     type: "tool.result",
-    turnId: input.turnId,
+    turnId: rec.turnId,
     callId: call.id,
     name: call.name,
     isError: block.isError,
@@ -196,31 +148,30 @@ async function recordResult(
 }
 
 async function runOne(
-  env: TurnEnv,
-  state: TurnState,
+  run: ToolRun,
   call: StreamToolCall,
   index: number,
   opts: DispatchOptions,
   signal: AbortSignal,
 ): Promise<ToolResultBlock> {
-  const block = await admitAndRun(env, state, call, index, opts, signal);
+  const block = await admitAndRun(run, call, index, opts, signal);
   // A call that ran keeps its real result even when the turn was cancelled meanwhile.
-  await recordResult(env, call, block);
+  await recordResult(run, call, block);
   return block;
 }
 
 /** Answers calls that may not run (a last step, a spent budget): intent and result recorded, nothing else. */
 export async function answerUnrun(
-  env: TurnEnv,
+  run: Records,
   calls: readonly StreamToolCall[],
   code: string,
   text: string,
 ): Promise<ToolResultBlock[]> {
   const out: ToolResultBlock[] = [];
-  for (const call of calls) await recordIntent(env, call);
+  for (const call of calls) await recordIntent(run, call);
   for (const call of calls) {
     const block = errorResult(call, code, text);
-    await recordResult(env, call, block);
+    await recordResult(run, call, block);
     out.push(block);
   }
   return out;

@@ -7,6 +7,7 @@ import type { Ending } from "./limits.js";
 import type { Next } from "./next.js";
 import { modelStage } from "./model-stage.js";
 import type { TurnState } from "./state.js";
+import type { ModelCalls } from "./step.js";
 import { toolStage } from "./tool-step.js";
 
 /**
@@ -17,6 +18,7 @@ import { toolStage } from "./tool-step.js";
 export async function drive(
   env: TurnEnv,
   state: TurnState,
+  calls: ModelCalls,
   choice: ModelChoice,
   first: Next,
 ): Promise<Ending> {
@@ -26,8 +28,8 @@ export async function drive(
     if (next.kind === "finish") return next.ending;
     next =
       next.kind === "call_model"
-        ? await modelStage(env, state, choice)
-        : await toolStage(env, state, next);
+        ? await modelStage(env, state, calls, choice)
+        : await toolStage(env, state, calls, next);
     if (writer) await writeBoundary(writer, continuationOf(env, state, next));
   }
 }

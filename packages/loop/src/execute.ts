@@ -8,19 +8,25 @@ import {
   type TrailValue,
   trailId,
 } from "@alma-harness/core";
-import { commitBefore, durable } from "./audit.js";
 import { checkpoint, raceOwned } from "./cancel.js";
 import { isExactRefusal, openGateways } from "./delegate.js";
-import { type DispatchOptions, errorResult } from "./dispatch.js";
-import type { TurnEnv } from "./env.js";
 import { UncertainTurnError } from "./errors.js";
-import { boundOutput, toObservation } from "./output.js";
+import { boundOutput, errorResult, toObservation } from "./output.js";
 import { permissionFence } from "./permission.js";
+import { toolPost, toolPre } from "./tool-hooks.js";
 import { isSearchCall } from "./search/loads.js";
 import { runSearch } from "./search/run.js";
-import type { TurnState } from "./state.js";
-import { trailBase, type TurnTrail } from "./trail.js";
+import type { Recorder } from "./recorder.js";
+import type { DispatchOptions, ToolRun } from "./tool-run.js";
+import type { TurnTrail } from "./trail.js";
 import { argumentsOf } from "@alma-harness/execution";
+
+/** A call that passed admission: its tool, its checked arguments and its authorization. */
+interface Admitted {
+  readonly tool: ToolDefinition;
+  readonly args: JsonObject;
+  readonly authorization: { readonly action: string; readonly subject: string };
+}
 
 /**
  * Admission then execution of one call whose intent is already durable: a call over the tool-call
@@ -29,8 +35,7 @@ import { argumentsOf } from "@alma-harness/execution";
  * handler (with its gateways), the bounded output and `tool:post`.
  */
 export async function admitAndRun(
-  env: TurnEnv,
-  state: TurnState,
+  run: ToolRun,
   call: StreamToolCall,
   index: number,
   opts: DispatchOptions,
@@ -43,82 +48,66 @@ export async function admitAndRun(
       "not run: the turn's tool-call budget is spent",
     );
   // The engine answers its own search, for main steps only: a delegate is never offered it (spec: deferred-tools).
-  if (opts.depth === 0 && isSearchCall(env.grant, call)) return runSearch(env, state, call, signal);
-  const tool = opts.grant.get(call.name);
-  if (!tool) return errorResult(call, "TOOL_NOT_FOUND", `unknown tool "${call.name}"`);
-  const args = argumentsOf(call);
-  if (!args) return errorResult(call, "TOOL_BAD_INPUT", "the arguments are not a JSON object");
-  const problem = tool.validator.check(args);
-  if (problem) return errorResult(call, "TOOL_BAD_INPUT", `invalid input: ${problem}`);
-  let authorization: { action: string; subject: string };
-  try {
-    const intent = tool.authorize(args);
-    authorization = { action: String(intent.action), subject: String(intent.subject) };
-  } catch (error) {
-    throw new UncertainTurnError(`tool:${tool.name}`, "the tool's authorize threw", error);
-  }
+  if (opts.depth === 0 && isSearchCall(run.grant, call)) return runSearch(run, call, signal);
+  const admitted = admit(call, opts);
+  if ("type" in admitted) return admitted;
   checkpoint(signal);
+  const { tool, args, authorization } = admitted;
+  const { rec } = run;
   const verdict = await permissionFence(
     {
-      trail: env.rec.trail,
-      turnId: env.input.turnId,
-      audit: env.engine.audit,
-      clock: env.engine.clock,
-      controller: env.engine.permissions,
+      rec,
+      clock: run.clock,
+      controller: run.permissions,
       signal,
-      timeoutMs: env.engine.limits.permissionTimeoutMs,
-      grants: state.grants,
-      emit: env.rec.emit,
-      commit: () => commitBefore(env.engine),
+      timeoutMs: run.limits.permissionTimeoutMs,
+      grants: run.state.grants,
     },
     Object.freeze({
-      turnId: env.input.turnId,
+      turnId: rec.turnId,
       callId: call.id,
       tool: tool.name,
       action: authorization.action,
       subject: authorization.subject,
       input: args,
     }),
-    recordedAuthorization(env.rec.trail, tool, authorization),
+    recordedAuthorization(rec.trail, tool, authorization),
   );
   if (!verdict.allowed)
     return errorResult(call, "TOOL_DENIED", `permission denied: ${verdict.reason}`);
-  const preHook = env.engine.hooks["tool:pre"];
-  // A hook nobody registered costs nothing: only the checkpoint it would have passed remains.
-  if (preHook) await commitBefore(env.engine);
-  const pre = preHook
-    ? await runHook(signal, "tool:pre", () =>
-        preHook(
-          Object.freeze({
-            turnId: env.input.turnId,
-            callId: call.id,
-            name: tool.name,
-            input: args,
-          }),
-        ),
-      )
-    : checkpoint(signal);
-  if (pre && typeof pre === "object" && typeof (pre as { deny?: unknown }).deny === "string") {
-    return errorResult(call, "TOOL_DENIED", `denied: ${(pre as { deny: string }).deny}`);
-  }
-  if (tool.access) await recordAccess(env, tool, args, call.id);
-  const block = await execute(env, state, tool, call, args, opts, signal);
-  // A call that ran keeps its real result: a stop during (or before) tool:post does not erase it.
-  const postHook = env.engine.hooks["tool:post"];
-  if (signal.aborted || !postHook) return block;
-  await commitBefore(env.engine);
-  const post = Object.freeze({
-    turnId: env.input.turnId,
-    callId: call.id,
-    name: tool.name,
-    output: block.output,
-    isError: block.isError,
-  });
+  return runAllowed(run, admitted, call, opts, signal);
+}
+
+/** Known tool, JSON object arguments its schema accepts, an authorization it derives: or the error result. */
+function admit(call: StreamToolCall, opts: DispatchOptions): Admitted | ToolResultBlock {
+  const tool = opts.grant.get(call.name);
+  if (!tool) return errorResult(call, "TOOL_NOT_FOUND", `unknown tool "${call.name}"`);
+  const args = argumentsOf(call);
+  if (!args) return errorResult(call, "TOOL_BAD_INPUT", "the arguments are not a JSON object");
+  const problem = tool.validator.check(args);
+  if (problem) return errorResult(call, "TOOL_BAD_INPUT", `invalid input: ${problem}`);
   try {
-    await runHook(signal, "tool:post", () => postHook(post));
+    const intent = tool.authorize(args);
+    const authorization = { action: String(intent.action), subject: String(intent.subject) };
+    return { tool, args, authorization };
   } catch (error) {
-    if (!signal.aborted) throw error;
+    throw new UncertainTurnError(`tool:${tool.name}`, "the tool's authorize threw", error);
   }
+}
+
+/** An allowed call: `tool:pre`, the access record, the handler, then `tool:post`. */
+async function runAllowed(
+  run: ToolRun,
+  { tool, args }: Admitted,
+  call: StreamToolCall,
+  opts: DispatchOptions,
+  signal: AbortSignal,
+): Promise<ToolResultBlock> {
+  const deny = await toolPre(run, call.id, tool.name, args, signal);
+  if (deny !== undefined) return errorResult(call, "TOOL_DENIED", `denied: ${deny}`);
+  if (tool.access) await recordAccess(run.rec, tool, args, call.id);
+  const block = await execute(run, tool, call, args, opts, signal);
+  await toolPost(run, tool.name, block, signal);
   return block;
 }
 
@@ -142,7 +131,7 @@ function recordedAuthorization(
 }
 
 async function recordAccess(
-  env: TurnEnv,
+  rec: Recorder,
   tool: ToolDefinition,
   args: JsonObject,
   callId: string,
@@ -159,15 +148,15 @@ async function recordAccess(
       "the tool's access declaration is not a resource of 1-500 characters",
     );
   }
-  await durable(env.engine.audit, {
-    trail: "access",
-    ...trailBase(env.rec.trail, env.engine.clock.now(), callId),
-    tool: trailId(tool.name),
-    resource: tool.nonSensitiveTrail
-      ? env.rec.trail.idOrHash(resource)
-      : env.rec.trail.hash(resource),
-    action: "read",
-  });
+  await rec.record(
+    "access",
+    {
+      tool: trailId(tool.name),
+      resource: tool.nonSensitiveTrail ? rec.trail.idOrHash(resource) : rec.trail.hash(resource),
+      action: "read",
+    },
+    callId,
+  );
 }
 
 /**
@@ -177,8 +166,7 @@ async function recordAccess(
  * refusal object a gateway returned is a bounded error result; anything else must be JSON data.
  */
 async function execute(
-  env: TurnEnv,
-  state: TurnState,
+  run: ToolRun,
   tool: ToolDefinition,
   call: StreamToolCall,
   args: JsonObject,
@@ -186,9 +174,9 @@ async function execute(
   signal: AbortSignal,
 ): Promise<ToolResultBlock> {
   // The effect: the intent, the decision and the access record are durable before the handler runs.
-  await commitBefore(env.engine);
+  await run.rec.commit();
   checkpoint(signal);
-  const gateways = openGateways(env, state, {
+  const gateways = openGateways(run, {
     callId: call.id,
     depth: opts.depth,
     grant: opts.grant,
@@ -235,18 +223,4 @@ async function execute(
 
 function result(call: StreamToolCall, output: JsonValue, isError: boolean): ToolResultBlock {
   return { type: "tool_result", callId: call.id, name: call.name, output, isError };
-}
-
-export async function runHook<T>(
-  signal: AbortSignal,
-  name: "tool:pre" | "tool:post",
-  run: () => T | Promise<T> | undefined,
-): Promise<T | undefined> {
-  checkpoint(signal);
-  try {
-    return await raceOwned(new Promise<T | undefined>((resolve) => resolve(run())), signal);
-  } catch (error) {
-    if (signal.aborted) throw error;
-    throw new UncertainTurnError(`hook:${name}`, `the ${name} hook threw`, error);
-  }
 }

@@ -9,6 +9,8 @@ import {
   type Msg,
   type ProfileFact,
   type ProfileStore,
+  type Scope,
+  type Sensitivity,
   type Tier,
   isTier,
   trailJoin,
@@ -16,13 +18,11 @@ import {
   utf8Length,
 } from "@alma-harness/core";
 import { routeChild } from "./child.js";
-import type { TurnEnv } from "./env.js";
 import { EngineConfigError } from "./errors.js";
 import type { Ending } from "./limits.js";
 import { transcriptOf } from "./long-context.js";
 import type { TurnState } from "./state.js";
-import { runModelStep } from "./step.js";
-import { trailBase } from "./trail.js";
+import type { ModelCalls } from "./step.js";
 
 /**
  * Memory extraction (issue 18): after a completed turn (and at its rotation), one governed call on
@@ -123,13 +123,20 @@ export function compileExtraction(
   });
 }
 
+/** What the extraction reads of the turn: its model calls, whose it is, its view and ceiling. */
+export interface ExtractionTurn {
+  readonly calls: ModelCalls;
+  readonly extraction: CompiledExtraction | undefined;
+  readonly scope: Scope;
+  readonly sessionId: string;
+  readonly history: readonly Msg[];
+  readonly sensitivity: Sensitivity;
+  readonly signal: AbortSignal;
+}
+
 /** Whether the turn's ending may be extracted: a completed turn that recorded its conversation. */
-function extractable(env: TurnEnv, state: TurnState, ending: Ending): boolean {
-  return (
-    env.engine.extraction !== undefined &&
-    ending.terminalReason !== "error" &&
-    state.log.added.length > 0
-  );
+function extractable(state: TurnState, ending: Ending): boolean {
+  return ending.terminalReason !== "error" && state.log.added.length > 0;
 }
 
 /**
@@ -138,16 +145,16 @@ function extractable(env: TurnEnv, state: TurnState, ending: Ending): boolean {
  * turn (and an undelivered mark), then the turn's own messages. Harness blocks (recall, the
  * volatile suffix, notices) are left out, so recalled text is never learned again as new.
  */
-export function extractionTranscript(
-  env: TurnEnv,
+function extractionTranscript(
+  turn: ExtractionTurn,
   state: TurnState,
 ): { readonly text: string; readonly undelivered: boolean } {
-  const turnId = env.input.turnId;
+  const turnId = turn.calls.rec.turnId;
   const marker = state.log.added.filter((m) => m.meta?.rotation !== undefined);
   const own = state.log.added.filter(
     (m) => m.meta?.turn === turnId && m.meta.rotation === undefined,
   );
-  const history = env.input.history;
+  const { history } = turn;
   // The recorded events at the end of the view (each carries its event id and no turn): older history is not this turn's.
   let since = history.length;
   while (since > 0 && isEvent(history[since - 1] as Msg)) since--;
@@ -173,24 +180,24 @@ function bounded(text: string): string {
  * failure is an outcome on the lifecycle trail (best effort: a trail that cannot be written is
  * swallowed here), and the turn's ending stands.
  */
-export async function extractMemory(env: TurnEnv, state: TurnState, ending: Ending): Promise<void> {
-  const extraction = env.engine.extraction;
-  if (!extraction || !extractable(env, state, ending)) return;
+export async function extractMemory(
+  turn: ExtractionTurn,
+  state: TurnState,
+  ending: Ending,
+): Promise<void> {
+  const { extraction } = turn;
+  if (!extraction || !extractable(state, ending)) return;
   let outcome: ExtractionOutcome;
   // Counted as they land: a store failure midway still reports what was written.
   const written = { episodes: 0, facts: 0 };
   try {
-    outcome = await extract(env, state, extraction, written);
+    outcome = await extract(turn, state, extraction, written);
   } catch {
     outcome = "failed";
   }
   try {
-    await env.engine.audit.append({
-      trail: "lifecycle",
-      action: "memory.extraction",
-      ...trailBase(env.rec.trail, env.engine.clock.now()),
-      detail: trailJoin(trailKind(outcome), written.episodes, written.facts),
-    });
+    const detail = trailJoin(trailKind(outcome), written.episodes, written.facts);
+    await turn.calls.rec.record("lifecycle", { action: "memory.extraction", detail });
   } catch {
     // The extraction's own record is best effort: it never changes the turn's outcome.
   }
@@ -211,16 +218,16 @@ interface Written {
 }
 
 async function extract(
-  env: TurnEnv,
+  turn: ExtractionTurn,
   state: TurnState,
   extraction: CompiledExtraction,
   written: Written,
 ): Promise<ExtractionOutcome> {
-  if (state.callsUsed >= env.engine.limits.maxCalls) return "no_call";
-  const { text, undelivered } = extractionTranscript(env, state);
+  const { calls, sensitivity } = turn;
+  if (state.callsUsed >= calls.limits.maxCalls) return "no_call";
+  const { text, undelivered } = extractionTranscript(turn, state);
   if (text.length === 0) return "nothing";
-  const sensitivity = env.input.intent.sensitivity;
-  const choice = routeChild(env, { tier: extraction.tier, sensitivity }, "extraction");
+  const choice = routeChild(calls, { tier: extraction.tier, sensitivity }, "extraction");
   const request = deepFreeze<ModelRequest>({
     model: choice.model,
     system: [{ type: "text", text: extraction.instruction }],
@@ -231,14 +238,10 @@ async function extract(
     ...(choice.cache !== false ? { cache: { ttl: choice.cache.ttl } } : {}),
     ...(choice.serviceTier ? { serviceTier: choice.serviceTier } : {}),
   });
-  const result = await runModelStep(env, state, {
-    kind: "extraction",
-    step: state.steps,
-    choice,
-    request,
-    tier: extraction.tier,
-    sensitivity,
-  });
+  const result = await calls.round(
+    { kind: "extraction", step: state.steps, choice, request, tier: extraction.tier, sensitivity },
+    turn.signal,
+  );
   if (result.status === "refused") return "refused";
   if (result.status === "rejected") return "failed";
   const { output } = result.done;
@@ -247,7 +250,7 @@ async function extract(
       ? parseExtraction(extraction, output.text)
       : undefined;
   if (parsed === undefined || output.toolCalls.length > 0) return "invalid";
-  await write(env, extraction, parsed, undelivered, written);
+  await write(turn, extraction, parsed, undelivered, written);
   return written.episodes + written.facts > 0 ? "stored" : "nothing";
 }
 
@@ -277,21 +280,21 @@ export function parseExtraction(
 
 /** Writes the episode, then the facts, each with the turn as its source and the turn's sensitivity. */
 async function write(
-  env: TurnEnv,
+  turn: ExtractionTurn,
   extraction: CompiledExtraction,
   parsed: Extracted,
   undelivered: boolean,
   written: Written,
 ): Promise<void> {
-  const { input } = env;
-  const at = env.engine.clock.now();
-  const source = Object.freeze({ sessionId: input.sessionId, turnId: input.turnId, at });
-  const sensitivity = input.intent.sensitivity;
+  const { rec } = turn.calls;
+  const { turnId } = rec;
+  const source = Object.freeze({ sessionId: turn.sessionId, turnId, at: rec.now() });
+  const { sensitivity, scope } = turn;
   // Stable ids: the same turn extracted again replays instead of writing twice.
-  const base = input.turnId.length <= 100 ? input.turnId : env.rec.trail.hash(input.turnId);
+  const base = turnId.length <= 100 ? turnId : rec.trail.hash(turnId);
   if (parsed.episode !== null) {
     const episode: Episode = {
-      scope: input.scope,
+      scope,
       episodeId: `ep:${base}`,
       source,
       sensitivity,
@@ -303,7 +306,7 @@ async function write(
   }
   for (const [i, f] of parsed.facts.entries()) {
     const fact: ProfileFact = {
-      scope: input.scope,
+      scope,
       factId: `pf:${base}:${i}`,
       key: f.key,
       text: f.text.trim(),

@@ -1,18 +1,18 @@
 import {
   type BudgetCapName,
   failureOf,
+  type LifecycleHooks,
   ProviderError,
   trailKind,
   type TurnFailure,
 } from "@alma-harness/core";
-import { commitBefore, durable } from "./audit.js";
 import { AbortedError, abortReason } from "./cancel.js";
 import type { TurnOutcome, TurnResult } from "./engine.js";
-import type { TurnEnv } from "./env.js";
 import { StreamInvalidError, StreamTornError, UncertainTurnError } from "./errors.js";
 import type { Ending } from "./limits.js";
+import type { Recorder } from "./recorder.js";
 import type { TurnState } from "./state.js";
-import { kindOrUnknown, trailBase } from "./trail.js";
+import { kindOrUnknown } from "./trail.js";
 
 function capWarnings(state: TurnState): string[] {
   const seen = new Set<BudgetCapName>();
@@ -43,6 +43,14 @@ function failureFor(error: UncertainTurnError): TurnFailure {
   return { kind, message: error.message, retryable: false };
 }
 
+/** What the exits read besides the turn's state: its recorder, session, `turn:end` and signal. */
+export interface TurnExit {
+  readonly rec: Recorder;
+  readonly sessionId: string;
+  readonly turnEnd: LifecycleHooks["turn:end"];
+  readonly signal: AbortSignal;
+}
+
 /**
  * The completed exit: `turn:end`, the lifecycle record, then exactly one `turn.completed`. A throw
  * here (the hook, the record) is caught by the caller and leaves through `finalizeUncertain`
@@ -50,14 +58,14 @@ function failureFor(error: UncertainTurnError): TurnFailure {
  * may have landed is never retried.
  */
 export async function finalizeCompleted(
-  env: TurnEnv,
+  exit: TurnExit,
   state: TurnState,
   ending: Ending,
 ): Promise<TurnOutcome> {
-  const { engine, input } = env;
+  const { rec } = exit;
   try {
     const result: TurnResult = Object.freeze({
-      turnId: input.turnId,
+      turnId: rec.turnId,
       ...ending,
       toolCalls: Object.freeze([...state.toolCalls]),
       usage: state.usage,
@@ -66,14 +74,14 @@ export async function finalizeCompleted(
       warnings: Object.freeze([...state.warnings, ...capWarnings(state)]),
       ...attemptFields(state),
     });
-    const hook = engine.hooks["turn:end"];
+    const hook = exit.turnEnd;
     if (hook) {
-      await commitBefore(engine);
+      await rec.commit();
       try {
         await hook(
           Object.freeze({
-            turnId: input.turnId,
-            sessionId: input.sessionId,
+            turnId: rec.turnId,
+            sessionId: exit.sessionId,
             outcome: "completed" as const,
             ...(result.stopReason ? { stopReason: result.stopReason } : {}),
           }),
@@ -82,22 +90,20 @@ export async function finalizeCompleted(
         throw new UncertainTurnError("hook:turn:end", "the turn:end hook threw", error);
       }
     }
-    await durable(engine.audit, {
-      trail: "lifecycle",
+    await rec.record("lifecycle", {
       action: "turn.completed",
-      ...trailBase(env.rec.trail, engine.clock.now()),
       detail: trailKind(result.terminalReason),
       messageRevision: state.log.revision,
     });
-    env.rec.emit({
+    rec.emit({
       type: "turn.completed",
-      turnId: input.turnId,
+      turnId: rec.turnId,
       outcome: "completed",
       terminalReason: result.terminalReason,
     });
     return { status: "completed", result, messages: Object.freeze([...state.log.added]) };
   } catch (error) {
-    return finalizeUncertain(env, state, toUncertain(env.signal, error));
+    return finalizeUncertain(exit, state, toUncertain(exit.signal, error));
   }
 }
 
@@ -114,11 +120,11 @@ function attemptFields(state: TurnState): Pick<TurnResult, "failures" | "unsettl
 
 /** The uncertain exit. It never throws: its own record is best effort, and the outcome stands. */
 export async function finalizeUncertain(
-  env: TurnEnv,
+  exit: TurnExit,
   state: TurnState,
   error: UncertainTurnError,
 ): Promise<TurnOutcome> {
-  const { engine, input } = env;
+  const { rec } = exit;
   let failure: TurnFailure;
   try {
     failure = failureFor(error);
@@ -126,26 +132,24 @@ export async function finalizeUncertain(
     failure = { kind: "unknown", message: "the turn failed", retryable: false };
   }
   try {
-    await engine.audit.append({
-      trail: "lifecycle",
+    await rec.record("lifecycle", {
       action: "turn.uncertain",
-      ...trailBase(env.rec.trail, engine.clock.now()),
       detail: kindOrUnknown(error.cause_),
     });
   } catch {
     // the audit log may be what failed; the outcome is already uncertain
   }
-  const hook = engine.hooks["turn:end"];
+  const hook = exit.turnEnd;
   // When turn:end itself failed it is not called again; when the completed record failed after it
   // ran, it is called once more, so the last thing it hears is the outcome that stands.
   if (hook && error.cause_ !== "hook:turn:end") {
     // A commit that fails here changes nothing: the turn is uncertain already.
-    await commitBefore(engine).catch(() => undefined);
+    await rec.commit().catch(() => undefined);
     try {
       await hook(
         Object.freeze({
-          turnId: input.turnId,
-          sessionId: input.sessionId,
+          turnId: rec.turnId,
+          sessionId: exit.sessionId,
           outcome: "reconciliation_required" as const,
         }),
       );
@@ -153,9 +157,9 @@ export async function finalizeUncertain(
       // a failing turn:end cannot make an uncertain turn more uncertain
     }
   }
-  env.rec.emit({
+  rec.emit({
     type: "turn.completed",
-    turnId: input.turnId,
+    turnId: rec.turnId,
     outcome: "reconciliation_required",
     cause: error.cause_,
   });

@@ -16,6 +16,7 @@ import {
   tokensSpent,
 } from "./limits.js";
 import { afterRejection, releasable } from "./rejection.js";
+import type { RotationTurn } from "./rotation.js";
 import {
   advertisedProviderTools,
   advertisedTools,
@@ -23,8 +24,26 @@ import {
   type RequestParts,
 } from "./request.js";
 import type { TurnState } from "./state.js";
-import { refusedMetric, type StepDone } from "./step.js";
+import type { ModelCalls } from "./step.js";
+import { refusedMetric, type StepDone } from "./step-results.js";
 import { tokenWarning } from "./tool-step.js";
+
+/** What a rotation reads of the turn (a cold start's, or a context refusal's). */
+export function rotationTurn(
+  env: TurnEnv,
+  calls: ModelCalls,
+): RotationTurn & { readonly releasePreStreamRejections: boolean } {
+  const { engine, input } = env;
+  return {
+    calls,
+    policy: engine.longContext,
+    history: input.history,
+    log: input.log ?? input.history,
+    sensitivity: input.intent.sensitivity,
+    signal: env.signal,
+    releasePreStreamRejections: engine.releasePreStreamRejections,
+  };
+}
 
 function requestParts(env: TurnEnv): RequestParts {
   const { engine } = env;
@@ -68,6 +87,7 @@ function beforeStep(
 export async function modelStage(
   env: TurnEnv,
   state: TurnState,
+  calls: ModelCalls,
   choice: ModelChoice,
 ): Promise<Next> {
   const { input } = env;
@@ -79,8 +99,9 @@ export async function modelStage(
   const { last, notice } = top;
   const request = buildRequest(requestParts(env), state, choice, notice);
   state.steps += 1;
+  const release = env.engine.releasePreStreamRejections;
   const result = await attemptStep(
-    env,
+    calls,
     state,
     {
       kind: "main",
@@ -90,18 +111,19 @@ export async function modelStage(
       tier: input.intent.tier,
       sensitivity: input.intent.sensitivity,
     },
+    env.signal,
     {
-      keeps: (r) => r.proof === "context_window" || releasable(env, state, notice),
+      keeps: (r) => r.proof === "context_window" || releasable(release, state, notice),
       ...(input.intent.task !== undefined ? { task: input.intent.task } : {}),
     },
   );
   if (result.status === "settled") return await answered(env, state, result.done, last, notice);
-  return await unsettled(env, state, result, notice);
+  return await unsettled(rotationTurn(env, calls), state, result, notice);
 }
 
 /** A main call that did not settle an answer: unanswered, refused at zero cost, or rejected. */
 async function unsettled(
-  env: TurnEnv,
+  turn: RotationTurn & { readonly releasePreStreamRejections: boolean },
   state: TurnState,
   result: Exclude<AttemptResult, { status: "settled" }>,
   notice: string | undefined,
@@ -117,7 +139,7 @@ async function unsettled(
   }
   if (result.status === "refused") return finish(budgetEnding(refusedMetric(result), null));
   // The trusted settled rejection marker: nothing of the refused call was recorded or observed.
-  const after = await afterRejection(env, state, result.rejection, notice);
+  const after = await afterRejection(turn, state, result.rejection, notice);
   if (after !== "retry") return finish(after);
   // The replacement call takes the refused step's place after the rotation.
   state.steps -= 1;
@@ -142,7 +164,7 @@ async function answered(
     stopReason: output.stopReason,
     usage: done.receipt.usage,
   });
-  await tokenWarning(env, state);
+  await tokenWarning(env.rec, state, env.engine.limits);
   // max_tokens withholds the step's output: nothing of it is persisted or shown.
   if (output.stopReason === "max_tokens")
     return finish({ reply: [], stopReason: "max_tokens", terminalReason: "max_tokens" });

@@ -1,4 +1,4 @@
-import { type JsonValue, snapshot } from "@alma-harness/core";
+import { type JsonValue, snapshot, type ToolResultBlock } from "@alma-harness/core";
 
 /** Renders an observation as the model will read it, to measure and cut it. */
 export function renderOutput(output: JsonValue): string {
@@ -20,4 +20,20 @@ export function toObservation(value: unknown): JsonValue | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** A call's error observation: the model reads `message`, the trail records `code`. */
+export function errorResult(
+  call: { readonly id: string; readonly name: string },
+  code: string,
+  message: string,
+): ToolResultBlock {
+  return {
+    type: "tool_result",
+    callId: call.id,
+    name: call.name,
+    output: message,
+    isError: true,
+    code,
+  };
 }

@@ -1,5 +1,4 @@
 import {
-  type AuditLog,
   type AuthorizationIntent,
   type Clock,
   type JsonObject,
@@ -8,10 +7,8 @@ import {
   type TrailValue,
   trailId,
 } from "@alma-harness/core";
-import { durable } from "./audit.js";
 import { raceAbort } from "./cancel.js";
-import type { LoopEvent } from "./events.js";
-import { trailBase, type TurnTrail } from "./trail.js";
+import type { RecordFields, Recorder } from "./recorder.js";
 
 export type PermissionDecision = "allow" | "ask" | "deny";
 
@@ -36,19 +33,15 @@ export interface PermissionController {
 }
 
 export interface FenceContext {
-  /** The turn's trail values (the session pseudonym, the keyed hash). */
-  readonly trail: TurnTrail;
-  readonly turnId: string;
-  readonly audit: AuditLog;
+  /** The turn's recorder: the policy trail, the events, the durability point before host code. */
+  readonly rec: Recorder;
+  /** The resolver's timeout runs on it. */
   readonly clock: Clock;
   readonly controller: PermissionController | undefined;
   readonly signal: AbortSignal;
   readonly timeoutMs: number;
   /** Run-scoped grants from allowed asks, keyed by action and subject. */
   readonly grants: Set<string>;
-  readonly emit: (event: LoopEvent) => void;
-  /** The store set's durability point, before the controller (host code) decides or an operator is asked. */
-  readonly commit: () => Promise<void>;
 }
 
 export type FenceVerdict =
@@ -66,52 +59,43 @@ export async function permissionFence(
   request: PermissionRequest,
   recorded: { readonly action: TrailValue; readonly subject: TrailValue },
 ): Promise<FenceVerdict> {
-  const record = () => ({
-    trail: "policy" as const,
-    ...trailBase(ctx.trail, ctx.clock.now(), request.callId),
-    tool: trailId(request.tool),
-    authorization: recorded,
-  });
-  await durable(ctx.audit, { ...record(), action: "intent" });
-  if (ctx.controller) await ctx.commit();
+  const { rec } = ctx;
+  const tool = trailId(request.tool);
+  const record = (fields: Omit<RecordFields<"policy">, "tool" | "authorization">) =>
+    rec.record("policy", { tool, authorization: recorded, ...fields }, request.callId);
+  await record({ action: "intent" });
+  if (ctx.controller) await rec.commit();
   const { decision, by, rule } = await decide(ctx, request);
-  await durable(ctx.audit, { ...record(), action: "decision", decision, by, rule });
-  ctx.emit({ type: "policy.decision", turnId: ctx.turnId, callId: request.callId, decision, by });
+  await record({ action: "decision", decision, by, rule });
+  rec.emit({ type: "policy.decision", turnId: rec.turnId, callId: request.callId, decision, by });
   if (decision === "allow") return { allowed: true };
   if (decision === "deny") return { allowed: false, reason: "denied by policy" };
 
   const key = grantKey(request);
   if (ctx.grants.has(key)) {
-    await durable(ctx.audit, {
-      ...record(),
-      action: "grant.used",
-      decision: "allow",
-      by: "kernel",
-      rule: "run_grant",
-    });
+    await record({ action: "grant.used", decision: "allow", by: "kernel", rule: "run_grant" });
     return { allowed: true };
   }
-  await durable(ctx.audit, { ...record(), action: "permission.requested", decision: "ask" });
+  await record({ action: "permission.requested", decision: "ask" });
   // The ask is shown to an operator and may wait long: it is durable first, and no write stays open.
-  await ctx.commit();
-  ctx.emit({
+  await rec.commit();
+  rec.emit({
     type: "permission.requested",
-    turnId: ctx.turnId,
+    turnId: rec.turnId,
     callId: request.callId,
     action: request.action,
     subject: request.subject,
   });
   const answer = await askResolver(ctx, request);
-  await durable(ctx.audit, {
-    ...record(),
+  await record({
     action: "permission.resolved",
     decision: answer.allowed ? "allow" : "deny",
     by: answer.by,
     ...(answer.reason ? { reason: answer.reason } : {}),
   });
-  ctx.emit({
+  rec.emit({
     type: "permission.resolved",
-    turnId: ctx.turnId,
+    turnId: rec.turnId,
     callId: request.callId,
     allowed: answer.allowed,
     by: answer.by,

@@ -1,4 +1,6 @@
 import {
+  type Block,
+  type Clock,
   type Episode,
   type ProfileFact,
   RECALL_DEGRADED_TIERS,
@@ -11,11 +13,9 @@ import {
   trailId,
 } from "@alma-harness/core";
 import { estimateTokens } from "@alma-harness/memory/context";
-import { commitBefore, durable } from "./audit.js";
 import { abortReason, startTimer } from "./cancel.js";
-import type { TurnEnv } from "./env.js";
 import { EngineConfigError } from "./errors.js";
-import { trailBase } from "./trail.js";
+import type { Recorder } from "./recorder.js";
 
 /**
  * Recall (seed 000 `recall.ts`, issue 18): before a turn's first step, what the turn may see from
@@ -121,28 +121,39 @@ interface Recalled {
   readonly degraded: ReadonlySet<RecallDegradedTier>;
 }
 
+/** What recall reads of the turn: whose it is, its input, its ceiling, its clock and signal. */
+export interface RecallTurn {
+  readonly scope: Scope;
+  readonly sessionId: string;
+  readonly input: readonly Block[];
+  /** The turn's sensitivity: the ceiling of what recall may bring in. */
+  readonly sensitivity: Sensitivity;
+  readonly clock: Clock;
+  readonly signal: AbortSignal;
+}
+
 /**
  * The turn's recall: the source asked (again while it rejects) under one timer of
  * `recallTimeoutMs`, what it gave checked and bounded, the block rendered, the recall trail
  * written. A source that keeps failing, hangs or answers nonsense degrades recall, never the turn;
  * the turn's cancellation or deadline throws (the turn is uncertain) with the timer cleared.
  */
-export async function recallFor(env: TurnEnv): Promise<string | undefined> {
-  const recall = env.engine.recall;
+export async function recallFor(
+  recall: CompiledRecall | undefined,
+  rec: Recorder,
+  turn: RecallTurn,
+): Promise<string | undefined> {
   if (!recall) return undefined;
-  const { input } = env;
-  const ceiling = input.intent.sensitivity;
-  await commitBefore(env.engine);
-  const asked = await askSource(env, recall, ceiling);
+  const ceiling = turn.sensitivity;
+  await rec.commit();
+  const asked = await askSource(turn, recall);
   const recalled =
     asked.result === undefined
       ? emptyRecall(asked.attempts, asked.tier)
-      : boundRecall(recall, asked.result, input.scope, ceiling, asked.attempts);
+      : boundRecall(recall, asked.result, turn.scope, ceiling, asked.attempts);
   const text = recalled.text ?? "";
   const degradedTiers = RECALL_DEGRADED_TIERS.filter((t) => recalled.degraded.has(t));
-  await durable(env.engine.audit, {
-    trail: "recall",
-    ...trailBase(env.rec.trail, env.engine.clock.now()),
+  await rec.record("recall", {
     source: recall.name,
     items: recalled.episodes + recalled.facts,
     episodes: recalled.episodes,
@@ -176,39 +187,33 @@ type Asked =
  * turn's end; the race never waits for a source that ignores it, and whatever a source answers
  * after the race is over is dropped (a late result can neither append nor dispatch).
  */
-async function askSource(
-  env: TurnEnv,
-  recall: CompiledRecall,
-  ceiling: Sensitivity,
-): Promise<Asked> {
-  const { input } = env;
+async function askSource(turn: RecallTurn, recall: CompiledRecall): Promise<Asked> {
+  const { signal } = turn;
   const control = new AbortController();
   let timedOut = false;
   let wake: (() => void) | undefined;
   const expired = new Promise<"timeout">((resolve) => {
     wake = () => resolve("timeout");
   });
-  const stopTimer = startTimer(env.engine.clock, recall.recallTimeoutMs, () => {
+  const stopTimer = startTimer(turn.clock, recall.recallTimeoutMs, () => {
     timedOut = true;
     control.abort(new Error("recall timed out"));
     wake?.();
   });
   const cancelled = new Promise<never>((_, reject) => {
-    const onAbort = () => reject(abortReason(env.signal));
-    if (env.signal.aborted) onAbort();
-    else env.signal.addEventListener("abort", onAbort, { once: true });
-    control.signal.addEventListener(
-      "abort",
-      () => env.signal.removeEventListener("abort", onAbort),
-      { once: true },
-    );
+    const onAbort = () => reject(abortReason(signal));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+    control.signal.addEventListener("abort", () => signal.removeEventListener("abort", onAbort), {
+      once: true,
+    });
   });
   cancelled.catch(() => undefined);
   const query = Object.freeze({
-    scope: input.scope,
-    sessionId: input.sessionId,
-    text: queryText(env),
-    ceiling,
+    scope: turn.scope,
+    sessionId: turn.sessionId,
+    text: queryText(turn.input),
+    ceiling: turn.sensitivity,
     limits: Object.freeze({ episodes: recall.episodes, facts: recall.facts }),
     signal: control.signal,
   });
@@ -254,8 +259,8 @@ function isRecallResult(value: unknown): value is RecallResult {
 }
 
 /** The words recall ranks by: the input's own text blocks (never a harness block), bounded. */
-function queryText(env: TurnEnv): string {
-  const words = env.input.input
+function queryText(input: readonly Block[]): string {
+  const words = input
     .map((b) => (b.type === "text" && b.origin !== "harness" ? b.text : ""))
     .filter((t) => t.length > 0)
     .join("\n");

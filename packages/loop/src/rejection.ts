@@ -1,8 +1,7 @@
 import { failureOf } from "@alma-harness/core";
-import type { TurnEnv } from "./env.js";
-import { type Rejection, rejectionError } from "./step.js";
 import type { Ending } from "./limits.js";
-import { callsLeft, rotate } from "./rotation.js";
+import { callsLeft, type RotationTurn, rotate } from "./rotation.js";
+import { type Rejection, rejectionError } from "./step-results.js";
 import type { TurnState } from "./state.js";
 
 /** An attested context refusal with no rotation left: completed, empty, `context_window_exceeded`. */
@@ -17,9 +16,13 @@ const CONTEXT_EXCEEDED: Ending = Object.freeze({
  * the call was the turn's first and only one, it carried no final-answer notice, and the turn has
  * recorded nothing but its input (no rotation).
  */
-export function releasable(env: TurnEnv, state: TurnState, notice: string | undefined): boolean {
+export function releasable(
+  release: boolean,
+  state: TurnState,
+  notice: string | undefined,
+): boolean {
   return (
-    env.engine.releasePreStreamRejections &&
+    release &&
     notice === undefined &&
     state.steps === 1 &&
     state.callsUsed === 1 &&
@@ -38,19 +41,19 @@ export function releasable(env: TurnEnv, state: TurnState, notice: string | unde
  * - anything else is thrown on, uncertain as any failure (cause `call:main:rejected:<proof>`).
  */
 export async function afterRejection(
-  env: TurnEnv,
+  turn: RotationTurn & { readonly releasePreStreamRejections: boolean },
   state: TurnState,
   error: Rejection,
   notice: string | undefined,
 ): Promise<Ending | "retry"> {
   if (error.callKind !== "main") throw rejectionError(error);
   if (error.proof === "context_window") {
-    if (callsLeft(env, state) < 2) return CONTEXT_EXCEEDED;
-    const rotation = await rotate(env, state, error.operationId);
+    if (callsLeft(turn.calls.limits, state) < 2) return CONTEXT_EXCEEDED;
+    const rotation = await rotate(turn, state, error.operationId);
     if (rotation.status === "rotated") return "retry";
     return rotation.status === "refused" ? rotation.ending : CONTEXT_EXCEEDED;
   }
-  if (!releasable(env, state, notice)) throw rejectionError(error);
+  if (!releasable(turn.releasePreStreamRejections, state, notice)) throw rejectionError(error);
   state.log.discard();
   // The stored failure names the proof, never the provider's own text.
   const failure = {

@@ -3,13 +3,13 @@ import {
   type ModelRequest,
   type Msg,
   type MsgMeta,
+  type Sensitivity,
   stopTag,
   type UncertainCause,
 } from "@alma-harness/core";
 import { routeChild } from "./child.js";
-import type { TurnEnv } from "./env.js";
 import { UncertainTurnError } from "./errors.js";
-import { budgetEnding, type Ending } from "./limits.js";
+import { budgetEnding, type Ending, type ResolvedLimits } from "./limits.js";
 import {
   type CompiledLongContext,
   isCold,
@@ -21,7 +21,8 @@ import {
 import { forgetViewScan } from "./search/loads.js";
 import { engineMessage, type TurnState } from "./state.js";
 import { attemptStep, unansweredError } from "./attempts.js";
-import { refusedMetric, rejectionError, type StepDone, type StepRefused } from "./step.js";
+import type { ModelCalls } from "./step.js";
+import { refusedMetric, rejectionError, type StepDone, type StepRefused } from "./step-results.js";
 
 /** What a rotation attempt did: rotated, could not (no policy, already rotated, no removable head), or was refused at zero cost. */
 export type Rotation =
@@ -32,8 +33,22 @@ export type Rotation =
 const IMPOSSIBLE: Rotation = Object.freeze({ status: "impossible" });
 const ROTATED: Rotation = Object.freeze({ status: "rotated" });
 
-export function callsLeft(env: TurnEnv, state: TurnState): number {
-  return env.engine.limits.maxCalls - state.callsUsed;
+/**
+ * What a rotation reads of the turn: its model calls, the long-context policy, the view it started
+ * from (and the stored messages that view was rendered from), its sensitivity and signal.
+ */
+export interface RotationTurn {
+  readonly calls: ModelCalls;
+  readonly policy: CompiledLongContext | undefined;
+  readonly history: readonly Msg[];
+  /** The stored view `history` was rendered from, message for message. */
+  readonly log: readonly Msg[];
+  readonly sensitivity: Sensitivity;
+  readonly signal: AbortSignal;
+}
+
+export function callsLeft(limits: ResolvedLimits, state: TurnState): number {
+  return limits.maxCalls - state.callsUsed;
 }
 
 /**
@@ -42,14 +57,14 @@ export function callsLeft(env: TurnEnv, state: TurnState): number {
  * routing and cost trails. Only a complete, non-empty answer is a summary; anything else is uncertain.
  */
 async function summarize(
-  env: TurnEnv,
+  turn: RotationTurn,
   state: TurnState,
   policy: CompiledLongContext,
   head: readonly Msg[],
   parentCallId: string | undefined,
 ): Promise<string | StepRefused> {
-  const sensitivity = env.input.intent.sensitivity;
-  const choice = routeChild(env, { tier: policy.summaryTier, sensitivity }, "summary");
+  const { sensitivity, calls } = turn;
+  const choice = routeChild(calls, { tier: policy.summaryTier, sensitivity }, "summary");
   const transcript = transcriptOf(head) || "(The earlier conversation has no readable content.)";
   const request = deepFreeze<ModelRequest>({
     model: choice.model,
@@ -69,7 +84,7 @@ async function summarize(
     ...(choice.serviceTier ? { serviceTier: choice.serviceTier } : {}),
   });
   const result = await attemptStep(
-    env,
+    calls,
     state,
     {
       kind: "summary",
@@ -80,6 +95,7 @@ async function summarize(
       sensitivity,
       ...(parentCallId !== undefined ? { parentCallId } : {}),
     },
+    turn.signal,
     { unusable: unusableSummary, task: "summary" },
   );
   // A summary out of attempts or rejected stays uncertain; a zero-cost refusal is a budget stop.
@@ -120,16 +136,15 @@ function reRecorded(msg: Msg): Msg {
  * prunes mid-history; the log keeps everything.
  */
 export async function rotate(
-  env: TurnEnv,
+  turn: RotationTurn,
   state: TurnState,
   parentCallId?: string,
 ): Promise<Rotation> {
-  const policy = env.engine.longContext;
+  const { policy, history, calls } = turn;
   if (!policy || state.log.rotated) return IMPOSSIBLE;
-  const history = env.input.history;
   const start = tailStart(history, policy.keepLastMessages);
   if (start === undefined) return IMPOSSIBLE;
-  const summary = await summarize(env, state, policy, history.slice(0, start), parentCallId);
+  const summary = await summarize(turn, state, policy, history.slice(0, start), parentCallId);
   if (typeof summary !== "string")
     return { status: "refused", ending: budgetEnding(refusedMetric(summary), null) };
   const text = [policy.frame.before, summary, policy.frame.after]
@@ -138,9 +153,9 @@ export async function rotate(
   const marker = engineMessage({
     role: "user",
     blocks: [{ type: "text", text, origin: "harness" }],
-    meta: { rotation: { replaces: start }, turn: env.input.turnId, at: env.engine.clock.now() },
+    meta: { rotation: { replaces: start }, turn: calls.rec.turnId, at: calls.rec.now() },
   });
-  const log = env.input.log ?? history;
+  const log = turn.log;
   state.log.rotate(
     [marker, ...history.slice(start)],
     [marker, ...log.slice(start).map(reRecorded)],
@@ -155,11 +170,13 @@ export async function rotate(
  * session whose history measures strictly over `rotateAtTokens` rotates before the first step.
  * Returns an ending only when the summary was refused at zero cost (a budget stop).
  */
-export async function coldRotation(env: TurnEnv, state: TurnState): Promise<Ending | undefined> {
-  const policy = env.engine.longContext;
-  const history = env.input.history;
-  if (!policy || history.length === 0 || callsLeft(env, state) < 2) return undefined;
-  if (!isCold(policy, history, env.engine.clock.now())) return undefined;
+export async function coldRotation(
+  turn: RotationTurn,
+  state: TurnState,
+): Promise<Ending | undefined> {
+  const { policy, history, calls } = turn;
+  if (!policy || history.length === 0 || callsLeft(calls.limits, state) < 2) return undefined;
+  if (!isCold(policy, history, calls.rec.now())) return undefined;
   let tokens: number;
   try {
     tokens = measureTokens(policy, history);
@@ -167,6 +184,6 @@ export async function coldRotation(env: TurnEnv, state: TurnState): Promise<Endi
     throw new UncertainTurnError("long_context", "the long-context estimate failed", error);
   }
   if (tokens <= policy.rotateAtTokens) return undefined;
-  const rotation = await rotate(env, state);
+  const rotation = await rotate(turn, state);
   return rotation.status === "refused" ? rotation.ending : undefined;
 }

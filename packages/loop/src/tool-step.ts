@@ -5,13 +5,21 @@ import {
   trailJoin,
   trailKind,
 } from "@alma-harness/core";
-import { durable } from "./audit.js";
-import { answerUnrun, dispatchCalls, InterruptedDispatch } from "./dispatch.js";
+import { answerUnrun, dispatchCalls } from "./dispatch.js";
 import type { TurnEnv } from "./env.js";
-import { budgetEnding, type Ending, limitEnding, tokensSpent } from "./limits.js";
+import { InterruptedDispatch } from "./interrupted.js";
+import {
+  budgetEnding,
+  type Ending,
+  limitEnding,
+  type ResolvedLimits,
+  tokensSpent,
+} from "./limits.js";
 import { CALL_MODEL, finish, type Next, type RunTools } from "./next.js";
+import type { Recorder } from "./recorder.js";
 import type { TurnState } from "./state.js";
-import { trailBase } from "./trail.js";
+import type { ModelCalls } from "./step.js";
+import type { ToolRun } from "./tool-run.js";
 import { argumentsOf } from "@alma-harness/execution";
 
 /**
@@ -20,17 +28,40 @@ import { argumentsOf } from "@alma-harness/execution";
  * Every call gets exactly one result, in the model's order, appended as one message after the
  * assistant message that holds the calls, so the log never holds a dangling call.
  */
-export async function toolStage(env: TurnEnv, state: TurnState, step: RunTools): Promise<Next> {
-  const ending = await runTools(env, state, step);
+export async function toolStage(
+  env: TurnEnv,
+  state: TurnState,
+  models: ModelCalls,
+  step: RunTools,
+): Promise<Next> {
+  const ending = await runTools(env, toolRun(env, state, models), step);
   return ending ? finish(ending) : CALL_MODEL;
+}
+
+/** What running the turn's calls reads of it (see `ToolRun`). */
+function toolRun(env: TurnEnv, state: TurnState, calls: ModelCalls): ToolRun {
+  const { engine, input } = env;
+  return {
+    rec: env.rec,
+    state,
+    calls,
+    grant: env.grant,
+    hooks: engine.hooks,
+    permissions: engine.permissions,
+    limits: engine.limits,
+    clock: engine.clock,
+    sessionId: input.sessionId,
+    facts: input.facts,
+    dispatch: dispatchCalls,
+  };
 }
 
 async function runTools(
   env: TurnEnv,
-  state: TurnState,
+  run: ToolRun,
   { calls, last, blocks }: RunTools,
 ): Promise<Ending | undefined> {
-  const { limits } = env.engine;
+  const { limits, state, rec } = run;
   const before = state.requestedToolCalls;
   // Requested intentions count, even unknown or invalid ones.
   state.requestedToolCalls += calls.length;
@@ -44,10 +75,10 @@ async function runTools(
     const why = last
       ? "not run: a final answer was requested"
       : "not run: the turn's token budget is spent";
-    results = await answerUnrun(env, calls, last ? "TOOL_NOT_RUN" : "TOOL_BUDGET_EXCEEDED", why);
+    results = await answerUnrun(run, calls, last ? "TOOL_NOT_RUN" : "TOOL_BUDGET_EXCEEDED", why);
   } else {
     try {
-      results = await dispatchCalls(env, state, calls, {
+      results = await dispatchCalls(run, calls, {
         overBudgetFrom,
         depth: 0,
         grant: env.grant.byName,
@@ -63,7 +94,7 @@ async function runTools(
   }
   record(state, calls, results);
   state.log.append("user", results);
-  await toolWarning(env, state);
+  await warn(rec, state, "maxToolCalls", state.requestedToolCalls, limits.maxToolCalls);
   if (last) return limitEnding(limits, last, false, "tool_use", []);
   if (spent) return budgetEnding("maxModelTokens", "tool_use");
   if (overBudgetFrom < calls.length) return budgetEnding("maxToolCalls", "tool_use");
@@ -98,7 +129,7 @@ function record(
 
 /** One durable warning per metric when the turn reaches half of it. */
 async function warn(
-  env: TurnEnv,
+  rec: Recorder,
   state: TurnState,
   metric: "maxModelTokens" | "maxToolCalls",
   used: number,
@@ -107,16 +138,10 @@ async function warn(
   if (limit === undefined || state.warned.has(metric) || used * 2 < limit) return;
   state.warned.add(metric);
   state.warnings.push(`${metric}:50%`);
-  await durable(env.engine.audit, {
-    trail: "lifecycle",
-    action: "budget.warning",
-    ...trailBase(env.rec.trail, env.engine.clock.now()),
-    detail: trailJoin(trailKind(metric), used, limit),
-  });
-  env.rec.emit({ type: "budget.warning", turnId: env.input.turnId, metric, used, limit });
+  const detail = trailJoin(trailKind(metric), used, limit);
+  await rec.record("lifecycle", { action: "budget.warning", detail });
+  rec.emit({ type: "budget.warning", turnId: rec.turnId, metric, used, limit });
 }
 
-export const tokenWarning = (env: TurnEnv, state: TurnState) =>
-  warn(env, state, "maxModelTokens", state.modelTokens, env.engine.limits.maxModelTokens);
-const toolWarning = (env: TurnEnv, state: TurnState) =>
-  warn(env, state, "maxToolCalls", state.requestedToolCalls, env.engine.limits.maxToolCalls);
+export const tokenWarning = (rec: Recorder, state: TurnState, limits: ResolvedLimits) =>
+  warn(rec, state, "maxModelTokens", state.modelTokens, limits.maxModelTokens);

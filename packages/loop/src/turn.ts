@@ -5,14 +5,16 @@ import { drive } from "./driver.js";
 import type { TurnOutcome } from "./engine.js";
 import type { TurnEnv } from "./env.js";
 import { UncertainTurnError } from "./errors.js";
-import { finalizeCompleted, finalizeUncertain, toUncertain } from "./finalize.js";
+import { finalizeCompleted, finalizeUncertain, type TurnExit, toUncertain } from "./finalize.js";
 import type { Ending } from "./limits.js";
 import { CALL_MODEL, finish } from "./next.js";
 import { trailBase } from "./trail.js";
 import { mediaEgress, replayedHistory, resolveMedia, storedInput } from "./media.js";
 import { extractMemory } from "./extraction.js";
 import { recallFor } from "./recall.js";
+import { rotationTurn } from "./model-stage.js";
 import { coldRotation } from "./rotation.js";
+import { modelCalls } from "./step.js";
 import type { TurnState } from "./state.js";
 
 /** Runs one turn to exactly one outcome. Every path leaves through the finalizer. */
@@ -22,17 +24,36 @@ export async function runTurnCore(
   choice: ModelChoice,
 ): Promise<TurnOutcome> {
   let ending: Ending;
+  const calls = modelCalls(env, state);
   try {
     await start(env, state, choice);
     // A cold start over the policy's size rotates before the first step (spec: long-context).
-    const cold = await coldRotation(env, state);
-    ending = await drive(env, state, choice, cold ? finish(cold) : CALL_MODEL);
+    const cold = await coldRotation(rotationTurn(env, calls), state);
+    ending = await drive(env, state, calls, choice, cold ? finish(cold) : CALL_MODEL);
   } catch (error) {
-    return await finalizeUncertain(env, state, toUncertain(env.signal, error));
+    return await finalizeUncertain(exitOf(env), state, toUncertain(env.signal, error));
   }
   // The ending is decided: the extraction (when configured) never changes it, and never throws.
-  await extractMemory(env, state, ending);
-  return await finalizeCompleted(env, state, ending);
+  const { engine, input } = env;
+  await extractMemory(
+    {
+      calls,
+      extraction: engine.extraction,
+      scope: input.scope,
+      sessionId: input.sessionId,
+      history: input.history,
+      sensitivity: input.intent.sensitivity,
+      signal: env.signal,
+    },
+    state,
+    ending,
+  );
+  return await finalizeCompleted(exitOf(env), state, ending);
+}
+
+function exitOf(env: TurnEnv): TurnExit {
+  const turnEnd = env.engine.hooks["turn:end"];
+  return { rec: env.rec, sessionId: env.input.sessionId, turnEnd, signal: env.signal };
 }
 
 /** Before the first step: the lifecycle record, `turn:start`, recall, the input with its recall block and volatile suffix, media egress. */
@@ -61,7 +82,14 @@ async function start(env: TurnEnv, state: TurnState, choice: ModelChoice): Promi
     }
   }
   // Recall (issue 18): after the cached prefix, before the volatile suffix, persisted with the input.
-  const recalled = await recallFor(env);
+  const recalled = await recallFor(engine.recall, env.rec, {
+    scope: input.scope,
+    sessionId: input.sessionId,
+    input: input.input,
+    sensitivity: input.intent.sensitivity,
+    clock: engine.clock,
+    signal: env.signal,
+  });
   // Media by bytes: resolved before anything is recorded or dispatched; the session keeps the ref.
   state.media = await resolveMedia(engine.media, env.rec, input, state.log.history);
   const blocks: Block[] = storedInput(input.input, state.media);

@@ -7,13 +7,10 @@ import {
   type ToolResultBlock,
   trailId,
 } from "@alma-harness/core";
-import { durable, commitBefore } from "../audit.js";
 import { checkpoint } from "../cancel.js";
-import { errorResult } from "../dispatch.js";
-import type { TurnEnv } from "../env.js";
-import { runHook } from "../execute.js";
-import type { TurnState } from "../state.js";
-import { trailBase } from "../trail.js";
+import { errorResult } from "../output.js";
+import { toolPost, toolPre } from "../tool-hooks.js";
+import type { ToolRun } from "../tool-run.js";
 import { argumentsOf } from "@alma-harness/execution";
 import { callableNow, grantCatalog, SEARCH_INPUT_SCHEMA } from "./loads.js";
 import { findTools, type SearchFindings, type SearchRequest } from "./tool-search.js";
@@ -30,8 +27,7 @@ const validator = compileSchema(SEARCH_INPUT_SCHEMA as unknown as JsonObject, "s
  * written before the result is returned; the result block records them in `loads`.
  */
 export async function runSearch(
-  env: TurnEnv,
-  state: TurnState,
+  run: ToolRun,
   call: StreamToolCall,
   signal: AbortSignal,
 ): Promise<ToolResultBlock> {
@@ -43,37 +39,21 @@ export async function runSearch(
       ? "(input) needs query or names"
       : undefined);
   if (problem) return errorResult(call, "TOOL_BAD_INPUT", `invalid input: ${problem}`);
-  const preHook = env.engine.hooks["tool:pre"];
-  if (preHook) await commitBefore(env.engine);
-  const pre = preHook
-    ? await runHook(signal, "tool:pre", () =>
-        preHook(
-          Object.freeze({
-            turnId: env.input.turnId,
-            callId: call.id,
-            name: SEARCH_TOOLS_NAME,
-            input: args,
-          }),
-        ),
-      )
-    : undefined;
-  if (pre && typeof pre === "object" && typeof (pre as { deny?: unknown }).deny === "string") {
-    return errorResult(call, "TOOL_DENIED", `denied: ${(pre as { deny: string }).deny}`);
-  }
+  const deny = await toolPre(run, call.id, SEARCH_TOOLS_NAME, args, signal);
+  if (deny !== undefined) return errorResult(call, "TOOL_DENIED", `denied: ${deny}`);
   checkpoint(signal);
   const findings = findTools(
-    grantCatalog(env.grant),
-    callableNow(env.grant, state),
+    grantCatalog(run.grant),
+    callableNow(run.grant, run.state),
     requestOf(args),
   );
   for (const name of findings.loaded) {
-    await durable(env.engine.audit, {
-      trail: "access",
-      ...trailBase(env.rec.trail, env.engine.clock.now(), call.id),
+    const load = {
       tool: trailId(SEARCH_TOOLS_NAME),
       resource: trailId(name),
       action: "load",
-    });
+    } as const;
+    await run.rec.record("access", load, call.id);
   }
   const block: ToolResultBlock = {
     type: "tool_result",
@@ -83,21 +63,7 @@ export async function runSearch(
     isError: false,
     ...(findings.loaded.length > 0 ? { loads: findings.loaded } : {}),
   };
-  const postHook = env.engine.hooks["tool:post"];
-  if (signal.aborted || !postHook) return block;
-  await commitBefore(env.engine);
-  const post = Object.freeze({
-    turnId: env.input.turnId,
-    callId: call.id,
-    name: SEARCH_TOOLS_NAME,
-    output: block.output,
-    isError: false,
-  });
-  try {
-    await runHook(signal, "tool:post", () => postHook(post));
-  } catch (error) {
-    if (!signal.aborted) throw error;
-  }
+  await toolPost(run, SEARCH_TOOLS_NAME, block, signal);
   return block;
 }
 
