@@ -22,7 +22,7 @@ import {
   type TerminalReason,
   type TurnCallFailure,
   type TurnToolCall,
-} from "./engine.js";
+} from "./result.js";
 
 /**
  * A turn's progress as data (issue 25): what a driver needs to go on from a step boundary, closed

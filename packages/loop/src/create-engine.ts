@@ -24,7 +24,7 @@ import { TurnState } from "./state.js";
 import { type StreamedTurn, streamFrom } from "./stream-turn.js";
 import { runTurnCore } from "./turn.js";
 import { compileMedia } from "./media.js";
-import { compileExtraction } from "./extraction.js";
+import { compileExtraction } from "./extraction-config.js";
 import { compileRecall } from "./recall.js";
 import { turnTrail } from "./trail.js";
 

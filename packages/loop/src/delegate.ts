@@ -135,88 +135,79 @@ function startsNothing(error: unknown): boolean {
 }
 
 /**
- * Opens the model gateways for one live handler. Children share the root's call limit, ledger
- * (caps) and deadline; sensitivity only narrows from the handler's caller; a delegate gets at most
- * the caller's tools, never search or provider tools; depth is bounded.
+ * The children one live handler started: tracked while they run, their first failure kept (a
+ * failure the handler swallowed still poisons the turn), their signal linked on the first child.
  */
-export function openGateways(run: ToolRun, at: GatewayScope): HandlerGateways {
-  let live = true;
-  const pending = new Set<Promise<unknown>>();
-  let poison: UncertainTurnError | undefined;
-  // The children's signal is linked on the first child: a handler that starts none costs no controller.
-  let link: ReturnType<typeof linkedController> | undefined;
-  const childSignal = (): AbortSignal => {
-    link ??= linkedController(at.signal);
-    return link.controller.signal;
-  };
-  const track = <T>(work: Promise<T>): Promise<T> => {
+class HandlerChildren {
+  live = true;
+  readonly pending = new Set<Promise<unknown>>();
+  poison: UncertainTurnError | undefined;
+  // Linked on the first child: a handler that starts none costs no controller.
+  link: ReturnType<typeof linkedController> | undefined;
+
+  constructor(private readonly parent: AbortSignal) {}
+
+  signal(): AbortSignal {
+    this.link ??= linkedController(this.parent);
+    return this.link.controller.signal;
+  }
+
+  track<T>(work: Promise<T>): Promise<T> {
     const p = work.catch((error: unknown) => {
       if (!startsNothing(error))
-        poison ??=
+        this.poison ??=
           error instanceof UncertainTurnError
             ? error
             : new UncertainTurnError("child", "a child call failed", error);
       throw error;
     });
-    pending.add(p);
-    const done = () => pending.delete(p);
+    this.pending.add(p);
+    const done = () => this.pending.delete(p);
     p.then(done, done);
     return p;
-  };
-  const structural = (req: ChildRequest, delegate: boolean): DelegateRefusalReason | undefined => {
-    if (delegate && at.depth + 1 > run.limits.maxDelegateDepth) return "depth";
-    if (sensitivityRank(req.sensitivity) > sensitivityRank(at.sensitivity)) return "sensitivity";
-    if (delegate)
-      for (const name of req.tools ?? [])
-        if (name === SEARCH_TOOLS_NAME || !at.grant.has(name)) return "tool_grant";
-    return undefined;
-  };
-  const alive = () => {
-    if (!live)
+  }
+
+  alive(): void {
+    if (!this.live)
       throw new UncertainTurnError("child", "the gateways were revoked when the handler settled");
-  };
-  const child = (req: ChildRequest, kind: "direct" | "delegate") =>
-    track(
-      runChild(run, req, {
-        kind,
-        parentCallId: at.callId,
-        depth: at.depth,
-        grant: at.grant,
-        signal: childSignal(),
-      }),
-    );
-  const models: ModelGateways = Object.freeze({
-    direct: async (
-      raw: DirectRequest,
-    ): Promise<{ readonly text: string; readonly usage: Usage }> => {
-      alive();
-      if (raw && typeof raw === "object" && Object.hasOwn(raw, "toolChoice"))
-        throw new ValidationError(
-          "direct.toolChoice",
-          "unsupported",
-          "models.direct is tool-free: toolChoice is rejected",
-        );
-      const req = snapshotRequest(raw, DIRECT_FIELDS, "direct");
-      const reason = structural(req, false);
-      if (reason) throw new DelegationRefusedError(reason);
-      const done = await child(req, "direct");
-      return { text: done.text, usage: done.usage };
-    },
-    delegate: async (raw: DelegateRequest): Promise<DelegateCompleted> => {
-      alive();
-      const req = snapshotRequest(raw, DELEGATE_FIELDS, "delegate");
-      const reason = structural(req, true);
-      if (reason) throw new DelegationRefusedError(reason);
-      return child(req, "delegate");
-    },
-    tryDelegate: async (raw: DelegateRequest): Promise<DelegateAttempt> => {
-      alive();
-      const req = snapshotRequest(raw, DELEGATE_FIELDS, "delegate");
-      const reason = structural(req, true);
-      if (reason) return refusal(reason);
-      return child(req, "delegate");
-    },
-  });
+  }
+
+  revoke(handlerFailed: boolean): void {
+    this.live = false;
+    const running = this.pending.size > 0;
+    const pending = () =>
+      new UncertainTurnError("children_pending", "a child call was started and not awaited");
+    if (running) this.link?.controller.abort(pending());
+    this.link?.dispose();
+    if (handlerFailed) return;
+    if (running) throw pending();
+    if (this.poison) throw this.poison;
+  }
+}
+
+/** Why a child request is refused before it starts (depth, sensitivity, a tool outside the grant). */
+function structuralRefusal(
+  maxDepth: number,
+  at: GatewayScope,
+  req: ChildRequest,
+  delegate: boolean,
+): DelegateRefusalReason | undefined {
+  if (delegate && at.depth + 1 > maxDepth) return "depth";
+  if (sensitivityRank(req.sensitivity) > sensitivityRank(at.sensitivity)) return "sensitivity";
+  if (delegate)
+    for (const name of req.tools ?? [])
+      if (name === SEARCH_TOOLS_NAME || !at.grant.has(name)) return "tool_grant";
+  return undefined;
+}
+
+/**
+ * Opens the model gateways for one live handler. Children share the root's call limit, ledger
+ * (caps) and deadline; sensitivity only narrows from the handler's caller; a delegate gets at most
+ * the caller's tools, never search or provider tools; depth is bounded.
+ */
+export function openGateways(run: ToolRun, at: GatewayScope): HandlerGateways {
+  const children = new HandlerChildren(at.signal);
+  const models = modelGateways(run, at, children);
   return {
     context: (toolName) =>
       Object.freeze({
@@ -230,22 +221,53 @@ export function openGateways(run: ToolRun, at: GatewayScope): HandlerGateways {
         now: run.rec.now,
         models,
       }),
-    revoke: (handlerFailed) => {
-      live = false;
-      const running = pending.size > 0;
-      if (running)
-        link?.controller.abort(
-          new UncertainTurnError("children_pending", "a child call was started and not awaited"),
-        );
-      link?.dispose();
-      if (handlerFailed) return;
-      if (running)
-        throw new UncertainTurnError(
-          "children_pending",
-          "a child call was started and not awaited",
-        );
-      if (poison) throw poison;
-    },
-    failureCause: () => poison,
+    revoke: (handlerFailed) => children.revoke(handlerFailed),
+    failureCause: () => children.poison,
   };
+}
+
+function modelGateways(run: ToolRun, at: GatewayScope, children: HandlerChildren): ModelGateways {
+  const maxDepth = run.limits.maxDelegateDepth;
+  const child = (req: ChildRequest, kind: "direct" | "delegate") =>
+    children.track(
+      runChild(run, req, {
+        kind,
+        parentCallId: at.callId,
+        depth: at.depth,
+        grant: at.grant,
+        signal: children.signal(),
+      }),
+    );
+  return Object.freeze({
+    direct: async (
+      raw: DirectRequest,
+    ): Promise<{ readonly text: string; readonly usage: Usage }> => {
+      children.alive();
+      if (raw && typeof raw === "object" && Object.hasOwn(raw, "toolChoice"))
+        throw new ValidationError(
+          "direct.toolChoice",
+          "unsupported",
+          "models.direct is tool-free: toolChoice is rejected",
+        );
+      const req = snapshotRequest(raw, DIRECT_FIELDS, "direct");
+      const reason = structuralRefusal(maxDepth, at, req, false);
+      if (reason) throw new DelegationRefusedError(reason);
+      const done = await child(req, "direct");
+      return { text: done.text, usage: done.usage };
+    },
+    delegate: async (raw: DelegateRequest): Promise<DelegateCompleted> => {
+      children.alive();
+      const req = snapshotRequest(raw, DELEGATE_FIELDS, "delegate");
+      const reason = structuralRefusal(maxDepth, at, req, true);
+      if (reason) throw new DelegationRefusedError(reason);
+      return child(req, "delegate");
+    },
+    tryDelegate: async (raw: DelegateRequest): Promise<DelegateAttempt> => {
+      children.alive();
+      const req = snapshotRequest(raw, DELEGATE_FIELDS, "delegate");
+      const reason = structuralRefusal(maxDepth, at, req, true);
+      if (reason) return refusal(reason);
+      return child(req, "delegate");
+    },
+  });
 }

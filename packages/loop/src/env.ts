@@ -20,7 +20,7 @@ import type { ResolvedLimits } from "./limits.js";
 import type { CompiledLongContext } from "./long-context.js";
 import type { CompiledMedia } from "./media.js";
 import type { PermissionController } from "./permission.js";
-import type { CompiledExtraction } from "./extraction.js";
+import type { CompiledExtraction } from "./extraction-config.js";
 import type { CompiledRecall } from "./recall.js";
 import type { Grant } from "./grant.js";
 import type { Recorder } from "./recorder.js";

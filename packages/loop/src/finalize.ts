@@ -7,7 +7,7 @@ import {
   type TurnFailure,
 } from "@alma-harness/core";
 import { AbortedError, abortReason } from "./cancel.js";
-import type { TurnOutcome, TurnResult } from "./engine.js";
+import type { TurnOutcome, TurnResult } from "./result.js";
 import { StreamInvalidError, StreamTornError, UncertainTurnError } from "./errors.js";
 import type { Ending } from "./limits.js";
 import type { Recorder } from "./recorder.js";

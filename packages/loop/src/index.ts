@@ -65,10 +65,10 @@ export {
 export type { PermissionController, PermissionDecision, PermissionRequest } from "./permission.js";
 export {
   EXTRACTION_INSTRUCTION,
-  EXTRACTION_TRANSCRIPT_MAX,
   type ExtractionConfig,
   type ExtractionOutcome,
-} from "./extraction.js";
+} from "./extraction-config.js";
+export { EXTRACTION_TRANSCRIPT_MAX } from "./extraction.js";
 export {
   DEFAULT_RECALL,
   RECALL_LABEL,

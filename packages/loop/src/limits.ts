@@ -1,5 +1,6 @@
 import type { Block } from "@alma-harness/core";
-import type { BudgetMetric, LoopLimits, TurnResult } from "./engine.js";
+import type { LoopLimits } from "./engine.js";
+import type { BudgetMetric, TurnResult } from "./result.js";
 import { EngineConfigError } from "./errors.js";
 
 export const DEFAULT_FINAL_ANSWER_NOTICE =

@@ -12,7 +12,7 @@ import {
   addUsage,
 } from "@alma-harness/core";
 import type { TurnAccount } from "@alma-harness/execution";
-import type { TurnCallFailure, TurnToolCall } from "./engine.js";
+import type { TurnCallFailure, TurnToolCall } from "./result.js";
 import type { LoopEvent } from "./events.js";
 import type { ResolvedMedia } from "./media.js";
 

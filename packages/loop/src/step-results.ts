@@ -11,7 +11,7 @@ import type {
   UnpricedReason,
 } from "@alma-harness/core";
 import { CallRefusedError, type StepOutput } from "@alma-harness/execution";
-import type { BudgetMetric } from "./engine.js";
+import type { BudgetMetric } from "./result.js";
 import { CallRejectedError } from "./errors.js";
 
 export interface StepCall {

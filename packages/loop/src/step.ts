@@ -7,7 +7,7 @@ import {
   trailKind,
 } from "@alma-harness/core";
 import { type CallOptions, type CallOutcome, UncertainCallError } from "@alma-harness/execution";
-import { observeCache } from "./cache-hygiene.js";
+import { observeCache } from "./cache-observe.js";
 import type { TurnEnv } from "./env.js";
 import { UncertainTurnError } from "./errors.js";
 import { answerBy, type ResolvedLimits } from "./limits.js";

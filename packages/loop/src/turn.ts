@@ -2,7 +2,7 @@ import type { Block, ModelChoice } from "@alma-harness/core";
 import { commitBefore, durable } from "./audit.js";
 import { checkpoint } from "./cancel.js";
 import { drive } from "./driver.js";
-import type { TurnOutcome } from "./engine.js";
+import type { TurnOutcome } from "./result.js";
 import type { TurnEnv } from "./env.js";
 import { UncertainTurnError } from "./errors.js";
 import { finalizeCompleted, finalizeUncertain, type TurnExit, toUncertain } from "./finalize.js";

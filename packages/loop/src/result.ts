@@ -1,0 +1,88 @@
+import type {
+  Block,
+  CallKind,
+  CostReceipt,
+  JsonObject,
+  Msg,
+  RefusalCategory,
+  StopReason,
+  TurnFailure,
+  UncertainCause,
+  Usage,
+} from "@alma-harness/core";
+
+/** What a turn ended in: the engine's one outcome vocabulary (the host's view is built from it). */
+
+export interface TurnToolCall {
+  readonly id: string;
+  readonly name: string;
+  readonly input: JsonObject;
+  readonly isError: boolean;
+}
+
+/** Every way a completed turn ended, the one list readers check against. */
+export const TERMINAL_REASONS = Object.freeze([
+  "answered",
+  "terminal_tool",
+  "call_limit",
+  "step_limit",
+  "time_limit",
+  "budget",
+  "max_tokens",
+  "refused",
+  "context_window",
+  "unanswered",
+  "error",
+] as const);
+export type TerminalReason = (typeof TERMINAL_REASONS)[number];
+
+export type BudgetMetric =
+  | "perTurnUsd"
+  | "perSessionUsd"
+  | "perTenantDayUsd"
+  | "maxToolCalls"
+  | "maxModelTokens"
+  | "unpriced";
+
+export interface TurnResult {
+  readonly turnId: string;
+  /** What the person sees: the final step's blocks without reasoning; empty when unanswered. */
+  readonly reply: readonly Block[];
+  readonly toolCalls: readonly TurnToolCall[];
+  readonly usage: Usage;
+  readonly costMicros: number;
+  readonly receipts: readonly CostReceipt[];
+  readonly stopReason: StopReason | null;
+  readonly terminalReason: TerminalReason;
+  readonly callLimit?: { readonly maxCalls: number; readonly answered: boolean };
+  readonly stepLimit?: { readonly maxSteps: number; readonly answered: boolean };
+  readonly timeLimit?: { readonly answered: boolean };
+  readonly budget?: { readonly metric: BudgetMetric; readonly answered: boolean };
+  /** With terminal reason `refused`: the provider's category, closed (the refused output is neither shown nor kept). */
+  readonly refusal?: { readonly category: RefusalCategory };
+  readonly warnings: readonly string[];
+  readonly failure?: TurnFailure;
+  /** With terminal reason `unanswered`: the main call ran out of attempts; the cause of its last failure. */
+  readonly unanswered?: { readonly cause: UncertainCause };
+  /** Every failed call of the turn, by cause, in order (spec: call-retry); absent when none failed. */
+  readonly failures?: readonly TurnCallFailure[];
+  /** Calls claimed without a settled cost when the turn completed (absent when none). They count toward no cap. */
+  readonly unsettledCalls?: number;
+}
+
+/** One failed call attempt on the result: its kind and its cause (a recall that is skipped will add its own kind). */
+export interface TurnCallFailure {
+  readonly kind: CallKind;
+  readonly cause: UncertainCause;
+}
+
+export type TurnOutcome =
+  | { readonly status: "completed"; readonly result: TurnResult; readonly messages: readonly Msg[] }
+  | {
+      readonly status: "reconciliation_required";
+      readonly cause: UncertainCause;
+      readonly failure: TurnFailure;
+      readonly messages: readonly Msg[];
+      readonly receipts: readonly CostReceipt[];
+    }
+  | { readonly status: "not_admitted"; readonly reason: string };
