@@ -26,7 +26,7 @@ import { bindingOf, conversationRootKey } from "./keys.js";
  *   `conversationRootKey(scope, sessionId, idempotencyKey)`, so a simple request and the descriptor
  *   `createConversationDescriptor` makes for it are one root and either replays the other;
  * - `rootId` — an arbitrary explicit root named by the host (never a browser's or a model's id):
- *   the root key and the turn id, verbatim. Ids shaped like the runner's own keys (`c1_…`, `sc1_…`, `ev_…`:
+ *   the root key and the turn id, verbatim, 1-128 printable ASCII characters. Ids shaped like the runner's own keys (`c1_…`, `sc1_…`, `ev_…`:
  *   lower-case letters and digits before a `_`) are reserved and refused.
  *
  * The runner allocates everything below the root (child slots, call ids, parents): the descriptor
@@ -90,6 +90,11 @@ const REQUIRED = [
 const FIELDS: readonly string[] = [...REQUIRED, "idempotencyKey", "rootId"];
 /** The shape of the runner's own keys (`c1_`, `sc1_`, `b1_`, `e1_`, `ev_`): never an explicit root id. */
 const RESERVED_ID = /^([a-z]+[0-9]+|ev)_/;
+/**
+ * Characters an explicit root id may take: the runner derives longer ids under it (the journal's
+ * `<root>:extraction:<n>:settlement`, a step output's `<root>:step:<n>`), which must stay ids.
+ */
+export const MAX_ROOT_ID_CHARS = 128;
 /** Bytes a descriptor may take (its ids are at most 200 characters each). */
 const DESCRIPTOR_BYTES = 4096;
 
@@ -120,8 +125,13 @@ function readDescriptor(raw: unknown): ConversationRootDescriptor {
   const { scope: _scope, ...rest } = fields;
   const copy = snapshot(rest, { maxTotalBytes: DESCRIPTOR_BYTES }) as JsonObject;
   if (copy.version !== 1) fail("version", "closed", "root.version must be 1");
-  if (fields.rootId !== undefined && RESERVED_ID.test(id("rootId", copy.rootId)))
-    fail("rootId", "reserved", "root.rootId must not take the shape of the runner's own keys");
+  if (fields.rootId !== undefined) {
+    const rootId = id("rootId", copy.rootId);
+    if (rootId.length > MAX_ROOT_ID_CHARS)
+      fail("rootId", "id", `root.rootId must be 1-${MAX_ROOT_ID_CHARS} characters`);
+    if (RESERVED_ID.test(rootId))
+      fail("rootId", "reserved", "root.rootId must not take the shape of the runner's own keys");
+  }
   if (!isSensitivity(copy.sensitivity))
     fail("sensitivity", "closed", "root.sensitivity must be a sensitivity");
   if (!Number.isSafeInteger(copy.deadlineAt) || (copy.deadlineAt as number) < 0)
