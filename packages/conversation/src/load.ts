@@ -8,14 +8,15 @@ import { inputRevisionOf } from "./root.js";
 /** The turn's content, or why the turn cannot have it (the turn is then uncertain with that cause). */
 export type LoadedContent =
   | { readonly ok: true; readonly blocks: readonly Block[]; readonly meta?: MsgMeta }
-  | { readonly ok: false; readonly cause: "input" | "deadline" | "cancelled" };
+  | { readonly ok: false; readonly cause: "input" | "deadline" | "cancelled" | "commit" };
 
 const DEADLINE = Symbol("deadline");
 const CANCELLED = Symbol("cancelled");
 
 /**
  * The turn's content. Inline content is the request's. An explicit root's `loadInput` runs here,
- * after admission, the root claim and the pending final-result reservation (seed 002), once, under
+ * after admission, the root claim and the pending final-result reservation (seed 002) are committed
+ * (a store set's durability point; a failed commit is cause `commit`), once, under
  * the turn's deadline and signal; what it returns is checked by the input rules a simple request's
  * input meets (plain bounded JSON, no accessor run, no Proxy, at most `maxInputChars`, no
  * `meta.event`), and a conversation-v1 root's by its inputRevision too. A throw, an invalid value
@@ -30,6 +31,13 @@ export async function loadContent(
   const { content } = request;
   if (content.type === "inline")
     return { ok: true, blocks: content.blocks, ...(content.meta ? { meta: content.meta } : {}) };
+  try {
+    // `loadInput` is host code: what precedes it (admission, claim, reservation) is committed first,
+    // so a concurrent delivery reads it (busy, in_progress) rather than waiting on the unit.
+    await config.stores.barrier?.commit();
+  } catch {
+    return { ok: false, cause: "commit" };
+  }
   let value: unknown;
   try {
     value = await loadWithin(config, request, deadlineAt);

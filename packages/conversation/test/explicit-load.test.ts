@@ -55,6 +55,29 @@ describe("explicit roots: loadInput (seed 002)", () => {
     expect(seen).toEqual(["visit-42", "active", "reserved", 0]);
   });
 
+  it("a store set's durability point commits the claim before loadInput (host code); a failed commit never loads", async () => {
+    const order: string[] = [];
+    const h = harness({
+      wrap: (s) => ({ ...s, barrier: { commit: async () => void order.push("commit") } }),
+    });
+    const loadInput = () => {
+      order.push("load");
+      return "When are you open on Monday?";
+    };
+    expect((await h.t.runner.runTurn(h.explicit({ loadInput }))).status).toBe("completed");
+    expect(order.slice(0, 2)).toEqual(["commit", "load"]);
+    const failing = harness({
+      wrap: (s) => ({
+        ...s,
+        barrier: { commit: () => Promise.reject(new Error("the commit failed")) },
+      }),
+    });
+    const view = await failing.t.runner.runTurn(failing.explicit());
+    expect(view.status).toBe("reconciliation_required");
+    expect(failing.t.uncertain.map((u) => [u.cause, u.released])).toEqual([["commit", true]]);
+    expect(failing.loads()).toBe(0);
+  });
+
   it("'Busy/replayed requests run nothing': loadInput is never called for busy, in_progress or a replay", async () => {
     const h = harness({ script: [scriptedText("first"), scriptedText("second")] });
     const g = gate();
