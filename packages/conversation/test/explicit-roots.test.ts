@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import {
   ConversationConflictError,
   conversationRootKey,
@@ -206,6 +207,25 @@ describe("explicit roots: bindings (seed 002)", () => {
     await expect(h.t.runner.runTurn(changed)).rejects.toBeInstanceOf(ConversationConflictError);
     expect(h.loads()).toBe(0);
     expect(h.t.model.calls).toBe(1);
+  });
+
+  it("a simple request's binding is derived as before the descriptor existed: stored roots keep replaying", async () => {
+    const h = harness();
+    await h.t.runner.runTurn(h.t.request("k1"));
+    const key = conversationRootKey(SCOPE, "s1", "k1");
+    const record = await h.t.stores.rootResults.get(SCOPE, key, h.t.clock.now());
+    const canonical = JSON.stringify({
+      bound: {
+        input: "When are you open on Monday?",
+        intent: { sensitivity: "internal", tier: "balanced" },
+        toolProfile: null,
+        trigger: null,
+      },
+      configRevision: "rev-1",
+      resultContractVersion: 1,
+    });
+    expect(record?.binding).toBe(`b1_${createHash("sha256").update(canonical).digest("hex")}`);
+    expect(h.described("k1").inputRevision).toBe(record?.binding);
   });
 
   it("a descriptor's root first: the simple request with the same content replays it", async () => {
