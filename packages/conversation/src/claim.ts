@@ -1,7 +1,7 @@
 import type { AdmitResult, ResultRecord, ReserveResult } from "@alma-harness/core";
 import type { ResolvedConfig } from "./config.js";
 import { ConversationConflictError } from "./errors.js";
-import type { NormalizedRequest } from "./input.js";
+import type { NormalizedRequest } from "./request.js";
 import { readRoot } from "./read.js";
 import { freeAdmission, type TurnRef, uncertain } from "./uncertain.js";
 import type { ConversationView } from "./views.js";

@@ -137,13 +137,11 @@ export interface ConversationConfig extends EngineOptions {
   readonly ids?: IdSource;
 }
 
-export interface ResolvedConfig extends ConversationConfig {
+export interface ResolvedConfig extends ConversationConfig, RootSettings {
   /** The deployment's trail key, validated once (the per-process key when none was given): the engine and `trails` share it. */
   readonly trailKey: TrailKey;
-  readonly capsNormalized: BudgetCaps;
   readonly clock: Clock;
   readonly ids: IdSource;
-  readonly profileNames: ReadonlySet<string>;
   readonly resultContractVersion: number;
   readonly maxResultChars: number;
 }
@@ -177,11 +175,55 @@ function text(name: string, value: unknown, max = 200): string {
   return value;
 }
 
-/** Copies and validates the configuration synchronously; stores, clients and the policy are trusted capabilities. */
-export function resolveConfig(config: ConversationConfig): ResolvedConfig {
+/**
+ * What a root's descriptor must match (seed 002): the versions, retention, caps and call limit the
+ * runner was built with, and the bounds a request is checked against. One owner: `resolveConfig`
+ * and `createConversationDescriptor` both take them from here.
+ */
+export interface RootSettings {
+  readonly configRevision: string;
+  readonly resultContractVersion: number;
+  readonly resultRetentionMs: number;
+  readonly capsNormalized: BudgetCaps;
+  readonly maxCalls: number;
+  readonly maxInputChars: number;
+  readonly profileNames: ReadonlySet<string>;
+}
+
+/** The part of a runner's configuration `createConversationDescriptor` reads (pass the whole one). */
+export type DescriptorConfig = Pick<
+  ConversationConfig,
+  | "configRevision"
+  | "resultContractVersion"
+  | "resultRetentionMs"
+  | "caps"
+  | "maxCalls"
+  | "maxInputChars"
+  | "profiles"
+>;
+
+/** Validates and copies the settings a root is bound to; throws `ConversationConfigError` (caps: `TypeError`). */
+export function rootSettings(config: DescriptorConfig): RootSettings {
   if (!config || typeof config !== "object")
     throw new ConversationConfigError("a configuration object is required");
-  const stores = config.stores;
+  let capsNormalized: BudgetCaps;
+  try {
+    capsNormalized = normalizeBudgetCaps(config.caps);
+  } catch (error) {
+    throw error instanceof TypeError ? error : new TypeError(String(error));
+  }
+  return {
+    configRevision: text("configRevision", config.configRevision),
+    resultContractVersion: config.resultContractVersion ?? 1,
+    resultRetentionMs: int("resultRetentionMs", config.resultRetentionMs, 1, 10 * 365 * 86_400_000),
+    capsNormalized,
+    maxCalls: int("maxCalls", config.maxCalls, 1, 1000),
+    maxInputChars: int("maxInputChars", config.maxInputChars, 1, 10_000_000),
+    profileNames: new Set(Object.keys(config.profiles ?? {})),
+  };
+}
+
+function checkStores(stores: ConversationStores | undefined): void {
   if (!stores) throw new ConversationConfigError("stores are required");
   for (const key of [
     "admissions",
@@ -208,27 +250,17 @@ export function resolveConfig(config: ConversationConfig): ResolvedConfig {
     throw new ConversationConfigError(
       "stores.rootResults must be a separate namespace from stores.results",
     );
-  text("prompt", config.prompt, 200_000);
-  text("policyVersion", config.policyVersion);
-  text("priceVersion", config.priceVersion);
-  text("configRevision", config.configRevision);
-  const prices = normalizePriceTable(config.prices);
-  if (prices.version !== config.priceVersion)
-    throw new ConversationConfigError("priceVersion must equal prices.version");
-  const profiles = config.profiles ?? {};
+}
+
+/** The runner's own options that are not root settings: tool grants, flags, labels. */
+function checkOptions(config: ConversationConfig): void {
   const toolNames = new Set((config.tools ?? []).map((t) => t.name));
-  for (const [name, list] of Object.entries(profiles)) {
+  for (const [name, list] of Object.entries(config.profiles ?? {})) {
     for (const tool of list)
       if (!toolNames.has(tool))
         throw new ConversationConfigError(
           `profile "${name}" names the unregistered tool "${tool}"`,
         );
-  }
-  let capsNormalized: BudgetCaps;
-  try {
-    capsNormalized = normalizeBudgetCaps(config.caps);
-  } catch (error) {
-    throw error instanceof TypeError ? error : new TypeError(String(error));
   }
   if (
     config.releasePreStreamRejections !== undefined &&
@@ -243,6 +275,21 @@ export function resolveConfig(config: ConversationConfig): ResolvedConfig {
           `eventLabels.${k} must be 1-500 characters without control characters`,
         );
     }
+}
+
+/** Copies and validates the configuration synchronously; stores, clients and the policy are trusted capabilities. */
+export function resolveConfig(config: ConversationConfig): ResolvedConfig {
+  if (!config || typeof config !== "object")
+    throw new ConversationConfigError("a configuration object is required");
+  checkStores(config.stores);
+  text("prompt", config.prompt, 200_000);
+  text("policyVersion", config.policyVersion);
+  text("priceVersion", config.priceVersion);
+  const settings = rootSettings(config);
+  const prices = normalizePriceTable(config.prices);
+  if (prices.version !== config.priceVersion)
+    throw new ConversationConfigError("priceVersion must equal prices.version");
+  checkOptions(config);
   let trailKey: TrailKey;
   try {
     trailKey = resolveTrailKey(config.trailKey);
@@ -251,20 +298,15 @@ export function resolveConfig(config: ConversationConfig): ResolvedConfig {
   }
   return {
     ...config,
+    ...settings,
     trailKey,
     prices,
-    capsNormalized,
     clock: config.clock ?? systemClock,
     ids: config.ids ?? randomIds,
-    profileNames: new Set(Object.keys(profiles)),
-    resultContractVersion: config.resultContractVersion ?? 1,
-    resultRetentionMs: int("resultRetentionMs", config.resultRetentionMs, 1, 10 * 365 * 86_400_000),
     runTimeoutMs: int("runTimeoutMs", config.runTimeoutMs, 1, MAX_RUN_TIMEOUT_MS),
-    maxCalls: int("maxCalls", config.maxCalls, 1, 1000),
     ...(config.callAttempts !== undefined
       ? { callAttempts: int("callAttempts", config.callAttempts, 1, MAX_CALL_ATTEMPTS) }
       : {}),
-    maxInputChars: int("maxInputChars", config.maxInputChars, 1, 10_000_000),
     maxResultChars: int("maxResultChars", config.maxResultChars ?? 1_000_000, 1, 1_000_000),
     consumers: Object.freeze([...(config.consumers ?? [])]),
   };

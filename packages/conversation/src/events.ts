@@ -155,6 +155,31 @@ async function finishedOrFreed(
   return freeAdmission(config, scope, admissionId);
 }
 
+/**
+ * How many of the batch's events the log already holds, as a prefix with the same content; a
+ * present id with other content, or present after an absent one, is refused (`conflict`).
+ */
+async function presentPrefix(
+  config: ResolvedConfig,
+  scope: Scope,
+  sessionId: string,
+  events: readonly { readonly id: string }[],
+  messages: readonly Msg[],
+): Promise<number> {
+  const ids = events.map((e) => e.id);
+  const present = await config.stores.sessions.findEvents(scope, sessionId, ids);
+  const byId = new Map(present.map((m) => [m.meta?.event?.id ?? "", m]));
+  let prefix = 0;
+  for (const [i, event] of events.entries()) {
+    const found = byId.get(event.id);
+    if (!found) continue;
+    if (i !== prefix || !sameContent(found, messages[i] as Msg))
+      throw new EventRefusedError(event.id, "conflict");
+    prefix += 1;
+  }
+  return prefix;
+}
+
 /** Recorded events: idempotent by id over the whole log, fenced on their own admission. */
 export function eventsApi(config: ResolvedConfig): EventsApi {
   const { stores, clock } = config;
@@ -168,21 +193,7 @@ export function eventsApi(config: ResolvedConfig): EventsApi {
       const sessionId = validateId("sessionId", request.sessionId);
       const events = normalizeEvents(request.events);
       const messages = events.map((e) => toMessage(e, config.eventLabels));
-      const present = await stores.sessions.findEvents(
-        scope,
-        sessionId,
-        events.map((e) => e.id),
-      );
-      const byId = new Map(present.map((m) => [m.meta?.event?.id ?? "", m]));
-      let prefix = 0;
-      for (const [i, event] of events.entries()) {
-        const found = byId.get(event.id);
-        if (!found) continue;
-        const msg = messages[i] as Msg;
-        if (i !== prefix || !sameContent(found, msg))
-          throw new EventRefusedError(event.id, "conflict");
-        prefix += 1;
-      }
+      const prefix = await presentPrefix(config, scope, sessionId, events, messages);
       const fresh = messages.slice(prefix);
       if (fresh.length === 0) return { status: "recorded", appended: 0, replayed: prefix };
       const view = await stores.sessions.load(scope, sessionId);

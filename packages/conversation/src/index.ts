@@ -1,6 +1,7 @@
 export {
   type ConversationConfig,
   type ConversationStores,
+  type DescriptorConfig,
   type EngineOptions,
   EXPIRED_RELEASE_GRACE_MS,
   type EventLabels,
@@ -23,8 +24,16 @@ export {
   type ResyncReason,
 } from "./errors.js";
 export type { RecordedEvent, RecordEventsRequest, RecordEventsResult } from "./events.js";
-export type { RunTurnRequest } from "./input.js";
+export type { TurnInputContent } from "./input.js";
 export { conversationRootKey } from "./keys.js";
+export {
+  createConversationDescriptor,
+  type ExplicitTurnRequest,
+  type LoadInputContext,
+  type RunTurnRequest,
+  type TurnRequest,
+} from "./request.js";
+export type { ConversationRootDescriptor } from "./root.js";
 export { DEFAULT_EVENT_LABELS, renderEvents } from "./render.js";
 export type { ExpiredRelease, UnresolvedPage } from "./maintenance.js";
 export { type ConversationRunner, createConversationRunner } from "./runner.js";

@@ -1,101 +1,76 @@
 import {
   type Block,
-  dataFields,
   type JsonObject,
   type JsonValue,
   type MsgMeta,
-  normalizeIntent,
-  normalizeScope,
-  type RoutingIntent,
-  type Scope,
   snapshot,
   ValidationError,
   validateId,
 } from "@alma-harness/core";
 
-export interface RunTurnRequest {
-  readonly scope: Scope;
-  readonly sessionId: string;
-  readonly idempotencyKey: string;
-  /** The person's message: text, or `{role: "user", blocks, meta?: {event: {id, kind: "input"}}}`. */
-  readonly input:
-    | string
-    | { readonly role: "user"; readonly blocks: readonly Block[]; readonly meta?: MsgMeta };
-  readonly intent: RoutingIntent;
-  readonly trigger?: string;
-  readonly toolProfile?: string;
-  /** Execution cancellation (never a socket's close). */
-  readonly signal?: AbortSignal;
-}
+/**
+ * The content rules of a turn's input, one owner for the simple request's inline input and an
+ * explicit root's loaded input: text or a user message of 1-64 text/media blocks, at most
+ * `maxInputChars` characters of text and `maxInputChars` + 4 KiB of characters in the request.
+ */
 
-export interface NormalizedRequest {
-  readonly scope: Scope;
-  readonly sessionId: string;
-  readonly idempotencyKey: string;
-  readonly blocks: readonly Block[];
-  readonly meta?: MsgMeta;
-  readonly intent: RoutingIntent;
-  readonly trigger?: string;
-  readonly toolProfile?: string;
-  /** Execution cancellation, as read (once, as a data property) from the request. */
-  readonly signal?: AbortSignal;
-  /** What the bindings hash covers. */
-  readonly bound: JsonObject;
-}
+/** The person's message: text, or `{role: "user", blocks, meta?: {event: {id, kind: "input"}}}`. */
+export type TurnInputContent =
+  | string
+  | { readonly role: "user"; readonly blocks: readonly Block[]; readonly meta?: MsgMeta };
 
 const MAX_BLOCKS = 64;
-const METADATA_ALLOWANCE = 4096;
-const REQUEST_FIELDS = [
-  "scope",
-  "sessionId",
-  "idempotencyKey",
-  "input",
-  "intent",
-  "trigger",
-  "toolProfile",
-  "signal",
-];
+/** Characters of request metadata allowed beside `maxInputChars` of input. */
+export const METADATA_ALLOWANCE = 4096;
 
 /**
- * Validates and snapshots a request synchronously, before any await. Throws `ValidationError` (a
- * `SnapshotError` for a shape that is not data). The request's own fields are read once each through
- * the snapshot's descriptor rules (`dataFields`), so a getter on `input` never runs and a Proxy is
- * refused before any trap; errors name what is expected, never a field or value that was sent.
+ * The bounded plain-JSON copy of request data (`snapshot`: no accessor runs, a Proxy is refused,
+ * 64 levels, 100k nodes) within `maxInputChars` + 4 KiB characters.
  */
-export function normalizeRequest(
-  raw: RunTurnRequest,
+export function boundedCopy(
+  value: Readonly<Record<string, unknown>>,
   maxInputChars: number,
-  profiles: ReadonlySet<string>,
-): NormalizedRequest {
-  if (raw === null || typeof raw !== "object")
-    throw new ValidationError("request", "object", "runTurn needs a request object");
-  const fields = dataFields(raw, "request");
-  for (const key of Object.keys(fields)) {
-    if (!REQUEST_FIELDS.includes(key))
-      throw new ValidationError(
-        "request",
-        "unknown_field",
-        `runTurn takes only ${REQUEST_FIELDS.join(", ")}`,
-      );
-  }
-  const scope = normalizeScope(fields.scope);
-  const sessionId = validateId("sessionId", fields.sessionId);
-  const idempotencyKey = validateId("idempotencyKey", fields.idempotencyKey);
-  const signal = signalOf(fields.signal);
-  const { signal: _signal, scope: _scope, ...rest } = fields;
-  const copy = snapshot(rest, {
+  path: string,
+): JsonObject {
+  const copy = snapshot(value, {
     maxTotalBytes: maxInputChars * 3 + METADATA_ALLOWANCE,
     maxStringBytes: maxInputChars * 3 + METADATA_ALLOWANCE,
   }) as JsonObject;
   if (charCount(copy) > maxInputChars + METADATA_ALLOWANCE) {
     throw new ValidationError(
-      "request.input",
+      path,
       "max_input_chars",
       `the request is over ${maxInputChars} characters plus 4 KiB of metadata`,
     );
   }
-  const intent = normalizeIntent(copy.intent, "request.intent");
-  const { blocks, meta } = normalizeInput(copy.input);
+  return copy;
+}
+
+/**
+ * A copied input's blocks (and `meta.event`, where `withMeta`), its text within `maxInputChars`.
+ * An explicit root's lazy input cannot carry `meta.event` (seed 002): `withMeta` is false for it.
+ */
+export function inputContent(
+  input: JsonValue | undefined,
+  maxInputChars: number,
+  withMeta: boolean,
+): { blocks: Block[]; meta?: MsgMeta } {
+  const content = normalizeInput(input, withMeta);
+  const textChars = content.blocks.reduce((n, b) => n + (b.type === "text" ? b.text.length : 0), 0);
+  if (textChars > maxInputChars)
+    throw new ValidationError(
+      "request.input",
+      "max_input_chars",
+      `the input is over ${maxInputChars} characters`,
+    );
+  return content;
+}
+
+/** `trigger` and `toolProfile` of a copied request: 1-64 characters; a configured profile. */
+export function turnOptions(
+  copy: JsonObject,
+  profiles: ReadonlySet<string>,
+): { trigger?: string; toolProfile?: string } {
   if (
     copy.trigger !== undefined &&
     (typeof copy.trigger !== "string" || copy.trigger.length < 1 || copy.trigger.length > 64)
@@ -112,34 +87,14 @@ export function normalizeRequest(
       "toolProfile names no configured profile",
     );
   }
-  const textChars = blocks.reduce((n, b) => n + (b.type === "text" ? b.text.length : 0), 0);
-  if (textChars > maxInputChars)
-    throw new ValidationError(
-      "request.input",
-      "max_input_chars",
-      `the input is over ${maxInputChars} characters`,
-    );
   return {
-    scope,
-    sessionId,
-    idempotencyKey,
-    ...(signal ? { signal } : {}),
-    blocks,
-    ...(meta ? { meta } : {}),
-    intent,
     ...(copy.trigger !== undefined ? { trigger: copy.trigger as string } : {}),
     ...(copy.toolProfile !== undefined ? { toolProfile: copy.toolProfile as string } : {}),
-    bound: Object.freeze({
-      input: copy.input as JsonValue,
-      intent: copy.intent as JsonValue,
-      trigger: copy.trigger ?? null,
-      toolProfile: copy.toolProfile ?? null,
-    }),
   };
 }
 
 /** An `AbortSignal` (a platform object, not data) or nothing. */
-function signalOf(value: unknown): AbortSignal | undefined {
+export function signalOf(value: unknown): AbortSignal | undefined {
   if (value === undefined) return undefined;
   let isSignal = false;
   try {
@@ -161,7 +116,10 @@ function charCount(value: JsonValue): number {
   return n;
 }
 
-function normalizeInput(input: JsonValue | undefined): { blocks: Block[]; meta?: MsgMeta } {
+function normalizeInput(
+  input: JsonValue | undefined,
+  withMeta: boolean,
+): { blocks: Block[]; meta?: MsgMeta } {
   if (typeof input === "string") {
     if (input.length === 0)
       throw new ValidationError("request.input", "non_empty", "the input is empty");
@@ -170,12 +128,13 @@ function normalizeInput(input: JsonValue | undefined): { blocks: Block[]; meta?:
   if (input === null || typeof input !== "object" || Array.isArray(input))
     throw new ValidationError("request.input", "message", "input must be text or a user message");
   const msg = input as JsonObject;
+  const fields = withMeta ? ["role", "blocks", "meta"] : ["role", "blocks"];
   for (const key of Object.keys(msg))
-    if (!["role", "blocks", "meta"].includes(key))
+    if (!fields.includes(key))
       throw new ValidationError(
         "request.input",
         "unknown_field",
-        "input takes only role, blocks and meta",
+        `input takes only ${fields.join(", ")}`,
       );
   if (msg.role !== "user")
     throw new ValidationError("request.input.role", "user", "input.role must be user");

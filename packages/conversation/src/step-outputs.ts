@@ -1,6 +1,6 @@
 import { type LoopEvent, type ProgressEvent, progressOf } from "@alma-harness/loop";
 import type { ResolvedConfig } from "./config.js";
-import type { NormalizedRequest } from "./input.js";
+import type { NormalizedRequest } from "./request.js";
 
 /** What a stream reader sees before the result: the loop's one progress vocabulary. */
 export type { ProgressEvent };

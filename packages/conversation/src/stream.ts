@@ -2,8 +2,7 @@ import type { Scope } from "@alma-harness/core";
 import { StreamQueue } from "@alma-harness/loop";
 import type { ResolvedConfig } from "./config.js";
 import { ConversationStreamResyncError, type ResyncReason } from "./errors.js";
-import type { NormalizedRequest } from "./input.js";
-import { conversationRootKey } from "./keys.js";
+import type { NormalizedRequest } from "./request.js";
 import { type ProgressEvent, StepOutputs } from "./step-outputs.js";
 import type { ConversationView } from "./views.js";
 
@@ -19,6 +18,68 @@ export interface ConversationStream extends AsyncIterable<ConversationStreamEven
 export const STREAM_QUEUE_LIMIT = 128;
 export const STREAM_METADATA_LIMIT = 256 * 1024;
 
+/** A stream's state between the turn (the writer) and its one reader. */
+class Relay {
+  readonly queue = new StreamQueue<ConversationStreamEvent>(STREAM_QUEUE_LIMIT);
+  bytes = 0;
+  state: "open" | "detached" | "resync" = "open";
+  resync: ResyncReason | undefined;
+  settled = false;
+  iterated = false;
+  taken = false;
+  pending = false;
+  /** The result's rejection (a refusal before admission, such as `ScopeFencedError`): the iterator throws it once, after what it queued. */
+  failure: { readonly error: unknown } | undefined;
+
+  constructor(readonly rootKey: string) {}
+
+  detach(reason: ResyncReason): void {
+    if (this.state !== "open") return;
+    this.state = "resync";
+    this.resync = reason;
+    this.queue.clear();
+    this.queue.wake();
+  }
+
+  /** A progress event from the turn: queued, or the reader detached (never waited for). */
+  offer(event: Parameters<NonNullable<StepOutputs["listener"]>>[0]): void {
+    if (this.state !== "open") return;
+    if (event.type === "unavailable" || event.type === "read_failed") {
+      this.detach(event.type);
+      return;
+    }
+    const size = JSON.stringify(event).length;
+    // Full (by count or by bytes), the reader is detached with a resync error: never waited for.
+    if (this.bytes + size > STREAM_METADATA_LIMIT || !this.queue.offer(event)) {
+      this.detach("overflow");
+      return;
+    }
+    this.bytes += size;
+  }
+
+  stop(): void {
+    if (this.state === "open") this.state = "detached";
+    this.queue.clear();
+    this.queue.wake();
+  }
+
+  /** The result rejected: the iterator rejects with the same error, once, then is done. */
+  rejected(): never {
+    this.state = "detached";
+    throw (this.failure as { readonly error: unknown }).error;
+  }
+
+  finishOrThrow(): IteratorResult<ConversationStreamEvent> {
+    if (this.state === "resync" && this.resync) {
+      const reason = this.resync;
+      this.resync = undefined;
+      this.state = "detached";
+      throw new ConversationStreamResyncError(reason, this.rootKey);
+    }
+    return { done: true, value: undefined };
+  }
+}
+
 /**
  * Starts the turn eagerly and lets one reader follow it: one iterator, one pending `next`, a
  * bounded queue. Overflow, an unavailable step output or a failed read detach the reader with
@@ -32,121 +93,96 @@ export function streamConversation(
   run: (outputs: StepOutputs) => Promise<ConversationView>,
   read: (scope: Scope, rootKey: string) => Promise<ConversationView | null>,
 ): ConversationStream {
-  const rootKey = conversationRootKey(request.scope, request.sessionId, request.idempotencyKey);
+  const { rootKey } = request;
   const outputs = new StepOutputs(config, request, rootKey);
-  const queue = new StreamQueue<ConversationStreamEvent>(STREAM_QUEUE_LIMIT);
-  let bytes = 0;
-  let state: "open" | "detached" | "resync" = "open";
-  let resync: ResyncReason | undefined;
-  let settled = false;
-  let iterated = false;
-  /** The result's rejection (a refusal before admission, such as `ScopeFencedError`): the iterator throws it once, after what it queued. */
-  let failure: { readonly error: unknown } | undefined;
-  const detach = (reason: ResyncReason) => {
-    if (state !== "open") return;
-    state = "resync";
-    resync = reason;
-    queue.clear();
-    queue.wake();
-  };
-  outputs.listener = (event) => {
-    if (state !== "open") return;
-    if (event.type === "unavailable") return detach("unavailable");
-    if (event.type === "read_failed") return detach("read_failed");
-    const size = JSON.stringify(event).length;
-    // Full (by count or by bytes), the reader is detached with a resync error: never waited for.
-    if (bytes + size > STREAM_METADATA_LIMIT || !queue.offer(event)) return detach("overflow");
-    bytes += size;
-  };
+  const relay = new Relay(rootKey);
+  outputs.listener = (event) => relay.offer(event);
   const result = run(outputs).then(
     (view) => {
-      settled = true;
-      if (state === "open" && iterated) queue.offer({ type: "result", view }, true);
-      queue.wake();
+      relay.settled = true;
+      if (relay.state === "open" && relay.iterated)
+        relay.queue.offer({ type: "result", view }, true);
+      relay.queue.wake();
       return view;
     },
     (error: unknown) => {
-      settled = true;
-      failure = { error };
-      queue.wake();
+      relay.settled = true;
+      relay.failure = { error };
+      relay.queue.wake();
       throw error;
     },
   );
   result.catch(() => undefined);
-  let taken = false;
-  let pending = false;
   return {
     rootKey,
     result,
     [Symbol.asyncIterator]() {
-      if (taken) throw new TypeError("a conversation stream permits one iterator");
-      taken = true;
-      const late = settled;
-      iterated = true;
-      let lateDone = false;
+      if (relay.taken) throw new TypeError("a conversation stream permits one iterator");
+      relay.taken = true;
+      const next = relay.settled
+        ? lateNext(relay, result, () => read(request.scope, rootKey))
+        : liveNext(relay, result);
+      relay.iterated = true;
       return {
         next: async (): Promise<IteratorResult<ConversationStreamEvent>> => {
-          if (pending) throw new TypeError("a conversation stream permits one pending next()");
-          pending = true;
+          if (relay.pending)
+            throw new TypeError("a conversation stream permits one pending next()");
+          relay.pending = true;
           try {
-            if (late) {
-              if (lateDone || state !== "open") return finishOrThrow();
-              lateDone = true;
-              await result.catch(() => undefined);
-              if (failure) return rejected();
-              const view = await read(request.scope, rootKey).catch(() => undefined);
-              if (!view) throw new ConversationStreamResyncError("read_failed", rootKey);
-              return { done: false, value: { type: "result", view } };
-            }
-            for (;;) {
-              if (state !== "open") return finishOrThrow();
-              const event = queue.take();
-              if (event) {
-                bytes -= JSON.stringify(event).length;
-                if (event.type === "result") state = "detached";
-                return { done: false, value: event };
-              }
-              if (settled) {
-                await result.catch(() => undefined);
-                if (queue.length === 0)
-                  return failure ? rejected() : { done: true, value: undefined };
-                continue;
-              }
-              await queue.wait();
-            }
+            return await next();
           } finally {
-            pending = false;
+            relay.pending = false;
           }
         },
         return: async () => {
-          if (state === "open") state = "detached";
-          queue.clear();
-          queue.wake();
+          relay.stop();
           return { done: true, value: undefined };
         },
         throw: async (error?: unknown) => {
-          if (state === "open") state = "detached";
-          queue.clear();
-          queue.wake();
+          relay.stop();
           throw error;
         },
       };
     },
   };
+}
 
-  /** The result rejected: the iterator rejects with the same error, once, then is done. */
-  function rejected(): never {
-    state = "detached";
-    throw (failure as { readonly error: unknown }).error;
-  }
-
-  function finishOrThrow(): IteratorResult<ConversationStreamEvent> {
-    if (state === "resync" && resync) {
-      const reason = resync;
-      resync = undefined;
-      state = "detached";
-      throw new ConversationStreamResyncError(reason, rootKey);
+/** A reader that came before the result: the queued events, then the result event. */
+function liveNext(relay: Relay, result: Promise<ConversationView>) {
+  return async (): Promise<IteratorResult<ConversationStreamEvent>> => {
+    for (;;) {
+      if (relay.state !== "open") return relay.finishOrThrow();
+      const event = relay.queue.take();
+      if (event) {
+        relay.bytes -= JSON.stringify(event).length;
+        if (event.type === "result") relay.state = "detached";
+        return { done: false, value: event };
+      }
+      if (relay.settled) {
+        await result.catch(() => undefined);
+        if (relay.queue.length === 0)
+          return relay.failure ? relay.rejected() : { done: true, value: undefined };
+        continue;
+      }
+      await relay.queue.wait();
     }
-    return { done: true, value: undefined };
-  }
+  };
+}
+
+/** A first reader after the result settled: only a freshly authorized final view. */
+function lateNext(
+  relay: Relay,
+  result: Promise<ConversationView>,
+  read: () => Promise<ConversationView | null>,
+) {
+  let lateDone = false;
+  return async (): Promise<IteratorResult<ConversationStreamEvent>> => {
+    if (lateDone || relay.state !== "open") return relay.finishOrThrow();
+    lateDone = true;
+    await result.catch(() => undefined);
+    if (relay.failure) return relay.rejected();
+    const view = await read().catch(() => undefined);
+    if (!view) throw new ConversationStreamResyncError("read_failed", relay.rootKey);
+    return { done: false, value: { type: "result", view } };
+  };
 }

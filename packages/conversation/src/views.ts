@@ -12,8 +12,14 @@ export type ConversationView =
   | { readonly status: "in_progress"; readonly rootKey: string }
   | { readonly status: "reconciliation_required"; readonly rootKey: string }
   | { readonly status: "unavailable"; readonly rootKey: string }
-  /** Nothing ran: no route for the request (`routing_unavailable`), or its signal was aborted before admission (`cancelled`). */
-  | { readonly status: "not_admitted"; readonly reason: "routing_unavailable" | "cancelled" };
+  /**
+   * Nothing ran: no route for the request (`routing_unavailable`), its signal was aborted before
+   * admission (`cancelled`), or its root's proposed deadline had passed at admission (`deadline`).
+   */
+  | {
+      readonly status: "not_admitted";
+      readonly reason: "routing_unavailable" | "cancelled" | "deadline";
+    };
 
 /** The stored final envelope of a root. */
 export interface FinalEnvelope {

@@ -93,9 +93,11 @@ export type CallCause =
  * What the durable runner itself could not make certain. `admit` and `root_reserve`: the session's
  * admission or the root's reservation failed or lost its acknowledgement and the read-back could not
  * prove that nothing happened (or could not free the session); `expired`: maintenance released a
- * turn fifteen minutes past its deadline.
+ * turn fifteen minutes past its deadline; `input`: an explicit root's `loadInput` threw, returned
+ * what is not a valid input, or what does not match the root's revision (seed 002's "input" source).
  */
 export type RunnerCause =
+  | "input"
   | "session_load"
   | "session_append"
   | "result_store"
@@ -143,6 +145,7 @@ const SIMPLE: ReadonlySet<string> = new Set([
   "long_context",
   "media",
   "volatile",
+  "input",
   "session_load",
   "session_append",
   "result_store",
