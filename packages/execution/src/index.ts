@@ -1,5 +1,6 @@
 export { AbortedError, abortRacer, abortReason, RELEASED, startTimer } from "./abort.js";
 export { TurnAccount } from "./account.js";
+export { argumentsOf } from "./arguments.js";
 export { attestedRejection, CONTEXT_REJECTION_PROVIDERS } from "./attest.js";
 export {
   type AttemptClass,
@@ -29,7 +30,6 @@ export {
 export { LATE_USAGE_GRACE_MS, LATE_USAGE_MAX_EVENTS, LateUsage } from "./late-usage.js";
 export { unpricedBeforeDispatch } from "./preflight.js";
 export {
-  argumentsOf,
   collectStep,
   type StepOrigin,
   type StepOutput,
