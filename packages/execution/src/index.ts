@@ -18,14 +18,13 @@ export {
   type DeferredSettlement,
   type DeferredTicket,
 } from "./deferred.js";
+export type { AdmitOptions, SpendBefore } from "./admit.js";
 export {
-  type AdmitOptions,
   type CallIdentity,
   type CallOptions,
   type CallOutcome,
   GovernedCalls,
   type GovernedCallsConfig,
-  type SpendBefore,
 } from "./governed-call.js";
 export { LATE_USAGE_GRACE_MS, LATE_USAGE_MAX_EVENTS, LateUsage } from "./late-usage.js";
 export { unpricedBeforeDispatch } from "./preflight.js";
