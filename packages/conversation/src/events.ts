@@ -157,7 +157,7 @@ async function finishedOrFreed(
 
 /** Recorded events: idempotent by id over the whole log, fenced on their own admission. */
 export function eventsApi(config: ResolvedConfig): EventsApi {
-  const { stores, clock } = config;
+  const { stores } = config;
   return {
     async assertNewInputEvent(scope, sessionId, eventId) {
       const found = await stores.sessions.findEvents(scope, sessionId, [eventId]);
@@ -173,67 +173,103 @@ export function eventsApi(config: ResolvedConfig): EventsApi {
         sessionId,
         events.map((e) => e.id),
       );
-      const byId = new Map(present.map((m) => [m.meta?.event?.id ?? "", m]));
-      let prefix = 0;
-      for (const [i, event] of events.entries()) {
-        const found = byId.get(event.id);
-        if (!found) continue;
-        const msg = messages[i] as Msg;
-        if (i !== prefix || !sameContent(found, msg))
-          throw new EventRefusedError(event.id, "conflict");
-        prefix += 1;
-      }
+      const prefix = replayedPrefix(events, messages, present);
       const fresh = messages.slice(prefix);
       if (fresh.length === 0) return { status: "recorded", appended: 0, replayed: prefix };
       const view = await stores.sessions.load(scope, sessionId);
       // An erased session takes no event: refused before an admission would write its id again.
       if (view.erased) throw new FenceError("the session was erased");
-      for (const event of events.slice(prefix)) {
-        if (event.kind !== "undelivered") continue;
-        const replied = view.messages.some(
-          (m) =>
-            m.meta?.turn === event.turn && m.role === "assistant" && textOf(m.blocks).length > 0,
-        );
-        if (!replied) throw new EventRefusedError(event.id, "no_reply");
-      }
-      const now = clock.now();
-      const rootKey = `ev_${bindingOf(events.map((e) => e.id)).slice(3, 40)}`;
-      const admissionId = config.ids.next("adm");
-      let admitted: Awaited<ReturnType<typeof stores.admissions.admit>>;
-      try {
-        admitted = await stores.admissions.admit({
-          scope,
-          sessionId,
-          rootKey,
-          kind: "events",
-          admissionId,
-          now,
-          deadlineAt: now + 60_000,
-        });
-      } catch (error) {
-        // Landed or not, the admission is released by its id: confirmed, nothing happened.
-        if (await freeAdmission(config, scope, admissionId)) throw error;
-        return { status: "reconciliation_required" };
-      }
-      if (admitted.status === "busy") return { status: "busy", holder: admitted.holder.rootKey };
-      try {
-        await stores.sessions.append(scope, sessionId, fresh, { admissionId, now });
-      } catch (error) {
-        const finished = await stores.admissions.finish(scope, admissionId).catch(() => undefined);
-        if (!finished) return { status: "reconciliation_required" };
-        const after = await stores.sessions.findEvents(
-          scope,
-          sessionId,
-          events.map((e) => e.id),
-        );
-        if (after.length === events.length)
-          return { status: "recorded", appended: fresh.length, replayed: prefix };
-        throw error;
-      }
-      // The batch is in the log; a lost finish acknowledgement is read back, never left holding the session.
-      if (!(await finishedOrFreed(config, scope, admissionId)))
-        return { status: "reconciliation_required" };
-      return { status: "recorded", appended: fresh.length, replayed: prefix };
+      checkUndelivered(events.slice(prefix), view.messages);
+      return appendFenced(config, { scope, sessionId, events, fresh, prefix });
     },
   };
+}
+
+/**
+ * How many of the batch's leading events the log already holds, each with the same content: a
+ * retry replays them. An event already recorded after a fresh one, or with other content, conflicts.
+ */
+function replayedPrefix(
+  events: readonly RecordedEvent[],
+  messages: readonly Msg[],
+  present: readonly Msg[],
+): number {
+  const byId = new Map(present.map((m) => [m.meta?.event?.id ?? "", m]));
+  let prefix = 0;
+  for (const [i, event] of events.entries()) {
+    const found = byId.get(event.id);
+    if (!found) continue;
+    const msg = messages[i] as Msg;
+    if (i !== prefix || !sameContent(found, msg)) throw new EventRefusedError(event.id, "conflict");
+    prefix += 1;
+  }
+  return prefix;
+}
+
+/** An undelivered mark names a turn of the session that replied with text; anything else is refused. */
+function checkUndelivered(fresh: readonly RecordedEvent[], log: readonly Msg[]): void {
+  for (const event of fresh) {
+    if (event.kind !== "undelivered") continue;
+    const replied = log.some(
+      (m) => m.meta?.turn === event.turn && m.role === "assistant" && textOf(m.blocks).length > 0,
+    );
+    if (!replied) throw new EventRefusedError(event.id, "no_reply");
+  }
+}
+
+/**
+ * The fresh events appended under an admission of their own (a key derived from the batch's ids),
+ * then the admission finished. A failed write whose outcome the stores cannot confirm is
+ * `reconciliation_required`; an append that failed but landed whole (read back) is recorded.
+ */
+async function appendFenced(
+  config: ResolvedConfig,
+  batch: {
+    readonly scope: Scope;
+    readonly sessionId: string;
+    readonly events: readonly RecordedEvent[];
+    readonly fresh: readonly Msg[];
+    readonly prefix: number;
+  },
+): Promise<RecordEventsResult> {
+  const { stores } = config;
+  const { scope, sessionId, events, fresh, prefix } = batch;
+  const now = config.clock.now();
+  const rootKey = `ev_${bindingOf(events.map((e) => e.id)).slice(3, 40)}`;
+  const admissionId = config.ids.next("adm");
+  let admitted: Awaited<ReturnType<typeof stores.admissions.admit>>;
+  try {
+    admitted = await stores.admissions.admit({
+      scope,
+      sessionId,
+      rootKey,
+      kind: "events",
+      admissionId,
+      now,
+      deadlineAt: now + 60_000,
+    });
+  } catch (error) {
+    // Landed or not, the admission is released by its id: confirmed, nothing happened.
+    if (await freeAdmission(config, scope, admissionId)) throw error;
+    return { status: "reconciliation_required" };
+  }
+  if (admitted.status === "busy") return { status: "busy", holder: admitted.holder.rootKey };
+  try {
+    await stores.sessions.append(scope, sessionId, fresh, { admissionId, now });
+  } catch (error) {
+    const finished = await stores.admissions.finish(scope, admissionId).catch(() => undefined);
+    if (!finished) return { status: "reconciliation_required" };
+    const after = await stores.sessions.findEvents(
+      scope,
+      sessionId,
+      events.map((e) => e.id),
+    );
+    if (after.length === events.length)
+      return { status: "recorded", appended: fresh.length, replayed: prefix };
+    throw error;
+  }
+  // The batch is in the log; a lost finish acknowledgement is read back, never left holding the session.
+  if (!(await finishedOrFreed(config, scope, admissionId)))
+    return { status: "reconciliation_required" };
+  return { status: "recorded", appended: fresh.length, replayed: prefix };
 }
