@@ -4,7 +4,11 @@ export default defineConfig({
   resolve: { conditions: ["alma-source"] },
   ssr: { resolve: { conditions: ["alma-source"] } },
   test: {
-    include: ["packages/*/test/**/*.test.ts", "apps/*/test/**/*.test.ts"],
+    include: [
+      "packages/*/test/**/*.test.ts",
+      "apps/*/test/**/*.test.ts",
+      "scripts/test/**/*.test.ts",
+    ],
     pool: "forks",
     testTimeout: 20000,
   },

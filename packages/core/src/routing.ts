@@ -155,44 +155,7 @@ export function normalizeModelChoice(choice: unknown): ModelChoice {
       "choice.maxOutputTokens must be a positive integer",
     );
   }
-  let cache: { readonly ttl: CacheTtl; readonly tailTtl?: CacheTtl } | false = false;
-  if (c.cache !== false) {
-    if (c.cache === null || typeof c.cache !== "object") {
-      throw new ValidationError(
-        "choice.cache",
-        "closed",
-        'choice.cache must be false or {ttl: "5m" | "1h", tailTtl?}',
-      );
-    }
-    const { ttl, tailTtl } = readFields(
-      c.cache,
-      ["ttl", "tailTtl"],
-      "choice.cache",
-      "the cache choice",
-    );
-    if (ttl !== "5m" && ttl !== "1h")
-      throw new ValidationError(
-        "choice.cache",
-        "closed",
-        'choice.cache must be false or {ttl: "5m" | "1h", tailTtl?}',
-      );
-    if (tailTtl !== undefined && tailTtl !== "5m" && tailTtl !== "1h")
-      throw new ValidationError(
-        "choice.cache.tailTtl",
-        "closed",
-        'choice.cache.tailTtl must be "5m" or "1h"',
-      );
-    if (ttl === "5m" && tailTtl === "1h")
-      throw new ValidationError(
-        "choice.cache.tailTtl",
-        "ordering",
-        "a 1h tail cannot follow a 5m prefix",
-      );
-    cache = Object.freeze({
-      ttl,
-      ...(tailTtl !== undefined && tailTtl !== ttl ? { tailTtl } : {}),
-    });
-  }
+  const cache = cacheChoice(c.cache);
   if (
     reasoning !== undefined &&
     reasoning !== "low" &&
@@ -225,5 +188,50 @@ export function normalizeModelChoice(choice: unknown): ModelChoice {
     cache,
     ...(reasoning !== undefined ? { reasoning } : {}),
     ...(serviceTier !== undefined ? { serviceTier } : {}),
+  });
+}
+
+/**
+ * A choice's cache: `false`, or the prefix's duration and optionally the tail's, never longer than
+ * the prefix's. A tail equal to the prefix is dropped, so one setting has one spelling.
+ */
+function cacheChoice(
+  value: unknown,
+): { readonly ttl: CacheTtl; readonly tailTtl?: CacheTtl } | false {
+  if (value === false) return false;
+  if (value === null || typeof value !== "object") {
+    throw new ValidationError(
+      "choice.cache",
+      "closed",
+      'choice.cache must be false or {ttl: "5m" | "1h", tailTtl?}',
+    );
+  }
+  const { ttl, tailTtl } = readFields(
+    value,
+    ["ttl", "tailTtl"],
+    "choice.cache",
+    "the cache choice",
+  );
+  if (ttl !== "5m" && ttl !== "1h")
+    throw new ValidationError(
+      "choice.cache",
+      "closed",
+      'choice.cache must be false or {ttl: "5m" | "1h", tailTtl?}',
+    );
+  if (tailTtl !== undefined && tailTtl !== "5m" && tailTtl !== "1h")
+    throw new ValidationError(
+      "choice.cache.tailTtl",
+      "closed",
+      'choice.cache.tailTtl must be "5m" or "1h"',
+    );
+  if (ttl === "5m" && tailTtl === "1h")
+    throw new ValidationError(
+      "choice.cache.tailTtl",
+      "ordering",
+      "a 1h tail cannot follow a 5m prefix",
+    );
+  return Object.freeze({
+    ttl,
+    ...(tailTtl !== undefined && tailTtl !== ttl ? { tailTtl } : {}),
   });
 }

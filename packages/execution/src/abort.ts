@@ -91,3 +91,61 @@ export function abortReason(signal: AbortSignal): Error {
   if (reason instanceof AbortedError || reason instanceof ProviderError) return reason;
   return new AbortedError("cancelled");
 }
+
+/** One model round's cancellation: its signal, the racer its pulls go through, and its release. */
+export interface Round {
+  readonly signal: AbortSignal;
+  readonly race: <T>(work: Promise<T>) => Promise<T>;
+  /** Ends the round at the end of its work: the timer cleared, the turn's listener removed. */
+  readonly release: () => void;
+}
+
+/**
+ * A round bound to the turn's signal and cut at its own timeout or at the turn's answer-by time,
+ * whichever comes first. Already stopped when the turn is aborted or the answer-by time has passed.
+ */
+export function openRound(
+  clock: Clock,
+  options: {
+    readonly signal: AbortSignal;
+    readonly roundTimeoutMs: number;
+    readonly answerByAt?: number;
+  },
+  now: number,
+): Round {
+  const turn = options.signal;
+  const round = new AbortController();
+  // Only the round aborts itself (the turn's abort, the round's timer, its end), so each abort
+  // interrupts the pending pull itself: no listener on the round's own signal.
+  const racer = abortRacer(round.signal);
+  const stop = (reason: unknown) => {
+    round.abort(reason);
+    racer.interrupt();
+  };
+  const onTurnAbort = () => stop(turn.reason);
+  turn.addEventListener("abort", onTurnAbort, { once: true });
+  if (turn.aborted) round.abort(turn.reason);
+  // One timer for the round's own deadline, released with the round; never armed for a stopped round.
+  const untilAnswerBy =
+    options.answerByAt === undefined ? Number.POSITIVE_INFINITY : options.answerByAt - now;
+  const byAnswer = untilAnswerBy <= options.roundTimeoutMs;
+  if (byAnswer && untilAnswerBy <= 0 && !round.signal.aborted)
+    round.abort(new AbortedError("answer_by"));
+  const cancelTimer = round.signal.aborted
+    ? undefined
+    : startTimer(
+        clock,
+        byAnswer ? untilAnswerBy : options.roundTimeoutMs,
+        () => stop(new AbortedError(byAnswer ? "answer_by" : "timeout")),
+        round.signal,
+      );
+  return {
+    signal: round.signal,
+    race: racer.race,
+    release: () => {
+      cancelTimer?.();
+      turn.removeEventListener("abort", onTurnAbort);
+      round.abort(RELEASED);
+    },
+  };
+}

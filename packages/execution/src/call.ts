@@ -17,7 +17,7 @@ import {
   utcDay,
   ZERO_USAGE,
 } from "@alma-harness/core";
-import { AbortedError, abortRacer, abortReason, RELEASED, startTimer } from "./abort.js";
+import { AbortedError, abortReason, openRound } from "./abort.js";
 import type { Ledger } from "./account.js";
 import { attestedRejection } from "./attest.js";
 import { StreamInvalidError, StreamTornError, UncertainCallError } from "./errors.js";
@@ -54,32 +54,7 @@ export interface ClaimedCall {
 export async function dispatchAndSettle(call: ClaimedCall): Promise<CallOutcome> {
   const { config, options, fence, now, client, request, choice } = call;
   const turn = options.signal;
-  const round = new AbortController();
-  // Only this function aborts the round (the turn's abort, the round's timer, its end), so each
-  // abort interrupts the pending pull itself: no listener on the round's own signal.
-  const racer = abortRacer(round.signal);
-  const stop = (reason: unknown) => {
-    round.abort(reason);
-    racer.interrupt();
-  };
-  const onTurnAbort = () => stop(turn.reason);
-  turn.addEventListener("abort", onTurnAbort, { once: true });
-  if (turn.aborted) round.abort(turn.reason);
-  // One timer for the round's own deadline, released with the round; never armed for a stopped round.
-  // The round ends at its own timeout or at the turn's answer-by time, whichever comes first.
-  const untilAnswerBy =
-    options.answerByAt === undefined ? Number.POSITIVE_INFINITY : options.answerByAt - now;
-  const byAnswer = untilAnswerBy <= options.roundTimeoutMs;
-  if (byAnswer && untilAnswerBy <= 0 && !round.signal.aborted)
-    round.abort(new AbortedError("answer_by"));
-  const cancelTimer = round.signal.aborted
-    ? undefined
-    : startTimer(
-        config.clock,
-        byAnswer ? untilAnswerBy : options.roundTimeoutMs,
-        () => stop(new AbortedError(byAnswer ? "answer_by" : "timeout")),
-        round.signal,
-      );
+  const round = openRound(config.clock, options, now);
   const seen: StreamSeen = { content: 0, usage: undefined };
   let output: StepOutput | undefined;
   let rejected:
@@ -100,7 +75,7 @@ export async function dispatchAndSettle(call: ClaimedCall): Promise<CallOutcome>
     const watched = config.late
       ? config.late.watch(stream, round.signal, call.identity, choice)
       : stream;
-    output = await collectStep(watched, options.seenCallIds, racer.race, seen, {
+    output = await collectStep(watched, options.seenCallIds, round.race, seen, {
       provider: client.provider,
       model: request.model,
     });
@@ -115,9 +90,7 @@ export async function dispatchAndSettle(call: ClaimedCall): Promise<CallOutcome>
     }
     rejected = { proof, error: error as ProviderError };
   } finally {
-    cancelTimer?.();
-    turn.removeEventListener("abort", onTurnAbort);
-    round.abort(RELEASED);
+    round.release();
   }
   if (rejected || !output) {
     const { proof, error } = rejected as NonNullable<typeof rejected>;

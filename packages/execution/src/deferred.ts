@@ -10,14 +10,8 @@ import {
 import { ledger, type TurnAccount } from "./account.js";
 import { settleReceived } from "./call.js";
 import { UncertainCallError } from "./errors.js";
-import type {
-  AdmitOptions,
-  Admitted,
-  CallIdentity,
-  CallOutcome,
-  ResolvedCallsConfig,
-  SpendBefore,
-} from "./governed-call.js";
+import type { AdmitOptions, Admitted, SpendBefore } from "./admit.js";
+import type { CallIdentity, CallOutcome, ResolvedCallsConfig } from "./governed-call.js";
 import { servedTrail } from "./trails.js";
 
 /**

@@ -1,45 +1,35 @@
-import {
-  type AuditLog,
-  type BudgetCapName,
-  type BudgetCaps,
-  type CallKind,
-  type Clock,
-  type CostReceipt,
-  ConflictError,
-  type CostSettlementStore,
-  type ExecutionStore,
-  type Fence,
-  FenceError,
-  ScopeFencedError,
-  type ModelChoice,
-  type ModelClient,
-  type ModelRequest,
-  type PriceTable,
+import type {
+  AuditLog,
+  BudgetCapName,
+  BudgetCaps,
+  CallKind,
+  Clock,
+  CostReceipt,
+  CostSettlementStore,
+  ExecutionStore,
+  ModelChoice,
+  ModelClient,
+  ModelRequest,
+  PriceTable,
   ProviderError,
-  type RejectionKind,
-  type ReservationLimits,
-  type Scope,
-  type Sensitivity,
-  type SpendStore,
-  type Tier,
-  type TrailValue,
-  trailJoin,
-  trailKind,
-  type UnpricedReason,
-  type UsageInbox,
-  utcDay,
-  worstCaseMicros,
+  RejectionKind,
+  ReservationLimits,
+  Scope,
+  Sensitivity,
+  SpendStore,
+  Tier,
+  TrailValue,
+  UnpricedReason,
+  UsageInbox,
 } from "@alma-harness/core";
-import { type Ledger, ledger, TurnAccount } from "./account.js";
+import { ledger, TurnAccount } from "./account.js";
+import { admit } from "./admit.js";
 import { dispatchAndSettle } from "./call.js";
 import { DeferredCalls } from "./deferred.js";
-import { UncertainCallError } from "./errors.js";
 import type { LateUsage } from "./late-usage.js";
 import { resolveConfig } from "./resolve-config.js";
 import { provenUnsent } from "./retry.js";
-import { unpricedBeforeDispatch } from "./preflight.js";
 import type { StepOutput } from "./stream-validate.js";
-import { refusedTrail, requestTrails } from "./trails.js";
 
 export interface GovernedCallsConfig {
   readonly journal: ExecutionStore;
@@ -168,26 +158,6 @@ export type CallOutcome =
       readonly receipt: CostReceipt;
     };
 
-/** What the shared pre-dispatch path reads of a call's options (`run` gives all of `CallOptions`). */
-export type AdmitOptions = Pick<CallOptions, "account" | "route" | "lifecycle">;
-
-/** A call claimed by the shared pre-dispatch path: `prepared` in the journal, its trails written. */
-export interface Admitted {
-  readonly status: "claimed";
-  readonly request: ModelRequest;
-  readonly fence: Fence;
-  readonly books: Ledger;
-  readonly worst: number;
-  readonly before: SpendBefore | undefined;
-  readonly now: number;
-}
-
-/** Spend read before a call (a session or tenant-day cap applies): the base of the crossings it reports. */
-export interface SpendBefore {
-  readonly sessionMicros: number;
-  readonly tenantDayMicros: number;
-}
-
 /**
  * The governed call, whole. `run` does everything for one model call, in this order: price
  * preflight (anything the table cannot price is refused at zero cost) → the call's worst case held
@@ -232,7 +202,8 @@ export class GovernedCalls {
     options: CallOptions,
   ): Promise<CallOutcome> {
     const config = this.#config;
-    const admitted = await this.#admit(
+    const admitted = await admit(
+      config,
       identity,
       choice,
       asked,
@@ -267,115 +238,9 @@ export class GovernedCalls {
     this.#deferred ??= new DeferredCalls(
       this.#config,
       (identity, choice, request, options, validate, provider, deadlineMs) =>
-        this.#admit(identity, choice, request, options, validate, provider, deadlineMs),
+        admit(this.#config, identity, choice, request, options, validate, provider, deadlineMs),
     );
     return this.#deferred;
-  }
-
-  /**
-   * Everything before the dispatch, shared by `run` and the deferred face: price preflight, the
-   * worst case against the turn's cap, `validate`, the spend read, the claim with its reservation,
-   * the request trails. Refused: nothing claimed; claimed: the call is `prepared` with its trails.
-   */
-  async #admit(
-    identity: CallIdentity,
-    choice: ModelChoice,
-    asked: ModelRequest,
-    options: AdmitOptions,
-    validate: (request: ModelRequest) => void,
-    provider: string,
-    deadlineMs?: number,
-  ): Promise<Admitted | Extract<CallOutcome, { status: "refused" }>> {
-    const config = this.#config;
-    // The route's sensitivity travels with the request: an adapter that routes by data policy
-    // refuses in `validate`, before the claim, a sensitivity its policy may not carry.
-    const request = routed(asked, options.route.sensitivity, this.#cacheKey(identity));
-    const books = ledger(options.account);
-    const now = config.clock.now();
-    const missing = unpricedBeforeDispatch(config.prices, choice, request);
-    if (missing) {
-      await refusedTrail(
-        config.audit,
-        identity,
-        choice,
-        now,
-        "unpriced",
-        trailJoin(trailKind("no_price"), trailKind(missing)),
-      );
-      return { status: "refused", reason: "unpriced", missing };
-    }
-    // Measured only under a block cap: without one, nothing is held and the request is not sized.
-    const worst = config.blocks
-      ? (worstCaseMicros(config.prices, choice, request) ?? Number.POSITIVE_INFINITY)
-      : 0;
-    const turnCap = config.caps.perTurnUsd;
-    if (
-      turnCap?.onExceeded === "block" &&
-      books.spentMicros + books.reservedMicros + worst > turnCap.usdMicros
-    ) {
-      await refusedTrail(config.audit, identity, choice, now, "cap", trailKind("perTurnUsd"));
-      return { status: "refused", reason: "cap", cap: "perTurnUsd" };
-    }
-    try {
-      validate(request);
-    } catch (error) {
-      if (error instanceof ProviderError)
-        throw new UncertainCallError(`call:${identity.kind}:request_invalid`, error.message, error);
-      throw new UncertainCallError(
-        `call:${identity.kind}:error`,
-        "the request could not be validated",
-        error,
-      );
-    }
-    const before = config.peeks ? await this.#peek(identity, now) : undefined;
-    // Held synchronously, before the first await of the claim: parallel children see it at once.
-    books.reservedMicros += worst;
-    const claim = await this.#claim(
-      identity,
-      choice,
-      now,
-      worst,
-      deadlineMs ?? config.dispatchDeadlineMs,
-    ).catch((error: unknown) => {
-      books.reservedMicros -= worst;
-      throw error;
-    });
-    if (claim.status === "refused") {
-      books.reservedMicros -= worst;
-      await refusedTrail(config.audit, identity, choice, now, "cap", trailKind(claim.cap));
-      return { status: "refused", reason: "cap", cap: claim.cap };
-    }
-    books.calls += 1;
-    books.unsettled.add(identity.operationId);
-    try {
-      await requestTrails(
-        config.audit,
-        identity,
-        choice,
-        options,
-        now,
-        provider,
-        request.messages.length,
-      );
-    } catch (error) {
-      // Nothing was sent: the claim ends as not dispatched, and its reservation with it.
-      books.reservedMicros -= worst;
-      await config.journal.cancelPrepared(claim.fence, "audit", now).then(
-        () => {
-          books.unsettled.delete(identity.operationId);
-        },
-        () => undefined,
-      );
-      if (error instanceof UncertainCallError)
-        throw new UncertainCallError(error.uncertainCause, error.message, error.cause, "unsent");
-      throw new UncertainCallError(
-        `call:${identity.kind}:error`,
-        "the call's trails could not be written; nothing was sent",
-        error,
-        "unsent",
-      );
-    }
-    return { status: "claimed", request, fence: claim.fence, books, worst, before, now };
   }
 
   /** Whether the journal proves the call was never sent (see `provenUnsent`): what a store failure before the provider needs to be tried again. */
@@ -388,132 +253,4 @@ export class GovernedCalls {
       this.#config.clock.now(),
     );
   }
-
-  #cacheKey(identity: CallIdentity): string | undefined {
-    const hook = this.#config.cacheKey;
-    if (!hook) return undefined;
-    try {
-      const key = hook({
-        scope: identity.scope,
-        sessionId: identity.sessionId,
-        kind: identity.kind,
-      });
-      if (key !== undefined && typeof key !== "string")
-        throw new TypeError("cacheKey must return a string or nothing");
-      return key;
-    } catch (error) {
-      throw new UncertainCallError(
-        `call:${identity.kind}:error`,
-        "the cache key could not be derived",
-        error,
-      );
-    }
-  }
-
-  async #peek(
-    identity: CallIdentity,
-    now: number,
-  ): Promise<{ readonly sessionMicros: number; readonly tenantDayMicros: number }> {
-    try {
-      return await this.#config.spend.peek(identity.scope, identity.sessionId, utcDay(now));
-    } catch (error) {
-      throw new UncertainCallError(
-        `call:${identity.kind}:error`,
-        "spend could not be read",
-        error,
-        "unsent",
-      );
-    }
-  }
-
-  async #claim(
-    identity: CallIdentity,
-    choice: ModelChoice,
-    now: number,
-    worst: number,
-    deadlineMs: number,
-  ) {
-    const config = this.#config;
-    const deadlineAt = now + deadlineMs;
-    let claim: Awaited<ReturnType<ExecutionStore["claim"]>>;
-    try {
-      claim = await config.journal.claim(
-        {
-          scope: identity.scope,
-          operationId: identity.operationId,
-          sessionId: identity.sessionId,
-          rootKey: identity.rootKey,
-          turnId: identity.turnId,
-          kind: identity.kind,
-          clientId: choice.clientId,
-          model: choice.model,
-          priceVersion: config.prices.version,
-          policyVersion: config.policyVersion,
-          createdAt: now,
-          deadlineAt,
-        },
-        {
-          ...(identity.admissionId !== undefined ? { admissionId: identity.admissionId } : {}),
-          ...(config.reserves
-            ? {
-                reservation: {
-                  day: utcDay(now),
-                  usdMicros: worst,
-                  limits: config.limits,
-                  expiresAt: deadlineAt + config.reservationHoldMs,
-                },
-              }
-            : {}),
-        },
-      );
-    } catch (error) {
-      // An operator's scope fence first (it is a FenceError too): nothing was claimed or sent.
-      if (error instanceof ScopeFencedError)
-        throw new UncertainCallError(
-          "scope_fenced",
-          "the turn's scope is fenced: nothing was claimed or sent",
-          error,
-        );
-      if (error instanceof FenceError)
-        throw new UncertainCallError(
-          "admission_fenced",
-          "the turn's admission is no longer active: nothing was claimed or sent",
-          error,
-        );
-      // Another claim holds this operation id: an identity conflict, never tried again (nor its record touched).
-      if (error instanceof ConflictError)
-        throw new UncertainCallError(
-          `call:${identity.kind}:error`,
-          `operation ${identity.operationId} is claimed with other content`,
-          error,
-        );
-      throw new UncertainCallError(
-        `call:${identity.kind}:error`,
-        "the call could not be claimed",
-        error,
-        "unsent",
-      );
-    }
-    if (claim.status === "exists") {
-      throw new UncertainCallError(
-        `call:${identity.kind}:error`,
-        `operation ${identity.operationId} was already claimed; it is never sent twice`,
-      );
-    }
-    return claim;
-  }
-}
-
-/** The request stamped with the route's sensitivity and the cache key (a frozen copy; the same request when it already carries them). */
-function routed(
-  request: ModelRequest,
-  sensitivity: Sensitivity,
-  cacheKey: string | undefined,
-): ModelRequest {
-  if (request.sensitivity === sensitivity && request.cacheKey === cacheKey) return request;
-  return Object.freeze({
-    ...request,
-    sensitivity,
-    ...(cacheKey !== undefined ? { cacheKey } : {}),
-  });
 }

@@ -1,5 +1,6 @@
 export { AbortedError, abortRacer, abortReason, RELEASED, startTimer } from "./abort.js";
 export { TurnAccount } from "./account.js";
+export { argumentsOf } from "./arguments.js";
 export { attestedRejection, CONTEXT_REJECTION_PROVIDERS } from "./attest.js";
 export {
   type AttemptClass,
@@ -17,19 +18,17 @@ export {
   type DeferredSettlement,
   type DeferredTicket,
 } from "./deferred.js";
+export type { AdmitOptions, SpendBefore } from "./admit.js";
 export {
-  type AdmitOptions,
   type CallIdentity,
   type CallOptions,
   type CallOutcome,
   GovernedCalls,
   type GovernedCallsConfig,
-  type SpendBefore,
 } from "./governed-call.js";
 export { LATE_USAGE_GRACE_MS, LATE_USAGE_MAX_EVENTS, LateUsage } from "./late-usage.js";
 export { unpricedBeforeDispatch } from "./preflight.js";
 export {
-  argumentsOf,
   collectStep,
   type StepOrigin,
   type StepOutput,

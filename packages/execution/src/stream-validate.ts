@@ -1,7 +1,6 @@
 import {
   type Block,
   canonicalJson,
-  type JsonObject,
   type JsonValue,
   type ModelStreamEvent,
   type ProviderToolCallBlock,
@@ -13,11 +12,11 @@ import {
   type StreamToolCall,
   SnapshotError,
   snapshot,
-  type Usage,
   type UsageEvidence,
-  usageProblem,
 } from "@alma-harness/core";
+import { argumentsOf } from "./arguments.js";
 import { StreamInvalidError, StreamTornError } from "./errors.js";
+import { checkEvidence, reconcileUsage } from "./usage-evidence.js";
 
 /** What one validated model round produced, blocks in arrival order (reasoning blocks as the provider closed them). */
 export interface StepOutput {
@@ -143,90 +142,113 @@ function flushReasoning(acc: Acc): void {
   acc.reasoning = undefined;
 }
 
+/** Checks one non-terminal event and folds it into the round: each kind has its own rule. */
 function take(acc: Acc, event: ModelStreamEvent, turnCallIds: ReadonlySet<string>): void {
   switch (event.type) {
-    case "text_delta": {
-      if (typeof event.text !== "string" || event.text.length === 0)
-        throw new StreamInvalidError("text_delta", "a text delta must be a non-empty string");
-      if (acc.calls.length > 0)
-        throw new StreamInvalidError("text_after_tool_calls", "text arrived after a tool call");
-      flushReasoning(acc);
-      acc.text += event.text;
-      const last = acc.blocks.at(-1);
-      if (last?.type === "text")
-        acc.blocks[acc.blocks.length - 1] = { type: "text", text: last.text + event.text };
-      else acc.blocks.push({ type: "text", text: event.text });
+    case "text_delta":
+      takeText(acc, event);
       return;
-    }
-    case "reasoning_delta": {
-      if (typeof event.text !== "string")
-        throw new StreamInvalidError("reasoning_delta", "reasoning text must be a string");
-      for (const key of ["signature", "redacted"] as const) {
-        if (event[key] !== undefined && typeof event[key] !== "string")
-          throw new StreamInvalidError("reasoning_delta", `reasoning ${key} must be a string`);
-      }
-      const r = acc.reasoning ?? { text: "" };
-      r.text += event.text;
-      if (event.signature !== undefined) r.signature = event.signature;
-      if (event.redacted !== undefined) r.redacted = event.redacted;
-      acc.reasoning = r;
-      // The replay data closes the provider's block: the next delta starts another one.
-      if (event.signature !== undefined || event.redacted !== undefined) flushReasoning(acc);
+    case "reasoning_delta":
+      takeReasoning(acc, event);
       return;
-    }
-    case "tool_call": {
-      checkCall(event, acc, turnCallIds);
-      flushReasoning(acc);
-      const call = { id: event.id, name: event.name, arguments: event.arguments };
-      acc.calls.push(call);
-      acc.ids.add(call.id);
-      acc.blocks.push({ type: "tool_call", id: call.id, name: call.name, input: {} });
+    case "tool_call":
+      takeToolCall(acc, event, turnCallIds);
       return;
-    }
-    case "provider_tool_call": {
-      checkProviderBlock(event.provider, event.id, event.name);
-      flushReasoning(acc);
-      acc.providerCalls += 1;
-      const block: ProviderToolCallBlock = {
-        type: "provider_tool_call",
-        provider: event.provider,
-        id: event.id,
-        name: event.name,
-        payload: event.payload,
-      };
-      acc.blocks.push(block);
+    case "provider_tool_call":
+      takeProviderCall(acc, event);
       return;
-    }
-    case "provider_tool_result": {
-      checkProviderBlock(event.provider, event.callId, event.name);
-      if (!Number.isSafeInteger(event.resultCount) || event.resultCount < 0)
-        throw new StreamInvalidError(
-          "provider_tool_result",
-          "resultCount must be a non-negative integer",
-        );
-      flushReasoning(acc);
-      const block: ProviderToolResultBlock = {
-        type: "provider_tool_result",
-        provider: event.provider,
-        callId: event.callId,
-        name: event.name,
-        resultCount: event.resultCount,
-        payload: event.payload,
-      };
-      acc.blocks.push(block);
+    case "provider_tool_result":
+      takeProviderResult(acc, event);
       return;
-    }
-    case "usage": {
+    case "usage":
       checkEvidence(event.evidence);
       acc.evidence = event.evidence;
       return;
-    }
     default:
       throw new StreamInvalidError(
         "unknown_event",
         `unknown stream event "${String((event as { type?: unknown }).type)}"`,
       );
   }
+}
+
+type EventOf<T extends ModelStreamEvent["type"]> = Extract<ModelStreamEvent, { type: T }>;
+
+/** Text comes before any tool call; consecutive deltas grow one text block. */
+function takeText(acc: Acc, event: EventOf<"text_delta">): void {
+  if (typeof event.text !== "string" || event.text.length === 0)
+    throw new StreamInvalidError("text_delta", "a text delta must be a non-empty string");
+  if (acc.calls.length > 0)
+    throw new StreamInvalidError("text_after_tool_calls", "text arrived after a tool call");
+  flushReasoning(acc);
+  acc.text += event.text;
+  const last = acc.blocks.at(-1);
+  if (last?.type === "text")
+    acc.blocks[acc.blocks.length - 1] = { type: "text", text: last.text + event.text };
+  else acc.blocks.push({ type: "text", text: event.text });
+}
+
+function takeReasoning(acc: Acc, event: EventOf<"reasoning_delta">): void {
+  if (typeof event.text !== "string")
+    throw new StreamInvalidError("reasoning_delta", "reasoning text must be a string");
+  for (const key of ["signature", "redacted"] as const) {
+    if (event[key] !== undefined && typeof event[key] !== "string")
+      throw new StreamInvalidError("reasoning_delta", `reasoning ${key} must be a string`);
+  }
+  const r = acc.reasoning ?? { text: "" };
+  r.text += event.text;
+  if (event.signature !== undefined) r.signature = event.signature;
+  if (event.redacted !== undefined) r.redacted = event.redacted;
+  acc.reasoning = r;
+  // The replay data closes the provider's block: the next delta starts another one.
+  if (event.signature !== undefined || event.redacted !== undefined) flushReasoning(acc);
+}
+
+function takeToolCall(
+  acc: Acc,
+  event: EventOf<"tool_call">,
+  turnCallIds: ReadonlySet<string>,
+): void {
+  checkCall(event, acc, turnCallIds);
+  flushReasoning(acc);
+  const call = { id: event.id, name: event.name, arguments: event.arguments };
+  acc.calls.push(call);
+  acc.ids.add(call.id);
+  acc.blocks.push({ type: "tool_call", id: call.id, name: call.name, input: {} });
+}
+
+/** A provider-run tool's call, kept as a block; the round reports at least this many searches. */
+function takeProviderCall(acc: Acc, event: EventOf<"provider_tool_call">): void {
+  checkProviderBlock(event.provider, event.id, event.name);
+  flushReasoning(acc);
+  acc.providerCalls += 1;
+  const block: ProviderToolCallBlock = {
+    type: "provider_tool_call",
+    provider: event.provider,
+    id: event.id,
+    name: event.name,
+    payload: event.payload,
+  };
+  acc.blocks.push(block);
+}
+
+function takeProviderResult(acc: Acc, event: EventOf<"provider_tool_result">): void {
+  checkProviderBlock(event.provider, event.callId, event.name);
+  if (!Number.isSafeInteger(event.resultCount) || event.resultCount < 0)
+    throw new StreamInvalidError(
+      "provider_tool_result",
+      "resultCount must be a non-negative integer",
+    );
+  flushReasoning(acc);
+  const block: ProviderToolResultBlock = {
+    type: "provider_tool_result",
+    provider: event.provider,
+    callId: event.callId,
+    name: event.name,
+    resultCount: event.resultCount,
+    payload: event.payload,
+  };
+  acc.blocks.push(block);
 }
 
 function checkCall(call: StreamToolCall, acc: Acc, turnCallIds: ReadonlySet<string>): void {
@@ -250,17 +272,6 @@ function checkProviderBlock(provider: unknown, id: unknown, name: unknown): void
         "provider_tool",
         "a provider tool block needs a provider, an id and a name of 1-200 characters",
       );
-  }
-}
-
-function checkEvidence(evidence: UsageEvidence): void {
-  if (evidence === null || typeof evidence !== "object")
-    throw new StreamInvalidError("usage", "usage evidence must be an object");
-  if (evidence.status === "known" || evidence.status === "unpriced") {
-    const problem = usageProblem(evidence.usage);
-    if (problem) throw new StreamInvalidError("usage", problem);
-  } else if (evidence.status !== "unknown" && evidence.status !== "not_dispatched") {
-    throw new StreamInvalidError("usage", "unknown usage evidence status");
   }
 }
 
@@ -343,37 +354,6 @@ function finish(
   };
 }
 
-/** Key-order-free equality of two snapshotted objects: flat ones compared field by field, others canonically. */
-function sameJsonObject(a: JsonObject, b: JsonObject): boolean {
-  const keys = Object.keys(a);
-  if (keys.length !== Object.keys(b).length) return false;
-  for (const key of keys) {
-    const x = a[key];
-    if (typeof x === "object" && x !== null) return canonicalJson(a) === canonicalJson(b);
-    if (!Object.hasOwn(b, key) || x !== b[key]) return false;
-  }
-  return true;
-}
-
-function reconcileUsage(
-  streamed: UsageEvidence | undefined,
-  terminal: Usage | undefined,
-): UsageEvidence {
-  if (terminal !== undefined) {
-    const problem = usageProblem(terminal);
-    if (problem) throw new StreamInvalidError("usage", problem);
-    if (
-      streamed &&
-      streamed.status === "known" &&
-      !sameJsonObject(streamed.usage as unknown as JsonObject, terminal as unknown as JsonObject)
-    ) {
-      throw new StreamInvalidError("usage", "the usage event and the terminal frame disagree");
-    }
-    return streamed ?? { status: "known", usage: terminal };
-  }
-  return streamed ?? { status: "unknown" };
-}
-
 /** Tool-call blocks carry parsed input when it parses; unparsable arguments keep `{}` (answered as bad input). */
 function fillInputs(blocks: Block[], calls: readonly StreamToolCall[]): Block[] {
   const byId = new Map(calls.map((c) => [c.id, c]));
@@ -383,29 +363,4 @@ function fillInputs(blocks: Block[], calls: readonly StreamToolCall[]): Block[] 
     const parsed = call ? argumentsOf(call) : undefined;
     return parsed ? { ...b, input: parsed } : b;
   });
-}
-
-/** Parsed arguments per call of this turn, so the step, the dispatch and the result list parse once. */
-const parsedArguments = new WeakMap<
-  StreamToolCall,
-  { readonly text: string; readonly value: Record<string, JsonValue> | undefined }
->();
-
-/** `parseArguments` of a call's arguments, remembered for that call (and its text) once parsed. */
-export function argumentsOf(call: StreamToolCall): Record<string, JsonValue> | undefined {
-  const known = parsedArguments.get(call);
-  if (known !== undefined && known.text === call.arguments) return known.value;
-  const value = parseArguments(call.arguments);
-  parsedArguments.set(call, { text: call.arguments, value });
-  return value;
-}
-
-export function parseArguments(text: string): Record<string, JsonValue> | undefined {
-  try {
-    const value: unknown = JSON.parse(text === "" ? "{}" : text);
-    if (value === null || typeof value !== "object" || Array.isArray(value)) return undefined;
-    return snapshot(value) as Record<string, JsonValue>;
-  } catch {
-    return undefined;
-  }
 }

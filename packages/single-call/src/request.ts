@@ -139,22 +139,7 @@ export function stepBinding(step: NormalizedStep, configRevision: string): strin
  * Throws `ValidationError` (a `SnapshotError` for a shape that is not data); nothing is durable.
  */
 export function normalizeStep(raw: StepRequest, maxInputChars: number): NormalizedStep {
-  if (raw === null || typeof raw !== "object")
-    throw new ValidationError("request", "object", "a step call needs a request object");
-  const fields = dataFields(raw, "request");
-  for (const key of Object.keys(fields)) {
-    if (!FIELDS.includes(key))
-      throw new ValidationError(
-        `request.${key}`,
-        "unknown_field",
-        `a step call takes only ${FIELDS.join(", ")}`,
-      );
-  }
-  const signal = fields.signal;
-  if (signal !== undefined && !(signal instanceof AbortSignal))
-    throw new ValidationError("signal", "abort_signal", "signal must be an AbortSignal");
-  const { signal: _signal, ...data } = fields;
-  const copy = snapshot(data) as Record<string, JsonValue | undefined>;
+  const { copy, signal } = readRequest(raw);
   const scope = normalizeScope(copy.scope);
   const idempotencyKey = validateId("idempotencyKey", copy.idempotencyKey);
   const intent = normalizeIntent(copy.intent);
@@ -162,43 +147,11 @@ export function normalizeStep(raw: StepRequest, maxInputChars: number): Normaliz
     copy.sessionId === undefined ? undefined : validateId("sessionId", copy.sessionId);
   const system = optionalText("system", copy.system);
   const messages = messagesOf(copy.prompt, copy.messages);
-  const chars =
-    (system?.length ?? 0) +
-    messages.reduce(
-      (n, m) => n + m.blocks.reduce((k, b) => k + (b.type === "text" ? b.text.length : 0), 0),
-      0,
-    );
-  if (chars > maxInputChars)
-    throw new ValidationError(
-      "messages",
-      "max_input_chars",
-      `a step call's text is at most ${maxInputChars} characters`,
-    );
+  checkInputChars(system, messages, maxInputChars);
   const { output, compiled } = outputOf(copy.output);
-  const tools = toolsOf(copy.tools);
-  const toolChoice = normalizeToolChoice(copy.toolChoice);
-  // Against the tools this call advertises: a name it does not advertise is refused before any I/O.
-  validateToolChoice(toolChoice, tools);
-  if (toolChoice?.type === "required" && tools.length === 0)
-    throw new ValidationError(
-      "toolChoice",
-      "no_tools",
-      'toolChoice "required" needs an advertised tool',
-    );
+  const { tools, toolChoice } = toolsAndChoiceOf(copy.tools, copy.toolChoice);
   const temperature = normalizeTemperature(copy.temperature);
-  const maxOutputTokens = copy.maxOutputTokens;
-  if (
-    maxOutputTokens !== undefined &&
-    (typeof maxOutputTokens !== "number" ||
-      !Number.isSafeInteger(maxOutputTokens) ||
-      maxOutputTokens < 1)
-  ) {
-    throw new ValidationError(
-      "maxOutputTokens",
-      "positive_integer",
-      "maxOutputTokens must be a positive integer",
-    );
-  }
+  const maxOutputTokens = optionalMaxOutputTokens(copy.maxOutputTokens);
   const bound: JsonObject = {
     intent: intent as unknown as JsonObject,
     ...(sessionId !== undefined ? { sessionId } : {}),
@@ -222,10 +175,85 @@ export function normalizeStep(raw: StepRequest, maxInputChars: number): Normaliz
     tools,
     toolChoice,
     temperature,
-    maxOutputTokens: maxOutputTokens as number | undefined,
-    signal: signal as AbortSignal | undefined,
+    maxOutputTokens,
+    signal,
     bound,
   });
+}
+
+/**
+ * The request's own fields, each read once through their descriptors (no getter runs) and closed;
+ * the signal kept aside as it is, everything else snapshotted as plain bounded data.
+ */
+function readRequest(raw: StepRequest): {
+  readonly copy: Record<string, JsonValue | undefined>;
+  readonly signal: AbortSignal | undefined;
+} {
+  if (raw === null || typeof raw !== "object")
+    throw new ValidationError("request", "object", "a step call needs a request object");
+  const fields = dataFields(raw, "request");
+  for (const key of Object.keys(fields)) {
+    if (!FIELDS.includes(key))
+      throw new ValidationError(
+        `request.${key}`,
+        "unknown_field",
+        `a step call takes only ${FIELDS.join(", ")}`,
+      );
+  }
+  const signal = fields.signal;
+  if (signal !== undefined && !(signal instanceof AbortSignal))
+    throw new ValidationError("signal", "abort_signal", "signal must be an AbortSignal");
+  const { signal: _signal, ...data } = fields;
+  const copy = snapshot(data) as Record<string, JsonValue | undefined>;
+  return { copy, signal };
+}
+
+/** The system prompt and every message's text together stay under the runtime's input bound. */
+function checkInputChars(
+  system: string | undefined,
+  messages: readonly Msg[],
+  maxInputChars: number,
+): void {
+  const chars =
+    (system?.length ?? 0) +
+    messages.reduce(
+      (n, m) => n + m.blocks.reduce((k, b) => k + (b.type === "text" ? b.text.length : 0), 0),
+      0,
+    );
+  if (chars > maxInputChars)
+    throw new ValidationError(
+      "messages",
+      "max_input_chars",
+      `a step call's text is at most ${maxInputChars} characters`,
+    );
+}
+
+/** The advertised tools and a tool choice checked against them: a name it does not advertise is refused before any I/O. */
+function toolsAndChoiceOf(
+  rawTools: JsonValue | undefined,
+  rawChoice: JsonValue | undefined,
+): { readonly tools: readonly ToolSpec[]; readonly toolChoice: ToolChoice | undefined } {
+  const tools = toolsOf(rawTools);
+  const toolChoice = normalizeToolChoice(rawChoice);
+  validateToolChoice(toolChoice, tools);
+  if (toolChoice?.type === "required" && tools.length === 0)
+    throw new ValidationError(
+      "toolChoice",
+      "no_tools",
+      'toolChoice "required" needs an advertised tool',
+    );
+  return { tools, toolChoice };
+}
+
+function optionalMaxOutputTokens(value: JsonValue | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1)
+    throw new ValidationError(
+      "maxOutputTokens",
+      "positive_integer",
+      "maxOutputTokens must be a positive integer",
+    );
+  return value;
 }
 
 function optionalText(path: string, value: JsonValue | undefined): string | undefined {

@@ -5,7 +5,7 @@ import {
   type ToolDefinition,
   toolError,
 } from "@alma-harness/core";
-import type { ClinicDesk } from "./clinics.js";
+import type { Appointment, ClinicDesk, DeskResult } from "./clinics.js";
 
 /** Who a turn is for: the host's answer, from the scope it derived from a verified token. */
 export type OwnerOf = (
@@ -37,7 +37,18 @@ const DAY = {
  * `send_message` is the terminal tool that delivers the reply through the clinic's channel.
  */
 export function clinicTools(desk: ClinicDesk, owner: OwnerOf): ToolDefinition[] {
-  const hours = defineTool({
+  return [
+    hoursTool(desk, owner),
+    slotsTool(desk, owner),
+    bookTool(desk, owner),
+    cancelTool(desk, owner),
+    recordTool(desk, owner),
+    sendTool(desk, owner),
+  ];
+}
+
+function hoursTool(desk: ClinicDesk, owner: OwnerOf): ToolDefinition {
+  return defineTool({
     name: "opening_hours",
     description: "Opening hours of the clinic on a day.",
     input: {
@@ -53,7 +64,10 @@ export function clinicTools(desk: ClinicDesk, owner: OwnerOf): ToolDefinition[] 
       return { clinic: desk.clinic(scope.org)?.name ?? scope.org, ...desk.hours(scope.org, day) };
     },
   });
-  const slots = defineTool({
+}
+
+function slotsTool(desk: ClinicDesk, owner: OwnerOf): ToolDefinition {
+  return defineTool({
     name: "find_free_slots",
     description:
       "Free appointment slots from a day on (five days ahead). Slot ids look like 2026-11-03T09:00.",
@@ -65,7 +79,10 @@ export function clinicTools(desk: ClinicDesk, owner: OwnerOf): ToolDefinition[] 
       return { from: day, slots: desk.freeSlots(scope.org, day) };
     },
   });
-  const book = defineTool({
+}
+
+function bookTool(desk: ClinicDesk, owner: OwnerOf): ToolDefinition {
+  return defineTool({
     name: BOOK_TOOL,
     description:
       "Books a free slot for the person. The clinic approves each booking before it is made.",
@@ -86,16 +103,13 @@ export function clinicTools(desk: ClinicDesk, owner: OwnerOf): ToolDefinition[] 
         input.slotId as string,
         `${ctx.turnId}:${ctx.callId}`,
       );
-      return result.ok
-        ? {
-            appointmentId: result.value.id,
-            slotId: result.value.slotId,
-            status: result.value.status,
-          }
-        : toolError({ error: result.reason });
+      return appointmentAnswer(result);
     },
   });
-  const cancel = defineTool({
+}
+
+function cancelTool(desk: ClinicDesk, owner: OwnerOf): ToolDefinition {
+  return defineTool({
     name: "cancel_appointment",
     description: "Cancels one of the person's own appointments.",
     input: {
@@ -111,16 +125,13 @@ export function clinicTools(desk: ClinicDesk, owner: OwnerOf): ToolDefinition[] 
     handler: (input, ctx) => {
       const scope = ownerOf(owner, ctx);
       const result = desk.cancel(scope.org, scope.uid, input.appointmentId as string);
-      return result.ok
-        ? {
-            appointmentId: result.value.id,
-            slotId: result.value.slotId,
-            status: result.value.status,
-          }
-        : toolError({ error: result.reason });
+      return appointmentAnswer(result);
     },
   });
-  const record = defineTool({
+}
+
+function recordTool(desk: ClinicDesk, owner: OwnerOf): ToolDefinition {
+  return defineTool({
     name: "read_patient_record",
     description:
       "Reads the person's own patient record (confidential): allergies, notes and appointments.",
@@ -155,7 +166,10 @@ export function clinicTools(desk: ClinicDesk, owner: OwnerOf): ToolDefinition[] 
       };
     },
   });
-  const send = defineTool({
+}
+
+function sendTool(desk: ClinicDesk, owner: OwnerOf): ToolDefinition {
+  return defineTool({
     name: SEND_TOOL,
     description:
       "Sends the person a message through the clinic's channel (a confirmation or a summary). Ends your turn.",
@@ -171,5 +185,15 @@ export function clinicTools(desk: ClinicDesk, owner: OwnerOf): ToolDefinition[] 
       return { sent: true, messageId: sent.id };
     },
   });
-  return [hours, slots, book, cancel, record, send];
+}
+
+/** A booking or a cancellation as the model reads it: the appointment's id, slot and status, or the desk's reason. */
+function appointmentAnswer(result: DeskResult<Appointment>) {
+  return result.ok
+    ? {
+        appointmentId: result.value.id,
+        slotId: result.value.slotId,
+        status: result.value.status,
+      }
+    : toolError({ error: result.reason });
 }

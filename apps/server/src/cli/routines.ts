@@ -40,88 +40,109 @@ const describeRun = (r: RunRow) =>
 
 const ACTIONS = ["abandon", "confirm_completed", "rerun"];
 
+/** What every subcommand reads: the parsed arguments, the streams, the host's URL and the operator's token. */
+interface AdminCall {
+  readonly args: ParsedArgs;
+  readonly io: CliIo;
+  readonly base: string;
+  readonly token: string;
+}
+
+const SUBCOMMANDS: ReadonlyMap<string, (call: AdminCall) => Promise<void>> = new Map([
+  ["list", listRoutines],
+  ["runs", listRuns],
+  ["tick", tickNow],
+  ["inbox", readInbox],
+  ["resolve", resolveRun],
+]);
+
 export async function routinesCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const sub = args.positional[0] ?? "list";
   const base = baseUrl(args, io);
   const token = adminToken(args, io);
-  if (sub === "list") {
-    const { body } = await api<{
-      routines: RoutineRow[];
-      lastTick: { at: number; ran: number; missed: number } | null;
-    }>(base, "/v1/admin/routines", { token });
-    write(
-      io.stdout,
-      `${body.routines.length} routine(s); last tick ${body.lastTick ? `${new Date(body.lastTick.at).toISOString()}: ${body.lastTick.ran} ran, ${body.lastTick.missed} missed` : "not yet"}`,
+  const run = SUBCOMMANDS.get(sub);
+  if (!run)
+    throw new CliError(
+      `alma routines: unknown subcommand "${sub}" (list, runs, tick, inbox, resolve)`,
     );
-    for (const r of body.routines) {
-      write(
-        io.stdout,
-        `  ${r.org}  ${r.id}  "${r.schedule.cron}" ${r.schedule.timeZone}  cap $${r.cap.usd} (${r.cap.onExceeded})  ${r.execution}${r.catchUp ? "  catch-up" : ""}${r.enabled ? "" : "  paused"}`,
-      );
-    }
-    return 0;
-  }
-  if (sub === "runs") {
-    const q = new URLSearchParams();
-    for (const name of ["org", "state"])
-      if (flag(args, name)) q.set(name, flag(args, name) as string);
-    const { body } = await api<{ runs: RunRow[] }>(
-      base,
-      `/v1/admin/routines/runs${q.size > 0 ? `?${q}` : ""}`,
-      { token },
-    );
-    write(io.stdout, `${body.runs.length} run(s)`);
-    for (const r of body.runs) write(io.stdout, describeRun(r));
-    return 0;
-  }
-  if (sub === "tick") {
-    const { body } = await api<{
-      tick: {
-        ran: number;
-        missed: number;
-        submitted: number;
-        interrupted: number;
-        skipped: number;
-        errors: unknown[];
-      };
-    }>(base, "/v1/admin/routines/tick", { token, method: "POST" });
-    const t = body.tick;
-    write(
-      io.stdout,
-      `tick: ${t.ran} ran, ${t.missed} missed, ${t.submitted} submitted, ${t.interrupted} interrupted, ${t.skipped} held elsewhere, ${t.errors.length} error(s)`,
-    );
-    return 0;
-  }
-  if (sub === "inbox") {
-    const org = flag(args, "org");
-    const { body } = await api<{
-      messages: { org: string; routineId: string; deliveryId: string; text: string }[];
-    }>(base, `/v1/admin/routines/inbox${org ? `?org=${encodeURIComponent(org)}` : ""}`, { token });
-    write(io.stdout, `${body.messages.length} message(s)`);
-    for (const m of body.messages)
-      write(io.stdout, `  ${m.deliveryId}  ${m.text.replace(/\s*\n\s*/g, " ")}`);
-    return 0;
-  }
-  if (sub === "resolve") {
-    const org = flag(args, "org");
-    const routine = flag(args, "routine");
-    const slot = flag(args, "slot");
-    const action = flag(args, "action");
-    if (!org || !routine || !slot || !action)
-      throw new CliError(
-        "alma routines resolve needs --org, --routine, --slot and --action (see --help)",
-      );
-    if (!ACTIONS.includes(action)) throw new CliError(`--action must be ${ACTIONS.join(", ")}`);
-    const path = `/v1/admin/routines/${encodeURIComponent(org)}/${encodeURIComponent(routine)}/runs/${encodeURIComponent(slot)}/resolve`;
-    const { body } = await api<{ run: RunRow }>(base, path, {
-      token,
-      method: "POST",
-      body: { action },
-    });
-    write(io.stdout, `resolved:${describeRun(body.run).slice(1)}`);
-    return 0;
-  }
-  throw new CliError(
-    `alma routines: unknown subcommand "${sub}" (list, runs, tick, inbox, resolve)`,
+  await run({ args, io, base, token });
+  return 0;
+}
+
+async function listRoutines({ io, base, token }: AdminCall): Promise<void> {
+  const { body } = await api<{
+    routines: RoutineRow[];
+    lastTick: { at: number; ran: number; missed: number } | null;
+  }>(base, "/v1/admin/routines", { token });
+  write(
+    io.stdout,
+    `${body.routines.length} routine(s); last tick ${body.lastTick ? `${new Date(body.lastTick.at).toISOString()}: ${body.lastTick.ran} ran, ${body.lastTick.missed} missed` : "not yet"}`,
   );
+  for (const r of body.routines) {
+    write(
+      io.stdout,
+      `  ${r.org}  ${r.id}  "${r.schedule.cron}" ${r.schedule.timeZone}  cap $${r.cap.usd} (${r.cap.onExceeded})  ${r.execution}${r.catchUp ? "  catch-up" : ""}${r.enabled ? "" : "  paused"}`,
+    );
+  }
+}
+
+async function listRuns({ args, io, base, token }: AdminCall): Promise<void> {
+  const q = new URLSearchParams();
+  for (const name of ["org", "state"])
+    if (flag(args, name)) q.set(name, flag(args, name) as string);
+  const { body } = await api<{ runs: RunRow[] }>(
+    base,
+    `/v1/admin/routines/runs${q.size > 0 ? `?${q}` : ""}`,
+    { token },
+  );
+  write(io.stdout, `${body.runs.length} run(s)`);
+  for (const r of body.runs) write(io.stdout, describeRun(r));
+}
+
+async function tickNow({ io, base, token }: AdminCall): Promise<void> {
+  const { body } = await api<{
+    tick: {
+      ran: number;
+      missed: number;
+      submitted: number;
+      interrupted: number;
+      skipped: number;
+      errors: unknown[];
+    };
+  }>(base, "/v1/admin/routines/tick", { token, method: "POST" });
+  const t = body.tick;
+  write(
+    io.stdout,
+    `tick: ${t.ran} ran, ${t.missed} missed, ${t.submitted} submitted, ${t.interrupted} interrupted, ${t.skipped} held elsewhere, ${t.errors.length} error(s)`,
+  );
+}
+
+async function readInbox({ args, io, base, token }: AdminCall): Promise<void> {
+  const org = flag(args, "org");
+  const { body } = await api<{
+    messages: { org: string; routineId: string; deliveryId: string; text: string }[];
+  }>(base, `/v1/admin/routines/inbox${org ? `?org=${encodeURIComponent(org)}` : ""}`, { token });
+  write(io.stdout, `${body.messages.length} message(s)`);
+  for (const m of body.messages)
+    write(io.stdout, `  ${m.deliveryId}  ${m.text.replace(/\s*\n\s*/g, " ")}`);
+}
+
+/** An operator's decision on a run left reconciliation_required: every flag is required, the action closed. */
+async function resolveRun({ args, io, base, token }: AdminCall): Promise<void> {
+  const org = flag(args, "org");
+  const routine = flag(args, "routine");
+  const slot = flag(args, "slot");
+  const action = flag(args, "action");
+  if (!org || !routine || !slot || !action)
+    throw new CliError(
+      "alma routines resolve needs --org, --routine, --slot and --action (see --help)",
+    );
+  if (!ACTIONS.includes(action)) throw new CliError(`--action must be ${ACTIONS.join(", ")}`);
+  const path = `/v1/admin/routines/${encodeURIComponent(org)}/${encodeURIComponent(routine)}/runs/${encodeURIComponent(slot)}/resolve`;
+  const { body } = await api<{ run: RunRow }>(base, path, {
+    token,
+    method: "POST",
+    body: { action },
+  });
+  write(io.stdout, `resolved:${describeRun(body.run).slice(1)}`);
 }

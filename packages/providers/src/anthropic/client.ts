@@ -46,6 +46,20 @@ export interface AnthropicClientOptions extends BaseClientOptions {
 
 export const DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com/v1";
 
+/** The headers of every Anthropic API call: the API version, the host's own, the key and the betas. */
+export function anthropicHeaders(
+  options: Pick<AnthropicClientOptions, "headers" | "apiKey" | "betas">,
+): Record<string, string> {
+  const headers: Record<string, string> = {
+    "anthropic-version": ANTHROPIC_VERSION,
+    ...options.headers,
+  };
+  if (options.apiKey) headers["x-api-key"] = options.apiKey;
+  if (options.betas && options.betas.length > 0)
+    headers["anthropic-beta"] = options.betas.join(",");
+  return headers;
+}
+
 /**
  * The Anthropic Messages adapter (`POST /v1/messages`, streaming, `anthropic-version` pinned to
  * 2023-06-01). The only adapter that honors explicit cache controls.
@@ -68,13 +82,7 @@ export function createAnthropicClient(options: AnthropicClientOptions = {}): Pro
     );
   }
   const nativeDeferred = options.deferredLoading !== "append";
-  const headers: Record<string, string> = {
-    "anthropic-version": ANTHROPIC_VERSION,
-    ...options.headers,
-  };
-  if (options.apiKey) headers["x-api-key"] = options.apiKey;
-  if (options.betas && options.betas.length > 0)
-    headers["anthropic-beta"] = options.betas.join(",");
+  const headers = anthropicHeaders(options);
   const url = joinUrl(options.baseURL ?? DEFAULT_ANTHROPIC_BASE_URL, "messages");
   return createProviderClient({
     id: options.id ?? "anthropic",

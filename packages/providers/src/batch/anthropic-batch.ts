@@ -10,6 +10,7 @@ import type {
 import { refusalCategory } from "@alma-harness/core";
 import {
   type AnthropicClientOptions,
+  anthropicHeaders,
   classifyAnthropic,
   createAnthropicClient,
   DEFAULT_ANTHROPIC_BASE_URL,
@@ -20,19 +21,21 @@ import { buildAnthropicBody } from "../anthropic/request.js";
 import { anthropicStopReason } from "../anthropic/stop-reason.js";
 import { DEFAULT_WEB_SEARCH_TOOL } from "../anthropic/tools.js";
 import { anthropicEvidence } from "../anthropic/usage.js";
-import { ANTHROPIC_VERSION, type WireUsage } from "../anthropic/wire.js";
+import type { WireUsage } from "../anthropic/wire.js";
 import { joinUrl } from "../shared/http.js";
 import { asRecord, asString } from "../shared/neutral.js";
 import {
   type BatchCall,
+  createBatch,
   itemFailure,
   jsonLines,
+  getJson,
   malformed,
-  objectOf,
   oncePerItem,
   send,
   unbatched,
 } from "./http.js";
+import { type ListingWindow, listedSince } from "./listing.js";
 
 export type AnthropicBatchOptions = Pick<
   AnthropicClientOptions,
@@ -51,6 +54,12 @@ const PROCESSING: Readonly<Record<string, ModelJobBatchStatus>> = {
   ended: "ended",
 };
 
+/** Where an Anthropic batch call goes: the batch call's settings and the batches endpoint. */
+interface AnthropicWire {
+  readonly call: BatchCall;
+  readonly base: string;
+}
+
 /**
  * Anthropic Message Batches over `fetch` (`/v1/messages/batches`, no SDK): each item is the exact
  * `/v1/messages` body the streaming adapter would send, without `stream`, under its `custom_id`.
@@ -62,20 +71,15 @@ export function createAnthropicBatchTransport(
   options: AnthropicBatchOptions = {},
 ): ModelJobTransport {
   const messages = createAnthropicClient({ ...options, id: options.id ?? "anthropic-batch" });
-  const base = joinUrl(options.baseURL ?? DEFAULT_ANTHROPIC_BASE_URL, "messages/batches");
-  const headers: Record<string, string> = {
-    "anthropic-version": ANTHROPIC_VERSION,
-    ...options.headers,
-  };
-  if (options.apiKey) headers["x-api-key"] = options.apiKey;
-  if (options.betas && options.betas.length > 0)
-    headers["anthropic-beta"] = options.betas.join(",");
-  const call: BatchCall = {
-    provider: ANTHROPIC_PROVIDER,
-    fetch: options.fetch ?? globalThis.fetch,
-    now: options.now ?? Date.now,
-    classify: classifyAnthropic,
-    headers,
+  const wire: AnthropicWire = {
+    base: joinUrl(options.baseURL ?? DEFAULT_ANTHROPIC_BASE_URL, "messages/batches"),
+    call: {
+      provider: ANTHROPIC_PROVIDER,
+      fetch: options.fetch ?? globalThis.fetch,
+      now: options.now ?? Date.now,
+      classify: classifyAnthropic,
+      headers: anthropicHeaders(options),
+    },
   };
   const traitsOf = (model: string) => ({
     ...defaultAnthropicTraits(model),
@@ -84,7 +88,6 @@ export function createAnthropicBatchTransport(
   const webSearchType = options.webSearchToolType ?? DEFAULT_WEB_SEARCH_TOOL;
   const skewMs = options.skewMs ?? 300_000;
   const maxPages = options.maxListPages ?? 10;
-
   const params = (request: ModelRequest) => {
     const { stream: _stream, ...body } = buildAnthropicBody(unbatched(request), {
       traits: traitsOf(request.model),
@@ -92,20 +95,6 @@ export function createAnthropicBatchTransport(
     });
     return body;
   };
-  const results = async (
-    batchId: string,
-    signal?: AbortSignal,
-  ): Promise<readonly ModelJobItemResult[]> => {
-    const text = await send(call, `${base}/${encodeURIComponent(batchId)}/results`, {
-      method: "GET",
-      ...(signal ? { signal } : {}),
-    });
-    return oncePerItem(
-      ANTHROPIC_PROVIDER,
-      jsonLines(ANTHROPIC_PROVIDER, text, "batch results").map(resultOf),
-    );
-  };
-
   return {
     id: options.id ?? "anthropic-batch",
     provider: ANTHROPIC_PROVIDER,
@@ -115,79 +104,85 @@ export function createAnthropicBatchTransport(
       const body = {
         requests: items.map((i) => ({ custom_id: i.customId, params: params(i.request) })),
       };
-      const batch = objectOf(
-        ANTHROPIC_PROVIDER,
-        await send(call, base, { method: "POST", json: body, ...(signal ? { signal } : {}) }),
-        "the created batch",
-      );
-      const id = asString(batch.id);
-      if (!id) throw malformed(ANTHROPIC_PROVIDER, "the created batch has no id");
-      return { batchId: id };
+      return createBatch(wire.call, wire.base, body, signal);
     },
-    async find(
-      _jobId: string,
-      customIds: readonly string[],
-      since: number,
-      signal?: AbortSignal,
-    ): Promise<ModelJobFound> {
-      const wanted = [...customIds].sort().join("\n");
-      let after: string | undefined;
-      let pending = false;
-      for (let page = 0; page < maxPages; page++) {
-        const url = `${base}?limit=100${after ? `&after_id=${encodeURIComponent(after)}` : ""}`;
-        const listing = objectOf(
-          ANTHROPIC_PROVIDER,
-          await send(call, url, { method: "GET", ...(signal ? { signal } : {}) }),
-          "the batch listing",
-        );
-        const data = Array.isArray(listing.data)
-          ? listing.data.map(asRecord).filter((b) => b !== undefined)
-          : [];
-        let older = false;
-        for (const batch of data) {
-          const created = Date.parse(asString(batch.created_at) ?? "");
-          if (!(created >= since - skewMs)) {
-            older = true;
-            continue;
-          }
-          const id = asString(batch.id);
-          if (!id) continue;
-          if (batch.processing_status !== "ended") {
-            pending = true;
-            continue;
-          }
-          const answered = (await results(id, signal))
-            .map((r) => r.customId)
-            .sort()
-            .join("\n");
-          if (answered === wanted) return { status: "found", batchId: id };
-        }
-        // The listing is newest first: once a page reaches batches older than the submission, nothing older is ours.
-        if (older || listing.has_more !== true) break;
-        after = asString(listing.last_id);
-        if (!after) break;
-      }
-      return { status: pending ? "unresolved" : "absent" };
-    },
-    async poll(batchId: string, signal?: AbortSignal) {
-      const batch = objectOf(
-        ANTHROPIC_PROVIDER,
-        await send(call, `${base}/${encodeURIComponent(batchId)}`, {
-          method: "GET",
-          ...(signal ? { signal } : {}),
-        }),
-        "the batch",
-      );
-      const status = PROCESSING[asString(batch.processing_status) ?? ""];
-      if (!status)
-        throw malformed(
-          ANTHROPIC_PROVIDER,
-          `unknown processing_status ${JSON.stringify(batch.processing_status)}`,
-        );
-      return status;
-    },
-    results,
+    find: (_jobId: string, customIds: readonly string[], since: number, signal?: AbortSignal) =>
+      findByCustomIds(wire, customIds, { since, skewMs, maxPages }, signal),
+    poll: (batchId: string, signal?: AbortSignal) => pollBatch(wire, batchId, signal),
+    results: (batchId: string, signal?: AbortSignal) => batchResults(wire, batchId, signal),
   };
+}
+
+async function batchResults(
+  wire: AnthropicWire,
+  batchId: string,
+  signal?: AbortSignal,
+): Promise<readonly ModelJobItemResult[]> {
+  const text = await send(wire.call, `${wire.base}/${encodeURIComponent(batchId)}/results`, {
+    method: "GET",
+    ...(signal ? { signal } : {}),
+  });
+  return oncePerItem(
+    ANTHROPIC_PROVIDER,
+    jsonLines(ANTHROPIC_PROVIDER, text, "batch results").map(resultOf),
+  );
+}
+
+async function pollBatch(
+  wire: AnthropicWire,
+  batchId: string,
+  signal?: AbortSignal,
+): Promise<ModelJobBatchStatus> {
+  const batch = await getJson(
+    wire.call,
+    `${wire.base}/${encodeURIComponent(batchId)}`,
+    "the batch",
+    signal,
+  );
+  const status = PROCESSING[asString(batch.processing_status) ?? ""];
+  if (!status)
+    throw malformed(
+      ANTHROPIC_PROVIDER,
+      `unknown processing_status ${JSON.stringify(batch.processing_status)}`,
+    );
+  return status;
+}
+
+/**
+ * The job's batch among those listed since the submission: an ended one whose results answer
+ * exactly the job's custom ids. One still running might be it, so nothing found then is `unresolved`.
+ */
+async function findByCustomIds(
+  wire: AnthropicWire,
+  customIds: readonly string[],
+  window: ListingWindow,
+  signal?: AbortSignal,
+): Promise<ModelJobFound> {
+  const wanted = [...customIds].sort().join("\n");
+  const page = (after: string | undefined) =>
+    getJson(
+      wire.call,
+      `${wire.base}?limit=100${after ? `&after_id=${encodeURIComponent(after)}` : ""}`,
+      "the batch listing",
+      signal,
+    );
+  const createdAt = (batch: Record<string, unknown>) =>
+    Date.parse(asString(batch.created_at) ?? "");
+  let pending = false;
+  for await (const batch of listedSince(window, page, createdAt)) {
+    const id = asString(batch.id);
+    if (!id) continue;
+    if (batch.processing_status !== "ended") {
+      pending = true;
+      continue;
+    }
+    const answered = (await batchResults(wire, id, signal))
+      .map((r) => r.customId)
+      .sort()
+      .join("\n");
+    if (answered === wanted) return { status: "found", batchId: id };
+  }
+  return { status: pending ? "unresolved" : "absent" };
 }
 
 /** One results line → the neutral result (the message's text, tool calls, stop reason and usage). */

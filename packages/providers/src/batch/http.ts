@@ -5,6 +5,7 @@ import {
   ProviderError,
 } from "@alma-harness/core";
 import { abortedError, type ErrorFacts, networkError, refusalFacts } from "../shared/errors.js";
+import { asString } from "../shared/neutral.js";
 import type { FetchLike } from "../shared/types.js";
 
 /** One call of a batch API: JSON in or a form, the answer's text out; a non-2xx answer classified once, by the adapter's rules. */
@@ -72,6 +73,30 @@ export function objectOf(provider: string, text: string, what: string): Record<s
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
     throw malformed(provider, `${what} is not a JSON object`);
   return parsed as Record<string, unknown>;
+}
+
+/** A GET whose answer is one JSON object (see `send` and `objectOf`). */
+export async function getJson(
+  call: BatchCall,
+  url: string,
+  what: string,
+  signal?: AbortSignal,
+): Promise<Record<string, unknown>> {
+  const text = await send(call, url, { method: "GET", ...(signal ? { signal } : {}) });
+  return objectOf(call.provider, text, what);
+}
+
+/** Creates a batch with one POST; the answer's `id` is the batch's (an answer without one is malformed). */
+export async function createBatch(
+  call: BatchCall,
+  url: string,
+  json: unknown,
+  signal?: AbortSignal,
+): Promise<{ readonly batchId: string }> {
+  const text = await send(call, url, { method: "POST", json, ...(signal ? { signal } : {}) });
+  const id = asString(objectOf(call.provider, text, "the created batch").id);
+  if (!id) throw malformed(call.provider, "the created batch has no id");
+  return { batchId: id };
 }
 
 /** The lines of a JSONL answer, each a JSON object (blank lines skipped). */

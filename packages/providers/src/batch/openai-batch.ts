@@ -23,6 +23,8 @@ import { joinUrl } from "../shared/http.js";
 import { asCount, asRecord, asString } from "../shared/neutral.js";
 import {
   type BatchCall,
+  createBatch,
+  getJson,
   itemFailure,
   jsonLines,
   malformed,
@@ -31,6 +33,7 @@ import {
   send,
   unbatched,
 } from "./http.js";
+import { type ListingWindow, listedSince } from "./listing.js";
 
 export type OpenAIBatchOptions = Pick<
   OpenAIClientOptions,
@@ -64,6 +67,12 @@ const STATUS: Readonly<Record<string, ModelJobBatchStatus>> = {
   failed: "failed",
 };
 
+/** Where an OpenAI batch call goes: the batch call's settings and the API's base URL. */
+interface OpenAIWire {
+  readonly call: BatchCall;
+  readonly base: string;
+}
+
 /**
  * OpenAI Batch over `fetch` (`/v1/files` then `/v1/batches`, no SDK), on the Chat Completions
  * endpoint: each item is one JSONL line `{custom_id, method, url, body}` whose body is the exact
@@ -73,140 +82,150 @@ const STATUS: Readonly<Record<string, ModelJobBatchStatus>> = {
  */
 export function createOpenAIBatchTransport(options: OpenAIBatchOptions = {}): ModelJobTransport {
   const chat = createOpenAIChatClient({ ...options, id: options.id ?? "openai-batch" });
-  const base = options.baseURL ?? DEFAULT_OPENAI_BASE_URL;
-  const call: BatchCall = {
-    provider: OPENAI_PROVIDER,
-    fetch: options.fetch ?? globalThis.fetch,
-    now: options.now ?? Date.now,
-    classify: (f) => classifyOpenAI(f),
-    headers: openaiHeaders(options),
+  const wire: OpenAIWire = {
+    base: options.baseURL ?? DEFAULT_OPENAI_BASE_URL,
+    call: {
+      provider: OPENAI_PROVIDER,
+      fetch: options.fetch ?? globalThis.fetch,
+      now: options.now ?? Date.now,
+      classify: (f) => classifyOpenAI(f),
+      headers: openaiHeaders(options),
+    },
   };
   const skewMs = options.skewMs ?? 300_000;
   const maxPages = options.maxListPages ?? 10;
-  const get = async (path: string, what: string, signal?: AbortSignal) =>
-    objectOf(
-      OPENAI_PROVIDER,
-      await send(call, joinUrl(base, path), { method: "GET", ...(signal ? { signal } : {}) }),
-      what,
-    );
-  const fileLines = async (fileId: unknown, signal?: AbortSignal) => {
-    const id = asString(fileId);
-    if (!id) return [];
-    return jsonLines(
-      OPENAI_PROVIDER,
-      await send(call, joinUrl(base, `files/${encodeURIComponent(id)}/content`), {
-        method: "GET",
-        ...(signal ? { signal } : {}),
-      }),
-      "batch output",
-    );
-  };
-
   return {
     id: options.id ?? "openai-batch",
     provider: OPENAI_PROVIDER,
     validate: (request) => chat.validate(unbatched(request)),
-    async submit(jobId: string, items: readonly ModelJobRequestItem[], signal?: AbortSignal) {
-      const jsonl = `${items.map((i) => JSON.stringify({ custom_id: i.customId, method: "POST", url: ENDPOINT, body: body(i.request) })).join("\n")}\n`;
-      const form = new FormData();
-      form.append("purpose", "batch");
-      form.append("file", new Blob([jsonl], { type: "application/jsonl" }), `${jobId}.jsonl`);
-      const file = objectOf(
-        OPENAI_PROVIDER,
-        await send(call, joinUrl(base, "files"), {
-          method: "POST",
-          form,
-          ...(signal ? { signal } : {}),
-        }),
-        "the uploaded file",
-      );
-      const fileId = asString(file.id);
-      if (!fileId) throw malformed(OPENAI_PROVIDER, "the uploaded file has no id");
-      const create = {
-        input_file_id: fileId,
-        endpoint: ENDPOINT,
-        completion_window: "24h",
-        metadata: { [OPENAI_JOB_METADATA_KEY]: jobId },
-      };
-      const batch = objectOf(
-        OPENAI_PROVIDER,
-        await send(call, joinUrl(base, "batches"), {
-          method: "POST",
-          json: create,
-          ...(signal ? { signal } : {}),
-        }),
-        "the created batch",
-      );
-      const id = asString(batch.id);
-      if (!id) throw malformed(OPENAI_PROVIDER, "the created batch has no id");
-      return { batchId: id };
-    },
-    async find(
-      jobId: string,
-      _customIds: readonly string[],
-      since: number,
-      signal?: AbortSignal,
-    ): Promise<ModelJobFound> {
-      const mine: string[] = [];
-      let after: string | undefined;
-      for (let page = 0; page < maxPages; page++) {
-        const listing = await get(
-          `batches?limit=100${after ? `&after=${encodeURIComponent(after)}` : ""}`,
-          "the batch listing",
-          signal,
-        );
-        const data = Array.isArray(listing.data)
-          ? listing.data.map(asRecord).filter((b) => b !== undefined)
-          : [];
-        let older = false;
-        for (const batch of data) {
-          const created = (asCount(batch.created_at) ?? 0) * 1000;
-          if (created < since - skewMs) {
-            older = true;
-            continue;
-          }
-          const id = asString(batch.id);
-          if (id && asRecord(batch.metadata)?.[OPENAI_JOB_METADATA_KEY] === jobId) mine.push(id);
-        }
-        // Newest first: a page that reaches batches older than the submission ends the search.
-        if (older || listing.has_more !== true) break;
-        after = asString(listing.last_id);
-        if (!after) break;
-      }
-      if (mine.length === 1) return { status: "found", batchId: mine[0] as string };
-      // Two batches under one job id were never sent by this client: an operator decides.
-      return { status: mine.length === 0 ? "absent" : "unresolved" };
-    },
+    submit: (jobId: string, items: readonly ModelJobRequestItem[], signal?: AbortSignal) =>
+      submitBatch(wire, jobId, items, signal),
+    find: (jobId: string, _customIds: readonly string[], since: number, signal?: AbortSignal) =>
+      findByMetadata(wire, jobId, { since, skewMs, maxPages }, signal),
     async poll(batchId: string, signal?: AbortSignal) {
-      const batch = await get(`batches/${encodeURIComponent(batchId)}`, "the batch", signal);
+      const batch = await getObject(
+        wire,
+        `batches/${encodeURIComponent(batchId)}`,
+        "the batch",
+        signal,
+      );
       const status = STATUS[asString(batch.status) ?? ""];
       if (!status)
         throw malformed(OPENAI_PROVIDER, `unknown batch status ${JSON.stringify(batch.status)}`);
       return status;
     },
     async results(batchId: string, signal?: AbortSignal) {
-      const batch = await get(`batches/${encodeURIComponent(batchId)}`, "the batch", signal);
+      const batch = await getObject(
+        wire,
+        `batches/${encodeURIComponent(batchId)}`,
+        "the batch",
+        signal,
+      );
       const lines = [
-        ...(await fileLines(batch.output_file_id, signal)),
-        ...(await fileLines(batch.error_file_id, signal)),
+        ...(await fileLines(wire, batch.output_file_id, signal)),
+        ...(await fileLines(wire, batch.error_file_id, signal)),
       ];
       return oncePerItem(OPENAI_PROVIDER, lines.map(resultOf));
     },
   };
+}
 
-  function body(request: ModelRequest): Record<string, unknown> {
-    const {
-      stream: _s,
-      stream_options: _o,
-      ...rest
-    } = buildChatBody(unbatched(request), {
-      maxTokensField: "max_completion_tokens",
-      streamUsage: false,
-    }) as unknown as Record<string, unknown>;
-    if (request.reasoning) rest.reasoning_effort = request.reasoning;
-    if (request.cacheKey !== undefined) rest.prompt_cache_key = request.cacheKey;
-    return rest;
+function getObject(
+  wire: OpenAIWire,
+  path: string,
+  what: string,
+  signal?: AbortSignal,
+): Promise<Record<string, unknown>> {
+  return getJson(wire.call, joinUrl(wire.base, path), what, signal);
+}
+
+/** The lines of an output or error file; a batch that names no such file has none. */
+async function fileLines(
+  wire: OpenAIWire,
+  fileId: unknown,
+  signal?: AbortSignal,
+): Promise<Record<string, unknown>[]> {
+  const id = asString(fileId);
+  if (!id) return [];
+  return jsonLines(
+    OPENAI_PROVIDER,
+    await send(wire.call, joinUrl(wire.base, `files/${encodeURIComponent(id)}/content`), {
+      method: "GET",
+      ...(signal ? { signal } : {}),
+    }),
+    "batch output",
+  );
+}
+
+/** Uploads the items as one JSONL file, then creates the batch over it with the job's id in its metadata. */
+async function submitBatch(
+  wire: OpenAIWire,
+  jobId: string,
+  items: readonly ModelJobRequestItem[],
+  signal?: AbortSignal,
+): Promise<{ readonly batchId: string }> {
+  const jsonl = `${items.map((i) => JSON.stringify({ custom_id: i.customId, method: "POST", url: ENDPOINT, body: batchBody(i.request) })).join("\n")}\n`;
+  const form = new FormData();
+  form.append("purpose", "batch");
+  form.append("file", new Blob([jsonl], { type: "application/jsonl" }), `${jobId}.jsonl`);
+  const file = objectOf(
+    OPENAI_PROVIDER,
+    await send(wire.call, joinUrl(wire.base, "files"), {
+      method: "POST",
+      form,
+      ...(signal ? { signal } : {}),
+    }),
+    "the uploaded file",
+  );
+  const fileId = asString(file.id);
+  if (!fileId) throw malformed(OPENAI_PROVIDER, "the uploaded file has no id");
+  const create = {
+    input_file_id: fileId,
+    endpoint: ENDPOINT,
+    completion_window: "24h",
+    metadata: { [OPENAI_JOB_METADATA_KEY]: jobId },
+  };
+  return createBatch(wire.call, joinUrl(wire.base, "batches"), create, signal);
+}
+
+/** The job's batch among those listed since the submission, by the job id in its metadata. */
+async function findByMetadata(
+  wire: OpenAIWire,
+  jobId: string,
+  window: ListingWindow,
+  signal?: AbortSignal,
+): Promise<ModelJobFound> {
+  const page = (after: string | undefined) =>
+    getObject(
+      wire,
+      `batches?limit=100${after ? `&after=${encodeURIComponent(after)}` : ""}`,
+      "the batch listing",
+      signal,
+    );
+  const createdAt = (batch: Record<string, unknown>) => (asCount(batch.created_at) ?? 0) * 1000;
+  const mine: string[] = [];
+  for await (const batch of listedSince(window, page, createdAt)) {
+    const id = asString(batch.id);
+    if (id && asRecord(batch.metadata)?.[OPENAI_JOB_METADATA_KEY] === jobId) mine.push(id);
   }
+  if (mine.length === 1) return { status: "found", batchId: mine[0] as string };
+  // Two batches under one job id were never sent by this client: an operator decides.
+  return { status: mine.length === 0 ? "absent" : "unresolved" };
+}
+
+/** The exact Chat Completions body the streaming adapter would send, without streaming. */
+function batchBody(request: ModelRequest): Record<string, unknown> {
+  const {
+    stream: _s,
+    stream_options: _o,
+    ...rest
+  } = buildChatBody(unbatched(request), {
+    maxTokensField: "max_completion_tokens",
+    streamUsage: false,
+  }) as unknown as Record<string, unknown>;
+  if (request.reasoning) rest.reasoning_effort = request.reasoning;
+  if (request.cacheKey !== undefined) rest.prompt_cache_key = request.cacheKey;
+  return rest;
 }
 
 /** One output or error line → the neutral result. */
