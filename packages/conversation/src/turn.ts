@@ -134,6 +134,8 @@ async function runAdmitted(
   });
   if (outcome.status === "not_admitted") return uncertain(config, a, "loop");
   if (outcome.status === "reconciliation_required") return uncertain(config, a, outcome.cause);
+  // The runner's engines never park yet (`asks` stays "wait"): a park here is a broken invariant.
+  if (outcome.status === "awaiting_approval") return uncertain(config, a, "loop");
   const stored = await outputs.drain();
   if (!stored) return uncertain(config, a, "result_store");
   return complete(config, request, a, outcome.messages, outcome.result);

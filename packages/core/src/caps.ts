@@ -4,6 +4,12 @@ import type { Usage } from "./usage.js";
 
 export type PersistentCapName = "perSessionUsd" | "perTenantDayUsd";
 export type BudgetCapName = "perTurnUsd" | PersistentCapName;
+/** Every budget cap's name, in cap order: the one list readers check against. */
+export const BUDGET_CAP_NAMES: readonly BudgetCapName[] = Object.freeze([
+  "perTurnUsd",
+  "perSessionUsd",
+  "perTenantDayUsd",
+]);
 export type CapAction = "block" | "warn";
 
 /** A cap as the host writes it: a number, or `{usd, onExceeded}`. */

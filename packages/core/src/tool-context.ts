@@ -52,6 +52,11 @@ export interface ToolContext {
   readonly callId: string;
   readonly sessionId: string;
   readonly toolName: string;
+  /**
+   * A key the runtime mints for this call, the same in every run of the turn (a resume after a
+   * park, a replay after a crash): pass it to the outside system so the effect happens once.
+   */
+  readonly effectKey: string;
   /** Facts the host passes to tools (for example a clinic id); never secrets it did not pass. */
   readonly facts: JsonObject;
   readonly signal: AbortSignal;

@@ -15,6 +15,18 @@ export interface Ledger {
   readonly warned: Set<BudgetCapName>;
 }
 
+/** A turn's money at a step boundary (no call in flight): what it settled, claimed and warned. */
+export interface AccountState {
+  readonly spentMicros: number;
+  /** Calls claimed in the journal. */
+  readonly calls: number;
+  /** Operation ids claimed without a settled cost. */
+  readonly unsettled: readonly string[];
+  readonly receipts: readonly CostReceipt[];
+  /** Caps already warned about in this turn. */
+  readonly warned: readonly BudgetCapName[];
+}
+
 let ledgerOf: (account: TurnAccount) => Ledger;
 
 /**
@@ -24,14 +36,31 @@ let ledgerOf: (account: TurnAccount) => Ledger;
  * parallel children can never overrun it.
  */
 export class TurnAccount {
-  readonly #ledger: Ledger = {
-    spentMicros: 0,
-    reservedMicros: 0,
-    calls: 0,
-    unsettled: new Set(),
-    receipts: [],
-    warned: new Set(),
-  };
+  readonly #ledger: Ledger;
+
+  /** A new account, or the one a turn had at a step boundary (nothing in flight there). */
+  constructor(from?: AccountState) {
+    this.#ledger = {
+      spentMicros: from?.spentMicros ?? 0,
+      reservedMicros: 0,
+      calls: from?.calls ?? 0,
+      unsettled: new Set(from?.unsettled ?? []),
+      receipts: [...(from?.receipts ?? [])],
+      warned: new Set(from?.warned ?? []),
+    };
+  }
+
+  /** The account at a step boundary, as data another process opens the same account from. */
+  state(): AccountState {
+    const l = this.#ledger;
+    return {
+      spentMicros: l.spentMicros,
+      calls: l.calls,
+      unsettled: [...l.unsettled],
+      receipts: [...l.receipts],
+      warned: [...l.warned],
+    };
+  }
 
   static {
     ledgerOf = (account) => account.#ledger;

@@ -22,7 +22,7 @@ import type {
   UnpricedReason,
   UsageInbox,
 } from "@alma-harness/core";
-import { ledger, TurnAccount } from "./account.js";
+import { type AccountState, ledger, TurnAccount } from "./account.js";
 import { admit } from "./admit.js";
 import { dispatchAndSettle } from "./call.js";
 import { DeferredCalls } from "./deferred.js";
@@ -189,9 +189,12 @@ export class GovernedCalls {
     return this.#config.late?.drained() ?? Promise.resolve();
   }
 
-  /** A new turn's account: every call of one root runs against the same one. */
-  account(): TurnAccount {
-    return new TurnAccount();
+  /**
+   * A new turn's account: every call of one root runs against the same one. A resumed turn opens
+   * the account its continuation recorded at the step boundary it parked at.
+   */
+  account(from?: AccountState): TurnAccount {
+    return new TurnAccount(from);
   }
 
   async run(

@@ -1,5 +1,5 @@
 export { AbortedError, abortRacer, abortReason, RELEASED, startTimer } from "./abort.js";
-export { TurnAccount } from "./account.js";
+export { type AccountState, TurnAccount } from "./account.js";
 export { argumentsOf } from "./arguments.js";
 export { attestedRejection, CONTEXT_REJECTION_PROVIDERS } from "./attest.js";
 export {

@@ -1,15 +1,19 @@
 import {
   AlmaError,
+  BUDGET_CAP_NAMES,
   CALL_KINDS,
-  type CostReceipt,
   type JsonObject,
+  type ModelChoice,
   type Msg,
+  normalizeModelChoice,
   normalizeScope,
   type Scope,
   snapshot,
+  type ToolResultBlock,
   type UncertainCause,
   validateId,
 } from "@alma-harness/core";
+import type { AccountState } from "@alma-harness/execution";
 import {
   closedObject,
   normalizeCostReceipt,
@@ -39,14 +43,35 @@ export const CONTINUATION_VERSION = 1;
 /** Why a coming main step is its turn's last, as the continuation records it. */
 export type ContinuationLast = "call" | "step" | "time";
 
-/** A call of the current step and where it stands. Version 1 records calls not yet run. */
-export interface ContinuationCall {
+/**
+ * A permission ask the turn parked on: bound to a digest of the tool's name, the call id and the
+ * canonical input, so a decision made for other input is refused. Content-free: the action is the
+ * recorded trail value (a vocabulary word or its keyed hash), never the subject.
+ */
+export interface PendingAsk {
+  readonly askId: string;
+  readonly callId: string;
+  readonly tool: string;
+  /** SHA-256 (hex) of the canonical JSON of `[tool, callId, input]`. */
+  readonly digest: string;
+  readonly action: string;
+}
+
+interface CallBase {
   readonly id: string;
   readonly name: string;
   /** The arguments exactly as the model wrote them (parsed and checked when the call runs). */
   readonly arguments: string;
-  readonly state: "requested";
 }
+
+/**
+ * A call of the current step and where it stands: not run yet (`requested`), waiting for a
+ * person's decision (`asked`), or answered (`done`, with the result the model will read).
+ */
+export type ContinuationCall =
+  | (CallBase & { readonly state: "requested" })
+  | (CallBase & { readonly state: "asked"; readonly ask: PendingAsk })
+  | (CallBase & { readonly state: "done"; readonly result: ToolResultBlock });
 
 /** What the driver does next from this boundary. */
 export type ContinuationNext =
@@ -72,14 +97,8 @@ export interface ContinuationCounters {
   readonly webSearches: number;
 }
 
-export interface ContinuationReservations {
-  /** Micro-dollars settled by the turn's calls. */
-  readonly spentMicros: number;
-  /** Calls claimed without a settled cost (never counted toward a cap). */
-  readonly unsettled: number;
-  /** Every settled receipt, in settlement order. */
-  readonly receipts: readonly CostReceipt[];
-}
+/** The turn's money at the boundary (nothing in flight): the governed call's own `AccountState`. */
+export type ContinuationReservations = AccountState;
 
 export interface Continuation {
   readonly version: typeof CONTINUATION_VERSION;
@@ -89,6 +108,8 @@ export interface Continuation {
     readonly rootKey: string;
     readonly turnId: string;
   };
+  /** The turn's main route, pinned for all its main steps (a resume never asks the policy again). */
+  readonly choice: ModelChoice;
   /** Main steps started. */
   readonly step: number;
   readonly next: ContinuationNext;
@@ -98,6 +119,8 @@ export interface Continuation {
   /** The turn's own messages, in order (a rotation's records first). */
   readonly messages: readonly ContinuationMessage[];
   readonly counters: ContinuationCounters;
+  /** Every call id a model returned in the turn (children's too): a repeat is refused as before. */
+  readonly callIds: readonly string[];
   readonly reservations: ContinuationReservations;
   /** Run-scoped permission grants from allowed asks (`action` and `subject`, joined). */
   readonly grants: readonly string[];
@@ -128,12 +151,14 @@ export class ContinuationError extends AlmaError {
 const TOP = [
   "version",
   "root",
+  "choice",
   "step",
   "next",
   "baseRevision",
   "rotated",
   "messages",
   "counters",
+  "callIds",
   "reservations",
   "grants",
   "toolCalls",
@@ -194,8 +219,10 @@ function readV1(top: Record<string, unknown>): Continuation {
   for (const k of COUNTERS) validateCount(`continuation.counters.${k}`, counters[k]);
   const money = closedObject("continuation.reservations", top.reservations, [
     "spentMicros",
+    "calls",
     "unsettled",
     "receipts",
+    "warned",
   ]);
   if (typeof top.rotated !== "boolean")
     throw new ContinuationError("continuation.rotated", "must be a boolean");
@@ -207,17 +234,23 @@ function readV1(top: Record<string, unknown>): Continuation {
       rootKey: validateId("continuation.root.rootKey", root.rootKey),
       turnId: validateId("continuation.root.turnId", root.turnId),
     },
+    choice: readChoice(top.choice),
     step: validateCount("continuation.step", top.step),
     next: readNext(top.next),
     baseRevision: validateCount("continuation.baseRevision", top.baseRevision),
     rotated: top.rotated,
     messages,
     counters: counters as unknown as ContinuationCounters,
+    callIds: strings("continuation.callIds", top.callIds),
     reservations: {
       spentMicros: validateCount("continuation.reservations.spentMicros", money.spentMicros),
-      unsettled: validateCount("continuation.reservations.unsettled", money.unsettled),
+      calls: validateCount("continuation.reservations.calls", money.calls),
+      unsettled: strings("continuation.reservations.unsettled", money.unsettled),
       receipts: list("continuation.reservations.receipts", money.receipts).map((r) =>
         normalizeCostReceipt(r),
+      ),
+      warned: list("continuation.reservations.warned", money.warned).map((w, i) =>
+        validateOneOf(`continuation.reservations.warned[${i}]`, w, BUDGET_CAP_NAMES),
       ),
     },
     grants: strings("continuation.grants", top.grants),
@@ -250,18 +283,60 @@ function readNext(value: unknown): ContinuationNext {
   validateOneOf(`${path}.kind`, next.kind, ["run_tools"]);
   const last =
     next.last === null ? null : validateOneOf(`${path}.last`, next.last, ["call", "step", "time"]);
-  const calls = list(`${path}.calls`, next.calls).map((entry, i) => {
-    const c = closedObject(`${path}.calls[${i}]`, entry, ["id", "name", "arguments", "state"]);
-    validateOneOf(`${path}.calls[${i}].state`, c.state, ["requested"]);
-    return {
-      id: text(`${path}.calls[${i}].id`, c.id),
-      name: text(`${path}.calls[${i}].name`, c.name),
-      arguments: text(`${path}.calls[${i}].arguments`, c.arguments, true),
-      state: "requested" as const,
-    };
-  });
+  const calls = list(`${path}.calls`, next.calls).map((entry, i) =>
+    readCall(`${path}.calls[${i}]`, entry),
+  );
   if (calls.length === 0) throw new ContinuationError(`${path}.calls`, "a tool step has calls");
   return { kind: "run_tools", step: validateCount(`${path}.step`, next.step, 1), last, calls };
+}
+
+const CALL_FIELDS = ["id", "name", "arguments", "state", "ask", "result"];
+
+function readCall(path: string, entry: unknown): ContinuationCall {
+  const c = closedObject(path, entry, CALL_FIELDS);
+  const state = validateOneOf(`${path}.state`, c.state, ["requested", "asked", "done"]);
+  const base = {
+    id: text(`${path}.id`, c.id),
+    name: text(`${path}.name`, c.name),
+    arguments: text(`${path}.arguments`, c.arguments, true),
+  };
+  if (state === "requested") {
+    if (c.ask !== undefined || c.result !== undefined)
+      throw new ContinuationError(path, "a requested call has no ask and no result");
+    return { ...base, state };
+  }
+  if (state === "asked") {
+    if (c.result !== undefined) throw new ContinuationError(`${path}.result`, "an ask has none");
+    return { ...base, state, ask: readAsk(`${path}.ask`, c.ask, base.id) };
+  }
+  if (c.ask !== undefined) throw new ContinuationError(`${path}.ask`, "a done call has none");
+  const [block] = normalizeMessages([{ role: "user", blocks: [c.result] }])[0]?.blocks ?? [];
+  if (block?.type !== "tool_result" || block.callId !== base.id)
+    throw new ContinuationError(`${path}.result`, "must be this call's tool result");
+  return { ...base, state, result: block };
+}
+
+function readAsk(path: string, value: unknown, callId: string): PendingAsk {
+  const a = closedObject(path, value, ["askId", "callId", "tool", "digest", "action"]);
+  if (a.callId !== callId) throw new ContinuationError(`${path}.callId`, "must be the call's id");
+  const digest = text(`${path}.digest`, a.digest);
+  if (!/^[0-9a-f]{64}$/.test(digest))
+    throw new ContinuationError(`${path}.digest`, "must be a SHA-256 in hex");
+  return {
+    askId: validateId(`${path}.askId`, a.askId),
+    callId,
+    tool: text(`${path}.tool`, a.tool),
+    digest,
+    action: text(`${path}.action`, a.action),
+  };
+}
+
+function readChoice(value: unknown): ModelChoice {
+  try {
+    return normalizeModelChoice(value);
+  } catch (error) {
+    throw new ContinuationError("continuation.choice", (error as Error).message, error);
+  }
 }
 
 function readToolCall(value: unknown, i: number): TurnToolCall {

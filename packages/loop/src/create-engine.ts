@@ -10,6 +10,8 @@ import {
   type ToolSpec,
   toolSpec,
 } from "@alma-harness/core";
+import type { TurnAccount } from "@alma-harness/execution";
+import type { AskDecision } from "./asks.js";
 import { AbortedError, startTimer } from "./cancel.js";
 import type { ContinuationWriter } from "./continuation.js";
 import type { EngineConfig, TurnInput, TurnOutcome } from "./engine.js";
@@ -22,7 +24,8 @@ import { resolveLimits } from "./limits.js";
 import { resolveLongContext } from "./long-context.js";
 import { TurnState } from "./state.js";
 import { type StreamedTurn, streamFrom } from "./stream-turn.js";
-import { runTurnCore } from "./turn.js";
+import { resumable } from "./resume.js";
+import { resumeTurnCore, runTurnCore } from "./turn.js";
 import { compileMedia } from "./media.js";
 import { compileExtraction } from "./extraction-config.js";
 import { compileRecall } from "./recall.js";
@@ -38,6 +41,18 @@ export interface Engine {
   runTurn(input: TurnInput): Promise<TurnOutcome>;
   /** The same turn, observed: settled main-step text and metadata, and the identical outcome on `.result`. */
   streamTurn(input: TurnInput): StreamedTurn;
+  /**
+   * Goes on with a turn parked on permission asks (`awaiting_approval`): `input` names the same
+   * root (a new run: its own deadline, signal, admission), `continuation` is what the park
+   * returned (as stored; read again here), `decisions` the answers by ask id. The decided calls
+   * run (or answer as denied), then the rest of the step, then the turn goes on; no settled model
+   * call and no call that already ran runs again. An ask without a decision parks it again.
+   */
+  resumeTurn(
+    input: TurnInput,
+    continuation: unknown,
+    decisions: Readonly<Record<string, AskDecision>>,
+  ): Promise<TurnOutcome>;
 }
 
 function compileClients(config: EngineConfig): Map<string, ModelClient> {
@@ -174,7 +189,14 @@ function compile(config: EngineConfig): CompiledEngine {
     sink: config.sink,
     cacheHygiene: config.cacheHygiene,
     continuations: compileContinuations(config),
+    park: compileAsks(config.asks),
   };
+}
+
+function compileAsks(asks: unknown): boolean {
+  if (asks === undefined || asks === "wait") return false;
+  if (asks === "park") return true;
+  throw new EngineConfigError('asks must be "wait" or "park"');
 }
 
 function compileContinuations(config: EngineConfig): ContinuationWriter | undefined {
@@ -208,44 +230,73 @@ export function createEngine(config: EngineConfig): Engine {
     } catch (error) {
       return { status: "not_admitted", reason: (error as Error)?.message ?? "routing refused" };
     }
-    const control = new AbortController();
-    const stopDeadline = watchDeadline(engine, input, control);
-    const onAbort = () => control.abort(input.signal?.reason);
-    input.signal?.addEventListener("abort", onAbort, { once: true });
-    if (input.signal?.aborted) control.abort(input.signal.reason);
-    const env: TurnEnv = {
-      engine,
-      input,
-      signal: control.signal,
-      grant: grantOf(engine, input.grant),
-      rec: turnRecorder({
-        turnId: input.turnId,
-        trail: turnTrail(engine.trailKey, input.scope, input.sessionId, input.turnId),
-        audit: engine.audit,
-        clock: engine.clock,
-        barrier: engine.barrier,
-        sinks: [engine.sink, input.sink],
-      }),
-    };
-    const state = new TurnState(
-      input.turnId,
-      input.history,
-      input.revision,
-      env.rec.emit,
-      () => engine.clock.now(),
-      engine.calls.account(),
+    return await openRun(engine, input, engine.calls.account(), (env, state) =>
+      runTurnCore(env, state, choice),
     );
-    try {
-      return await runTurnCore(env, state, choice);
-    } finally {
-      stopDeadline?.();
-      input.signal?.removeEventListener("abort", onAbort);
-    }
+  };
+  const resumeTurn = async (
+    raw: TurnInput,
+    continuation: unknown,
+    decisions: Readonly<Record<string, AskDecision>>,
+  ): Promise<TurnOutcome> => {
+    const input = normalizeTurnInput(engine, raw);
+    const { continuation: c, first } = resumable(input, continuation, decisions);
+    // The turn keeps the route it was admitted with; a client gone since is a refusal.
+    if (!engine.clients.has(c.choice.clientId))
+      return { status: "not_admitted", reason: `no client "${c.choice.clientId}"` };
+    return await openRun(engine, input, engine.calls.account(c.reservations), (env, state) => {
+      state.restore(c);
+      return resumeTurnCore(env, state, c.choice, first);
+    });
   };
   return {
     runTurn,
+    resumeTurn,
     streamTurn: (input) => streamFrom(input, runTurn),
   };
+}
+
+/** One run of a turn: its signal (the caller's, the deadline), its grant, recorder and state. */
+async function openRun(
+  engine: CompiledEngine,
+  input: TurnInput,
+  account: TurnAccount,
+  run: (env: TurnEnv, state: TurnState) => Promise<TurnOutcome>,
+): Promise<TurnOutcome> {
+  const control = new AbortController();
+  const stopDeadline = watchDeadline(engine, input, control);
+  const onAbort = () => control.abort(input.signal?.reason);
+  input.signal?.addEventListener("abort", onAbort, { once: true });
+  if (input.signal?.aborted) control.abort(input.signal.reason);
+  const env: TurnEnv = {
+    engine,
+    input,
+    signal: control.signal,
+    grant: grantOf(engine, input.grant),
+    rec: turnRecorder({
+      turnId: input.turnId,
+      trail: turnTrail(engine.trailKey, input.scope, input.sessionId, input.turnId),
+      audit: engine.audit,
+      clock: engine.clock,
+      barrier: engine.barrier,
+      sinks: [engine.sink, input.sink],
+    }),
+  };
+  const now = () => engine.clock.now();
+  const state = new TurnState(
+    input.turnId,
+    input.history,
+    input.revision,
+    env.rec.emit,
+    now,
+    account,
+  );
+  try {
+    return await run(env, state);
+  } finally {
+    stopDeadline?.();
+    input.signal?.removeEventListener("abort", onAbort);
+  }
 }
 
 /** Aborts the turn when its deadline passes, on the engine's clock; returns the timer's cancel. */

@@ -18,6 +18,7 @@ import {
   ValidationError,
 } from "@alma-harness/core";
 import { CallRefusedError } from "@alma-harness/execution";
+import { effectKey } from "./asks.js";
 import { linkedController } from "./cancel.js";
 import { type ChildRequest, runChild } from "./child.js";
 import { DelegationRefusedError, UncertainTurnError } from "./errors.js";
@@ -215,6 +216,7 @@ export function openGateways(run: ToolRun, at: GatewayScope): HandlerGateways {
         callId: at.callId,
         sessionId: run.sessionId,
         toolName,
+        effectKey: effectKey(run.rec.turnId, at.callId),
         facts: run.facts ?? Object.freeze({}),
         signal: at.signal,
         depth: at.depth,

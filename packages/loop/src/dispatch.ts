@@ -14,44 +14,83 @@ import {
   raceOwned,
   settleWithin,
 } from "./cancel.js";
+import type { AskDecision } from "./asks.js";
 import { admitAndRun } from "./execute.js";
 import { InterruptedDispatch } from "./interrupted.js";
 import type { Grant } from "./grant.js";
+import type { CallProgress } from "./next.js";
 import { errorResult } from "./output.js";
 import type { Recorder } from "./recorder.js";
 import type { DispatchOptions, ToolRun } from "./tool-run.js";
 import { kindOrUnknown, UNREGISTERED_TOOL } from "./trail.js";
 
 /**
- * Runs a step's tool calls and returns one result per call, in the model's order. Every call's
- * intent is made durable first, in the model's order, before any call is admitted; then calls run
- * in batches of `maxParallelToolCalls`. When one call fails (a thrown handler, a failed record) its
- * siblings are aborted and awaited, and the dispatch throws `InterruptedDispatch` carrying the
- * real results and a synthesized one for every other call; on cancellation the synthesized text
- * is "cancelled before execution". Real results come first, then synthesized ones, each in model order.
+ * Runs a delegate's tool calls (a handler's child): one result per call, in the model's order (see
+ * `runCalls`). A delegate's call never parks: its ask waits for the resolver or is denied.
  */
 export async function dispatchCalls(
   run: ToolRun,
   calls: readonly StreamToolCall[],
   opts: DispatchOptions,
 ): Promise<ToolResultBlock[]> {
-  const results: (ToolResultBlock | undefined)[] = new Array(calls.length).fill(undefined);
+  const slots = await runCalls(run, calls, opts, undefined);
+  return slots.map((slot) => {
+    if (slot?.state !== "done") throw new Error("a delegate's call parked: a broken invariant");
+    return slot.result;
+  });
+}
+
+/**
+ * Runs a main step's calls, or what is left of them when a parked step resumes (`from`): each
+ * call's progress, all `done`, or with the calls that parked on an ask `asked` and those after
+ * them still `requested`.
+ */
+export function dispatchStep(
+  run: ToolRun,
+  calls: readonly StreamToolCall[],
+  opts: DispatchOptions,
+  from: readonly CallProgress[] | undefined,
+): Promise<readonly CallProgress[]> {
+  return runCalls(run, calls, opts, from) as Promise<readonly CallProgress[]>;
+}
+
+type Slot = CallProgress | undefined;
+
+/**
+ * Every call's intent is made durable first, in the model's order, before any call is admitted
+ * (a resumed step recorded them when it first ran); then calls run in batches of
+ * `maxParallelToolCalls`, a batch never passing a call that waits for a decision, and none
+ * starting once one parked. When one call fails (a thrown handler, a failed record) its siblings
+ * are aborted and awaited, and the dispatch throws `InterruptedDispatch` carrying the real results
+ * and a synthesized one for every other call; on cancellation the synthesized text is "cancelled
+ * before execution". Real results come first, then synthesized ones, each in model order.
+ */
+async function runCalls(
+  run: ToolRun,
+  calls: readonly StreamToolCall[],
+  opts: DispatchOptions,
+  from: readonly CallProgress[] | undefined,
+): Promise<Slot[]> {
+  const slots: Slot[] = calls.map((_, i) => {
+    const at = from?.[i];
+    return at?.state === "done" || at?.state === "asked" ? at : undefined;
+  });
   // Siblings exist only with two or more calls: a lone call runs on the caller's signal, and its
   // failure, which has nothing left to stop, is only remembered.
   const link = calls.length > 1 ? linkedController(opts.signal) : undefined;
   const signal = link ? link.controller.signal : opts.signal;
   let failure: Error | undefined;
   try {
-    for (const call of calls) {
-      checkpoint(signal);
-      await recordIntent(run, call);
-    }
-    const size = run.limits.maxParallelToolCalls;
-    for (let start = 0; start < calls.length && !signal.aborted; start += size) {
-      const runs = calls.slice(start, start + size).map((call, i) =>
-        runOne(run, call, start + i, opts, signal).then(
-          (block) => {
-            results[start + i] = block;
+    if (from === undefined)
+      for (const call of calls) {
+        checkpoint(signal);
+        await recordIntent(run, call);
+      }
+    for (let batch = nextBatch(run, slots, 0); batch.length > 0 && !signal.aborted; ) {
+      const runs = batch.map((i) =>
+        runOne(run, calls[i] as StreamToolCall, i, opts, signal, decisionOf(from?.[i])).then(
+          (slot) => {
+            slots[i] = slot;
           },
           (error: unknown) => {
             failure ??= error instanceof Error ? error : new Error(String(error));
@@ -62,6 +101,7 @@ export async function dispatchCalls(
       // Runs never reject; a cancelled batch is given the grace period to settle, never more.
       const all = Promise.all(runs);
       await raceOwned(all, signal).catch(() => settleWithin(all, CLEANUP_GRACE_MS, run.clock));
+      batch = nextBatch(run, slots, (batch.at(-1) as number) + 1);
     }
   } catch (error) {
     failure ??= error instanceof Error ? error : new Error(String(error));
@@ -72,7 +112,7 @@ export async function dispatchCalls(
     throw interrupted(
       run.rec,
       calls,
-      results,
+      slots,
       abortReason(opts.signal),
       "TOOL_CANCELLED",
       CANCELLED_BEFORE_EXECUTION,
@@ -81,25 +121,38 @@ export async function dispatchCalls(
     throw interrupted(
       run.rec,
       calls,
-      results,
+      slots,
       failure,
       "TOOL_INTERRUPTED",
       "not completed: the turn stopped before this call finished",
     );
-  return results as ToolResultBlock[];
+  return slots;
+}
+
+/** The next calls to start from `start`: none once any call waits for a decision, else up to a batch. */
+function nextBatch(run: ToolRun, slots: readonly Slot[], start: number): number[] {
+  if (slots.some((slot) => slot?.state === "asked")) return [];
+  const batch: number[] = [];
+  for (let i = start; i < slots.length && batch.length < run.limits.maxParallelToolCalls; i++)
+    if (slots[i] === undefined) batch.push(i);
+  return batch;
+}
+
+function decisionOf(at: CallProgress | undefined): AskDecision | undefined {
+  return at?.state === "decided" ? at.decision : undefined;
 }
 
 function interrupted(
   rec: Recorder,
   calls: readonly StreamToolCall[],
-  results: readonly (ToolResultBlock | undefined)[],
+  slots: readonly Slot[],
   reason: Error,
   code: string,
   text: string,
 ): InterruptedDispatch {
-  const real = results.filter((r): r is ToolResultBlock => r !== undefined);
+  const real = slots.flatMap((slot) => (slot?.state === "done" ? [slot.result] : []));
   const synthesized = calls
-    .filter((_, i) => results[i] === undefined)
+    .filter((_, i) => slots[i]?.state !== "done")
     .map((call) => errorResult(call, code, text));
   for (const block of synthesized) {
     rec.emit({
@@ -153,11 +206,13 @@ async function runOne(
   index: number,
   opts: DispatchOptions,
   signal: AbortSignal,
-): Promise<ToolResultBlock> {
-  const block = await admitAndRun(run, call, index, opts, signal);
+  decision: AskDecision | undefined,
+): Promise<CallProgress> {
+  const block = await admitAndRun(run, call, index, opts, signal, decision);
+  if (block.type === "asked") return { state: "asked", ask: block.ask };
   // A call that ran keeps its real result even when the turn was cancelled meanwhile.
   await recordResult(run, call, block);
-  return block;
+  return { state: "done", result: block };
 }
 
 /** Answers calls that may not run (a last step, a spent budget): intent and result recorded, nothing else. */

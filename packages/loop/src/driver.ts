@@ -1,6 +1,11 @@
 import type { ModelChoice } from "@alma-harness/core";
 import { UncertainTurnError } from "./errors.js";
-import type { Continuation, ContinuationNext, ContinuationWriter } from "./continuation.js";
+import type {
+  Continuation,
+  ContinuationCall,
+  ContinuationNext,
+  ContinuationWriter,
+} from "./continuation.js";
 import { CONTINUATION_VERSION } from "./continuation.js";
 import type { TurnEnv } from "./env.js";
 import type { Ending } from "./limits.js";
@@ -10,10 +15,16 @@ import type { TurnState } from "./state.js";
 import type { ModelCalls } from "./step.js";
 import { toolStage } from "./tool-step.js";
 
+/** How the driver stops: the turn's ending, or parked on a person's decision. */
+export type Driven =
+  | { readonly kind: "ended"; readonly ending: Ending }
+  | { readonly kind: "parked"; readonly continuation: Continuation };
+
 /**
- * Runs the turn's steps from `first` to its ending. After each stage, at the step boundary, the
- * turn's continuation is handed to the engine's writer when one is configured (none: nothing is
- * built); a writer that fails makes the turn uncertain (cause `continuation`).
+ * Runs the turn's steps from `first` to its ending or to a park. After each stage, at the step
+ * boundary, the turn's continuation is handed to the engine's writer when one is configured (none:
+ * nothing is built); a writer that fails makes the turn uncertain (cause `continuation`). A park
+ * always builds it: it is what the turn resumes from.
  */
 export async function drive(
   env: TurnEnv,
@@ -21,16 +32,22 @@ export async function drive(
   calls: ModelCalls,
   choice: ModelChoice,
   first: Next,
-): Promise<Ending> {
+): Promise<Driven> {
   const writer = env.engine.continuations;
   let next = first;
   for (;;) {
-    if (next.kind === "finish") return next.ending;
+    if (next.kind === "finish") return { kind: "ended", ending: next.ending };
+    if (next.kind === "park") {
+      const continuation = continuationOf(env, state, choice, next);
+      if (writer) await writeBoundary(writer, continuation);
+      return { kind: "parked", continuation };
+    }
     next =
       next.kind === "call_model"
         ? await modelStage(env, state, calls, choice)
         : await toolStage(env, state, calls, next);
-    if (writer) await writeBoundary(writer, continuationOf(env, state, next));
+    if (writer && next.kind !== "park")
+      await writeBoundary(writer, continuationOf(env, state, choice, next));
   }
 }
 
@@ -47,9 +64,13 @@ async function writeBoundary(writer: ContinuationWriter, continuation: Continuat
 }
 
 /** The turn at a step boundary, as data (see `Continuation`). */
-export function continuationOf(env: TurnEnv, state: TurnState, next: Next): Continuation {
+export function continuationOf(
+  env: TurnEnv,
+  state: TurnState,
+  choice: ModelChoice,
+  next: Next,
+): Continuation {
   const { input } = env;
-  const account = state.account;
   return {
     version: CONTINUATION_VERSION,
     root: {
@@ -58,6 +79,7 @@ export function continuationOf(env: TurnEnv, state: TurnState, next: Next): Cont
       rootKey: input.rootKey,
       turnId: input.turnId,
     },
+    choice,
     step: state.steps,
     next: nextOf(next),
     baseRevision: state.log.baseRevision,
@@ -70,11 +92,8 @@ export function continuationOf(env: TurnEnv, state: TurnState, next: Next): Cont
       modelTokens: state.modelTokens,
       webSearches: state.webSearches,
     },
-    reservations: {
-      spentMicros: account.spentMicros,
-      unsettled: account.unsettled,
-      receipts: [...account.receipts],
-    },
+    callIds: [...state.callIds],
+    reservations: state.account.state(),
     grants: [...state.grants],
     toolCalls: [...state.toolCalls],
     warnings: [...state.warnings],
@@ -86,15 +105,19 @@ export function continuationOf(env: TurnEnv, state: TurnState, next: Next): Cont
 function nextOf(next: Next): ContinuationNext {
   if (next.kind === "call_model") return { kind: "call_model" };
   if (next.kind === "finish") return { kind: "finish", terminalReason: next.ending.terminalReason };
+  const tools = next.kind === "park" ? next.tools : next;
   return {
     kind: "run_tools",
-    step: next.step,
-    last: next.last ?? null,
-    calls: next.calls.map((c) => ({
-      id: c.id,
-      name: c.name,
-      arguments: c.arguments,
-      state: "requested",
-    })),
+    step: tools.step,
+    last: tools.last ?? null,
+    calls: tools.calls.map((c, i): ContinuationCall => {
+      const base = { id: c.id, name: c.name, arguments: c.arguments };
+      const at = tools.progress?.[i];
+      if (at === undefined || at.state === "requested") return { ...base, state: "requested" };
+      // A decided ask is only ever the first run of a resume: a boundary never records one.
+      if (at.state === "asked" || at.state === "decided")
+        return { ...base, state: "asked", ask: at.ask };
+      return { ...base, state: "done", result: at.result };
+    }),
   };
 }

@@ -150,6 +150,13 @@ export interface EngineConfig {
    * `continuation`). Absent: no continuation is built.
    */
   readonly continuations?: ContinuationWriter;
+  /**
+   * What a main step's permission `ask` does (issue 25): `"wait"` (default) asks the controller's
+   * resolver and waits, within `permissionTimeoutMs`; `"park"` makes the request durable and ends
+   * the run `awaiting_approval` with the turn's continuation, holding no process, until
+   * `resumeTurn` brings the decision. A delegate's call never parks.
+   */
+  readonly asks?: "wait" | "park";
 }
 
 /** One turn's input, already validated and snapshotted by the caller (the conversation runner). */

@@ -57,6 +57,8 @@ export interface CompiledEngine {
   readonly sink: LoopEventSink | undefined;
   readonly cacheHygiene: CacheHygieneGuard | undefined;
   readonly continuations: ContinuationWriter | undefined;
+  /** A main step's permission ask parks the turn (`asks: "park"`) instead of waiting. */
+  readonly park: boolean;
 }
 
 /**

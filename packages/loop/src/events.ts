@@ -91,6 +91,16 @@ export type LoopEvent =
       readonly outcome: "completed" | "reconciliation_required";
       readonly terminalReason?: string;
       readonly cause?: string;
+    }
+  | {
+      /** The run stopped at permission asks; the turn resumes when they are decided. */
+      readonly type: "turn.parked";
+      readonly turnId: string;
+      readonly asks: readonly {
+        readonly askId: string;
+        readonly callId: string;
+        readonly name: string;
+      }[];
     };
 
 export type LoopEventSink = (event: LoopEvent) => void | Promise<void>;

@@ -8,11 +8,13 @@ import {
   type TrailValue,
   trailId,
 } from "@alma-harness/core";
+import { type AskDecision, pendingAsk } from "./asks.js";
 import { checkpoint, raceOwned } from "./cancel.js";
+import type { PendingAsk } from "./continuation.js";
 import { isExactRefusal, openGateways } from "./delegate.js";
 import { UncertainTurnError } from "./errors.js";
 import { boundOutput, errorResult, toObservation } from "./output.js";
-import { permissionFence } from "./permission.js";
+import { permissionFence, resolvedAsk } from "./permission.js";
 import { toolPost, toolPre } from "./tool-hooks.js";
 import { isSearchCall } from "./search/loads.js";
 import { runSearch } from "./search/run.js";
@@ -28,11 +30,18 @@ interface Admitted {
   readonly authorization: { readonly action: string; readonly subject: string };
 }
 
+/** A call that parked on a permission ask: the turn waits for its decision. */
+export interface Asked {
+  readonly type: "asked";
+  readonly ask: PendingAsk;
+}
+
 /**
  * Admission then execution of one call whose intent is already durable: a call over the tool-call
  * budget, an unknown name or invalid input becomes an error observation and never reaches policy;
  * then the authorization intent, the durable permission fence, `tool:pre`, the access record, the
- * handler (with its gateways), the bounded output and `tool:post`.
+ * handler (with its gateways), the bounded output and `tool:post`. With parking on, an ask of a
+ * main step's call answers `asked`; a resumed call brings its `decision` instead of asking again.
  */
 export async function admitAndRun(
   run: ToolRun,
@@ -40,7 +49,8 @@ export async function admitAndRun(
   index: number,
   opts: DispatchOptions,
   signal: AbortSignal,
-): Promise<ToolResultBlock> {
+  decision?: AskDecision,
+): Promise<ToolResultBlock | Asked> {
   if (index >= opts.overBudgetFrom)
     return errorResult(
       call,
@@ -54,25 +64,33 @@ export async function admitAndRun(
   checkpoint(signal);
   const { tool, args, authorization } = admitted;
   const { rec } = run;
-  const verdict = await permissionFence(
-    {
-      rec,
-      clock: run.clock,
-      controller: run.permissions,
-      signal,
-      timeoutMs: run.limits.permissionTimeoutMs,
-      grants: run.state.grants,
-    },
-    Object.freeze({
-      turnId: rec.turnId,
-      callId: call.id,
-      tool: tool.name,
-      action: authorization.action,
-      subject: authorization.subject,
-      input: args,
-    }),
-    recordedAuthorization(rec.trail, tool, authorization),
-  );
+  const request = Object.freeze({
+    turnId: rec.turnId,
+    callId: call.id,
+    tool: tool.name,
+    action: authorization.action,
+    subject: authorization.subject,
+    input: args,
+  });
+  const recorded = recordedAuthorization(rec.trail, tool, authorization);
+  const fence = {
+    rec,
+    clock: run.clock,
+    controller: run.permissions,
+    signal,
+    timeoutMs: run.limits.permissionTimeoutMs,
+    grants: run.state.grants,
+    // Only a main step's call can park: a delegate's runs inside a handler that cannot wait.
+    park: run.park && opts.depth === 0,
+  };
+  const verdict = decision
+    ? await resolvedAsk(fence, request, recorded, decision)
+    : await permissionFence(fence, request, recorded);
+  if ("parked" in verdict)
+    return {
+      type: "asked",
+      ask: pendingAsk(rec.turnId, { id: call.id, tool: tool.name, input: args }, recorded.action),
+    };
   if (!verdict.allowed)
     return errorResult(call, "TOOL_DENIED", `permission denied: ${verdict.reason}`);
   return runAllowed(run, admitted, call, opts, signal);

@@ -3,6 +3,7 @@ import {
   failureOf,
   type LifecycleHooks,
   ProviderError,
+  trailJoin,
   trailKind,
   type TurnFailure,
 } from "@alma-harness/core";
@@ -10,6 +11,7 @@ import { AbortedError, abortReason } from "./cancel.js";
 import type { TurnOutcome, TurnResult } from "./result.js";
 import { StreamInvalidError, StreamTornError, UncertainTurnError } from "./errors.js";
 import type { Ending } from "./limits.js";
+import type { Continuation } from "./continuation.js";
 import type { Recorder } from "./recorder.js";
 import type { TurnState } from "./state.js";
 import { kindOrUnknown } from "./trail.js";
@@ -105,6 +107,41 @@ export async function finalizeCompleted(
   } catch (error) {
     return finalizeUncertain(exit, state, toUncertain(exit.signal, error));
   }
+}
+
+/**
+ * The parked exit: the turn waits for a person and holds nothing. `turn.parked` on the lifecycle
+ * trail and one `turn.parked` event; `turn:end` does not run (the turn has not ended). A throw here
+ * is the caller's to leave through `finalizeUncertain`.
+ */
+export async function finalizeParked(
+  exit: TurnExit,
+  state: TurnState,
+  continuation: Continuation,
+): Promise<TurnOutcome> {
+  const { rec } = exit;
+  const asks =
+    continuation.next.kind === "run_tools"
+      ? continuation.next.calls.flatMap((c) => (c.state === "asked" ? [c.ask] : []))
+      : [];
+  await rec.record("lifecycle", {
+    action: "turn.parked",
+    detail: trailJoin(trailKind("asks"), asks.length),
+    messageRevision: state.log.revision,
+  });
+  // What was recorded before the park is durable before the process lets go of the turn.
+  await rec.commit();
+  rec.emit({
+    type: "turn.parked",
+    turnId: rec.turnId,
+    asks: asks.map((a) => ({ askId: a.askId, callId: a.callId, name: a.tool })),
+  });
+  return {
+    status: "awaiting_approval",
+    continuation,
+    asks,
+    messages: Object.freeze([...state.log.added]),
+  };
 }
 
 /** What the result adds for failed calls (spec: call-retry): absent when every call settled. */

@@ -10,6 +10,7 @@ export {
   cacheHygieneGuard,
 } from "./cache-hygiene.js";
 export { AbortedError, CANCELLED_BEFORE_EXECUTION, CLEANUP_GRACE_MS, raceAbort } from "./cancel.js";
+export { type AskDecision, askDigest } from "./asks.js";
 export {
   CONTINUATION_VERSION,
   type Continuation,
@@ -21,6 +22,7 @@ export {
   type ContinuationNext,
   type ContinuationReservations,
   type ContinuationWriter,
+  type PendingAsk,
   readContinuation,
 } from "./continuation.js";
 export { createEngine, type Engine, MAX_TERMINAL_TOOLS } from "./create-engine.js";

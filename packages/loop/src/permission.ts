@@ -42,11 +42,26 @@ export interface FenceContext {
   readonly timeoutMs: number;
   /** Run-scoped grants from allowed asks, keyed by action and subject. */
   readonly grants: Set<string>;
+  /**
+   * An `ask` parks the turn instead of waiting for the resolver: the request is durable, the
+   * fence answers `parked`, and the decision comes back with the resumed turn (`resolvedAsk`).
+   */
+  readonly park: boolean;
 }
 
 export type FenceVerdict =
   | { readonly allowed: true }
-  | { readonly allowed: false; readonly reason: string };
+  | { readonly allowed: false; readonly reason: string }
+  | { readonly parked: true };
+
+type Recorded = { readonly action: TrailValue; readonly subject: TrailValue };
+
+/** The policy trail's record of one call's authorization. */
+function policyRecorder(rec: Recorder, request: PermissionRequest, recorded: Recorded) {
+  const tool = trailId(request.tool);
+  return (fields: Omit<RecordFields<"policy">, "tool" | "authorization">) =>
+    rec.record("policy", { tool, authorization: recorded, ...fields }, request.callId);
+}
 
 /**
  * Policy before effect: the decision is made durable on the policy trail before anything else;
@@ -57,12 +72,10 @@ export type FenceVerdict =
 export async function permissionFence(
   ctx: FenceContext,
   request: PermissionRequest,
-  recorded: { readonly action: TrailValue; readonly subject: TrailValue },
+  recorded: Recorded,
 ): Promise<FenceVerdict> {
   const { rec } = ctx;
-  const tool = trailId(request.tool);
-  const record = (fields: Omit<RecordFields<"policy">, "tool" | "authorization">) =>
-    rec.record("policy", { tool, authorization: recorded, ...fields }, request.callId);
+  const record = policyRecorder(rec, request, recorded);
   await record({ action: "intent" });
   if (ctx.controller) await rec.commit();
   const { decision, by, rule } = await decide(ctx, request);
@@ -86,8 +99,36 @@ export async function permissionFence(
     action: request.action,
     subject: request.subject,
   });
-  const answer = await askResolver(ctx, request);
-  await record({
+  if (ctx.park) return { parked: true };
+  return resolved(ctx, request, recorded, await askResolver(ctx, request));
+}
+
+/**
+ * A parked ask's decision, as the resumed turn records it: `permission.resolved` with who decided
+ * (an expiry is the kernel's, never an operator's) and, when allowed, the run grant. The intent,
+ * the decision and the request were made durable when the turn parked.
+ */
+export function resolvedAsk(
+  ctx: Pick<FenceContext, "rec" | "grants">,
+  request: PermissionRequest,
+  recorded: Recorded,
+  decision: Answer,
+): Promise<FenceVerdict> {
+  return resolved(ctx, request, recorded, decision);
+}
+
+async function resolved(
+  ctx: Pick<FenceContext, "rec" | "grants">,
+  request: PermissionRequest,
+  recorded: Recorded,
+  answer: Answer,
+): Promise<FenceVerdict> {
+  const { rec } = ctx;
+  await policyRecorder(
+    rec,
+    request,
+    recorded,
+  )({
     action: "permission.resolved",
     decision: answer.allowed ? "allow" : "deny",
     by: answer.by,
@@ -102,12 +143,13 @@ export async function permissionFence(
   });
   if (!answer.allowed)
     return { allowed: false, reason: REASON_TEXT[answer.reason ?? "operator_denied"] };
-  ctx.grants.add(key);
+  ctx.grants.add(grantKey(request));
   return { allowed: true };
 }
 
 /** What the model reads of a denied ask (its tool result, not a trail): the trail keeps the closed reason. */
 const REASON_TEXT: Readonly<Record<PolicyReason, string>> = {
+  ask_expired: "the request for permission expired before anyone decided",
   operator_denied: "denied by the operator",
   no_resolver: "no permission resolver",
   resolver_failed: "resolver failed",
@@ -143,7 +185,11 @@ function grantKey(a: Pick<AuthorizationIntent, "action" | "subject">): string {
   return `${a.action}\u0000${a.subject}`;
 }
 
-type Answer = { allowed: boolean; by: "operator" | "kernel"; reason?: PolicyReason };
+type Answer = {
+  readonly allowed: boolean;
+  readonly by: "operator" | "kernel";
+  readonly reason?: PolicyReason;
+};
 
 async function askResolver(ctx: FenceContext, request: PermissionRequest): Promise<Answer> {
   const resolve = ctx.controller?.resolve;

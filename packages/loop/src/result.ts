@@ -10,6 +10,7 @@ import type {
   UncertainCause,
   Usage,
 } from "@alma-harness/core";
+import type { Continuation, PendingAsk } from "./continuation.js";
 
 /** What a turn ended in: the engine's one outcome vocabulary (the host's view is built from it). */
 
@@ -84,5 +85,12 @@ export type TurnOutcome =
       readonly failure: TurnFailure;
       readonly messages: readonly Msg[];
       readonly receipts: readonly CostReceipt[];
+    }
+  | {
+      /** Parked on a permission ask (`asks: "park"`): the turn resumes from `continuation`. */
+      readonly status: "awaiting_approval";
+      readonly continuation: Continuation;
+      readonly asks: readonly PendingAsk[];
+      readonly messages: readonly Msg[];
     }
   | { readonly status: "not_admitted"; readonly reason: string };

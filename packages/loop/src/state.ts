@@ -12,6 +12,7 @@ import {
   addUsage,
 } from "@alma-harness/core";
 import type { TurnAccount } from "@alma-harness/execution";
+import type { Continuation } from "./continuation.js";
 import type { TurnCallFailure, TurnToolCall } from "./result.js";
 import type { LoopEvent } from "./events.js";
 import type { ResolvedMedia } from "./media.js";
@@ -103,6 +104,24 @@ export class MessageLog {
     }
   }
 
+  /**
+   * Takes back what the turn recorded before it parked (its continuation's messages): after a
+   * rotation, the view is the marker and the kept tail of the same history, as when it rotated.
+   */
+  restore(added: readonly Msg[], rotated: boolean): void {
+    this.added.push(...added);
+    this.revision = this.baseRevision + added.length;
+    if (!rotated) return;
+    const marker = added[0];
+    const replaces = marker?.meta?.rotation?.replaces;
+    if (marker === undefined || replaces === undefined)
+      throw new Error("a rotated continuation starts with its marker: a broken invariant");
+    this.#history = Object.freeze([marker, ...this.#history.slice(replaces)]);
+    // The rotation's records (the marker, the tail re-recorded) are what the new view shows.
+    this.#shown = this.#history.length;
+    this.rotated = true;
+  }
+
   /** Forgets everything the turn recorded: a released refusal leaves no message of the turn. */
   discard(): void {
     this.added.length = 0;
@@ -164,5 +183,28 @@ export class TurnState {
 
   get receipts(): readonly CostReceipt[] {
     return this.account.receipts;
+  }
+
+  /** Takes back the counters and records of a parked turn (the account is opened from its money). */
+  restore(c: Continuation): void {
+    this.log.restore(
+      c.messages.map((m) => m.message),
+      c.rotated,
+    );
+    this.steps = c.step;
+    ({
+      callsUsed: this.callsUsed,
+      operations: this.operations,
+      requestedToolCalls: this.requestedToolCalls,
+      modelTokens: this.modelTokens,
+      webSearches: this.webSearches,
+    } = c.counters);
+    for (const r of c.reservations.receipts) this.usage = addUsage(this.usage, r.usage);
+    for (const id of c.callIds) this.callIds.add(id);
+    this.toolCalls.push(...c.toolCalls);
+    for (const w of c.warned) this.warned.add(w);
+    this.warnings.push(...c.warnings);
+    for (const g of c.grants) this.grants.add(g);
+    this.failures.push(...c.failures);
   }
 }

@@ -34,6 +34,8 @@ export interface ToolRun {
   readonly clock: Clock;
   readonly sessionId: string;
   readonly facts: JsonObject | undefined;
+  /** A main step's ask parks the turn (durable asks) instead of waiting for the resolver. */
+  readonly park: boolean;
   /**
    * Runs a step's calls (`dispatchCalls`), handed down so that a delegate's handler can run its
    * own calls without the dispatch importing itself back through the gateways.

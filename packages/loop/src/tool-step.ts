@@ -5,7 +5,7 @@ import {
   trailJoin,
   trailKind,
 } from "@alma-harness/core";
-import { answerUnrun, dispatchCalls } from "./dispatch.js";
+import { answerUnrun, dispatchCalls, dispatchStep } from "./dispatch.js";
 import type { TurnEnv } from "./env.js";
 import { InterruptedDispatch } from "./interrupted.js";
 import {
@@ -15,7 +15,7 @@ import {
   type ResolvedLimits,
   tokensSpent,
 } from "./limits.js";
-import { CALL_MODEL, finish, type Next, type RunTools } from "./next.js";
+import { CALL_MODEL, type CallProgress, finish, type Next, type RunTools } from "./next.js";
 import type { Recorder } from "./recorder.js";
 import type { TurnState } from "./state.js";
 import type { ModelCalls } from "./step.js";
@@ -34,8 +34,10 @@ export async function toolStage(
   models: ModelCalls,
   step: RunTools,
 ): Promise<Next> {
-  const ending = await runTools(env, toolRun(env, state, models), step);
-  return ending ? finish(ending) : CALL_MODEL;
+  const run = toolRun(env, state, models);
+  const ran = await runTools(env, run, step);
+  if ("park" in ran) return { kind: "park", tools: { ...step, progress: ran.park } };
+  return ran.ending ? finish(ran.ending) : CALL_MODEL;
 }
 
 /** What running the turn's calls reads of it (see `ToolRun`). */
@@ -52,6 +54,7 @@ function toolRun(env: TurnEnv, state: TurnState, calls: ModelCalls): ToolRun {
     clock: engine.clock,
     sessionId: input.sessionId,
     facts: input.facts,
+    park: engine.park,
     dispatch: dispatchCalls,
   };
 }
@@ -59,17 +62,17 @@ function toolRun(env: TurnEnv, state: TurnState, calls: ModelCalls): ToolRun {
 async function runTools(
   env: TurnEnv,
   run: ToolRun,
-  { calls, last, blocks }: RunTools,
-): Promise<Ending | undefined> {
+  { calls, last, blocks, progress }: RunTools,
+): Promise<{ readonly ending: Ending | undefined } | { readonly park: readonly CallProgress[] }> {
   const { limits, state, rec } = run;
-  const before = state.requestedToolCalls;
-  // Requested intentions count, even unknown or invalid ones.
-  state.requestedToolCalls += calls.length;
+  // Requested intentions count, even unknown or invalid ones (a resumed step counted them).
+  if (progress === undefined) state.requestedToolCalls += calls.length;
+  const before = state.requestedToolCalls - calls.length;
   const overBudgetFrom =
     limits.maxToolCalls === undefined
       ? Number.POSITIVE_INFINITY
       : Math.max(0, limits.maxToolCalls - before);
-  const spent = tokensSpent(limits, state.modelTokens);
+  const spent = progress === undefined && tokensSpent(limits, state.modelTokens);
   let results: ToolResultBlock[];
   if (last || spent) {
     const why = last
@@ -77,24 +80,32 @@ async function runTools(
       : "not run: the turn's token budget is spent";
     results = await answerUnrun(run, calls, last ? "TOOL_NOT_RUN" : "TOOL_BUDGET_EXCEEDED", why);
   } else {
-    try {
-      results = await dispatchCalls(run, calls, {
-        overBudgetFrom,
-        depth: 0,
-        grant: env.grant.byName,
-        sensitivity: env.input.intent.sensitivity,
-        signal: env.signal,
-      });
-    } catch (error) {
-      if (!(error instanceof InterruptedDispatch)) throw error;
-      record(state, calls, error.results);
-      state.log.append("user", error.results);
-      throw error.reason;
-    }
+    const opts = {
+      overBudgetFrom,
+      depth: 0,
+      grant: env.grant.byName,
+      sensitivity: env.input.intent.sensitivity,
+      signal: env.signal,
+    };
+    const done = await settledStep(run, calls, () => dispatchStep(run, calls, opts, progress));
+    if (done.some((at) => at.state !== "done")) return { park: done };
+    results = done.map((at) => (at as Extract<CallProgress, { state: "done" }>).result);
   }
   record(state, calls, results);
   state.log.append("user", results);
   await warn(rec, state, "maxToolCalls", state.requestedToolCalls, limits.maxToolCalls);
+  return { ending: stepEnding(env, run, { calls, last, blocks }, spent, overBudgetFrom, results) };
+}
+
+/** What a step whose calls all have results makes of the turn: an ending, or nothing (go on). */
+function stepEnding(
+  env: TurnEnv,
+  { limits }: ToolRun,
+  { calls, last, blocks }: Pick<RunTools, "calls" | "last" | "blocks">,
+  spent: boolean,
+  overBudgetFrom: number,
+  results: readonly ToolResultBlock[],
+): Ending | undefined {
   if (last) return limitEnding(limits, last, false, "tool_use", []);
   if (spent) return budgetEnding("maxModelTokens", "tool_use");
   if (overBudgetFrom < calls.length) return budgetEnding("maxToolCalls", "tool_use");
@@ -108,6 +119,22 @@ async function runTools(
       terminalReason: "terminal_tool",
     };
   return undefined;
+}
+
+/** Runs the step's calls; an interrupted step still records what it has, then stops the turn. */
+async function settledStep(
+  run: ToolRun,
+  calls: readonly StreamToolCall[],
+  dispatch: () => Promise<readonly CallProgress[]>,
+): Promise<readonly CallProgress[]> {
+  try {
+    return await dispatch();
+  } catch (error) {
+    if (!(error instanceof InterruptedDispatch)) throw error;
+    record(run.state, calls, error.results);
+    run.state.log.append("user", error.results);
+    throw error.reason;
+  }
 }
 
 /** Lists the step's calls on the result, by the result each got (the input as parsed, `{}` when it did not parse). */

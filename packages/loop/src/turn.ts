@@ -1,20 +1,25 @@
 import type { Block, ModelChoice } from "@alma-harness/core";
 import { commitBefore, durable } from "./audit.js";
 import { checkpoint } from "./cancel.js";
-import { drive } from "./driver.js";
+import { type Driven, drive } from "./driver.js";
 import type { TurnOutcome } from "./result.js";
 import type { TurnEnv } from "./env.js";
 import { UncertainTurnError } from "./errors.js";
-import { finalizeCompleted, finalizeUncertain, type TurnExit, toUncertain } from "./finalize.js";
-import type { Ending } from "./limits.js";
-import { CALL_MODEL, finish } from "./next.js";
+import {
+  finalizeCompleted,
+  finalizeParked,
+  finalizeUncertain,
+  type TurnExit,
+  toUncertain,
+} from "./finalize.js";
+import { CALL_MODEL, finish, type Next } from "./next.js";
 import { trailBase } from "./trail.js";
 import { mediaEgress, replayedHistory, resolveMedia, storedInput } from "./media.js";
 import { extractMemory } from "./extraction.js";
 import { recallFor } from "./recall.js";
 import { rotationTurn } from "./model-stage.js";
 import { coldRotation } from "./rotation.js";
-import { modelCalls } from "./step.js";
+import { type ModelCalls, modelCalls } from "./step.js";
 import type { TurnState } from "./state.js";
 
 /** Runs one turn to exactly one outcome. Every path leaves through the finalizer. */
@@ -23,13 +28,48 @@ export async function runTurnCore(
   state: TurnState,
   choice: ModelChoice,
 ): Promise<TurnOutcome> {
-  let ending: Ending;
   const calls = modelCalls(env, state);
-  try {
+  return await finishing(env, state, calls, async () => {
     await start(env, state, choice);
     // A cold start over the policy's size rotates before the first step (spec: long-context).
     const cold = await coldRotation(rotationTurn(env, calls), state);
-    ending = await drive(env, state, calls, choice, cold ? finish(cold) : CALL_MODEL);
+    return await drive(env, state, calls, choice, cold ? finish(cold) : CALL_MODEL);
+  });
+}
+
+/**
+ * Goes on with a parked turn from its step (`first`, with each call's progress and the decisions
+ * that came): no `turn:start`, no recall and no input again; the turn's media resolved again for
+ * its requests. It ends like any turn, or parks again.
+ */
+export async function resumeTurnCore(
+  env: TurnEnv,
+  state: TurnState,
+  choice: ModelChoice,
+  first: Next,
+): Promise<TurnOutcome> {
+  const calls = modelCalls(env, state);
+  return await finishing(env, state, calls, async () => {
+    checkpoint(env.signal);
+    await env.rec.record("lifecycle", { action: "turn.resumed" });
+    const { engine, input } = env;
+    state.media = await resolveMedia(engine.media, env.rec, input, state.log.history);
+    return await drive(env, state, calls, choice, first);
+  });
+}
+
+/** The one way out of a run: the finalizer for its ending, the park, or the uncertain exit. */
+async function finishing(
+  env: TurnEnv,
+  state: TurnState,
+  calls: ModelCalls,
+  run: () => Promise<Driven>,
+): Promise<TurnOutcome> {
+  let driven: Driven;
+  try {
+    driven = await run();
+    if (driven.kind === "parked")
+      return await finalizeParked(exitOf(env), state, driven.continuation);
   } catch (error) {
     return await finalizeUncertain(exitOf(env), state, toUncertain(env.signal, error));
   }
@@ -46,9 +86,9 @@ export async function runTurnCore(
       signal: env.signal,
     },
     state,
-    ending,
+    driven.ending,
   );
-  return await finalizeCompleted(exitOf(env), state, ending);
+  return await finalizeCompleted(exitOf(env), state, driven.ending);
 }
 
 function exitOf(env: TurnEnv): TurnExit {

@@ -128,7 +128,7 @@ describe("readContinuation refuses what it cannot read, naming where", () => {
       kind: "run_tools",
       step: 1,
       last: null,
-      calls: [{ id: "c1", name: "echo", arguments: "{}", state: "asked" }],
+      calls: [{ id: "c1", name: "echo", arguments: "{}", state: "running" }],
     };
     expect(refused(asked).path).toBe("continuation.next.calls[0].state");
     const badMessage = good();
@@ -167,6 +167,13 @@ describe("the version-1 corpus: every later version reads every record", () => {
       corpus().map((f) => (JSON.parse(readFileSync(f, "utf8")) as Continuation).next.kind),
     );
     expect([...kinds].sort()).toEqual(["call_model", "finish", "run_tools"]);
+    const states = new Set(
+      corpus().flatMap((f) => {
+        const { next } = JSON.parse(readFileSync(f, "utf8")) as Continuation;
+        return next.kind === "run_tools" ? next.calls.map((c) => c.state) : [];
+      }),
+    );
+    expect([...states].sort()).toEqual(["asked", "done", "requested"]);
   });
 
   for (const file of corpus()) {

@@ -105,6 +105,7 @@ export interface HarnessOptions {
   /** The static system prompt; default "You are a test agent.". */
   readonly system?: string;
   readonly continuations?: ContinuationWriter;
+  readonly asks?: "wait" | "park";
 }
 
 /** A whole engine on in-memory stores, the manual clock and the scripted model. */
@@ -172,6 +173,7 @@ export function harness(opts: HarnessOptions = {}) {
     ...(opts.recall ? { recall: opts.recall } : {}),
     ...(opts.extraction ? { extraction: opts.extraction } : {}),
     ...(opts.continuations ? { continuations: opts.continuations } : {}),
+    ...(opts.asks ? { asks: opts.asks } : {}),
     calls,
     audit,
     trailKey: TEST_TRAIL_KEY,

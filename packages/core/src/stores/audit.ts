@@ -135,6 +135,7 @@ export type PolicyRule =
   | "run_grant";
 /** Why an ask was denied or not answered by an operator. */
 export type PolicyReason =
+  | "ask_expired"
   | "operator_denied"
   | "no_resolver"
   | "resolver_failed"
@@ -165,6 +166,10 @@ export type LifecycleAction =
   | "budget.warning"
   | "turn.completed"
   | "turn.uncertain"
+  /** The turn stopped at a permission ask and holds no process (issue 25). */
+  | "turn.parked"
+  /** A parked turn went on after its decision, in whichever process resumed it. */
+  | "turn.resumed"
   /** The memory extraction after a completed turn: `detail` its closed outcome (`ExtractionOutcome` of the loop) and counts. */
   | "memory.extraction"
   /** One erasure (`createMemoryErasure`): of a session, a scope or one fact; its detail counts what went, never what it was. */

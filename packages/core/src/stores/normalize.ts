@@ -1,4 +1,4 @@
-import { CALL_KINDS, type CostReceipt } from "../caps.js";
+import { BUDGET_CAP_NAMES, CALL_KINDS, type CostReceipt } from "../caps.js";
 import { ValidationError } from "../errors.js";
 import type { Msg } from "../messages.js";
 import { SENSITIVITIES } from "../routing.js";
@@ -38,7 +38,7 @@ const BLOCK_TYPES = [
   "reasoning",
 ] as const;
 const SERVICE_TIERS = ["standard", "priority", "flex", "batch"] as const;
-const CAP_NAMES = ["perTurnUsd", "perSessionUsd", "perTenantDayUsd"] as const;
+const CAP_NAMES = BUDGET_CAP_NAMES;
 const USAGE_FIELDS = [...USAGE_COUNTERS, "serviceTier"];
 
 /** A batch of 1+ messages, snapshotted (plain, bounded JSON) and checked for shape. */

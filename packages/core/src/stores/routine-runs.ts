@@ -1,4 +1,4 @@
-import type { BudgetCapName } from "../caps.js";
+import { BUDGET_CAP_NAMES, type BudgetCapName } from "../caps.js";
 import { ValidationError } from "../errors.js";
 import { type Scope, validateId } from "../scope.js";
 import { snapshot } from "../snapshot.js";
@@ -71,7 +71,7 @@ export const ROUTINE_RUN_REASONS: readonly RoutineRunReason[] = Object.freeze([
   "operator_completed",
 ]);
 
-const CAP_NAMES: readonly BudgetCapName[] = ["perTurnUsd", "perSessionUsd", "perTenantDayUsd"];
+const CAP_NAMES = BUDGET_CAP_NAMES;
 
 /** Where a run's result went. `capsCrossed` repeats the run's (what the destination was told). */
 export interface RoutineDelivery {

@@ -5,6 +5,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Continuation } from "@alma-harness/loop";
 import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
+import { defineTool } from "@alma-harness/core";
 import { echoTool, harness } from "../harness.js";
 
 const out = join(import.meta.dirname, "v1");
@@ -12,9 +13,11 @@ const out = join(import.meta.dirname, "v1");
 async function scenario(name: string, opts: Parameters<typeof harness>[0]): Promise<void> {
   const written: Continuation[] = [];
   const h = harness({ ...opts, continuations: { write: (c) => void written.push(c) } });
+  // A park is a boundary too: the writer gets what a store keeps for the resume.
   await h.run();
   written.forEach((c, i) => {
-    const file = join(out, `${name}-${i + 1}-${c.next.kind}.json`);
+    const parked = c.next.kind === "run_tools" && c.next.calls.some((x) => x.state === "asked");
+    const file = join(out, `${name}-${i + 1}-${parked ? "parked" : c.next.kind}.json`);
     if (!existsSync(file)) writeFileSync(file, `${JSON.stringify(c, null, 2)}\n`);
   });
 }
@@ -41,4 +44,24 @@ await scenario("call-limit", {
   tools: [echoTool],
   limits: { maxCalls: 1 },
   script: [scriptedToolCall({ id: "c1", name: "echo", input: { text: "x" } })],
+});
+
+const book = defineTool({
+  name: "book",
+  description: "Books a slot.",
+  input: { type: "object", properties: { slot: { type: "string" } }, required: ["slot"] },
+  authorize: (input) => ({ action: "write", subject: `slot:${String(input.slot)}` }),
+  handler: (input) => ({ booked: input.slot }),
+});
+await scenario("parked", {
+  tools: [echoTool, book],
+  permissions: { decide: (r) => (r.tool === "book" ? "ask" : "allow") },
+  asks: "park",
+  script: [
+    scriptedToolCall([
+      { id: "c1", name: "echo", input: { text: "first" } },
+      { id: "c2", name: "book", input: { slot: "mon-9" } },
+      { id: "c3", name: "echo", input: { text: "after" } },
+    ]),
+  ],
 });

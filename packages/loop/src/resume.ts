@@ -1,0 +1,95 @@
+import { type StreamToolCall, ValidationError } from "@alma-harness/core";
+import type { AskDecision } from "./asks.js";
+import { type Continuation, readContinuation } from "./continuation.js";
+import type { TurnInput } from "./engine.js";
+import type { CallProgress, RunTools } from "./next.js";
+
+const DECISION_FIELDS = new Set(["allowed", "by", "reason"]);
+const KERNEL_REASONS = new Set(["ask_expired", "no_resolver", "cancelled"]);
+
+/** A parked turn ready to go on: its continuation read, and the step it resumes at. */
+export interface Resumable {
+  readonly continuation: Continuation;
+  readonly first: RunTools;
+}
+
+/**
+ * Reads what a resume is given, before anything runs: the continuation (any version this runtime
+ * reads), parked at a step, of this very root; the decisions, each for one of its pending asks
+ * and of a closed shape. Anything else is a typed error (`ContinuationError`, `ValidationError`).
+ */
+export function resumable(
+  input: TurnInput,
+  raw: unknown,
+  decisions: Readonly<Record<string, AskDecision>>,
+): Resumable {
+  const continuation = readContinuation(raw);
+  const { root, next } = continuation;
+  const same =
+    root.scope.org === input.scope.org &&
+    root.scope.uid === input.scope.uid &&
+    root.sessionId === input.sessionId &&
+    root.rootKey === input.rootKey &&
+    root.turnId === input.turnId;
+  if (!same)
+    throw new ValidationError("continuation.root", "same_root", "another turn's continuation");
+  // The session was held by the parked turn: a view that moved since cannot take its messages.
+  if (input.revision !== continuation.baseRevision)
+    throw new ValidationError("revision", "same_view", "the session's view moved since the park");
+  if (next.kind !== "run_tools" || !next.calls.some((c) => c.state === "asked"))
+    throw new ValidationError("continuation.next", "parked", "the turn is not parked on an ask");
+  const asks = new Set(next.calls.flatMap((c) => (c.state === "asked" ? [c.ask.askId] : [])));
+  const decided = readDecisions(decisions, asks);
+  const assistant = [...continuation.messages]
+    .reverse()
+    .find((m) => m.message.role === "assistant");
+  const first: RunTools = {
+    kind: "run_tools",
+    step: next.step,
+    calls: next.calls.map(
+      (c): StreamToolCall => ({ id: c.id, name: c.name, arguments: c.arguments }),
+    ),
+    blocks: assistant?.message.blocks ?? [],
+    last: next.last ?? undefined,
+    progress: next.calls.map((c): CallProgress => {
+      if (c.state === "requested") return { state: "requested" };
+      if (c.state === "done") return { state: "done", result: c.result };
+      const decision = decided.get(c.ask.askId);
+      return decision ? { state: "decided", ask: c.ask, decision } : { state: "asked", ask: c.ask };
+    }),
+  };
+  return { continuation, first };
+}
+
+function readDecisions(
+  raw: Readonly<Record<string, AskDecision>>,
+  asks: ReadonlySet<string>,
+): ReadonlyMap<string, AskDecision> {
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw))
+    throw new ValidationError("decisions", "object", "decisions must be an object by ask id");
+  const out = new Map<string, AskDecision>();
+  for (const [askId, d] of Object.entries(raw)) {
+    const path = `decisions.${askId}`;
+    if (!asks.has(askId))
+      throw new ValidationError(path, "pending_ask", "not a pending ask of this turn");
+    if (d === null || typeof d !== "object" || Object.keys(d).some((k) => !DECISION_FIELDS.has(k)))
+      throw new ValidationError(path, "closed", "a decision is { allowed, by, reason? }");
+    const { allowed, by, reason } = d;
+    if (typeof allowed !== "boolean" || (by !== "operator" && by !== "kernel"))
+      throw new ValidationError(path, "decision", "allowed is a boolean, by is operator or kernel");
+    // A person denies as the operator; any other denial is the kernel's, with its closed reason.
+    const valid = allowed
+      ? reason === undefined
+      : by === "operator"
+        ? reason === undefined || reason === "operator_denied"
+        : reason !== undefined && KERNEL_REASONS.has(reason);
+    if (!valid)
+      throw new ValidationError(
+        `${path}.reason`,
+        "attributed",
+        "the reason does not fit who decided",
+      );
+    out.set(askId, Object.freeze({ allowed, by, ...(reason !== undefined ? { reason } : {}) }));
+  }
+  return out;
+}
