@@ -104,8 +104,7 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
     // OpenAI's `prompt_cache_key`: the scope's keyed hash (`promptCacheKey`).
     cacheKey: ({ scope }) => scopeCacheKey(scope),
   });
-  const engineFor = enginesFor(config, calls);
-  const deps: TurnDeps = { config, engineFor, events: eventsApi(config) };
+  const deps: TurnDeps = { config, engine: engineOf(config, calls), events: eventsApi(config) };
   const { events } = deps;
   const runner: ConversationRunner = {
     runTurn: (request) => {
@@ -179,35 +178,24 @@ function engineOptions(config: ResolvedConfig): EngineOptions {
 }
 
 /**
- * The engine for a root's `maxCalls` (seed 002: "maxCalls may narrow"): the runner's own, built
- * here so bad configuration throws at construction, and one more per narrower limit a root asks
- * for, built once when first asked (at most `maxCalls` of them). All share the governed calls.
+ * The runner's engine, built here so bad configuration throws at construction. A root's narrower
+ * `maxCalls` (seed 002: "maxCalls may narrow") travels with its turn's input.
  */
-function enginesFor(config: ResolvedConfig, calls: GovernedCalls): (maxCalls: number) => Engine {
-  const build = (maxCalls: number) =>
-    createEngine({
-      ...engineOptions(config),
-      system: config.prompt,
-      limits: {
-        ...config.limits,
-        maxCalls,
-        ...(config.callAttempts !== undefined ? { callAttempts: config.callAttempts } : {}),
-      },
-      calls,
-      audit: config.stores.audit,
-      ...(config.stores.barrier ? { barrier: config.stores.barrier } : {}),
-      clock: config.clock,
-      ids: config.ids,
-    });
-  const engines = new Map<number, Engine>([[config.maxCalls, build(config.maxCalls)]]);
-  return (maxCalls) => {
-    let engine = engines.get(maxCalls);
-    if (engine === undefined) {
-      engine = build(maxCalls);
-      engines.set(maxCalls, engine);
-    }
-    return engine;
-  };
+function engineOf(config: ResolvedConfig, calls: GovernedCalls): Engine {
+  return createEngine({
+    ...engineOptions(config),
+    system: config.prompt,
+    limits: {
+      ...config.limits,
+      maxCalls: config.maxCalls,
+      ...(config.callAttempts !== undefined ? { callAttempts: config.callAttempts } : {}),
+    },
+    calls,
+    audit: config.stores.audit,
+    ...(config.stores.barrier ? { barrier: config.stores.barrier } : {}),
+    clock: config.clock,
+    ids: config.ids,
+  });
 }
 
 /** A turn's writes as one unit of the store set, when it offers units (else as they come). */

@@ -31,10 +31,10 @@ async function existingView(
   return (await readRoot(config, request.scope, rootKey)) ?? undefined;
 }
 
-/** What a turn runs with: the configuration, its engine for a root's `maxCalls`, the events API. */
+/** What a turn runs with: the configuration, the engine, the events API. */
 export interface TurnDeps {
   readonly config: ResolvedConfig;
-  readonly engineFor: (maxCalls: number) => Engine;
+  readonly engine: Engine;
   readonly events: EventsApi;
 }
 
@@ -72,7 +72,7 @@ export async function execute(
   if (claim.status === "answered") return claim.view;
   const a: Admitted = { ...claim.turn, deadlineAt, choice, signal, outputs };
   try {
-    return await runAdmitted(config, deps.engineFor(request.maxCalls), request, a);
+    return await runAdmitted(config, deps.engine, request, a);
   } catch {
     // Every path after the first durable write ends through uncertainty, even one nobody foresaw.
     return uncertain(config, a, "loop");
@@ -125,6 +125,7 @@ async function runAdmitted(
     choice: a.choice,
     ...(request.trigger ? { trigger: request.trigger } : {}),
     ...(grant ? { grant } : {}),
+    ...(request.maxCalls < config.maxCalls ? { maxCalls: request.maxCalls } : {}),
     ...(config.facts ? { facts: config.facts } : {}),
     ...(a.signal ? { signal: a.signal } : {}),
     deadlineAt: a.deadlineAt,

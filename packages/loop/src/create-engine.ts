@@ -273,6 +273,8 @@ async function openRun(
     input,
     signal: control.signal,
     grant: grantOf(engine, input.grant),
+    limits:
+      input.maxCalls === undefined ? engine.limits : { ...engine.limits, maxCalls: input.maxCalls },
     rec: turnRecorder({
       turnId: input.turnId,
       trail: turnTrail(engine.trailKey, input.scope, input.sessionId, input.turnId),

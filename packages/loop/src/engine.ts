@@ -184,6 +184,11 @@ export interface TurnInput {
   /** The main route, snapshotted before admission; resolved from the policy when absent. */
   readonly choice?: ModelChoice;
   readonly trigger?: string;
+  /**
+   * This turn's call limit when it is narrower than the engine's (seed 002: a root's `maxCalls`
+   * may narrow, never widen); 1 to the engine's `maxCalls`.
+   */
+  readonly maxCalls?: number;
   /** Tool names this turn may use (a profile); default every registered tool. */
   readonly grant?: readonly string[];
   readonly facts?: JsonObject;

@@ -71,6 +71,8 @@ export interface TurnEnv {
   /** Aborts on the caller's cancellation or the turn's deadline (children get a narrower one). */
   readonly signal: AbortSignal;
   readonly grant: Grant;
+  /** The engine's limits, with the turn's narrower `maxCalls` when its input names one. */
+  readonly limits: ResolvedLimits;
   /** The turn's trails, events and durability point, with its trail values built once. */
   readonly rec: Recorder;
 }

@@ -42,6 +42,7 @@ const INPUT_FIELDS = new Set([
   "choice",
   "trigger",
   "grant",
+  "maxCalls",
   "facts",
   "signal",
   "deadlineAt",
@@ -84,6 +85,7 @@ export function normalizeTurnInput(registry: InputRegistry, raw: TurnInput): Tur
     ...(raw.choice !== undefined ? { choice: raw.choice } : {}),
     ...(raw.trigger !== undefined ? { trigger: raw.trigger } : {}),
     ...(raw.grant !== undefined ? { grant: normalizeGrant(registry.tools, raw.grant) } : {}),
+    ...(raw.maxCalls !== undefined ? { maxCalls: narrowCalls(registry.limits, raw.maxCalls) } : {}),
     facts:
       raw.facts === undefined
         ? Object.freeze({})
@@ -95,10 +97,27 @@ export function normalizeTurnInput(registry: InputRegistry, raw: TurnInput): Tur
   });
 }
 
-/** What a turn's input is checked against: the media policy and the registered tools. */
+/** What a turn's input is checked against: the media policy, the registered tools, the call limit. */
 export interface InputRegistry {
   readonly media: CompiledMedia | undefined;
   readonly tools: ReadonlyMap<string, ToolDefinition>;
+  readonly limits: { readonly maxCalls: number };
+}
+
+/** A turn's own call limit: it may narrow the engine's, never widen it. */
+function narrowCalls(limits: InputRegistry["limits"], value: unknown): number {
+  if (
+    typeof value !== "number" ||
+    !Number.isSafeInteger(value) ||
+    value < 1 ||
+    value > limits.maxCalls
+  )
+    throw new ValidationError(
+      "maxCalls",
+      "narrow",
+      `maxCalls must be an integer 1-${limits.maxCalls}`,
+    );
+  return value;
 }
 
 /** The view the turn starts from: the history, the stored log it was rendered from, its revision. */

@@ -63,7 +63,8 @@ function beforeStep(
 ):
   | { readonly ending: Ending }
   | { readonly last: LastKind | undefined; readonly notice: string | undefined } {
-  const { limits, clock, providerTools } = env.engine;
+  const { limits } = env;
+  const { clock, providerTools } = env.engine;
   if (state.callsUsed >= limits.maxCalls)
     return { ending: limitEnding(limits, "call", false, "tool_use", []) };
   if (state.steps >= limits.maxSteps)
@@ -164,7 +165,7 @@ async function answered(
     stopReason: output.stopReason,
     usage: done.receipt.usage,
   });
-  await tokenWarning(env.rec, state, env.engine.limits);
+  await tokenWarning(env.rec, state, env.limits);
   // max_tokens withholds the step's output: nothing of it is persisted or shown.
   if (output.stopReason === "max_tokens")
     return finish({ reply: [], stopReason: "max_tokens", terminalReason: "max_tokens" });
@@ -188,14 +189,12 @@ async function answered(
   if (output.toolCalls.length > 0)
     return { kind: "run_tools", step, calls: output.toolCalls, blocks, last };
   if (output.stopReason === "pause_turn")
-    return last
-      ? finish(limitEnding(env.engine.limits, last, false, output.stopReason, []))
-      : CALL_MODEL;
+    return last ? finish(limitEnding(env.limits, last, false, output.stopReason, [])) : CALL_MODEL;
   const reply = replyBlocks(blocks);
   // The limit names the ending only when the notice asked for this answer.
   return finish(
     last && notice
-      ? limitEnding(env.engine.limits, last, true, output.stopReason, reply)
+      ? limitEnding(env.limits, last, true, output.stopReason, reply)
       : { reply, stopReason: output.stopReason, terminalReason: "answered" },
   );
 }

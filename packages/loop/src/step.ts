@@ -35,7 +35,7 @@ export interface ModelCalls {
 export function modelCalls(env: TurnEnv, state: TurnState): ModelCalls {
   const { engine } = env;
   return {
-    limits: engine.limits,
+    limits: env.limits,
     rec: env.rec,
     answerByAt: answerBy(env.input),
     round: (call, signal) => runModelStep(env, state, call, signal),
@@ -64,7 +64,7 @@ async function runModelStep(
   const main = call.kind === "main";
   const request = main ? await applyStepPre(engine.hooks["step:pre"], env.rec, call) : call.request;
   // Reserved synchronously, so concurrent children can never overrun the root's call limit.
-  if (state.callsUsed >= engine.limits.maxCalls)
+  if (state.callsUsed >= env.limits.maxCalls)
     throw new UncertainTurnError(`call:${call.kind}:call_limit`, "no call is left in this turn");
   state.callsUsed += 1;
   state.operations += 1;
@@ -130,13 +130,13 @@ function callOptions(
   request: ModelRequest,
   signal: AbortSignal,
 ): CallOptions {
-  const { engine, rec } = env;
+  const { rec } = env;
   const answerByAt = answerBy(env.input);
   const parent = call.parentCallId ? { parentCallId: rec.trail.callId(call.parentCallId) } : {};
   const base = {
     account: state.account,
     signal,
-    roundTimeoutMs: engine.limits.roundTimeoutMs,
+    roundTimeoutMs: env.limits.roundTimeoutMs,
     ...(answerByAt !== undefined ? { answerByAt } : {}),
     route: { tier: call.tier, sensitivity: call.sensitivity, ...parent },
     seenCallIds: state.callIds,
@@ -181,7 +181,7 @@ async function failedCall(
       error,
     );
   let attempt = error.attempt;
-  if (attempt === "unsent" && env.engine.limits.callAttempts !== undefined)
+  if (attempt === "unsent" && env.limits.callAttempts !== undefined)
     attempt = (await env.engine.calls.provenUnsent(state.account, env.input.scope, operationId))
       ? "retry"
       : undefined;

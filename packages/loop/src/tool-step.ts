@@ -50,7 +50,7 @@ function toolRun(env: TurnEnv, state: TurnState, calls: ModelCalls): ToolRun {
     grant: env.grant,
     hooks: engine.hooks,
     permissions: engine.permissions,
-    limits: engine.limits,
+    limits: env.limits,
     clock: engine.clock,
     sessionId: input.sessionId,
     facts: input.facts,

@@ -231,3 +231,33 @@ describe("the time limit", () => {
     expect(outcome.failure.kind).toBe("timeout");
   });
 });
+
+describe("a turn's own call limit (TurnInput.maxCalls)", () => {
+  it("narrows the engine's: the turn ends at its own limit, and the next turn has the engine's again", async () => {
+    const loop = () => [
+      scriptedToolCall({ id: "c1", name: "echo", input: { text: "a" } }),
+      scriptedToolCall({ id: "c2", name: "echo", input: { text: "b" } }),
+      scriptedToolCall({ id: "c3", name: "echo", input: { text: "c" } }),
+      scriptedText("done"),
+    ];
+    // The narrowed turn reads the first two answers; the next turn reads a whole loop.
+    const script = [...loop().slice(0, 2), ...loop()];
+    const h = harness({ tools: [echoTool], limits: { maxCalls: 4 }, script });
+    const narrowed = completed(await h.run({ maxCalls: 2 }));
+    expect(narrowed.callLimit).toEqual({ maxCalls: 2, answered: false });
+    expect(h.model.calls).toBe(2);
+    const whole = completed(await h.run());
+    // The engine's own limit: its fourth call was the last, and it answered.
+    expect(whole.callLimit).toEqual({ maxCalls: 4, answered: true });
+    expect(h.model.calls).toBe(2 + 4);
+  });
+
+  it("may not widen it, nor be anything but an integer from 1: refused before anything runs", async () => {
+    const h = harness({ limits: { maxCalls: 4 }, script: [scriptedText("x")] });
+    for (const maxCalls of [0, 5, 1.5, "2"]) {
+      await expect(h.run({ maxCalls: maxCalls as number })).rejects.toThrow(/maxCalls/);
+    }
+    expect(completed(await h.run({ maxCalls: 4 })).reply).toEqual([{ type: "text", text: "x" }]);
+    expect(h.model.calls).toBe(1);
+  });
+});
