@@ -5,8 +5,10 @@ import {
   type JsonObject,
   type ModelChoice,
   type Msg,
+  normalizeIntent,
   normalizeModelChoice,
   normalizeScope,
+  type RoutingIntent,
   type Scope,
   snapshot,
   type ToolResultBlock,
@@ -108,6 +110,10 @@ export interface Continuation {
     readonly rootKey: string;
     readonly turnId: string;
   };
+  /** The turn's intent: a resume must bring the same (its sensitivity bounds every call). */
+  readonly intent: RoutingIntent;
+  /** The turn's granted tool names (a profile), or null for every registered tool. */
+  readonly grant: readonly string[] | null;
   /** The turn's main route, pinned for all its main steps (a resume never asks the policy again). */
   readonly choice: ModelChoice;
   /** Main steps started. */
@@ -151,6 +157,8 @@ export class ContinuationError extends AlmaError {
 const TOP = [
   "version",
   "root",
+  "intent",
+  "grant",
   "choice",
   "step",
   "next",
@@ -234,6 +242,8 @@ function readV1(top: Record<string, unknown>): Continuation {
       rootKey: validateId("continuation.root.rootKey", root.rootKey),
       turnId: validateId("continuation.root.turnId", root.turnId),
     },
+    intent: readIntent(top.intent),
+    grant: top.grant === null ? null : strings("continuation.grant", top.grant),
     choice: readChoice(top.choice),
     step: validateCount("continuation.step", top.step),
     next: readNext(top.next),
@@ -329,6 +339,14 @@ function readAsk(path: string, value: unknown, callId: string): PendingAsk {
     digest,
     action: text(`${path}.action`, a.action),
   };
+}
+
+function readIntent(value: unknown): RoutingIntent {
+  try {
+    return normalizeIntent(value);
+  } catch (error) {
+    throw new ContinuationError("continuation.intent", (error as Error).message, error);
+  }
 }
 
 function readChoice(value: unknown): ModelChoice {

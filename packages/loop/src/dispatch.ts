@@ -51,7 +51,15 @@ export function dispatchStep(
   opts: DispatchOptions,
   from: readonly CallProgress[] | undefined,
 ): Promise<readonly CallProgress[]> {
-  return runCalls(run, calls, opts, from) as Promise<readonly CallProgress[]>;
+  return runCalls(run, calls, opts, from).then((slots) =>
+    // A call the step did not reach waits as it was: an ask (its decision given again on the
+    // next resume), or not run yet.
+    slots.map((slot, i): CallProgress => {
+      if (slot !== undefined) return slot;
+      const at = from?.[i];
+      return at?.state === "decided" ? { state: "asked", ask: at.ask } : { state: "requested" };
+    }),
+  );
 }
 
 type Slot = CallProgress | undefined;
@@ -129,12 +137,17 @@ async function runCalls(
   return slots;
 }
 
-/** The next calls to start from `start`: none once any call waits for a decision, else up to a batch. */
+/**
+ * The next calls to start from `start`, in the model's order, up to a batch: never a call after
+ * one that waits for a decision (so a later call never runs ahead of an earlier ask), and none
+ * once a call of the batch before parked.
+ */
 function nextBatch(run: ToolRun, slots: readonly Slot[], start: number): number[] {
-  if (slots.some((slot) => slot?.state === "asked")) return [];
   const batch: number[] = [];
-  for (let i = start; i < slots.length && batch.length < run.limits.maxParallelToolCalls; i++)
-    if (slots[i] === undefined) batch.push(i);
+  for (let i = 0; i < slots.length && batch.length < run.limits.maxParallelToolCalls; i++) {
+    if (slots[i]?.state === "asked") break;
+    if (i >= start && slots[i] === undefined) batch.push(i);
+  }
   return batch;
 }
 

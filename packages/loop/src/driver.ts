@@ -79,6 +79,8 @@ export function continuationOf(
       rootKey: input.rootKey,
       turnId: input.turnId,
     },
+    intent: input.intent,
+    grant: input.grant ?? null,
     choice,
     step: state.steps,
     next: nextOf(next),

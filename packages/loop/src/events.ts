@@ -93,6 +93,12 @@ export type LoopEvent =
       readonly cause?: string;
     }
   | {
+      /** A parked turn goes on in this run, with the decisions it was given. */
+      readonly type: "turn.resumed";
+      readonly turnId: string;
+      readonly sessionId: string;
+    }
+  | {
       /** The run stopped at permission asks; the turn resumes when they are decided. */
       readonly type: "turn.parked";
       readonly turnId: string;

@@ -1,4 +1,10 @@
-import { type StreamToolCall, ValidationError } from "@alma-harness/core";
+import {
+  canonicalJson,
+  dataFields,
+  type JsonValue,
+  type StreamToolCall,
+  ValidationError,
+} from "@alma-harness/core";
 import type { AskDecision } from "./asks.js";
 import { type Continuation, readContinuation } from "./continuation.js";
 import type { TurnInput } from "./engine.js";
@@ -33,6 +39,18 @@ export function resumable(
     root.turnId === input.turnId;
   if (!same)
     throw new ValidationError("continuation.root", "same_root", "another turn's continuation");
+  // What bounds the turn (its sensitivity, its tools) is the parked turn's, never a new request's.
+  const sameRequest =
+    canonicalJson(input.intent as unknown as JsonValue) ===
+      canonicalJson(continuation.intent as unknown as JsonValue) &&
+    canonicalJson((input.grant ?? null) as JsonValue) ===
+      canonicalJson(continuation.grant as JsonValue);
+  if (!sameRequest)
+    throw new ValidationError(
+      "intent",
+      "same_request",
+      "the resume's intent or grant is not the parked turn's",
+    );
   // The session was held by the parked turn: a view that moved since cannot take its messages.
   if (input.revision !== continuation.baseRevision)
     throw new ValidationError("revision", "same_view", "the session's view moved since the park");
@@ -61,18 +79,15 @@ export function resumable(
   return { continuation, first };
 }
 
-function readDecisions(
-  raw: Readonly<Record<string, AskDecision>>,
-  asks: ReadonlySet<string>,
-): ReadonlyMap<string, AskDecision> {
-  if (raw === null || typeof raw !== "object" || Array.isArray(raw))
-    throw new ValidationError("decisions", "object", "decisions must be an object by ask id");
+/** The decisions, read once as data (no getter runs, a Proxy is refused), each of a closed shape. */
+function readDecisions(raw: unknown, asks: ReadonlySet<string>): ReadonlyMap<string, AskDecision> {
   const out = new Map<string, AskDecision>();
-  for (const [askId, d] of Object.entries(raw)) {
+  for (const [askId, value] of Object.entries(dataFields(raw, "decisions"))) {
     const path = `decisions.${askId}`;
     if (!asks.has(askId))
       throw new ValidationError(path, "pending_ask", "not a pending ask of this turn");
-    if (d === null || typeof d !== "object" || Object.keys(d).some((k) => !DECISION_FIELDS.has(k)))
+    const d = dataFields(value, path) as Partial<Record<keyof AskDecision, unknown>>;
+    if (Object.keys(d).some((k) => !DECISION_FIELDS.has(k)))
       throw new ValidationError(path, "closed", "a decision is { allowed, by, reason? }");
     const { allowed, by, reason } = d;
     if (typeof allowed !== "boolean" || (by !== "operator" && by !== "kernel"))
@@ -82,14 +97,17 @@ function readDecisions(
       ? reason === undefined
       : by === "operator"
         ? reason === undefined || reason === "operator_denied"
-        : reason !== undefined && KERNEL_REASONS.has(reason);
+        : typeof reason === "string" && KERNEL_REASONS.has(reason);
     if (!valid)
       throw new ValidationError(
         `${path}.reason`,
         "attributed",
         "the reason does not fit who decided",
       );
-    out.set(askId, Object.freeze({ allowed, by, ...(reason !== undefined ? { reason } : {}) }));
+    out.set(
+      askId,
+      Object.freeze({ allowed, by, ...(reason !== undefined ? { reason } : {}) }) as AskDecision,
+    );
   }
   return out;
 }

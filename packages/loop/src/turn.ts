@@ -51,8 +51,9 @@ export async function resumeTurnCore(
   const calls = modelCalls(env, state);
   return await finishing(env, state, calls, async () => {
     checkpoint(env.signal);
-    await env.rec.record("lifecycle", { action: "turn.resumed" });
     const { engine, input } = env;
+    await env.rec.record("lifecycle", { action: "turn.resumed" });
+    env.rec.emit({ type: "turn.resumed", turnId: input.turnId, sessionId: input.sessionId });
     state.media = await resolveMedia(engine.media, env.rec, input, state.log.history);
     return await drive(env, state, calls, choice, first);
   });

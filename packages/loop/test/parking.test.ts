@@ -97,6 +97,9 @@ describe("a permission ask parks the turn (asks: park)", () => {
       ["permission.resolved", "allow", "operator"],
     ]);
     expect(p.two.trail("lifecycle")[0]?.action).toBe("turn.resumed");
+    expect(p.two.eventsOf("turn.resumed")).toEqual([
+      { type: "turn.resumed", turnId: "turn-1", sessionId: "s1" },
+    ]);
   });
 
   it("a denial is the call's error observation, attributed to whoever decided; an expiry is the kernel's", async () => {
@@ -234,6 +237,30 @@ describe("a permission ask parks the turn (asks: park)", () => {
       () => p.two.engine.resumeTurn(input({ revision: 3 }), first.continuation, { [askId]: ALLOW }),
       ValidationError,
     );
+    // What bounds the turn comes from the park, never from the resume's request.
+    for (const other of [
+      { intent: { tier: "balanced", sensitivity: "restricted" } },
+      { intent: { tier: "deep", sensitivity: "internal" } },
+      { grant: ["echo"] },
+    ] as const) {
+      await refuse(
+        () => p.two.engine.resumeTurn(input(other), first.continuation, { [askId]: ALLOW }),
+        ValidationError,
+      );
+    }
+    // A decision is data: a getter is refused without running.
+    let ran = false;
+    const getter = {
+      get [askId]() {
+        ran = true;
+        return ALLOW;
+      },
+    };
+    await refuse(
+      () => p.two.engine.resumeTurn(input(), first.continuation, getter),
+      ValidationError,
+    );
+    expect(ran).toBe(false);
     await refuse(
       () =>
         p.two.engine.resumeTurn(
@@ -245,6 +272,51 @@ describe("a permission ask parks the turn (asks: park)", () => {
     );
     expect(p.runs).toHaveLength(0);
     expect(p.two.model.calls).toBe(0);
+  });
+
+  it("two asks of one parallel batch: a decision for one runs it, the other waits; a later call never runs ahead of an earlier ask", async () => {
+    const b = booking();
+    const common = {
+      tools: [b.tool],
+      permissions: bookingAsks,
+      asks: "park" as const,
+      limits: { maxParallelToolCalls: 2 },
+    };
+    const one = harness({
+      ...common,
+      script: [scriptedToolCall([bookCall("c1", "a"), bookCall("c2", "b")])],
+    });
+    const two = harness({
+      ...common,
+      script: [scriptedText("Both booked.")],
+      settlements: one.settlements,
+    });
+    const first = parked(await one.run());
+    const [a, bAsk] = first.asks.map((x) => x.askId);
+    const input = () => one.input({ rootKey: "root-1", turnId: "turn-1" });
+    const states = (c: Continuation) =>
+      c.next.kind === "run_tools" ? c.next.calls.map((x) => x.state) : [];
+    // Only the second decided: it may not run ahead of the first ask; both still wait.
+    const onlySecond = parked(
+      await two.engine.resumeTurn(input(), first.continuation, { [bAsk as string]: ALLOW }),
+    );
+    expect(states(onlySecond.continuation)).toEqual(["asked", "asked"]);
+    expect(b.runs).toHaveLength(0);
+    // Only the first decided: it runs; the second waits.
+    const onlyFirst = parked(
+      await two.engine.resumeTurn(input(), onlySecond.continuation, { [a as string]: ALLOW }),
+    );
+    expect(states(onlyFirst.continuation)).toEqual(["done", "asked"]);
+    expect(b.runs.map((r) => r.slot)).toEqual(["a"]);
+    const done = completed(
+      await two.engine.resumeTurn(input(), onlyFirst.continuation, { [bAsk as string]: ALLOW }),
+    );
+    expect(b.runs.map((r) => r.slot)).toEqual(["a", "b"]);
+    expect(done.toolCalls.map((c) => [c.id, c.isError])).toEqual([
+      ["c1", false],
+      ["c2", false],
+    ]);
+    expect(one.model.calls + two.model.calls).toBe(2);
   });
 
   it("asks takes wait or park only", () => {
