@@ -1,4 +1,4 @@
-import type { AlmaErrorCode } from "./vocabulary.js";
+import type { AlmaErrorCode } from "./error-codes.js";
 
 /**
  * One small base class for every error Alma throws: a stable string `code` a host can switch on,

@@ -10,48 +10,7 @@ import type { KnownStopReason } from "./model.js";
  * `TOOL_*` codes of the error observations the model reads.
  */
 
-/** Every `AlmaError.code` the runtime raises. */
-export type AlmaErrorCode =
-  | "audit_failed"
-  | "call_refused_cap"
-  | "call_refused_unpriced"
-  | "conversation_conflict"
-  | "delegation_refused"
-  | "duplicate_event"
-  | "erased"
-  | "event_refused"
-  | "fenced"
-  | "scope_fenced"
-  | "invalid_config"
-  | "invalid_continuation"
-  | "invalid_id"
-  | "invalid_input"
-  | "invalid_scope"
-  | "invalid_trail_value"
-  | "settlement_conflict"
-  | "session_label_conflict"
-  | "usage_observation_conflict"
-  | "memory_conflict"
-  | "model_job_conflict"
-  | "model_job_state"
-  | "model_job_mixed_tenants"
-  | "session_label_erased"
-  | "stale_fence"
-  | "store_unavailable"
-  | "stream_resync"
-  | "stream_torn"
-  | "uncertain_call"
-  | "uncertain_turn"
-  | "unexpected_model_call"
-  | "unsettled_call"
-  | "RUNTIME_MODEL_STREAM_INVALID"
-  // conflicts: a write naming an identity that exists with different content
-  | "admission_exists"
-  | "execution_conflict"
-  | "result_conflict"
-  | "result_not_reserved"
-  | "store_conflict"
-  | `provider_${FailureKind}`;
+export type { AlmaErrorCode } from "./error-codes.js";
 
 /** The rules of the model-stream validator, as `call:<kind>:invalid:none:<rule>` names them. */
 export type StreamRule =
