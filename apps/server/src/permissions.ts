@@ -1,5 +1,6 @@
 import type { IdSource, JsonObject } from "@alma-harness/core";
 import type {
+  AskDecision,
   PermissionController,
   PermissionDecision,
   PermissionRequest,
@@ -28,8 +29,17 @@ export type AnswerResult = "answered" | "unknown";
 
 interface Waiting {
   readonly ask: PendingAsk;
-  readonly settle: (allowed: boolean, state: AskState) => void;
+  readonly settle: (answer: boolean | AskDecision, state: AskState) => void;
 }
+
+/** What a turn reads when the host stops while its ask waits: the kernel's, never a person's. */
+const SHUTDOWN: AskDecision = Object.freeze({ allowed: false, by: "kernel", reason: "shutdown" });
+/** An ask for a turn this process does not run: nobody here can show it. */
+const NO_RESOLVER: AskDecision = Object.freeze({
+  allowed: false,
+  by: "kernel",
+  reason: "no_resolver",
+});
 
 /**
  * The host's permission controller. `decide` is the policy: tools named in `askFor` ask the
@@ -54,9 +64,11 @@ export class PermissionDesk implements PermissionController {
     return this.askFor.has(request.tool) ? "ask" : "allow";
   }
 
-  resolve(request: PermissionRequest, signal: AbortSignal): Promise<boolean> {
+  resolve(request: PermissionRequest, signal: AbortSignal): Promise<boolean | AskDecision> {
+    if (this.#closed) return Promise.resolve(SHUTDOWN);
     const owner = this.turns.owner(request.turnId);
-    if (!owner || signal.aborted || this.#closed) return Promise.resolve(false);
+    if (!owner) return Promise.resolve(NO_RESOLVER);
+    if (signal.aborted) return Promise.resolve(false);
     const ask: PendingAsk = {
       id: this.ids.next("ask"),
       org: owner.scope.org,
@@ -70,13 +82,14 @@ export class PermissionDesk implements PermissionController {
       input: request.input,
       createdAt: this.now(),
     };
-    return new Promise<boolean>((resolve) => {
-      const onAbort = () => settle(false, "expired");
-      const settle = (allowed: boolean, state: AskState) => {
+    return new Promise<boolean | AskDecision>((resolve) => {
+      const onAbort = () =>
+        settle({ allowed: false, by: "kernel", reason: "cancelled" }, "expired");
+      const settle = (answer: boolean | AskDecision, state: AskState) => {
         if (!this.#waiting.delete(ask.id)) return;
         signal.removeEventListener("abort", onAbort);
         this.#notify(ask, state);
-        resolve(allowed);
+        resolve(answer);
       };
       this.#waiting.set(ask.id, { ask, settle });
       signal.addEventListener("abort", onAbort, { once: true });
@@ -101,13 +114,14 @@ export class PermissionDesk implements PermissionController {
 
   /**
    * Shutdown: every waiting ask is denied now (its turn goes on to settle and frees its session at
-   * once, instead of holding it until the ask times out), and every later ask is denied unasked.
-   * Returns how many were waiting.
+   * once, instead of holding it until the ask times out), and every later ask is denied unasked;
+   * each denial is the kernel's (`shutdown`), so the model and the trail never read it as an
+   * operator's. Returns how many were waiting.
    */
   close(): number {
     this.#closed = true;
     const waiting = [...this.#waiting.values()];
-    for (const w of waiting) w.settle(false, "shutdown");
+    for (const w of waiting) w.settle(SHUTDOWN, "shutdown");
     return waiting.length;
   }
 

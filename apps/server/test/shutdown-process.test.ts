@@ -18,9 +18,10 @@ const ADMIN = "adm_process_test_operator_token_0123456789";
 
 /**
  * SIGTERM to a real `alma serve` process while a turn waits for the operator: the pending ask is
- * denied by shutdown, the turn settles inside the grace period (none is cancelled), the process
- * exits 0, and the reopened SQLite store holds no admission for the session and the turn's stored
- * final result.
+ * denied by shutdown, attributed to the kernel (the model reads that the service stopped, never
+ * that a person denied it), the turn settles inside the grace period (none is cancelled), the
+ * process exits 0, and the reopened SQLite store holds no admission for the session and the turn's
+ * stored final result.
  */
 describe("alma serve: SIGTERM with a pending permission ask", () => {
   it("exits within the grace period, leaving no admission held", async () => {
@@ -91,6 +92,24 @@ describe("alma serve: SIGTERM with a pending permission ask", () => {
         expect(await stores.admissions.holder(scope, "s1")).toBeUndefined();
         const record = await stores.rootResults.get(scope, rootKey, Date.now());
         expect(record?.state).toBe("stored");
+        // Nobody decided: the trail says the kernel denied it at shutdown, and the model read that,
+        // never a person's denial (issue 25).
+        const policy = await stores.audit.query(scope, { turnId: rootKey, trail: "policy" });
+        const resolved = policy.items.filter(
+          (e): e is Extract<typeof e, { trail: "policy" }> =>
+            e.trail === "policy" && e.action === "permission.resolved",
+        );
+        expect(resolved.map((e) => [e.decision, e.by, e.reason])).toEqual([
+          ["deny", "kernel", "shutdown"],
+        ]);
+        const view = await stores.sessions.load(scope, "s1");
+        const denials = view.messages.flatMap((m) =>
+          m.blocks.flatMap((b) =>
+            b.type === "tool_result" && b.code === "TOOL_DENIED" ? [b.output] : [],
+          ),
+        );
+        expect(denials).toEqual(["permission denied: the service stopped before anyone decided"]);
+        expect(JSON.stringify(view.messages)).not.toContain("denied by the operator");
       } finally {
         stores.close();
       }

@@ -171,7 +171,12 @@ describe("the permission desk", () => {
     const { desk: d } = desk();
     expect(d.decide({ ...ask, tool: "opening_hours" })).toBe("allow");
     expect(d.decide(ask)).toBe("ask");
-    expect(await d.resolve(ask, new AbortController().signal)).toBe(false);
+    // Nobody here can show it: the kernel's denial, never an operator's.
+    expect(await d.resolve(ask, new AbortController().signal)).toEqual({
+      allowed: false,
+      by: "kernel",
+      reason: "no_resolver",
+    });
     expect(d.answer("ask_1", true)).toBe("unknown");
   });
 
@@ -194,7 +199,7 @@ describe("the permission desk", () => {
     const answer = d.resolve(ask, controller.signal);
     expect(d.pending()).toHaveLength(1);
     controller.abort();
-    expect(await answer).toBe(false);
+    expect(await answer).toEqual({ allowed: false, by: "kernel", reason: "cancelled" });
     expect(d.pending()).toEqual([]);
     expect(states).toEqual(["pending", "expired"]);
     release();
@@ -217,9 +222,12 @@ describe("the permission desk", () => {
     d.subscribe("c1_x", (_a, state) => states.push(state));
     const waiting = d.resolve(ask, new AbortController().signal);
     expect(d.close()).toBe(1);
-    expect(await waiting).toBe(false);
+    const shutdown = { allowed: false, by: "kernel", reason: "shutdown" };
+    expect(await waiting).toEqual(shutdown);
     expect(states).toEqual(["pending", "shutdown"]);
-    expect(await d.resolve({ ...ask, callId: "call2" }, new AbortController().signal)).toBe(false);
+    expect(await d.resolve({ ...ask, callId: "call2" }, new AbortController().signal)).toEqual(
+      shutdown,
+    );
     expect(d.pending()).toEqual([]);
     expect(states).toEqual(["pending", "shutdown"]);
     release();

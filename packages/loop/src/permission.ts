@@ -7,6 +7,7 @@ import {
   type TrailValue,
   trailId,
 } from "@alma-harness/core";
+import { type AskDecision, attributed } from "./asks.js";
 import { raceAbort } from "./cancel.js";
 import type { RecordFields, Recorder } from "./recorder.js";
 
@@ -29,7 +30,16 @@ export interface PermissionRequest {
  */
 export interface PermissionController {
   decide(request: PermissionRequest): PermissionDecision | Promise<PermissionDecision>;
-  resolve?(request: PermissionRequest, signal: AbortSignal): boolean | Promise<boolean>;
+  /**
+   * `true` is the operator's allow, `false` the operator's denial. A resolver that knows no person
+   * decided (its host stopping, an ask it cannot show) answers an `AskDecision` by the kernel
+   * with its reason (`shutdown`, `no_resolver`, ...), so the model never reads a person's denial
+   * that no person gave. Anything else it answers is the kernel's `resolver_failed`.
+   */
+  resolve?(
+    request: PermissionRequest,
+    signal: AbortSignal,
+  ): boolean | AskDecision | Promise<boolean | AskDecision>;
 }
 
 export interface FenceContext {
@@ -150,6 +160,7 @@ async function resolved(
 /** What the model reads of a denied ask (its tool result, not a trail): the trail keeps the closed reason. */
 const REASON_TEXT: Readonly<Record<PolicyReason, string>> = {
   ask_expired: "the request for permission expired before anyone decided",
+  shutdown: "the service stopped before anyone decided",
   operator_denied: "denied by the operator",
   no_resolver: "no permission resolver",
   resolver_failed: "resolver failed",
@@ -191,6 +202,18 @@ type Answer = {
   readonly reason?: PolicyReason;
 };
 
+/** A resolver's answer as the trail attributes it (see `PermissionController.resolve`). */
+function answerOf(value: unknown): Answer {
+  if (value === true) return { allowed: true, by: "operator" };
+  if (value === false) return { allowed: false, by: "operator", reason: "operator_denied" };
+  if (value !== null && typeof value === "object") {
+    const { allowed, by, reason } = value as Record<string, unknown>;
+    const d = { allowed, by, ...(reason !== undefined ? { reason } : {}) };
+    if (attributed(d)) return d;
+  }
+  return { allowed: false, by: "kernel", reason: "resolver_failed" };
+}
+
 async function askResolver(ctx: FenceContext, request: PermissionRequest): Promise<Answer> {
   const resolve = ctx.controller?.resolve;
   if (!resolve) return { allowed: false, by: "kernel", reason: "no_resolver" };
@@ -204,13 +227,7 @@ async function askResolver(ctx: FenceContext, request: PermissionRequest): Promi
   );
   const answer = Promise.resolve()
     .then(() => resolve.call(ctx.controller, request, local.signal))
-    .then(
-      (allowed): Answer =>
-        allowed === true
-          ? { allowed: true, by: "operator" }
-          : { allowed: false, by: "operator", reason: "operator_denied" },
-      (): Answer => ({ allowed: false, by: "kernel", reason: "resolver_failed" }),
-    );
+    .then(answerOf, (): Answer => ({ allowed: false, by: "kernel", reason: "resolver_failed" }));
   try {
     return await Promise.race([answer, timeout]);
   } finally {

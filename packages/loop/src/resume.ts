@@ -5,13 +5,12 @@ import {
   type StreamToolCall,
   ValidationError,
 } from "@alma-harness/core";
-import type { AskDecision } from "./asks.js";
+import { type AskDecision, attributed } from "./asks.js";
 import { type Continuation, readContinuation } from "./continuation.js";
 import type { TurnInput } from "./engine.js";
 import type { CallProgress, RunTools } from "./next.js";
 
 const DECISION_FIELDS = new Set(["allowed", "by", "reason"]);
-const KERNEL_REASONS = new Set(["ask_expired", "no_resolver", "cancelled"]);
 
 /** A parked turn ready to go on: its continuation read, and the step it resumes at. */
 export interface Resumable {
@@ -89,25 +88,16 @@ function readDecisions(raw: unknown, asks: ReadonlySet<string>): ReadonlyMap<str
     const d = dataFields(value, path) as Partial<Record<keyof AskDecision, unknown>>;
     if (Object.keys(d).some((k) => !DECISION_FIELDS.has(k)))
       throw new ValidationError(path, "closed", "a decision is { allowed, by, reason? }");
-    const { allowed, by, reason } = d;
-    if (typeof allowed !== "boolean" || (by !== "operator" && by !== "kernel"))
+    if (typeof d.allowed !== "boolean" || (d.by !== "operator" && d.by !== "kernel"))
       throw new ValidationError(path, "decision", "allowed is a boolean, by is operator or kernel");
-    // A person denies as the operator; any other denial is the kernel's, with its closed reason.
-    const valid = allowed
-      ? reason === undefined
-      : by === "operator"
-        ? reason === undefined || reason === "operator_denied"
-        : typeof reason === "string" && KERNEL_REASONS.has(reason);
-    if (!valid)
+    if (!attributed(d))
       throw new ValidationError(
         `${path}.reason`,
         "attributed",
         "the reason does not fit who decided",
       );
-    out.set(
-      askId,
-      Object.freeze({ allowed, by, ...(reason !== undefined ? { reason } : {}) }) as AskDecision,
-    );
+    const { allowed, by, reason } = d;
+    out.set(askId, Object.freeze({ allowed, by, ...(reason !== undefined ? { reason } : {}) }));
   }
   return out;
 }

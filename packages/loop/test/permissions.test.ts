@@ -167,10 +167,44 @@ describe("tool permission: policy before effect", () => {
     ]);
   });
 
-  it("a resolver answering anything but true denies (operator)", async () => {
-    const { h, state } = setup(ask(() => "yes" as unknown as boolean));
-    completed(await h.run());
+  it("a resolver answering anything but a boolean or an attributed decision denies (kernel)", async () => {
+    for (const answer of [
+      "yes",
+      1,
+      null,
+      { allowed: false, by: "kernel" },
+      { allowed: true, by: "nobody" },
+    ]) {
+      const { h, state, policy } = setup(ask(() => answer as unknown as boolean));
+      completed(await h.run());
+      expect(state.runs).toBe(0);
+      expect(policy().at(-1)).toEqual([
+        "permission.resolved",
+        "deny",
+        "kernel",
+        "resolver_failed",
+        "c1",
+      ]);
+    }
+  });
+
+  it("a resolver that knows no person decided answers the kernel's denial; the model never reads an operator's", async () => {
+    const { h, state, policy } = setup(
+      ask(() => ({ allowed: false, by: "kernel", reason: "shutdown" })),
+    );
+    const outcome = await h.run();
+    completed(outcome);
     expect(state.runs).toBe(0);
+    expect(policy().at(-1)).toEqual(["permission.resolved", "deny", "kernel", "shutdown", "c1"]);
+    const denial = log(outcome)
+      .flatMap((m) => m.blocks)
+      .find((b) => b.type === "tool_result");
+    expect(denial).toMatchObject({
+      output: "permission denied: the service stopped before anyone decided",
+    });
+    const allowed = setup(ask(() => ({ allowed: true, by: "operator" })));
+    completed(await allowed.h.run());
+    expect(allowed.state.runs).toBe(1);
   });
 
   it("a resolver that never answers is denied at the timeout, not a millisecond before", async () => {

@@ -140,6 +140,8 @@ export type PolicyReason =
   | "no_resolver"
   | "resolver_failed"
   | "resolver_timeout"
+  /** The host stopped while the ask waited and asks were not durable: nobody decided. */
+  | "shutdown"
   | "cancelled";
 /**
  * A policy record. `authorization.action` is the action the tool's `authorize` derived (kept when
