@@ -67,28 +67,26 @@ export async function admit(
   const request = routed(asked, options.route.sensitivity, cacheKeyOf(config, identity));
   const books = ledger(options.account);
   const now = config.clock.now();
-  const priced = worstBeforeClaim(config, choice, request, books);
+  const priced = holdWorstCase(config, choice, request, books);
   if (priced.status === "refused") {
     const { refused } = priced;
     await refusedTrail(config.audit, identity, choice, now, refused.reason, priced.detail);
     return refused;
   }
   const { worst } = priced;
-  checkRequest(identity.kind, validate, request);
-  const before = config.peeks ? await peekSpend(config, identity, now) : undefined;
-  // Held synchronously, before the first await of the claim: parallel children see it at once.
-  books.reservedMicros += worst;
-  const claim = await claimCall(
-    config,
-    identity,
-    choice,
-    now,
-    worst,
-    deadlineMs ?? config.dispatchDeadlineMs,
-  ).catch((error: unknown) => {
+  // The worst case is held in the account from the turn's check on: every way out short of a
+  // claim gives it back, once (a claimed call's later paths release it themselves).
+  let before: SpendBefore | undefined;
+  let claim: Awaited<ReturnType<typeof claimCall>>;
+  try {
+    checkRequest(identity.kind, validate, request);
+    before = config.peeks ? await peekSpend(config, identity, now) : undefined;
+    const deadline = deadlineMs ?? config.dispatchDeadlineMs;
+    claim = await claimCall(config, identity, choice, now, worst, deadline);
+  } catch (error) {
     books.reservedMicros -= worst;
     throw error;
-  });
+  }
   if (claim.status === "refused") {
     books.reservedMicros -= worst;
     await refusedTrail(config.audit, identity, choice, now, "cap", trailKind(claim.cap));
@@ -102,12 +100,13 @@ export async function admit(
 }
 
 /**
- * The checks before anything is written: every row the request can reach is priced, and the worst
- * case fits under the turn's block cap beside what the turn spent and holds. Synchronous, so that it
- * adds no await before the hold: parallel calls of a turn read the holds the others made. A refusal
- * carries the detail its trail record names.
+ * The checks before anything is written, and the hold: every row the request can reach is priced,
+ * and the worst case fits under the turn's block cap beside what the turn spent and holds; then it
+ * is held in the account. Check and hold are one synchronous step, before the call's first await:
+ * parallel calls of a turn each read the holds the others made, whatever the spend read or the
+ * claim then awaits. A refusal holds nothing and carries the detail its trail record names.
  */
-function worstBeforeClaim(
+function holdWorstCase(
   config: ResolvedCallsConfig,
   choice: ModelChoice,
   request: ModelRequest,
@@ -136,6 +135,7 @@ function worstBeforeClaim(
     const refused: Refused = { status: "refused", reason: "cap", cap: "perTurnUsd" };
     return { status: "refused", refused, detail: trailKind("perTurnUsd") };
   }
+  books.reservedMicros += worst;
   return { status: "priced", worst };
 }
 

@@ -10,6 +10,7 @@ import {
   type ProviderToolSpec,
   type RoutingIntent,
   type Scope,
+  type SpendStore,
   sessionPseudonym,
   type ToolDefinition,
   trailHash,
@@ -93,6 +94,8 @@ export interface HarnessOptions {
   readonly auditFail?: AuditFailure;
   /** Shared stores, to run several engines against one ledger. */
   readonly settlements?: InMemoryCostSettlementStore;
+  /** Where the governed calls read spend from (default: the settlements' store), e.g. a slow read. */
+  readonly spendRead?: (spend: SpendStore) => SpendStore;
   readonly clock?: ManualClock;
   /** The main client's provider (default `fake`), for provider-bound rejection proofs. */
   readonly provider?: string;
@@ -133,7 +136,7 @@ export function harness(opts: HarnessOptions = {}) {
   const calls = new GovernedCalls({
     journal,
     settlements,
-    spend,
+    spend: opts.spendRead ? opts.spendRead(spend) : spend,
     prices: opts.prices ?? PRICES,
     caps: normalizeBudgetCaps(opts.caps),
     policyVersion: "p1",
