@@ -9,7 +9,7 @@ import { EnvError, pickProvider, readEnv } from "../src/config/env.js";
 import { loadSecrets } from "../src/config/secrets.js";
 import { createHost } from "../src/host.js";
 import { preferredWait } from "../src/http/tenant-routes.js";
-import { noticeFor } from "../src/http/views.js";
+import { noticeFor, viewError } from "../src/http/views.js";
 import { classify, DEMO_HELP, demoStep } from "../src/models/demo-script.js";
 import { demoSetup, providerSetup } from "../src/models/select.js";
 import { PermissionDesk } from "../src/permissions.js";
@@ -412,5 +412,26 @@ describe("the person's notice", () => {
     );
     expect(failed).toMatch(/could not reach its model/);
     expect(failed).not.toBe(noticeFor(result({}), "", []));
+  });
+});
+
+describe("a request that was not admitted says why", () => {
+  it("names the route, the cancellation or the passed deadline; nothing ran in any", () => {
+    const said = (reason: "routing_unavailable" | "cancelled" | "deadline") => {
+      const e = viewError({ status: "not_admitted", reason });
+      return [e.code, e.message];
+    };
+    expect(said("routing_unavailable")).toEqual([
+      "not_admitted",
+      "no model route is available for this request; nothing ran",
+    ]);
+    expect(said("cancelled")).toEqual([
+      "not_admitted",
+      "the request was cancelled before it was admitted; nothing ran",
+    ]);
+    expect(said("deadline")).toEqual([
+      "not_admitted",
+      "the request's deadline had passed before it was admitted; nothing ran",
+    ]);
   });
 });

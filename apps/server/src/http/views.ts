@@ -125,6 +125,15 @@ export function viewResponse(view: ConversationView): { status: number; body: Tu
   }
 }
 
+/** Why a request was not admitted, as the host says it (every reason but the route's own). */
+const NOT_ADMITTED: Record<"cancelled" | "deadline", [ErrorCode, string]> = {
+  cancelled: ["not_admitted", "the request was cancelled before it was admitted; nothing ran"],
+  deadline: [
+    "not_admitted",
+    "the request's deadline had passed before it was admitted; nothing ran",
+  ],
+};
+
 export function viewError(
   view: Exclude<
     ConversationView,
@@ -140,8 +149,8 @@ export function viewError(
     not_admitted: ["not_admitted", "no model route is available for this request; nothing ran"],
   };
   const [code, message]: [ErrorCode, string] =
-    view.status === "not_admitted" && view.reason === "cancelled"
-      ? ["not_admitted", "the request was cancelled before it was admitted; nothing ran"]
-      : table[view.status];
+    view.status !== "not_admitted" || view.reason === "routing_unavailable"
+      ? table[view.status]
+      : NOT_ADMITTED[view.reason];
   return new HttpError(code, message, { retryable: view.status === "busy" });
 }
