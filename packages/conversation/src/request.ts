@@ -31,6 +31,7 @@ import {
   descriptorOf,
   type NormalizedRoot,
   normalizeRoot,
+  rootOf,
   rootBinding,
 } from "./root.js";
 
@@ -182,8 +183,8 @@ function readSimple(fields: Readonly<Record<string, unknown>>, s: RootSettings):
  */
 function simpleTurn(fields: Readonly<Record<string, unknown>>, c: ResolvedConfig) {
   const simple = readSimple(fields, c);
-  const descriptor = descriptorOf(c, simple, c.clock.now() + c.runTimeoutMs);
-  const root = normalizeRoot(descriptor, c);
+  // Made of parts read and checked above, against this runner: nothing in it to check again.
+  const root = rootOf(descriptorOf(c, simple, c.clock.now() + c.runTimeoutMs));
   return turnOf(root, c, simple, { type: "inline", blocks: simple.blocks, ...metaOf(simple) });
 }
 

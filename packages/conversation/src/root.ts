@@ -164,6 +164,17 @@ function matchRunner(d: ConversationRootDescriptor, settings: RootSettings): voi
     fail("maxCalls", "narrow", `root.maxCalls must be 1-${settings.maxCalls}`);
 }
 
+/** The runner's caps as a descriptor carries them, copied once per runner. */
+const capsCopies = new WeakMap<RootSettings, ConversationRootDescriptor["caps"]>();
+function capsOf(settings: RootSettings): ConversationRootDescriptor["caps"] {
+  let caps = capsCopies.get(settings);
+  if (caps === undefined) {
+    caps = snapshot(capsJson(settings)) as ConversationRootDescriptor["caps"];
+    capsCopies.set(settings, caps);
+  }
+  return caps;
+}
+
 function capsJson(settings: RootSettings): JsonValue {
   return settings.capsNormalized as unknown as JsonValue;
 }
@@ -172,6 +183,14 @@ function capsJson(settings: RootSettings): JsonValue {
 export function normalizeRoot(raw: unknown, settings: RootSettings): NormalizedRoot {
   const descriptor = readDescriptor(raw);
   matchRunner(descriptor, settings);
+  return rootOf(descriptor);
+}
+
+/**
+ * A checked descriptor's root: its key (a conversation-v1 identity's, or the host's own id). The
+ * simple form takes it straight from the descriptor `descriptorOf` made of checked parts.
+ */
+export function rootOf(descriptor: ConversationRootDescriptor): NormalizedRoot {
   const conversationV1 = descriptor.idempotencyKey !== undefined;
   const rootKey = conversationV1
     ? conversationRootKey(
@@ -215,7 +234,7 @@ export function descriptorOf(
     configRevision: settings.configRevision,
     resultContractVersion: settings.resultContractVersion,
     resultRetentionMs: settings.resultRetentionMs,
-    caps: snapshot(capsJson(settings)) as ConversationRootDescriptor["caps"],
+    caps: capsOf(settings),
     maxCalls: settings.maxCalls,
     sensitivity: request.sensitivity,
     deadlineAt,
