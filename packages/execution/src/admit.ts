@@ -16,12 +16,7 @@ import {
 } from "@alma-harness/core";
 import { type Ledger, ledger } from "./account.js";
 import { UncertainCallError } from "./errors.js";
-import type {
-  CallIdentity,
-  CallOptions,
-  CallOutcome,
-  ResolvedCallsConfig,
-} from "./governed-call.js";
+import type { CallIdentity, CallOptions, CallOutcome, ResolvedCallsConfig } from "./types.js";
 import { unpricedBeforeDispatch } from "./preflight.js";
 import { refusedTrail, requestTrails } from "./trails.js";
 

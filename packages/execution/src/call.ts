@@ -21,12 +21,7 @@ import { AbortedError, abortReason, openRound } from "./abort.js";
 import type { Ledger } from "./account.js";
 import { attestedRejection } from "./attest.js";
 import { StreamInvalidError, StreamTornError, UncertainCallError } from "./errors.js";
-import type {
-  CallIdentity,
-  CallOptions,
-  CallOutcome,
-  ResolvedCallsConfig,
-} from "./governed-call.js";
+import type { CallIdentity, CallOptions, CallOutcome, ResolvedCallsConfig } from "./types.js";
 import { collectStep, type StepOutput, type StreamSeen } from "./stream-validate.js";
 import { costTrail, type RouteOptions, servedTrail } from "./trails.js";
 

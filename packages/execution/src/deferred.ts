@@ -11,7 +11,7 @@ import { ledger, type TurnAccount } from "./account.js";
 import { settleReceived } from "./call.js";
 import { UncertainCallError } from "./errors.js";
 import type { AdmitOptions, Admitted, SpendBefore } from "./admit.js";
-import type { CallIdentity, CallOutcome, ResolvedCallsConfig } from "./governed-call.js";
+import type { CallIdentity, CallOutcome, ResolvedCallsConfig } from "./types.js";
 import { servedTrail } from "./trails.js";
 
 /**

@@ -9,7 +9,7 @@ import {
   usageProblem,
 } from "@alma-harness/core";
 import { AbortedError, RELEASED, startTimer } from "./abort.js";
-import type { CallIdentity } from "./governed-call.js";
+import type { CallIdentity } from "./types.js";
 
 /** How long a cut call's stream is read on after the cut, at most (the seed's "drain grace period"). */
 export const LATE_USAGE_GRACE_MS = 60_000;

@@ -4,7 +4,7 @@ import {
   systemClock,
   validateId,
 } from "@alma-harness/core";
-import type { GovernedCallsConfig, ResolvedCallsConfig } from "./governed-call.js";
+import type { GovernedCallsConfig, ResolvedCallsConfig } from "./types.js";
 import { LateUsage } from "./late-usage.js";
 import { checkConsumers, checkNormalizedCaps } from "./preflight.js";
 

@@ -14,7 +14,7 @@ import {
 } from "@alma-harness/core";
 import type { Ledger } from "./account.js";
 import { UncertainCallError } from "./errors.js";
-import type { CallIdentity, CallOptions } from "./governed-call.js";
+import type { CallIdentity, CallOptions } from "./types.js";
 
 /** What the trails read of a call's options: its route, and a main step's lifecycle position. */
 export type RouteOptions = Pick<CallOptions, "route" | "lifecycle">;
