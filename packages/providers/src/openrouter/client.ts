@@ -7,7 +7,8 @@ import { joinUrl } from "../shared/http.js";
 import { IMAGE_TYPES } from "../shared/media.js";
 import type { BaseClientOptions, ProviderClient } from "../shared/types.js";
 import { openaiServedTier } from "../shared/usage.js";
-import { OPENROUTER_PROVIDER, reasoningDetailsExtra } from "./messages.js";
+import { reasoningDetailsExtra } from "./messages.js";
+import { OPENROUTER_PROVIDER } from "./provider.js";
 import {
   normalizePreferences,
   type OpenRouterRouting,

@@ -1,7 +1,6 @@
 import type { JsonValue, Msg } from "@alma-harness/core";
+import { OPENROUTER_PROVIDER } from "./provider.js";
 import type { ReasoningDetail } from "./wire.js";
-
-export const OPENROUTER_PROVIDER = "openrouter";
 
 /**
  * A reasoning block streamed by this adapter keeps the merged `reasoning_details` array, as JSON,

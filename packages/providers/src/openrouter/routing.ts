@@ -5,7 +5,7 @@ import {
   ValidationError,
 } from "@alma-harness/core";
 import { unsupported } from "../shared/errors.js";
-import { OPENROUTER_PROVIDER } from "./messages.js";
+import { OPENROUTER_PROVIDER } from "./provider.js";
 
 /**
  * OpenRouter's provider-routing preferences (the request's `provider` object), the subset a
