@@ -194,7 +194,8 @@ describe("alma CLI", () => {
       err += c.toString();
     });
     child.stdin.end("When are you open on Saturday?\n");
-    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+    // "close", not "exit": the exit can come before the last of stdout is read.
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
     expect(err).toBe("");
     expect(code).toBe(0);
     expect(out).toMatch(

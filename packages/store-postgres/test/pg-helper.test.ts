@@ -34,7 +34,8 @@ function script(name: string, args: string[], env: NodeJS.ProcessEnv): Promise<R
     child.stderr.on("data", (c: Buffer) => {
       err += c.toString();
     });
-    child.on("exit", (code) => resolve({ code, out, err }));
+    // "close", not "exit": the exit can come before the last of stdout is read (seen under load).
+    child.on("close", (code) => resolve({ code, out, err }));
   });
 }
 
