@@ -1,6 +1,5 @@
 import { type ModelChoice, replyBlocks, type StreamToolCall } from "@alma-harness/core";
 import { type AttemptResult, attemptStep } from "./attempts.js";
-import { commitBefore } from "./audit.js";
 import { AbortedError, checkpoint } from "./cancel.js";
 import { CALL_MODEL, finish, type Next } from "./next.js";
 import type { TurnEnv } from "./env.js";
@@ -215,7 +214,7 @@ async function stepPost(
       output.toolCalls.map((c) => Object.freeze({ id: c.id, name: c.name })),
     ),
   });
-  await commitBefore(env.engine);
+  await env.rec.commit();
   try {
     await hook(frozen);
   } catch (error) {

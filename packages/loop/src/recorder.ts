@@ -1,5 +1,5 @@
 import type { AuditEvent, AuditLog, Clock, DurabilityBarrier, Trail } from "@alma-harness/core";
-import { commitBefore, durable } from "./audit.js";
+import { UncertainTurnError } from "./errors.js";
 import { emitTo, type LoopEvent, type LoopEventSink } from "./events.js";
 import { type TurnTrail, trailBase } from "./trail.js";
 
@@ -55,4 +55,33 @@ export function turnRecorder(parts: RecorderParts): Recorder {
           },
     commit: () => commitBefore(engine),
   });
+}
+
+/** Every trail event is awaited; a failing audit log makes the turn uncertain and stops further effects. */
+async function durable(audit: AuditLog, event: AuditEvent): Promise<void> {
+  try {
+    await audit.append(event);
+  } catch (error) {
+    throw new UncertainTurnError("audit", `the ${event.trail} trail could not be written`, error);
+  }
+}
+
+/**
+ * The durability point before host code runs or an effect follows (spec: a durable turn in five
+ * commits): a store set that groups its writes commits what is pending. No barrier, no cost.
+ */
+async function commitBefore(engine: {
+  readonly barrier: DurabilityBarrier | undefined;
+}): Promise<void> {
+  const barrier = engine.barrier;
+  if (!barrier) return;
+  try {
+    await barrier.commit();
+  } catch (error) {
+    throw new UncertainTurnError(
+      "commit",
+      "the store could not make the turn's writes durable",
+      error,
+    );
+  }
 }

@@ -1,5 +1,4 @@
 import type { Block, ModelChoice } from "@alma-harness/core";
-import { commitBefore, durable } from "./audit.js";
 import { checkpoint } from "./cancel.js";
 import { type Driven, drive } from "./driver.js";
 import type { TurnOutcome } from "./result.js";
@@ -13,7 +12,6 @@ import {
   toUncertain,
 } from "./finalize.js";
 import { CALL_MODEL, finish, type Next } from "./next.js";
-import { trailBase } from "./trail.js";
 import { mediaEgress, replayedHistory, resolveMedia, storedInput } from "./media.js";
 import { extractMemory } from "./extraction.js";
 import { recallFor } from "./recall.js";
@@ -101,11 +99,7 @@ function exitOf(env: TurnEnv): TurnExit {
 async function start(env: TurnEnv, state: TurnState, choice: ModelChoice): Promise<void> {
   const { engine, input } = env;
   checkpoint(env.signal);
-  await durable(engine.audit, {
-    trail: "lifecycle",
-    action: "turn.started",
-    ...trailBase(env.rec.trail, engine.clock.now()),
-  });
+  await env.rec.record("lifecycle", { action: "turn.started" });
   env.rec.emit({ type: "turn.started", turnId: input.turnId, sessionId: input.sessionId });
   const hook = engine.hooks["turn:start"];
   if (hook) {
@@ -115,7 +109,7 @@ async function start(env: TurnEnv, state: TurnState, choice: ModelChoice): Promi
       intent: input.intent,
       input: Object.freeze([Object.freeze({ role: "user" as const, blocks: input.input })]),
     });
-    await commitBefore(engine);
+    await env.rec.commit();
     try {
       await hook(frozen);
     } catch (error) {
@@ -152,7 +146,7 @@ async function volatileSuffix(env: TurnEnv): Promise<string | undefined> {
   const { engine, input } = env;
   const parts = [...engine.volatileSystem];
   if (engine.volatile) {
-    await commitBefore(engine);
+    await env.rec.commit();
     try {
       const text = await engine.volatile(
         Object.freeze({
