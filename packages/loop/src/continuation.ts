@@ -10,6 +10,7 @@ import {
   normalizeScope,
   type RoutingIntent,
   type Scope,
+  type SnapshotLimits,
   snapshot,
   type ToolResultBlock,
   type UncertainCause,
@@ -154,6 +155,18 @@ export class ContinuationError extends AlmaError {
   }
 }
 
+/**
+ * How large a stored continuation may be. Its messages are the turn's session batch, which the
+ * session store bounds at the default snapshot limits (8 MiB, 100,000 nodes); the record adds the
+ * step's calls, receipts and counters, so it is read at twice those, strings as long as a message's.
+ */
+export const CONTINUATION_LIMITS: SnapshotLimits = Object.freeze({
+  maxDepth: 64,
+  maxNodes: 200_000,
+  maxStringBytes: 1024 * 1024,
+  maxTotalBytes: 16 * 1024 * 1024,
+});
+
 const TOP = [
   "version",
   "root",
@@ -190,7 +203,7 @@ const COUNTERS = [
 export function readContinuation(raw: unknown): Continuation {
   let copy: JsonObject;
   try {
-    copy = snapshot(raw) as JsonObject;
+    copy = snapshot(raw, CONTINUATION_LIMITS) as JsonObject;
     const top = closedObject("continuation", copy, TOP);
     if (top.version !== CONTINUATION_VERSION) {
       throw new ContinuationError(

@@ -12,6 +12,7 @@ export {
 export { AbortedError, CANCELLED_BEFORE_EXECUTION, CLEANUP_GRACE_MS, raceAbort } from "./cancel.js";
 export { type AskDecision, askDigest } from "./asks.js";
 export {
+  CONTINUATION_LIMITS,
   CONTINUATION_VERSION,
   type Continuation,
   type ContinuationCall,

@@ -139,6 +139,26 @@ describe("readContinuation refuses what it cannot read, naming where", () => {
     expect(refused(badRef).path).toBe("continuation.messages[0].ref");
   });
 
+  it("reads a record past the default snapshot bound (a full session batch) and refuses one over its own", () => {
+    const withText = (count: number) => {
+      const c = good();
+      const text = "x".repeat(1024 * 1024 - 64);
+      c.messages = Array.from({ length: count }, () => ({
+        ref: "inline",
+        message: { role: "user", blocks: [{ type: "text", text }] },
+      }));
+      return c;
+    };
+    // 9 MiB: over the 8 MiB a plain snapshot takes, under the continuation's 16 MiB.
+    expect(readContinuation(withText(9)).messages).toHaveLength(9);
+    expect(refused(withText(17)).message).toMatch(/bytes|large|limit/i);
+    // One string over a message's own bound.
+    const long = withText(1);
+    (long.messages as { message: { blocks: { text: string }[] } }[])[0]!.message.blocks[0]!.text =
+      "x".repeat(1024 * 1024 + 1);
+    refused(long);
+  });
+
   it("hostile shapes: an accessor, a cycle, a negative counter", () => {
     const accessor = good();
     Object.defineProperty(accessor, "step", { get: () => 1, enumerable: true });
