@@ -24,8 +24,8 @@ export {
   type ContinuationReservations,
   type ContinuationWriter,
   type PendingAsk,
-  readContinuation,
 } from "./continuation.js";
+export { readContinuation } from "./continuation-read.js";
 export { createEngine, type Engine, MAX_TERMINAL_TOOLS } from "./create-engine.js";
 export { TERMINAL_REASONS } from "./engine.js";
 export type {

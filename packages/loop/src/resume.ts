@@ -6,7 +6,8 @@ import {
   ValidationError,
 } from "@alma-harness/core";
 import { type AskDecision, attributed } from "./asks.js";
-import { type Continuation, readContinuation } from "./continuation.js";
+import type { Continuation } from "./continuation.js";
+import { readContinuation } from "./continuation-read.js";
 import type { TurnInput } from "./engine.js";
 import type { CallProgress, RunTools } from "./next.js";
 
