@@ -52,6 +52,8 @@ export {
   worstCaseMicros,
 } from "./reservation.js";
 export * from "./stores/results.js";
+export * from "./stores/parked.js";
+export { attributedDecision, KERNEL_REASONS, MAX_PARKED_ASKS } from "./stores/parked-rules.js";
 export * from "./stores/settlements.js";
 export * from "./stores/labels.js";
 export * from "./stores/usage-inbox.js";

@@ -4,6 +4,7 @@ import {
   recallEvent,
   SCOPE_A,
   settlementOf,
+  parkedTurnStoreContract,
   storeContracts,
 } from "@alma-harness/testing";
 import { describe, expect, it } from "vitest";
@@ -27,6 +28,7 @@ const linked = () => {
 };
 storeContracts("memory", linked, t);
 governedWritesContract("memory", linked, t);
+parkedTurnStoreContract("memory", linked, t);
 
 describe("memory doubles beyond the contracts", () => {
   it("InMemoryCostSettlementStore moves the spend store it was given", async () => {

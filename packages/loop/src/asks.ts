@@ -1,5 +1,10 @@
 import { createHash } from "node:crypto";
-import { canonicalJson, type JsonObject, type PolicyReason } from "@alma-harness/core";
+import {
+  attributedDecision,
+  canonicalJson,
+  type JsonObject,
+  type PolicyReason,
+} from "@alma-harness/core";
 import type { PendingAsk } from "./continuation.js";
 
 /**
@@ -14,29 +19,17 @@ export interface AskDecision {
   readonly reason?: PolicyReason;
 }
 
-/** The reasons a denial no person gave may carry (the kernel's). */
-const KERNEL_REASONS: ReadonlySet<string> = new Set<PolicyReason>([
-  "ask_expired",
-  "no_resolver",
-  "resolver_failed",
-  "resolver_timeout",
-  "shutdown",
-  "cancelled",
-]);
-
 /**
- * Whether a decision is attributed honestly: an allow carries no reason; a person's denial is the
- * operator's (`operator_denied` or none); any other denial is the kernel's, with its closed reason.
+ * Whether a decision is attributed honestly (core's rule, one owner): an allow carries no reason;
+ * a person's denial is the operator's (`operator_denied` or none); any other denial is the
+ * kernel's, with its closed reason.
  */
 export function attributed(d: {
   readonly allowed?: unknown;
   readonly by?: unknown;
   readonly reason?: unknown;
 }): d is AskDecision {
-  if (typeof d.allowed !== "boolean" || (d.by !== "operator" && d.by !== "kernel")) return false;
-  if (d.allowed) return d.reason === undefined;
-  if (d.by === "operator") return d.reason === undefined || d.reason === "operator_denied";
-  return typeof d.reason === "string" && KERNEL_REASONS.has(d.reason);
+  return attributedDecision(d);
 }
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");

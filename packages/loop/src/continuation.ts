@@ -4,7 +4,6 @@ import {
   type Msg,
   type RoutingIntent,
   type Scope,
-  type SnapshotLimits,
   type ToolResultBlock,
 } from "@alma-harness/core";
 import type { AccountState } from "@alma-harness/execution";
@@ -134,14 +133,5 @@ export class ContinuationError extends AlmaError {
   }
 }
 
-/**
- * How large a stored continuation may be. Its messages are the turn's session batch, which the
- * session store bounds at the default snapshot limits (8 MiB, 100,000 nodes); the record adds the
- * step's calls, receipts and counters, so it is read at twice those, strings as long as a message's.
- */
-export const CONTINUATION_LIMITS: SnapshotLimits = Object.freeze({
-  maxDepth: 64,
-  maxNodes: 200_000,
-  maxStringBytes: 1024 * 1024,
-  maxTotalBytes: 16 * 1024 * 1024,
-});
+/** How large a stored continuation may be (core's bound: the stores hold it under the same). */
+export { CONTINUATION_LIMITS } from "@alma-harness/core";

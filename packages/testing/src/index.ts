@@ -54,6 +54,7 @@ export {
   settlementOf,
   spendStoreContract,
 } from "./settlements.js";
+export { askIdOf, digestOf, type ParkedFixture, parkedTurnStoreContract } from "./parked.js";
 export { jobItemOf, jobOf, type ModelJobFixture, modelJobStoreContract } from "./model-jobs.js";
 export { observationOf, type UsageInboxFixture, usageInboxContract } from "./usage-inbox.js";
 export { episodeOf, factOf, type MemoryFixture, memoryContract } from "./memory.js";

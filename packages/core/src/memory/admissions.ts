@@ -23,6 +23,7 @@ const HOLDING: readonly AdmissionState[] = ["active", "uncertain"];
 
 let readRow: (store: InMemoryAdmissionStore, rowKey: string) => Admission | undefined;
 let readFenced: (store: InMemoryAdmissionStore, scopeKeyText: string) => boolean;
+let writeRow: (store: InMemoryAdmissionStore, scopeKeyText: string, row: Admission) => void;
 
 /**
  * The reference admission store. Every method validates first and then runs synchronously to its
@@ -40,6 +41,12 @@ export class InMemoryAdmissionStore implements AdmissionStore, Erasable {
     readRow = (store, rowKey) => store.#rows.get(rowKey);
     readFenced = (store, scopeKeyText) =>
       coveringFenceKeys(scopeKeyText).some((k) => store.#fences.has(k));
+    writeRow = (store, scopeKeyText, row) => {
+      store.#rows.set(`${scopeKeyText} ${row.admissionId}`, row);
+      const holderKey = `${scopeKeyText} ${row.sessionId}`;
+      if (HOLDING.includes(row.state)) store.#holders.set(holderKey, row.admissionId);
+      else if (store.#holders.get(holderKey) === row.admissionId) store.#holders.delete(holderKey);
+    };
   }
 
   async admit(input: Parameters<AdmissionStore["admit"]>[0]): Promise<AdmitResult> {
@@ -206,4 +213,16 @@ export function currentAdmission(
   admissionId: string,
 ): Admission | undefined {
   return readRow(store, `${scopeKeyText} ${admissionId}`);
+}
+
+/**
+ * Writes an admission as it is now, its session's holder kept in step, synchronously: the memory
+ * parked-turn store's park and claim move admissions in the same step as their own record.
+ */
+export function writeAdmission(
+  store: InMemoryAdmissionStore,
+  scopeKeyText: string,
+  row: Admission,
+): void {
+  writeRow(store, scopeKeyText, Object.freeze({ ...row }));
 }

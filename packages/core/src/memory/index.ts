@@ -16,3 +16,4 @@ export { InMemoryCostSettlementStore, InMemorySpendStore } from "./settlements.j
 export { type InMemoryStores, inMemoryStores } from "./stores.js";
 export { InMemoryUsageInbox } from "./usage-inbox.js";
 export { InMemoryModelJobStore } from "./model-jobs.js";
+export { InMemoryParkedTurnStore } from "./parked.js";

@@ -11,11 +11,14 @@ import { InMemoryRoutineRunStore, InMemoryRoutineStore } from "./routines.js";
 import { InMemorySessionStore } from "./sessions.js";
 import { InMemoryCostSettlementStore, InMemorySpendStore } from "./settlements.js";
 import { InMemoryModelJobStore } from "./model-jobs.js";
+import { InMemoryParkedTurnStore } from "./parked.js";
 import { InMemoryUsageInbox } from "./usage-inbox.js";
 
 /** One linked set of the in-memory stores, as a composition hands them out. */
 export interface InMemoryStores<A extends AuditLog = InMemoryAuditLog> {
   readonly admissions: InMemoryAdmissionStore;
+  /** Turns parked on permission asks; a park and a claim move `admissions` in the same step. */
+  readonly parked: InMemoryParkedTurnStore;
   /** Fenced by `admissions`. */
   readonly sessions: InMemorySessionStore;
   /** The step results. */
@@ -62,6 +65,7 @@ export function inMemoryStores(
   const spend = new InMemorySpendStore();
   const stores = {
     admissions,
+    parked: new InMemoryParkedTurnStore(admissions),
     sessions: new InMemorySessionStore(admissions, marker),
     results: new InMemoryExecutionResultStore({ marker }),
     rootResults: new InMemoryExecutionResultStore({ admissions, marker }),

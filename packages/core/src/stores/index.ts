@@ -102,6 +102,20 @@ export {
   releasedAdmissions,
 } from "./prepare-admissions.js";
 export {
+  claimableFrom,
+  decideOn,
+  isDue,
+  normalizeClaimResume,
+  normalizeDecide,
+  normalizeDue,
+  normalizePark,
+  normalizeParkedList,
+  PARKED_PAGE,
+  parkedTurnOf,
+  summaryOf,
+  validateAskId,
+} from "./parked-rules.js";
+export {
   coveringFenceKeys,
   fenceKey,
   normalizeFenceInput,
