@@ -11,6 +11,7 @@ import {
   type IdSource,
   normalizeBudgetCaps,
   normalizePriceTable,
+  type ParkedTurnStore,
   type PriceTable,
   randomIds,
   type Scope,
@@ -56,6 +57,8 @@ export interface ConversationStores {
    * `work` settles. Absent: every write stands alone.
    */
   readonly unit?: <T>(work: () => Promise<T>) => Promise<T>;
+  /** Turns parked on permission asks: required with `asks: "park"`, beside `admissions`. */
+  readonly parked?: ParkedTurnStore;
 }
 
 export interface UncertainTurnEvent {
@@ -133,6 +136,19 @@ export interface ConversationConfig extends EngineOptions {
    * `expired`, `released: true`). A throw from it is swallowed; it is not behavior.
    */
   readonly onUncertainTurn?: (event: UncertainTurnEvent) => void;
+  /**
+   * What a permission `ask` does (issue 25). `"wait"` (default): the controller's `resolve` is
+   * awaited inside the run. `"park"`: the run stores its continuation with the pending asks in
+   * `stores.parked` and answers `awaiting_approval`, holding nothing in the process; `resolveAsk`
+   * records decisions and a resume in any process goes on with the turn.
+   */
+  readonly asks?: "wait" | "park";
+  /**
+   * How long a parked ask waits for a decision, 1 s to 7 days (default one hour). The parked turn
+   * holds its session meanwhile (a new key answers `busy`); at expiry the kernel denies what is
+   * undecided (`ask_expired`) and the turn goes on. Parked time never counts against `runTimeoutMs`.
+   */
+  readonly approvalTtlMs?: number;
   readonly clock?: Clock;
   readonly ids?: IdSource;
 }
@@ -144,9 +160,12 @@ export interface ResolvedConfig extends ConversationConfig, RootSettings {
   readonly ids: IdSource;
   readonly resultContractVersion: number;
   readonly maxResultChars: number;
+  readonly approvalTtlMs: number;
 }
 
 export const MAX_RUN_TIMEOUT_MS = 10 * 60_000;
+export const DEFAULT_APPROVAL_TTL_MS = 60 * 60_000;
+export const MAX_APPROVAL_TTL_MS = 7 * 24 * 60 * 60_000;
 export const EXPIRED_RELEASE_GRACE_MS = 15 * 60_000;
 /** The answer-by time's margin (spec: call-retry): calls end this long before the turn's deadline. */
 export const ANSWER_BY_MARGIN_MS = 15_000;
@@ -246,6 +265,8 @@ function checkStores(stores: ConversationStores | undefined): void {
   ) {
     throw new ConversationConfigError("stores.usageInbox must be a usage inbox");
   }
+  if (stores.parked !== undefined && typeof stores.parked?.claim !== "function")
+    throw new ConversationConfigError("stores.parked must be a parked-turn store");
   if (stores.results === stores.rootResults)
     throw new ConversationConfigError(
       "stores.rootResults must be a separate namespace from stores.results",
@@ -308,6 +329,22 @@ export function resolveConfig(config: ConversationConfig): ResolvedConfig {
       ? { callAttempts: int("callAttempts", config.callAttempts, 1, MAX_CALL_ATTEMPTS) }
       : {}),
     maxResultChars: int("maxResultChars", config.maxResultChars ?? 1_000_000, 1, 1_000_000),
+    approvalTtlMs: int(
+      "approvalTtlMs",
+      config.approvalTtlMs ?? DEFAULT_APPROVAL_TTL_MS,
+      1_000,
+      MAX_APPROVAL_TTL_MS,
+    ),
+    ...asksOf(config),
     consumers: Object.freeze([...(config.consumers ?? [])]),
   };
+}
+
+/** `asks`: "wait" or "park"; parking needs a parked-turn store. */
+function asksOf(config: ConversationConfig): { readonly asks?: "wait" | "park" } {
+  if (config.asks === undefined || config.asks === "wait") return {};
+  if (config.asks !== "park") throw new ConversationConfigError('asks must be "wait" or "park"');
+  if (!config.stores.parked)
+    throw new ConversationConfigError('asks: "park" needs stores.parked (a parked-turn store)');
+  return { asks: "park" };
 }

@@ -46,3 +46,43 @@ export class ConversationConfigError extends AlmaError {
     super("invalid_config", message);
   }
 }
+
+/**
+ * Why a decision on a parked ask was refused; nothing was recorded and nothing ran:
+ * - `unknown_ask`: no parked turn of the scope has the ask (never parked, already resumed, erased);
+ * - `digest_mismatch`: the decision names another call input than the ask's;
+ * - `expired`: the ask's expiry passed undecided (the kernel denies it), or a run took the turn;
+ * - `already_decided`: another decision was recorded first, and stands;
+ * - `token_forged`: the decision token is malformed or not signed by this deployment's key;
+ * - `token_expired`: the token's expiry passed;
+ * - `token_replayed`: the token's decision is already recorded (a token decides once).
+ */
+export type AskRefusal =
+  | "unknown_ask"
+  | "digest_mismatch"
+  | "expired"
+  | "already_decided"
+  | "token_forged"
+  | "token_expired"
+  | "token_replayed";
+
+export const ASK_REFUSALS: readonly AskRefusal[] = Object.freeze([
+  "unknown_ask",
+  "digest_mismatch",
+  "expired",
+  "already_decided",
+  "token_forged",
+  "token_expired",
+  "token_replayed",
+]);
+
+/** A decision on a parked ask that was refused (`reason`); nothing was recorded or run. */
+export class AskRefusedError extends AlmaError {
+  readonly reason: AskRefusal;
+  readonly askId: string;
+  constructor(reason: AskRefusal, askId: string) {
+    super("ask_refused", `the decision on ask "${askId}" was refused: ${reason}`);
+    this.reason = reason;
+    this.askId = askId;
+  }
+}

@@ -1,10 +1,12 @@
 export {
   type ConversationConfig,
   type ConversationStores,
+  DEFAULT_APPROVAL_TTL_MS,
   type DescriptorConfig,
   type EngineOptions,
   EXPIRED_RELEASE_GRACE_MS,
   type EventLabels,
+  MAX_APPROVAL_TTL_MS,
   MAX_RUN_TIMEOUT_MS,
   type UncertainTurnEvent,
 } from "./config.js";
@@ -15,7 +17,11 @@ export {
   type ScopeFenceReason,
   type ScopeFenceTarget,
 } from "@alma-harness/core";
+export type { ResolveAskRequest, ResolveAskResult } from "./asks.js";
 export {
+  ASK_REFUSALS,
+  type AskRefusal,
+  AskRefusedError,
   ConversationConfigError,
   ConversationConflictError,
   ConversationStreamResyncError,
@@ -45,4 +51,4 @@ export {
   STREAM_QUEUE_LIMIT,
 } from "./stream.js";
 export type { AuditPage, SessionTrailQuery } from "./trails.js";
-export type { ConversationView, FinalEnvelope } from "./views.js";
+export type { AwaitingAsk, ConversationView, FinalEnvelope } from "./views.js";

@@ -1,5 +1,6 @@
 import type { ResultRecord, Scope } from "@alma-harness/core";
 import type { ResolvedConfig } from "./config.js";
+import { awaitingView, parkedOf } from "./parking.js";
 import type { ConversationView, FinalEnvelope } from "./views.js";
 
 /** The view a root's record settles, or undefined while it is only reserved. */
@@ -30,8 +31,10 @@ export async function readRoot(
   const settled = settledView(record, rootKey);
   if (settled) return settled;
   const holder = await stores.admissions.holder(scope, record.sessionId);
-  if (holder && holder.rootKey === rootKey && holder.state === "active")
-    return { status: "in_progress", rootKey };
+  if (holder && holder.rootKey === rootKey && holder.state === "active") {
+    const parked = await parkedOf(config, scope, rootKey);
+    return parked?.state === "parked" ? awaitingView(parked) : { status: "in_progress", rootKey };
+  }
   const again = await stores.rootResults.get(scope, rootKey, clock.now());
   return (again && settledView(again, rootKey)) ?? { status: "reconciliation_required", rootKey };
 }

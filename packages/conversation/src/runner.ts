@@ -1,5 +1,6 @@
 import type {
   ErasureReport,
+  ParkedTurnSummary,
   Scope,
   ScopeFence,
   ScopeFenceReason,
@@ -25,7 +26,15 @@ import {
   releaseExpiredEvents,
   type UnresolvedPage,
 } from "./maintenance.js";
+import {
+  askTokenOf,
+  recordDecision,
+  type ResolveAskRequest,
+  type ResolveAskResult,
+} from "./asks.js";
+import { parkingOf } from "./parking.js";
 import { readRoot } from "./read.js";
+import { resumeDue, resumeParked } from "./resume.js";
 import { type ConversationStream, streamConversation } from "./stream.js";
 import { type AuditPage, readTrails, type SessionTrailQuery } from "./trails.js";
 import { execute, type TurnDeps } from "./turn.js";
@@ -76,6 +85,29 @@ export interface ConversationRunner {
   liftScopeFence(target: ScopeFenceTarget): Promise<boolean>;
   /** `{org}`: every fence of the org; `{org, uid}`: the fences covering that scope (the org's and its own). */
   scopeFences(target: ScopeFenceTarget): Promise<readonly ScopeFence[]>;
+  /**
+   * Records a person's decision on a parked ask (`asks: "park"`), durably and first-wins, then goes
+   * on with the turn in this process when every ask of it is decided: the view it came to
+   * (`completed`, or `awaiting_approval` while other asks wait). A forged, replayed, expired or
+   * late token, a decision for another digest, an ask decided already or unknown: `AskRefusedError`,
+   * nothing recorded, nothing run.
+   */
+  resolveAsk(
+    request: ResolveAskRequest,
+  ): Promise<ResolveAskResult & { readonly view: ConversationView }>;
+  /** A decision token for a parked ask of the scope (see `askTokenOf`); undefined when no such ask waits. */
+  askToken(scope: Scope, askId: string): Promise<string | undefined>;
+  /** The scope's (or org's) parked turns, content-free, oldest first, with their asks and expiry. */
+  parkedTurns(input: {
+    readonly org: string;
+    readonly uid?: string;
+    readonly limit?: number;
+  }): Promise<readonly ParkedTurnSummary[]>;
+  /**
+   * Goes on with every parked turn due now (asks expired: the kernel denies them; a resumed run
+   * that died), oldest expiry first; `releaseExpired` runs it first. Returns the views.
+   */
+  resumeDue(scope?: Scope): Promise<readonly ConversationView[]>;
   /** Journal records whose turn has no stored final result (in every state), a journal page at a time. */
   listUnresolved(
     scope: Scope,
@@ -129,7 +161,26 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
     recordEvents: (request) => inUnit(config, () => events.record(request)),
     eraseSession: (scope, sessionId) => eraseSession(config, scope, sessionId),
     eraseScope: (scope) => eraseScope(config, scope),
-    releaseExpired: (scope) => releaseExpired(config, scope === undefined ? {} : { scope }),
+    releaseExpired: async (scope) => {
+      await resumeDue(deps, scope);
+      return releaseExpired(config, scope === undefined ? {} : { scope });
+    },
+    resolveAsk: async (request) => {
+      const { result, turn } = await recordDecision(config, request);
+      const view = await inUnit(config, () => resumeParked(deps, turn.scope, turn.rootKey));
+      return { ...result, view };
+    },
+    askToken: async (scope, askId) => {
+      const turn = (await parkingOf(config)?.find(askId))?.find(
+        (t) => t.scope.org === scope.org && t.scope.uid === scope.uid && t.state === "parked",
+      );
+      const ask = turn?.asks.find((a) => a.askId === askId && !a.decision);
+      return turn && ask
+        ? askTokenOf(config, turn.scope, { ...ask, expiresAt: turn.expiresAt })
+        : undefined;
+    },
+    parkedTurns: async (input) => (await parkingOf(config)?.list(input)) ?? [],
+    resumeDue: (scope) => resumeDue(deps, scope),
     releaseExpiredEvents: (request) => releaseExpiredEvents(config, request),
     fenceScope: async (request) =>
       stores.admissions.fenceScope({ ...fenceRequest(request), now: clock.now() }),
@@ -195,6 +246,7 @@ function engineOf(config: ResolvedConfig, calls: GovernedCalls): Engine {
     ...(config.stores.barrier ? { barrier: config.stores.barrier } : {}),
     clock: config.clock,
     ids: config.ids,
+    ...(config.asks === "park" ? { asks: "park" as const } : {}),
   });
 }
 

@@ -21,7 +21,7 @@ export class StepOutputs {
 
   constructor(
     private readonly config: ResolvedConfig,
-    private readonly request: NormalizedRequest,
+    private readonly request: Pick<NormalizedRequest, "scope" | "sessionId" | "intent">,
     private readonly rootKey: string,
   ) {}
 

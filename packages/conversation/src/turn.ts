@@ -1,23 +1,20 @@
-import {
-  type Msg,
-  type ModelChoice,
-  normalizeModelChoice,
-  ScopeFencedError,
-  utf8Length,
-} from "@alma-harness/core";
-import type { Engine, TurnOutcome, TurnResult } from "@alma-harness/loop";
+import { type Msg, type ModelChoice, normalizeModelChoice } from "@alma-harness/core";
+import type { Engine, TurnOutcome } from "@alma-harness/loop";
 import { claimTurn } from "./claim.js";
-import { answerByAt, type ResolvedConfig } from "./config.js";
-import { eraseSession } from "./erasure.js";
+import type { ResolvedConfig } from "./config.js";
 import { ConversationConflictError } from "./errors.js";
-import type { EventsApi } from "./events.js";
 import { loadContent } from "./load.js";
 import { readRoot } from "./read.js";
+import { resumeParked } from "./resume.js";
 import { renderEvents } from "./render.js";
 import type { NormalizedRequest } from "./request.js";
 import { StepOutputs } from "./step-outputs.js";
-import { type TurnRef, uncertain } from "./uncertain.js";
-import type { ConversationView, FinalEnvelope } from "./views.js";
+import { uncertain } from "./uncertain.js";
+import type { ConversationView } from "./views.js";
+
+import { type Admitted, engineInput, refuseErased, settleRun, type TurnDeps } from "./settle.js";
+
+export type { Admitted, TurnDeps } from "./settle.js";
 
 /** A root already stored answers (replay, `in_progress`, ...) or conflicts, before anything else runs. */
 async function existingView(
@@ -29,13 +26,6 @@ async function existingView(
   if (!record) return undefined;
   if (record.binding !== request.binding) throw new ConversationConflictError(rootKey);
   return (await readRoot(config, request.scope, rootKey)) ?? undefined;
-}
-
-/** What a turn runs with: the configuration, the engine, the events API. */
-export interface TurnDeps {
-  readonly config: ResolvedConfig;
-  readonly engine: Engine;
-  readonly events: EventsApi;
 }
 
 /**
@@ -51,6 +41,12 @@ export async function execute(
   const { clock } = config;
   const { rootKey, binding, signal } = request;
   const seen = await existingView(config, request);
+  // The original key of a parked turn goes on with it once it is ready (its asks decided or expired).
+  if (seen?.status === "awaiting_approval")
+    return resumeParked(deps, request.scope, rootKey, {
+      ...(signal ? { signal } : {}),
+      ...(outputs ? { outputs } : {}),
+    });
   if (seen) return seen;
   let choice: ModelChoice;
   try {
@@ -79,13 +75,6 @@ export async function execute(
   }
 }
 
-interface Admitted extends TurnRef {
-  readonly deadlineAt: number;
-  readonly choice: ModelChoice;
-  readonly signal: AbortSignal | undefined;
-  readonly outputs: StepOutputs | undefined;
-}
-
 async function runAdmitted(
   config: ResolvedConfig,
   engine: Engine,
@@ -109,101 +98,10 @@ async function runAdmitted(
     return uncertain(config, a, "session_load");
   }
   const outputs = a.outputs ?? new StepOutputs(config, request, a.rootKey);
-  const grant = request.toolProfile ? config.profiles?.[request.toolProfile] : undefined;
   const outcome: TurnOutcome = await engine.runTurn({
-    scope: request.scope,
-    sessionId: request.sessionId,
-    rootKey: a.rootKey,
-    turnId: a.rootKey,
-    admissionId: a.admissionId,
-    history,
-    ...(history !== log ? { log } : {}),
-    revision,
+    ...engineInput(config, request, a, { log, history, revision }, outputs),
     input: content.blocks,
     ...(content.meta ? { inputMeta: content.meta } : {}),
-    intent: request.intent,
-    choice: a.choice,
-    ...(request.trigger ? { trigger: request.trigger } : {}),
-    ...(grant ? { grant } : {}),
-    ...(request.maxCalls < config.maxCalls ? { maxCalls: request.maxCalls } : {}),
-    ...(config.facts ? { facts: config.facts } : {}),
-    ...(a.signal ? { signal: a.signal } : {}),
-    deadlineAt: a.deadlineAt,
-    // The root's deadline and the invocation's timeout are the same instant here: the admission's.
-    answerByAt: answerByAt(config.runTimeoutMs, a.deadlineAt),
-    sink: outputs.sink,
   });
-  if (outcome.status === "not_admitted") return uncertain(config, a, "loop");
-  if (outcome.status === "reconciliation_required") return uncertain(config, a, outcome.cause);
-  // The runner's engines never park yet (`asks` stays "wait"): a park here is a broken invariant.
-  if (outcome.status === "awaiting_approval") return uncertain(config, a, "loop");
-  const stored = await outputs.drain();
-  if (!stored) return uncertain(config, a, "result_store");
-  return complete(config, request, a, outcome.messages, outcome.result);
-}
-
-async function complete(
-  config: ResolvedConfig,
-  request: NormalizedRequest,
-  a: Admitted,
-  messages: readonly Msg[],
-  result: TurnResult,
-): Promise<ConversationView> {
-  const { stores, clock } = config;
-  // A released refusal recorded nothing, the input included: there is no batch to append.
-  if (messages.length > 0) {
-    try {
-      await stores.sessions.append(request.scope, request.sessionId, messages, {
-        admissionId: a.admissionId,
-        now: clock.now(),
-      });
-    } catch (error) {
-      return uncertain(
-        config,
-        a,
-        error instanceof ScopeFencedError ? "scope_fenced" : "session_append",
-      );
-    }
-  }
-  const envelope: FinalEnvelope = { version: config.resultContractVersion, result };
-  if (utf8Length(JSON.stringify(envelope)) > config.maxResultChars)
-    return uncertain(config, a, "result_store");
-  try {
-    await stores.rootResults.put(request.scope, a.rootKey, envelope as never, clock.now(), {
-      admissionId: a.admissionId,
-    });
-    const back = await stores.rootResults.get(request.scope, a.rootKey, clock.now());
-    if (back?.state !== "stored") return uncertain(config, a, "root_store");
-  } catch (error) {
-    return uncertain(config, a, error instanceof ScopeFencedError ? "scope_fenced" : "root_store");
-  }
-  try {
-    const finished = await stores.admissions.finish(request.scope, a.admissionId);
-    if (finished?.state !== "finished") {
-      const current = await stores.admissions.get(request.scope, a.admissionId);
-      if (current?.state !== "finished") return uncertain(config, a, "admission_store");
-    }
-  } catch {
-    const current = await stores.admissions
-      .get(request.scope, a.admissionId)
-      .catch(() => undefined);
-    if (current?.state !== "finished") return uncertain(config, a, "admission_store");
-  }
-  return { status: "completed", rootKey: a.rootKey, replayed: false, result };
-}
-
-/** An erased session takes no new turn: the session is freed, then erased again (the reservation and the admission go). */
-async function refuseErased(
-  config: ResolvedConfig,
-  request: NormalizedRequest,
-  a: Admitted,
-): Promise<ConversationView> {
-  const { stores } = config;
-  try {
-    await stores.admissions.finish(request.scope, a.admissionId);
-    await eraseSession(config, request.scope, request.sessionId);
-  } catch {
-    return uncertain(config, a, "session_load");
-  }
-  return { status: "unavailable", rootKey: a.rootKey };
+  return settleRun(config, request, a, outcome, outputs);
 }

@@ -111,7 +111,7 @@ export function setup(opts: SetupOptions = {}) {
 
 /** `setup` with one store wrapped by `faulty`, returned beside the turn harness. */
 export function withFaulty<
-  K extends Exclude<keyof ConversationStores, "barrier" | "unit" | "usageInbox">,
+  K extends Exclude<keyof ConversationStores, "barrier" | "unit" | "usageInbox" | "parked">,
 >(key: K, opts: SetupOptions = {}) {
   let store!: ReturnType<typeof faulty<ConversationStores[K]>>;
   const t = setup({

@@ -5,6 +5,7 @@ export type AlmaErrorCode =
   | "audit_failed"
   | "call_refused_cap"
   | "call_refused_unpriced"
+  | "ask_refused"
   | "conversation_conflict"
   | "delegation_refused"
   | "duplicate_event"

@@ -67,6 +67,7 @@ export {
   isTrailShaped,
   processTrailKey,
   resolveTrailKey,
+  askTokenMac,
   sessionPseudonym,
   TRAIL_KEY_MIN_BYTES,
   TRAIL_VALUE_MAX,

@@ -47,6 +47,14 @@ export interface ToolConfig {
    * or a person wrote (a patient's name).
    */
   readonly nonSensitiveTrail?: boolean;
+  /**
+   * Declares that running the handler twice with the same `ctx.effectKey` has the effect of running
+   * it once (the tool makes its outside effect idempotent by that key). A turn whose process died
+   * between the handler's start and its recorded result re-runs a replay-safe tool with the same
+   * key; for any other tool it ends `reconciliation_required` and the handler never runs again.
+   * Default `false`.
+   */
+  readonly replaySafe?: boolean;
   readonly handler: ToolHandler;
 }
 
@@ -63,6 +71,8 @@ export interface ToolDefinition {
   readonly access?: (input: JsonObject) => ToolAccess;
   /** Whether the trails may record its subject and resource verbatim (see `ToolConfig.nonSensitiveTrail`). */
   readonly nonSensitiveTrail: boolean;
+  /** Whether a run cut by a crash may run again with the same effect key (see `ToolConfig.replaySafe`). */
+  readonly replaySafe: boolean;
   readonly handler: ToolHandler;
 }
 
@@ -136,12 +146,10 @@ export function defineTool(config: ToolConfig): ToolDefinition {
       );
     }
   }
-  if (config.nonSensitiveTrail !== undefined && typeof config.nonSensitiveTrail !== "boolean") {
-    throw new ValidationError(
-      `${where}.nonSensitiveTrail`,
-      "boolean",
-      `${where}: nonSensitiveTrail must be a boolean`,
-    );
+  for (const key of ["nonSensitiveTrail", "replaySafe"] as const) {
+    if (config[key] !== undefined && typeof config[key] !== "boolean") {
+      throw new ValidationError(`${where}.${key}`, "boolean", `${where}: ${key} must be a boolean`);
+    }
   }
   const validator = compileSchema(config.input, `${where}.input`);
   const definition: ToolDefinition = {
@@ -155,6 +163,7 @@ export function defineTool(config: ToolConfig): ToolDefinition {
     authorize: config.authorize ?? (() => ({ action: name, subject: "*" })),
     ...(config.access ? { access: config.access } : {}),
     nonSensitiveTrail: config.nonSensitiveTrail === true,
+    replaySafe: config.replaySafe === true,
     handler: config.handler,
   };
   return Object.freeze(definition);

@@ -199,3 +199,15 @@ export function erasedSessionKeyedMark(
   validateId("sessionId", sessionId);
   return `e2_${mac(key, "erased", scope, sessionId)}`;
 }
+
+/**
+ * The MAC of a parked ask's decision token (issue 25): 128 bits of HMAC-SHA256 with the
+ * deployment's trail key, bound to the scope and the token's payload (ask id, digest, expiry).
+ */
+export function askTokenMac(
+  key: TrailKey | TrailKeyMaterial,
+  scope: Scope,
+  payload: string,
+): string {
+  return mac(key, "ask_token", scope, payload);
+}

@@ -6,7 +6,7 @@ import { type ErrorCode, HttpError } from "./errors.js";
 
 /** What a client sees of a turn: text only, the host's own notice when there is no usable answer. */
 export interface TurnBody {
-  readonly status: "completed" | "in_progress" | "reconciliation_required";
+  readonly status: "completed" | "in_progress" | "reconciliation_required" | "awaiting_approval";
   readonly rootKey: string;
   readonly replayed?: boolean;
   /** The reply's text blocks, joined; never reasoning, tool payloads or the envelope. */
@@ -20,6 +20,13 @@ export interface TurnBody {
   readonly terminalReason?: string;
   readonly costUsd?: string;
   readonly warnings?: readonly string[];
+  /** A parked turn's undecided asks, content-free (no input, no decision token). */
+  readonly asks?: readonly {
+    readonly askId: string;
+    readonly tool: string;
+    readonly expiresAt: number;
+  }[];
+  readonly expiresAt?: number;
 }
 
 export function replyText(blocks: readonly Block[]): string {
@@ -47,6 +54,8 @@ const NOTICES = {
     "The assistant cannot help with this message. A member of the clinic team will follow up.",
   failedCall:
     "The assistant could not reach its model for this message. Please try again in a minute.",
+  awaiting:
+    "A member of the clinic team needs to approve this before the assistant goes on. You will get the answer here.",
   uncertain:
     "We could not confirm what happened with this message. The clinic team has been alerted; please do not send it again.",
 } as const;
@@ -111,6 +120,17 @@ export function viewResponse(view: ConversationView): { status: number; body: Tu
       return { status: 200, body: completedBody(view) };
     case "in_progress":
       return { status: 202, body: { status: "in_progress", rootKey: view.rootKey } };
+    case "awaiting_approval":
+      return {
+        status: 202,
+        body: {
+          status: "awaiting_approval",
+          rootKey: view.rootKey,
+          notice: NOTICES.awaiting,
+          asks: view.asks.map((a) => ({ askId: a.askId, tool: a.tool, expiresAt: a.expiresAt })),
+          expiresAt: view.expiresAt,
+        },
+      };
     case "reconciliation_required":
       return {
         status: 200,
@@ -137,7 +157,7 @@ const NOT_ADMITTED: Record<"cancelled" | "deadline", [ErrorCode, string]> = {
 export function viewError(
   view: Exclude<
     ConversationView,
-    { status: "completed" | "in_progress" | "reconciliation_required" }
+    { status: "completed" | "in_progress" | "reconciliation_required" | "awaiting_approval" }
   >,
 ): HttpError {
   const table: Record<typeof view.status, [ErrorCode, string]> = {

@@ -1,0 +1,182 @@
+import {
+  type Block,
+  type JsonValue,
+  type ParkedTurn,
+  type ParkedTurnStore,
+  type Scope,
+  ScopeFencedError,
+} from "@alma-harness/core";
+import { type AskDecision, readContinuation, type TurnOutcome } from "@alma-harness/loop";
+import type { ResolvedConfig } from "./config.js";
+import { renderEvents } from "./render.js";
+import { awaitingView, parkingOf, readParkedRecord } from "./parking.js";
+import { readRoot } from "./read.js";
+import { StepOutputs } from "./step-outputs.js";
+import {
+  type Admitted,
+  engineInput,
+  type RunSubject,
+  refuseErased,
+  type SessionRead,
+  settleRun,
+  type TurnDeps,
+} from "./settle.js";
+import { uncertain } from "./uncertain.js";
+import type { ConversationView } from "./views.js";
+
+/** What the kernel answers for an ask nobody decided before its expiry (never a person's). */
+const EXPIRED: AskDecision = Object.freeze({ allowed: false, by: "kernel", reason: "ask_expired" });
+
+/** Whether a parked turn can go on now: every ask decided, or its expiry passed (the kernel denies the rest). */
+export function ready(turn: ParkedTurn | undefined, now: number): boolean {
+  if (!turn) return false;
+  if (turn.state === "resuming") return true;
+  return now >= turn.expiresAt || turn.asks.every((a) => a.decision !== undefined);
+}
+
+/**
+ * Goes on with a parked turn in this process, when it can: claims it under a fresh admission
+ * (exactly one claimant wins; the others read the root as it is), then runs the decided calls and
+ * the rest of the turn (`engine.resumeTurn`). A turn whose resumed run died is claimed again after
+ * its run's deadline: it runs again only when every approved call's tool is replay-safe, else it
+ * ends `reconciliation_required` (cause `tool:<name>`) and no handler runs twice.
+ */
+export async function resumeParked(
+  deps: TurnDeps,
+  scope: Scope,
+  rootKey: string,
+  opts: { readonly signal?: AbortSignal; readonly outputs?: StepOutputs } = {},
+): Promise<ConversationView> {
+  const { config } = deps;
+  const parked = parkingOf(config);
+  const now = config.clock.now();
+  const turn = parked ? await parked.get(scope, rootKey) : undefined;
+  if (!parked || !turn || !ready(turn, now)) return answer(config, scope, rootKey, turn);
+  const admissionId = config.ids.next("adm");
+  const deadlineAt = now + config.runTimeoutMs;
+  const claim = await claimOnce(parked, { scope, rootKey, admissionId, now, deadlineAt });
+  if (claim?.status !== "claimed") return answer(config, scope, rootKey);
+  const record = readParkedRecord(claim.turn.continuation);
+  const subject: RunSubject = { ...record.request, scope, sessionId: claim.turn.sessionId };
+  const loop = readContinuation(record.loop);
+  const a: Admitted = {
+    scope,
+    sessionId: claim.turn.sessionId,
+    rootKey,
+    admissionId,
+    deadlineAt,
+    choice: loop.choice,
+    signal: opts.signal,
+    outputs: opts.outputs,
+    resumed: true,
+  };
+  if (claim.from === "resuming") {
+    const unsafe = unsafeReplays(config, claim.turn);
+    if (unsafe) {
+      await parked.done(scope, rootKey, admissionId).catch(() => false);
+      return uncertain(config, a, `tool:${unsafe}`);
+    }
+  }
+  return runResume(deps, subject, a, claim.turn, record.loop);
+}
+
+async function runResume(
+  deps: TurnDeps,
+  subject: RunSubject,
+  a: Admitted,
+  turn: ParkedTurn,
+  loop: JsonValue,
+): Promise<ConversationView> {
+  const { config, engine } = deps;
+  let session: SessionRead;
+  try {
+    const view = await config.stores.sessions.load(subject.scope, subject.sessionId);
+    if (view.erased) return await refuseErased(config, subject, a);
+    const history = renderEvents(view.messages, config.eventLabels);
+    session = { log: view.messages, history, revision: view.revision };
+  } catch {
+    return uncertain(config, a, "session_load");
+  }
+  const outputs = a.outputs ?? new StepOutputs(config, subject, a.rootKey);
+  const decisions: Record<string, AskDecision> = {};
+  for (const ask of turn.asks) decisions[ask.askId] = decisionOf(ask.decision);
+  let outcome: TurnOutcome;
+  try {
+    outcome = await engine.resumeTurn(
+      {
+        ...engineInput(config, subject, a, session, outputs),
+        input: firstInput(loop),
+      },
+      loop,
+      decisions,
+    );
+  } catch {
+    // The stored continuation no longer fits (another runtime's record, a moved session): nothing ran.
+    return uncertain(config, a, "continuation");
+  }
+  return settleRun(config, subject, a, outcome, outputs);
+}
+
+function decisionOf(recorded: ParkedTurn["asks"][number]["decision"]): AskDecision {
+  if (!recorded) return EXPIRED;
+  return Object.freeze({
+    allowed: recorded.allowed,
+    by: recorded.by,
+    ...(recorded.reason !== undefined ? { reason: recorded.reason } : {}),
+  });
+}
+
+/** The turn's input blocks, as the loop recorded them (its first user message). */
+function firstInput(loop: JsonValue): readonly Block[] {
+  const messages = readContinuation(loop).messages;
+  const first = messages.find((m) => m.message.role === "user");
+  return first?.message.blocks ?? [{ type: "text", text: "" }];
+}
+
+/** The first approved call whose tool is not replay-safe, by tool name (none: the run may go again). */
+function unsafeReplays(config: ResolvedConfig, turn: ParkedTurn): string | undefined {
+  const tools = new Map((config.tools ?? []).map((t) => [t.name, t]));
+  for (const ask of turn.asks)
+    if (ask.decision?.allowed && tools.get(ask.tool)?.replaySafe !== true) return ask.tool;
+  return undefined;
+}
+
+/** A claim, or none when it throws (the fence and the store answer through the root's read). */
+async function claimOnce(
+  parked: ParkedTurnStore,
+  input: Parameters<ParkedTurnStore["claim"]>[0],
+): Promise<Awaited<ReturnType<ParkedTurnStore["claim"]>> | undefined> {
+  try {
+    return await parked.claim(input);
+  } catch (error) {
+    if (error instanceof ScopeFencedError) throw error;
+    return undefined;
+  }
+}
+
+/** The root as it reads now: a parked turn that cannot go on yet answers `awaiting_approval`. */
+async function answer(
+  config: ResolvedConfig,
+  scope: Scope,
+  rootKey: string,
+  turn?: ParkedTurn,
+): Promise<ConversationView> {
+  if (turn?.state === "parked") return awaitingView(turn);
+  return (await readRoot(config, scope, rootKey)) ?? { status: "reconciliation_required", rootKey };
+}
+
+/**
+ * The maintenance tick's part: every parked turn due now (its asks expired, or its resumed run
+ * dead) goes on, one at a time, oldest expiry first; returns the views they came to.
+ */
+export async function resumeDue(
+  deps: TurnDeps,
+  scope?: Scope,
+): Promise<readonly ConversationView[]> {
+  const parked = parkingOf(deps.config);
+  if (!parked) return [];
+  const due = await parked.due({ now: deps.config.clock.now(), ...(scope ? { scope } : {}) });
+  const views: ConversationView[] = [];
+  for (const turn of due) views.push(await resumeParked(deps, turn.scope, turn.rootKey));
+  return views;
+}
