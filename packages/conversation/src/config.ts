@@ -149,6 +149,15 @@ export interface ConversationConfig extends EngineOptions {
    * undecided (`ask_expired`) and the turn goes on. Parked time never counts against `runTimeoutMs`.
    */
   readonly approvalTtlMs?: number;
+  /**
+   * Wraps every run that goes on with a parked turn (after its claim), in whichever call started
+   * it (`resolveAsk`, `resume`, the maintenance tick, the original key): a host that tracks its live
+   * turns registers the resumed one here. It must call `run` once and return its promise.
+   */
+  readonly aroundResume?: (
+    turn: { readonly scope: Scope; readonly sessionId: string; readonly rootKey: string },
+    run: () => Promise<unknown>,
+  ) => Promise<unknown>;
   readonly clock?: Clock;
   readonly ids?: IdSource;
 }

@@ -18,6 +18,7 @@ export {
   type ScopeFenceTarget,
 } from "@alma-harness/core";
 export type { ResolveAskRequest, ResolveAskResult } from "./asks.js";
+export type { ParkedAskView } from "./parking.js";
 export {
   ASK_REFUSALS,
   type AskRefusal,

@@ -1,6 +1,7 @@
 import {
   dataFields,
   type JsonValue,
+  type ParkedTurn,
   type ParkedTurnStore,
   type ParkedTurnSummary,
   type RoutingIntent,
@@ -8,7 +9,7 @@ import {
   type Scope,
   ValidationError,
 } from "@alma-harness/core";
-import type { PendingAsk, TurnOutcome } from "@alma-harness/loop";
+import { type PendingAsk, readContinuation, type TurnOutcome } from "@alma-harness/loop";
 import type { ResolvedConfig } from "./config.js";
 import { type TurnRef, uncertain } from "./uncertain.js";
 import type { AwaitingAsk, ConversationView } from "./views.js";
@@ -129,4 +130,54 @@ export async function parkedOf(
 ): Promise<Awaited<ReturnType<ParkedTurnStore["get"]>>> {
   const parked = parkingOf(config);
   return parked ? await parked.get(scope, rootKey) : undefined;
+}
+
+/**
+ * One undecided ask of a parked turn as an operator's listing shows it: where it waits, what it
+ * asks (the call's arguments, as the model wrote them: for the operator only, never the patient),
+ * its digest and its expiry.
+ */
+export interface ParkedAskView extends AwaitingAsk {
+  readonly scope: Scope;
+  readonly sessionId: string;
+  readonly rootKey: string;
+  /** The call's arguments parsed (a string when they are not JSON). */
+  readonly input: JsonValue;
+  readonly parkedAt: number;
+}
+
+/** The undecided asks of a parked turn, with their calls' arguments from its continuation. */
+export function askViews(turn: ParkedTurn): readonly ParkedAskView[] {
+  if (turn.state !== "parked") return [];
+  let calls: readonly { readonly id: string; readonly arguments: string }[] = [];
+  try {
+    const next = readContinuation(readParkedRecord(turn.continuation).loop).next;
+    if (next.kind === "run_tools") calls = next.calls;
+  } catch {
+    // a record this runtime cannot read shows its asks without their arguments
+  }
+  return turn.asks
+    .filter((a) => !a.decision)
+    .map((a) => ({
+      askId: a.askId,
+      callId: a.callId,
+      tool: a.tool,
+      action: a.action,
+      digest: a.digest,
+      expiresAt: turn.expiresAt,
+      scope: turn.scope,
+      sessionId: turn.sessionId,
+      rootKey: turn.rootKey,
+      input: parsed(calls.find((c) => c.id === a.callId)?.arguments),
+      parkedAt: turn.parkedAt,
+    }));
+}
+
+function parsed(text: string | undefined): JsonValue {
+  if (text === undefined) return null;
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch {
+    return text;
+  }
 }

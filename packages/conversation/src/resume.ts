@@ -77,7 +77,16 @@ export async function resumeParked(
       return uncertain(config, a, `tool:${unsafe}`);
     }
   }
-  return runResume(deps, subject, a, claim.turn, record.loop);
+  const run = () => runResume(deps, subject, a, claim.turn, record.loop);
+  const around = config.aroundResume;
+  if (!around) return run();
+  let view: ConversationView | undefined;
+  await around({ scope, sessionId: a.sessionId, rootKey }, async () => {
+    view = await run();
+    return view;
+  });
+  // A wrapper that never ran the resume broke its contract: the turn stays claimed until its deadline.
+  return view ?? { status: "in_progress", rootKey };
 }
 
 async function runResume(

@@ -1,6 +1,5 @@
 import type {
   ErasureReport,
-  ParkedTurnSummary,
   Scope,
   ScopeFence,
   ScopeFenceReason,
@@ -32,7 +31,8 @@ import {
   type ResolveAskRequest,
   type ResolveAskResult,
 } from "./asks.js";
-import { parkingOf } from "./parking.js";
+import { findAsk, parkedAsks } from "./ask-list.js";
+import { type ParkedAskView, parkingOf } from "./parking.js";
 import { readRoot } from "./read.js";
 import { resumeDue, resumeParked } from "./resume.js";
 import { type ConversationStream, streamConversation } from "./stream.js";
@@ -95,14 +95,30 @@ export interface ConversationRunner {
   resolveAsk(
     request: ResolveAskRequest,
   ): Promise<ResolveAskResult & { readonly view: ConversationView }>;
+  /**
+   * `resolveAsk`'s first half: records the decision (the same refusals) and says whether the turn
+   * is ready to go on; the host then calls `resume` (in the background, in any process).
+   */
+  decideAsk(request: ResolveAskRequest): Promise<ResolveAskResult & { readonly ready: boolean }>;
+  /**
+   * Goes on with a parked turn once it is ready (every ask decided, or expired): exactly one
+   * caller across processes claims it; the others read the root (`in_progress`,
+   * `awaiting_approval`, or the settled view).
+   */
+  resume(scope: Scope, rootKey: string): Promise<ConversationView>;
   /** A decision token for a parked ask of the scope (see `askTokenOf`); undefined when no such ask waits. */
   askToken(scope: Scope, askId: string): Promise<string | undefined>;
-  /** The scope's (or org's) parked turns, content-free, oldest first, with their asks and expiry. */
-  parkedTurns(input: {
+  /**
+   * The undecided asks of an org's (or one scope's) parked turns, oldest park first, each with its
+   * call's arguments, digest and expiry: an operator's listing, read from the store.
+   */
+  parkedAsks(input: {
     readonly org: string;
     readonly uid?: string;
     readonly limit?: number;
-  }): Promise<readonly ParkedTurnSummary[]>;
+  }): Promise<readonly ParkedAskView[]>;
+  /** One undecided ask by id, in whichever scope it waits (an operator's route names only the ask). */
+  findAsk(askId: string): Promise<ParkedAskView | undefined>;
   /**
    * Goes on with every parked turn due now (asks expired: the kernel denies them; a resumed run
    * that died), oldest expiry first; `releaseExpired` runs it first. Returns the views.
@@ -170,6 +186,11 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
       const view = await inUnit(config, () => resumeParked(deps, turn.scope, turn.rootKey));
       return { ...result, view };
     },
+    decideAsk: async (request) => {
+      const { result, turn } = await recordDecision(config, request);
+      return { ...result, ready: turn.asks.every((a) => a.decision !== undefined) };
+    },
+    resume: (scope, rootKey) => inUnit(config, () => resumeParked(deps, scope, rootKey)),
     askToken: async (scope, askId) => {
       const turn = (await parkingOf(config)?.find(askId))?.find(
         (t) => t.scope.org === scope.org && t.scope.uid === scope.uid && t.state === "parked",
@@ -179,7 +200,8 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
         ? askTokenOf(config, turn.scope, { ...ask, expiresAt: turn.expiresAt })
         : undefined;
     },
-    parkedTurns: async (input) => (await parkingOf(config)?.list(input)) ?? [],
+    parkedAsks: (input) => parkedAsks(config, input),
+    findAsk: (askId) => findAsk(config, askId),
     resumeDue: (scope) => resumeDue(deps, scope),
     releaseExpiredEvents: (request) => releaseExpiredEvents(config, request),
     fenceScope: async (request) =>

@@ -17,6 +17,8 @@ function booking(opts: { replaySafe?: boolean; hang?: () => boolean } = {}) {
     name: "book",
     description: "Books a slot.",
     input: { type: "object", properties: { slot: { type: "string" } }, required: ["slot"] },
+    // One slot per approval: an approved ask grants its run that slot, not every booking.
+    authorize: (input) => ({ action: "write", subject: `slot:${String(input.slot)}` }),
     ...(opts.replaySafe ? { replaySafe: true } : {}),
     handler: (input, ctx: ToolContext) => {
       runs.push({ slot: String(input.slot), effectKey: ctx.effectKey });
@@ -70,6 +72,17 @@ describe("a conversation turn parks on a permission ask (asks: park)", () => {
       "awaiting_approval",
     );
     const [ask] = view.asks;
+    // An operator's listing, from the store: the call's arguments, digest and expiry.
+    expect(await t.runner.parkedAsks({ org: SCOPE.org })).toEqual([
+      expect.objectContaining({
+        askId: ask?.askId,
+        rootKey: view.rootKey,
+        sessionId: "s1",
+        input: { slot: "mon-9" },
+        expiresAt: view.expiresAt,
+      }),
+    ]);
+    expect((await t.runner.findAsk(ask?.askId as string))?.scope).toEqual(SCOPE);
     const resolved = await t.runner.resolveAsk({
       scope: SCOPE,
       askId: ask?.askId as string,
@@ -84,7 +97,7 @@ describe("a conversation turn parks on a permission ask (asks: park)", () => {
       false,
     ]);
     // The session is free again, and the parked record is gone.
-    expect(await t.runner.parkedTurns({ org: SCOPE.org })).toEqual([]);
+    expect(await t.runner.parkedAsks({ org: SCOPE.org })).toEqual([]);
     expect((await t.runner.runTurn(t.request("k3", "thanks"))).status).not.toBe("busy");
   });
 
@@ -245,6 +258,45 @@ describe("a conversation turn parks on a permission ask (asks: park)", () => {
     expect(after?.status).toBe("completed");
     expect(b.runs).toHaveLength(2);
     expect(b.runs[1]?.effectKey).toBe(b.runs[0]?.effectKey);
+  });
+
+  it("decideAsk records and says when the turn is ready; resume goes on with it inside aroundResume", async () => {
+    const b = booking();
+    const wrapped: string[] = [];
+    const t = setup({
+      tools: [b.tool],
+      script: [
+        scriptedToolCall([bookCall("c1", "mon-9"), bookCall("c2", "tue-9")], { text: "Booking." }),
+        scriptedText("Booked both."),
+      ],
+      config: {
+        permissions: bookingAsks,
+        asks: "park",
+        aroundResume: async (turn, run) => {
+          wrapped.push(turn.rootKey);
+          return run();
+        },
+      },
+    });
+    // Calls run in order: the turn parks on the first ask, the second call not yet asked.
+    const view = awaiting(await t.runner.runTurn(t.request("k1")));
+    expect(view.asks.map((a) => a.callId)).toEqual(["c1"]);
+    const decide = (askId: string) =>
+      t.runner.decideAsk({ scope: SCOPE, askId, decision: "approve", by: "nurse-ana" });
+    // Not decided yet: a resume reads the park and claims nothing.
+    expect((await t.runner.resume(SCOPE, view.rootKey)).status).toBe("awaiting_approval");
+    expect(wrapped).toEqual([]);
+    expect((await decide(view.asks[0]?.askId as string)).ready).toBe(true);
+    // The resumed run books c1, then parks again on c2's ask, under its own admission.
+    const again = awaiting(await t.runner.resume(SCOPE, view.rootKey));
+    expect(again.asks.map((a) => a.callId)).toEqual(["c2"]);
+    expect(b.runs.map((r) => r.slot)).toEqual(["mon-9"]);
+    expect((await t.runner.runTurn(t.request("k2", "hello"))).status).toBe("busy");
+    expect((await decide(again.asks[0]?.askId as string)).ready).toBe(true);
+    expect((await t.runner.resume(SCOPE, view.rootKey)).status).toBe("completed");
+    expect(wrapped).toEqual([view.rootKey, view.rootKey]);
+    expect(t.model.calls).toBe(2);
+    expect(b.runs.map((r) => r.slot)).toEqual(["mon-9", "tue-9"]);
   });
 
   it('asks: "park" needs a parked-turn store; approvalTtlMs is bounded', () => {
