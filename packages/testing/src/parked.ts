@@ -399,6 +399,23 @@ function listingTests(t: TestApi, test: Declare): void {
     t.expect(summary && "continuation" in summary).toBe(false);
   });
 
+  test("due lists a park whose every ask is decided before its expiry (its resume may have died unstarted)", async (fx) => {
+    await admit(fx, "a1");
+    await fx.parked.park(parkOf({ asks: [askOf(1), askOf(2)] }));
+    const decide = (n: number) =>
+      fx.parked.decide({
+        scope: SCOPE_A,
+        askId: askIdOf(n),
+        digest: digestOf(n),
+        decision: OPERATOR,
+        now: T0 + 20,
+      });
+    await decide(1);
+    t.expect(await fx.parked.due({ now: T0 + 30 })).toEqual([]);
+    await decide(2);
+    t.expect((await fx.parked.due({ now: T0 + 30 })).map((d) => d.rootKey)).toEqual(["root-1"]);
+  });
+
   test("list pages an org's (or one scope's) parked turns without their continuations; find locates an ask across scopes", async (fx) => {
     await admit(fx, "a1");
     await fx.parked.park(parkOf());

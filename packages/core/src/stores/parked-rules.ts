@@ -224,9 +224,14 @@ export function claimableFrom(
   return holder.deadlineAt <= now ? "resuming" : undefined;
 }
 
-/** Whether a maintenance tick must go on with the turn at `now`. */
+/**
+ * Whether a maintenance tick must go on with the turn at `now`: a park whose asks are all decided
+ * (the process that recorded the last one may have died before it resumed) or expired, or a
+ * resuming turn whose run's deadline passed.
+ */
 export function isDue(turn: ParkedTurnSummary, holderDeadlineAt: number, now: number): boolean {
-  return turn.state === "parked" ? turn.expiresAt <= now : holderDeadlineAt <= now;
+  if (turn.state === "resuming") return holderDeadlineAt <= now;
+  return turn.expiresAt <= now || turn.asks.every((a) => a.decision !== undefined);
 }
 
 /** A parked turn's summary (its continuation left out), frozen. */

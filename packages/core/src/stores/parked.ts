@@ -148,8 +148,9 @@ export type ClaimResumeResult =
  *   `ScopeFencedError`; an admission id that exists throws `ConflictError`.
  * - `done` removes the turn when its holding run ended (by that admission only); it says whether
  *   it removed one.
- * - `due` lists the turns a maintenance tick must go on with: `parked` at or after their expiry,
- *   and `resuming` ones whose admission's deadline passed; oldest expiry first.
+ * - `due` lists the turns a maintenance tick must go on with: `parked` ones at or after their
+ *   expiry or with every ask decided, and `resuming` ones whose admission's deadline passed; oldest
+ *   expiry first.
  * - `list` pages the summaries of an org (or one scope), oldest park first; `find` locates an ask
  *   id across scopes (an operator's route names only the ask).
  * - Erasure removes a session's (a scope's) parked turns with the rest of its rows.
