@@ -4,7 +4,6 @@ import {
   recallEvent,
   SCOPE_A,
   settlementOf,
-  parkedTurnStoreContract,
   storeContracts,
 } from "@alma-harness/testing";
 import { describe, expect, it } from "vitest";
@@ -28,7 +27,6 @@ const linked = () => {
 };
 storeContracts("memory", linked, t);
 governedWritesContract("memory", linked, t);
-parkedTurnStoreContract("memory", linked, t);
 
 describe("memory doubles beyond the contracts", () => {
   it("InMemoryCostSettlementStore moves the spend store it was given", async () => {

@@ -13,6 +13,7 @@ import {
   type ErasureReport,
   type MemoryErasure,
   normalizeScope,
+  type ParkedTurnStore,
   type ProfileStore,
   resolveTrailKey,
   type Scope,
@@ -71,6 +72,8 @@ export type RuntimeStores = ConversationStores & {
   readonly profiles: ProfileStore;
   /** The memory side of erasure alone; `erasure` (and so `runner.eraseSession`) covers memory already. */
   readonly memoryErasure: MemoryErasure;
+  /** Turns parked on permission asks (issue 25), beside `admissions`; `erasure` covers them. */
+  readonly parked: ParkedTurnStore;
 };
 
 /** A ready runner plus the maintenance calls a host runs on a timer. */

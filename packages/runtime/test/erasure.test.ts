@@ -54,6 +54,52 @@ function batchJobOf(scope: Scope, sessionId: string): ModelJob {
   };
 }
 
+/**
+ * A turn of the session parked on an ask (issue 25) whose continuation holds the session's canaries,
+ * then claimed by a run that ended: the parked row stays (`resuming`) while the session is free, and
+ * erasure must take it (and its ask) with the rest of the session.
+ */
+async function parkAndResume(rt: Runtime, scope: Scope, c: Canaries): Promise<void> {
+  const tag = c.sessionId.slice(-4);
+  const now = Date.UTC(2026, 0, 1, 2);
+  const turn = { scope, sessionId: c.sessionId, rootKey: `root-park-${tag}` };
+  await rt.stores.admissions.admit({
+    ...turn,
+    kind: "turn",
+    admissionId: `park-${tag}`,
+    now,
+    deadlineAt: now + 60_000,
+  });
+  await rt.stores.parked.park({
+    ...turn,
+    admissionId: `park-${tag}`,
+    continuation: {
+      messages: [{ role: "user", text: `Patient ${c.patient}, key ${c.apiKey}, ${c.mediaUri}` }],
+      query: c.query,
+    },
+    asks: [
+      {
+        askId: `ask_${tag.padStart(32, "0")}`,
+        callId: `call-${tag}`,
+        tool: c.tool,
+        action: "read",
+        digest: tag.padStart(64, "0"),
+      },
+    ],
+    now: now + 1,
+    expiresAt: now + 3_600_000,
+  });
+  const claimed = await rt.stores.parked.claim({
+    scope,
+    rootKey: turn.rootKey,
+    admissionId: `resume-${tag}`,
+    now: now + 2,
+    deadlineAt: now + 60_000,
+  });
+  expect(claimed.status).toBe("claimed");
+  await rt.stores.admissions.finish(scope, `resume-${tag}`);
+}
+
 /** The runner every fixture builds: one registered tool, `lookup`, answering with the current session's patient and media URI. */
 /** What the fixture's tool handler knows: the session being seeded, and an erasure to run mid-turn. */
 interface Current {
@@ -193,6 +239,7 @@ async function fixture(
         owner: "host-1",
         at: Date.UTC(2026, 0, 1, 1),
       });
+      await parkAndResume(rt, scope, c);
       // A grouped store set commits the put at its next durability point: the scan reads from outside.
       await rt.stores.barrier?.commit();
     },

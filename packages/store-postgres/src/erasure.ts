@@ -8,6 +8,7 @@ import {
 import { scopeKey } from "@alma-harness/core/stores";
 import type { Conn } from "./db.js";
 import { eraseMemoryRows } from "./memory.js";
+import { eraseParkedRows } from "./parked.js";
 import type { Queryable } from "./pg.js";
 
 /** One session as the statements erase it: its id, its tombstone mark, the audit trail's stored value for it. */
@@ -151,6 +152,7 @@ export class PgErasure implements SessionErasure {
         // The scope's routines (their goals are its content) and their runs go with it.
         await tx.query("DELETE FROM routines WHERE scope = $1", [key]);
         await tx.query("DELETE FROM routine_runs WHERE scope = $1", [key]);
+        await eraseParkedRows(tx, key);
         await tx.query(
           "INSERT INTO sealed_label_scopes (scope) VALUES ($1) ON CONFLICT (scope) DO NOTHING",
           [key],
@@ -163,6 +165,9 @@ export class PgErasure implements SessionErasure {
   }
 
   async #erase(tx: Queryable, key: string, s: ErasedSession): Promise<number> {
+    // The session's parked turns first (their continuations hold its batch; asks go with them):
+    // the parked row before the admissions, the order a park and a claim lock them in.
+    await eraseParkedRows(tx, key, s.id);
     await eraseSessionRows(tx, key, s);
     await eraseLabelRows(tx, key, s);
     await eraseResultRows(tx, this.#tables.results, key, s);
@@ -180,7 +185,8 @@ export class PgErasure implements SessionErasure {
        UNION SELECT session_id FROM session_labels WHERE scope = $1 UNION SELECT session_id FROM settlements WHERE scope = $1
        UNION SELECT session_id FROM admissions WHERE scope = $1 UNION SELECT session_id FROM spend_sessions WHERE scope = $1
        UNION SELECT session_id FROM spend_reservations WHERE scope = $1 UNION SELECT session_id FROM execution WHERE scope = $1
-       UNION SELECT session_id FROM usage_inbox WHERE scope = $1 UNION SELECT session_id FROM model_job_items WHERE scope = $1 UNION SELECT session_id FROM routine_runs WHERE scope = $1`,
+       UNION SELECT session_id FROM usage_inbox WHERE scope = $1 UNION SELECT session_id FROM model_job_items WHERE scope = $1 UNION SELECT session_id FROM routine_runs WHERE scope = $1
+       UNION SELECT session_id FROM parked_turns WHERE scope = $1`,
       [key],
     );
     return rows.map((r) => r.id).filter((id) => !isErasedMark(id));

@@ -32,6 +32,7 @@ import { PgRoutineRunStore, PgRoutineStore } from "./routines.js";
 import { PgSessionStore } from "./sessions.js";
 import { PgCostSettlementStore, PgSpendStore } from "./settlements.js";
 import { PgModelJobStore } from "./model-jobs.js";
+import { PgParkedTurnStore } from "./parked.js";
 import { PgUsageInbox } from "./usage-inbox.js";
 import { PgEpisodeStore, PgMemoryErasure, PgProfileStore } from "./memory.js";
 
@@ -48,6 +49,7 @@ export {
 export { RECORD_VERSION } from "@alma-harness/core/stores";
 export { mapPgError } from "./pg.js";
 export { PgModelJobStore } from "./model-jobs.js";
+export { PgParkedTurnStore } from "./parked.js";
 export { PgUsageInbox } from "./usage-inbox.js";
 export { PgEpisodeStore, PgMemoryErasure, PgProfileStore } from "./memory.js";
 export { PgRoutineRunStore, PgRoutineStore } from "./routines.js";
@@ -80,6 +82,8 @@ export interface PostgresStoreOptions extends SchemaNames {
 
 /** Every store: step results in the main schema, root results in the root schema through the root pool. */
 export interface PostgresStores extends DurableStores {
+  /** Turns parked on permission asks, in the main schema beside the admissions they hold. */
+  readonly parked: PgParkedTurnStore;
   readonly schemas: { readonly schema: string; readonly rootSchema: string };
   /** `grouped` only: the durability point the runner calls before every effect (commits the current unit). */
   readonly barrier?: DurabilityBarrier;
@@ -150,6 +154,7 @@ export function buildStores(
   const execution = new PgExecutionStore(on, schemas.schema);
   return Object.freeze({
     admissions: new PgAdmissionStore(on, schemas.schema),
+    parked: new PgParkedTurnStore(on, schemas.schema),
     sessions: new PgSessionStore(on),
     execution,
     journal: execution,

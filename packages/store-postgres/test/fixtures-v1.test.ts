@@ -162,8 +162,9 @@ describe.skipIf(!DATABASE_URL)(
         { version: 7, name: "model_jobs", target: "main" },
         { version: 8, name: "routines", target: "main" },
         { version: 9, name: "memory", target: "main" },
+        { version: 10, name: "parked_turns", target: "main" },
       ]);
-      expect(loadMigrations().map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 7, 8, 9]);
+      expect(loadMigrations().map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 7, 8, 9, 10]);
       const after = await rowsOf(names);
       // Every table a later step added is empty; every v1 table holds what it held.
       for (const name of Object.keys(after).filter((k) => !(k in before)))

@@ -37,6 +37,8 @@ const STORES = [
   "labels",
   "usageInbox",
   "modelJobs",
+  "parked",
+  "erasure",
   "audit",
 ] as const;
 

@@ -8,6 +8,7 @@ import {
 import { scopeKey } from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
 import { eraseMemoryRows } from "./memory.js";
+import { eraseParkedRows } from "./parked.js";
 
 /** One session as the statements erase it: its id, its tombstone mark, the audit trail's stored value for it. */
 export interface ErasedSession {
@@ -102,7 +103,7 @@ function sessionsOf(db: SqliteDb, key: string): readonly string[] {
        UNION SELECT session_id FROM admissions WHERE scope = @key UNION SELECT session_id FROM spend_sessions WHERE scope = @key
        UNION SELECT session_id FROM spend_reservations WHERE scope = @key UNION SELECT session_id FROM usage_inbox WHERE scope = @key
        UNION SELECT session_id FROM model_job_items WHERE scope = @key
-       UNION SELECT session_id FROM routine_runs WHERE scope = @key
+       UNION SELECT session_id FROM routine_runs WHERE scope = @key UNION SELECT session_id FROM parked_turns WHERE scope = @key
        UNION SELECT json_extract(claim, '$.sessionId') FROM execution WHERE scope = @key`,
     )
     .all({ key }) as { id: string }[];
@@ -150,6 +151,7 @@ export class SqliteErasure implements SessionErasure {
       // The scope's routines (their goals are its content) and their runs go with it.
       this.#db.stmt("DELETE FROM routines WHERE scope = ?").run(key);
       this.#db.stmt("DELETE FROM routine_runs WHERE scope = ?").run(key);
+      eraseParkedRows(this.#db, key);
       this.#db
         .stmt("INSERT INTO sealed_label_scopes (scope) VALUES (?) ON CONFLICT (scope) DO NOTHING")
         .run(key);
@@ -178,6 +180,8 @@ export class SqliteErasure implements SessionErasure {
   }
 
   #erase(key: string, s: ErasedSession): number {
+    // The session's parked turns (their continuations hold its batch), their asks with them.
+    eraseParkedRows(this.#db, key, s.id);
     eraseSessionRows(this.#db, key, s);
     eraseLabelRows(this.#db, key, s);
     eraseResultRows(this.#db, "main.results", key, s);

@@ -17,11 +17,13 @@ import { SqliteSessionStore } from "./sessions.js";
 import { SqliteCostSettlementStore, SqliteSpendStore } from "./settlements.js";
 import { SqliteEpisodeStore, SqliteMemoryErasure, SqliteProfileStore } from "./memory.js";
 import { SqliteModelJobStore } from "./model-jobs.js";
+import { SqliteParkedTurnStore } from "./parked.js";
 import { SqliteUsageInbox } from "./usage-inbox.js";
 
 export { RECORD_VERSION } from "@alma-harness/core/stores";
 export { defaultRootPath, type SqliteStoreOptions } from "./db.js";
 export { SqliteModelJobStore } from "./model-jobs.js";
+export { SqliteParkedTurnStore } from "./parked.js";
 export { SqliteUsageInbox } from "./usage-inbox.js";
 export { SqliteEpisodeStore, SqliteMemoryErasure, SqliteProfileStore } from "./memory.js";
 export { SqliteRoutineRunStore, SqliteRoutineStore } from "./routines.js";
@@ -29,6 +31,8 @@ export { MAIN_MIGRATIONS, type Migration, ROOT_MIGRATIONS } from "./migrations.j
 
 /** Every store over one connection: step results in the main file, root results in the attached root-results file. */
 export interface SqliteStores extends DurableStores {
+  /** Turns parked on permission asks, in the main file beside the admissions they hold. */
+  readonly parked: SqliteParkedTurnStore;
   /** The durability point of `commits: "grouped"` (a no-op in `each` mode). */
   readonly barrier: DurabilityBarrier;
   /** Commits made by this connection so far (the benchmark reads it). */
@@ -47,6 +51,7 @@ export function createSqliteStores(options: SqliteStoreOptions): SqliteStores {
   const execution = new SqliteExecutionStore(db);
   return Object.freeze({
     admissions: new SqliteAdmissionStore(db),
+    parked: new SqliteParkedTurnStore(db),
     sessions: new SqliteSessionStore(db),
     execution,
     journal: execution,

@@ -291,6 +291,40 @@ CREATE VIRTUAL TABLE memory_facts_fts USING fts5(doc, content = '', contentless_
 INSERT INTO memory_facts_fts (memory_facts_fts, rank) VALUES ('secure-delete', 1);
 `,
   },
+  {
+    // Turns parked on permission asks (issue 25), one row per scope and root: the asks (content-free)
+    // and the continuation (the session batch: content) as JSON text of format `v`. `parked_asks`
+    // locates an ask id (`find` across scopes, `decide` within one) and goes with its turn.
+    version: 9,
+    name: "parked turns",
+    sql: `
+CREATE TABLE parked_turns (
+  scope TEXT NOT NULL,
+  root_key TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  admission_id TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('parked', 'resuming')),
+  v INTEGER NOT NULL,
+  asks TEXT NOT NULL,
+  continuation TEXT NOT NULL,
+  parked_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL,
+  runs INTEGER NOT NULL,
+  PRIMARY KEY (scope, root_key)
+) WITHOUT ROWID;
+CREATE INDEX parked_turns_session ON parked_turns (scope, session_id);
+CREATE INDEX parked_turns_order ON parked_turns (scope, parked_at, root_key);
+CREATE INDEX parked_turns_expiry ON parked_turns (expires_at, root_key, scope);
+CREATE TABLE parked_asks (
+  ask_id TEXT NOT NULL,
+  scope TEXT NOT NULL,
+  root_key TEXT NOT NULL,
+  PRIMARY KEY (scope, root_key, ask_id),
+  FOREIGN KEY (scope, root_key) REFERENCES parked_turns (scope, root_key) ON DELETE CASCADE
+) WITHOUT ROWID;
+CREATE INDEX parked_asks_id ON parked_asks (ask_id, scope);
+`,
+  },
 ];
 
 /**

@@ -17,6 +17,7 @@ import {
   spendStoreContract,
 } from "./settlements.js";
 import { type ModelJobFixture, modelJobStoreContract } from "./model-jobs.js";
+import { type ParkedFixture, parkedTurnStoreContract } from "./parked.js";
 import { type UsageInboxFixture, usageInboxContract } from "./usage-inbox.js";
 
 export { type AdmissionFixture, admissionStoreContract, admitWith } from "./admissions.js";
@@ -74,6 +75,7 @@ export type StoreSet = AdmissionFixture &
   LabelFixture &
   UsageInboxFixture &
   ModelJobFixture &
+  ParkedFixture &
   AuditFixture & { readonly rootResults: NonNullable<ResultFixture["rootResults"]> };
 
 /** Runs every contract suite against one implementation; the factory builds a fresh, isolated set per test. */
@@ -89,6 +91,7 @@ export function storeContracts(name: string, factory: Factory<StoreSet>, t: Test
   modelJobStoreContract(name, factory, t);
   auditLogContract(name, factory, t);
   scopeFenceContract(name, factory, t);
+  parkedTurnStoreContract(name, factory, t);
 }
 export {
   type Canaries,

@@ -14,6 +14,7 @@ import type {
 } from "../stores/parked.js";
 import {
   claimableFrom,
+  claimedTurn,
   decideOn,
   isDue,
   normalizeClaimResume,
@@ -21,7 +22,9 @@ import {
   normalizeDue,
   normalizePark,
   normalizeParkedList,
+  notClaimable,
   parkedTurnOf,
+  parkRefusal,
   summaryOf,
   validateAskId,
 } from "../stores/parked-rules.js";
@@ -51,14 +54,8 @@ export class InMemoryParkedTurnStore implements ParkedTurnStore, Erasable {
   async park(input: ParkInput): Promise<ParkedTurn> {
     const p = normalizePark(input);
     const admission = currentAdmission(this.#admissions, p.key, p.admissionId);
-    if (
-      admission?.state !== "active" ||
-      admission.rootKey !== p.rootKey ||
-      admission.sessionId !== p.sessionId ||
-      p.now >= admission.deadlineAt
-    )
-      throw new FenceError("the turn's admission no longer holds the session");
-    if (scopeFenced(this.#admissions, p.key)) throw new ScopeFencedError();
+    const refused = parkRefusal(admission, p, scopeFenced(this.#admissions, p.key));
+    if (refused || !admission) throw refused ?? new FenceError();
     const before = this.#turns.get(`${p.key} ${p.rootKey}`);
     const turn = parkedTurnOf({
       scope: p.scope,
@@ -85,7 +82,7 @@ export class InMemoryParkedTurnStore implements ParkedTurnStore, Erasable {
   async decide(input: DecideInput): Promise<DecideResult> {
     const d = normalizeDecide(input);
     const found = this.#byAsk(d.key, d.askId);
-    const { result, asks } = decideOn(found, d);
+    const { result, asks } = decideOn(found && summaryOf(found), d);
     if (found && asks)
       this.#turns.set(`${d.key} ${found.rootKey}`, parkedTurnOf({ ...found, asks }));
     return result;
@@ -96,11 +93,7 @@ export class InMemoryParkedTurnStore implements ParkedTurnStore, Erasable {
     const turn = this.#turns.get(`${c.key} ${c.rootKey}`);
     const holder = turn && currentAdmission(this.#admissions, c.key, turn.admissionId);
     const from = claimableFrom(turn, holder, c.now);
-    if (!turn || !holder || !from)
-      return Object.freeze({
-        status: "not_claimable",
-        ...(turn ? { turn: summaryOf(turn) } : {}),
-      });
+    if (!turn || !holder || !from) return notClaimable(turn);
     if (currentAdmission(this.#admissions, c.key, c.admissionId))
       throw new ConflictError("admission_exists", `admission "${c.admissionId}" already exists`);
     if (scopeFenced(this.#admissions, c.key)) throw new ScopeFencedError();
@@ -120,14 +113,9 @@ export class InMemoryParkedTurnStore implements ParkedTurnStore, Erasable {
         : { ...holder, state: "released", releaseReason: "expired" };
     writeAdmission(this.#admissions, c.key, ended);
     writeAdmission(this.#admissions, c.key, admission);
-    const claimed = parkedTurnOf({
-      ...turn,
-      state: "resuming",
-      admissionId: c.admissionId,
-      runs: turn.runs + 1,
-    });
-    this.#turns.set(`${c.key} ${c.rootKey}`, claimed);
-    return Object.freeze({ status: "claimed", turn: claimed, from, admission });
+    const result = claimedTurn(turn, from, admission);
+    this.#turns.set(`${c.key} ${c.rootKey}`, result.turn);
+    return result;
   }
 
   async done(scope: Scope, rootKey: string, admissionId: string): Promise<boolean> {

@@ -8,6 +8,8 @@ import type { AuditEvent, AuditRecord } from "./audit.js";
 import { StoreUnavailableError } from "./errors.js";
 import type { ExecutionClaim, ExecutionRecord, ExecutionState } from "./execution.js";
 import type { SessionLabels } from "./labels.js";
+import type { ParkedAsk, ParkedTurn, ParkedTurnState, ParkedTurnSummary } from "./parked.js";
+import { parkedTurnOf, summaryOf } from "./parked-rules.js";
 import type { ResultRecord, ResultState } from "./results.js";
 import type { SessionSummary } from "./sessions.js";
 import type { SettlementInput, SettlementRecord } from "./settlements.js";
@@ -209,4 +211,45 @@ export function auditFromRow(row: AuditRow): AuditRecord {
 /** A session's labels column: canonical JSON of the normalized labels (written without a format version). */
 export function labelsFromText(text: string): SessionLabels {
   return deepFreeze(JSON.parse(text) as SessionLabels);
+}
+
+/** A parked turn's row: its asks (and, when selected, its continuation) as JSON text of format `v`. */
+export interface ParkedTurnRow {
+  readonly scope: string;
+  readonly root_key: string;
+  readonly session_id: string;
+  readonly admission_id: string;
+  readonly state: ParkedTurnState;
+  readonly v: number;
+  readonly asks: string;
+  readonly parked_at: number;
+  readonly expires_at: number;
+  readonly runs: number;
+}
+
+/** The row's fields as `parkedTurnOf` takes them, `continuation` given. */
+function parkedFields(row: ParkedTurnRow, continuation: JsonValue) {
+  return {
+    scope: scopeFromKey(row.scope),
+    sessionId: row.session_id,
+    rootKey: row.root_key,
+    admissionId: row.admission_id,
+    state: row.state,
+    asks: decodeJson<readonly ParkedAsk[]>(row.v, row.asks),
+    parkedAt: row.parked_at,
+    expiresAt: row.expires_at,
+    runs: row.runs,
+    continuation,
+  };
+}
+
+export function parkedTurnFromRow(
+  row: ParkedTurnRow & { readonly continuation: string },
+): ParkedTurn {
+  return parkedTurnOf(parkedFields(row, decodeJson<JsonValue>(row.v, row.continuation)));
+}
+
+/** A summary from a row read without its continuation (listings never load it). */
+export function parkedSummaryFromRow(row: ParkedTurnRow): ParkedTurnSummary {
+  return summaryOf(parkedTurnOf(parkedFields(row, null)));
 }

@@ -103,6 +103,7 @@ export {
 } from "./prepare-admissions.js";
 export {
   claimableFrom,
+  claimedTurn,
   decideOn,
   isDue,
   normalizeClaimResume,
@@ -110,11 +111,20 @@ export {
   normalizeDue,
   normalizePark,
   normalizeParkedList,
+  notClaimable,
   PARKED_PAGE,
   parkedTurnOf,
+  parkRefusal,
   summaryOf,
   validateAskId,
 } from "./parked-rules.js";
+export {
+  collectDue,
+  type DueQuery,
+  type DueRow,
+  parkedColumns,
+  prepareParkedList,
+} from "./prepare-parked.js";
 export {
   coveringFenceKeys,
   fenceKey,
@@ -147,6 +157,9 @@ export {
   labelsFromText,
   type MessageRow,
   messageFromRow,
+  type ParkedTurnRow,
+  parkedSummaryFromRow,
+  parkedTurnFromRow,
   RECORD_VERSION,
   type ResultRow,
   resultFromRow,

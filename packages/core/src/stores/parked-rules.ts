@@ -3,8 +3,10 @@ import { type Scope, validateId } from "../scope.js";
 import { type JsonValue, snapshot } from "../snapshot.js";
 import type { Admission } from "./admissions.js";
 import type { PolicyReason } from "./audit.js";
+import { FenceError, type ScopeFencedError } from "./errors.js";
 import type {
   ClaimResumeInput,
+  ClaimResumeResult,
   DecideInput,
   DecideResult,
   ParkedAsk,
@@ -16,6 +18,7 @@ import type {
 } from "./parked.js";
 import { CONTINUATION_LIMITS } from "./parked.js";
 import { closedObject, pageLimit, scopeKey, validateName, validateTime } from "./rules.js";
+import { fenceRefusal } from "./transitions.js";
 
 /** What every parked-turn store applies: the same input accepted and refused, the same outcomes. */
 
@@ -210,6 +213,41 @@ export function decideOn(
     result: Object.freeze({ status: "recorded", turn: Object.freeze({ ...turn, asks }) }),
     asks,
   };
+}
+
+/**
+ * Why a park is refused, read in its transaction: its admission must hold the session for this root
+ * (`active`, the same session and root, before its deadline: `FenceError`), then the scope must not
+ * be fenced (`ScopeFencedError`): the fenced writes' one rule, `fenceRefusal`, plus the root.
+ */
+export function parkRefusal(
+  admission: Admission | undefined,
+  p: Pick<ParkInput, "sessionId" | "rootKey" | "now">,
+  scopeFenced: boolean,
+): FenceError | ScopeFencedError | undefined {
+  if (admission !== undefined && admission.rootKey !== p.rootKey)
+    return new FenceError("the turn's admission no longer holds the session");
+  return fenceRefusal(admission, p.sessionId, p.now, scopeFenced);
+}
+
+/** A claim that took nothing: the turn as it is, when there is one. */
+export function notClaimable(turn: ParkedTurnSummary | undefined): ClaimResumeResult {
+  return Object.freeze({ status: "not_claimable", ...(turn ? { turn: summaryOf(turn) } : {}) });
+}
+
+/** What a claim that won answers: the turn `resuming` under the fresh admission, its runs counted. */
+export function claimedTurn(
+  turn: ParkedTurn,
+  from: ParkedTurnState,
+  admission: Admission,
+): Extract<ClaimResumeResult, { readonly status: "claimed" }> {
+  const claimed = parkedTurnOf({
+    ...turn,
+    state: "resuming",
+    admissionId: admission.admissionId,
+    runs: turn.runs + 1,
+  });
+  return Object.freeze({ status: "claimed", turn: claimed, from, admission });
 }
 
 /** What a claim may take a turn from, given its holding admission as it is now (or none). */

@@ -7,6 +7,7 @@ import type { AdmissionStore } from "./admissions.js";
 import type { AuditLog } from "./audit.js";
 import type { SessionErasure } from "./erasure.js";
 import type { ModelJobStore } from "./model-jobs.js";
+import type { ParkedTurnStore } from "./parked.js";
 import type { UsageInbox } from "./usage-inbox.js";
 import type { EpisodeStore, MemoryErasure, ProfileStore } from "./memory-records.js";
 import type { RoutineRunStore } from "./routine-runs.js";
@@ -543,6 +544,8 @@ export function tenantDaysOf(
 /** The stores every durable store set (SQLite, PostgreSQL) offers under these names. */
 export interface DurableStores {
   readonly admissions: AdmissionStore;
+  /** Turns parked on permission asks (issue 25): a park and a claim move `admissions` in one transaction. */
+  readonly parked: ParkedTurnStore;
   readonly sessions: SessionStore;
   readonly execution: ExecutionStore;
   /** The same execution store, under the name `ConversationStores` gives it. */

@@ -1,0 +1,260 @@
+import {
+  type ClaimResumeInput,
+  type ClaimResumeResult,
+  type DecideInput,
+  type DecideResult,
+  type ParkedTurn,
+  type ParkedTurnStore,
+  type ParkedTurnSummary,
+  type ParkInput,
+  type Scope,
+  ScopeFencedError,
+  validateId,
+} from "@alma-harness/core";
+import {
+  type AdmissionRow,
+  admissionExists,
+  admissionFromRow,
+  admissionOf,
+  claimableFrom,
+  claimedTurn,
+  collectDue,
+  type DueRow,
+  decideOn,
+  normalizeClaimResume,
+  normalizeDecide,
+  normalizePark,
+  notClaimable,
+  type ParkedTurnRow,
+  parkedColumns,
+  parkedSummaryFromRow,
+  parkedTurnFromRow,
+  parkedTurnOf,
+  parkRefusal,
+  prepareParkedList,
+  RECORD_VERSION,
+  scopeKey,
+  validateAskId,
+} from "@alma-harness/core/stores";
+import type pg from "pg";
+import { asConn, type Conn } from "./db.js";
+import { fenceLock, scopeFencedIn } from "./fences.js";
+import type { Queryable } from "./pg.js";
+
+type FullRow = ParkedTurnRow & { readonly continuation: string };
+
+/** A turn's columns but its continuation, under the alias `p`. */
+const SUMMARY =
+  "p.scope, p.root_key, p.session_id, p.admission_id, p.state, p.v, p.asks, p.parked_at, p.expires_at, p.runs";
+const TURN = "SELECT * FROM parked_turns WHERE scope = $1 AND root_key = $2";
+const ADMISSION = "SELECT * FROM admissions WHERE scope = $1 AND admission_id = $2";
+const BY_ASK = `SELECT ${SUMMARY} FROM parked_asks k JOIN parked_turns p ON p.scope = k.scope AND p.root_key = k.root_key`;
+const BY_PARK = "ORDER BY p.parked_at, p.root_key, p.scope";
+
+const SQL = {
+  before:
+    "SELECT admission_id, runs FROM parked_turns WHERE scope = $1 AND root_key = $2 FOR UPDATE",
+  upsert: `INSERT INTO parked_turns (scope, root_key, session_id, admission_id, state, v, asks, continuation, parked_at, expires_at, runs)
+    VALUES ($1, $2, $3, $4, 'parked', $5, $6, $7, $8, $9, $10)
+    ON CONFLICT (scope, root_key) DO UPDATE SET session_id = excluded.session_id, admission_id = excluded.admission_id,
+      state = 'parked', v = excluded.v, asks = excluded.asks, continuation = excluded.continuation,
+      parked_at = excluded.parked_at, expires_at = excluded.expires_at, runs = excluded.runs`,
+  dropAsks: "DELETE FROM parked_asks WHERE scope = $1 AND root_key = $2",
+  addAsks:
+    "INSERT INTO parked_asks (ask_id, scope, root_key) SELECT a, $1, $2 FROM unnest($3::text[]) AS a",
+  deadline: "UPDATE admissions SET deadline_at = $1 WHERE scope = $2 AND admission_id = $3",
+  finish: "UPDATE admissions SET state = 'finished' WHERE scope = $1 AND admission_id = $2",
+  expire:
+    "UPDATE admissions SET state = 'released', release_reason = 'expired' WHERE scope = $1 AND admission_id = $2",
+  admit: `INSERT INTO admissions (scope, admission_id, session_id, root_key, kind, state, created_at, deadline_at)
+    VALUES ($1, $2, $3, $4, 'turn', 'active', $5, $6) ON CONFLICT (scope, admission_id) DO NOTHING RETURNING *`,
+  resume:
+    "UPDATE parked_turns SET state = 'resuming', admission_id = $1, runs = runs + 1 WHERE scope = $2 AND root_key = $3",
+  due: `SELECT ${SUMMARY}, a.deadline_at AS holder_deadline_at FROM parked_turns p
+    JOIN admissions a ON a.scope = p.scope AND a.admission_id = p.admission_id
+    WHERE a.state = 'active' AND (p.state = 'parked' OR p.expires_at <= $1 OR a.deadline_at <= $1)
+      AND ($2::text IS NULL OR p.scope = $2) AND (p.expires_at, p.root_key, p.scope) > ($3::bigint, $4::text, $5::text)
+    ORDER BY p.expires_at, p.root_key, p.scope LIMIT $6`,
+  list: `SELECT ${SUMMARY} FROM parked_turns p WHERE p.scope >= $1 AND p.scope < $2
+    AND ($3::text IS NULL OR p.scope = $3) ${BY_PARK} LIMIT $4`,
+} as const;
+
+/**
+ * Parked turns in PostgreSQL, beside the admissions they hold. A park and a claim each run in one
+ * transaction that takes the tenant's fence lock shared (see `fenceLock`), then locks the parked
+ * row, then its admission (`FOR UPDATE`, the one order both take): of concurrent claims the first
+ * to lock the row wins, and the others, reading it again once it committed, find it `resuming`
+ * under a live admission (`not_claimable`). A decision locks the row too, so the first stands.
+ * Park, decide and claim are durability points.
+ */
+export class PgParkedTurnStore implements ParkedTurnStore {
+  readonly #db: Conn;
+  readonly #schema: string;
+
+  /** `schema` namespaces the fence lock keys (advisory locks are database-wide). */
+  constructor(pool: pg.Pool | Conn, schema = "public") {
+    this.#db = asConn(pool);
+    this.#schema = schema;
+  }
+
+  async park(input: ParkInput): Promise<ParkedTurn> {
+    const p = normalizePark(input);
+    const json = parkedColumns(p);
+    return this.#db.transaction(
+      async (tx) => {
+        const before = (await tx.query<ParkedTurnRow>(SQL.before, [p.key, p.rootKey])).rows[0];
+        const held = await lockAdmission(tx, p.key, p.admissionId);
+        // The scope fence in its own statement, after the admission's lock (see `scopeFencedIn`).
+        const refused = parkRefusal(admissionOf(held), p, await scopeFencedIn(tx, p.key));
+        if (refused) throw refused;
+        const runs = before?.admission_id === p.admissionId ? before.runs : 0;
+        await tx.query(SQL.deadline, [p.expiresAt, p.key, p.admissionId]);
+        await tx.query(SQL.upsert, [
+          p.key,
+          p.rootKey,
+          p.sessionId,
+          p.admissionId,
+          RECORD_VERSION,
+          json.asks,
+          json.continuation,
+          p.now,
+          p.expiresAt,
+          runs,
+        ]);
+        await tx.query(SQL.dropAsks, [p.key, p.rootKey]);
+        await tx.query(SQL.addAsks, [p.key, p.rootKey, p.asks.map((a) => a.askId)]);
+        return parkedTurnOf({
+          scope: p.scope,
+          sessionId: p.sessionId,
+          rootKey: p.rootKey,
+          admissionId: p.admissionId,
+          state: "parked",
+          asks: p.asks,
+          parkedAt: p.now,
+          expiresAt: p.expiresAt,
+          runs,
+          continuation: p.continuation,
+        });
+      },
+      { locks: fenceLock(this.#schema, p.scope.org, "shared"), durable: true },
+    );
+  }
+
+  async get(scope: Scope, rootKey: string): Promise<ParkedTurn | undefined> {
+    const { key } = scopeKey(scope);
+    const id = validateId("rootKey", rootKey);
+    const row = (await this.#db.query<FullRow>(TURN, [key, id])).rows[0];
+    return row && parkedTurnFromRow(row);
+  }
+
+  async decide(input: DecideInput): Promise<DecideResult> {
+    const d = normalizeDecide(input);
+    return this.#db.transaction(
+      async (tx) => {
+        const row = (
+          await tx.query<ParkedTurnRow>(
+            `${BY_ASK} WHERE k.scope = $1 AND k.ask_id = $2 ${BY_PARK} LIMIT 1 FOR UPDATE OF p`,
+            [d.key, d.askId],
+          )
+        ).rows[0];
+        const { result, asks } = decideOn(row && parkedSummaryFromRow(row), d);
+        if (row && asks)
+          await tx.query("UPDATE parked_turns SET asks = $3 WHERE scope = $1 AND root_key = $2", [
+            row.scope,
+            row.root_key,
+            JSON.stringify(asks),
+          ]);
+        return result;
+      },
+      { durable: true },
+    );
+  }
+
+  async claim(input: ClaimResumeInput): Promise<ClaimResumeResult> {
+    const c = normalizeClaimResume(input);
+    return this.#db.transaction(
+      async (tx): Promise<ClaimResumeResult> => {
+        const row = (await tx.query<FullRow>(`${TURN} FOR UPDATE`, [c.key, c.rootKey])).rows[0];
+        const turn = row && parkedTurnFromRow(row);
+        const holder = turn && admissionOf(await lockAdmission(tx, c.key, turn.admissionId));
+        const from = claimableFrom(turn, holder, c.now);
+        if (!turn || !holder || !from) return notClaimable(turn);
+        if ((await tx.query(ADMISSION, [c.key, c.admissionId])).rows[0])
+          throw admissionExists(c.admissionId);
+        if (await scopeFencedIn(tx, c.key)) throw new ScopeFencedError();
+        await tx.query(from === "parked" ? SQL.finish : SQL.expire, [c.key, holder.admissionId]);
+        const fresh = (
+          await tx.query<AdmissionRow>(SQL.admit, [
+            c.key,
+            c.admissionId,
+            turn.sessionId,
+            turn.rootKey,
+            c.now,
+            c.deadlineAt,
+          ])
+        ).rows[0];
+        // Another claim took the id meanwhile (in another root: this one's row is locked).
+        if (!fresh) throw admissionExists(c.admissionId);
+        await tx.query(SQL.resume, [c.admissionId, c.key, c.rootKey]);
+        return claimedTurn(turn, from, admissionFromRow(fresh));
+      },
+      { locks: fenceLock(this.#schema, c.scope.org, "shared"), durable: true },
+    );
+  }
+
+  async done(scope: Scope, rootKey: string, admissionId: string): Promise<boolean> {
+    const { key } = scopeKey(scope);
+    const root = validateId("rootKey", rootKey);
+    const id = validateId("admissionId", admissionId);
+    const { rowCount } = await this.#db.write(
+      "DELETE FROM parked_turns WHERE scope = $1 AND root_key = $2 AND admission_id = $3",
+      [key, root, id],
+    );
+    return (rowCount ?? 0) > 0;
+  }
+
+  async due(input: Parameters<ParkedTurnStore["due"]>[0]): Promise<readonly ParkedTurnSummary[]> {
+    return collectDue(input, async (q) => {
+      const values = [q.now, q.only, ...q.after, q.batch];
+      return (await this.#db.query<DueRow>(SQL.due, values)).rows;
+    });
+  }
+
+  async list(input: Parameters<ParkedTurnStore["list"]>[0]): Promise<readonly ParkedTurnSummary[]> {
+    const l = prepareParkedList(input);
+    const { rows } = await this.#db.query<ParkedTurnRow>(SQL.list, [l.from, l.to, l.only, l.limit]);
+    return Object.freeze(rows.map(parkedSummaryFromRow));
+  }
+
+  async find(askId: string): Promise<readonly ParkedTurnSummary[]> {
+    const id = validateAskId(askId);
+    const { rows } = await this.#db.query<ParkedTurnRow>(
+      `${BY_ASK} WHERE k.ask_id = $1 ${BY_PARK}`,
+      [id],
+    );
+    return Object.freeze(rows.map(parkedSummaryFromRow));
+  }
+}
+
+/** The admission locked `FOR UPDATE` (a park moves its deadline, a claim ends it). */
+async function lockAdmission(
+  tx: Queryable,
+  key: string,
+  admissionId: string,
+): Promise<AdmissionRow | undefined> {
+  return (await tx.query<AdmissionRow>(`${ADMISSION} FOR UPDATE`, [key, admissionId])).rows[0];
+}
+
+/** Erasure: a session's parked turns (every session's of the scope without `sessionId`), their asks with them. */
+export async function eraseParkedRows(
+  tx: Queryable,
+  key: string,
+  sessionId?: string,
+): Promise<void> {
+  if (sessionId === undefined) await tx.query("DELETE FROM parked_turns WHERE scope = $1", [key]);
+  else
+    await tx.query("DELETE FROM parked_turns WHERE scope = $1 AND session_id = $2", [
+      key,
+      sessionId,
+    ]);
+}
