@@ -38,6 +38,8 @@ export interface HostOptions {
   readonly clock?: Clock;
   readonly ids?: IdSource;
   readonly permissionTimeoutMs?: number;
+  /** How long a parked ask waits for the operator; default one hour (the runner's). */
+  readonly approvalTtlMs?: number;
   readonly log?: AccessLog;
   readonly onError?: (error: unknown) => void;
   /** Socket timeouts and the connection cap (`DEFAULT_SERVER_LIMITS` for what is not given). */
@@ -97,7 +99,13 @@ async function assemble(options: HostOptions): Promise<HostContext> {
   const directory = new Directory(
     Object.fromEntries(clinics.map((c) => [c.org, c.patients.map((p) => p.id)])),
   );
-  const asks = new PermissionDesk(turns, ids, () => clock.now(), new Set([BOOK_TOOL]));
+  const asks = new PermissionDesk(
+    turns,
+    ids,
+    () => clock.now(),
+    new Set([BOOK_TOOL]),
+    () => clinics.map((c) => c.org),
+  );
   const config = clinicAgent({
     models: options.models,
     desk,
@@ -105,6 +113,9 @@ async function assemble(options: HostOptions): Promise<HostContext> {
     permissions: asks,
     caps,
     onUncertainTurn: (event) => directory.uncertain(event, clock.now()),
+    aroundResume: (turn, run) =>
+      turns.run(turn.rootKey, turn.scope, turn.sessionId, clock.now(), run as never),
+    ...(options.approvalTtlMs ? { approvalTtlMs: options.approvalTtlMs } : {}),
     clock,
     ids,
     ...(options.permissionTimeoutMs ? { permissionTimeoutMs: options.permissionTimeoutMs } : {}),
@@ -114,6 +125,7 @@ async function assemble(options: HostOptions): Promise<HostContext> {
     options.store,
     options.secrets.trailKey ? { ...config, trailKey: options.secrets.trailKey } : config,
   );
+  asks.attach(runtime.runner);
   return {
     runtime,
     turns,

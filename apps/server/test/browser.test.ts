@@ -76,13 +76,14 @@ describe.skipIf(!HAVE_CHROMIUM)(title, () => {
     await page.getByText("Let me check the opening hours.").waitFor();
     await page.locator(".bubble.assistant", { hasText: "is open on monday" }).waitFor();
 
-    // A booking: the turn waits for the operator; the ask shows up live.
+    // A booking: the turn parks on the operator; the ask shows up, read from the store.
     await page.getByTestId("chat-input").fill("Please book an appointment");
     await page.getByTestId("send").click();
-    await page.getByText(/Waiting for the clinic to approve book slot:/).waitFor();
+    await page.getByText(/Waiting for the clinic to approve book \(book_appointment\)/).waitFor();
     const ask = page.getByTestId("ask");
     await ask.waitFor();
-    await expect.poll(() => ask.textContent()).toMatch(/book slot:\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/);
+    await expect.poll(() => ask.textContent()).toMatch(/"slotId":"[^"]+"/);
+    await expect.poll(() => ask.textContent()).toMatch(/expires/);
     await page.screenshot({ path: join(ARTIFACTS, "console-permission-ask.png") });
     await ask.getByTestId("approve").click();
     await page

@@ -115,10 +115,27 @@ describe("alma CLI", () => {
       { stdin: ["Please book an appointment\n"] },
     );
     const ask = await pendingAsk(host);
-    host.host.context.asks.answer(ask.id, true);
+    await cli(["asks", "--url", host.url, "--admin-token", host.admin]).then(({ out }) => {
+      expect(out).toMatch(
+        new RegExp(`^1 pending ask\\(s\\)\n {2}${ask.id} {2}sunrise-clinic/p-1001`),
+      );
+      expect(out).toMatch(
+        /book_appointment \{"slotId":"[^"]+"\} {2}\(asked \d+ min ago, expires in \d+ min\)/,
+      );
+    });
+    const approved = await cli([
+      "asks",
+      "approve",
+      ask.id,
+      "--url",
+      host.url,
+      "--admin-token",
+      host.admin,
+    ]);
+    expect(approved.out).toBe(`${ask.id}: approved\n`);
     const { out } = await chat;
-    expect(out).toContain(`  [waiting for the clinic to approve ${ask.subject}]`);
-    expect(out).toContain("  [the clinic approved it]");
+    expect(out).toContain("  [waiting for the clinic to approve book_appointment]");
+    expect(out).toContain("  [the clinic decided; the assistant goes on]");
     expect(out).toMatch(/ {2}\[sent to you\] Confirmed: your appointment on /);
 
     const sessions = await cli(["sessions", "--url", host.url, "--admin-token", host.admin]);

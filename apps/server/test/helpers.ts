@@ -204,9 +204,9 @@ export async function pull(
 /** Waits until the host has a pending ask (asks appear as the turn reaches its booking). */
 export async function pendingAsk(
   t: TestHost,
-): Promise<{ id: string; rootKey: string; org: string; subject: string }> {
+): Promise<{ id: string; rootKey: string; org: string; subject?: string }> {
   for (;;) {
-    const asks = t.host.context.asks.pending();
+    const asks = await t.host.context.asks.pending();
     if (asks[0]) return asks[0];
     await new Promise((resolve) => setImmediate(resolve));
   }

@@ -39,8 +39,10 @@ async function bookedTurn(): Promise<string> {
   ]);
   expect((await admin(`/v1/admin/asks?org=${HARBOR}`)).body.asks).toEqual([]);
   expect((await admin(`/v1/admin/asks/${ask.id}/approve`, { method: "POST" })).status).toBe(200);
-  const done = await pending;
-  return done.body.rootKey as string;
+  const parked = await pending;
+  expect(parked.body.status).toBe("awaiting_approval");
+  await t.host.idle();
+  return parked.body.rootKey as string;
 }
 
 describe("operator routes", () => {
@@ -271,14 +273,34 @@ describe("operator routes", () => {
     expect(harbor?.days.every((d) => d.usd === "0.000000")).toBe(true);
   });
 
-  it("answers 404 for an ask that is not pending, and a withdrawn ask disappears", async () => {
-    t = await startHost({ permissionTimeoutMs: 1 });
+  it("answers 404 for an ask that is not pending; an expired ask is the kernel's denial and frees the session", async () => {
+    t = await startHost({ approvalTtlMs: 1_000 });
     expect((await admin("/v1/admin/asks/ask_nope/approve", { method: "POST" })).status).toBe(404);
-    const res = await turn(t, await t.token(), "s1", "k1", "Please book an appointment");
-    expect(res.body.text).toMatch(
-      /The booking was not made: permission denied: resolver timed out/,
-    );
+    const token = await t.token();
+    const parked = await turn(t, token, "s1", "k1", "Please book an appointment");
+    const ask = await pendingAsk(t);
+    expect((await admin("/v1/admin/asks")).body.asks).toEqual([
+      expect.objectContaining({
+        id: ask.id,
+        expiresAt: expect.any(Number),
+        ageMs: expect.any(Number),
+      }),
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 1_050));
+    // Too late for the operator: refused, typed, and nothing runs.
+    const late = await admin(`/v1/admin/asks/${ask.id}/approve`, { method: "POST" });
+    expect([late.status, late.body.error]).toEqual([
+      409,
+      { code: "ask_refused", message: expect.stringMatching(/expired/) },
+    ]);
+    await t.host.maintain();
+    const done = await call(t.url, `/v1/turns/${parked.body.rootKey as string}`, { token });
+    expect(done.body.text).toMatch(/The booking was not made: permission denied/);
+    expect(done.body.text).not.toMatch(/operator/);
     expect((await admin("/v1/admin/asks")).body.asks).toEqual([]);
+    expect(t.host.context.desk.appointmentsOf(SUNRISE, ANA)).toEqual([]);
+    const next = await turn(t, token, "s1", "k2", "When are you open on Monday?");
+    expect(next.status).toBe(200);
   });
 
   it("mints tenant tokens for the console (201), for served tenants only", async () => {

@@ -188,34 +188,47 @@ describe("allowed hosts", () => {
 });
 
 describe("graceful shutdown (in process)", () => {
-  it("stops admitting with a typed 503, denies a pending ask by shutdown and frees its session at once", async () => {
-    const t = await startHost();
-    const token = await t.token();
-    const waiting = turn(t, token, "s1", "book-1", "Please book an appointment");
-    const ask = await pendingAsk(t);
-    const closing = t.host.close(5_000);
-    // The HTTP core during the drain: a new turn is refused, typed and retryable.
-    const refused = await t.host.handle(
-      new Request(`${t.url}/v1/sessions/s2/turns`, {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${token}`,
-          "content-type": "application/json",
-          "idempotency-key": "k2",
-        },
-        body: JSON.stringify({ input: "hi" }),
-      }),
-    );
-    expect(refused.status).toBe(503);
-    expect(refused.headers.get("retry-after")).toBe("5");
-    expect(await refused.json()).toMatchObject({ error: { code: "shutting_down" } });
-    const answered = await waiting;
-    expect(answered.status).toBe(200);
-    expect(answered.body.status).toBe("completed");
-    const report = await closing;
-    expect(report).toEqual({ asksDenied: 1, turnsCancelled: 0 });
-    expect(t.host.context.asks.pending()).toHaveLength(0);
-    expect(ask.rootKey).toBeTruthy();
+  it("stops admitting with a typed 503 and keeps a parked ask for the next process to decide", async () => {
+    const home = mkdtempSync(join(tmpdir(), "alma-park-"));
+    try {
+      const t = await startHost({ store: { home, databaseUrl: undefined } });
+      const token = await t.token();
+      const parked = await turn(t, token, "s1", "book-1", "Please book an appointment");
+      expect([parked.status, parked.body.status]).toEqual([202, "awaiting_approval"]);
+      const ask = await pendingAsk(t);
+      const closing = t.host.close(5_000);
+      // The HTTP core during the drain: a new turn is refused, typed and retryable.
+      const refused = await t.host.handle(
+        new Request(`${t.url}/v1/sessions/s2/turns`, {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${token}`,
+            "content-type": "application/json",
+            "idempotency-key": "k2",
+          },
+          body: JSON.stringify({ input: "hi" }),
+        }),
+      );
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get("retry-after")).toBe("5");
+      expect(await refused.json()).toMatchObject({ error: { code: "shutting_down" } });
+      // Nobody decided: shutdown denies nothing that can wait in the store.
+      expect(await closing).toEqual({ asksDenied: 0, turnsCancelled: 0 });
+
+      const next = await startHost({ store: { home, databaseUrl: undefined } });
+      expect((await pendingAsk(next)).id).toBe(ask.id);
+      const approve = `/v1/admin/asks/${ask.id}/approve`;
+      expect((await call(next.url, approve, { method: "POST", token: next.admin })).status).toBe(
+        200,
+      );
+      await next.host.idle();
+      const done = await call(next.url, `/v1/turns/${ask.rootKey}`, { token });
+      expect(done.body).toMatchObject({ status: "completed", terminalReason: "terminal_tool" });
+      expect(next.host.context.desk.appointmentsOf("sunrise-clinic", "p-1001")).toHaveLength(1);
+      await next.host.close(0);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 });
 

@@ -48,29 +48,27 @@ describe("POST /v1/sessions/:id/turns", () => {
     expect(t.calls()).toBe(calls);
   });
 
-  it("answers 202 while the turn waits for an operator, 409 busy for another key, then completes", async () => {
+  it("answers 202 awaiting_approval while the turn is parked on an operator, 409 busy for another key, then completes", async () => {
     const t = await startHost();
     const token = await t.token();
-    const started = await turn(t, token, "s1", "book-1", "Please book an appointment", {
-      prefer: "wait=0",
-    });
+    const started = await turn(t, token, "s1", "book-1", "Please book an appointment");
     expect(started.status).toBe(202);
-    expect(started.body).toEqual({ status: "in_progress", rootKey: expect.stringMatching(/^c1_/) });
+    expect(started.body).toMatchObject({
+      status: "awaiting_approval",
+      rootKey: expect.stringMatching(/^c1_/),
+      notice: expect.stringMatching(/approve/),
+      asks: [{ askId: expect.stringMatching(/^ask_/), tool: "book_appointment" }],
+    });
+    // The patient's view is content-free: no input, no digest, no decision token.
+    expect(JSON.stringify(started.body)).not.toMatch(/digest|token|slotId/);
     const rootKey = started.body.rootKey as string;
     const ask = await pendingAsk(t);
-    expect(ask).toMatchObject({
-      rootKey,
-      org: "sunrise-clinic",
-      subject: expect.stringMatching(/^slot:/),
-    });
+    expect(ask).toMatchObject({ rootKey, org: "sunrise-clinic" });
 
     const read = await call(t.url, `/v1/turns/${rootKey}`, { token });
-    expect(read.status).toBe(202);
-    const longPoll = call(t.url, `/v1/turns/${rootKey}`, { token, headers: { prefer: "wait=20" } });
-    const retry = await turn(t, token, "s1", "book-1", "Please book an appointment", {
-      prefer: "respond-async",
-    });
-    expect(retry.status).toBe(202);
+    expect([read.status, read.body.status]).toEqual([202, "awaiting_approval"]);
+    const retry = await turn(t, token, "s1", "book-1", "Please book an appointment");
+    expect([retry.status, retry.body.status]).toEqual([202, "awaiting_approval"]);
     const busy = await turn(t, token, "s1", "other-key", "When are you open on Monday?");
     expect(busy.status).toBe(409);
     expect(busy.body).toMatchObject({ error: { code: "busy" } });
@@ -79,8 +77,12 @@ describe("POST /v1/sessions/:id/turns", () => {
       (await call(t.url, `/v1/admin/asks/${ask.id}/approve`, { method: "POST", token: t.admin }))
         .status,
     ).toBe(200);
-    // A long poll (`Prefer: wait`) answers as the turn settles.
-    expect((await longPoll).status).toBe(200);
+    // A long poll (`Prefer: wait`) answers as the resumed turn settles.
+    const longPoll = await call(t.url, `/v1/turns/${rootKey}`, {
+      token,
+      headers: { prefer: "wait=20" },
+    });
+    expect(longPoll.status).toBe(200);
     await t.host.idle();
     const done = await call(t.url, `/v1/turns/${rootKey}`, { token });
     expect(done.status).toBe(200);
@@ -94,30 +96,43 @@ describe("POST /v1/sessions/:id/turns", () => {
     expect((done.body.delivered as string[])[0]).toMatch(
       /^Confirmed: your appointment on .* \(reference apt-\d+\)\.$/,
     );
+    // A second decision on the same ask is refused: it is no longer pending.
+    const again = await call(t.url, `/v1/admin/asks/${ask.id}/deny`, {
+      method: "POST",
+      token: t.admin,
+    });
+    expect(again.status).toBe(404);
   });
 
-  it("a retry of a running key waits for the live turn and returns its outcome", async () => {
+  it("the original key goes on with a decided turn and returns its outcome", async () => {
     const t = await startHost();
     const token = await t.token();
-    const first = turn(t, token, "s1", "book-2", "Please book an appointment");
+    await turn(t, token, "s1", "book-2", "Please book an appointment");
     const ask = await pendingAsk(t);
-    const retry = turn(t, token, "s1", "book-2", "Please book an appointment");
-    t.host.context.asks.answer(ask.id, true);
-    const [a, b] = await Promise.all([first, retry]);
-    expect(a.status).toBe(200);
-    expect(b.status).toBe(200);
-    expect(b.body.rootKey).toBe(a.body.rootKey);
+    // The decision is recorded without resuming (as a process that died right after would leave it).
+    const view = await t.host.context.runtime.runner.findAsk(ask.id);
+    await t.host.context.runtime.runner.decideAsk({
+      scope: view?.scope as { org: string; uid: string },
+      askId: ask.id,
+      decision: "approve",
+      by: "operator",
+    });
+    const retry = await turn(t, token, "s1", "book-2", "Please book an appointment");
+    expect(retry.status).toBe(200);
+    expect(retry.body).toMatchObject({ status: "completed", terminalReason: "terminal_tool" });
+    expect(t.host.context.desk.appointmentsOf("sunrise-clinic", "p-1001")).toHaveLength(1);
   });
 
   it("a denied booking completes with the model's account of the refusal", async () => {
     const t = await startHost();
     const token = await t.token();
-    const pending = turn(t, token, "s1", "book-3", "Please book an appointment");
+    const parked = await turn(t, token, "s1", "book-3", "Please book an appointment");
     const ask = await pendingAsk(t);
     expect(
       (await call(t.url, `/v1/admin/asks/${ask.id}/deny`, { method: "POST", token: t.admin })).body,
     ).toEqual({ askId: ask.id, state: "denied" });
-    const res = await pending;
+    await t.host.idle();
+    const res = await call(t.url, `/v1/turns/${parked.body.rootKey as string}`, { token });
     expect(res.status).toBe(200);
     expect(res.body.text).toMatch(/The booking was not made: .*denied/);
     expect(res.body.toolCalls).toContainEqual({ name: "book_appointment", isError: true });

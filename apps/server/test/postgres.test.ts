@@ -32,22 +32,72 @@ describe.skipIf(!URL_)(title, () => {
     await t?.close();
   });
 
-  it("runs turns, asks and replays with ALMA_DATABASE_URL", async () => {
+  it("runs turns, parks an ask, decides it, and replays with ALMA_DATABASE_URL", async () => {
     expect(t.host.context.store).toMatchObject({ kind: "postgres", durable: true });
     const token = await t.token();
-    const pending = turn(t, token, "pg-s1", "k1", "Please book an appointment");
+    const parked = await turn(t, token, "pg-s1", "k1", "Please book an appointment");
+    expect(parked.body.status).toBe("awaiting_approval");
     const ask = await pendingAsk(t);
-    t.host.context.asks.answer(ask.id, true);
-    const done = await pending;
+    await t.host.context.asks.answer(ask.id, true);
+    await t.host.idle();
+    const done = await call(t.url, `/v1/turns/${ask.rootKey}`, { token });
     expect(done.body).toMatchObject({ status: "completed", terminalReason: "terminal_tool" });
     const calls = t.calls();
     expect((await turn(t, token, "pg-s1", "k1", "Please book an appointment")).body).toMatchObject({
       replayed: true,
     });
     expect(t.calls()).toBe(calls);
-    const trails = await call(t.url, `/v1/admin/turns/${done.body.rootKey}`, { token: t.admin });
+    const trails = await call(t.url, `/v1/admin/turns/${ask.rootKey}`, { token: t.admin });
     expect(trails.body.events).toContainEqual(
       expect.objectContaining({ action: "permission.resolved", by: "operator" }),
     );
+  });
+
+  it("a parked ask survives its host: another host on the same database takes the approval", async () => {
+    const token = await t.token();
+    await turn(t, token, "pg-s2", "k2", "Please book an appointment");
+    const ask = await pendingAsk(t);
+    const other = await startHost({ store: { home: "/nonexistent", ...store } });
+    try {
+      expect((await pendingAsk(other)).id).toBe(ask.id);
+      const approve = `/v1/admin/asks/${ask.id}/approve`;
+      expect((await call(other.url, approve, { method: "POST", token: other.admin })).status).toBe(
+        200,
+      );
+      await other.host.idle();
+      const done = await call(t.url, `/v1/turns/${ask.rootKey}`, { token });
+      expect(done.body).toMatchObject({ status: "completed", terminalReason: "terminal_tool" });
+      // The booking ran once, in the host that resumed the turn.
+      expect(other.host.context.desk.appointmentsOf("sunrise-clinic", "p-1001")).toHaveLength(1);
+      expect((await call(t.url, approve, { method: "POST", token: t.admin })).status).toBe(404);
+    } finally {
+      await other.host.close(0);
+    }
+  });
+
+  it("two hosts resuming the same decided turn produce one resume", async () => {
+    const token = await t.token();
+    await turn(t, token, "pg-s3", "k3", "Please book an appointment");
+    const ask = await pendingAsk(t);
+    const other = await startHost({ store: { home: "/nonexistent", ...store } });
+    const count = () =>
+      [t, other]
+        .map((h) => h.host.context.desk.appointmentsOf("sunrise-clinic", "p-1001").length)
+        .reduce((a, b) => a + b, 0);
+    const before = count();
+    try {
+      const runner = t.host.context.runtime.runner;
+      const found = await runner.findAsk(ask.id);
+      const scope = found?.scope as { org: string; uid: string };
+      await runner.decideAsk({ scope, askId: ask.id, decision: "approve", by: "operator" });
+      const views = await Promise.all([
+        runner.resume(scope, ask.rootKey),
+        other.host.context.runtime.runner.resume(scope, ask.rootKey),
+      ]);
+      expect(views.map((v) => v.status)).toContain("completed");
+      expect(count() - before).toBe(1);
+    } finally {
+      await other.host.close(0);
+    }
   });
 });

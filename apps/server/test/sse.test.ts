@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { readSseEvents } from "../src/cli/sse-client.js";
 import { sseFrame } from "../src/http/sse.js";
-import { call, collect, hostPerTest, pendingAsk, pull, sseTurn, turn } from "./helpers.js";
+import { scriptedHang } from "@alma-harness/loop/testing";
+import { call, collect, fakeSetup, hostPerTest, pendingAsk, sseTurn, turn } from "./helpers.js";
 
 const startHost = hostPerTest();
 
@@ -65,60 +66,64 @@ describe("SSE turns", () => {
     );
   });
 
-  it("sends keepalive pings and permission events while the turn waits for the operator", async () => {
+  it("a turn parked on the operator ends its stream with the ask, then the view; the decision goes on", async () => {
     const t = await startHost({ http: { pingMs: 5 } });
-    const res = await sseTurn(t, await t.token(), "s1", "k1", "Please book an appointment");
-    const comments: string[] = [];
-    const events = readSseEvents(res.body as ReadableStream<Uint8Array>, (c) => comments.push(c));
-    const seen = await pull(events, (e) => e.event === "permission");
+    const token = await t.token();
+    const res = await sseTurn(t, token, "s1", "k1", "Please book an appointment");
+    const seen = await collect(res);
     const ask = await pendingAsk(t);
-    expect(JSON.parse(seen.at(-1)?.data ?? "")).toEqual({
+    const permission = seen.find((e) => e.event === "permission");
+    expect(JSON.parse(permission?.data ?? "")).toEqual({
       askId: ask.id,
       tool: "book_appointment",
       action: "book",
-      subject: ask.subject,
       state: "pending",
+      expiresAt: expect.any(Number),
     });
-    // Nobody answers yet: keepalive comments keep the connection open meanwhile.
-    const pings = comments.filter((c) => c === "ping").length;
-    const rest = pull(events, (e) => e.event === "result");
-    while (comments.filter((c) => c === "ping").length === pings)
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    t.host.context.asks.answer(ask.id, true);
-    const after = await rest;
-    const approved = after.find((e) => e.event === "permission");
-    expect(JSON.parse(approved?.data ?? "")).toMatchObject({ state: "approved" });
-    expect(after.at(-1)?.event).toBe("result");
-    expect(JSON.parse(after.at(-1)?.data ?? "")).toMatchObject({
+    expect(seen.at(-1)?.event).toBe("result");
+    expect(JSON.parse(seen.at(-1)?.data ?? "")).toMatchObject({
+      httpStatus: 202,
+      status: "awaiting_approval",
+      rootKey: ask.rootKey,
+    });
+    const approve = `/v1/admin/asks/${ask.id}/approve`;
+    expect((await call(t.url, approve, { method: "POST", token: t.admin })).status).toBe(200);
+    // The client reads on where the stream ended: a long poll answers as the resumed turn settles.
+    const after = await call(t.url, `/v1/turns/${ask.rootKey}`, {
+      token,
+      headers: { prefer: "wait=20" },
+    });
+    expect(after.body).toMatchObject({
       status: "completed",
       terminalReason: "terminal_tool",
       delivered: [expect.stringMatching(/^Confirmed/)],
     });
-    expect((await events.next()).done).toBe(true);
   });
 
-  it("a client that disconnects mid-stream detaches only: the turn runs to completion", async () => {
-    const t = await startHost();
+  it("a long poll on a parked turn keeps the connection until the decision, in this process or another", async () => {
+    const t = await startHost({ http: { pingMs: 5 } });
     const token = await t.token();
-    const controller = new AbortController();
-    const res = await sseTurn(
-      t,
-      token,
-      "s1",
-      "k1",
-      "Please book an appointment",
-      controller.signal,
-    );
-    const seen = await collect(res, (e) => e.event === "text");
-    expect(seen.at(-1)?.event).toBe("text");
+    await collect(await sseTurn(t, token, "s1", "k1", "Please book an appointment"));
     const ask = await pendingAsk(t);
-    controller.abort();
-    t.host.context.asks.answer(ask.id, true);
-    await t.host.idle();
-    const read = await call(t.url, `/v1/turns/${ask.rootKey}`, { token });
-    expect(read.status).toBe(200);
-    expect(read.body).toMatchObject({ status: "completed", terminalReason: "terminal_tool" });
+    const poll = call(t.url, `/v1/turns/${ask.rootKey}`, { token, headers: { prefer: "wait=20" } });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await t.host.context.asks.answer(ask.id, true);
+    expect((await poll).body).toMatchObject({ status: "completed" });
     expect(t.host.context.desk.appointmentsOf("sunrise-clinic", "p-1001")).toHaveLength(1);
+  });
+
+  it("sends keepalive pings while a step runs and nothing else is sent", async () => {
+    const t = await startHost({ http: { pingMs: 5 }, models: fakeSetup([scriptedHang()]) });
+    const controller = new AbortController();
+    const res = await sseTurn(t, await t.token(), "s1", "k1", "hello", controller.signal);
+    const comments: string[] = [];
+    const events = readSseEvents(res.body as ReadableStream<Uint8Array>, (c) => comments.push(c));
+    const next = events.next().catch(() => undefined);
+    while (comments.filter((c) => c === "ping").length < 3)
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    controller.abort();
+    await next;
+    await t.host.close(0);
   });
 
   it("input errors are JSON 4xx before the stream opens", async () => {
@@ -131,7 +136,7 @@ describe("SSE turns", () => {
   it("a refusal after the stream opened is an error event with the status the JSON API uses", async () => {
     const t = await startHost();
     const token = await t.token();
-    const pending = turn(t, token, "s1", "book", "Please book an appointment");
+    await turn(t, token, "s1", "book", "Please book an appointment");
     const ask = await pendingAsk(t);
     const busy = await collect(
       await sseTurn(t, token, "s1", "other", "When are you open on Monday?"),
@@ -141,8 +146,8 @@ describe("SSE turns", () => {
       status: 409,
       error: { code: "busy", message: expect.any(String) },
     });
-    t.host.context.asks.answer(ask.id, false);
-    await pending;
+    await t.host.context.asks.answer(ask.id, false);
+    await t.host.idle();
     const conflict = await collect(await sseTurn(t, token, "s1", "book", "different text"));
     expect(JSON.parse(conflict.at(-1)?.data ?? "")).toMatchObject({
       status: 409,

@@ -153,7 +153,7 @@ describe("the offline demo script", () => {
   });
 });
 
-describe("the permission desk", () => {
+describe("the permission desk (asks that cannot park: a delegate's)", () => {
   const desk = (turns = new LiveTurns()) => ({
     turns,
     desk: new PermissionDesk(turns, new SequentialIds(), () => 0, new Set(["book_appointment"])),
@@ -177,7 +177,7 @@ describe("the permission desk", () => {
       by: "kernel",
       reason: "no_resolver",
     });
-    expect(d.answer("ask_1", true)).toBe("unknown");
+    expect(await d.answer("ask_1", true)).toBe("unknown");
   });
 
   it("withdraws an ask when the engine's signal aborts, and tells followers", async () => {
@@ -197,10 +197,10 @@ describe("the permission desk", () => {
     d.subscribe("c1_x", (_a, state) => states.push(state));
     const controller = new AbortController();
     const answer = d.resolve(ask, controller.signal);
-    expect(d.pending()).toHaveLength(1);
+    expect(await d.pending()).toHaveLength(1);
     controller.abort();
     expect(await answer).toEqual({ allowed: false, by: "kernel", reason: "cancelled" });
-    expect(d.pending()).toEqual([]);
+    expect(await d.pending()).toEqual([]);
     expect(states).toEqual(["pending", "expired"]);
     release();
   });
@@ -228,7 +228,7 @@ describe("the permission desk", () => {
     expect(await d.resolve({ ...ask, callId: "call2" }, new AbortController().signal)).toEqual(
       shutdown,
     );
-    expect(d.pending()).toEqual([]);
+    expect(await d.pending()).toEqual([]);
     expect(states).toEqual(["pending", "shutdown"]);
     release();
   });

@@ -25,16 +25,11 @@ import {
   releaseExpiredEvents,
   type UnresolvedPage,
 } from "./maintenance.js";
-import {
-  askTokenOf,
-  recordDecision,
-  type ResolveAskRequest,
-  type ResolveAskResult,
-} from "./asks.js";
-import { findAsk, parkedAsks } from "./ask-list.js";
-import { type ParkedAskView, parkingOf } from "./parking.js";
+import type { ResolveAskRequest, ResolveAskResult } from "./asks.js";
+import { parkingApi } from "./parking-api.js";
+import type { ParkedAskView } from "./parking.js";
 import { readRoot } from "./read.js";
-import { resumeDue, resumeParked } from "./resume.js";
+import { resumeDue } from "./resume.js";
 import { type ConversationStream, streamConversation } from "./stream.js";
 import { type AuditPage, readTrails, type SessionTrailQuery } from "./trails.js";
 import { execute, type TurnDeps } from "./turn.js";
@@ -181,28 +176,7 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
       await resumeDue(deps, scope);
       return releaseExpired(config, scope === undefined ? {} : { scope });
     },
-    resolveAsk: async (request) => {
-      const { result, turn } = await recordDecision(config, request);
-      const view = await inUnit(config, () => resumeParked(deps, turn.scope, turn.rootKey));
-      return { ...result, view };
-    },
-    decideAsk: async (request) => {
-      const { result, turn } = await recordDecision(config, request);
-      return { ...result, ready: turn.asks.every((a) => a.decision !== undefined) };
-    },
-    resume: (scope, rootKey) => inUnit(config, () => resumeParked(deps, scope, rootKey)),
-    askToken: async (scope, askId) => {
-      const turn = (await parkingOf(config)?.find(askId))?.find(
-        (t) => t.scope.org === scope.org && t.scope.uid === scope.uid && t.state === "parked",
-      );
-      const ask = turn?.asks.find((a) => a.askId === askId && !a.decision);
-      return turn && ask
-        ? askTokenOf(config, turn.scope, { ...ask, expiresAt: turn.expiresAt })
-        : undefined;
-    },
-    parkedAsks: (input) => parkedAsks(config, input),
-    findAsk: (askId) => findAsk(config, askId),
-    resumeDue: (scope) => resumeDue(deps, scope),
+    ...parkingApi(deps, (work) => inUnit(config, work)),
     releaseExpiredEvents: (request) => releaseExpiredEvents(config, request),
     fenceScope: async (request) =>
       stores.admissions.fenceScope({ ...fenceRequest(request), now: clock.now() }),

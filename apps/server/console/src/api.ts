@@ -71,6 +71,27 @@ export async function getJson<T>(path: string, token?: string): Promise<T> {
   return (await response.json()) as T;
 }
 
+/**
+ * A turn's view, long-polled (`Prefer: wait=20`): a turn parked on an operator's ask answers once
+ * a decision moves it. A host that is restarting is tried again after a moment: the ask waits in
+ * its store.
+ */
+export async function readTurn<T>(token: string, rootKey: string): Promise<T> {
+  for (;;) {
+    let response: Response;
+    try {
+      response = await fetch(`/v1/turns/${encodeURIComponent(rootKey)}`, {
+        headers: { authorization: `Bearer ${token}`, prefer: "wait=20" },
+      });
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      continue;
+    }
+    await failOn(response);
+    return (await response.json()) as T;
+  }
+}
+
 export async function postJson<T>(path: string, token: string, body?: unknown): Promise<T> {
   const response = await fetch(path, {
     method: "POST",

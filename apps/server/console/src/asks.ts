@@ -8,14 +8,17 @@ interface Ask {
   readonly sessionId: string;
   readonly tool: string;
   readonly action: string;
-  readonly subject: string;
+  readonly subject?: string;
   readonly input: unknown;
   readonly createdAt: number;
+  /** A parked ask's expiry: the kernel denies it undecided then. */
+  readonly expiresAt?: number;
 }
 
 /**
- * Pending permission asks, live: the turn that made one is waiting on it. Approve or deny answers
- * it through the API; the turn then goes on (or the model reads the denial).
+ * Pending permission asks, read from the store: the turn that made one is parked on it, across
+ * restarts. Approve or deny records the decision through the API; the turn then goes on (or the
+ * model reads the denial).
  */
 export function asksView(admin: string): { element: HTMLElement; refresh: () => Promise<void> } {
   const list = h("div", { class: "asks", "data-testid": "asks" });
@@ -53,13 +56,13 @@ export function asksView(admin: string): { element: HTMLElement; refresh: () => 
           h(
             "div",
             {},
-            h("strong", {}, `${a.action} ${a.subject}`),
+            h("strong", {}, a.subject ? `${a.action} ${a.subject}` : a.action),
             h("span", { class: "muted" }, ` · ${a.tool}`),
           ),
           h(
             "div",
             { class: "muted" },
-            `${a.org} · ${a.uid} · session ${a.sessionId} · since ${time(a.createdAt)}`,
+            `${a.org} · ${a.uid} · session ${a.sessionId} · since ${time(a.createdAt)}${a.expiresAt ? ` · expires ${time(a.expiresAt)}` : ""}`,
           ),
           h("code", {}, JSON.stringify(a.input)),
           h(

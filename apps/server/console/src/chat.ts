@@ -2,6 +2,7 @@ import {
   ApiError,
   type Info,
   randomId,
+  readTurn,
   type SseEvent,
   streamTurn,
   type Tenant,
@@ -27,7 +28,7 @@ function newSessionId(): string {
 
 function permissionLine(data: Record<string, unknown>): string {
   if (data.state === "pending")
-    return `Waiting for the clinic to approve ${String(data.action)} ${String(data.subject)}…`;
+    return `Waiting for the clinic to approve ${String(data.action)} (${String(data.tool)})…`;
   return `The clinic ${data.state === "approved" ? "approved" : data.state === "denied" ? "denied" : "did not answer"} it.`;
 }
 
@@ -37,6 +38,7 @@ function permissionLine(data: Record<string, unknown>): string {
  */
 async function follow(
   events: AsyncGenerator<SseEvent>,
+  token: string,
   bubble: Bubble,
   status: HTMLElement,
   offlineDemo: boolean,
@@ -63,6 +65,13 @@ async function follow(
     }
   }
   if (!result) throw new ApiError(0, "no_result", "the stream ended without a result");
+  const rootKey = result.rootKey;
+  if (result.status === "awaiting_approval" && rootKey) {
+    // Parked on the operator: read the turn on (it survives a restart of the host) until it settles.
+    do result = await readTurn<ResultData>(token, rootKey);
+    while (result.status === "awaiting_approval" || result.status === "in_progress");
+    bubble("system", "The clinic decided; the assistant goes on.");
+  }
   if (result.text && lastStep?.text === result.text) lastStep.el.remove();
   if (result.text) bubble("assistant", result.text, offlineDemo ? "offline demo model" : undefined);
   for (const m of result.delivered ?? []) bubble("system", `Sent to the patient: ${m}`);
@@ -144,6 +153,7 @@ export function chatView(
       const token = await tenantToken(admin, clinic.value, patient.value);
       const result = await follow(
         streamTurn(token, session.value, text),
+        token,
         bubble,
         status,
         info.offlineDemo,

@@ -54,6 +54,10 @@ export interface AgentDeps {
    * sessions, and each completed turn extracts what the patient told. Absent: the agent forgets.
    */
   readonly memory?: boolean;
+  /** How long a parked ask waits for the operator before the kernel denies it; default one hour. */
+  readonly approvalTtlMs?: number;
+  /** Registers a resumed turn as live (its tools learn the turn's owner from the host). */
+  readonly aroundResume?: RuntimeConfig["aroundResume"];
 }
 
 /**
@@ -120,6 +124,10 @@ export function clinicAgent(deps: AgentDeps): RuntimeConfig {
     maxInputChars: 4_000,
     limits: { maxToolCalls: 8, permissionTimeoutMs: deps.permissionTimeoutMs ?? 5 * 60_000 },
     onUncertainTurn: deps.onUncertainTurn,
+    // A booking's ask parks the turn durably: it survives a restart and any process resumes it.
+    asks: "park",
+    ...(deps.approvalTtlMs ? { approvalTtlMs: deps.approvalTtlMs } : {}),
+    ...(deps.aroundResume ? { aroundResume: deps.aroundResume } : {}),
     ...(deps.clock ? { clock: deps.clock } : {}),
     ...(deps.ids ? { ids: deps.ids } : {}),
   };

@@ -86,7 +86,7 @@ async function sendOne(
       write(
         io.stdout,
         state === "pending"
-          ? `  [waiting for the clinic to approve ${String(data.subject)}]`
+          ? `  [waiting for the clinic to approve ${String(data.subject ?? data.tool)}]`
           : `  [the clinic ${state === "approved" ? "approved" : state === "denied" ? "denied" : "did not answer"} it]`,
       );
     } else if (event.event === "error") {
@@ -100,12 +100,44 @@ async function sendOne(
   }
   spin.stop();
   if (!result) throw new CliError("the stream ended without a result");
+  if (result.status === "awaiting_approval" && result.rootKey)
+    result = await awaitDecision(io, base, token, result.rootKey);
   if (result.text && result.text !== last) write(io.stdout, `assistant> ${result.text}`);
   for (const message of result.delivered ?? []) write(io.stdout, `  [sent to you] ${message}`);
   if (result.notice) write(io.stdout, `  [notice] ${result.notice}`);
   if (result.status === "in_progress")
     write(io.stdout, `  [still running: alma reads it later with GET /v1/turns/${result.rootKey}]`);
   return result;
+}
+
+/**
+ * A turn parked on the clinic's approval: read it again (long polls) until a decision moves it and
+ * the resumed turn settles. The ask is durable, so this survives a restart of the host too.
+ */
+async function awaitDecision(
+  io: CliIo,
+  base: string,
+  token: string,
+  rootKey: string,
+): Promise<ResultData> {
+  for (;;) {
+    const { body } = await api<ResultData>(base, `/v1/turns/${encodeURIComponent(rootKey)}`, {
+      token,
+      headers: { prefer: "wait=20" },
+    }).catch((error: unknown) => {
+      if (error instanceof CliError && /cannot reach/.test(error.message)) return { body: null };
+      throw error;
+    });
+    if (body === null) {
+      // The host is restarting: the parked turn waits in its store; try again shortly.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      continue;
+    }
+    if (body.status !== "awaiting_approval" && body.status !== "in_progress") {
+      write(io.stdout, "  [the clinic decided; the assistant goes on]");
+      return body;
+    }
+  }
 }
 
 export async function chatCommand(args: ParsedArgs, io: CliIo): Promise<number> {

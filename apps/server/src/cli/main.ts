@@ -1,5 +1,6 @@
 import { EnvError } from "../config/env.js";
 import { CliError, type ParsedArgs, parseArgs } from "./args.js";
+import { ASKS_HELP, asksCommand } from "./asks.js";
 import { CHAT_HELP, chatCommand } from "./chat.js";
 import {
   ERASE_HELP,
@@ -33,6 +34,7 @@ const ADMIN = [...CLIENT, "admin-token"];
 const COMMANDS: Readonly<Record<string, Command>> = {
   serve: { help: SERVE_HELP, flags: ["port", "host"], booleans: ["quiet"], run: serveCommand },
   chat: { help: CHAT_HELP, flags: [...TENANT, "session"], run: chatCommand },
+  asks: { help: ASKS_HELP, flags: [...ADMIN, "org"], run: asksCommand },
   sessions: { help: SESSIONS_HELP, flags: [...ADMIN, "org"], run: sessionsCommand },
   trails: { help: TRAILS_HELP, flags: [...ADMIN, "org", "uid"], run: trailsCommand },
   fence: {
@@ -57,6 +59,7 @@ export const MAIN_HELP = `alma: the Alma host's command line.
 Usage: alma <command> [options]   (alma <command> --help for each)
   serve     serve the clinic agent, its API and the operator console
   chat      chat with the agent of a running host, as a patient
+  asks      list, approve or deny the asks waiting for an operator (operator)
   sessions  list each tenant's sessions (operator)
   trails    print a turn's audit trails as a timeline (operator)
   fence     fence a tenant or one person, lift it, list fences (operator)

@@ -160,12 +160,14 @@ async function answerAsk(
   allowed: boolean,
 ): Promise<Response> {
   const id = validateId("askId", route.params.askId);
-  const outcome = host.asks.answer(id, allowed);
+  const outcome = await host.asks.answer(id, allowed);
   if (outcome === "unknown")
     throw new HttpError(
       "not_found",
       "no pending ask with this id (answered, withdrawn or never made)",
     );
+  if (outcome !== "answered")
+    throw new HttpError("ask_refused", `this ask cannot take a decision: ${outcome}`);
   return json(200, { askId: id, state: allowed ? "approved" : "denied" });
 }
 
@@ -265,7 +267,7 @@ export function adminRoutes(router: Router, host: HostContext): void {
     json(200, await lateUsageOf(host, r.url.searchParams.get("org") ?? undefined)),
   );
   on("GET", "/v1/admin/asks", async (r) =>
-    json(200, { asks: host.asks.pending(r.url.searchParams.get("org") ?? undefined) }),
+    json(200, { asks: await host.asks.pending(r.url.searchParams.get("org") ?? undefined) }),
   );
   on("POST", "/v1/admin/asks/:askId/approve", (r) => answerAsk(host, r, true));
   on("POST", "/v1/admin/asks/:askId/deny", (r) => answerAsk(host, r, false));

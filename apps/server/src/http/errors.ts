@@ -17,6 +17,8 @@ export const STATUS_OF_CODE = {
   step_call_conflict: 409,
   duplicate_event: 409,
   event_refused: 409,
+  // A decision on a parked ask the store refused (decided already, expired, another digest).
+  ask_refused: 409,
   unavailable: 410,
   step_call_erased: 410,
   request_timeout: 408,

@@ -83,6 +83,16 @@ async function sendFinal(
     if (live === "detached") return;
     settled = live ?? view;
   }
+  // A parked turn's stream ends with its asks, then the view: a reconnect after the decision reads on.
+  if (settled.status === "awaiting_approval")
+    for (const ask of settled.asks)
+      channel.send("permission", {
+        askId: ask.askId,
+        tool: ask.tool,
+        action: ask.action,
+        state: "pending",
+        expiresAt: ask.expiresAt,
+      });
   try {
     const { status, body } = viewResponse(settled);
     channel.send("result", { httpStatus: status, ...body });

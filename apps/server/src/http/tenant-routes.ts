@@ -59,15 +59,30 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined
   }
 }
 
-/** A view as a response; an `in_progress` view first waits (up to `ms`) for the turn if it is live here. */
+/** How often a long poll on a parked turn reads it again (its decision may come from any process). */
+const PARKED_POLL_MS = 250;
+
+/**
+ * A view as a response. An `in_progress` view first waits (up to `ms`) for the turn if it is live
+ * here; an `awaiting_approval` one is read again until a decision moves it (the resumed run then
+ * waited for as a live one) or `ms` passes.
+ */
 export async function viewReply(
   host: HostContext,
   view: ConversationView,
   ms: number,
   extra: Record<string, unknown> = {},
+  scope?: Scope,
 ): Promise<Response> {
+  const until = host.clock.now() + ms;
   let settled = view;
-  if (view.status === "in_progress") settled = (await host.turns.wait(view.rootKey, ms)) ?? view;
+  while (settled.status === "awaiting_approval" && scope && host.clock.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, PARKED_POLL_MS));
+    settled = (await host.runtime.runner.read(scope, settled.rootKey)) ?? settled;
+  }
+  const left = Math.max(0, until - host.clock.now());
+  if (settled.status === "in_progress")
+    settled = (await host.turns.wait(settled.rootKey, left)) ?? settled;
   const { status, body } = viewResponse(settled);
   return json(status, { ...body, ...extra });
 }
@@ -132,7 +147,7 @@ async function getTurn(host: HostContext, route: RouteRequest, scope: Scope): Pr
   const view = await host.runtime.runner.read(scope, rootKey);
   // Another tenant's key reads as absent: its existence is not disclosed.
   if (!view) throw new HttpError("not_found", "no turn with this key for you");
-  return viewReply(host, view, preferredWait(route.request, 0, host.http.waitMs));
+  return viewReply(host, view, preferredWait(route.request, 0, host.http.waitMs), {}, scope);
 }
 
 async function postEvents(host: HostContext, route: RouteRequest, scope: Scope): Promise<Response> {
