@@ -86,6 +86,8 @@ describe.skipIf(!HAVE_CHROMIUM)(title, () => {
     await expect.poll(() => ask.textContent()).toMatch(/expires/);
     await page.screenshot({ path: join(ARTIFACTS, "console-permission-ask.png") });
     await ask.getByTestId("approve").click();
+    // The chat's stream ended with the park; it reads on from the ask's event id after the decision.
+    await page.getByText("The clinic decided; the assistant goes on.").waitFor();
     await page
       .locator(".bubble.assistant", { hasText: "Your appointment is booked for" })
       .waitFor();

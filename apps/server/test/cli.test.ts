@@ -8,7 +8,10 @@ import { fileURLToPath } from "node:url";
 import { jwtVerify } from "jose";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../src/cli/main.js";
-import { hostPerTest, pendingAsk } from "./helpers.js";
+import { createHost } from "../src/host.js";
+import { mintToken } from "../src/http/auth.js";
+import { demoSetup } from "../src/models/select.js";
+import { hostPerTest, pendingAsk, SECRETS } from "./helpers.js";
 
 const startHost = hostPerTest();
 
@@ -29,6 +32,7 @@ async function cli(argv: string[], opts: { stdin?: string[]; env?: NodeJS.Proces
 const COMMANDS = [
   "serve",
   "chat",
+  "asks",
   "sessions",
   "trails",
   "fence",
@@ -219,4 +223,40 @@ describe("alma CLI", () => {
       /assistant> Sunrise Family Clinic is open on saturday \S+ from 09:00 to 13:00\./,
     );
   });
+  it("alma chat waits on a parked booking across a restart of the host, then prints the answer", async () => {
+    const home = mkdtempSync(join(tmpdir(), "alma-cli-restart-"));
+    const options = {
+      secrets: SECRETS,
+      store: { home, databaseUrl: undefined },
+      models: demoSetup(),
+    };
+    const first = await createHost(options);
+    const { url } = await first.listen(0, "127.0.0.1");
+    const port = Number(new URL(url).port);
+    const { token } = await mintToken(SECRETS.jwtSecret, { org: "sunrise-clinic", uid: "p-1001" });
+    const chat = cli(["chat", "--url", url, "--token", token, "--session", "cli-restart"], {
+      stdin: ["Please book an appointment\n"],
+    });
+    for (;;) {
+      if ((await first.context.asks.pending()).length === 1) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await first.close(0);
+    // The chat keeps trying while the host is down; a new host on the same store and port answers.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const second = await createHost(options);
+    await second.listen(port, "127.0.0.1");
+    try {
+      const [ask] = await second.context.asks.pending();
+      expect(await second.context.asks.answer(ask?.id as string, true)).toBe("answered");
+      const { code, out } = await chat;
+      expect(code).toBe(0);
+      expect(out).toContain("  [waiting for the clinic to approve book_appointment]");
+      expect(out).toContain("  [the clinic decided; the assistant goes on]");
+      expect(out).toMatch(/ {2}\[sent to you\] Confirmed: your appointment on /);
+    } finally {
+      await second.close(0);
+    }
+  }, 60_000);
 });

@@ -21,7 +21,9 @@ describe("SSE turns", () => {
       "text",
       "result",
     ]);
-    expect(events.map((e) => Number(e.id))).toEqual([1, 2, 3, 4, 5, 6]);
+    // Resumable ids: a step's text is its step, the result `<step>.end`; tool and usage events
+    // carry none (the parser keeps the last id for them, as an EventSource does).
+    expect(events.map((e) => e.id)).toEqual([undefined, "1", "1", "1", "2", "2.end"]);
     expect(JSON.parse(events[1]?.data ?? "")).toEqual({ step: 1, text: "Let me open the record." });
     expect(JSON.parse(events[2]?.data ?? "")).toMatchObject({
       name: "read_patient_record",
@@ -35,7 +37,7 @@ describe("SSE turns", () => {
     });
   });
 
-  it("frames each event as id, event and one data line of JSON", async () => {
+  it("frames each event as [id,] event and one data line of JSON, after a retry hint", async () => {
     const t = await startHost();
     const res = await sseTurn(
       t,
@@ -45,15 +47,20 @@ describe("SSE turns", () => {
       "When are you open on Monday?\nThanks",
     );
     const raw = await res.text();
-    expect(raw.startsWith(": stream open\n\n")).toBe(true);
-    const frames = raw.split("\n\n").filter((f) => f && !f.startsWith(":"));
+    expect(raw.startsWith("retry: 2000\n\n: stream open\n\n")).toBe(true);
+    const frames = raw
+      .split("\n\n")
+      .filter((f) => f && !f.startsWith(":") && !f.startsWith("retry:"));
+    expect(frames.length).toBeGreaterThan(3);
     for (const frame of frames) {
       const lines = frame.split("\n");
-      expect(lines).toHaveLength(3);
-      expect(lines[0]).toMatch(/^id: \d+$/);
-      expect(lines[1]).toMatch(/^event: (text|tool|usage|result)$/);
-      expect(lines[2]?.startsWith("data: ")).toBe(true);
-      expect(() => JSON.parse(lines[2]?.slice(6) ?? "")).not.toThrow();
+      const withId = /^event: (text|result)$/.test(lines[1] ?? "");
+      expect(lines).toHaveLength(withId ? 3 : 2);
+      if (withId) expect(lines[0]).toMatch(/^id: \d+(\.end)?$/);
+      const [event, data] = withId ? lines.slice(1) : lines;
+      expect(event).toMatch(/^event: (text|tool|usage|result)$/);
+      expect(data?.startsWith("data: ")).toBe(true);
+      expect(() => JSON.parse(data?.slice(6) ?? "")).not.toThrow();
     }
   });
 

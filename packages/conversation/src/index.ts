@@ -43,6 +43,7 @@ export {
 export type { ConversationRootDescriptor } from "./root.js";
 export { DEFAULT_EVENT_LABELS, renderEvents } from "./render.js";
 export type { ExpiredRelease, UnresolvedPage } from "./maintenance.js";
+export type { StoredStep } from "./read.js";
 export { type ConversationRunner, createConversationRunner } from "./runner.js";
 export type { ProgressEvent } from "./step-outputs.js";
 export {

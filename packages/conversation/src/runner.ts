@@ -28,7 +28,7 @@ import {
 import type { ResolveAskRequest, ResolveAskResult } from "./asks.js";
 import { parkingApi } from "./parking-api.js";
 import type { ParkedAskView } from "./parking.js";
-import { readRoot } from "./read.js";
+import { readRoot, readSteps } from "./read.js";
 import { resumeDue } from "./resume.js";
 import { type ConversationStream, streamConversation } from "./stream.js";
 import { type AuditPage, readTrails, type SessionTrailQuery } from "./trails.js";
@@ -43,6 +43,12 @@ export interface ConversationRunner {
   runTurn(request: TurnRequest): Promise<ConversationView>;
   streamTurn(request: TurnRequest): ConversationStream;
   read(scope: Scope, rootKey: string): Promise<ConversationView | null>;
+  /**
+   * The root's stored step outputs after step `after` (0: from the first), for a stream reader
+   * that reconnects (`Last-Event-ID`): each re-read under retention and erasure, `unavailable` as
+   * soon as one is gone. Read `read` first: another scope's root reads as absent there.
+   */
+  readSteps(scope: Scope, rootKey: string, after: number): ReturnType<typeof readSteps>;
   recordEvents(request: RecordEventsRequest): Promise<RecordEventsResult>;
   /** Erases the session in every store (see `SessionErasure`): a turn holding it is fenced; idempotent. */
   eraseSession(scope: Scope, sessionId: string): Promise<ErasureReport>;
@@ -168,6 +174,7 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
       );
     },
     read: (scope, rootKey) => readRoot(config, scope, rootKey),
+    readSteps: (scope, rootKey, after) => readSteps(config, scope, rootKey, after),
     trails: (scope, query) => readTrails(config, scope, query),
     recordEvents: (request) => inUnit(config, () => events.record(request)),
     eraseSession: (scope, sessionId) => eraseSession(config, scope, sessionId),

@@ -71,27 +71,6 @@ export async function getJson<T>(path: string, token?: string): Promise<T> {
   return (await response.json()) as T;
 }
 
-/**
- * A turn's view, long-polled (`Prefer: wait=20`): a turn parked on an operator's ask answers once
- * a decision moves it. A host that is restarting is tried again after a moment: the ask waits in
- * its store.
- */
-export async function readTurn<T>(token: string, rootKey: string): Promise<T> {
-  for (;;) {
-    let response: Response;
-    try {
-      response = await fetch(`/v1/turns/${encodeURIComponent(rootKey)}`, {
-        headers: { authorization: `Bearer ${token}`, prefer: "wait=20" },
-      });
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
-      continue;
-    }
-    await failOn(response);
-    return (await response.json()) as T;
-  }
-}
-
 export async function postJson<T>(path: string, token: string, body?: unknown): Promise<T> {
   const response = await fetch(path, {
     method: "POST",
@@ -132,27 +111,13 @@ export async function tenantToken(admin: string, org: string, uid: string): Prom
 export interface SseEvent {
   readonly event: string;
   readonly data: unknown;
+  /** The event's resumable position, when it has one (text, asks, the result). */
+  readonly id?: string;
 }
 
-/** Posts a turn with `Accept: text/event-stream` and yields its events as they arrive. */
-export async function* streamTurn(
-  token: string,
-  sessionId: string,
-  text: string,
-): AsyncGenerator<SseEvent> {
-  const response = await fetch(`/v1/sessions/${encodeURIComponent(sessionId)}/turns`, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${token}`,
-      "content-type": "application/json",
-      accept: "text/event-stream",
-      "idempotency-key": `console-${randomId()}`,
-    },
-    body: JSON.stringify({ input: text }),
-  });
-  await failOn(response);
-  if (!response.body) throw new ApiError(0, "no_stream", "the host sent no stream");
-  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+/** The events of one SSE body (`id`, `event`, `data` lines; comments and `retry:` skipped). */
+async function* frames(body: NonNullable<Response["body"]>): AsyncGenerator<SseEvent> {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   for (;;) {
     const { done, value } = await reader.read();
@@ -163,13 +128,82 @@ export async function* streamTurn(
       const frame = buffer.slice(0, end);
       buffer = buffer.slice(end + 2);
       let event = "message";
+      let id: string | undefined;
       const data: string[] = [];
       for (const line of frame.split("\n")) {
         if (line.startsWith("event:")) event = line.slice(6).trim();
+        else if (line.startsWith("id:")) id = line.slice(3).trim();
         else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
       }
-      if (data.length > 0) yield { event, data: JSON.parse(data.join("\n")) as unknown };
+      if (data.length > 0)
+        yield { event, data: JSON.parse(data.join("\n")) as unknown, ...(id ? { id } : {}) };
       end = buffer.indexOf("\n\n");
+    }
+  }
+}
+
+/** Whether a stream's event settles the turn (a result other than parked or running, or an error). */
+function settles(e: SseEvent): boolean {
+  if (e.event === "error") return true;
+  if (e.event !== "result") return false;
+  const status = (e.data as { status?: string }).status;
+  return status !== "awaiting_approval" && status !== "in_progress";
+}
+
+/**
+ * Posts a turn with `Accept: text/event-stream` and yields its events until the turn settles. When
+ * the stream breaks (a dropped connection, a restart of the host) or the turn parks on an ask, it
+ * reads on from the last event id (`GET` the turn's `Location` with `Last-Event-ID`): every event
+ * once, the parked turn's continuation after the operator's decision.
+ */
+export async function* streamTurn(
+  token: string,
+  sessionId: string,
+  text: string,
+): AsyncGenerator<SseEvent> {
+  const first = await fetch(`/v1/sessions/${encodeURIComponent(sessionId)}/turns`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      accept: "text/event-stream",
+      "idempotency-key": `console-${randomId()}`,
+    },
+    body: JSON.stringify({ input: text }),
+  });
+  await failOn(first);
+  const location = first.headers.get("location");
+  let response: Response | undefined = first;
+  let lastId: string | undefined;
+  let failures = 0;
+  for (;;) {
+    if (response?.body) {
+      try {
+        for await (const e of frames(response.body)) {
+          if (e.id) lastId = e.id;
+          yield e;
+          if (settles(e)) return;
+        }
+      } catch {
+        // the connection broke: read on below
+      }
+    }
+    if (!location) throw new ApiError(0, "no_result", "the stream ended without a result");
+    response = await fetch(location, {
+      headers: {
+        authorization: `Bearer ${token}`,
+        accept: "text/event-stream",
+        ...(lastId ? { "last-event-id": lastId } : {}),
+      },
+    }).catch(() => undefined);
+    if (response?.ok) failures = 0;
+    else {
+      if (response && response.status < 500) await failOn(response);
+      failures += 1;
+      if (failures > 30)
+        throw new ApiError(0, "lost_host", "lost the host; the turn is kept there");
+      response = undefined;
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
     }
   }
 }

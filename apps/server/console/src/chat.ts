@@ -2,7 +2,6 @@ import {
   ApiError,
   type Info,
   randomId,
-  readTurn,
   type SseEvent,
   streamTurn,
   type Tenant,
@@ -38,15 +37,21 @@ function permissionLine(data: Record<string, unknown>): string {
  */
 async function follow(
   events: AsyncGenerator<SseEvent>,
-  token: string,
   bubble: Bubble,
   status: HTMLElement,
   offlineDemo: boolean,
 ): Promise<ResultData> {
   let result: ResultData | undefined;
   let lastStep: { el: HTMLElement; text: string } | undefined;
+  let parked = false;
   for await (const e of events) {
     const data = e.data as Record<string, unknown>;
+    // The stream reads on after a park: what comes next is the decided turn going on.
+    if (parked && (e.event !== "result" || data.status !== "awaiting_approval")) {
+      parked = false;
+      bubble("system", "The clinic decided; the assistant goes on.");
+      status.textContent = "running…";
+    }
     if (e.event === "text")
       lastStep = {
         el: bubble("progress", String(data.text), `step ${String(data.step)}`),
@@ -58,20 +63,15 @@ async function follow(
       bubble("system", permissionLine(data));
       status.textContent =
         data.state === "pending" ? "waiting for an operator (see Pending asks)" : "running…";
-    } else if (e.event === "result") result = data as unknown as ResultData;
-    else if (e.event === "error") {
+    } else if (e.event === "result") {
+      result = data as unknown as ResultData;
+      if (result.status === "awaiting_approval") parked = true;
+    } else if (e.event === "error") {
       const err = data.error as { code: string; message: string };
       throw new ApiError(Number(data.status), err.code, err.message);
     }
   }
   if (!result) throw new ApiError(0, "no_result", "the stream ended without a result");
-  const rootKey = result.rootKey;
-  if (result.status === "awaiting_approval" && rootKey) {
-    // Parked on the operator: read the turn on (it survives a restart of the host) until it settles.
-    do result = await readTurn<ResultData>(token, rootKey);
-    while (result.status === "awaiting_approval" || result.status === "in_progress");
-    bubble("system", "The clinic decided; the assistant goes on.");
-  }
   if (result.text && lastStep?.text === result.text) lastStep.el.remove();
   if (result.text) bubble("assistant", result.text, offlineDemo ? "offline demo model" : undefined);
   for (const m of result.delivered ?? []) bubble("system", `Sent to the patient: ${m}`);
@@ -153,7 +153,6 @@ export function chatView(
       const token = await tenantToken(admin, clinic.value, patient.value);
       const result = await follow(
         streamTurn(token, session.value, text),
-        token,
         bubble,
         status,
         info.offlineDemo,

@@ -47,7 +47,103 @@ interface ResultData {
   readonly rootKey?: string;
 }
 
-/** Sends one message over SSE and prints what arrives; returns the final view's data. */
+/** What one stream connection came to: its result (none when it broke first), the last event id. */
+interface Read {
+  readonly result: ResultData | undefined;
+  readonly lastId: string | undefined;
+}
+
+/** Prints one connection's events; a connection that breaks ends the read without a result. */
+async function readStream(
+  io: CliIo,
+  body: ReadableStream<Uint8Array>,
+  shown: { last: string },
+): Promise<Read> {
+  const spin = spinner(io.stderr);
+  let lastId: string | undefined;
+  let result: ResultData | undefined;
+  spin.start();
+  try {
+    for await (const event of readSseEvents(body)) {
+      spin.stop();
+      lastId = event.id ?? lastId;
+      const data = JSON.parse(event.data) as Record<string, unknown>;
+      if (event.event === "text") {
+        shown.last = String(data.text ?? "");
+        write(io.stdout, `assistant> ${shown.last}`);
+      } else if (event.event === "permission") write(io.stdout, permissionLine(data));
+      else if (event.event === "error") {
+        const error = data.error as { code?: string; message?: string } | undefined;
+        throw new CliError(`${error?.code}: ${error?.message} (HTTP ${String(data.status)})`);
+      } else if (event.event === "result") {
+        result = data as ResultData;
+        break;
+      }
+      spin.start();
+    }
+  } catch (error) {
+    if (error instanceof CliError) throw error;
+    // The connection broke: the caller reads on from the last id.
+  } finally {
+    spin.stop();
+  }
+  return { result, lastId };
+}
+
+function permissionLine(data: Record<string, unknown>): string {
+  const state = String(data.state);
+  return state === "pending"
+    ? `  [waiting for the clinic to approve ${String(data.subject ?? data.tool)}]`
+    : `  [the clinic ${state === "approved" ? "approved" : state === "denied" ? "denied" : "did not answer"} it]`;
+}
+
+/** How many times in a row a lost stream is reconnected before giving up. */
+const RECONNECTS = 30;
+
+/**
+ * Reads on from the last event id (`GET` the turn's stream with `Last-Event-ID`) until the turn
+ * settles: after a dropped connection, a restart of the host, or a park (the host keeps that
+ * stream open until a decision moves the turn).
+ */
+async function readOn(
+  io: CliIo,
+  url: string,
+  token: string,
+  first: Read,
+  shown: { last: string },
+): Promise<ResultData> {
+  let read = first;
+  let failures = 0;
+  const unsettled = (r: Read) =>
+    !r.result || r.result.status === "awaiting_approval" || r.result.status === "in_progress";
+  let wasParked = read.result?.status === "awaiting_approval";
+  while (unsettled(read)) {
+    const response = await fetch(url, {
+      headers: {
+        authorization: `Bearer ${token}`,
+        accept: "text/event-stream",
+        ...(read.lastId ? { "last-event-id": read.lastId } : {}),
+      },
+    }).catch(() => undefined);
+    if (!response?.ok || !response.body) {
+      if (response && response.status < 500) await failOn(response);
+      failures += 1;
+      if (failures > RECONNECTS) throw new CliError("lost the host; the turn is kept there");
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      continue;
+    }
+    failures = 0;
+    const next = await readStream(io, response.body, shown);
+    if (wasParked && next.result && next.result.status !== "awaiting_approval") {
+      write(io.stdout, "  [the clinic decided; the assistant goes on]");
+      wasParked = false;
+    }
+    read = { result: next.result, lastId: next.lastId ?? read.lastId };
+  }
+  return read.result as ResultData;
+}
+
+/** Sends one message over SSE and prints what arrives, reading on when the stream is lost or parks. */
 async function sendOne(
   io: CliIo,
   base: string,
@@ -71,73 +167,17 @@ async function sendOne(
   });
   await failOn(response);
   if (!response.body) throw new CliError("the host sent no stream");
-  const spin = spinner(io.stderr);
-  let last = "";
-  let result: ResultData | undefined;
-  spin.start();
-  for await (const event of readSseEvents(response.body)) {
-    spin.stop();
-    const data = JSON.parse(event.data) as Record<string, unknown>;
-    if (event.event === "text") {
-      last = String(data.text ?? "");
-      write(io.stdout, `assistant> ${last}`);
-    } else if (event.event === "permission") {
-      const state = String(data.state);
-      write(
-        io.stdout,
-        state === "pending"
-          ? `  [waiting for the clinic to approve ${String(data.subject ?? data.tool)}]`
-          : `  [the clinic ${state === "approved" ? "approved" : state === "denied" ? "denied" : "did not answer"} it]`,
-      );
-    } else if (event.event === "error") {
-      const error = data.error as { code?: string; message?: string } | undefined;
-      throw new CliError(`${error?.code}: ${error?.message} (HTTP ${String(data.status)})`);
-    } else if (event.event === "result") {
-      result = data as ResultData;
-      break;
-    }
-    spin.start();
-  }
-  spin.stop();
+  const shown = { last: "" };
+  const first = await readStream(io, response.body, shown);
+  const location = response.headers.get("location");
+  const result = location
+    ? await readOn(io, `${base}${location}`, token, first, shown)
+    : first.result;
   if (!result) throw new CliError("the stream ended without a result");
-  if (result.status === "awaiting_approval" && result.rootKey)
-    result = await awaitDecision(io, base, token, result.rootKey);
-  if (result.text && result.text !== last) write(io.stdout, `assistant> ${result.text}`);
+  if (result.text && result.text !== shown.last) write(io.stdout, `assistant> ${result.text}`);
   for (const message of result.delivered ?? []) write(io.stdout, `  [sent to you] ${message}`);
   if (result.notice) write(io.stdout, `  [notice] ${result.notice}`);
-  if (result.status === "in_progress")
-    write(io.stdout, `  [still running: alma reads it later with GET /v1/turns/${result.rootKey}]`);
   return result;
-}
-
-/**
- * A turn parked on the clinic's approval: read it again (long polls) until a decision moves it and
- * the resumed turn settles. The ask is durable, so this survives a restart of the host too.
- */
-async function awaitDecision(
-  io: CliIo,
-  base: string,
-  token: string,
-  rootKey: string,
-): Promise<ResultData> {
-  for (;;) {
-    const { body } = await api<ResultData>(base, `/v1/turns/${encodeURIComponent(rootKey)}`, {
-      token,
-      headers: { prefer: "wait=20" },
-    }).catch((error: unknown) => {
-      if (error instanceof CliError && /cannot reach/.test(error.message)) return { body: null };
-      throw error;
-    });
-    if (body === null) {
-      // The host is restarting: the parked turn waits in its store; try again shortly.
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
-      continue;
-    }
-    if (body.status !== "awaiting_approval" && body.status !== "in_progress") {
-      write(io.stdout, "  [the clinic decided; the assistant goes on]");
-      return body;
-    }
-  }
 }
 
 export async function chatCommand(args: ParsedArgs, io: CliIo): Promise<number> {

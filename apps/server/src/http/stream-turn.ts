@@ -8,6 +8,7 @@ import {
 import { microsToUsd } from "@alma-harness/core";
 import type { HostContext } from "./context.js";
 import { describe, statusOf } from "./errors.js";
+import { askEventId, endId, textId } from "./event-ids.js";
 import { type SseChannel, sseResponse } from "./sse.js";
 import { viewResponse } from "./views.js";
 
@@ -46,6 +47,7 @@ function detachedPromise(signal: AbortSignal): Promise<"detached"> {
 async function follow(
   stream: ConversationStream,
   channel: SseChannel,
+  at: { step: number },
 ): Promise<ConversationView | "detached" | undefined> {
   const iterator = stream[Symbol.asyncIterator]();
   const detached = detachedPromise(channel.detached);
@@ -58,7 +60,10 @@ async function follow(
       }
       if (next.done) return undefined;
       if (next.value.type === "result") return next.value.view;
-      channel.send(next.value.type, progressData(next.value));
+      if (next.value.type === "text") {
+        at.step = next.value.step;
+        channel.send("text", progressData(next.value), textId(at.step));
+      } else channel.send(next.value.type, progressData(next.value));
     }
   } catch (error) {
     if (error instanceof ConversationStreamResyncError) {
@@ -73,6 +78,7 @@ async function sendFinal(
   host: HostContext,
   channel: SseChannel,
   view: ConversationView,
+  step: number,
 ): Promise<void> {
   let settled = view;
   if (view.status === "in_progress") {
@@ -83,29 +89,45 @@ async function sendFinal(
     if (live === "detached") return;
     settled = live ?? view;
   }
-  // A parked turn's stream ends with its asks, then the view: a reconnect after the decision reads on.
-  if (settled.status === "awaiting_approval")
-    for (const ask of settled.asks)
-      channel.send("permission", {
-        askId: ask.askId,
-        tool: ask.tool,
-        action: ask.action,
-        state: "pending",
-        expiresAt: ask.expiresAt,
-      });
+  sendSettled(channel, settled, step);
+}
+
+/**
+ * The last events of a turn's stream. A parked turn's asks (each with its id, `<step>.<askId>`),
+ * then its view without an id, so the client's last id stays on the ask: a reconnect after the
+ * decision reads on from there. Any other view is the `result` (`<step>.end`), or the `error` the
+ * JSON API would have answered.
+ */
+export function sendSettled(channel: SseChannel, view: ConversationView, step: number): void {
+  if (view.status === "awaiting_approval")
+    for (const ask of view.asks)
+      channel.send(
+        "permission",
+        {
+          askId: ask.askId,
+          tool: ask.tool,
+          action: ask.action,
+          state: "pending",
+          expiresAt: ask.expiresAt,
+        },
+        askEventId(step, ask.askId),
+      );
+  const id = view.status === "awaiting_approval" ? undefined : endId(step);
   try {
-    const { status, body } = viewResponse(settled);
-    channel.send("result", { httpStatus: status, ...body });
+    const { status, body } = viewResponse(view);
+    channel.send("result", { httpStatus: status, ...body }, id);
   } catch (error) {
     const { code, message } = describe(error);
-    channel.send("error", { status: statusOf(code), error: { code, message } });
+    channel.send("error", { status: statusOf(code), error: { code, message } }, id);
   }
 }
 
 /**
  * `POST …/turns` with `Accept: text/event-stream`. Input errors throw here, before the stream
  * opens (a JSON 4xx). Then: `text`, `tool`, `usage` and `permission` events as they settle, and one
- * `result` (or `error`) event carrying what the JSON API would have answered.
+ * `result` (or `error`) event carrying what the JSON API would have answered. Text, asks and the
+ * result carry resumable ids (`event-ids.ts`): `GET /v1/turns/:rootKey` with `Last-Event-ID` reads
+ * on from any of them (`follow-turn.ts`).
  */
 export function streamTurnSse(host: HostContext, turn: RunTurnRequest, rootKey: string): Response {
   const stream = host.turns.track(rootKey, turn.scope, turn.sessionId, host.clock.now(), () =>
@@ -123,13 +145,15 @@ export function streamTurnSse(host: HostContext, turn: RunTurnRequest, rootKey: 
         }),
       );
       try {
-        const seen = await follow(stream, channel);
+        const at = { step: 0 };
+        const seen = await follow(stream, channel, at);
         if (seen === "detached") return;
-        await sendFinal(host, channel, seen ?? (await stream.result));
+        await sendFinal(host, channel, seen ?? (await stream.result), at.step);
       } finally {
         unsubscribe();
       }
     },
-    { pingMs: host.http.pingMs },
+    // Where a client that loses the stream reads on (with its `Last-Event-ID`).
+    { pingMs: host.http.pingMs, headers: { location: `/v1/turns/${rootKey}` } },
   );
 }

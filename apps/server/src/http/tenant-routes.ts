@@ -11,6 +11,8 @@ import { onlyFields, readJsonObject } from "./body.js";
 import type { HostContext } from "./context.js";
 import { HttpError, json } from "./errors.js";
 import type { RouteRequest, Router } from "./router.js";
+import { readCursor } from "./event-ids.js";
+import { followTurnSse } from "./follow-turn.js";
 import { streamTurnSse } from "./stream-turn.js";
 import { transcriptOf, turnsOf } from "./transcript.js";
 import { viewResponse } from "./views.js";
@@ -144,9 +146,14 @@ async function postTurn(host: HostContext, route: RouteRequest, scope: Scope): P
 
 async function getTurn(host: HostContext, route: RouteRequest, scope: Scope): Promise<Response> {
   const rootKey = validateId("rootKey", route.params.rootKey);
+  const cursor = wantsSse(route.request)
+    ? readCursor(route.request.headers.get("last-event-id"))
+    : undefined;
   const view = await host.runtime.runner.read(scope, rootKey);
   // Another tenant's key reads as absent: its existence is not disclosed.
   if (!view) throw new HttpError("not_found", "no turn with this key for you");
+  // A stream reader reconnecting (or reading on after a park): from its last event id.
+  if (cursor) return followTurnSse(host, scope, rootKey, cursor);
   return viewReply(host, view, preferredWait(route.request, 0, host.http.waitMs), {}, scope);
 }
 
