@@ -54,8 +54,8 @@ export async function resumeParked(
   if (!parked || !turn || !ready(turn, now)) return answer(config, scope, rootKey, turn);
   const admissionId = config.ids.next("adm");
   const deadlineAt = now + config.runTimeoutMs;
-  const claim = await claimOnce(parked, { scope, rootKey, admissionId, now, deadlineAt });
-  if (claim?.status !== "claimed") return answer(config, scope, rootKey);
+  const claim = await claimOnce(parked, turn, { scope, rootKey, admissionId, now, deadlineAt });
+  if (!claim) return answer(config, scope, rootKey);
   const record = readParkedRecord(claim.turn.continuation);
   const subject: RunSubject = { ...record.request, scope, sessionId: claim.turn.sessionId };
   const loop = readContinuation(record.loop);
@@ -150,16 +150,24 @@ function unsafeReplays(config: ResolvedConfig, turn: ParkedTurn): string | undef
   return undefined;
 }
 
-/** A claim, or none when it throws (the fence and the store answer through the root's read). */
+/**
+ * This call's claim of the turn, or none. A claim that throws is read back: the turn resuming under
+ * this call's admission means it landed and only its answer was lost, so the run is this call's;
+ * anything else answers through the root's read (a fenced scope rethrows, typed).
+ */
 async function claimOnce(
   parked: ParkedTurnStore,
+  before: ParkedTurn,
   input: Parameters<ParkedTurnStore["claim"]>[0],
-): Promise<Awaited<ReturnType<ParkedTurnStore["claim"]>> | undefined> {
+): Promise<{ readonly turn: ParkedTurn; readonly from: ParkedTurn["state"] } | undefined> {
   try {
-    return await parked.claim(input);
+    const claim = await parked.claim(input);
+    return claim.status === "claimed" ? { turn: claim.turn, from: claim.from } : undefined;
   } catch (error) {
     if (error instanceof ScopeFencedError) throw error;
-    return undefined;
+    const now = await parked.get(input.scope, input.rootKey).catch(() => undefined);
+    const ours = now?.state === "resuming" && now.admissionId === input.admissionId;
+    return ours ? { turn: now, from: before.state } : undefined;
   }
 }
 
