@@ -76,7 +76,11 @@ const note = defineTool({
   input: { type: "object" },
   handler: () => "ok",
 });
-const config: RuntimeConfig = benchConfig(new ScriptedByRequest(), [note], 4);
+// `BENCH_ASKS=park`: the host's default since issue 25 (asks park, each step boundary checkpointed).
+const config: RuntimeConfig = {
+  ...benchConfig(new ScriptedByRequest(), [note], 4),
+  ...(process.env.BENCH_ASKS === "park" ? { asks: "park" as const } : {}),
+};
 
 async function drive(rt: Runtime, sessions: number, turns: number, tag: string): Promise<number> {
   let next = 0;

@@ -3,11 +3,18 @@ import {
   type JsonValue,
   type ParkedTurn,
   type ParkedTurnStore,
+  AlmaError,
   type Scope,
   ScopeFencedError,
 } from "@alma-harness/core";
-import { type AskDecision, readContinuation, type TurnOutcome } from "@alma-harness/loop";
+import {
+  type AskDecision,
+  type Continuation,
+  readContinuation,
+  type TurnOutcome,
+} from "@alma-harness/loop";
 import type { ResolvedConfig } from "./config.js";
+import { Checkpoints } from "./checkpoints.js";
 import { renderEvents } from "./render.js";
 import { awaitingView, parkingOf, readParkedRecord } from "./parking.js";
 import { readRoot } from "./read.js";
@@ -37,9 +44,10 @@ export function ready(turn: ParkedTurn | undefined, now: number): boolean {
 /**
  * Goes on with a parked turn in this process, when it can: claims it under a fresh admission
  * (exactly one claimant wins; the others read the root as it is), then runs the decided calls and
- * the rest of the turn (`engine.resumeTurn`). A turn whose resumed run died is claimed again after
- * its run's deadline: it runs again only when every approved call's tool is replay-safe, else it
- * ends `reconciliation_required` (cause `tool:<name>`) and no handler runs twice.
+ * the rest of the turn (`engine.resumeTurn`). A turn whose run died (a first run at its last
+ * checkpoint, or a resume) is claimed again after its run's deadline: it goes on only when every
+ * call that may have started is a replay-safe tool's, else it ends `reconciliation_required`
+ * (cause `tool:<name>`) and no handler runs twice.
  */
 export async function resumeParked(
   deps: TurnDeps,
@@ -59,19 +67,18 @@ export async function resumeParked(
   const record = readParkedRecord(claim.turn.continuation);
   const subject: RunSubject = { ...record.request, scope, sessionId: claim.turn.sessionId };
   const loop = readContinuation(record.loop);
+  const ref = { scope, sessionId: claim.turn.sessionId, rootKey, admissionId };
   const a: Admitted = {
-    scope,
-    sessionId: claim.turn.sessionId,
-    rootKey,
-    admissionId,
+    ...ref,
     deadlineAt,
     choice: loop.choice,
     signal: opts.signal,
     outputs: opts.outputs,
     resumed: true,
+    checkpoints: new Checkpoints(config, parked, subject, ref),
   };
   if (claim.from === "resuming") {
-    const unsafe = unsafeReplays(config, claim.turn);
+    const unsafe = unsafeReplays(config, claim.turn, loop);
     if (unsafe) {
       await parked.done(scope, rootKey, admissionId).catch(() => false);
       return uncertain(config, a, `tool:${unsafe}`);
@@ -142,11 +149,28 @@ function firstInput(loop: JsonValue): readonly Block[] {
   return first?.message.blocks ?? [{ type: "text", text: "" }];
 }
 
-/** The first approved call whose tool is not replay-safe, by tool name (none: the run may go again). */
-function unsafeReplays(config: ResolvedConfig, turn: ParkedTurn): string | undefined {
+/**
+ * The first call a dead run may have started whose tool is not replay-safe, by registered tool
+ * name (none: the run may go again). At a `call_model` boundary no handler was running (the
+ * journal guards the model call itself); at a step's tools, every call not `done` may have started,
+ * but an asked one only when its decision allowed it. A name the model invented ran nothing.
+ */
+function unsafeReplays(
+  config: ResolvedConfig,
+  turn: ParkedTurn,
+  loop: Continuation,
+): string | undefined {
+  if (loop.next.kind !== "run_tools") return undefined;
   const tools = new Map((config.tools ?? []).map((t) => [t.name, t]));
-  for (const ask of turn.asks)
-    if (ask.decision?.allowed && tools.get(ask.tool)?.replaySafe !== true) return ask.tool;
+  for (const call of loop.next.calls) {
+    if (call.state === "done") continue;
+    if (call.state === "asked") {
+      const decision = turn.asks.find((x) => x.askId === call.ask.askId)?.decision;
+      if (!decision?.allowed) continue;
+    }
+    const tool = tools.get(call.name);
+    if (tool && tool.replaySafe !== true) return tool.name;
+  }
   return undefined;
 }
 
@@ -165,6 +189,8 @@ async function claimOnce(
     return claim.status === "claimed" ? { turn: claim.turn, from: claim.from } : undefined;
   } catch (error) {
     if (error instanceof ScopeFencedError) throw error;
+    // A refusal is an answer: only an unanswered claim (the store failing) is read back.
+    if (error instanceof AlmaError) return undefined;
     const now = await parked.get(input.scope, input.rootKey).catch(() => undefined);
     const ours = now?.state === "resuming" && now.admissionId === input.admissionId;
     return ours ? { turn: now, from: before.state } : undefined;

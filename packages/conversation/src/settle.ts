@@ -6,6 +6,7 @@ import {
   utf8Length,
 } from "@alma-harness/core";
 import type { Engine, TurnInput, TurnOutcome, TurnResult } from "@alma-harness/loop";
+import { type Checkpoints, parkedRequestOf } from "./checkpoints.js";
 import { answerByAt, type ResolvedConfig } from "./config.js";
 import { eraseSession } from "./erasure.js";
 import type { EventsApi } from "./events.js";
@@ -29,6 +30,8 @@ export interface Admitted extends TurnRef {
   readonly outputs: StepOutputs | undefined;
   /** A resume's run (it claimed a parked turn), not the first. */
   readonly resumed?: boolean;
+  /** Where the run's step boundaries go (a runner that parks its asks keeps them durable). */
+  readonly checkpoints?: Checkpoints;
 }
 
 /** The session as a run reads it: the log, its rendered history, its revision. */
@@ -73,13 +76,14 @@ export function engineInput(
     // The root's deadline and the invocation's timeout are the same instant here: the admission's.
     answerByAt: answerByAt(config.runTimeoutMs, a.deadlineAt),
     sink: outputs.sink,
+    ...(a.checkpoints ? { continuations: a.checkpoints } : {}),
   };
 }
 
 /**
  * A run's outcome as the host's view: uncertain endings through `uncertain`; a park stored
- * (`awaiting_approval`); a completion appended, stored and released. A resumed run's parked
- * record goes once the run ends other than by parking again.
+ * (`awaiting_approval`); a completion appended, stored and released. The turn's parked or
+ * checkpointed record goes once the run ends other than by parking again.
  */
 export async function settleRun(
   config: ResolvedConfig,
@@ -90,7 +94,8 @@ export async function settleRun(
 ): Promise<ConversationView> {
   const parked = parkingOf(config);
   const view = await settled(config, s, a, outcome, outputs);
-  if (a.resumed && parked && view.status !== "awaiting_approval")
+  const kept = a.resumed === true || a.checkpoints?.wrote === true;
+  if (kept && parked && view.status !== "awaiting_approval")
     await parked.done(s.scope, a.rootKey, a.admissionId).catch(() => false);
   return view;
 }
@@ -110,15 +115,7 @@ async function settled(
     const parked = parkingOf(config);
     // An engine that parks without a parking store is a broken invariant: the turn is uncertain.
     if (!parked) return uncertain(config, a, "loop");
-    const { binding, intent, maxCalls, trigger, toolProfile } = s;
-    const request = {
-      binding,
-      intent,
-      maxCalls,
-      ...(trigger ? { trigger } : {}),
-      ...(toolProfile ? { toolProfile } : {}),
-    };
-    return parkTurn(config, parked, a, request, outcome);
+    return parkTurn(config, parked, a, parkedRequestOf(s), outcome);
   }
   return complete(config, s, a, outcome.messages, outcome.result);
 }

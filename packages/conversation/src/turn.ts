@@ -5,6 +5,8 @@ import type { ResolvedConfig } from "./config.js";
 import { ConversationConflictError } from "./errors.js";
 import { loadContent } from "./load.js";
 import { readRoot } from "./read.js";
+import { Checkpoints } from "./checkpoints.js";
+import { parkingOf } from "./parking.js";
 import { resumeParked } from "./resume.js";
 import { renderEvents } from "./render.js";
 import type { NormalizedRequest } from "./request.js";
@@ -66,7 +68,15 @@ export async function execute(
   const deadlineAt = Math.min(request.deadlineAt, now + config.runTimeoutMs);
   const claim = await claimTurn(config, request, rootKey, binding, now, deadlineAt);
   if (claim.status === "answered") return claim.view;
-  const a: Admitted = { ...claim.turn, deadlineAt, choice, signal, outputs };
+  const parked = parkingOf(config);
+  const a: Admitted = {
+    ...claim.turn,
+    deadlineAt,
+    choice,
+    signal,
+    outputs,
+    ...(parked ? { checkpoints: new Checkpoints(config, parked, request, claim.turn) } : {}),
+  };
   try {
     return await runAdmitted(config, deps.engine, request, a);
   } catch {

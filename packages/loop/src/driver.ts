@@ -33,7 +33,7 @@ export async function drive(
   choice: ModelChoice,
   first: Next,
 ): Promise<Driven> {
-  const writer = env.engine.continuations;
+  const writer = env.input.continuations ?? env.engine.continuations;
   let next = first;
   for (;;) {
     if (next.kind === "finish") return { kind: "ended", ending: next.ending };

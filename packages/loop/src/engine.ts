@@ -200,6 +200,12 @@ export interface TurnInput {
    */
   readonly answerByAt?: number;
   readonly sink?: LoopEventSink;
+  /**
+   * This turn's continuation writer (a host that stores each turn under its own admission): it
+   * gets the turn at every step boundary instead of the engine's `continuations`. A throw from it
+   * ends the turn uncertain (cause `continuation`).
+   */
+  readonly continuations?: ContinuationWriter;
 }
 
 export {

@@ -48,6 +48,7 @@ const INPUT_FIELDS = new Set([
   "deadlineAt",
   "answerByAt",
   "sink",
+  "continuations",
 ]);
 
 /**
@@ -94,6 +95,7 @@ export function normalizeTurnInput(registry: InputRegistry, raw: TurnInput): Tur
     ...(raw.deadlineAt !== undefined ? { deadlineAt: raw.deadlineAt } : {}),
     ...(raw.answerByAt !== undefined ? { answerByAt: raw.answerByAt } : {}),
     ...(raw.sink !== undefined ? { sink: raw.sink } : {}),
+    ...(raw.continuations !== undefined ? { continuations: raw.continuations } : {}),
   });
 }
 
@@ -147,6 +149,15 @@ function checkSeams(raw: TurnInput): void {
     throw new ValidationError("signal", "abort_signal", "signal must be an AbortSignal");
   if (raw.sink !== undefined && typeof raw.sink !== "function")
     throw new ValidationError("sink", "function", "sink must be a function");
+  if (
+    raw.continuations !== undefined &&
+    typeof (raw.continuations as { write?: unknown } | null)?.write !== "function"
+  )
+    throw new ValidationError(
+      "continuations",
+      "writer",
+      "continuations must be an object with a write(continuation)",
+    );
   if (raw.deadlineAt !== undefined && (!Number.isSafeInteger(raw.deadlineAt) || raw.deadlineAt < 0))
     throw new ValidationError("deadlineAt", "epoch_ms", "deadlineAt must be epoch milliseconds");
   if (raw.answerByAt !== undefined && (!Number.isSafeInteger(raw.answerByAt) || raw.answerByAt < 0))

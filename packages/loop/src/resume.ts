@@ -9,20 +9,23 @@ import { type AskDecision, attributed } from "./asks.js";
 import type { Continuation } from "./continuation.js";
 import { readContinuation } from "./continuation-read.js";
 import type { TurnInput } from "./engine.js";
-import type { CallProgress, RunTools } from "./next.js";
+import { CALL_MODEL, type CallProgress, type Next, type RunTools } from "./next.js";
 
 const DECISION_FIELDS = new Set(["allowed", "by", "reason"]);
 
 /** A parked turn ready to go on: its continuation read, and the step it resumes at. */
 export interface Resumable {
   readonly continuation: Continuation;
-  readonly first: RunTools;
+  /** Where the driver goes on: the parked (or interrupted) step's tools, or the next model call. */
+  readonly first: Next;
 }
 
 /**
  * Reads what a resume is given, before anything runs: the continuation (any version this runtime
- * reads), parked at a step, of this very root; the decisions, each for one of its pending asks
- * and of a closed shape. Anything else is a typed error (`ContinuationError`, `ValidationError`).
+ * reads) of this very root, at a boundary the turn can go on from (a park on asks, a step's tools
+ * a dead run was running, the next model call; never a finish, whose ending it does not hold); the
+ * decisions, each for one of its pending asks and of a closed shape. Anything else is a typed
+ * error (`ContinuationError`, `ValidationError`).
  */
 export function resumable(
   input: TurnInput,
@@ -54,8 +57,17 @@ export function resumable(
   // The session was held by the parked turn: a view that moved since cannot take its messages.
   if (input.revision !== continuation.baseRevision)
     throw new ValidationError("revision", "same_view", "the session's view moved since the park");
-  if (next.kind !== "run_tools" || !next.calls.some((c) => c.state === "asked"))
-    throw new ValidationError("continuation.next", "parked", "the turn is not parked on an ask");
+  if (next.kind === "finish")
+    throw new ValidationError(
+      "continuation.next",
+      "resumable",
+      "a finished turn's boundary is not resumable (its ending is not in the record)",
+    );
+  if (next.kind === "call_model") {
+    if (Object.keys(dataFields(decisions, "decisions")).length > 0)
+      throw new ValidationError("decisions", "pending_ask", "the turn is not parked on an ask");
+    return { continuation, first: CALL_MODEL };
+  }
   const asks = new Set(next.calls.flatMap((c) => (c.state === "asked" ? [c.ask.askId] : [])));
   const decided = readDecisions(decisions, asks);
   const assistant = [...continuation.messages]

@@ -208,3 +208,53 @@ describe("the version-1 corpus: every later version reads every record", () => {
     });
   }
 });
+
+describe("a dead run goes on from its last boundary in another engine (issue 25)", () => {
+  it("from a call_model boundary: the tools that ran keep their results and only the next call is sent", async () => {
+    const writer = recorder();
+    const one = harness({ tools: [echoTool], script: W2, continuations: writer });
+    completed(await one.run());
+    const [, next] = writer.written;
+    expect(next?.next).toEqual({ kind: "call_model" });
+    // Another process, with the record the dead one left; the same root, a new run.
+    const two = harness({ tools: [echoTool], script: [scriptedText("Done again.")] });
+    const outcome = await two.engine.resumeTurn(two.input(), next, {});
+    const result = completed(outcome);
+    expect(result.reply).toEqual([{ type: "text", text: "Done again." }]);
+    expect(two.model.calls).toBe(1);
+    expect(result.toolCalls).toEqual([
+      { id: "c1", name: "echo", input: { text: "hi" }, isError: false },
+    ]);
+    expect(two.trail("lifecycle").map((e) => e.action)).toContain("turn.resumed");
+  });
+
+  it("from a run_tools boundary: the step's requested calls run, then the next call", async () => {
+    const writer = recorder();
+    const one = harness({ tools: [echoTool], script: W2, continuations: writer });
+    completed(await one.run());
+    const [tools] = writer.written;
+    const two = harness({ tools: [echoTool], script: [scriptedText("Done.")] });
+    const result = completed(await two.engine.resumeTurn(two.input(), tools, {}));
+    expect(result.toolCalls.map((c) => c.name)).toEqual(["echo"]);
+    expect(two.model.calls).toBe(1);
+  });
+
+  it("a finish boundary, or decisions for a turn parked on nothing, are refused before anything runs", async () => {
+    const writer = recorder();
+    const one = harness({ tools: [echoTool], script: W2, continuations: writer });
+    completed(await one.run());
+    const [, next, end] = writer.written;
+    const two = harness({ tools: [echoTool], script: [scriptedText("x")] });
+    const input = two.input();
+    await expect(two.engine.resumeTurn(input, end, {})).rejects.toMatchObject({
+      code: "invalid_input",
+      path: "continuation.next",
+    });
+    await expect(
+      two.engine.resumeTurn(input, next, {
+        [`ask_${"0".repeat(32)}`]: { allowed: true, by: "operator" },
+      }),
+    ).rejects.toMatchObject({ path: "decisions" });
+    expect(two.model.calls).toBe(0);
+  });
+});

@@ -232,6 +232,53 @@ describe("parked turns across two processes on one store (issue 25)", () => {
           await closeAll(p.one, p.two);
         }
       });
+
+      it("a first run that dies inside a replay-safe tool goes on in the other process from its checkpoint", async () => {
+        let hanging = true;
+        const runs: string[] = [];
+        const read = defineTool({
+          name: "hours",
+          description: "Opening hours.",
+          input: { type: "object", properties: { day: { type: "string" } }, required: ["day"] },
+          replaySafe: true,
+          handler: (input, ctx: ToolContext) => {
+            runs.push(ctx.effectKey);
+            if (hanging) return new Promise(() => undefined);
+            return { day: input.day, open: "9-17" };
+          },
+        });
+        const modelA = new FakeModelClient([
+          scriptedToolCall(
+            { id: "h1", name: "hours", input: { day: "mon" } },
+            { text: "Checking." },
+          ),
+        ]);
+        const modelB = new FakeModelClient([
+          scriptedText("Open 9 to 5."),
+          scriptedText("Welcome."),
+        ]);
+        const clock = new ManualClock();
+        const over = { tools: [read], asks: "park" as const };
+        const [one, two] = (await open(
+          clinicConfig(modelA, { ...over, clock: new ManualClock() }),
+          clinicConfig(modelB, { ...over, clock }),
+        )) as [Runtime, Runtime];
+        try {
+          void one.runner.runTurn(request("k1", "When are you open?")).catch(() => undefined);
+          for (let i = 0; i < 400 && runs.length === 0; i++)
+            await new Promise((r) => setTimeout(r, 5));
+          hanging = false;
+          clock.advance(120_000);
+          const [view] = await two.runner.resumeDue();
+          expect(view?.status).toBe("completed");
+          expect(runs).toHaveLength(2);
+          expect(runs[1]).toBe(runs[0]);
+          expect([modelA.calls, modelB.calls]).toEqual([1, 1]);
+          expect((await two.runner.runTurn(request("k2", "thanks"))).status).toBe("completed");
+        } finally {
+          await closeAll(one, two);
+        }
+      });
     });
   }
 });

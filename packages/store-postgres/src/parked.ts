@@ -1,4 +1,6 @@
 import {
+  type Admission,
+  type CheckpointInput,
   type ClaimResumeInput,
   type ClaimResumeResult,
   type DecideInput,
@@ -7,6 +9,7 @@ import {
   type ParkedTurnStore,
   type ParkedTurnSummary,
   type ParkInput,
+  FenceError,
   type Scope,
   ScopeFencedError,
   validateId,
@@ -21,6 +24,7 @@ import {
   collectDue,
   type DueRow,
   decideOn,
+  normalizeCheckpoint,
   normalizeClaimResume,
   normalizeDecide,
   normalizePark,
@@ -34,6 +38,7 @@ import {
   prepareParkedList,
   RECORD_VERSION,
   scopeKey,
+  summaryOf,
   validateAskId,
 } from "@alma-harness/core/stores";
 import type pg from "pg";
@@ -55,9 +60,9 @@ const SQL = {
   before:
     "SELECT admission_id, runs FROM parked_turns WHERE scope = $1 AND root_key = $2 FOR UPDATE",
   upsert: `INSERT INTO parked_turns (scope, root_key, session_id, admission_id, state, v, asks, continuation, parked_at, expires_at, runs)
-    VALUES ($1, $2, $3, $4, 'parked', $5, $6, $7, $8, $9, $10)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
     ON CONFLICT (scope, root_key) DO UPDATE SET session_id = excluded.session_id, admission_id = excluded.admission_id,
-      state = 'parked', v = excluded.v, asks = excluded.asks, continuation = excluded.continuation,
+      state = excluded.state, v = excluded.v, asks = excluded.asks, continuation = excluded.continuation,
       parked_at = excluded.parked_at, expires_at = excluded.expires_at, runs = excluded.runs`,
   dropAsks: "DELETE FROM parked_asks WHERE scope = $1 AND root_key = $2",
   addAsks:
@@ -84,8 +89,9 @@ const SQL = {
  * transaction that takes the tenant's fence lock shared (see `fenceLock`), then locks the parked
  * row, then its admission (`FOR UPDATE`, the one order both take): of concurrent claims the first
  * to lock the row wins, and the others, reading it again once it committed, find it `resuming`
- * under a live admission (`not_claimable`). A decision locks the row too, so the first stands.
- * Park, decide and claim are durability points.
+ * under a live admission (`not_claimable`). A checkpoint takes the same locks as a park. A
+ * decision locks the row too, so the first stands. Park, checkpoint, decide and claim are
+ * durability points.
  */
 export class PgParkedTurnStore implements ParkedTurnStore {
   readonly #db: Conn;
@@ -102,28 +108,8 @@ export class PgParkedTurnStore implements ParkedTurnStore {
     const json = parkedColumns(p);
     return this.#db.transaction(
       async (tx) => {
-        const before = (await tx.query<ParkedTurnRow>(SQL.before, [p.key, p.rootKey])).rows[0];
-        const held = await lockAdmission(tx, p.key, p.admissionId);
-        // The scope fence in its own statement, after the admission's lock (see `scopeFencedIn`).
-        const refused = parkRefusal(admissionOf(held), p, await scopeFencedIn(tx, p.key));
-        if (refused) throw refused;
-        const runs = before?.admission_id === p.admissionId ? before.runs : 0;
-        await tx.query(SQL.deadline, [p.expiresAt, p.key, p.admissionId]);
-        await tx.query(SQL.upsert, [
-          p.key,
-          p.rootKey,
-          p.sessionId,
-          p.admissionId,
-          RECORD_VERSION,
-          json.asks,
-          json.continuation,
-          p.now,
-          p.expiresAt,
-          runs,
-        ]);
-        await tx.query(SQL.dropAsks, [p.key, p.rootKey]);
-        await tx.query(SQL.addAsks, [p.key, p.rootKey, p.asks.map((a) => a.askId)]);
-        return parkedTurnOf({
+        const { runs } = await held(tx, p);
+        const turn = parkedTurnOf({
           scope: p.scope,
           sessionId: p.sessionId,
           rootKey: p.rootKey,
@@ -135,8 +121,36 @@ export class PgParkedTurnStore implements ParkedTurnStore {
           runs,
           continuation: p.continuation,
         });
+        await tx.query(SQL.deadline, [p.expiresAt, p.key, p.admissionId]);
+        await store(tx, p.key, turn, json);
+        return turn;
       },
       { locks: fenceLock(this.#schema, p.scope.org, "shared"), durable: true },
+    );
+  }
+
+  async checkpoint(input: CheckpointInput): Promise<ParkedTurnSummary> {
+    const c = normalizeCheckpoint(input);
+    const json = parkedColumns({ asks: [], continuation: c.continuation });
+    return this.#db.transaction(
+      async (tx) => {
+        const { admission, runs } = await held(tx, c);
+        const turn = parkedTurnOf({
+          scope: c.scope,
+          sessionId: c.sessionId,
+          rootKey: c.rootKey,
+          admissionId: c.admissionId,
+          state: "resuming",
+          asks: [],
+          parkedAt: c.now,
+          expiresAt: admission.deadlineAt,
+          runs,
+          continuation: c.continuation,
+        });
+        await store(tx, c.key, turn, json);
+        return summaryOf(turn);
+      },
+      { locks: fenceLock(this.#schema, c.scope.org, "shared"), durable: true },
     );
   }
 
@@ -234,6 +248,54 @@ export class PgParkedTurnStore implements ParkedTurnStore {
     );
     return Object.freeze(rows.map(parkedSummaryFromRow));
   }
+}
+
+/**
+ * In a park's or a checkpoint's transaction (the fence lock taken shared): the parked row locked,
+ * then the run's admission (`FOR UPDATE`), refused as `parkRefusal` says (nothing written); and the
+ * runs the record keeps (the previous record's, when it was this admission's).
+ */
+async function held(
+  tx: Queryable,
+  x: {
+    readonly key: string;
+    readonly sessionId: string;
+    readonly rootKey: string;
+    readonly admissionId: string;
+    readonly now: number;
+  },
+): Promise<{ readonly admission: Admission; readonly runs: number }> {
+  const before = (await tx.query<ParkedTurnRow>(SQL.before, [x.key, x.rootKey])).rows[0];
+  const admission = admissionOf(await lockAdmission(tx, x.key, x.admissionId));
+  // The scope fence in its own statement, after the admission's lock (see `scopeFencedIn`).
+  const refused = parkRefusal(admission, x, await scopeFencedIn(tx, x.key));
+  if (refused || !admission) throw refused ?? new FenceError();
+  return { admission, runs: before?.admission_id === x.admissionId ? before.runs : 0 };
+}
+
+/** The turn's row (inserted or replaced) and its asks' rows (the previous record's dropped). */
+async function store(
+  tx: Queryable,
+  key: string,
+  turn: ParkedTurn,
+  json: { readonly asks: string; readonly continuation: string },
+): Promise<void> {
+  await tx.query(SQL.upsert, [
+    key,
+    turn.rootKey,
+    turn.sessionId,
+    turn.admissionId,
+    turn.state,
+    RECORD_VERSION,
+    json.asks,
+    json.continuation,
+    turn.parkedAt,
+    turn.expiresAt,
+    turn.runs,
+  ]);
+  await tx.query(SQL.dropAsks, [key, turn.rootKey]);
+  if (turn.asks.length > 0)
+    await tx.query(SQL.addAsks, [key, turn.rootKey, turn.asks.map((a) => a.askId)]);
 }
 
 /** The admission locked `FOR UPDATE` (a park moves its deadline, a claim ends it). */

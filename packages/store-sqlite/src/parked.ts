@@ -1,4 +1,6 @@
 import {
+  type Admission,
+  type CheckpointInput,
   type ClaimResumeInput,
   type ClaimResumeResult,
   type DecideInput,
@@ -7,6 +9,7 @@ import {
   type ParkedTurnStore,
   type ParkedTurnSummary,
   type ParkInput,
+  FenceError,
   type Scope,
   ScopeFencedError,
   validateId,
@@ -22,6 +25,7 @@ import {
   type DueQuery,
   type DueRow,
   decideOn,
+  normalizeCheckpoint,
   normalizeClaimResume,
   normalizeDecide,
   normalizePark,
@@ -35,6 +39,7 @@ import {
   prepareParkedList,
   RECORD_VERSION,
   scopeKey,
+  summaryOf,
   validateAskId,
 } from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
@@ -52,9 +57,9 @@ const BY_PARK = "ORDER BY p.parked_at, p.root_key, p.scope";
 
 const SQL = {
   upsert: `INSERT INTO parked_turns (scope, root_key, session_id, admission_id, state, v, asks, continuation, parked_at, expires_at, runs)
-    VALUES (@scope, @rootKey, @sessionId, @admissionId, 'parked', @v, @asks, @continuation, @parkedAt, @expiresAt, @runs)
+    VALUES (@scope, @rootKey, @sessionId, @admissionId, @state, @v, @asks, @continuation, @parkedAt, @expiresAt, @runs)
     ON CONFLICT (scope, root_key) DO UPDATE SET session_id = excluded.session_id, admission_id = excluded.admission_id,
-      state = 'parked', v = excluded.v, asks = excluded.asks, continuation = excluded.continuation,
+      state = excluded.state, v = excluded.v, asks = excluded.asks, continuation = excluded.continuation,
       parked_at = excluded.parked_at, expires_at = excluded.expires_at, runs = excluded.runs`,
   dropAsks: "DELETE FROM parked_asks WHERE scope = ? AND root_key = ?",
   addAsk: "INSERT INTO parked_asks (ask_id, scope, root_key) VALUES (?, ?, ?)",
@@ -76,9 +81,10 @@ const SQL = {
 } as const;
 
 /**
- * Parked turns in SQLite, beside the admissions they hold: a park, a decision and a claim each run
- * in one immediate transaction (SQLite's one writer: of concurrent claims exactly one wins), each a
- * durability point, so a park or a claim that returned survives a crash even with grouped commits.
+ * Parked turns in SQLite, beside the admissions they hold: a park, a checkpoint, a decision and a
+ * claim each run in one immediate transaction (SQLite's one writer: of concurrent claims exactly
+ * one wins), each a durability point, so a park, a checkpoint or a claim that returned survives a
+ * crash even with grouped commits.
  */
 export class SqliteParkedTurnStore implements ParkedTurnStore {
   readonly #db: SqliteDb;
@@ -91,27 +97,8 @@ export class SqliteParkedTurnStore implements ParkedTurnStore {
     const p = normalizePark(input);
     const json = parkedColumns(p);
     return this.#db.durable(() => {
-      const held = this.#db.stmt(ADMISSION).get(p.key, p.admissionId) as AdmissionRow | undefined;
-      const refused = parkRefusal(admissionOf(held), p, scopeFenced(this.#db, p.key));
-      if (refused) throw refused;
-      const before = this.#db.stmt(TURN).get(p.key, p.rootKey) as ParkedTurnRow | undefined;
-      const runs = before?.admission_id === p.admissionId ? before.runs : 0;
-      this.#db.stmt(SQL.deadline).run(p.expiresAt, p.key, p.admissionId);
-      this.#db.stmt(SQL.upsert).run({
-        scope: p.key,
-        rootKey: p.rootKey,
-        sessionId: p.sessionId,
-        admissionId: p.admissionId,
-        v: RECORD_VERSION,
-        asks: json.asks,
-        continuation: json.continuation,
-        parkedAt: p.now,
-        expiresAt: p.expiresAt,
-        runs,
-      });
-      this.#db.stmt(SQL.dropAsks).run(p.key, p.rootKey);
-      for (const ask of p.asks) this.#db.stmt(SQL.addAsk).run(ask.askId, p.key, p.rootKey);
-      return parkedTurnOf({
+      const { runs } = this.#held(p);
+      const turn = parkedTurnOf({
         scope: p.scope,
         sessionId: p.sessionId,
         rootKey: p.rootKey,
@@ -123,6 +110,31 @@ export class SqliteParkedTurnStore implements ParkedTurnStore {
         runs,
         continuation: p.continuation,
       });
+      this.#db.stmt(SQL.deadline).run(p.expiresAt, p.key, p.admissionId);
+      this.#store(p.key, turn, json);
+      return turn;
+    });
+  }
+
+  async checkpoint(input: CheckpointInput): Promise<ParkedTurnSummary> {
+    const c = normalizeCheckpoint(input);
+    const json = parkedColumns({ asks: [], continuation: c.continuation });
+    return this.#db.durable(() => {
+      const { admission, runs } = this.#held(c);
+      const turn = parkedTurnOf({
+        scope: c.scope,
+        sessionId: c.sessionId,
+        rootKey: c.rootKey,
+        admissionId: c.admissionId,
+        state: "resuming",
+        asks: [],
+        parkedAt: c.now,
+        expiresAt: admission.deadlineAt,
+        runs,
+        continuation: c.continuation,
+      });
+      this.#store(c.key, turn, json);
+      return summaryOf(turn);
     });
   }
 
@@ -207,6 +219,48 @@ export class SqliteParkedTurnStore implements ParkedTurnStore {
       () => this.#db.stmt(`${BY_ASK} WHERE k.ask_id = ? ${BY_PARK}`).all(id) as ParkedTurnRow[],
     );
     return Object.freeze(rows.map(parkedSummaryFromRow));
+  }
+
+  /**
+   * In a park's or a checkpoint's transaction: the run's admission, refused as `parkRefusal` says
+   * (nothing written), and the runs the record keeps (the previous record's, when it was this
+   * admission's).
+   */
+  #held(x: {
+    readonly key: string;
+    readonly sessionId: string;
+    readonly rootKey: string;
+    readonly admissionId: string;
+    readonly now: number;
+  }): { readonly admission: Admission; readonly runs: number } {
+    const admission = admissionOf(this.#admission(x.key, x.admissionId));
+    const refused = parkRefusal(admission, x, scopeFenced(this.#db, x.key));
+    if (refused || !admission) throw refused ?? new FenceError();
+    const before = this.#db.stmt(TURN).get(x.key, x.rootKey) as ParkedTurnRow | undefined;
+    return { admission, runs: before?.admission_id === x.admissionId ? before.runs : 0 };
+  }
+
+  /** The turn's row (inserted or replaced) and its asks' rows (the previous record's dropped). */
+  #store(
+    key: string,
+    turn: ParkedTurn,
+    json: { readonly asks: string; readonly continuation: string },
+  ): void {
+    this.#db.stmt(SQL.upsert).run({
+      scope: key,
+      rootKey: turn.rootKey,
+      sessionId: turn.sessionId,
+      admissionId: turn.admissionId,
+      state: turn.state,
+      v: RECORD_VERSION,
+      asks: json.asks,
+      continuation: json.continuation,
+      parkedAt: turn.parkedAt,
+      expiresAt: turn.expiresAt,
+      runs: turn.runs,
+    });
+    this.#db.stmt(SQL.dropAsks).run(key, turn.rootKey);
+    for (const ask of turn.asks) this.#db.stmt(SQL.addAsk).run(ask.askId, key, turn.rootKey);
   }
 
   #admission(key: string, admissionId: string): AdmissionRow | undefined {

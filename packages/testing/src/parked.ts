@@ -95,6 +95,7 @@ export function parkedTurnStoreContract(
 ): void {
   contractSuite(t, `${name}: ParkedTurnStore contract`, factory, [
     parkTests,
+    checkpointTests,
     refusalTests,
     decideTests,
     claimTests,
@@ -447,5 +448,103 @@ function listingTests(t: TestApi, test: Declare): void {
     t.expect(await fx.parked.get(SCOPE_A, "root-1")).toBeUndefined();
     t.expect(await fx.parked.find(askIdOf(1))).toHaveLength(1);
     t.expect((await fx.parked.get(SCOPE_A, "root-2"))?.sessionId).toBe("s2");
+  });
+}
+
+const checkpointOf = (over: Record<string, unknown> = {}) => ({
+  scope: SCOPE_A,
+  sessionId: "s1",
+  rootKey: "root-1",
+  admissionId: "a1",
+  continuation: CONTINUATION,
+  now: T0 + 10,
+  ...over,
+});
+
+function checkpointTests(t: TestApi, test: Declare): void {
+  test("a running turn's checkpoint is resuming under its admission, with no asks; the admission is unchanged", async (fx) => {
+    await admit(fx, "a1");
+    const summary = await fx.parked.checkpoint(checkpointOf());
+    t.expect(summary).toEqual({
+      scope: SCOPE_A,
+      sessionId: "s1",
+      rootKey: "root-1",
+      admissionId: "a1",
+      state: "resuming",
+      asks: [],
+      parkedAt: T0 + 10,
+      expiresAt: T0 + 60_000,
+      runs: 0,
+    });
+    t.expect(deepFrozen(summary)).toBe(true);
+    const next = { ...CONTINUATION, step: 3 };
+    await fx.parked.checkpoint(checkpointOf({ continuation: next, now: T0 + 20 }));
+    const stored = await fx.parked.get(SCOPE_A, "root-1");
+    t.expect([stored?.continuation, stored?.parkedAt]).toEqual([next, T0 + 20]);
+    t.expect((await fx.admissions.get(SCOPE_A, "a1"))?.deadlineAt).toBe(T0 + 60_000);
+    // Nothing is due while the run holds its admission.
+    t.expect(await fx.parked.due({ now: T0 + 59_999 })).toEqual([]);
+  });
+
+  test("a checkpoint by an admission that no longer holds the session, or in a fenced scope, writes nothing", async (fx) => {
+    await admit(fx, "a1", { deadlineAt: T0 + 100 });
+    await rejects(t, () => fx.parked.checkpoint(checkpointOf({ now: T0 + 100 })), FenceError);
+    await rejects(t, () => fx.parked.checkpoint(checkpointOf({ rootKey: "root-9" })), FenceError);
+    await rejects(t, () => fx.parked.checkpoint(checkpointOf({ sessionId: "s9" })), FenceError);
+    await rejects(
+      t,
+      () => fx.parked.checkpoint(checkpointOf({ continuation: undefined })),
+      ValidationError,
+    );
+    await fx.admissions.fenceScope({ target: SCOPE_A, reason: "operator", now: T0 });
+    await rejects(t, () => fx.parked.checkpoint(checkpointOf()), ScopeFencedError);
+    await fx.admissions.liftScopeFence(SCOPE_A);
+    await fx.admissions.finish(SCOPE_A, "a1");
+    await rejects(t, () => fx.parked.checkpoint(checkpointOf()), FenceError);
+    t.expect(await fx.parked.get(SCOPE_A, "root-1")).toBeUndefined();
+  });
+
+  test("a run that died after its checkpoint is due past its deadline and claimed like a dead resume", async (fx) => {
+    await admit(fx, "a1", { deadlineAt: T0 + 1_000 });
+    await fx.parked.checkpoint(checkpointOf());
+    t.expect((await fx.parked.due({ now: T0 + 1_000 })).map((d) => d.rootKey)).toEqual(["root-1"]);
+    const claimed = await fx.parked.claim(claimOf({ admissionId: "a2", now: T0 + 1_000 }));
+    t.expect(claimed.status === "claimed" && [claimed.from, claimed.turn.runs]).toEqual([
+      "resuming",
+      1,
+    ]);
+    const dead = await fx.admissions.get(SCOPE_A, "a1");
+    t.expect([dead?.state, dead?.releaseReason]).toEqual(["released", "expired"]);
+    // The new run checkpoints under its own admission: runs kept, still one record.
+    const again = await fx.parked.checkpoint(checkpointOf({ admissionId: "a2", now: T0 + 1_010 }));
+    t.expect([again.admissionId, again.runs]).toEqual(["a2", 1]);
+  });
+
+  test("a resumed run's checkpoint replaces its park: the asks are gone from every lookup", async (fx) => {
+    await admit(fx, "a1");
+    await fx.parked.park(parkOf());
+    await fx.parked.decide({
+      scope: SCOPE_A,
+      askId: askIdOf(1),
+      digest: digestOf(1),
+      decision: OPERATOR,
+      now: T0 + 20,
+    });
+    await fx.parked.claim(claimOf());
+    const summary = await fx.parked.checkpoint(checkpointOf({ admissionId: "a2", now: T0 + 40 }));
+    t.expect([summary.state, summary.asks, summary.runs]).toEqual(["resuming", [], 1]);
+    t.expect(await fx.parked.find(askIdOf(1))).toEqual([]);
+    t.expect(await fx.parked.list({ org: "org-a" })).toHaveLength(1);
+    t.expect(
+      (
+        await fx.parked.decide({
+          scope: SCOPE_A,
+          askId: askIdOf(1),
+          digest: digestOf(1),
+          decision: OPERATOR,
+          now: T0 + 50,
+        })
+      ).status,
+    ).toBe("unknown");
   });
 }

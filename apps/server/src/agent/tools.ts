@@ -50,6 +50,8 @@ export function clinicTools(desk: ClinicDesk, owner: OwnerOf): ToolDefinition[] 
 function hoursTool(desk: ClinicDesk, owner: OwnerOf): ToolDefinition {
   return defineTool({
     name: "opening_hours",
+    // A read: running it again after a crash changes nothing.
+    replaySafe: true,
     description: "Opening hours of the clinic on a day.",
     input: {
       type: "object",
@@ -69,6 +71,8 @@ function hoursTool(desk: ClinicDesk, owner: OwnerOf): ToolDefinition {
 function slotsTool(desk: ClinicDesk, owner: OwnerOf): ToolDefinition {
   return defineTool({
     name: "find_free_slots",
+    // A read: running it again after a crash changes nothing.
+    replaySafe: true,
     description:
       "Free appointment slots from a day on (five days ahead). Slot ids look like 2026-11-03T09:00.",
     input: { type: "object", properties: { day: DAY }, additionalProperties: false },
@@ -133,6 +137,8 @@ function cancelTool(desk: ClinicDesk, owner: OwnerOf): ToolDefinition {
 function recordTool(desk: ClinicDesk, owner: OwnerOf): ToolDefinition {
   return defineTool({
     name: "read_patient_record",
+    // A read: running it again after a crash changes nothing.
+    replaySafe: true,
     description:
       "Reads the person's own patient record (confidential): allergies, notes and appointments.",
     input: {

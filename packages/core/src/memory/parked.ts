@@ -3,6 +3,7 @@ import { validateId } from "../scope.js";
 import type { Admission } from "../stores/admissions.js";
 import { ConflictError, FenceError, ScopeFencedError } from "../stores/errors.js";
 import type {
+  CheckpointInput,
   ClaimResumeInput,
   ClaimResumeResult,
   DecideInput,
@@ -17,6 +18,7 @@ import {
   claimedTurn,
   decideOn,
   isDue,
+  normalizeCheckpoint,
   normalizeClaimResume,
   normalizeDecide,
   normalizeDue,
@@ -72,6 +74,28 @@ export class InMemoryParkedTurnStore implements ParkedTurnStore, Erasable {
     writeAdmission(this.#admissions, p.key, { ...admission, deadlineAt: p.expiresAt });
     this.#turns.set(`${p.key} ${p.rootKey}`, turn);
     return turn;
+  }
+
+  async checkpoint(input: CheckpointInput): Promise<ParkedTurnSummary> {
+    const c = normalizeCheckpoint(input);
+    const admission = currentAdmission(this.#admissions, c.key, c.admissionId);
+    const refused = parkRefusal(admission, c, scopeFenced(this.#admissions, c.key));
+    if (refused || !admission) throw refused ?? new FenceError();
+    const before = this.#turns.get(`${c.key} ${c.rootKey}`);
+    const turn = parkedTurnOf({
+      scope: c.scope,
+      sessionId: c.sessionId,
+      rootKey: c.rootKey,
+      admissionId: c.admissionId,
+      state: "resuming",
+      asks: [],
+      parkedAt: c.now,
+      expiresAt: admission.deadlineAt,
+      runs: before?.admissionId === c.admissionId ? before.runs : 0,
+      continuation: c.continuation,
+    });
+    this.#turns.set(`${c.key} ${c.rootKey}`, turn);
+    return summaryOf(turn);
   }
 
   async get(scope: Scope, rootKey: string): Promise<ParkedTurn | undefined> {

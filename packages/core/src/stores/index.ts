@@ -106,6 +106,7 @@ export {
   claimedTurn,
   decideOn,
   isDue,
+  normalizeCheckpoint,
   normalizeClaimResume,
   normalizeDecide,
   normalizeDue,

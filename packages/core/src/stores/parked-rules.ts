@@ -5,6 +5,7 @@ import type { Admission } from "./admissions.js";
 import type { PolicyReason } from "./audit.js";
 import { FenceError, type ScopeFencedError } from "./errors.js";
 import type {
+  CheckpointInput,
   ClaimResumeInput,
   ClaimResumeResult,
   DecideInput,
@@ -109,6 +110,29 @@ export function normalizePark(input: unknown): ParkInput & { readonly key: strin
     asks: Object.freeze(asks),
     now,
     expiresAt,
+  });
+}
+
+export function normalizeCheckpoint(input: unknown): CheckpointInput & { readonly key: string } {
+  const c = closedObject("checkpoint", input, [
+    "scope",
+    "sessionId",
+    "rootKey",
+    "admissionId",
+    "continuation",
+    "now",
+  ]);
+  const { scope, key } = scopeKey(c.scope);
+  if (c.continuation === undefined)
+    throw new ValidationError("continuation", "required", "a checkpoint stores its continuation");
+  return Object.freeze({
+    scope,
+    key,
+    sessionId: validateId("sessionId", c.sessionId),
+    rootKey: validateId("rootKey", c.rootKey),
+    admissionId: validateId("admissionId", c.admissionId),
+    continuation: snapshot(c.continuation, CONTINUATION_LIMITS),
+    now: validateTime("now", c.now),
   });
 }
 

@@ -82,6 +82,17 @@ export interface ParkInput {
   readonly expiresAt: number;
 }
 
+/** A running turn's continuation at a step boundary, written by the run that holds the session. */
+export interface CheckpointInput {
+  readonly scope: Scope;
+  readonly sessionId: string;
+  readonly rootKey: string;
+  /** The run's admission: it must be `active`, of this root and session, before its deadline. */
+  readonly admissionId: string;
+  readonly continuation: JsonValue;
+  readonly now: number;
+}
+
 export interface DecideInput {
   readonly scope: Scope;
   readonly askId: string;
@@ -137,6 +148,11 @@ export type ClaimResumeResult =
  *   resumed run parks again) and moves its admission's deadline to `expiresAt`, in one
  *   transaction, only while that admission is `active`, of this root, and before its deadline
  *   (else `FenceError`) and the scope is not fenced (`ScopeFencedError`). Nothing else changes.
+ * - `checkpoint` stores a running turn's continuation at a step boundary, under the same fence as
+ *   `park` (else `FenceError` / `ScopeFencedError`, nothing written): the record becomes (or stays)
+ *   `resuming` under that admission, with no asks, `expiresAt` the admission's deadline and `runs`
+ *   kept when the record was this admission's (else 0). A run that dies is then `due` once its
+ *   admission's deadline passes, and `claim` takes it from there like a dead resume.
  * - `decide` is first-wins per ask: the first decision is recorded; an equal later one is `same`,
  *   a different one `conflict` (the first stands). A digest other than the ask's is refused, and
  *   so is an undecided ask at or after the turn's expiry (`expired`); nothing is recorded by a
@@ -158,6 +174,7 @@ export type ClaimResumeResult =
  */
 export interface ParkedTurnStore {
   park(input: ParkInput): Promise<ParkedTurn>;
+  checkpoint(input: CheckpointInput): Promise<ParkedTurnSummary>;
   get(scope: Scope, rootKey: string): Promise<ParkedTurn | undefined>;
   decide(input: DecideInput): Promise<DecideResult>;
   claim(input: ClaimResumeInput): Promise<ClaimResumeResult>;
