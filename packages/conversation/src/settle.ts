@@ -93,10 +93,12 @@ export async function settleRun(
   outputs: StepOutputs,
 ): Promise<ConversationView> {
   const parked = parkingOf(config);
+  const kept = parked !== undefined && (a.resumed === true || a.checkpoints?.wrote === true);
+  const done = () => parked?.done(s.scope, a.rootKey, a.admissionId).catch(() => false);
+  // A completed turn's record goes in its final transaction (with grouped commits): before the end.
+  if (kept && outcome.status === "completed") await done();
   const view = await settled(config, s, a, outcome, outputs);
-  const kept = a.resumed === true || a.checkpoints?.wrote === true;
-  if (kept && parked && view.status !== "awaiting_approval")
-    await parked.done(s.scope, a.rootKey, a.admissionId).catch(() => false);
+  if (kept && outcome.status !== "completed" && view.status !== "awaiting_approval") await done();
   return view;
 }
 

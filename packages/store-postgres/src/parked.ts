@@ -150,7 +150,8 @@ export class PgParkedTurnStore implements ParkedTurnStore {
         await store(tx, c.key, turn, json);
         return summaryOf(turn);
       },
-      { locks: fenceLock(this.#schema, c.scope.org, "shared"), durable: true },
+      // Not a durability point: it joins the step's unit, committed before the next effect.
+      { locks: fenceLock(this.#schema, c.scope.org, "shared") },
     );
   }
 

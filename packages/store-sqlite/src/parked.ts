@@ -119,7 +119,9 @@ export class SqliteParkedTurnStore implements ParkedTurnStore {
   async checkpoint(input: CheckpointInput): Promise<ParkedTurnSummary> {
     const c = normalizeCheckpoint(input);
     const json = parkedColumns({ asks: [], continuation: c.continuation });
-    return this.#db.durable(() => {
+    // Not a durability point of its own: it joins the step's grouped transaction, which the runner
+    // commits before the next effect (a handler, a dispatch).
+    return this.#db.write(() => {
       const { admission, runs } = this.#held(c);
       const turn = parkedTurnOf({
         scope: c.scope,

@@ -151,7 +151,8 @@ export type ClaimResumeResult =
  * - `checkpoint` stores a running turn's continuation at a step boundary, under the same fence as
  *   `park` (else `FenceError` / `ScopeFencedError`, nothing written): the record becomes (or stays)
  *   `resuming` under that admission, with no asks, `expiresAt` the admission's deadline and `runs`
- *   kept when the record was this admission's (else 0). A run that dies is then `due` once its
+ *   kept when the record was this admission's (else 0). Not a durability point: with grouped
+ *   commits it joins the transaction of the step it describes. A run that dies is then `due` once its
  *   admission's deadline passes, and `claim` takes it from there like a dead resume.
  * - `decide` is first-wins per ask: the first decision is recorded; an equal later one is `same`,
  *   a different one `conflict` (the first stands). A digest other than the ask's is refused, and
