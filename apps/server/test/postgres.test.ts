@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrateStore } from "../src/runtime.js";
-import { call, pendingAsk, startHost, type TestHost, turn } from "./helpers.js";
+import { call, collect, pendingAsk, sseTurn, startHost, type TestHost, turn } from "./helpers.js";
 
 const URL_ = process.env.ALMA_TEST_DATABASE_URL;
 const title = URL_
@@ -98,6 +98,32 @@ describe.skipIf(!URL_)(title, () => {
       expect(count() - before).toBe(1);
     } finally {
       await other.host.close(0);
+    }
+  });
+
+  it("a stream reconnecting with Last-Event-ID after each step yields every later event once", async () => {
+    const token = await t.token();
+    const live = await collect(
+      await sseTurn(t, token, "pg-s4", "k4", "When are you open on Monday?"),
+    );
+    const texts = (events: readonly { event: string; id?: string }[]) =>
+      events.filter((e) => e.event === "text").map((e) => e.id);
+    expect(texts(live)).toEqual(["1", "2"]);
+    const rootKey = (JSON.parse(live.at(-1)?.data ?? "{}") as { rootKey: string }).rootKey;
+    for (const [lastId, expected] of [
+      ["1", ["2"]],
+      ["2", []],
+    ] as const) {
+      const res = await fetch(`${t.url}/v1/turns/${rootKey}`, {
+        headers: {
+          authorization: `Bearer ${token}`,
+          accept: "text/event-stream",
+          "last-event-id": lastId,
+        },
+      });
+      const events = await collect(res);
+      expect(texts(events)).toEqual(expected);
+      expect(events.at(-1)).toMatchObject({ event: "result", id: "2.end" });
     }
   });
 });

@@ -196,6 +196,43 @@ describe("parked turns across two processes on one store (issue 25)", () => {
         }
       });
 
+      it("a decision token is checked in any process: forged, replayed and expired tokens are refused", async () => {
+        const p = await parked(open);
+        try {
+          const token = (await p.one.runner.askToken(SCOPE, p.askId)) as string;
+          const base = { scope: SCOPE, askId: p.askId, decision: "approve" as const, by: "nurse" };
+          const reason = (e: unknown) => (e instanceof AskRefusedError ? e.reason : String(e));
+          const forged = `${token.slice(0, -2)}${token.endsWith("00") ? "11" : "00"}`;
+          expect(await p.two.runner.resolveAsk({ ...base, token: forged }).catch(reason)).toBe(
+            "token_forged",
+          );
+          expect(p.runs).toEqual([]);
+          const r = await p.two.runner.resolveAsk({ ...base, token });
+          expect(r.view.status).toBe("completed");
+          expect(await p.one.runner.resolveAsk({ ...base, token }).catch(reason)).toMatch(
+            /token_replayed|unknown_ask/,
+          );
+          expect(p.runs).toHaveLength(1);
+        } finally {
+          await closeAll(p.one, p.two);
+        }
+      });
+
+      it("a token past the ask's expiry is refused in the other process, and nothing runs", async () => {
+        const p = await parked(open);
+        try {
+          const token = (await p.one.runner.askToken(SCOPE, p.askId)) as string;
+          p.clock.advance(TTL);
+          const refused = await p.two.runner
+            .resolveAsk({ scope: SCOPE, askId: p.askId, decision: "approve", by: "nurse", token })
+            .catch((e: unknown) => e);
+          expect((refused as AskRefusedError).reason).toBe("token_expired");
+          expect(p.runs).toEqual([]);
+        } finally {
+          await closeAll(p.one, p.two);
+        }
+      });
+
       it("an expired ask is the kernel's denial at the other process's tick, and the session is freed", async () => {
         const p = await parked(open);
         try {
