@@ -58,19 +58,25 @@ export function awaitingView(turn: {
   readonly asks: ParkedTurnSummary["asks"];
   readonly expiresAt: number;
 }): ConversationView {
-  const asks = turn.asks
-    .filter((a) => !a.decision)
-    .map(
-      (a): AwaitingAsk => ({
-        askId: a.askId,
-        callId: a.callId,
-        tool: a.tool,
-        action: a.action,
-        digest: a.digest,
-        expiresAt: turn.expiresAt,
-      }),
-    );
+  const asks = undecided(turn);
   return { status: "awaiting_approval", rootKey: turn.rootKey, asks, expiresAt: turn.expiresAt };
+}
+
+/** A turn's undecided asks as a caller sees them: ids, tool, action, digest, expiry. */
+function undecided(turn: {
+  readonly asks: ParkedTurnSummary["asks"];
+  readonly expiresAt: number;
+}): readonly AwaitingAsk[] {
+  return turn.asks
+    .filter((a) => !a.decision)
+    .map((a) => ({
+      askId: a.askId,
+      callId: a.callId,
+      tool: a.tool,
+      action: a.action,
+      digest: a.digest,
+      expiresAt: turn.expiresAt,
+    }));
 }
 
 /**
@@ -156,21 +162,14 @@ export function askViews(turn: ParkedTurn): readonly ParkedAskView[] {
   } catch {
     // a record this runtime cannot read shows its asks without their arguments
   }
-  return turn.asks
-    .filter((a) => !a.decision)
-    .map((a) => ({
-      askId: a.askId,
-      callId: a.callId,
-      tool: a.tool,
-      action: a.action,
-      digest: a.digest,
-      expiresAt: turn.expiresAt,
-      scope: turn.scope,
-      sessionId: turn.sessionId,
-      rootKey: turn.rootKey,
-      input: parsed(calls.find((c) => c.id === a.callId)?.arguments),
-      parkedAt: turn.parkedAt,
-    }));
+  return undecided(turn).map((a) => ({
+    ...a,
+    scope: turn.scope,
+    sessionId: turn.sessionId,
+    rootKey: turn.rootKey,
+    input: parsed(calls.find((c) => c.id === a.callId)?.arguments),
+    parkedAt: turn.parkedAt,
+  }));
 }
 
 function parsed(text: string | undefined): JsonValue {

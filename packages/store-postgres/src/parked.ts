@@ -33,7 +33,8 @@ import {
   parkedColumns,
   parkedSummaryFromRow,
   parkedTurnFromRow,
-  parkedTurnOf,
+  parkedRecord,
+  checkpointRecord,
   parkRefusal,
   prepareParkedList,
   RECORD_VERSION,
@@ -109,18 +110,7 @@ export class PgParkedTurnStore implements ParkedTurnStore {
     return this.#db.transaction(
       async (tx) => {
         const { runs } = await held(tx, p);
-        const turn = parkedTurnOf({
-          scope: p.scope,
-          sessionId: p.sessionId,
-          rootKey: p.rootKey,
-          admissionId: p.admissionId,
-          state: "parked",
-          asks: p.asks,
-          parkedAt: p.now,
-          expiresAt: p.expiresAt,
-          runs,
-          continuation: p.continuation,
-        });
+        const turn = parkedRecord(p, runs);
         await tx.query(SQL.deadline, [p.expiresAt, p.key, p.admissionId]);
         await store(tx, p.key, turn, json);
         return turn;
@@ -135,18 +125,7 @@ export class PgParkedTurnStore implements ParkedTurnStore {
     return this.#db.transaction(
       async (tx) => {
         const { admission, runs } = await held(tx, c);
-        const turn = parkedTurnOf({
-          scope: c.scope,
-          sessionId: c.sessionId,
-          rootKey: c.rootKey,
-          admissionId: c.admissionId,
-          state: "resuming",
-          asks: [],
-          parkedAt: c.now,
-          expiresAt: admission.deadlineAt,
-          runs,
-          continuation: c.continuation,
-        });
+        const turn = checkpointRecord(c, admission.deadlineAt, runs);
         await store(tx, c.key, turn, json);
         return summaryOf(turn);
       },

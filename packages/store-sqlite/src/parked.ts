@@ -34,7 +34,8 @@ import {
   parkedColumns,
   parkedSummaryFromRow,
   parkedTurnFromRow,
-  parkedTurnOf,
+  parkedRecord,
+  checkpointRecord,
   parkRefusal,
   prepareParkedList,
   RECORD_VERSION,
@@ -98,18 +99,7 @@ export class SqliteParkedTurnStore implements ParkedTurnStore {
     const json = parkedColumns(p);
     return this.#db.durable(() => {
       const { runs } = this.#held(p);
-      const turn = parkedTurnOf({
-        scope: p.scope,
-        sessionId: p.sessionId,
-        rootKey: p.rootKey,
-        admissionId: p.admissionId,
-        state: "parked",
-        asks: p.asks,
-        parkedAt: p.now,
-        expiresAt: p.expiresAt,
-        runs,
-        continuation: p.continuation,
-      });
+      const turn = parkedRecord(p, runs);
       this.#db.stmt(SQL.deadline).run(p.expiresAt, p.key, p.admissionId);
       this.#store(p.key, turn, json);
       return turn;
@@ -123,18 +113,7 @@ export class SqliteParkedTurnStore implements ParkedTurnStore {
     // commits before the next effect (a handler, a dispatch).
     return this.#db.write(() => {
       const { admission, runs } = this.#held(c);
-      const turn = parkedTurnOf({
-        scope: c.scope,
-        sessionId: c.sessionId,
-        rootKey: c.rootKey,
-        admissionId: c.admissionId,
-        state: "resuming",
-        asks: [],
-        parkedAt: c.now,
-        expiresAt: admission.deadlineAt,
-        runs,
-        continuation: c.continuation,
-      });
+      const turn = checkpointRecord(c, admission.deadlineAt, runs);
       this.#store(c.key, turn, json);
       return summaryOf(turn);
     });

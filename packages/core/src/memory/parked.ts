@@ -26,6 +26,8 @@ import {
   normalizeParkedList,
   notClaimable,
   parkedTurnOf,
+  parkedRecord,
+  checkpointRecord,
   parkRefusal,
   summaryOf,
   validateAskId,
@@ -59,18 +61,7 @@ export class InMemoryParkedTurnStore implements ParkedTurnStore, Erasable {
     const refused = parkRefusal(admission, p, scopeFenced(this.#admissions, p.key));
     if (refused || !admission) throw refused ?? new FenceError();
     const before = this.#turns.get(`${p.key} ${p.rootKey}`);
-    const turn = parkedTurnOf({
-      scope: p.scope,
-      sessionId: p.sessionId,
-      rootKey: p.rootKey,
-      admissionId: p.admissionId,
-      state: "parked",
-      asks: p.asks,
-      parkedAt: p.now,
-      expiresAt: p.expiresAt,
-      runs: before?.admissionId === p.admissionId ? before.runs : 0,
-      continuation: p.continuation,
-    });
+    const turn = parkedRecord(p, before?.admissionId === p.admissionId ? before.runs : 0);
     writeAdmission(this.#admissions, p.key, { ...admission, deadlineAt: p.expiresAt });
     this.#turns.set(`${p.key} ${p.rootKey}`, turn);
     return turn;
@@ -82,18 +73,11 @@ export class InMemoryParkedTurnStore implements ParkedTurnStore, Erasable {
     const refused = parkRefusal(admission, c, scopeFenced(this.#admissions, c.key));
     if (refused || !admission) throw refused ?? new FenceError();
     const before = this.#turns.get(`${c.key} ${c.rootKey}`);
-    const turn = parkedTurnOf({
-      scope: c.scope,
-      sessionId: c.sessionId,
-      rootKey: c.rootKey,
-      admissionId: c.admissionId,
-      state: "resuming",
-      asks: [],
-      parkedAt: c.now,
-      expiresAt: admission.deadlineAt,
-      runs: before?.admissionId === c.admissionId ? before.runs : 0,
-      continuation: c.continuation,
-    });
+    const turn = checkpointRecord(
+      c,
+      admission.deadlineAt,
+      before?.admissionId === c.admissionId ? before.runs : 0,
+    );
     this.#turns.set(`${c.key} ${c.rootKey}`, turn);
     return summaryOf(turn);
   }

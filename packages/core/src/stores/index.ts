@@ -102,6 +102,7 @@ export {
   releasedAdmissions,
 } from "./prepare-admissions.js";
 export {
+  checkpointRecord,
   claimableFrom,
   claimedTurn,
   decideOn,
@@ -114,6 +115,7 @@ export {
   normalizeParkedList,
   notClaimable,
   PARKED_PAGE,
+  parkedRecord,
   parkedTurnOf,
   parkRefusal,
   summaryOf,

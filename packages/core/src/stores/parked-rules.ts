@@ -325,3 +325,35 @@ export function parkedTurnOf(fields: {
     ),
   });
 }
+
+/** The record a park writes: `parked` under the run's admission, its asks undecided. */
+export function parkedRecord(p: ParkInput, runs: number): ParkedTurn {
+  return parkedTurnOf({
+    scope: p.scope,
+    sessionId: p.sessionId,
+    rootKey: p.rootKey,
+    admissionId: p.admissionId,
+    state: "parked",
+    asks: p.asks,
+    parkedAt: p.now,
+    expiresAt: p.expiresAt,
+    runs,
+    continuation: p.continuation,
+  });
+}
+
+/** The record a checkpoint writes: `resuming` under the run's admission, no asks, its deadline. */
+export function checkpointRecord(c: CheckpointInput, deadlineAt: number, runs: number): ParkedTurn {
+  return parkedTurnOf({
+    scope: c.scope,
+    sessionId: c.sessionId,
+    rootKey: c.rootKey,
+    admissionId: c.admissionId,
+    state: "resuming",
+    asks: [],
+    parkedAt: c.now,
+    expiresAt: deadlineAt,
+    runs,
+    continuation: c.continuation,
+  });
+}
