@@ -159,4 +159,27 @@ describe("a turn that dies mid-way goes on from its last step boundary (issue 25
     expect(counts).toEqual({ checkpoint: 2, done: 1 });
     expect(await t.stores.parked.list({ org: SCOPE.org })).toEqual([]);
   });
+
+  it("a scope fenced while a tool runs ends the turn scope_fenced at its next checkpoint; nothing more is sent", async () => {
+    let fence: (() => Promise<unknown>) | undefined;
+    const tool = defineTool({
+      name: "lookup",
+      description: "Looks up opening hours.",
+      input: { type: "object", properties: { day: { type: "string" } }, required: ["day"] },
+      handler: async () => {
+        await fence?.();
+        return { open: "09:00-17:00" };
+      },
+    });
+    const t = setup({
+      tools: [tool],
+      script: [scriptedToolCall(CALL, { text: "Let me check." }), scriptedText("never")],
+      config: { asks: "park" },
+    });
+    fence = () => t.runner.fenceScope({ target: { org: SCOPE.org }, reason: "operator" });
+    const view = await t.runner.runTurn(t.request("k1"));
+    expect(view.status).toBe("reconciliation_required");
+    expect(t.uncertain.map((u) => u.cause)).toEqual(["scope_fenced"]);
+    expect(t.model.calls).toBe(1);
+  });
 });

@@ -1,4 +1,4 @@
-import type { ModelChoice } from "@alma-harness/core";
+import { type ModelChoice, ScopeFencedError } from "@alma-harness/core";
 import { UncertainTurnError } from "./errors.js";
 import type {
   Continuation,
@@ -55,11 +55,14 @@ async function writeBoundary(writer: ContinuationWriter, continuation: Continuat
   try {
     await writer.write(continuation);
   } catch (error) {
-    throw new UncertainTurnError(
-      "continuation",
-      "the turn's continuation could not be written",
-      error,
-    );
+    // A fenced scope refuses the write like every fenced write of the turn: its cause, not the record's.
+    throw error instanceof ScopeFencedError
+      ? new UncertainTurnError("scope_fenced", "the turn's scope was fenced", error)
+      : new UncertainTurnError(
+          "continuation",
+          "the turn's continuation could not be written",
+          error,
+        );
   }
 }
 
