@@ -7,6 +7,7 @@ import {
   type Scope,
   ScopeFencedError,
 } from "@alma-harness/core";
+import { parkReady } from "@alma-harness/core/stores";
 import {
   type AskDecision,
   type Continuation,
@@ -34,11 +35,9 @@ import type { ConversationView } from "./views.js";
 /** What the kernel answers for an ask nobody decided before its expiry (never a person's). */
 const EXPIRED: AskDecision = Object.freeze({ allowed: false, by: "kernel", reason: "ask_expired" });
 
-/** Whether a parked turn can go on now: every ask decided, or its expiry passed (the kernel denies the rest). */
-export function ready(turn: ParkedTurn | undefined, now: number): boolean {
-  if (!turn) return false;
-  if (turn.state === "resuming") return true;
-  return now >= turn.expiresAt || turn.asks.every((a) => a.decision !== undefined);
+/** Whether a turn can go on now: a park that is ready (core's rule), or a run the claim may take over. */
+function ready(turn: ParkedTurn, now: number): boolean {
+  return turn.state === "resuming" || parkReady(turn, now);
 }
 
 /**

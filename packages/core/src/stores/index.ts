@@ -115,6 +115,7 @@ export {
   normalizeParkedList,
   notClaimable,
   PARKED_PAGE,
+  parkReady,
   parkedRecord,
   parkedTurnOf,
   parkRefusal,

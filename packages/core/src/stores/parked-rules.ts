@@ -1,6 +1,6 @@
 import { ValidationError } from "../errors.js";
-import { type Scope, validateId } from "../scope.js";
-import { type JsonValue, snapshot } from "../snapshot.js";
+import { validateId } from "../scope.js";
+import { snapshot } from "../snapshot.js";
 import type { Admission } from "./admissions.js";
 import type { PolicyReason } from "./audit.js";
 import { FenceError, type ScopeFencedError } from "./errors.js";
@@ -293,6 +293,11 @@ export function claimableFrom(
  */
 export function isDue(turn: ParkedTurnSummary, holderDeadlineAt: number, now: number): boolean {
   if (turn.state === "resuming") return holderDeadlineAt <= now;
+  return parkReady(turn, now);
+}
+
+/** Whether a park can go on at `now`: every ask decided, or its expiry passed (the kernel denies the rest). */
+export function parkReady(turn: ParkedTurnSummary, now: number): boolean {
   return turn.expiresAt <= now || turn.asks.every((a) => a.decision !== undefined);
 }
 
@@ -303,18 +308,7 @@ export function summaryOf(turn: ParkedTurn | ParkedTurnSummary): ParkedTurnSumma
 }
 
 /** The record as stores return it: asks and their decisions frozen. */
-export function parkedTurnOf(fields: {
-  readonly scope: Scope;
-  readonly sessionId: string;
-  readonly rootKey: string;
-  readonly admissionId: string;
-  readonly state: ParkedTurnState;
-  readonly asks: readonly ParkedAsk[];
-  readonly parkedAt: number;
-  readonly expiresAt: number;
-  readonly runs: number;
-  readonly continuation: JsonValue;
-}): ParkedTurn {
+export function parkedTurnOf(fields: ParkedTurn): ParkedTurn {
   return Object.freeze({
     ...fields,
     scope: Object.freeze({ ...fields.scope }),
