@@ -77,6 +77,13 @@ async function parkAndResume(rt: Runtime, scope: Scope, c: Canaries): Promise<vo
       messages: [{ role: "user", text: `Patient ${c.patient}, key ${c.apiKey}, ${c.mediaUri}` }],
       query: c.query,
     },
+    // The turn's messages stored once each: content, erased with the turn.
+    outputs: [
+      {
+        digest: tag.padStart(64, "f"),
+        message: { role: "assistant", blocks: [{ type: "text", text: `For ${c.patient}` }] },
+      },
+    ],
     asks: [
       {
         askId: `ask_${tag.padStart(32, "0")}`,

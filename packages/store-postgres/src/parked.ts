@@ -29,6 +29,7 @@ import {
   normalizeDecide,
   normalizePark,
   notClaimable,
+  outputColumns,
   type ParkedTurnRow,
   parkedColumns,
   parkedSummaryFromRow,
@@ -40,6 +41,8 @@ import {
   RECORD_VERSION,
   scopeKey,
   summaryOf,
+  type TurnOutputRow,
+  turnOutputsFromRows,
   validateAskId,
 } from "@alma-harness/core/stores";
 import type pg from "pg";
@@ -47,12 +50,18 @@ import { asConn, type Conn } from "./db.js";
 import { fenceLock, scopeFencedIn } from "./fences.js";
 import type { Queryable } from "./pg.js";
 
-type FullRow = ParkedTurnRow & { readonly continuation: string };
+type FullRow = ParkedTurnRow & {
+  readonly continuation: string;
+  /** `[digest, v, message]` per output, in digest order (one round trip with the turn). */
+  readonly outputs: readonly [string, number, string][];
+};
 
 /** A turn's columns but its continuation, under the alias `p`. */
 const SUMMARY =
   "p.scope, p.root_key, p.session_id, p.admission_id, p.state, p.v, p.asks, p.parked_at, p.expires_at, p.runs";
-const TURN = "SELECT * FROM parked_turns WHERE scope = $1 AND root_key = $2";
+const OUTPUTS = `SELECT coalesce(json_agg(json_build_array(o.digest, o.v, o.message) ORDER BY o.digest), '[]')
+  FROM parked_outputs o WHERE o.scope = p.scope AND o.root_key = p.root_key`;
+const TURN = `SELECT p.*, (${OUTPUTS}) AS outputs FROM parked_turns p WHERE p.scope = $1 AND p.root_key = $2`;
 const ADMISSION = "SELECT * FROM admissions WHERE scope = $1 AND admission_id = $2";
 const BY_ASK = `SELECT ${SUMMARY} FROM parked_asks k JOIN parked_turns p ON p.scope = k.scope AND p.root_key = k.root_key`;
 const BY_PARK = "ORDER BY p.parked_at, p.root_key, p.scope";
@@ -60,11 +69,17 @@ const BY_PARK = "ORDER BY p.parked_at, p.root_key, p.scope";
 const SQL = {
   before:
     "SELECT admission_id, runs FROM parked_turns WHERE scope = $1 AND root_key = $2 FOR UPDATE",
-  upsert: `INSERT INTO parked_turns (scope, root_key, session_id, admission_id, state, v, asks, continuation, parked_at, expires_at, runs)
+  // The turn's row and the write's new outputs in one statement (a digest held keeps its row).
+  upsert: `WITH turn AS (INSERT INTO parked_turns (scope, root_key, session_id, admission_id, state, v, asks, continuation, parked_at, expires_at, runs)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
     ON CONFLICT (scope, root_key) DO UPDATE SET session_id = excluded.session_id, admission_id = excluded.admission_id,
       state = excluded.state, v = excluded.v, asks = excluded.asks, continuation = excluded.continuation,
-      parked_at = excluded.parked_at, expires_at = excluded.expires_at, runs = excluded.runs`,
+      parked_at = excluded.parked_at, expires_at = excluded.expires_at, runs = excluded.runs
+    RETURNING scope, root_key)
+    INSERT INTO parked_outputs (scope, root_key, digest, v, message)
+    SELECT t.scope, t.root_key, o.digest, $6, o.message FROM turn t, unnest($12::text[], $13::text[]) AS o(digest, message)
+    ON CONFLICT (scope, root_key, digest) DO NOTHING`,
+  outputs: `SELECT (${OUTPUTS}) AS outputs FROM parked_turns p WHERE p.scope = $1 AND p.root_key = $2`,
   dropAsks: "DELETE FROM parked_asks WHERE scope = $1 AND root_key = $2",
   addAsks:
     "INSERT INTO parked_asks (ask_id, scope, root_key) SELECT a, $1, $2 FROM unnest($3::text[]) AS a",
@@ -106,14 +121,14 @@ export class PgParkedTurnStore implements ParkedTurnStore {
 
   async park(input: ParkInput): Promise<ParkedTurn> {
     const p = normalizePark(input);
-    const json = parkedColumns(p);
+    const json = { ...parkedColumns(p), ...outputColumns(p.outputs ?? []) };
     return this.#db.transaction(
       async (tx) => {
         const { runs } = await held(tx, p);
-        const turn = parkedRecord(p, runs);
         await tx.query(SQL.deadline, [p.expiresAt, p.key, p.admissionId]);
-        await store(tx, p.key, turn, json);
-        return turn;
+        await store(tx, p.key, parkedRecord(p, runs, []), json);
+        const { rows } = await tx.query<Pick<FullRow, "outputs">>(SQL.outputs, [p.key, p.rootKey]);
+        return parkedRecord(p, runs, turnOutputsFromRows(outputRows(rows[0]?.outputs ?? [])));
       },
       { locks: fenceLock(this.#schema, p.scope.org, "shared"), durable: true },
     );
@@ -121,11 +136,14 @@ export class PgParkedTurnStore implements ParkedTurnStore {
 
   async checkpoint(input: CheckpointInput): Promise<ParkedTurnSummary> {
     const c = normalizeCheckpoint(input);
-    const json = parkedColumns({ asks: [], continuation: c.continuation });
+    const json = {
+      ...parkedColumns({ asks: [], continuation: c.continuation }),
+      ...outputColumns(c.outputs ?? []),
+    };
     return this.#db.transaction(
       async (tx) => {
         const { admission, runs } = await held(tx, c);
-        const turn = checkpointRecord(c, admission.deadlineAt, runs);
+        const turn = checkpointRecord(c, admission.deadlineAt, runs, []);
         await store(tx, c.key, turn, json);
         return summaryOf(turn);
       },
@@ -138,7 +156,7 @@ export class PgParkedTurnStore implements ParkedTurnStore {
     const { key } = scopeKey(scope);
     const id = validateId("rootKey", rootKey);
     const row = (await this.#db.query<FullRow>(TURN, [key, id])).rows[0];
-    return row && parkedTurnFromRow(row);
+    return row && parkedTurnFromRow(row, outputRows(row.outputs));
   }
 
   async decide(input: DecideInput): Promise<DecideResult> {
@@ -168,8 +186,9 @@ export class PgParkedTurnStore implements ParkedTurnStore {
     const c = normalizeClaimResume(input);
     return this.#db.transaction(
       async (tx): Promise<ClaimResumeResult> => {
-        const row = (await tx.query<FullRow>(`${TURN} FOR UPDATE`, [c.key, c.rootKey])).rows[0];
-        const turn = row && parkedTurnFromRow(row);
+        const row = (await tx.query<FullRow>(`${TURN} FOR UPDATE OF p`, [c.key, c.rootKey]))
+          .rows[0];
+        const turn = row && parkedTurnFromRow(row, outputRows(row.outputs));
         const holder = turn && admissionOf(await lockAdmission(tx, c.key, turn.admissionId));
         const from = claimableFrom(turn, holder, c.now);
         if (!turn || !holder || !from) return notClaimable(turn);
@@ -253,12 +272,25 @@ async function held(
   return { admission, runs: before?.admission_id === x.admissionId ? before.runs : 0 };
 }
 
-/** The turn's row (inserted or replaced) and its asks' rows (the previous record's dropped). */
+/** The outputs column (`[digest, v, message]` tuples) as output rows. */
+function outputRows(tuples: FullRow["outputs"]): TurnOutputRow[] {
+  return tuples.map(([digest, v, message]) => ({ digest, v, message }));
+}
+
+/**
+ * The turn's row (inserted or replaced) with the write's outputs, and its asks' rows (the previous
+ * record's dropped).
+ */
 async function store(
   tx: Queryable,
   key: string,
   turn: ParkedTurn,
-  json: { readonly asks: string; readonly continuation: string },
+  json: {
+    readonly asks: string;
+    readonly continuation: string;
+    readonly digests: readonly string[];
+    readonly messages: readonly string[];
+  },
 ): Promise<void> {
   await tx.query(SQL.upsert, [
     key,
@@ -272,6 +304,8 @@ async function store(
     turn.parkedAt,
     turn.expiresAt,
     turn.runs,
+    json.digests,
+    json.messages,
   ]);
   await tx.query(SQL.dropAsks, [key, turn.rootKey]);
   if (turn.asks.length > 0)
@@ -287,7 +321,7 @@ async function lockAdmission(
   return (await tx.query<AdmissionRow>(`${ADMISSION} FOR UPDATE`, [key, admissionId])).rows[0];
 }
 
-/** Erasure: a session's parked turns (every session's of the scope without `sessionId`), their asks with them. */
+/** Erasure: a session's parked turns (every session's of the scope without `sessionId`), their asks and outputs with them. */
 export async function eraseParkedRows(
   tx: Queryable,
   key: string,

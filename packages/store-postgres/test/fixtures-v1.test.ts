@@ -163,8 +163,9 @@ describe.skipIf(!DATABASE_URL)(
         { version: 8, name: "routines", target: "main" },
         { version: 9, name: "memory", target: "main" },
         { version: 10, name: "parked_turns", target: "main" },
+        { version: 11, name: "parked_outputs", target: "main" },
       ]);
-      expect(loadMigrations().map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 7, 8, 9, 10]);
+      expect(loadMigrations().map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 7, 8, 9, 10, 11]);
       const after = await rowsOf(names);
       // Every table a later step added is empty; every v1 table holds what it held.
       for (const name of Object.keys(after).filter((k) => !(k in before)))

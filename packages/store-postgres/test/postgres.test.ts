@@ -55,6 +55,7 @@ describe("postgres: driver errors as contract errors (no database needed)", () =
       [8, "main"],
       [9, "main"],
       [10, "main"],
+      [11, "main"],
     ]);
   });
 
@@ -81,7 +82,7 @@ describe.skipIf(!DATABASE_URL)(`postgres: migrations and the CLI${skip}`, () => 
     const pools = [1, 2, 3].map(() => new pg.Pool({ connectionString: url, max: 1 }));
     const applied = await Promise.all(pools.map((p) => migrate(p, names)));
     await Promise.all(pools.map((p) => p.end()));
-    expect(applied.flat().sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 7, 8, 9, 10]);
+    expect(applied.flat().sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 7, 8, 9, 10, 11]);
     const { rows } = await admin!.query(
       `SELECT version, target FROM ${names.schema}.alma_schema_migrations ORDER BY version`,
     );
@@ -95,6 +96,7 @@ describe.skipIf(!DATABASE_URL)(`postgres: migrations and the CLI${skip}`, () => 
       { version: 8, target: "main" },
       { version: 9, target: "main" },
       { version: 10, target: "main" },
+      { version: 11, target: "main" },
     ]);
     expect(await migrate(admin!, names)).toEqual([]);
   });
@@ -133,10 +135,10 @@ describe.skipIf(!DATABASE_URL)(`postgres: migrations and the CLI${skip}`, () => 
     ];
     const exec = promisify(execFile);
     expect((await exec(process.execPath, args)).stdout).toBe(
-      "alma-pg-migrate: applied 1, 2, 3, 4, 5, 7, 8, 9, 10\n",
+      "alma-pg-migrate: applied 1, 2, 3, 4, 5, 7, 8, 9, 10, 11\n",
     );
     expect((await exec(process.execPath, args)).stdout).toBe("alma-pg-migrate: up to date\n");
-    expect(await schemaVersion(admin!, names.schema)).toBe(10);
+    expect(await schemaVersion(admin!, names.schema)).toBe(11);
   });
 });
 

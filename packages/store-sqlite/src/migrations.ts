@@ -325,6 +325,24 @@ CREATE TABLE parked_asks (
 CREATE INDEX parked_asks_id ON parked_asks (ask_id, scope);
 `,
   },
+  {
+    // The messages a parked (or checkpointed) turn recorded, stored once each (issue 25): the
+    // continuation refers to them by digest, so a step boundary writes only what is new. Content;
+    // they go with their turn.
+    version: 10,
+    name: "parked turn outputs",
+    sql: `
+CREATE TABLE parked_outputs (
+  scope TEXT NOT NULL,
+  root_key TEXT NOT NULL,
+  digest TEXT NOT NULL,
+  v INTEGER NOT NULL,
+  message TEXT NOT NULL,
+  PRIMARY KEY (scope, root_key, digest),
+  FOREIGN KEY (scope, root_key) REFERENCES parked_turns (scope, root_key) ON DELETE CASCADE
+) WITHOUT ROWID;
+`,
+  },
 ];
 
 /**

@@ -30,6 +30,7 @@ import {
   normalizeDecide,
   normalizePark,
   notClaimable,
+  outputColumns,
   type ParkedTurnRow,
   parkedColumns,
   parkedSummaryFromRow,
@@ -41,6 +42,8 @@ import {
   RECORD_VERSION,
   scopeKey,
   summaryOf,
+  type TurnOutputRow,
+  turnOutputsFromRows,
   validateAskId,
 } from "@alma-harness/core/stores";
 import type { SqliteDb } from "./db.js";
@@ -64,6 +67,10 @@ const SQL = {
       parked_at = excluded.parked_at, expires_at = excluded.expires_at, runs = excluded.runs`,
   dropAsks: "DELETE FROM parked_asks WHERE scope = ? AND root_key = ?",
   addAsk: "INSERT INTO parked_asks (ask_id, scope, root_key) VALUES (?, ?, ?)",
+  addOutput: `INSERT INTO parked_outputs (scope, root_key, digest, v, message) VALUES (?, ?, ?, ?, ?)
+    ON CONFLICT (scope, root_key, digest) DO NOTHING`,
+  outputs:
+    "SELECT digest, v, message FROM parked_outputs WHERE scope = ? AND root_key = ? ORDER BY digest",
   deadline: "UPDATE admissions SET deadline_at = ? WHERE scope = ? AND admission_id = ?",
   finish: "UPDATE admissions SET state = 'finished' WHERE scope = ? AND admission_id = ?",
   expire:
@@ -97,24 +104,25 @@ export class SqliteParkedTurnStore implements ParkedTurnStore {
   async park(input: ParkInput): Promise<ParkedTurn> {
     const p = normalizePark(input);
     const json = parkedColumns(p);
+    const added = outputColumns(p.outputs ?? []);
     return this.#db.durable(() => {
       const { runs } = this.#held(p);
-      const turn = parkedRecord(p, runs);
       this.#db.stmt(SQL.deadline).run(p.expiresAt, p.key, p.admissionId);
-      this.#store(p.key, turn, json);
-      return turn;
+      this.#store(p.key, parkedRecord(p, runs, []), json, added);
+      return parkedRecord(p, runs, turnOutputsFromRows(this.#outputs(p.key, p.rootKey)));
     });
   }
 
   async checkpoint(input: CheckpointInput): Promise<ParkedTurnSummary> {
     const c = normalizeCheckpoint(input);
     const json = parkedColumns({ asks: [], continuation: c.continuation });
+    const added = outputColumns(c.outputs ?? []);
     // Not a durability point of its own: it joins the step's grouped transaction, which the runner
     // commits before the next effect (a handler, a dispatch).
     return this.#db.write(() => {
       const { admission, runs } = this.#held(c);
-      const turn = checkpointRecord(c, admission.deadlineAt, runs);
-      this.#store(c.key, turn, json);
+      const turn = checkpointRecord(c, admission.deadlineAt, runs, []);
+      this.#store(c.key, turn, json, added);
       return summaryOf(turn);
     });
   }
@@ -122,8 +130,10 @@ export class SqliteParkedTurnStore implements ParkedTurnStore {
   async get(scope: Scope, rootKey: string): Promise<ParkedTurn | undefined> {
     const { key } = scopeKey(scope);
     const id = validateId("rootKey", rootKey);
-    const row = this.#db.guard(() => this.#db.stmt(TURN).get(key, id) as FullRow | undefined);
-    return row && parkedTurnFromRow(row);
+    return this.#db.guard(() => {
+      const row = this.#db.stmt(TURN).get(key, id) as FullRow | undefined;
+      return row && parkedTurnFromRow(row, this.#outputs(key, id));
+    });
   }
 
   async decide(input: DecideInput): Promise<DecideResult> {
@@ -145,7 +155,7 @@ export class SqliteParkedTurnStore implements ParkedTurnStore {
     const c = normalizeClaimResume(input);
     return this.#db.durable((): ClaimResumeResult => {
       const row = this.#db.stmt(TURN).get(c.key, c.rootKey) as FullRow | undefined;
-      const turn = row && parkedTurnFromRow(row);
+      const turn = row && parkedTurnFromRow(row, this.#outputs(c.key, c.rootKey));
       const holder = turn && admissionOf(this.#admission(c.key, turn.admissionId));
       const from = claimableFrom(turn, holder, c.now);
       if (!turn || !holder || !from) return notClaimable(turn);
@@ -221,11 +231,15 @@ export class SqliteParkedTurnStore implements ParkedTurnStore {
     return { admission, runs: before?.admission_id === x.admissionId ? before.runs : 0 };
   }
 
-  /** The turn's row (inserted or replaced) and its asks' rows (the previous record's dropped). */
+  /**
+   * The turn's row (inserted or replaced), its asks' rows (the previous record's dropped) and the
+   * write's outputs (a digest the turn holds keeps its row).
+   */
   #store(
     key: string,
     turn: ParkedTurn,
     json: { readonly asks: string; readonly continuation: string },
+    added: ReturnType<typeof outputColumns>,
   ): void {
     this.#db.stmt(SQL.upsert).run({
       scope: key,
@@ -242,6 +256,13 @@ export class SqliteParkedTurnStore implements ParkedTurnStore {
     });
     this.#db.stmt(SQL.dropAsks).run(key, turn.rootKey);
     for (const ask of turn.asks) this.#db.stmt(SQL.addAsk).run(ask.askId, key, turn.rootKey);
+    const add = this.#db.stmt(SQL.addOutput);
+    for (const [i, digest] of added.digests.entries())
+      add.run(key, turn.rootKey, digest, RECORD_VERSION, added.messages[i]);
+  }
+
+  #outputs(key: string, rootKey: string): TurnOutputRow[] {
+    return this.#db.stmt(SQL.outputs).all(key, rootKey) as TurnOutputRow[];
   }
 
   #admission(key: string, admissionId: string): AdmissionRow | undefined {
@@ -249,7 +270,7 @@ export class SqliteParkedTurnStore implements ParkedTurnStore {
   }
 }
 
-/** Erasure: a session's parked turns (every session's of the scope without `sessionId`), their asks with them. */
+/** Erasure: a session's parked turns (every session's of the scope without `sessionId`), their asks and outputs with them. */
 export function eraseParkedRows(db: SqliteDb, key: string, sessionId?: string): void {
   if (sessionId === undefined) db.stmt("DELETE FROM parked_turns WHERE scope = ?").run(key);
   else db.stmt("DELETE FROM parked_turns WHERE scope = ? AND session_id = ?").run(key, sessionId);

@@ -73,6 +73,17 @@ export function parkOf(over: Partial<ParkInput> = {}): ParkInput {
   };
 }
 
+/** A checkpoint of run `a1` of the fixture's turn. */
+export const checkpointOf = (over: Record<string, unknown> = {}) => ({
+  scope: SCOPE_A,
+  sessionId: "s1",
+  rootKey: "root-1",
+  admissionId: "a1",
+  continuation: CONTINUATION,
+  now: T0 + 10,
+  ...over,
+});
+
 export const OPERATOR = { allowed: true, by: "operator", decidedBy: "nurse-ana" } as const;
 
 export const claimOf = (over: Record<string, unknown> = {}) => ({

@@ -6,6 +6,7 @@ import {
   askIdOf,
   askOf,
   CONTINUATION,
+  checkpointOf,
   claimOf,
   type Declare,
   digestOf,
@@ -95,16 +96,6 @@ export function listingTests(t: TestApi, test: Declare): void {
     t.expect((await fx.parked.get(SCOPE_A, "root-2"))?.sessionId).toBe("s2");
   });
 }
-
-const checkpointOf = (over: Record<string, unknown> = {}) => ({
-  scope: SCOPE_A,
-  sessionId: "s1",
-  rootKey: "root-1",
-  admissionId: "a1",
-  continuation: CONTINUATION,
-  now: T0 + 10,
-  ...over,
-});
 
 export function checkpointTests(t: TestApi, test: Declare): void {
   test("a running turn's checkpoint is resuming under its admission, with no asks; the admission is unchanged", async (fx) => {

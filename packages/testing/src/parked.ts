@@ -32,6 +32,7 @@ import {
   parkOf,
 } from "./parked-kit.js";
 import { checkpointTests, listingTests, paging } from "./parked-listing.js";
+import { outputTests } from "./parked-outputs.js";
 
 export { askIdOf, digestOf, type ParkedFixture } from "./parked-kit.js";
 
@@ -49,6 +50,7 @@ export function parkedTurnStoreContract(
     claimTests,
     listingTests,
     paging,
+    outputTests,
   ]);
 }
 
@@ -67,6 +69,7 @@ function parkTests(t: TestApi, test: Declare): void {
       expiresAt: EXPIRES,
       runs: 0,
       continuation: CONTINUATION,
+      outputs: [],
     });
     t.expect(deepFrozen(parked)).toBe(true);
     t.expect(await fx.parked.get(SCOPE_A, "root-1")).toEqual(parked);

@@ -18,6 +18,7 @@ import {
   claimedTurn,
   decideOn,
   isDue,
+  mergedOutputs,
   normalizeCheckpoint,
   normalizeClaimResume,
   normalizeDecide,
@@ -61,7 +62,8 @@ export class InMemoryParkedTurnStore implements ParkedTurnStore, Erasable {
     const refused = parkRefusal(admission, p, scopeFenced(this.#admissions, p.key));
     if (refused || !admission) throw refused ?? new FenceError();
     const before = this.#turns.get(`${p.key} ${p.rootKey}`);
-    const turn = parkedRecord(p, before?.admissionId === p.admissionId ? before.runs : 0);
+    const outputs = mergedOutputs(before?.outputs ?? [], p.outputs ?? []);
+    const turn = parkedRecord(p, before?.admissionId === p.admissionId ? before.runs : 0, outputs);
     writeAdmission(this.#admissions, p.key, { ...admission, deadlineAt: p.expiresAt });
     this.#turns.set(`${p.key} ${p.rootKey}`, turn);
     return turn;
@@ -77,6 +79,7 @@ export class InMemoryParkedTurnStore implements ParkedTurnStore, Erasable {
       c,
       admission.deadlineAt,
       before?.admissionId === c.admissionId ? before.runs : 0,
+      mergedOutputs(before?.outputs ?? [], c.outputs ?? []),
     );
     this.#turns.set(`${c.key} ${c.rootKey}`, turn);
     return summaryOf(turn);

@@ -8,7 +8,13 @@ import type { AuditEvent, AuditRecord } from "./audit.js";
 import { StoreUnavailableError } from "./errors.js";
 import type { ExecutionClaim, ExecutionRecord, ExecutionState } from "./execution.js";
 import type { SessionLabels } from "./labels.js";
-import type { ParkedAsk, ParkedTurn, ParkedTurnState, ParkedTurnSummary } from "./parked.js";
+import type {
+  ParkedAsk,
+  ParkedTurn,
+  ParkedTurnState,
+  ParkedTurnSummary,
+  TurnOutput,
+} from "./parked.js";
 import { parkedTurnOf, summaryOf } from "./parked-rules.js";
 import type { ResultRecord, ResultState } from "./results.js";
 import type { SessionSummary } from "./sessions.js";
@@ -227,8 +233,12 @@ export interface ParkedTurnRow {
   readonly runs: number;
 }
 
-/** The row's fields as `parkedTurnOf` takes them, `continuation` given. */
-function parkedFields(row: ParkedTurnRow, continuation: JsonValue) {
+/** The row's fields as `parkedTurnOf` takes them, `continuation` and `outputs` given. */
+function parkedFields(
+  row: ParkedTurnRow,
+  continuation: JsonValue,
+  outputs: readonly TurnOutput[] = [],
+) {
   return {
     scope: scopeFromKey(row.scope),
     sessionId: row.session_id,
@@ -240,13 +250,33 @@ function parkedFields(row: ParkedTurnRow, continuation: JsonValue) {
     expiresAt: row.expires_at,
     runs: row.runs,
     continuation,
+    outputs,
   };
+}
+
+/** A turn output's row: its message as JSON text of format `v`. */
+export interface TurnOutputRow {
+  readonly digest: string;
+  readonly v: number;
+  readonly message: string;
+}
+
+/** A turn's outputs from their rows (read in digest order). */
+export function turnOutputsFromRows(rows: readonly TurnOutputRow[]): readonly TurnOutput[] {
+  return Object.freeze(
+    rows.map((r) =>
+      Object.freeze({ digest: r.digest, message: decodeJson<JsonValue>(r.v, r.message) }),
+    ),
+  );
 }
 
 export function parkedTurnFromRow(
   row: ParkedTurnRow & { readonly continuation: string },
+  outputs: readonly TurnOutputRow[] = [],
 ): ParkedTurn {
-  return parkedTurnOf(parkedFields(row, decodeJson<JsonValue>(row.v, row.continuation)));
+  return parkedTurnOf(
+    parkedFields(row, decodeJson<JsonValue>(row.v, row.continuation), turnOutputsFromRows(outputs)),
+  );
 }
 
 /** A summary from a row read without its continuation (listings never load it). */

@@ -1,6 +1,6 @@
 import { ValidationError } from "../errors.js";
 import { validateId } from "../scope.js";
-import { snapshot } from "../snapshot.js";
+import { type JsonValue, snapshot } from "../snapshot.js";
 import type { Admission } from "./admissions.js";
 import type { PolicyReason } from "./audit.js";
 import { FenceError, type ScopeFencedError } from "./errors.js";
@@ -16,6 +16,7 @@ import type {
   ParkedTurnSummary,
   ParkInput,
   RecordedDecision,
+  TurnOutput,
 } from "./parked.js";
 import { CONTINUATION_LIMITS } from "./parked.js";
 import { closedObject, pageLimit, scopeKey, validateName, validateTime } from "./rules.js";
@@ -77,6 +78,42 @@ function normalizeAsk(raw: unknown, path: string): Omit<ParkedAsk, "decision"> {
   });
 }
 
+const NO_OUTPUTS: readonly TurnOutput[] = Object.freeze([]);
+
+/** A write's outputs: `{ digest, message }` each, distinct digests, under the continuation's bounds. */
+function normalizeOutputs(raw: unknown): readonly TurnOutput[] {
+  if (raw === undefined) return NO_OUTPUTS;
+  if (!Array.isArray(raw))
+    throw new ValidationError("outputs", "array", "outputs is an array of { digest, message }");
+  const copy = snapshot(raw as JsonValue, CONTINUATION_LIMITS) as readonly JsonValue[];
+  const seen = new Set<string>();
+  return Object.freeze(
+    copy.map((entry, i) => {
+      const o = closedObject(`outputs[${i}]`, entry, ["digest", "message"]);
+      const digest = validateDigest(o.digest, `outputs[${i}].digest`);
+      if (seen.has(digest))
+        throw new ValidationError("outputs", "distinct", "a write's output digests are distinct");
+      seen.add(digest);
+      if (o.message === undefined)
+        throw new ValidationError(`outputs[${i}].message`, "required", "an output has a message");
+      return Object.freeze({ digest, message: o.message as JsonValue });
+    }),
+  );
+}
+
+/** A turn's outputs as stores return them: the held ones, then a write's new digests, in digest order. */
+export function mergedOutputs(
+  held: readonly TurnOutput[],
+  added: readonly TurnOutput[],
+): readonly TurnOutput[] {
+  const byDigest = new Map(held.map((o) => [o.digest, o]));
+  for (const o of added) if (!byDigest.has(o.digest)) byDigest.set(o.digest, o);
+  return Object.freeze([...byDigest.values()].sort(byDigestOrder));
+}
+
+const byDigestOrder = (a: TurnOutput, b: TurnOutput) =>
+  a.digest < b.digest ? -1 : a.digest > b.digest ? 1 : 0;
+
 export function normalizePark(input: unknown): ParkInput & { readonly key: string } {
   const p = closedObject("park", input, [
     "scope",
@@ -84,6 +121,7 @@ export function normalizePark(input: unknown): ParkInput & { readonly key: strin
     "rootKey",
     "admissionId",
     "continuation",
+    "outputs",
     "asks",
     "now",
     "expiresAt",
@@ -107,6 +145,7 @@ export function normalizePark(input: unknown): ParkInput & { readonly key: strin
     rootKey: validateId("rootKey", p.rootKey),
     admissionId: validateId("admissionId", p.admissionId),
     continuation: snapshot(p.continuation, CONTINUATION_LIMITS),
+    outputs: normalizeOutputs(p.outputs),
     asks: Object.freeze(asks),
     now,
     expiresAt,
@@ -120,6 +159,7 @@ export function normalizeCheckpoint(input: unknown): CheckpointInput & { readonl
     "rootKey",
     "admissionId",
     "continuation",
+    "outputs",
     "now",
   ]);
   const { scope, key } = scopeKey(c.scope);
@@ -132,6 +172,7 @@ export function normalizeCheckpoint(input: unknown): CheckpointInput & { readonl
     rootKey: validateId("rootKey", c.rootKey),
     admissionId: validateId("admissionId", c.admissionId),
     continuation: snapshot(c.continuation, CONTINUATION_LIMITS),
+    outputs: normalizeOutputs(c.outputs),
     now: validateTime("now", c.now),
   });
 }
@@ -301,9 +342,9 @@ export function parkReady(turn: ParkedTurnSummary, now: number): boolean {
   return turn.expiresAt <= now || turn.asks.every((a) => a.decision !== undefined);
 }
 
-/** A parked turn's summary (its continuation left out), frozen. */
+/** A parked turn's summary (its continuation and outputs left out), frozen. */
 export function summaryOf(turn: ParkedTurn | ParkedTurnSummary): ParkedTurnSummary {
-  const { continuation: _c, ...rest } = turn as ParkedTurn;
+  const { continuation: _c, outputs: _o, ...rest } = turn as ParkedTurn;
   return Object.freeze(rest);
 }
 
@@ -311,6 +352,7 @@ export function summaryOf(turn: ParkedTurn | ParkedTurnSummary): ParkedTurnSumma
 export function parkedTurnOf(fields: ParkedTurn): ParkedTurn {
   return Object.freeze({
     ...fields,
+    outputs: Object.isFrozen(fields.outputs) ? fields.outputs : Object.freeze([...fields.outputs]),
     scope: Object.freeze({ ...fields.scope }),
     asks: Object.freeze(
       fields.asks.map((a) =>
@@ -320,8 +362,12 @@ export function parkedTurnOf(fields: ParkedTurn): ParkedTurn {
   });
 }
 
-/** The record a park writes: `parked` under the run's admission, its asks undecided. */
-export function parkedRecord(p: ParkInput, runs: number): ParkedTurn {
+/** The record a park writes: `parked` under the run's admission, its asks undecided, every output it holds. */
+export function parkedRecord(
+  p: ParkInput,
+  runs: number,
+  outputs: readonly TurnOutput[],
+): ParkedTurn {
   return parkedTurnOf({
     scope: p.scope,
     sessionId: p.sessionId,
@@ -333,11 +379,20 @@ export function parkedRecord(p: ParkInput, runs: number): ParkedTurn {
     expiresAt: p.expiresAt,
     runs,
     continuation: p.continuation,
+    outputs,
   });
 }
 
-/** The record a checkpoint writes: `resuming` under the run's admission, no asks, its deadline. */
-export function checkpointRecord(c: CheckpointInput, deadlineAt: number, runs: number): ParkedTurn {
+/**
+ * The record a checkpoint writes: `resuming` under the run's admission, no asks, its deadline, every
+ * output it holds (a store that answers only the summary may pass the write's own).
+ */
+export function checkpointRecord(
+  c: CheckpointInput,
+  deadlineAt: number,
+  runs: number,
+  outputs: readonly TurnOutput[],
+): ParkedTurn {
   return parkedTurnOf({
     scope: c.scope,
     sessionId: c.sessionId,
@@ -349,5 +404,6 @@ export function checkpointRecord(c: CheckpointInput, deadlineAt: number, runs: n
     expiresAt: deadlineAt,
     runs,
     continuation: c.continuation,
+    outputs,
   });
 }

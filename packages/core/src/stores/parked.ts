@@ -4,9 +4,11 @@ import type { JsonValue, SnapshotLimits } from "../snapshot.js";
 import type { Admission } from "./admissions.js";
 
 /**
- * How large a stored continuation may be. Its messages are the turn's session batch, which the
- * session store bounds at the default snapshot limits (8 MiB, 100,000 nodes); the record adds the
- * step's calls, receipts and counters, so it is held at twice those, strings as long as a message's.
+ * How large a stored continuation may be, and the outputs one write adds. A version-1 record's
+ * messages are the turn's session batch, which the session store bounds at the default snapshot
+ * limits (8 MiB, 100,000 nodes); the record adds the step's calls, receipts and counters, so it is
+ * held at twice those, strings as long as a message's. The outputs of one write are at most that
+ * batch too.
  */
 export const CONTINUATION_LIMITS: SnapshotLimits = Object.freeze({
   maxDepth: 64,
@@ -63,9 +65,23 @@ export interface ParkedTurnSummary {
   readonly runs: number;
 }
 
-/** A parked turn with its continuation (the loop's record, as the engine returned it). */
+/**
+ * One message a turn recorded, stored once beside its record (issue 25): the continuation refers to
+ * it by `digest`, the SHA-256 (64 hex) the loop computes over the message's canonical JSON. The
+ * store keeps what it is given under that key (the reader checks the digest, not the store).
+ */
+export interface TurnOutput {
+  readonly digest: string;
+  readonly message: JsonValue;
+}
+
+/**
+ * A parked turn with its continuation (the loop's record, as the engine returned it) and the
+ * outputs every park and checkpoint of the turn stored, in digest order.
+ */
 export interface ParkedTurn extends ParkedTurnSummary {
   readonly continuation: JsonValue;
+  readonly outputs: readonly TurnOutput[];
 }
 
 export interface ParkInput {
@@ -75,6 +91,8 @@ export interface ParkInput {
   /** The run's admission: it must be `active` and before its deadline (else `FenceError`). */
   readonly admissionId: string;
   readonly continuation: JsonValue;
+  /** Outputs the continuation refers to that this turn has not stored yet (a digest stored keeps its first message). */
+  readonly outputs?: readonly TurnOutput[];
   /** 1 to 64 asks, undecided, distinct ids. */
   readonly asks: readonly Omit<ParkedAsk, "decision">[];
   readonly now: number;
@@ -90,6 +108,8 @@ export interface CheckpointInput {
   /** The run's admission: it must be `active`, of this root and session, before its deadline. */
   readonly admissionId: string;
   readonly continuation: JsonValue;
+  /** Outputs the continuation refers to that this turn has not stored yet (as `park`'s). */
+  readonly outputs?: readonly TurnOutput[];
   readonly now: number;
 }
 
@@ -145,11 +165,11 @@ export type ClaimResumeResult =
  * Turns parked on permission asks (issue 25), kept beside the admissions they hold, so a park, a
  * claim and the admission they move are one transaction. Guarantees:
  * - `park` stores the turn (replacing a `resuming` record of the same root and admission, when a
- *   resumed run parks again) and moves its admission's deadline to `expiresAt`, in one
- *   transaction, only while that admission is `active`, of this root, and before its deadline
+ *   resumed run parks again) with its new outputs, and moves its admission's deadline to
+ *   `expiresAt`, in one transaction, only while that admission is `active`, of this root, and before its deadline
  *   (else `FenceError`) and the scope is not fenced (`ScopeFencedError`). Nothing else changes.
- * - `checkpoint` stores a running turn's continuation at a step boundary, under the same fence as
- *   `park` (else `FenceError` / `ScopeFencedError`, nothing written): the record becomes (or stays)
+ * - `checkpoint` stores a running turn's continuation and its new outputs at a step boundary, in
+ *   one transaction, under the same fence as `park` (else `FenceError` / `ScopeFencedError`, nothing written): the record becomes (or stays)
  *   `resuming` under that admission, with no asks, `expiresAt` the admission's deadline and `runs`
  *   kept when the record was this admission's (else 0). Not a durability point: with grouped
  *   commits it joins the transaction of the step it describes. A run that dies is then `due` once its
@@ -163,8 +183,10 @@ export type ClaimResumeResult =
  *   root, and ends the old admission (`finished` from a park; `released`, reason `expired`, from a
  *   dead run), in one transaction: of concurrent claims exactly one wins. A fenced scope throws
  *   `ScopeFencedError`; an admission id that exists throws `ConflictError`.
- * - `done` removes the turn when its holding run ended (by that admission only); it says whether
- *   it removed one.
+ * - Outputs accumulate per turn: a write adds the digests the turn does not hold yet and keeps the
+ *   ones it holds as they are; `get` and `claim` return them all; they go with their turn.
+ * - `done` removes the turn and its outputs when its holding run ended (by that admission only);
+ *   it says whether it removed one.
  * - `due` lists the turns a maintenance tick must go on with: `parked` ones at or after their
  *   expiry or with every ask decided, and `resuming` ones whose admission's deadline passed; oldest
  *   expiry first.

@@ -1,5 +1,5 @@
 import { type ParkedTurnRow, parkedSummaryFromRow } from "./codecs.js";
-import type { ParkedAsk, ParkedTurnSummary } from "./parked.js";
+import type { ParkedAsk, ParkedTurnSummary, TurnOutput } from "./parked.js";
 import { isDue, normalizeDue, normalizeParkedList } from "./parked-rules.js";
 
 /** What the SQL parked-turn stores do around their statements (see `prepare.ts`). */
@@ -76,4 +76,15 @@ export function parkedColumns(p: {
   readonly continuation: string;
 } {
   return { asks: JSON.stringify(p.asks), continuation: JSON.stringify(p.continuation) };
+}
+
+/** A write's outputs as two parallel text arrays: digests, and messages as text of the record format. */
+export function outputColumns(outputs: readonly TurnOutput[]): {
+  readonly digests: string[];
+  readonly messages: string[];
+} {
+  return {
+    digests: outputs.map((o) => o.digest),
+    messages: outputs.map((o) => JSON.stringify(o.message)),
+  };
 }
