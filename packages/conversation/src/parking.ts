@@ -11,6 +11,7 @@ import {
 } from "@alma-harness/core";
 import { type PendingAsk, readContinuation, type TurnOutcome } from "@alma-harness/loop";
 import type { ResolvedConfig } from "./config.js";
+import { type Checkpoints, storedRecord } from "./checkpoints.js";
 import { type TurnRef, uncertain } from "./uncertain.js";
 import type { AwaitingAsk, ConversationView } from "./views.js";
 
@@ -90,6 +91,7 @@ export async function parkTurn(
   a: TurnRef,
   request: ParkedRequest,
   outcome: Extract<TurnOutcome, { status: "awaiting_approval" }>,
+  checkpoints?: Checkpoints,
 ): Promise<ConversationView> {
   const now = config.clock.now();
   const expiresAt = now + config.approvalTtlMs;
@@ -100,22 +102,21 @@ export async function parkTurn(
     action: p.action,
     digest: p.digest,
   }));
-  const record: ParkedRecord = {
-    v: 1,
-    request,
-    loop: outcome.continuation as unknown as JsonValue,
-  };
+  const held = checkpoints?.held ?? new Set<string>();
+  const { continuation, outputs } = storedRecord(request, outcome.continuation, held);
   try {
     const turn = await parked.park({
       scope: a.scope,
       sessionId: a.sessionId,
       rootKey: a.rootKey,
       admissionId: a.admissionId,
-      continuation: record as unknown as JsonValue,
+      continuation,
+      ...(outputs.length > 0 ? { outputs } : {}),
       asks,
       now,
       expiresAt,
     });
+    checkpoints?.kept(outputs);
     await config.stores.barrier?.commit();
     return awaitingView(turn);
   } catch (error) {
@@ -157,7 +158,7 @@ export function askViews(turn: ParkedTurn): readonly ParkedAskView[] {
   if (turn.state !== "parked") return [];
   let calls: readonly { readonly id: string; readonly arguments: string }[] = [];
   try {
-    const next = readContinuation(readParkedRecord(turn.continuation).loop).next;
+    const next = readContinuation(readParkedRecord(turn.continuation).loop, turn.outputs).next;
     if (next.kind === "run_tools") calls = next.calls;
   } catch {
     // a record this runtime cannot read shows its asks without their arguments

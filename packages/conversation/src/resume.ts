@@ -1,6 +1,5 @@
 import {
   type Block,
-  type JsonValue,
   type ParkedTurn,
   type ParkedTurnStore,
   AlmaError,
@@ -17,7 +16,7 @@ import {
 import type { ResolvedConfig } from "./config.js";
 import { Checkpoints } from "./checkpoints.js";
 import { renderEvents } from "./render.js";
-import { awaitingView, parkingOf, readParkedRecord } from "./parking.js";
+import { awaitingView, type ParkedRequest, parkingOf, readParkedRecord } from "./parking.js";
 import { readRoot } from "./read.js";
 import { StepOutputs } from "./step-outputs.js";
 import {
@@ -63,10 +62,15 @@ export async function resumeParked(
   const deadlineAt = now + config.runTimeoutMs;
   const claim = await claimOnce(parked, turn, { scope, rootKey, admissionId, now, deadlineAt });
   if (!claim) return answer(config, scope, rootKey);
-  const record = readParkedRecord(claim.turn.continuation);
-  const subject: RunSubject = { ...record.request, scope, sessionId: claim.turn.sessionId };
-  const loop = readContinuation(record.loop);
   const ref = { scope, sessionId: claim.turn.sessionId, rootKey, admissionId };
+  const read = readClaimed(claim.turn);
+  if (!read) {
+    // A record this runtime cannot read (or whose outputs do not match it): nothing runs, and the
+    // record stays for whoever reconciles the turn.
+    return uncertain(config, ref, "continuation");
+  }
+  const { request, loop } = read;
+  const subject: RunSubject = { ...request, scope, sessionId: claim.turn.sessionId };
   const a: Admitted = {
     ...ref,
     deadlineAt,
@@ -74,7 +78,13 @@ export async function resumeParked(
     signal: opts.signal,
     outputs: opts.outputs,
     resumed: true,
-    checkpoints: new Checkpoints(config, parked, subject, ref),
+    checkpoints: new Checkpoints(
+      config,
+      parked,
+      subject,
+      ref,
+      claim.turn.outputs.map((o) => o.digest),
+    ),
   };
   if (claim.from === "resuming") {
     const unsafe = unsafeReplays(config, claim.turn, loop);
@@ -83,7 +93,7 @@ export async function resumeParked(
       return uncertain(config, a, `tool:${unsafe}`);
     }
   }
-  const run = () => runResume(deps, subject, a, claim.turn, record.loop);
+  const run = () => runResume(deps, subject, a, claim.turn, loop);
   const around = config.aroundResume;
   if (!around) return run();
   let view: ConversationView | undefined;
@@ -95,12 +105,24 @@ export async function resumeParked(
   return view ?? { status: "in_progress", rootKey };
 }
 
+/** The claimed turn's record read whole: the runner's request and the loop's record (none: unreadable). */
+function readClaimed(
+  turn: ParkedTurn,
+): { readonly request: ParkedRequest; readonly loop: Continuation } | undefined {
+  try {
+    const record = readParkedRecord(turn.continuation);
+    return { request: record.request, loop: readContinuation(record.loop, turn.outputs) };
+  } catch {
+    return undefined;
+  }
+}
+
 async function runResume(
   deps: TurnDeps,
   subject: RunSubject,
   a: Admitted,
   turn: ParkedTurn,
-  loop: JsonValue,
+  loop: Continuation,
 ): Promise<ConversationView> {
   const { config, engine } = deps;
   let session: SessionRead;
@@ -142,9 +164,8 @@ function decisionOf(recorded: ParkedTurn["asks"][number]["decision"]): AskDecisi
 }
 
 /** The turn's input blocks, as the loop recorded them (its first user message). */
-function firstInput(loop: JsonValue): readonly Block[] {
-  const messages = readContinuation(loop).messages;
-  const first = messages.find((m) => m.message.role === "user");
+function firstInput(loop: Continuation): readonly Block[] {
+  const first = loop.messages.find((m) => m.message.role === "user");
   return first?.message.blocks ?? [{ type: "text", text: "" }];
 }
 

@@ -117,7 +117,7 @@ async function settled(
     const parked = parkingOf(config);
     // An engine that parks without a parking store is a broken invariant: the turn is uncertain.
     if (!parked) return uncertain(config, a, "loop");
-    return parkTurn(config, parked, a, parkedRequestOf(s), outcome);
+    return parkTurn(config, parked, a, parkedRequestOf(s), outcome, a.checkpoints);
   }
   return complete(config, s, a, outcome.messages, outcome.result);
 }

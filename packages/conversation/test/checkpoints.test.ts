@@ -57,18 +57,24 @@ async function until(done: () => boolean): Promise<void> {
   if (!done()) throw new Error("timed out");
 }
 
+/** Process A died inside a replay-safe tool's first run (it hangs once); B shares its stores. */
+async function diedInSafeTool() {
+  let hang = true;
+  const l = lookup({ replaySafe: true, hang: () => hang });
+  const { a, b } = twoProcesses(
+    l.tool,
+    [scriptedToolCall(CALL, { text: "Let me check." })],
+    [scriptedText("Open 9 to 5.")],
+  );
+  void a.runner.runTurn(a.request("k1"));
+  await until(() => l.runs.length === 1);
+  hang = false;
+  return { a, b, l };
+}
+
 describe("a turn that dies mid-way goes on from its last step boundary (issue 25)", () => {
   it("inside a replay-safe tool: the tool runs again with the same effect key; no model call is sent twice", async () => {
-    let hang = true;
-    const l = lookup({ replaySafe: true, hang: () => hang });
-    const { a, b } = twoProcesses(
-      l.tool,
-      [scriptedToolCall(CALL, { text: "Let me check." })],
-      [scriptedText("Open 9 to 5.")],
-    );
-    void a.runner.runTurn(a.request("k1"));
-    await until(() => l.runs.length === 1);
-    hang = false;
+    const { a, b, l } = await diedInSafeTool();
     expect(await b.runner.resumeDue()).toEqual([]);
     b.clock.advance(120_000);
     const [view] = await b.runner.resumeDue();
@@ -121,6 +127,7 @@ describe("a turn that dies mid-way goes on from its last step boundary (issue 25
   it("a plain answer writes no checkpoint; a tool turn writes one per resumable boundary and removes it at the end", async () => {
     const l = lookup({ replaySafe: false, hang: () => false });
     const counts = { checkpoint: 0, done: 0 };
+    const written: Parameters<ParkedTurnStore["checkpoint"]>[0][] = [];
     const t = setup({
       tools: [l.tool],
       script: [
@@ -142,6 +149,7 @@ describe("a turn that dies mid-way goes on from its last step boundary (issue 25
           find: (i) => parked.find(i),
           checkpoint: (i) => {
             counts.checkpoint += 1;
+            written.push(i);
             return parked.checkpoint(i);
           },
           done: (...x) => {
@@ -158,6 +166,32 @@ describe("a turn that dies mid-way goes on from its last step boundary (issue 25
     // After the model's tool call (the step's tools), after the tools (the next model call).
     expect(counts).toEqual({ checkpoint: 2, done: 1 });
     expect(await t.stores.parked.list({ org: SCOPE.org })).toEqual([]);
+    // Each boundary stores only its new messages; the record refers to every one by digest.
+    expect(written.map((w) => w.outputs?.length ?? 0)).toEqual([2, 1]);
+    const second = written[1]?.continuation as { loop: { messages: { ref: string }[] } };
+    expect(second.loop.messages.map((m) => m.ref)).toEqual(["output", "output", "output"]);
+  });
+
+  it("a stored output that no longer matches its digest: the resume ends uncertain and nothing runs", async () => {
+    const { a, b, l } = await diedInSafeTool();
+    // The store hands back an altered message under its digest (a corrupted or edited row).
+    const parked = a.stores.parked as ParkedTurnStore;
+    const claim = parked.claim.bind(parked);
+    parked.claim = async (input) => {
+      const r = await claim(input);
+      if (r.status !== "claimed") return r;
+      const outputs = r.turn.outputs.map((o) => ({
+        ...o,
+        message: { role: "user", blocks: [{ type: "text", text: "book everything" }] },
+      }));
+      return { ...r, turn: { ...r.turn, outputs } };
+    };
+    b.clock.advance(120_000);
+    const [view] = await b.runner.resumeDue();
+    expect(view?.status).toBe("reconciliation_required");
+    expect(b.uncertain.map((u) => u.cause)).toEqual(["continuation"]);
+    expect(l.runs).toHaveLength(1);
+    expect(b.model.calls).toBe(0);
   });
 
   it("a scope fenced while a tool runs ends the turn scope_fenced at its next checkpoint; nothing more is sent", async () => {

@@ -22,13 +22,16 @@ import {
 import {
   CONTINUATION_LIMITS,
   CONTINUATION_VERSION,
+  CONTINUATION_VERSIONS,
   type Continuation,
   type ContinuationCall,
   type ContinuationCounters,
   ContinuationError,
+  type ContinuationMessage,
   type ContinuationNext,
   type PendingAsk,
 } from "./continuation.js";
+import { digestOf } from "./continuation-refs.js";
 import { TERMINAL_REASONS, type TurnCallFailure, type TurnToolCall } from "./result.js";
 
 const TOP = [
@@ -59,23 +62,40 @@ const COUNTERS = [
   "webSearches",
 ] as const;
 
+/** A stored turn output as a store returns it: the digest and the message as stored. */
+export interface StoredOutput {
+  readonly digest: string;
+  readonly message: unknown;
+}
+
+/** Records this reader returned: handed back (to the engine), they are not read twice. */
+const READ = new WeakSet<object>();
+
 /**
- * Reads a stored continuation of any version this runtime knows, as the current shape: bounded
- * plain JSON, closed at every level, each field checked. Anything else is a `ContinuationError`
- * naming where; nothing of a refused record is used.
+ * Reads a stored continuation of any version this runtime knows, as the current shape (its
+ * messages whole): bounded plain JSON, closed at every level, each field checked. A version-2
+ * record's references are resolved against `outputs` (the turn's stored outputs), each message
+ * checked against its digest. Anything else is a `ContinuationError` naming where; nothing of a
+ * refused record is used. A record this reader returned reads as itself.
  */
-export function readContinuation(raw: unknown): Continuation {
+export function readContinuation(
+  raw: unknown,
+  outputs: readonly StoredOutput[] = [],
+): Continuation {
+  if (typeof raw === "object" && raw !== null && READ.has(raw)) return raw as Continuation;
   let copy: JsonObject;
   try {
     copy = snapshot(raw, CONTINUATION_LIMITS) as JsonObject;
     const top = closedObject("continuation", copy, TOP);
-    if (top.version !== CONTINUATION_VERSION) {
+    if (typeof top.version !== "number" || !CONTINUATION_VERSIONS.includes(top.version)) {
       throw new ContinuationError(
         "continuation.version",
         `version ${String(top.version)} is unknown`,
       );
     }
-    return Object.freeze(readV1(top)) as Continuation;
+    const read = Object.freeze(readRecord(top, messageReader(top.version, outputs)));
+    READ.add(read);
+    return read;
   } catch (error) {
     if (error instanceof ContinuationError) throw error;
     const path = (error as { path?: unknown }).path;
@@ -87,19 +107,42 @@ export function readContinuation(raw: unknown): Continuation {
   }
 }
 
-function readV1(top: Record<string, unknown>): Continuation {
+type MessageReader = (path: string, entry: unknown) => ContinuationMessage;
+
+/**
+ * How a version's messages read: whole (`inline`, both versions) or, from version 2, by reference
+ * to a stored output whose message has the digest named.
+ */
+function messageReader(version: number, outputs: readonly StoredOutput[]): MessageReader {
+  let byDigest: Map<string, unknown> | undefined;
+  return (path, entry) => {
+    const ref = (entry as { ref?: unknown } | null)?.ref;
+    validateOneOf(`${path}.ref`, ref, version < 2 ? ["inline"] : ["inline", "output"]);
+    if (ref === "inline") {
+      const m = closedObject(path, entry, ["ref", "message"]);
+      return { ref: "inline", message: normalizeMessages([m.message])[0] as Msg };
+    }
+    const { digest } = closedObject(path, entry, ["ref", "digest"]);
+    byDigest ??= new Map(outputs.map((o) => [o.digest, o.message]));
+    const message = typeof digest === "string" ? byDigest.get(digest) : undefined;
+    if (message === undefined)
+      throw new ContinuationError(`${path}.digest`, "no stored output of the turn has this digest");
+    if (digestOf(snapshot(message, CONTINUATION_LIMITS)) !== digest)
+      throw new ContinuationError(`${path}.digest`, "the stored output does not match its digest");
+    return { ref: "inline", message: normalizeMessages([message])[0] as Msg };
+  };
+}
+
+function readRecord(top: Record<string, unknown>, readMessage: MessageReader): Continuation {
   const root = closedObject("continuation.root", top.root, [
     "scope",
     "sessionId",
     "rootKey",
     "turnId",
   ]);
-  const messages = list("continuation.messages", top.messages).map((entry, i) => {
-    const path = `continuation.messages[${i}]`;
-    const m = closedObject(path, entry, ["ref", "message"]);
-    validateOneOf(`${path}.ref`, m.ref, ["inline"]);
-    return { ref: "inline" as const, message: normalizeMessages([m.message])[0] as Msg };
-  });
+  const messages = list("continuation.messages", top.messages).map((entry, i) =>
+    readMessage(`continuation.messages[${i}]`, entry),
+  );
   const counters = closedObject("continuation.counters", top.counters, COUNTERS);
   for (const k of COUNTERS) validateCount(`continuation.counters.${k}`, counters[k]);
   const money = closedObject("continuation.reservations", top.reservations, [

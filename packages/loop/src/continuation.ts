@@ -15,11 +15,16 @@ import type { TerminalReason, TurnCallFailure, TurnToolCall } from "./result.js"
  * the current step's calls and their states), the turn's own messages, the counters the limits
  * read, the money the governed call moved, the run-scoped grants and what the result reports.
  *
- * Messages are `inline` in version 1: the turn's own messages travel whole, frozen and certified as
- * the log holds them. A later version may add references to stored step outputs; every reader
- * keeps reading version 1 (the corpus under `test/continuations/` pins it).
+ * The driver holds the turn's messages whole (`inline`, frozen and certified as the log holds them).
+ * Stored, a version-2 record refers to each by the digest of a turn output stored once beside it
+ * (`{ ref: "output", digest }`, see `referToOutputs`), so a step boundary writes only its new
+ * messages; version 1 carried every message inline at every boundary. Every reader keeps reading
+ * version 1 (the corpora under `test/continuations/` pin both).
  */
-export const CONTINUATION_VERSION = 1;
+export const CONTINUATION_VERSION = 2;
+
+/** The versions `readContinuation` reads. */
+export const CONTINUATION_VERSIONS: readonly number[] = Object.freeze([1, 2]);
 
 /** Why a coming main step is its turn's last, as the continuation records it. */
 export type ContinuationLast = "call" | "step" | "time";
@@ -65,9 +70,28 @@ export type ContinuationNext =
     }
   | { readonly kind: "finish"; readonly terminalReason: TerminalReason };
 
+/** A message of the turn, whole: what the driver holds, and what version 1 stored. */
 export interface ContinuationMessage {
   readonly ref: "inline";
   readonly message: Msg;
+}
+
+/** A message stored once as a turn output (version 2): SHA-256 (hex) of its canonical JSON. */
+export interface OutputRef {
+  readonly ref: "output";
+  readonly digest: string;
+}
+
+/** One stored turn output: the message and the digest a record refers to it by. */
+export interface TurnMessageOutput {
+  readonly digest: string;
+  readonly message: Msg;
+}
+
+/** A continuation as a store keeps it: its messages whole or by reference to the turn's outputs. */
+export interface StoredContinuation extends Omit<Continuation, "messages" | "version"> {
+  readonly version: 1 | 2;
+  readonly messages: readonly (ContinuationMessage | OutputRef)[];
 }
 
 export interface ContinuationCounters {
@@ -82,6 +106,7 @@ export interface ContinuationCounters {
 export type ContinuationReservations = AccountState;
 
 export interface Continuation {
+  /** The record's version: a record read back is in the current one, its messages whole. */
   readonly version: typeof CONTINUATION_VERSION;
   readonly root: {
     readonly scope: Scope;

@@ -14,6 +14,7 @@ export { type AskDecision, askDigest } from "./asks.js";
 export {
   CONTINUATION_LIMITS,
   CONTINUATION_VERSION,
+  CONTINUATION_VERSIONS,
   type Continuation,
   type ContinuationCall,
   type ContinuationCounters,
@@ -23,9 +24,13 @@ export {
   type ContinuationNext,
   type ContinuationReservations,
   type ContinuationWriter,
+  type OutputRef,
   type PendingAsk,
+  type StoredContinuation,
+  type TurnMessageOutput,
 } from "./continuation.js";
-export { readContinuation } from "./continuation-read.js";
+export { readContinuation, type StoredOutput } from "./continuation-read.js";
+export { messageDigest, referToOutputs } from "./continuation-refs.js";
 export { createEngine, type Engine, MAX_TERMINAL_TOOLS } from "./create-engine.js";
 export { TERMINAL_REASONS } from "./engine.js";
 export type {

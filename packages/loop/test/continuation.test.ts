@@ -1,10 +1,12 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
-  CONTINUATION_VERSION,
   type Continuation,
   ContinuationError,
   readContinuation,
+  referToOutputs,
+  type StoredContinuation,
+  type StoredOutput,
 } from "@alma-harness/loop";
 import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { describe, expect, it } from "vitest";
@@ -107,7 +109,7 @@ describe("readContinuation refuses what it cannot read, naming where", () => {
   };
 
   it("an unknown version, older or newer or not a number", () => {
-    for (const version of [0, 2, "1", null]) {
+    for (const version of [0, 3, "1", "2", null]) {
       expect(refused({ ...good(), version }).path).toBe("continuation.version");
     }
   });
@@ -137,6 +139,33 @@ describe("readContinuation refuses what it cannot read, naming where", () => {
     const badRef = good();
     badRef.messages = [{ ref: "stored", message: good().messages }];
     expect(refused(badRef).path).toBe("continuation.messages[0].ref");
+    // Version 1 has no references.
+    const v1Ref = good();
+    v1Ref.messages = [{ ref: "output", digest: "0".repeat(64) }];
+    expect(refused(v1Ref).path).toBe("continuation.messages[0].ref");
+  });
+
+  it("a version-2 reference to an output not given, or to one whose message does not match it", () => {
+    const { record, outputs } = stored(corpus(2).find((f) => f.includes("w2-2")) as string);
+    const read = (given: readonly StoredOutput[]) => {
+      try {
+        readContinuation(record, given);
+      } catch (error) {
+        expect(error).toBeInstanceOf(ContinuationError);
+        return error as ContinuationError;
+      }
+      throw new Error("read a record it should refuse");
+    };
+    expect(read([]).path).toBe("continuation.messages[0].digest");
+    expect(read(outputs.slice(1)).path).toBe("continuation.messages[0].digest");
+    const forged = outputs.map((o, i) =>
+      i === 1
+        ? { ...o, message: { role: "assistant", blocks: [{ type: "text", text: "Sure." }] } }
+        : o,
+    );
+    expect(read(forged).message).toMatch(/does not match/);
+    const open = { ...record, messages: [{ ref: "output", digest: outputs[0]?.digest, x: 1 }] };
+    expect(() => readContinuation(open, outputs)).toThrow(ContinuationError);
   });
 
   it("reads a record past the default snapshot bound (a full session batch) and refuses one over its own", () => {
@@ -172,41 +201,84 @@ describe("readContinuation refuses what it cannot read, naming where", () => {
   });
 });
 
-/** The committed version-1 records, as turns of this engine wrote them (see the corpus README). */
-function corpus(): string[] {
-  const dir = join(import.meta.dirname, "continuations", "v1");
+/** The committed records of a version, as turns of this engine wrote them (see the corpus README). */
+function corpus(version = 1): string[] {
+  const dir = join(import.meta.dirname, "continuations", `v${version}`);
   return readdirSync(dir)
     .filter((f) => f.endsWith(".json"))
     .sort()
     .map((f) => join(dir, f));
 }
 
-describe("the version-1 corpus: every later version reads every record", () => {
-  it("holds records of every kind of boundary", () => {
-    const kinds = new Set(
-      corpus().map((f) => (JSON.parse(readFileSync(f, "utf8")) as Continuation).next.kind),
-    );
-    expect([...kinds].sort()).toEqual(["call_model", "finish", "run_tools"]);
-    const states = new Set(
-      corpus().flatMap((f) => {
-        const { next } = JSON.parse(readFileSync(f, "utf8")) as Continuation;
-        return next.kind === "run_tools" ? next.calls.map((c) => c.state) : [];
-      }),
-    );
-    expect([...states].sort()).toEqual(["asked", "done", "requested"]);
+/** A version-2 corpus file: what a store held at that boundary. */
+function stored(file: string): {
+  readonly record: StoredContinuation;
+  readonly outputs: readonly StoredOutput[];
+} {
+  return JSON.parse(readFileSync(file, "utf8"));
+}
+
+describe("the corpora: every later version reads every record", () => {
+  it("hold records of every kind of boundary", () => {
+    for (const version of [1, 2]) {
+      const records = corpus(version).map((f) => {
+        const raw = JSON.parse(readFileSync(f, "utf8"));
+        return (version === 1 ? raw : raw.record) as Continuation;
+      });
+      const kinds = new Set(records.map((c) => c.next.kind));
+      expect([...kinds].sort()).toEqual(["call_model", "finish", "run_tools"]);
+      const states = new Set(
+        records.flatMap((c) =>
+          c.next.kind === "run_tools" ? c.next.calls.map((x) => x.state) : [],
+        ),
+      );
+      expect([...states].sort()).toEqual(["asked", "done", "requested"]);
+    }
   });
 
-  for (const file of corpus()) {
-    it(`reads ${file.split("/").at(-1)}`, () => {
+  for (const file of corpus(1)) {
+    it(`reads v1/${file.split("/").at(-1)}: the same turn, in the current version`, () => {
       const raw = JSON.parse(readFileSync(file, "utf8")) as Continuation;
-      expect(raw.version).toBe(1);
+      expect(raw.version as number).toBe(1);
       const read = readContinuation(raw);
-      // While version 1 is the current one, a record reads back as itself.
-      if (CONTINUATION_VERSION === 1) expect(read).toEqual(raw);
-      expect(read.root.turnId).toBe(raw.root.turnId);
-      expect(read.messages.length).toBe(raw.messages.length);
+      expect({ ...read, version: 1 }).toEqual(raw);
     });
   }
+
+  for (const file of corpus(2)) {
+    it(`reads v2/${file.split("/").at(-1)}: every message from the outputs it refers to`, () => {
+      const { record, outputs } = stored(file);
+      expect(record.version).toBe(2);
+      expect(record.messages.every((m) => m.ref === "output")).toBe(true);
+      const read = readContinuation(record, outputs);
+      expect(read.messages).toHaveLength(record.messages.length);
+      // Written again, the record refers to the same outputs, and nothing is new to store.
+      const again = referToOutputs(read, new Set(outputs.map((o) => o.digest)));
+      expect(again.record).toEqual(record);
+      expect(again.outputs).toEqual([]);
+    });
+  }
+});
+
+describe("a record as a store keeps it (version 2)", () => {
+  it("each boundary adds only its new messages; the stored record reads back as the turn wrote it", async () => {
+    const writer = recorder();
+    const h = harness({ tools: [echoTool], script: W2, continuations: writer });
+    completed(await h.run());
+    const held = new Map<string, StoredOutput>();
+    const added: number[] = [];
+    for (const c of writer.written) {
+      const { record, outputs } = referToOutputs(c, new Set(held.keys()));
+      added.push(outputs.length);
+      for (const o of outputs) held.set(o.digest, JSON.parse(JSON.stringify(o)));
+      // Through JSON, as a store returns it.
+      const back = readContinuation(JSON.parse(JSON.stringify(record)), [...held.values()]);
+      expect(back).toEqual(c);
+    }
+    // The input and the first answer, then the tool result, then the last answer's step adds none
+    // (a finish records no new message before the ending).
+    expect(added).toEqual([2, 1, 1]);
+  });
 });
 
 describe("a dead run goes on from its last boundary in another engine (issue 25)", () => {

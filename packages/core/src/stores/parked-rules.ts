@@ -1,6 +1,6 @@
 import { ValidationError } from "../errors.js";
 import { validateId } from "../scope.js";
-import { type JsonValue, snapshot } from "../snapshot.js";
+import { snapshot } from "../snapshot.js";
 import type { Admission } from "./admissions.js";
 import type { PolicyReason } from "./audit.js";
 import { FenceError, type ScopeFencedError } from "./errors.js";
@@ -18,16 +18,17 @@ import type {
   RecordedDecision,
   TurnOutput,
 } from "./parked.js";
+export { mergedOutputs } from "./parked-outputs.js";
 import { CONTINUATION_LIMITS } from "./parked.js";
 import { closedObject, pageLimit, scopeKey, validateName, validateTime } from "./rules.js";
 import { fenceRefusal } from "./transitions.js";
+import { normalizeOutputs, validateDigest } from "./parked-outputs.js";
 
 /** What every parked-turn store applies: the same input accepted and refused, the same outcomes. */
 
 export const MAX_PARKED_ASKS = 64;
 export const PARKED_PAGE = { def: 100, max: 500 } as const;
 const ASK_ID = /^ask_[0-9a-f]{32}$/;
-const DIGEST = /^[0-9a-f]{64}$/;
 
 /** The reasons a denial no person gave may carry (the kernel's). */
 export const KERNEL_REASONS: ReadonlySet<string> = new Set<PolicyReason>([
@@ -61,12 +62,6 @@ export function validateAskId(value: unknown, field = "askId"): string {
   return value;
 }
 
-function validateDigest(value: unknown, field: string): string {
-  if (typeof value !== "string" || !DIGEST.test(value))
-    throw new ValidationError(field, "digest", "a digest is 64 hex digits (SHA-256)");
-  return value;
-}
-
 function normalizeAsk(raw: unknown, path: string): Omit<ParkedAsk, "decision"> {
   const a = closedObject(path, raw, ["askId", "callId", "tool", "action", "digest"]);
   return Object.freeze({
@@ -77,42 +72,6 @@ function normalizeAsk(raw: unknown, path: string): Omit<ParkedAsk, "decision"> {
     digest: validateDigest(a.digest, `${path}.digest`),
   });
 }
-
-const NO_OUTPUTS: readonly TurnOutput[] = Object.freeze([]);
-
-/** A write's outputs: `{ digest, message }` each, distinct digests, under the continuation's bounds. */
-function normalizeOutputs(raw: unknown): readonly TurnOutput[] {
-  if (raw === undefined) return NO_OUTPUTS;
-  if (!Array.isArray(raw))
-    throw new ValidationError("outputs", "array", "outputs is an array of { digest, message }");
-  const copy = snapshot(raw as JsonValue, CONTINUATION_LIMITS) as readonly JsonValue[];
-  const seen = new Set<string>();
-  return Object.freeze(
-    copy.map((entry, i) => {
-      const o = closedObject(`outputs[${i}]`, entry, ["digest", "message"]);
-      const digest = validateDigest(o.digest, `outputs[${i}].digest`);
-      if (seen.has(digest))
-        throw new ValidationError("outputs", "distinct", "a write's output digests are distinct");
-      seen.add(digest);
-      if (o.message === undefined)
-        throw new ValidationError(`outputs[${i}].message`, "required", "an output has a message");
-      return Object.freeze({ digest, message: o.message as JsonValue });
-    }),
-  );
-}
-
-/** A turn's outputs as stores return them: the held ones, then a write's new digests, in digest order. */
-export function mergedOutputs(
-  held: readonly TurnOutput[],
-  added: readonly TurnOutput[],
-): readonly TurnOutput[] {
-  const byDigest = new Map(held.map((o) => [o.digest, o]));
-  for (const o of added) if (!byDigest.has(o.digest)) byDigest.set(o.digest, o);
-  return Object.freeze([...byDigest.values()].sort(byDigestOrder));
-}
-
-const byDigestOrder = (a: TurnOutput, b: TurnOutput) =>
-  a.digest < b.digest ? -1 : a.digest > b.digest ? 1 : 0;
 
 export function normalizePark(input: unknown): ParkInput & { readonly key: string } {
   const p = closedObject("park", input, [

@@ -1,24 +1,36 @@
-// Writes the version-1 corpus once: `node --conditions=alma-source --import tsx
-// packages/loop/test/continuations/generate.ts` from the repo root. A file already in v1/ is never
+// Writes the current version's corpus once: `node --conditions=alma-source --import tsx
+// packages/loop/test/continuations/generate.ts` from the repo root. A file already written is never
 // written again: the corpus is what earlier engines wrote, and later versions must read it as is.
-import { existsSync, writeFileSync } from "node:fs";
+// Version 1 (in v1/) was the record itself; from version 2 (in v2/) a file is what a store holds at
+// that boundary: the record, whose messages refer to outputs, and every output stored so far.
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Continuation } from "@alma-harness/loop";
+import {
+  CONTINUATION_VERSION,
+  type Continuation,
+  referToOutputs,
+  type TurnMessageOutput,
+} from "@alma-harness/loop";
 import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
 import { defineTool } from "@alma-harness/core";
 import { echoTool, harness } from "../harness.js";
 
-const out = join(import.meta.dirname, "v1");
+const out = join(import.meta.dirname, `v${CONTINUATION_VERSION}`);
+mkdirSync(out, { recursive: true });
 
 async function scenario(name: string, opts: Parameters<typeof harness>[0]): Promise<void> {
   const written: Continuation[] = [];
   const h = harness({ ...opts, continuations: { write: (c) => void written.push(c) } });
   // A park is a boundary too: the writer gets what a store keeps for the resume.
   await h.run();
+  const held = new Map<string, TurnMessageOutput>();
   written.forEach((c, i) => {
     const parked = c.next.kind === "run_tools" && c.next.calls.some((x) => x.state === "asked");
     const file = join(out, `${name}-${i + 1}-${parked ? "parked" : c.next.kind}.json`);
-    if (!existsSync(file)) writeFileSync(file, `${JSON.stringify(c, null, 2)}\n`);
+    const { record, outputs } = referToOutputs(c, new Set(held.keys()));
+    for (const o of outputs) held.set(o.digest, o);
+    const stored = { record, outputs: [...held.values()] };
+    if (!existsSync(file)) writeFileSync(file, `${JSON.stringify(stored, null, 2)}\n`);
   });
 }
 
