@@ -26,6 +26,10 @@ case "$(basename "$DIR")" in
   *) log "refusing to remove $DIR: not a pg-up.sh directory"; exit 1 ;;
 esac
 
+# A pooler scripts/pgbouncer-up.sh started in front of this cluster goes first.
+if [[ -f "$DIR/pgbouncer.pid" ]]; then
+  kill "$(cat "$DIR/pgbouncer.pid")" 2>/dev/null || true
+fi
 if [[ -d "$DIR/data" ]]; then
   if [[ "$(id -u)" == 0 ]]; then
     runuser -u postgres -- "$PGBIN/pg_ctl" -D "$DIR/data" -m fast -w stop >/dev/null 2>&1 || true

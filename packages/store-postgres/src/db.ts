@@ -14,8 +14,10 @@ import {
   counted,
   mapPgError,
   type Queryable,
+  qualifier,
   RETRYABLE_TX,
   RolledBack,
+  schemaOf,
   transaction,
 } from "./pg.js";
 
@@ -280,10 +282,13 @@ export class PgDb {
 export class Conn {
   readonly db: PgDb;
   readonly pool: pg.Pool;
+  /** Names the package's tables with the pool's schema (`qualify`): no search_path is relied on. */
+  readonly #q: (text: string) => string;
 
   constructor(db: PgDb, pool: pg.Pool) {
     this.db = db;
     this.pool = pool;
+    this.#q = qualifier(schemaOf(pool));
   }
 
   /** The database's erased-session mark (`PgDb.mark`). */
@@ -293,9 +298,10 @@ export class Conn {
 
   /** A read. */
   query<R extends pg.QueryResultRow>(
-    text: string,
+    sql: string,
     values: readonly unknown[] = [],
   ): Promise<pg.QueryResult<R>> {
+    const text = this.#q(sql);
     const direct = async () => {
       this.db.count.roundTrips += 1;
       try {
@@ -314,10 +320,11 @@ export class Conn {
    * `locks` (statements that run first, in the savepoint's round trip). `durable`: a durability point.
    */
   async write<R extends pg.QueryResultRow>(
-    text: string,
+    sql: string,
     values: readonly unknown[],
     opts: { readonly retry?: boolean; readonly locks?: string; readonly durable?: boolean } = {},
   ): Promise<pg.QueryResult<R>> {
+    const text = this.#q(sql);
     const unit = this.db.current();
     if (!unit) {
       if (opts.retry) return atomic<R>(this.pool, text, values, ATTEMPTS, this.db.count);
@@ -341,9 +348,15 @@ export class Conn {
    * `RolledBack` undoes it and answers its value.
    */
   async transaction<T>(
-    fn: (tx: Queryable) => Promise<T | RolledBack<T>>,
+    body: (tx: Queryable) => Promise<T | RolledBack<T>>,
     opts: { readonly locks?: string; readonly durable?: boolean } = {},
   ): Promise<T> {
+    const q = this.#q;
+    const fn = (tx: Queryable) =>
+      body({
+        query: <R extends pg.QueryResultRow>(text: string, values?: readonly unknown[]) =>
+          tx.query<R>(q(text), values),
+      });
     const unit = this.db.current();
     if (!unit)
       return transaction(this.pool, fn, {

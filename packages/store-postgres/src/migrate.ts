@@ -63,11 +63,13 @@ export function resolveSchemas(names: SchemaNames = {}): {
 export const LATEST_VERSION = (): number => loadMigrations().at(-1)?.version ?? 0;
 
 /**
- * Brings both schemas to the latest version. Each step runs in its own transaction under an
- * advisory lock, so concurrent migrators (several hosts starting at once) apply each step once; a
- * database newer than this build is refused. Every step not yet recorded is applied, in version
- * order, even one below the highest recorded (numbers are reserved per branch and may land out of
- * order). `dir` names another migrations folder (tests). Returns the versions applied by this call.
+ * Brings both schemas to the latest version, in one transaction under a transaction advisory lock
+ * (no session state: it works behind PgBouncer in transaction pooling mode), so concurrent
+ * migrators (several hosts starting at once) apply each step once, and a step that fails leaves
+ * nothing of this call; a database newer than this build is refused. Every step not yet recorded
+ * is applied, in version order, even one below the highest recorded (numbers are reserved per
+ * branch and may land out of order). `dir` names another migrations folder (tests). Returns the
+ * versions applied by this call.
  */
 export async function migrate(
   pool: pg.Pool,
@@ -76,63 +78,65 @@ export async function migrate(
 ): Promise<readonly number[]> {
   const { schema, rootSchema } = resolveSchemas(names);
   const steps = loadMigrations(dir);
-  const applied: number[] = [];
   const client = await pool.connect().catch((error: unknown) => {
     throw mapPgError(error);
   });
   try {
-    await client.query(`SELECT pg_advisory_lock(hashtextextended($1, 0))`, [
-      `alma:migrate:${schema}`,
-    ]);
-    await client.query(
-      `CREATE SCHEMA IF NOT EXISTS ${schema}; CREATE SCHEMA IF NOT EXISTS ${rootSchema}`,
-    );
-    await client.query(
-      `CREATE TABLE IF NOT EXISTS ${schema}.alma_schema_migrations (
-         version integer PRIMARY KEY, name text NOT NULL, target text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-    );
-    const current = await schemaVersion(client, schema);
-    const latest = steps.at(-1)?.version ?? 0;
-    if (current > latest) {
-      throw new StoreUnavailableError(
-        `schema ${schema} is at version ${current}, newer than this build's ${latest}`,
-      );
-    }
-    // Every step not yet recorded, even below the recorded maximum: a schema may hold 0005 before 0004 lands.
-    const done = new Set(
-      (
-        await client.query<{ version: number }>(
-          `SELECT version FROM ${schema}.alma_schema_migrations`,
-        )
-      ).rows.map((r) => r.version),
-    );
-    for (const step of steps.filter((s) => !done.has(s.version))) {
-      await client.query("BEGIN");
-      try {
-        await client.query(
-          `SET LOCAL search_path TO ${step.target === "root" ? rootSchema : schema}`,
-        );
-        await client.query(step.sql);
-        await client.query(
-          `INSERT INTO ${schema}.alma_schema_migrations (version, name, target) VALUES ($1, $2, $3)`,
-          [step.version, step.name, step.target],
-        );
-        await client.query("COMMIT");
-      } catch (error) {
-        await client.query("ROLLBACK").catch(() => {});
-        throw error;
-      }
-      applied.push(step.version);
-    }
-    return Object.freeze(applied);
+    await client.query("BEGIN");
+    const applied = await migrateIn(client, { schema, rootSchema }, steps);
+    await client.query("COMMIT");
+    return applied;
   } catch (error) {
+    await client.query("ROLLBACK").catch(() => {});
     throw mapPgError(error);
   } finally {
-    await client
-      .query(`SELECT pg_advisory_unlock(hashtextextended($1, 0))`, [`alma:migrate:${schema}`])
-      .catch(() => {});
     client.release();
   }
+}
+
+/** `migrate`'s work inside its transaction: the lock, the version check, each missing step. */
+async function migrateIn(
+  client: pg.PoolClient,
+  { schema, rootSchema }: { readonly schema: string; readonly rootSchema: string },
+  steps: readonly PgMigration[],
+): Promise<readonly number[]> {
+  await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [
+    `alma:migrate:${schema}`,
+  ]);
+  await client.query(
+    `CREATE SCHEMA IF NOT EXISTS ${schema}; CREATE SCHEMA IF NOT EXISTS ${rootSchema}`,
+  );
+  await client.query(
+    `CREATE TABLE IF NOT EXISTS ${schema}.alma_schema_migrations (
+       version integer PRIMARY KEY, name text NOT NULL, target text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+  );
+  const current = await schemaVersion(client, schema);
+  const latest = steps.at(-1)?.version ?? 0;
+  if (current > latest) {
+    throw new StoreUnavailableError(
+      `schema ${schema} is at version ${current}, newer than this build's ${latest}`,
+    );
+  }
+  // Every step not yet recorded, even below the recorded maximum: a schema may hold 0005 before 0004 lands.
+  const done = new Set(
+    (
+      await client.query<{ version: number }>(
+        `SELECT version FROM ${schema}.alma_schema_migrations`,
+      )
+    ).rows.map((r) => r.version),
+  );
+  const applied: number[] = [];
+  for (const step of steps.filter((s) => !done.has(s.version))) {
+    // The step's own names resolve in its target schema, for this transaction only.
+    await client.query(`SET LOCAL search_path TO ${step.target === "root" ? rootSchema : schema}`);
+    await client.query(step.sql);
+    await client.query(
+      `INSERT INTO ${schema}.alma_schema_migrations (version, name, target) VALUES ($1, $2, $3)`,
+      [step.version, step.name, step.target],
+    );
+    applied.push(step.version);
+  }
+  return Object.freeze(applied);
 }
 
 /** The highest applied migration of `schema`, 0 when none (or no version table). */

@@ -34,16 +34,79 @@ const types = {
       : pg.types.getTypeParser(oid, format ?? "text")) as pg.CustomTypesConfig["getTypeParser"],
 };
 
-/** A pool whose sessions resolve unqualified names in `schema` alone (pg_catalog aside). */
+/** The schema a pool's statements name their tables with (see `schemaPool`). */
+const POOL_SCHEMA = Symbol("alma.schema");
+
+/**
+ * A pool whose statements name this package's tables with `schema` (`qualify`): no session state,
+ * no `search_path` startup option, so it works behind PgBouncer in transaction pooling mode.
+ */
 export function schemaPool(config: pg.PoolConfig, schema: string): pg.Pool {
-  const pool = new pg.Pool({
-    ...config,
-    options: `-c search_path=${validateSchema(schema)}`,
-    types,
-  });
+  const pool = new pg.Pool({ ...config, types });
+  Object.defineProperty(pool, POOL_SCHEMA, { value: validateSchema(schema) });
   // An idle client that dies (a restarted server, a terminated backend) must not crash the host.
   pool.on("error", () => {});
   return pool;
+}
+
+/** The schema `schemaPool` gave a pool (none for a pool made otherwise: its names stay as written). */
+export function schemaOf(pool: pg.Pool): string | undefined {
+  return (pool as unknown as Record<symbol, string | undefined>)[POOL_SCHEMA];
+}
+
+/** Every table the migrations create (main and root schema alike). */
+const TABLES = [
+  "admissions",
+  "audit_events",
+  "execution",
+  "memory_episodes",
+  "memory_facts",
+  "messages",
+  "model_job_items",
+  "model_jobs",
+  "parked_asks",
+  "parked_outputs",
+  "parked_turns",
+  "results",
+  "routine_runs",
+  "routines",
+  "scope_fences",
+  "sealed_label_scopes",
+  "session_labels",
+  "sessions",
+  "settlement_obligations",
+  "settlements",
+  "spend_reservations",
+  "spend_sessions",
+  "spend_tenant_days",
+  "usage_inbox",
+];
+const NAMED = new RegExp(
+  `\\b(FROM|INTO|UPDATE|JOIN|USING)(\\s+)(${TABLES.join("|")})\\b(?!\\.)`,
+  "gi",
+);
+const MEMO_MAX = 2_000;
+
+/**
+ * A statement's table names qualified with `schema` (`FROM admissions` → `FROM s.admissions`),
+ * each text rewritten once and remembered. The package's SQL names its tables bare after `FROM`,
+ * `INTO`, `UPDATE`, `JOIN` or `USING`; a name already qualified, a CTE or a column is left alone.
+ * Without a schema the text is returned as it is.
+ */
+export function qualifier(schema: string | undefined): (text: string) => string {
+  if (schema === undefined) return (text) => text;
+  const memo = new Map<string, string>();
+  return (text) => {
+    let out = memo.get(text);
+    if (out === undefined) {
+      out = text.replace(NAMED, (_, kw: string, gap: string, table: string) => {
+        return `${kw}${gap}${schema}.${table}`;
+      });
+      if (memo.size >= MEMO_MAX) memo.clear();
+      memo.set(text, out);
+    }
+    return out;
+  };
 }
 
 export const RETRYABLE_TX = new Set(["40001", "40P01"]);

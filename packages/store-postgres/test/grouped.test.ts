@@ -8,10 +8,8 @@ import {
   admitWith,
   claimOf,
   DAY,
-  type GovernedFixture,
   governedWritesContract,
   SCOPE_A,
-  type StoreSet,
   settlementOf,
   storeContracts,
   T0,
@@ -22,49 +20,9 @@ import { buildStores, createPostgresStores, type PostgresStores } from "../src/i
 import { inline } from "../src/db.js";
 import { schemaPool } from "../src/pg.js";
 import { DATABASE_URL, hookQueries, pgSuite, type QueryHook } from "./support.js";
+import { type Fixture, through, unitOf, unitPerCall } from "./units.js";
 
 const { schemas, url, admin, skip } = pgSuite("grouped");
-
-const STORES = [
-  "admissions",
-  "sessions",
-  "execution",
-  "journal",
-  "results",
-  "rootResults",
-  "settlements",
-  "spend",
-  "labels",
-  "usageInbox",
-  "modelJobs",
-  "parked",
-  "erasure",
-  "audit",
-] as const;
-
-/** `stores` with every method of every store run through `run` (a unit per call, or one shared unit). */
-function through(
-  stores: PostgresStores,
-  run: <T>(call: () => Promise<T>) => Promise<T>,
-  close: () => Promise<void>,
-): Fixture {
-  const wrapped: Record<string, unknown> = { close };
-  for (const name of STORES) {
-    const store = stores[name] as unknown as Record<string, unknown>;
-    wrapped[name] = new Proxy(store, {
-      get(target, key) {
-        const value = Reflect.get(target, key, target);
-        return typeof value === "function"
-          ? (...args: unknown[]) =>
-              run(() => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args))
-          : value;
-      },
-    });
-  }
-  return wrapped as unknown as Fixture;
-}
-
-type Fixture = StoreSet & GovernedFixture;
 
 const open = (commits: "each" | "grouped" = "grouped") =>
   createPostgresStores({
@@ -75,21 +33,9 @@ const open = (commits: "each" | "grouped" = "grouped") =>
     commits,
   });
 
-function unitOf(stores: PostgresStores): <T>(work: () => Promise<T>) => Promise<T> {
-  const unit = stores.unit;
-  if (!unit) throw new Error("grouped stores offer unit");
-  return unit;
-}
-
 /** Every call in its own unit: lazily begun, each write in a savepoint, committed when the call returns. */
-async function unitPerCall(): Promise<Fixture> {
-  const stores = await open();
-  const unit = unitOf(stores);
-  return through(
-    stores,
-    (call) => unit(call),
-    () => stores.close(),
-  );
+async function unitPerCallFixture(): Promise<Fixture> {
+  return unitPerCall(await open());
 }
 
 /**
@@ -140,8 +86,12 @@ async function oneUnitPerTest(): Promise<Fixture> {
 }
 
 describe.skipIf(!DATABASE_URL)(`postgres grouped: the contract suites inside units${skip}`, () => {
-  storeContracts("postgres grouped (a unit per call)", unitPerCall, { describe, it, expect });
-  governedWritesContract("postgres grouped (a unit per call)", unitPerCall, {
+  storeContracts("postgres grouped (a unit per call)", unitPerCallFixture, {
+    describe,
+    it,
+    expect,
+  });
+  governedWritesContract("postgres grouped (a unit per call)", unitPerCallFixture, {
     describe,
     it,
     expect,

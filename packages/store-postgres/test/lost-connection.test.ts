@@ -13,12 +13,13 @@ afterAll(() => schemas.dropAll());
  * a statement matching `fragment`, and returns its pid. It polls from its own connection: inside
  * the lock holder's transaction, pg_stat_activity would be one frozen snapshot.
  */
-async function blockedBackend(watcher: pg.Pool, fragment: string): Promise<number> {
+async function blockedBackend(watcher: pg.Pool, schema: string, fragment: string): Promise<number> {
   for (let i = 0; i < 5000; i++) {
+    // The stores name their tables with the schema: the fragment is matched without it.
     const { rows } = await watcher.query<{ pid: number }>(
       `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
-       AND wait_event_type = 'Lock' AND query LIKE $1`,
-      [`%${fragment}%`],
+       AND wait_event_type = 'Lock' AND replace(query, $2 || '.', '') LIKE $1`,
+      [`%${fragment}%`, schema],
     );
     if (rows[0]) return rows[0].pid;
   }
@@ -48,7 +49,11 @@ async function withStores(body: (h: Harness) => Promise<void>): Promise<void> {
   pool.on("error", () => {});
   const admin = await pool.connect();
   try {
-    await body({ stores, admin, blocked: (fragment) => blockedBackend(pool, fragment) });
+    await body({
+      stores,
+      admin,
+      blocked: (fragment) => blockedBackend(pool, names.schema, fragment),
+    });
   } finally {
     admin.release();
     await pool.end();

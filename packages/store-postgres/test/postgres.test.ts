@@ -13,7 +13,7 @@ import {
   migrate,
   schemaVersion,
 } from "../src/index.js";
-import { schemaPool, transaction } from "../src/pg.js";
+import { qualifier, schemaOf, schemaPool, transaction } from "../src/pg.js";
 import { DATABASE_URL, SKIP_REASON, schemaFactory } from "./support.js";
 
 const schemas = schemaFactory("pg");
@@ -143,31 +143,43 @@ describe.skipIf(!DATABASE_URL)(`postgres: migrations and the CLI${skip}`, () => 
 });
 
 describe.skipIf(!DATABASE_URL)(`postgres: namespaces, instances and closing${skip}`, () => {
-  it("the root pool resolves only the root schema; root results never land in the main one", async () => {
+  it("root results land in the root schema only; the pools set no search_path (behind a pooler)", async () => {
     const names = schemas.next();
     const stores = await createPostgresStores({ connectionString: url, ...names, migrate: true });
     await stores.rootResults.reserve(reservationOf("final-1"));
     await stores.results.reserve(reservationOf("step-1"));
     await stores.close();
+    // The statements name their schema: a session of these pools keeps the server's search_path.
     const root = schemaPool({ connectionString: url, max: 1 }, names.rootSchema);
-    const seen = await root.query<{
-      path: string;
-      admissions: string | null;
-      results: string | null;
-    }>(
-      `SELECT current_setting('search_path') AS path, to_regclass('admissions')::text AS admissions,
-              (SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = to_regclass('results')) AS results`,
+    expect(schemaOf(root)).toBe(names.rootSchema);
+    const seen = await root.query<{ path: string }>(
+      "SELECT current_setting('search_path') AS path",
     );
     await root.end();
-    expect(seen.rows[0]).toEqual({
-      path: names.rootSchema,
-      admissions: null,
-      results: names.rootSchema,
-    });
+    expect(seen.rows[0]?.path).toBe('"$user", public');
     const rows = async (schema: string) =>
       (await admin!.query(`SELECT result_id FROM ${schema}.results`)).rows;
     expect(await rows(names.rootSchema)).toEqual([{ result_id: "final-1" }]);
     expect(await rows(names.schema)).toEqual([{ result_id: "step-1" }]);
+  });
+
+  it("a statement's tables are named with the pool's schema, once per text; other names are left", () => {
+    const q = qualifier("alma_x");
+    expect(
+      q(
+        "WITH up AS (UPDATE execution SET a = 1 RETURNING *) DELETE FROM spend_reservations h USING up",
+      ),
+    ).toBe(
+      "WITH up AS (UPDATE alma_x.execution SET a = 1 RETURNING *) DELETE FROM alma_x.spend_reservations h USING up",
+    );
+    expect(q("INSERT INTO parked_asks(ask_id) SELECT a FROM unnest($1::text[]) AS a")).toBe(
+      "INSERT INTO alma_x.parked_asks(ask_id) SELECT a FROM unnest($1::text[]) AS a",
+    );
+    expect(q("SELECT * FROM root_x.results r JOIN admissions a ON true FOR UPDATE OF r")).toBe(
+      "SELECT * FROM root_x.results r JOIN alma_x.admissions a ON true FOR UPDATE OF r",
+    );
+    expect(q("SELECT sessions FROM sessions_view")).toBe("SELECT sessions FROM sessions_view");
+    expect(qualifier(undefined)("SELECT * FROM admissions")).toBe("SELECT * FROM admissions");
   });
 
   it("two store instances (as two hosts) admit one turn per session and share the fence", async () => {
