@@ -11,6 +11,9 @@
 # refuses to run as root). Progress goes to stderr; stdout carries only `export` lines, the URL's
 # last (ALMA_PG_DIR, ALMA_PG_PORT, then ALMA_TEST_DATABASE_URL).
 #
+# ALMA_PG_SERVER_OPTS adds server options to the start (e.g. `-c shared_preload_libraries=pg_stat_statements`
+# for `npm run bench:durable`); a reused cluster keeps the options it was started with.
+#
 # The port: ALMA_PG_PORT when set; otherwise a free one the kernel picks (retried if another process
 # takes it first), so two runs on one machine (two `.ci/run`) never meet. The state file is per
 # port (ALMA_PG_STATE to name another): with a named port, running it again while that cluster is up
@@ -115,7 +118,7 @@ as_owner "$PGBIN/initdb" -D "$DIR/data" -U postgres -A trust -E UTF8 --locale=C 
 # The server never inherits the lock's descriptor (it would hold the lock for its whole life).
 start_on() {
   as_owner "$PGBIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 9>&- \
-    -o "-p $1 -k $DIR -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+    -o "-p $1 -k $DIR -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 ${ALMA_PG_SERVER_OPTS:-}" \
     start >"$DIR/pg_ctl.log" 2>&1
 }
 
