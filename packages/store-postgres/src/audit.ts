@@ -11,6 +11,14 @@ import {
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
 
+const ONE =
+  "INSERT INTO audit_events (scope, session_id, turn_id, trail, v, event) VALUES ($1, $2, $3, $4, $5, $6)";
+/** Rows in the order given (`WITH ORDINALITY`): `seq` keeps the append order. */
+const BATCH = `INSERT INTO audit_events (scope, session_id, turn_id, trail, v, event)
+  SELECT s, se, t, tr, ${RECORD_VERSION}, e
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS r(s, se, t, tr, e, n)
+  ORDER BY n`;
+
 /**
  * The audit log in PostgreSQL. `seq` is an identity column: append order within one connection;
  * across concurrent writers a lower seq may commit after a higher one, so a cursor is an
@@ -23,13 +31,21 @@ export class PgAuditLog implements AuditLog {
     this.#db = asConn(pool);
   }
 
+  /**
+   * In a grouped unit the event joins the unit's next statement: a turn's trail records go as one
+   * multi-row insert in the transaction of the step they describe (`Conn.append`).
+   */
   async append(event: AuditEvent): Promise<void> {
     const e = normalizeAuditEvent(event);
     const { key } = scopeKey(e.scope);
-    await this.#db.write(
-      "INSERT INTO audit_events (scope, session_id, turn_id, trail, v, event) VALUES ($1, $2, $3, $4, $5, $6)",
-      [key, e.sessionId, e.turnId, e.trail, RECORD_VERSION, JSON.stringify(e)],
-    );
+    const json = JSON.stringify(e);
+    await this.#db.append(ONE, [key, e.sessionId, e.turnId, e.trail, RECORD_VERSION, json], BATCH, [
+      key,
+      e.sessionId ?? null,
+      e.turnId ?? null,
+      e.trail,
+      json,
+    ]);
   }
 
   async query(

@@ -5,7 +5,7 @@ import {
   StoreUnavailableError,
   sessionMarker,
 } from "@alma-harness/core";
-import pg from "pg";
+import type pg from "pg";
 import {
   atomic,
   type Counter,
@@ -20,42 +20,14 @@ import {
   schemaOf,
   transaction,
 } from "./pg.js";
+import { DeferredRows } from "./deferred.js";
+import { inline } from "./literals.js";
+
+export { inline } from "./literals.js";
 
 /** The one savepoint name a unit uses: each write releases the previous one and opens its own. */
 const SP = "alma_w";
 const ATTEMPTS = 4;
-
-/** A value as an SQL literal, or undefined when it has no safe one (the statement is then sent with its parameters). */
-function literal(value: unknown): string | undefined {
-  if (value === null || value === undefined) return "NULL";
-  if (typeof value === "string") return pg.escapeLiteral(value);
-  if (typeof value === "boolean") return value ? "TRUE" : "FALSE";
-  if (typeof value === "number") return Number.isSafeInteger(value) ? `(${value})` : undefined;
-  if (Array.isArray(value) && value.every((e) => e === null || typeof e === "string")) {
-    const items = value.map((e) =>
-      e === null ? "NULL" : `"${(e as string).replace(/[\\"]/g, "\\$&")}"`,
-    );
-    return pg.escapeLiteral(`{${items.join(",")}}`);
-  }
-  return undefined;
-}
-
-/**
- * `text` with its `$n` parameters replaced by literals, so that it can share one simple-protocol
- * round trip with the savepoint before it; undefined when a value has no safe literal. The SQL
- * texts of this package have no `$` but their parameters (no dollar quoting, none in literals).
- */
-export function inline(text: string, values: readonly unknown[]): string | undefined {
-  const literals = values.map(literal);
-  if (literals.some((l) => l === undefined)) return undefined;
-  let missing = false;
-  const out = text.replace(/\$(\d+)/g, (_, n: string) => {
-    const l = literals[Number(n) - 1];
-    if (l === undefined) missing = true;
-    return l ?? "";
-  });
-  return missing ? undefined : out;
-}
 
 /**
  * One turn's writes (`commits: "grouped"`): a client of the main pool, taken at the first write, in
@@ -70,6 +42,8 @@ class Unit {
   /** Set when `work` settled: later calls in this async context run alone, as outside a unit. */
   ended = false;
   poisoned: StoreUnavailableError | undefined;
+  /** Append-only rows waiting for the unit's next statement (its transaction open). */
+  readonly deferred = new DeferredRows();
   #tail: Promise<unknown> = Promise.resolve();
 
   serial<T>(fn: () => Promise<T>): Promise<T> {
@@ -153,8 +127,9 @@ export class PgDb {
     const client = unit.client;
     if (!client) return;
     try {
+      const rows = await this.#flush(unit, client);
       this.count.roundTrips += 1;
-      await client.query("COMMIT");
+      await client.query(rows ? `${rows}; COMMIT` : "COMMIT");
     } catch (error) {
       throw await this.#lose(unit, error);
     }
@@ -171,6 +146,7 @@ export class PgDb {
   async #lose(unit: Unit, error: unknown): Promise<StoreUnavailableError> {
     const client = unit.client;
     unit.client = undefined;
+    unit.deferred.clear();
     unit.poisoned ??= new StoreUnavailableError(
       "postgres: the unit's transaction failed; its writes since the last commit are lost",
       error,
@@ -196,7 +172,15 @@ export class PgDb {
       if (unit.poisoned) throw unit.poisoned;
       let head: string;
       if (unit.client) {
-        head = `RELEASE SAVEPOINT ${SP}; SAVEPOINT ${SP}`;
+        // Rows waiting for this round trip go in between the savepoints: a failure of theirs
+        // aborts the unit's transaction (nothing to roll back to), never only this write.
+        let rows: string | undefined;
+        try {
+          rows = await this.#flush(unit, unit.client);
+        } catch (error) {
+          throw await this.#lose(unit, error);
+        }
+        head = [`RELEASE SAVEPOINT ${SP}`, rows, `SAVEPOINT ${SP}`].filter((x) => x).join("; ");
       } else {
         try {
           unit.client = await this.#pool.connect();
@@ -256,6 +240,34 @@ export class PgDb {
     });
   }
 
+  /**
+   * Queues an append-only row (`batch`: an insert taking one array per column) for the unit's next
+   * statement, in order with its other operations; false when the unit has no transaction open
+   * (the caller writes the row on its own, which opens one).
+   */
+  defer(unit: Unit, batch: string, row: readonly (string | null)[]): Promise<boolean> {
+    return unit.serial(async () => {
+      if (unit.poisoned) throw unit.poisoned;
+      if (!unit.client) return false;
+      unit.deferred.add(batch, row);
+      return true;
+    });
+  }
+
+  /**
+   * Takes the unit's waiting rows: the statements whose values have no safe literal are sent now,
+   * on `client`; the others are returned to ride in the caller's round trip.
+   */
+  async #flush(unit: Unit, client: pg.PoolClient): Promise<string | undefined> {
+    if (unit.deferred.size === 0) return undefined;
+    const { joined, apart } = unit.deferred.take();
+    for (const { text, values } of apart) {
+      this.count.roundTrips += 1;
+      await client.query(text, values);
+    }
+    return joined;
+  }
+
   /** A read on the unit's client when it has a transaction open or operations queued (it sees the unit's writes), else `fallback`. */
   read<R extends pg.QueryResultRow>(
     unit: Unit,
@@ -268,6 +280,12 @@ export class PgDb {
       const client = unit.client;
       if (!client) return fallback();
       try {
+        // The read sees the rows waiting for the unit's next statement.
+        const rows = await this.#flush(unit, client);
+        if (rows) {
+          this.count.roundTrips += 1;
+          await client.query(rows);
+        }
         this.count.roundTrips += 1;
         return await client.query<R>(text, values as unknown[]);
       } catch (error) {
@@ -366,6 +384,22 @@ export class Conn {
     const out = await this.db.write(unit, fn, opts.locks);
     if (opts.durable) await this.db.commit();
     return out;
+  }
+
+  /**
+   * One append-only row. In a unit with its transaction open it waits for the unit's next
+   * statement (a write, a read, the commit) and goes with the rows of the same `batch` as one
+   * multi-row insert in that round trip; otherwise `single` is written now (`write`).
+   */
+  async append(
+    single: string,
+    values: readonly unknown[],
+    batch: string,
+    row: readonly (string | null)[],
+  ): Promise<void> {
+    const unit = this.db.current();
+    if (unit && (await this.db.defer(unit, this.#q(batch), row))) return;
+    await this.write(single, values);
   }
 
   /** A durability point after a write made in parts: commits the unit's transaction (a no-op alone). */

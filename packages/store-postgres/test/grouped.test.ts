@@ -310,6 +310,57 @@ describe.skipIf(!DATABASE_URL)(
       }, failing);
     });
 
+    it("trail records in an open unit ride with its next statement as one multi-row insert, in order", () =>
+      withGrouped(async (a, other) => {
+        await unitOf(a)(async () => {
+          await admitWith(a.admissions, { admissionId: "adm-1" });
+          const before = a.roundTripCount();
+          for (let i = 0; i < 5; i++) await a.audit.append(lifecycle("model.request", T0 + i));
+          // Nothing sent yet: the five rows wait for the unit's next statement.
+          expect(a.roundTripCount()).toBe(before);
+          // A read in the unit sees them (they go first, in one insert).
+          expect(await auditCount(a)).toBe(5);
+          expect(await auditCount(other)).toBe(0);
+          await a.audit.append(lifecycle("turn.started", T0 + 9));
+          const beforeCommit = a.roundTripCount();
+          await a.barrier?.commit();
+          // The last row and the COMMIT share one round trip.
+          expect(a.roundTripCount()).toBe(beforeCommit + 1);
+        });
+        const items = (await other.audit.query(SCOPE_A, { limit: 10 })).items;
+        expect(items.map((r) => (r as { at: number }).at)).toEqual(
+          [0, 1, 2, 3, 4, 9].map((n) => T0 + n),
+        );
+      }));
+
+    it("a waiting trail batch the database refuses loses the unit's writes since the last commit, and the unit refuses the rest", async () => {
+      let refuse = false;
+      const failing = async (names: Names) => {
+        await (
+          await createPostgresStores({ connectionString: url, ...names, migrate: true })
+        ).close();
+        return hookedStores(names, 4, (args, query) =>
+          refuse && String(args[0]).includes("unnest")
+            ? Promise.reject(new Error("the server refused the batch"))
+            : query(...args),
+        );
+      };
+      await withGrouped(async (a, other) => {
+        const outcome = unitOf(a)(async () => {
+          await admitWith(a.admissions, { admissionId: "adm-1" });
+          await a.audit.append(lifecycle("turn.started"));
+          refuse = true;
+          await expect(a.barrier?.commit()).rejects.toBeInstanceOf(StoreUnavailableError);
+          refuse = false;
+          await expect(a.audit.append(lifecycle("model.request"))).rejects.toBeInstanceOf(
+            StoreUnavailableError,
+          );
+        });
+        await expect(outcome).rejects.toBeInstanceOf(StoreUnavailableError);
+        expect([await admissionState(other), await auditCount(other)]).toEqual([undefined, 0]);
+      }, failing);
+    });
+
     it("concurrent writes of one unit (a turn's parallel tool children) are serialized on its client", () =>
       withGrouped(async (a, other) => {
         await unitOf(a)(async () => {
