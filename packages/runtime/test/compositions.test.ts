@@ -13,6 +13,27 @@ import {
 import { type RuntimeConfig, sqlite } from "@alma-harness/runtime";
 import { clinicConfig, compositions, skipNote } from "./open.js";
 
+/** The scripted model, each stream held until `gate` opens. */
+class GatedModel extends FakeModelClient {
+  constructor(
+    script: ConstructorParameters<typeof FakeModelClient>[0],
+    private readonly gate: Promise<void>,
+  ) {
+    super(script);
+  }
+
+  override stream(...args: Parameters<FakeModelClient["stream"]>) {
+    const inner = super.stream(...args);
+    const gate = this.gate;
+    return {
+      async *[Symbol.asyncIterator]() {
+        await gate;
+        yield* inner;
+      },
+    };
+  }
+}
+
 const SCOPE = { org: "clinic-a", uid: "u1" };
 const hours = defineTool({
   name: "opening_hours",
@@ -68,14 +89,25 @@ for (const [name, open, enabled] of COMPOSITIONS) {
     });
 
     it("answers busy for a second key and keeps one dispatch per key under concurrency", async () => {
-      const model = new FakeModelClient([scriptedText("one")]);
+      // The turn that wins the session holds it inside its model call until another key has been
+      // answered busy: the race is real whatever the machine's load.
+      let open_: () => void = () => undefined;
+      const gate = new Promise<void>((resolve) => {
+        open_ = resolve;
+      });
+      const model = new GatedModel([scriptedText("one")], gate);
       const rt = await open(config(model));
       try {
-        const views = await Promise.all([
-          rt.runner.runTurn(request("k1")),
-          rt.runner.runTurn(request("k1")),
-          rt.runner.runTurn(request("k2")),
-        ]);
+        const settled: string[] = [];
+        const runs = ["k1", "k1", "k2"].map((key) =>
+          rt.runner.runTurn(request(key)).then((view) => {
+            settled.push(view.status);
+            return view;
+          }),
+        );
+        while (!settled.includes("busy")) await new Promise((r) => setTimeout(r, 5));
+        open_();
+        const views = await Promise.all(runs);
         expect(model.calls).toBe(1);
         expect(views.map((v) => v.status)).toContain("completed");
         expect(views.filter((v) => v.status === "completed" && !v.replayed)).toHaveLength(1);
