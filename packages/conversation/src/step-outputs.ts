@@ -54,6 +54,8 @@ export class StepOutputs {
       createdAt: now,
     });
     await stores.results.put(this.request.scope, resultId, { step, text }, now);
+    // Nobody reads the stream (runTurn): the put is the whole of it, no read-back to show.
+    if (this.listener === undefined) return;
     let fresh: Awaited<ReturnType<typeof stores.results.get>>;
     try {
       fresh = await stores.results.get(this.request.scope, resultId, clock.now());
@@ -66,7 +68,7 @@ export class StepOutputs {
       return;
     }
     // Shown only once it is durable: a store set that groups writes commits it first.
-    if (this.listener !== undefined) await stores.barrier?.commit();
+    await stores.barrier?.commit();
     const envelope = fresh.envelope as { step: number; text: string };
     this.listener?.({ type: "text", step: envelope.step, text: envelope.text });
   }

@@ -69,18 +69,19 @@ const BY_PARK = "ORDER BY p.parked_at, p.root_key, p.scope";
 const SQL = {
   before:
     "SELECT admission_id, runs FROM parked_turns WHERE scope = $1 AND root_key = $2 FOR UPDATE",
-  // The turn's row and the write's new outputs in one statement (a digest held keeps its row).
+  // The turn's row, the previous record's asks dropped and the write's new outputs in one
+  // statement (a digest held keeps its row); the new asks follow in the next one.
   upsert: `WITH turn AS (INSERT INTO parked_turns (scope, root_key, session_id, admission_id, state, v, asks, continuation, parked_at, expires_at, runs)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
     ON CONFLICT (scope, root_key) DO UPDATE SET session_id = excluded.session_id, admission_id = excluded.admission_id,
       state = excluded.state, v = excluded.v, asks = excluded.asks, continuation = excluded.continuation,
       parked_at = excluded.parked_at, expires_at = excluded.expires_at, runs = excluded.runs
-    RETURNING scope, root_key)
+    RETURNING scope, root_key),
+    dropped AS (DELETE FROM parked_asks WHERE scope = $1 AND root_key = $2)
     INSERT INTO parked_outputs (scope, root_key, digest, v, message)
     SELECT t.scope, t.root_key, o.digest, $6, o.message FROM turn t, unnest($12::text[], $13::text[]) AS o(digest, message)
     ON CONFLICT (scope, root_key, digest) DO NOTHING`,
   outputs: `SELECT (${OUTPUTS}) AS outputs FROM parked_turns p WHERE p.scope = $1 AND p.root_key = $2`,
-  dropAsks: "DELETE FROM parked_asks WHERE scope = $1 AND root_key = $2",
   addAsks:
     "INSERT INTO parked_asks (ask_id, scope, root_key) SELECT a, $1, $2 FROM unnest($3::text[]) AS a",
   deadline: "UPDATE admissions SET deadline_at = $1 WHERE scope = $2 AND admission_id = $3",
@@ -307,7 +308,6 @@ async function store(
     json.digests,
     json.messages,
   ]);
-  await tx.query(SQL.dropAsks, [key, turn.rootKey]);
   if (turn.asks.length > 0)
     await tx.query(SQL.addAsks, [key, turn.rootKey, turn.asks.map((a) => a.askId)]);
 }

@@ -49,20 +49,26 @@ export class PgSessionStore implements SessionStore {
 
   async load(scope: Scope, sessionId: string): Promise<SessionView> {
     const { key, id } = prepareKeyed(scope, "sessionId", sessionId);
-    // One statement, one snapshot: the session row and its messages always agree.
-    const { rows } = await this.#db.query<SessionRow & { v: number | null; body: string | null }>(
-      `SELECT s.revision, s.view_offset, s.erased, m.v, m.body FROM sessions s
+    // One statement, one snapshot: the session row and its messages always agree, and an erased
+    // session's tombstone (under its mark) is read with them.
+    const { rows } = await this.#db.query<
+      SessionRow & { v: number | null; body: string | null; tombstone: boolean }
+    >(
+      `SELECT s.revision, s.view_offset, s.erased, m.v, m.body, m.position, false AS tombstone
+       FROM sessions s
        LEFT JOIN messages m ON NOT s.erased AND m.scope = s.scope AND m.session_id = s.session_id AND m.position >= s.view_offset
-       WHERE s.scope = $1 AND s.session_id = $2 ORDER BY m.position`,
-      [key, id],
+       WHERE s.scope = $1 AND s.session_id = $2
+       UNION ALL
+       SELECT NULL, NULL, NULL, NULL, NULL, NULL, true FROM sessions t
+       WHERE t.scope = $1 AND t.session_id = $3 AND t.erased
+       ORDER BY tombstone, position`,
+      [key, id, this.#db.mark(scope, id)],
     );
-    const head = rows[0];
+    const head = rows[0]?.tombstone === false ? rows[0] : undefined;
     if (!head || head.erased)
-      return emptySessionView(
-        head !== undefined || (await this.#tombstoned(key, this.#db.mark(scope, id))),
-      );
+      return emptySessionView(head !== undefined || rows.some((r) => r.tombstone));
     const messages = rows.flatMap((r) =>
-      r.body === null ? [] : [messageFromRow({ v: r.v ?? 0, body: r.body })],
+      r.tombstone || r.body === null ? [] : [messageFromRow({ v: r.v ?? 0, body: r.body })],
     );
     return Object.freeze({
       messages: Object.freeze(messages),
@@ -138,18 +144,6 @@ export class PgSessionStore implements SessionStore {
     await this.#db.transaction(
       (tx) => eraseSessionRows(tx, key, { id, mark: this.#db.mark(scope, id) }),
       { durable: true },
-    );
-  }
-
-  /** Whether an erased session (no row under its id) has its tombstone under `mark`. */
-  async #tombstoned(key: string, mark: string): Promise<boolean> {
-    return (
-      ((
-        await this.#db.query(
-          "SELECT 1 FROM sessions WHERE scope = $1 AND session_id = $2 AND erased",
-          [key, mark],
-        )
-      ).rowCount ?? 0) > 0
     );
   }
 }
