@@ -20,7 +20,7 @@ import {
   schemaOf,
   transaction,
 } from "./pg.js";
-import { DeferredRows } from "./deferred.js";
+import { Unit } from "./unit.js";
 import { inline } from "./literals.js";
 
 export { inline } from "./literals.js";
@@ -28,33 +28,6 @@ export { inline } from "./literals.js";
 /** The one savepoint name a unit uses: each write releases the previous one and opens its own. */
 const SP = "alma_w";
 const ATTEMPTS = 4;
-
-/**
- * One turn's writes (`commits: "grouped"`): a client of the main pool, taken at the first write, in
- * one open transaction until the next durability point. Operations on it are serialized (the
- * turn's parallel tool children share the async context): a promise queue, so two writes never
- * interleave inside one savepoint.
- */
-class Unit {
-  client: pg.PoolClient | undefined;
-  /** Operations queued or running on the unit's client. */
-  queued = 0;
-  /** Set when `work` settled: later calls in this async context run alone, as outside a unit. */
-  ended = false;
-  poisoned: StoreUnavailableError | undefined;
-  /** Append-only rows waiting for the unit's next statement (its transaction open). */
-  readonly deferred = new DeferredRows();
-  #tail: Promise<unknown> = Promise.resolve();
-
-  serial<T>(fn: () => Promise<T>): Promise<T> {
-    this.queued += 1;
-    const next = this.#tail.then(fn).finally(() => {
-      this.queued -= 1;
-    });
-    this.#tail = next.catch(() => {});
-    return next;
-  }
-}
 
 /**
  * The transaction discipline of one store set. `each`: every write is its own transaction (as the
