@@ -12,6 +12,7 @@ import {
   type AllowedHosts,
   boundedServer,
   checkServerLimits,
+  connectionCap,
   DEFAULT_SERVER_LIMITS,
   defaultAllowedHosts,
   type ServerLimits,
@@ -19,11 +20,13 @@ import {
 import type { HostContext, HttpSettings } from "./http/context.js";
 import { DEFAULT_PING_MS } from "./http/sse.js";
 import type { ModelSetup } from "./models/select.js";
+import { LoopBudget } from "./loop-budget.js";
 import { nodeListener } from "./node-adapter.js";
 import { PermissionDesk } from "./permissions.js";
 import { hostRoutines, nightlyJobs } from "./routines/nightly.js";
 import { openRuntime, type StoreEnv } from "./runtime.js";
 import { Shutdown } from "./shutdown.js";
+import { DEFAULT_TURNS_PER_TENANT, TurnLimit } from "./turn-limit.js";
 import { Directory, LiveTurns } from "./turns.js";
 
 export const DEFAULT_PUBLIC_DIR = fileURLToPath(new URL("../public", import.meta.url));
@@ -52,6 +55,8 @@ export interface HostOptions {
   readonly memory?: boolean;
   /** Classify each incoming message with the triage single call before its turn (default off; `ALMA_TRIAGE=on`). */
   readonly triage?: boolean;
+  /** Turns one tenant runs at once in this process; one more is `429 too_many_turns` (default 64). */
+  readonly turnsPerTenant?: number;
 }
 
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
@@ -94,6 +99,8 @@ async function assemble(options: HostOptions): Promise<HostContext> {
   const ids = options.ids ?? randomIds;
   const clinics = options.clinics ?? CLINICS;
   const caps = options.caps ?? { perTurnUsd: 0.25, perClinicDayUsd: 2 };
+  // Checked before the runtime opens: a bad setting leaves nothing open.
+  const turnLimit = new TurnLimit(options.turnsPerTenant ?? DEFAULT_TURNS_PER_TENANT);
   const desk = new ClinicDesk(clinics, () => clock.now());
   const turns = new LiveTurns();
   const directory = new Directory(
@@ -140,6 +147,8 @@ async function assemble(options: HostOptions): Promise<HostContext> {
     triage: options.triage === true,
     clock,
     shutdown: new Shutdown(),
+    turnLimit,
+    loop: new LoopBudget(),
     routines: await hostRoutines(
       runtime,
       clinics,
@@ -249,7 +258,8 @@ export async function createHost(options: HostOptions): Promise<Host> {
     context,
     async listen(port, hostname) {
       allowed ??= defaultAllowedHosts(hostname);
-      const server = boundedServer(nodeListener(handle), limits);
+      const cap = connectionCap(limits);
+      const server = boundedServer(nodeListener(handle, cap, context.loop), limits, cap);
       servers.push(server);
       return { url: await listenOn(server, port, hostname), server };
     },

@@ -1,6 +1,8 @@
 import { once } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import type { Handle } from "./http/app.js";
+import type { ConnectionInfo } from "./http/connections.js";
 import { errorResponse, HttpError } from "./http/errors.js";
 import { withSecurityHeaders } from "./http/hardening.js";
 
@@ -95,6 +97,7 @@ async function answer(
   handle: Handle,
   req: IncomingMessage,
   signal: AbortSignal,
+  connection: ConnectionInfo,
 ): Promise<Response> {
   let request: Request;
   try {
@@ -108,25 +111,53 @@ async function answer(
     );
   }
   try {
-    return await handle(request);
+    return await handle(request, connection);
   } catch {
     return withSecurityHeaders(errorResponse(new Error("internal")));
   }
 }
 
+/** Which connections came in over the host's cap (`ConnectionCap`). */
+export interface OverCapacity {
+  isOver(socket: Socket): boolean;
+}
+
+/** Where a request waits for its share of the event loop (`LoopBudget`). */
+export interface LoopShare {
+  enter(): Promise<void>;
+}
+
+/** A health check is answered at once: it must never wait behind the work of other requests. */
+function isHealthCheck(req: IncomingMessage): boolean {
+  return (req.method === "GET" || req.method === "HEAD") && /^\/healthz(\?|$)/.test(req.url ?? "");
+}
+
 /**
  * The thin Node adapter: `node:http` in, the host's `Request`/`Response` core, `node:http` out. A
  * client that disconnects aborts the request's signal and cancels the response stream (for SSE
- * that detaches the reader; the turn itself is never tied to the socket).
+ * that detaches the reader; the turn itself is never tied to the socket). A connection over the
+ * cap gets its answer with `Connection: close`, so Node closes it once the answer is written. With
+ * `loop`, each request but a health check waits there for its share of the event loop, and one
+ * whose client left meanwhile is not handled.
  */
-export function nodeListener(handle: Handle): (req: IncomingMessage, res: ServerResponse) => void {
+export function nodeListener(
+  handle: Handle,
+  cap?: OverCapacity,
+  loop?: LoopShare,
+): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
+    const connection: ConnectionInfo = { overCapacity: cap?.isOver(req.socket) ?? false };
+    if (connection.overCapacity) res.setHeader("connection", "close");
     const controller = new AbortController();
     res.on("close", () => {
       if (!res.writableFinished) controller.abort();
     });
     void (async () => {
-      const response = await answer(handle, req, controller.signal);
+      if (loop && !isHealthCheck(req)) {
+        await loop.enter();
+        if (controller.signal.aborted) return;
+      }
+      const response = await answer(handle, req, controller.signal, connection);
       // A body the handler refused unread (413, 401) is discarded so the client can read the answer.
       if (!req.complete) discard(req);
       await send(res, response, controller.signal);

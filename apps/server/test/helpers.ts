@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
-import type { ModelPolicy, PriceTable } from "@alma-harness/core";
-import { FakeModelClient, type ScriptedResponse } from "@alma-harness/loop/testing";
+import type { ModelClient, ModelPolicy, ModelStreamEvent, PriceTable } from "@alma-harness/core";
+import { FakeModelClient, type ScriptedResponse, scriptedText } from "@alma-harness/loop/testing";
 import { afterEach } from "vitest";
 import { readSseEvents, type SseEvent } from "../src/cli/sse-client.js";
 import type { HostSecrets } from "../src/config/secrets.js";
@@ -28,23 +28,83 @@ export const FAKE_PRICES: PriceTable = {
   models: { "fake-main": { rates: { input: 3, output: 15 } } },
 };
 
+/** Every tier of the host routed to one test client (priced as `fake-main`). */
+export function clientSetup(client: ModelClient, policy?: ModelPolicy): ModelSetup {
+  const tiers = { fast: "fake-main", balanced: "fake-main", deep: "fake-main" };
+  return {
+    provider: "demo",
+    offlineDemo: false,
+    label: "scripted test model",
+    clients: [client],
+    policy: policy ?? tierPolicy(client.id, tiers),
+    prices: FAKE_PRICES,
+    tiers,
+  };
+}
+
 /** A scripted model in place of the demo (for failures the demo never produces). */
 export function fakeSetup(
   script: ScriptedResponse[] = [],
   policy?: ModelPolicy,
 ): ModelSetup & { readonly fake: FakeModelClient } {
   const fake = new FakeModelClient(script);
-  const tiers = { fast: "fake-main", balanced: "fake-main", deep: "fake-main" };
-  return {
-    provider: "demo",
-    offlineDemo: false,
-    label: "scripted test model",
-    clients: [fake],
-    policy: policy ?? tierPolicy(fake.id, tiers),
-    prices: FAKE_PRICES,
-    tiers,
-    fake,
-  };
+  return { ...clientSetup(fake, policy), fake };
+}
+
+/**
+ * A model whose calls wait at a gate until the test lets them through, then answer "ok": turns
+ * that run as long as a test needs. `waiting` is how many calls wait now; `pass(n)` lets the first
+ * `n` through; `open()` lets every call through, now and later. An aborted call stops waiting.
+ */
+export class GatedModel implements ModelClient {
+  readonly id = "gated";
+  readonly provider = "fake";
+  calls = 0;
+  #open = false;
+  readonly #waiting: (() => void)[] = [];
+
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
+  validate(): void {}
+
+  pass(n: number): void {
+    for (const go of this.#waiting.splice(0, n)) go();
+  }
+
+  open(): void {
+    this.#open = true;
+    this.pass(this.#waiting.length);
+  }
+
+  async *stream(_request: unknown, signal: AbortSignal): AsyncIterable<ModelStreamEvent> {
+    this.calls += 1;
+    if (!this.#open) {
+      await new Promise<void>((resolve) => {
+        const go = () => {
+          const at = this.#waiting.indexOf(go);
+          if (at >= 0) this.#waiting.splice(at, 1);
+          resolve();
+        };
+        this.#waiting.push(go);
+        signal.addEventListener("abort", go, { once: true });
+      });
+    }
+    signal.throwIfAborted();
+    yield* scriptedText("ok").events;
+  }
+}
+
+/** The host's models all routed to one `GatedModel`. */
+export function gatedSetup(): ModelSetup & { readonly gate: GatedModel } {
+  const gate = new GatedModel();
+  return { ...clientSetup(gate), gate };
+}
+
+/** Resolves once `ready()` holds, checking at every turn of the event loop. */
+export async function until(ready: () => boolean): Promise<void> {
+  while (!ready()) await new Promise((resolve) => setImmediate(resolve));
 }
 
 export interface TestHost {

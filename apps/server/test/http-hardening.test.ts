@@ -25,16 +25,22 @@ function portOf(t: TestHost): number {
   return Number(new URL(t.url).port);
 }
 
-/** A raw TCP client: what it received, and whether the server closed it. */
-function rawClient(t: TestHost): { socket: Socket; received: () => string; closed: Promise<void> } {
+/** A raw TCP client: what it received, the socket errors it saw (a reset), and when it closed. */
+function rawClient(t: TestHost): {
+  socket: Socket;
+  received: () => string;
+  closed: Promise<void>;
+  errors: string[];
+} {
   const socket = connect(portOf(t), "127.0.0.1");
   let text = "";
+  const errors: string[] = [];
   socket.on("data", (chunk: Buffer) => {
     text += chunk.toString("utf8");
   });
-  socket.on("error", () => undefined);
+  socket.on("error", (error: NodeJS.ErrnoException) => errors.push(error.code ?? error.message));
   const closed = once(socket, "close").then(() => undefined);
-  return { socket, received: () => text, closed };
+  return { socket, received: () => text, closed, errors };
 }
 
 /** Raw HTTP/1.1 request text. */
@@ -94,19 +100,36 @@ describe("socket limits", () => {
     expect(client.received()).not.toContain("200 OK");
   });
 
-  it("holds at most maxConnections open: the one over is closed unanswered, the others are served", async () => {
+  it("serves at most maxConnections: one over is answered 503 with Retry-After and closed, never reset", async () => {
     const cap = 3;
     const t = await startHost({ limits: { maxConnections: cap } });
-    const open = Array.from({ length: cap }, () => rawClient(t));
-    await Promise.all(open.map((c) => once(c.socket, "connect")));
-    // Wait until the server has accepted all of them (accepting is asynchronous to connecting).
-    while ((await connections(t.server)) < cap)
-      await new Promise((resolve) => setImmediate(resolve));
+    const token = await t.token();
+    const open = await fillCap(t, cap);
+    // A turn on a connection over the cap: a typed, retryable 503; nothing reaches the runner.
     const over = rawClient(t);
     await once(over.socket, "connect");
-    over.socket.write(head("GET", "/healthz", { host: "127.0.0.1" }));
+    const body = JSON.stringify({ input: "hello" });
+    over.socket.write(
+      head("POST", "/v1/sessions/s1/turns", {
+        host: "127.0.0.1",
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json",
+        "idempotency-key": "over-1",
+        "content-length": String(body.length),
+      }) + body,
+    );
     await over.closed;
-    expect(over.received()).toBe("");
+    expect(over.errors).toEqual([]);
+    const answer = over.received();
+    expect(answer).toMatch(/^HTTP\/1\.1 503/);
+    expect(answer.toLowerCase()).toContain("\r\nretry-after: 1\r\n");
+    expect(answer.toLowerCase()).toContain("\r\nconnection: close\r\n");
+    expect(answer.toLowerCase()).toContain("x-content-type-options: nosniff");
+    expect(answer).toContain('"code":"over_capacity"');
+    expect(t.calls()).toBe(0);
+    expect(
+      await t.host.context.runtime.stores.admissions.holder({ org: SUNRISE, uid: ANA }, "s1"),
+    ).toBeUndefined();
     // Each of the capped connections is still served.
     for (const c of open) {
       c.socket.write(head("GET", "/healthz", { host: "127.0.0.1", connection: "close" }));
@@ -114,7 +137,42 @@ describe("socket limits", () => {
       expect(c.received()).toMatch(/^HTTP\/1\.1 200/);
     }
   });
+
+  it("answers /healthz over the cap (then closes), and closes an over-cap socket that sends nothing", async () => {
+    const cap = 2;
+    // The default timeouts (headers 10 s): only the over-cap fuse (2 s) closes the silent one below.
+    const t = await startHost({ limits: { maxConnections: cap } });
+    const open = await fillCap(t, cap);
+    const health = rawClient(t);
+    health.socket.write(head("GET", "/healthz", { host: "127.0.0.1" }));
+    await health.closed;
+    expect(health.errors).toEqual([]);
+    expect(health.received()).toMatch(/^HTTP\/1\.1 200/);
+    expect(health.received().toLowerCase()).toContain("\r\nconnection: close\r\n");
+    expect(health.received()).toContain('{"ok":true}');
+    // Over the cap, the Host check still holds.
+    const rebind = rawClient(t);
+    rebind.socket.write(head("GET", "/healthz", { host: "rebind.attacker.example" }));
+    await rebind.closed;
+    expect(rebind.received()).toMatch(/^HTTP\/1\.1 421/);
+    // Silent over the cap: answered a bare 503 and closed by its fuse, as a slow client is.
+    const silent = rawClient(t);
+    await once(silent.socket, "connect");
+    await silent.closed;
+    expect(silent.errors).toEqual([]);
+    expect(silent.received()).toMatch(/^HTTP\/1\.1 503 .*\r\nRetry-After: 1\r\n/s);
+    for (const c of open) c.socket.destroy();
+  });
 });
+
+/** Opens `n` raw connections and waits until the host has accepted all of them (they hold the cap). */
+async function fillCap(t: TestHost, n: number): Promise<ReturnType<typeof rawClient>[]> {
+  const open = Array.from({ length: n }, () => rawClient(t));
+  await Promise.all(open.map((c) => once(c.socket, "connect")));
+  // Accepting is asynchronous to connecting.
+  while ((await connections(t.server)) < n) await new Promise((resolve) => setImmediate(resolve));
+  return open;
+}
 
 function connections(server: TestHost["server"]): Promise<number> {
   return new Promise((resolve) => server.getConnections((_e, n) => resolve(n)));

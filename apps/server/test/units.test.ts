@@ -258,7 +258,7 @@ describe("configuration", () => {
     expect(() => readEnv({ ALMA_CAP_CLINIC_DAY_USD: "0.0000001" })).toThrow(/six decimals/);
   });
 
-  it("reads the socket bounds, allowed hosts and shutdown grace, with documented defaults", () => {
+  it("reads the socket bounds, turns per tenant, allowed hosts and shutdown grace, with documented defaults", () => {
     const defaults = readEnv({}, "/srv");
     expect(defaults.limits).toMatchObject({
       headersTimeoutMs: 10_000,
@@ -268,6 +268,9 @@ describe("configuration", () => {
     });
     expect(defaults.allowedHosts).toBeUndefined();
     expect(defaults.shutdownGraceMs).toBe(10_000);
+    expect(defaults.turnsPerTenant).toBe(64);
+    expect(readEnv({ ALMA_TURNS_PER_TENANT: "8" }).turnsPerTenant).toBe(8);
+    expect(() => readEnv({ ALMA_TURNS_PER_TENANT: "0" })).toThrow(EnvError);
     const set = readEnv({
       ALMA_REQUEST_TIMEOUT_MS: "2000",
       ALMA_HEADERS_TIMEOUT_MS: "1000",

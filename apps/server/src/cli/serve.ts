@@ -18,7 +18,8 @@ override the models; ALMA_HOME (default ./.alma) holds the store and the dev sec
 ALMA_DATABASE_URL=postgres://… switches to PostgreSQL; ALMA_CAP_TURN_USD and
 ALMA_CAP_CLINIC_DAY_USD set the caps; ALMA_JWT_SECRET and ALMA_ADMIN_TOKEN override the secrets;
 ALMA_HEADERS_TIMEOUT_MS (10000), ALMA_REQUEST_TIMEOUT_MS (30000), ALMA_KEEPALIVE_TIMEOUT_MS (5000)
-and ALMA_MAX_CONNECTIONS (256) bound the sockets; ALMA_ALLOWED_HOSTS (* or names; default the
+and ALMA_MAX_CONNECTIONS (256) bound the sockets; ALMA_TURNS_PER_TENANT (64) bounds the turns
+one tenant runs at once; ALMA_ALLOWED_HOSTS (* or names; default the
 localhost names on loopback) checks the Host header; ALMA_SHUTDOWN_GRACE_MS (10000) is how long
 running turns get on SIGTERM/SIGINT.`;
 
@@ -87,7 +88,7 @@ function banner(io: CliIo, env: HostEnv, host: Host, url: string, store: StoreIn
   );
   out(
     "limits",
-    `headers ${env.limits.headersTimeoutMs} ms, request ${env.limits.requestTimeoutMs} ms, ${env.limits.maxConnections} connections; shutdown grace ${env.shutdownGraceMs} ms`,
+    `headers ${env.limits.headersTimeoutMs} ms, request ${env.limits.requestTimeoutMs} ms, ${env.limits.maxConnections} connections, ${env.turnsPerTenant} turns per tenant at once; shutdown grace ${env.shutdownGraceMs} ms`,
   );
 }
 
@@ -115,6 +116,7 @@ export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number>
       : { log: (l) => write(io.stdout, `${l.method} ${l.route} ${l.status} ${l.ms}ms`) }),
     onError: (error) => write(io.stderr, `internal error: ${errorForLog(error)}`),
     limits: env.limits,
+    turnsPerTenant: env.turnsPerTenant,
     ...(env.allowedHosts ? { allowedHosts: env.allowedHosts } : {}),
     shutdownGraceMs: env.shutdownGraceMs,
     // The patient memory (recall and extraction) is on unless ALMA_MEMORY=off.

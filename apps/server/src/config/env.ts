@@ -5,6 +5,7 @@ import {
   parseAllowedHosts,
   type ServerLimits,
 } from "../http/hardening.js";
+import { DEFAULT_TURNS_PER_TENANT } from "../turn-limit.js";
 
 /** Which model family the host routes to; `demo` is the offline scripted model. */
 export type ProviderName = "demo" | "anthropic" | "openai" | "openrouter" | "compat";
@@ -40,6 +41,8 @@ export interface HostEnv {
   readonly routinesEveryMs: number;
   /** Socket timeouts and the connection cap (`ALMA_HEADERS_TIMEOUT_MS`, `ALMA_REQUEST_TIMEOUT_MS`, `ALMA_KEEPALIVE_TIMEOUT_MS`, `ALMA_MAX_CONNECTIONS`). */
   readonly limits: ServerLimits;
+  /** `ALMA_TURNS_PER_TENANT`: turns one tenant runs at once in this process (default 64). */
+  readonly turnsPerTenant: number;
   /** `ALMA_ALLOWED_HOSTS` (`*` or names); absent: the default for the bind address. */
   readonly allowedHosts: AllowedHosts | undefined;
   /** `ALMA_SHUTDOWN_GRACE_MS`: how long running turns get on SIGTERM/SIGINT (default 10 s). */
@@ -149,6 +152,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd(
     maintainEveryMs: int(env, "ALMA_MAINTAIN_MS", 60_000, 1_000, 86_400_000),
     routinesEveryMs: int(env, "ALMA_ROUTINES_MS", 60_000, 1_000, 86_400_000),
     limits: serverLimits(env),
+    turnsPerTenant: int(env, "ALMA_TURNS_PER_TENANT", DEFAULT_TURNS_PER_TENANT, 1, 100_000),
     allowedHosts:
       nonEmpty(env.ALMA_ALLOWED_HOSTS) === undefined
         ? undefined

@@ -5,10 +5,17 @@ import { type AllowedHosts, hostAllowed, withSecurityHeaders } from "./hardening
 import { Router } from "./router.js";
 import { staticRoutes } from "./static.js";
 import { callRoutes } from "./call-routes.js";
+import { type ConnectionInfo, overCapacity } from "./connections.js";
 import { tenantRoutes } from "./tenant-routes.js";
 
-/** The host's HTTP core: a standard `Request` in, a standard `Response` out. */
-export type Handle = (request: Request) => Promise<Response>;
+/**
+ * The host's HTTP core: a standard `Request` in, a standard `Response` out. `connection` is what
+ * the Node adapter knows of the connection (absent: an ordinary one).
+ */
+export type Handle = (request: Request, connection?: ConnectionInfo) => Promise<Response>;
+
+/** The one route served on a connection over the cap: a health check must not read a busy host as a dead one. */
+const HEALTH_ROUTE = "/healthz";
 
 /**
  * One access-log line. `route` is the matched route's pattern (`/v1/sessions/:sessionId/turns`), or
@@ -45,18 +52,19 @@ function info(host: HostContext): unknown {
 
 /**
  * Builds the router once; every failure becomes `{error: {code, message}}` with its status. A Host
- * name outside the allowed ones is refused before routing (421); every answer carries the standard
- * security headers.
+ * name outside the allowed ones is refused before routing (421); a request on a connection over the
+ * cap is answered `503 over_capacity` unless it is the health check; every answer carries the
+ * standard security headers.
  */
 export function createApp(host: HostContext, hooks: AppHooks = {}): Handle {
   const router = new Router();
-  router.on("GET", "/healthz", async () => json(200, { ok: true }));
+  router.on("GET", HEALTH_ROUTE, async () => json(200, { ok: true }));
   router.on("GET", "/v1/info", async () => json(200, info(host)));
   tenantRoutes(router, host);
   callRoutes(router, host);
   adminRoutes(router, host);
   staticRoutes(router, host.http.publicDir);
-  return async (request) => {
+  return async (request, connection) => {
     const started = performance.now();
     const url = new URL(request.url);
     let response: Response;
@@ -70,6 +78,7 @@ export function createApp(host: HostContext, hooks: AppHooks = {}): Handle {
       }
       const matched = router.match(request.method, url.pathname);
       route = matched.route;
+      if (connection?.overCapacity && route !== HEALTH_ROUTE) throw overCapacity();
       response = await matched.handler({ request, url, params: matched.params });
     } catch (error) {
       if (describe(error).code === "internal") hooks.onError?.(error);

@@ -6,7 +6,9 @@ import type { ModelSetup } from "../models/select.js";
 import type { PermissionDesk } from "../permissions.js";
 import type { HostRoutines } from "../routines/nightly.js";
 import type { StoreInfo } from "../runtime.js";
+import type { LoopBudget } from "../loop-budget.js";
 import type { Shutdown } from "../shutdown.js";
+import type { TurnLimit } from "../turn-limit.js";
 import type { Directory, LiveTurns } from "../turns.js";
 
 export interface HttpSettings {
@@ -39,6 +41,10 @@ export interface HostContext {
   readonly triage: boolean;
   /** Stops admitting on shutdown, and carries the signal every turn runs under. */
   readonly shutdown: Shutdown;
+  /** How many turns each tenant runs at once here; a turn over it is refused 429 before any model call. */
+  readonly turnLimit: TurnLimit;
+  /** The event loop's fair share: requests and turn starts wait their turn in it. */
+  readonly loop: LoopBudget;
   /** The routines on a clock (the nightly clinic summaries) and the staff inbox they deliver to. */
   readonly routines: HostRoutines;
 }

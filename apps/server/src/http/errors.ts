@@ -22,6 +22,8 @@ export const STATUS_OF_CODE = {
   unavailable: 410,
   step_call_erased: 410,
   request_timeout: 408,
+  // The tenant runs as many turns at once as the host allows it (`TurnLimit`): retryable.
+  too_many_turns: 429,
   payload_too_large: 413,
   unsupported_media_type: 415,
   host_not_allowed: 421,
@@ -36,6 +38,8 @@ export const STATUS_OF_CODE = {
   console_missing: 503,
   not_admitted: 503,
   shutting_down: 503,
+  // A request on a connection opened over the connection cap (`ConnectionCap`): retryable.
+  over_capacity: 503,
   store_unavailable: 503,
   // A routine run transition the store refused (not in the state it needs; spec: routine-runner).
   store_conflict: 409,

@@ -1,9 +1,11 @@
 import { createServer, type RequestListener, type Server } from "node:http";
+import { ConnectionCap, OVER_CAPACITY_FUSE_MS } from "./connections.js";
 
 /**
  * How the host's sockets are bounded. Node's own defaults let a client that sends its headers and
  * then dribbles the body hold a socket for five minutes and open as many as it likes; these close
- * it within `requestTimeoutMs` (checked every `checkEveryMs`) and cap the open connections.
+ * it within `requestTimeoutMs` (checked every `checkEveryMs`) and cap the open connections (a
+ * connection over the cap is answered 503 and closed, never dropped: `connections.ts`).
  */
 export interface ServerLimits {
   /** The request line and headers must arrive within this (default 10 s). */
@@ -12,7 +14,7 @@ export interface ServerLimits {
   readonly requestTimeoutMs: number;
   /** An idle keep-alive connection is closed after this (default 5 s). */
   readonly keepAliveTimeoutMs: number;
-  /** Open connections at most; one more is closed at once, unanswered (default 256). */
+  /** Open connections served at most; one more gets `503 over_capacity` and is closed (default 256). */
   readonly maxConnections: number;
   /** How often Node checks the two request timeouts (default 1 s): a timeout is enforced within this much more. */
   readonly checkEveryMs: number;
@@ -37,8 +39,23 @@ export function checkServerLimits(limits: ServerLimits): ServerLimits {
   return limits;
 }
 
-/** A `node:http` server with the limits applied. */
-export function boundedServer(listener: RequestListener, limits: ServerLimits): Server {
+/** The cap of `limits` for one server; its listener asks it which connections came in over the cap. */
+export function connectionCap(limits: ServerLimits): ConnectionCap {
+  return new ConnectionCap(
+    limits.maxConnections,
+    Math.min(OVER_CAPACITY_FUSE_MS, limits.headersTimeoutMs),
+  );
+}
+
+/**
+ * A `node:http` server with the limits applied; `cap` counts its connections. Node's own
+ * `maxConnections` stays unset: it would close a connection over the cap unanswered.
+ */
+export function boundedServer(
+  listener: RequestListener,
+  limits: ServerLimits,
+  cap: ConnectionCap,
+): Server {
   const server = createServer(
     {
       headersTimeout: limits.headersTimeoutMs,
@@ -49,7 +66,7 @@ export function boundedServer(listener: RequestListener, limits: ServerLimits): 
     },
     listener,
   );
-  server.maxConnections = limits.maxConnections;
+  cap.watch(server);
   return server;
 }
 

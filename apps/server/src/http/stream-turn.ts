@@ -127,12 +127,19 @@ export function sendSettled(channel: SseChannel, view: ConversationView, step: n
  * opens (a JSON 4xx). Then: `text`, `tool`, `usage` and `permission` events as they settle, and one
  * `result` (or `error`) event carrying what the JSON API would have answered. Text, asks and the
  * result carry resumable ids (`event-ids.ts`): `GET /v1/turns/:rootKey` with `Last-Event-ID` reads
- * on from any of them (`follow-turn.ts`).
+ * on from any of them (`follow-turn.ts`). `onEnd` runs once the turn ends, parks or fails, whether
+ * or not a client still reads.
  */
-export function streamTurnSse(host: HostContext, turn: RunTurnRequest, rootKey: string): Response {
+export function streamTurnSse(
+  host: HostContext,
+  turn: RunTurnRequest,
+  rootKey: string,
+  onEnd: () => void = () => undefined,
+): Response {
   const stream = host.turns.track(rootKey, turn.scope, turn.sessionId, host.clock.now(), () =>
     host.runtime.runner.streamTurn(turn),
   );
+  void stream.result.then(onEnd, onEnd);
   return sseResponse(
     async (channel) => {
       const unsubscribe = host.asks.subscribe(rootKey, (ask, state) =>

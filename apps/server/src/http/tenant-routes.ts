@@ -6,6 +6,7 @@ import {
 } from "@alma-harness/conversation";
 import { type Scope, validateId } from "@alma-harness/core";
 import { triageIncoming } from "../agent/triage.js";
+import { NO_SLOT, type Release } from "../turn-limit.js";
 import { verifyTenant } from "./auth.js";
 import { onlyFields, readJsonObject } from "./body.js";
 import type { HostContext } from "./context.js";
@@ -100,10 +101,14 @@ async function assertLive(host: HostContext, scope: Scope, sessionId: string): P
     throw new HttpError("unavailable", "this session was erased; start a new session");
 }
 
-async function postTurn(host: HostContext, route: RouteRequest, scope: Scope): Promise<Response> {
-  const { request } = route;
+/** The request's turn, read and checked: nothing has started, nothing is held. */
+async function readTurn(
+  host: HostContext,
+  route: RouteRequest,
+  scope: Scope,
+): Promise<{ turn: RunTurnRequest; rootKey: string }> {
   const sessionId = validateId("sessionId", route.params.sessionId);
-  const key = request.headers.get("idempotency-key");
+  const key = route.request.headers.get("idempotency-key");
   if (key === null)
     throw new HttpError(
       "missing_idempotency_key",
@@ -111,7 +116,7 @@ async function postTurn(host: HostContext, route: RouteRequest, scope: Scope): P
     );
   const idempotencyKey = validateId("Idempotency-Key", key);
   host.shutdown.admit();
-  const body = await readJsonObject(request, host.http.bodyLimit);
+  const body = await readJsonObject(route.request, host.http.bodyLimit);
   onlyFields(body, ["input"]);
   if (body.input === undefined)
     throw new HttpError("invalid_input", "the body needs an input (text or a user message)");
@@ -123,14 +128,54 @@ async function postTurn(host: HostContext, route: RouteRequest, scope: Scope): P
     intent: host.intent,
     signal: host.shutdown.signal,
   };
-  const rootKey = conversationRootKey(scope, sessionId, idempotencyKey);
   await assertLive(host, scope, sessionId);
   // Checked again after the last await: no turn starts once shutdown has begun.
   host.shutdown.admit();
-  if (wantsSse(request)) return streamTurnSse(host, turn, rootKey);
+  return { turn, rootKey: conversationRootKey(scope, sessionId, idempotencyKey) };
+}
+
+/**
+ * The tenant's turn slot for this request, taken before anything may call a model. A key the host
+ * already knows (running here, or stored) takes none and is never refused: its retry replays or
+ * follows that turn and starts nothing. Over the limit, a new key is `429 too_many_turns`.
+ */
+async function turnSlot(host: HostContext, scope: Scope, rootKey: string): Promise<Release> {
+  if (host.turns.owner(rootKey)) return NO_SLOT;
+  const release = host.turnLimit.tryTake(scope.org);
+  if (release) return release;
+  if (await host.runtime.runner.read(scope, rootKey)) return NO_SLOT;
+  throw host.turnLimit.refusal();
+}
+
+async function postTurn(host: HostContext, route: RouteRequest, scope: Scope): Promise<Response> {
+  const { turn, rootKey } = await readTurn(host, route, scope);
+  const release = await turnSlot(host, scope, rootKey);
+  try {
+    // Turns ready together start one after another, the loop polling its sockets between them.
+    await host.loop.enter();
+    // The wait may outlast the beginning of a shutdown: no turn starts after it.
+    host.shutdown.admit();
+    if (wantsSse(route.request)) return streamTurnSse(host, turn, rootKey, release);
+    return await jsonTurn(host, route.request, turn, rootKey, release);
+  } catch (error) {
+    // Nothing started, or the turn has settled already (and released): the slot is free either way.
+    release();
+    throw error;
+  }
+}
+
+/** A JSON turn: triage (when on), then the turn, whose ending frees the slot; waits up to `waitMs`. */
+async function jsonTurn(
+  host: HostContext,
+  request: Request,
+  turn: RunTurnRequest,
+  rootKey: string,
+  release: Release,
+): Promise<Response> {
+  const { scope, sessionId, idempotencyKey } = turn;
   // With triage on, the message is classified first by one governed single call (its key is this delivery's).
   const triage = host.triage
-    ? await triageIncoming(host.runtime.steps, scope, sessionId, idempotencyKey, body.input)
+    ? await triageIncoming(host.runtime.steps, scope, sessionId, idempotencyKey, turn.input)
     : undefined;
   const extra = triage ? { triage } : {};
   host.shutdown.admit();
@@ -139,6 +184,7 @@ async function postTurn(host: HostContext, route: RouteRequest, scope: Scope): P
   const running = host.turns.run(rootKey, scope, sessionId, started, () =>
     host.runtime.runner.runTurn(turn),
   );
+  void running.then(release, release);
   const view = await within(running, waitMs);
   if (!view) return json(202, { status: "in_progress", rootKey, ...extra });
   return viewReply(host, view, Math.max(0, waitMs - (host.clock.now() - started)), extra);
