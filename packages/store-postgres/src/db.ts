@@ -15,6 +15,7 @@ import {
   mapPgError,
   type Queryable,
   qualifier,
+  queryAll,
   RETRYABLE_TX,
   RolledBack,
   schemaOf,
@@ -185,6 +186,11 @@ export class PgDb {
               ? (results[results.length - 1] as pg.QueryResult<R>)
               : results;
           },
+          queryAll: async (text: string, statements: number) => {
+            const first = pending;
+            pending = undefined;
+            return queryAll(tx, first === undefined ? text : `${first}; ${text}`, statements);
+          },
         };
         try {
           const result = await fn(joined);
@@ -347,6 +353,7 @@ export class Conn {
       body({
         query: <R extends pg.QueryResultRow>(text: string, values?: readonly unknown[]) =>
           tx.query<R>(q(text), values),
+        queryAll: (text: string, statements: number) => queryAll(tx, q(text), statements),
       });
     const unit = this.db.current();
     if (!unit)

@@ -34,7 +34,7 @@ import {
 } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
-import { fenceLock, scopeFencedIn } from "./fences.js";
+import { fenceLock, scopeFencedIn, thenFenced } from "./fences.js";
 import { type Queryable, RolledBack, spendLocks } from "./pg.js";
 
 const BY_ID = "SELECT * FROM execution WHERE scope = $1 AND operation_id = $2";
@@ -175,12 +175,14 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
     }
     return this.#db.transaction(
       async (tx) => {
-        const row =
-          (await tx.query<ClaimRow>(sql, values)).rows[0] ??
-          (await this.#reread(key, c.operationId, tx));
-        // The scope fence in its own statement, after the admission's FOR SHARE (see `scopeFencedIn`).
-        const fenced =
-          row.inserted && o.admissionId !== undefined && (await scopeFencedIn(tx, key));
+        // With an admission: the scope fence in its own statement after the claim's FOR SHARE on
+        // it (see `scopeFencedIn`), in the same round trip.
+        const claimed =
+          o.admissionId === undefined
+            ? { rows: (await tx.query<ClaimRow>(sql, values)).rows, fenced: false }
+            : await thenFenced<ClaimRow>(tx, sql, values, key);
+        const row = claimed.rows[0] ?? (await this.#reread(key, c.operationId, tx));
+        const fenced = row.inserted && claimed.fenced;
         return this.#settleClaim(c, text, row, o, fenced);
       },
       // The fence lock first (see `fenceLock`), then the reservation's: the one order every writer takes.

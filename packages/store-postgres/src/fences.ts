@@ -1,5 +1,7 @@
 import { coveringFenceKeys } from "@alma-harness/core/stores";
-import { lockKey, type Queryable } from "./pg.js";
+import type pg from "pg";
+import { inline } from "./literals.js";
+import { lockKey, type Queryable, queryAll } from "./pg.js";
 
 /**
  * The tenant's fence lock (advisory locks are database-wide: `schema` namespaces the key). An
@@ -30,4 +32,28 @@ export async function scopeFencedIn(
   const table = schema === undefined ? "scope_fences" : `${schema}.scope_fences`;
   const { rows } = await tx.query(`SELECT 1 FROM ${table} WHERE target IN ($1, $2)`, [org, own]);
   return rows.length > 0;
+}
+
+/**
+ * `text` (the statement that locks what the write is fenced by), then whether a fence covers the
+ * scope, read by a statement of its own after it (a fresh snapshot, as `scopeFencedIn` requires),
+ * both in one round trip when `values` have safe literals (else in two, as before).
+ */
+export async function thenFenced<R extends pg.QueryResultRow>(
+  tx: Queryable,
+  text: string,
+  values: readonly unknown[],
+  scopeKey: string,
+  schema?: string,
+): Promise<{ readonly rows: R[]; readonly fenced: boolean }> {
+  const [org, own] = coveringFenceKeys(scopeKey);
+  const table = schema === undefined ? "scope_fences" : `${schema}.scope_fences`;
+  const lock = inline(text, values);
+  const fence = inline(`SELECT 1 FROM ${table} WHERE target IN ($1, $2)`, [org, own]);
+  if (lock === undefined || fence === undefined) {
+    const { rows } = await tx.query<R>(text, values);
+    return { rows, fenced: await scopeFencedIn(tx, scopeKey, schema) };
+  }
+  const [locked, fences] = await queryAll(tx, `${lock}; ${fence}`, 2);
+  return { rows: (locked?.rows ?? []) as R[], fenced: (fences?.rows.length ?? 0) > 0 };
 }

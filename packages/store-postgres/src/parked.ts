@@ -47,7 +47,7 @@ import {
 } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
-import { fenceLock, scopeFencedIn } from "./fences.js";
+import { fenceLock, scopeFencedIn, thenFenced } from "./fences.js";
 import type { Queryable } from "./pg.js";
 
 type FullRow = ParkedTurnRow & {
@@ -266,9 +266,15 @@ async function held(
   },
 ): Promise<{ readonly admission: Admission; readonly runs: number }> {
   const before = (await tx.query<ParkedTurnRow>(SQL.before, [x.key, x.rootKey])).rows[0];
-  const admission = admissionOf(await lockAdmission(tx, x.key, x.admissionId));
-  // The scope fence in its own statement, after the admission's lock (see `scopeFencedIn`).
-  const refused = parkRefusal(admission, x, await scopeFencedIn(tx, x.key));
+  // The scope fence in its own statement after the admission's lock, in the same round trip.
+  const locked = await thenFenced<AdmissionRow>(
+    tx,
+    `${ADMISSION} FOR UPDATE`,
+    [x.key, x.admissionId],
+    x.key,
+  );
+  const admission = admissionOf(locked.rows[0]);
+  const refused = parkRefusal(admission, x, locked.fenced);
   if (refused || !admission) throw refused ?? new FenceError();
   return { admission, runs: before?.admission_id === x.admissionId ? before.runs : 0 };
 }

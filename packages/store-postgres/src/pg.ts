@@ -13,6 +13,22 @@ export interface Queryable {
     text: string,
     values?: readonly unknown[],
   ): Promise<pg.QueryResult<R>>;
+  /**
+   * `text`'s statements (no parameters; each its own snapshot under READ COMMITTED) in one round
+   * trip, answering the results of its last `statements` (a unit's savepoint rides before them).
+   */
+  queryAll?(text: string, statements: number): Promise<pg.QueryResult[]>;
+}
+
+/** `text`'s statements in one round trip (`Queryable.queryAll`, or a plain multi-statement query). */
+export async function queryAll(
+  tx: Queryable,
+  text: string,
+  statements: number,
+): Promise<pg.QueryResult[]> {
+  if (tx.queryAll) return tx.queryAll(text, statements);
+  const out = (await tx.query(text)) as pg.QueryResult | pg.QueryResult[];
+  return (Array.isArray(out) ? out : [out]).slice(-statements);
 }
 
 const SCHEMA = /^[a-z_][a-z0-9_]{0,62}$/;

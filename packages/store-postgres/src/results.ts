@@ -22,7 +22,7 @@ import {
 } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
-import { scopeFencedIn } from "./fences.js";
+import { thenFenced } from "./fences.js";
 import { eraseResultRows } from "./erasure.js";
 import { validateSchema } from "./pg.js";
 
@@ -101,10 +101,18 @@ export class PgResultStore implements ExecutionResultStore {
   ): Promise<ResultRecord> {
     const { key, id, at, admissionId, text } = preparePut(scope, resultId, envelope, now, opts);
     return this.#db.transaction(async (tx) => {
-      const row =
+      // With an admission: its lock, then the scope fence in a statement of its own, one round trip.
+      const read =
         admissionId === undefined
-          ? (await tx.query<PutRow>(`${this.#byId} FOR UPDATE`, [key, id])).rows[0]
-          : (await tx.query<PutRow>(this.#fencedRead, [key, id, admissionId])).rows[0];
+          ? { rows: (await tx.query<PutRow>(`${this.#byId} FOR UPDATE`, [key, id])).rows }
+          : await thenFenced<PutRow>(
+              tx,
+              this.#fencedRead,
+              [key, id, admissionId],
+              key,
+              this.#schema,
+            );
+      const row = read.rows[0];
       // The fence first (as the reference store): a stale owner learns it is fenced, whatever the result's state.
       if (row && admissionId !== undefined) {
         const admission =
@@ -119,7 +127,7 @@ export class PgResultStore implements ExecutionResultStore {
           admission,
           row.session_id,
           at,
-          admission !== undefined && (await scopeFencedIn(tx, key, this.#schema)),
+          admission !== undefined && "fenced" in read && read.fenced,
         );
         if (refused) throw refused;
       }

@@ -25,7 +25,7 @@ import {
 } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { asConn, type Conn } from "./db.js";
-import { scopeFencedIn } from "./fences.js";
+import { thenFenced } from "./fences.js";
 import { eraseSessionRows } from "./erasure.js";
 import type { Queryable } from "./pg.js";
 
@@ -156,9 +156,16 @@ async function holdAdmission(
   admissionId: string,
   now: number,
 ): Promise<void> {
-  const { rows } = await tx.query<{ session_id: string; state: string; deadline_at: number }>(
+  // The scope fence in its own statement after the admission's lock, in the same round trip.
+  const { rows, fenced } = await thenFenced<{
+    session_id: string;
+    state: string;
+    deadline_at: number;
+  }>(
+    tx,
     "SELECT session_id, state, deadline_at FROM admissions WHERE scope = $1 AND admission_id = $2 FOR SHARE",
     [key, admissionId],
+    key,
   );
   const admission = rows[0];
   if (
@@ -167,7 +174,7 @@ async function holdAdmission(
     now >= admission.deadline_at
   )
     throw new FenceError();
-  if (await scopeFencedIn(tx, key)) throw new ScopeFencedError();
+  if (fenced) throw new ScopeFencedError();
 }
 
 /**

@@ -358,7 +358,7 @@ describe.skipIf(!DATABASE_URL)(`postgres: reservations under real concurrency${s
     }
   });
 
-  it("round trips: a fenced, reserving claim is 4 (also when refused; 3 for a retry); a plain claim, a settlement and a cancellation are 1", async () => {
+  it("round trips: a fenced, reserving claim is 3 (also when refused and for a retry); a plain claim, a settlement and a cancellation are 1", async () => {
     const names = schemas.next();
     const { pool, seen } = watchedPool(names.schema, 2);
     try {
@@ -375,13 +375,13 @@ describe.skipIf(!DATABASE_URL)(`postgres: reservations under real concurrency${s
       const [first, claimTrips] = await count(() =>
         execution.claim(claimOf("op-1"), { admissionId: "adm-1", reservation: hold(600, limits) }),
       );
-      // BEGIN with the locks, the claim statement, the scope fence's own read (after the admission's
-      // FOR SHARE, see fences.ts), COMMIT or ROLLBACK.
-      expect([status(first), claimTrips]).toEqual(["claimed", 4]);
+      // BEGIN with the locks; the claim statement and the scope fence's own read (a statement of
+      // its own after the admission's FOR SHARE, see fences.ts) in one round trip; COMMIT or ROLLBACK.
+      expect([status(first), claimTrips]).toEqual(["claimed", 3]);
       const [refused, refusedTrips] = await count(() =>
         execution.claim(claimOf("op-2"), { admissionId: "adm-1", reservation: hold(600, limits) }),
       );
-      expect([status(refused), refusedTrips]).toEqual(["refused:perSessionUsd", 4]);
+      expect([status(refused), refusedTrips]).toEqual(["refused:perSessionUsd", 3]);
       const [retry, retryTrips] = await count(() =>
         execution.claim(claimOf("op-1"), { admissionId: "adm-1", reservation: hold(600, limits) }),
       );
