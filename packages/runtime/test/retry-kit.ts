@@ -73,8 +73,15 @@ export function completed(view: ConversationView) {
 
 /** Waits until the clock has a sleeper armed (a call waiting on its round), then moves it on. */
 export async function advanceWhenArmed(clock: ManualClock, ms: number, armed = 1): Promise<void> {
-  for (let i = 0; i < 10_000 && clock.pending < armed; i++)
-    await new Promise((r) => setImmediate(r));
+  // Waits by the wall clock, not by a count of loop turns: on a loaded machine the store's round
+  // trips before the timer is armed can outlast any fixed number of turns, and advancing too early
+  // would leave the turn waiting on a timer that never fires.
+  const deadline = Date.now() + 15_000;
+  for (let i = 0; clock.pending < armed; i++) {
+    if (Date.now() > deadline)
+      throw new Error(`${clock.pending} of ${armed} timers armed after 15 s`);
+    await new Promise((r) => (i < 1_000 ? setImmediate(r) : setTimeout(r, 2)));
+  }
   clock.advance(ms);
 }
 
