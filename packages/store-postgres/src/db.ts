@@ -136,6 +136,29 @@ export class PgDb {
     return unit.poisoned;
   }
 
+  /**
+   * What a write's first round trip starts with: the unit's transaction begun (its client taken),
+   * or the previous savepoint released, with the rows waiting for this round trip in between the
+   * savepoints (a failure of theirs aborts the unit's transaction, never only this write).
+   */
+  async #head(unit: Unit): Promise<string> {
+    if (unit.client) {
+      let rows: string | undefined;
+      try {
+        rows = await this.#flush(unit, unit.client);
+      } catch (error) {
+        throw await this.#lose(unit, error);
+      }
+      return [`RELEASE SAVEPOINT ${SP}`, rows, `SAVEPOINT ${SP}`].filter((x) => x).join("; ");
+    }
+    try {
+      unit.client = await this.#pool.connect();
+    } catch (error) {
+      throw mapPgError(error);
+    }
+    return `BEGIN; SAVEPOINT ${SP}`;
+  }
+
   /** A write (`fn` on the unit's client) inside the unit's transaction, in its own savepoint. */
   write<T>(
     unit: Unit,
@@ -144,27 +167,8 @@ export class PgDb {
   ): Promise<T> {
     return unit.serial(async () => {
       if (unit.poisoned) throw unit.poisoned;
-      let head: string;
-      if (unit.client) {
-        // Rows waiting for this round trip go in between the savepoints: a failure of theirs
-        // aborts the unit's transaction (nothing to roll back to), never only this write.
-        let rows: string | undefined;
-        try {
-          rows = await this.#flush(unit, unit.client);
-        } catch (error) {
-          throw await this.#lose(unit, error);
-        }
-        head = [`RELEASE SAVEPOINT ${SP}`, rows, `SAVEPOINT ${SP}`].filter((x) => x).join("; ");
-      } else {
-        try {
-          unit.client = await this.#pool.connect();
-        } catch (error) {
-          throw mapPgError(error);
-        }
-        head = `BEGIN; SAVEPOINT ${SP}`;
-      }
-      const client = unit.client;
-      const tx = counted(client, this.count);
+      let head = await this.#head(unit);
+      const tx = counted(unit.client as pg.PoolClient, this.count);
       for (let attempt = 1; ; attempt++) {
         // The savepoint (and the locks) ride in the round trip of the write's first statement.
         let pending: string | undefined = [head, locks].filter((s) => s).join("; ") || undefined;
