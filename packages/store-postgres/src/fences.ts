@@ -16,6 +16,10 @@ export function fenceLock(schema: string, org: string, mode: "shared" | "exclusi
   return `SELECT pg_advisory_xact_lock${mode === "shared" ? "_shared" : ""}(${lockKey(schema, "scope-fence", org)})`;
 }
 
+/** The fence read: a fence on the scope's org or on the scope itself (`coveringFenceKeys`). */
+const FENCE_READ = (schema?: string) =>
+  `SELECT 1 FROM ${schema === undefined ? "" : `${schema}.`}scope_fences WHERE target IN ($1, $2)`;
+
 /**
  * Whether an operator's fence covers the scope (`org/*` or its own `org/uid`). A fenced write runs
  * it as its own statement after reading its admission `FOR SHARE`: under READ COMMITTED the new
@@ -28,9 +32,7 @@ export async function scopeFencedIn(
   scopeKey: string,
   schema?: string,
 ): Promise<boolean> {
-  const [org, own] = coveringFenceKeys(scopeKey);
-  const table = schema === undefined ? "scope_fences" : `${schema}.scope_fences`;
-  const { rows } = await tx.query(`SELECT 1 FROM ${table} WHERE target IN ($1, $2)`, [org, own]);
+  const { rows } = await tx.query(FENCE_READ(schema), [...coveringFenceKeys(scopeKey)]);
   return rows.length > 0;
 }
 
@@ -46,10 +48,8 @@ export async function thenFenced<R extends pg.QueryResultRow>(
   scopeKey: string,
   schema?: string,
 ): Promise<{ readonly rows: R[]; readonly fenced: boolean }> {
-  const [org, own] = coveringFenceKeys(scopeKey);
-  const table = schema === undefined ? "scope_fences" : `${schema}.scope_fences`;
   const lock = inline(text, values);
-  const fence = inline(`SELECT 1 FROM ${table} WHERE target IN ($1, $2)`, [org, own]);
+  const fence = inline(FENCE_READ(schema), [...coveringFenceKeys(scopeKey)]);
   if (lock === undefined || fence === undefined) {
     const { rows } = await tx.query<R>(text, values);
     return { rows, fenced: await scopeFencedIn(tx, scopeKey, schema) };

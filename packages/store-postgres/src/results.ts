@@ -104,7 +104,10 @@ export class PgResultStore implements ExecutionResultStore {
       // With an admission: its lock, then the scope fence in a statement of its own, one round trip.
       const read =
         admissionId === undefined
-          ? { rows: (await tx.query<PutRow>(`${this.#byId} FOR UPDATE`, [key, id])).rows }
+          ? {
+              rows: (await tx.query<PutRow>(`${this.#byId} FOR UPDATE`, [key, id])).rows,
+              fenced: false,
+            }
           : await thenFenced<PutRow>(
               tx,
               this.#fencedRead,
@@ -127,7 +130,7 @@ export class PgResultStore implements ExecutionResultStore {
           admission,
           row.session_id,
           at,
-          admission !== undefined && "fenced" in read && read.fenced,
+          admission !== undefined && read.fenced,
         );
         if (refused) throw refused;
       }

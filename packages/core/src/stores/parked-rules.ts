@@ -85,7 +85,6 @@ export function normalizePark(input: unknown): ParkInput & { readonly key: strin
     "now",
     "expiresAt",
   ]);
-  const { scope, key } = scopeKey(p.scope);
   if (!Array.isArray(p.asks) || p.asks.length === 0 || p.asks.length > MAX_PARKED_ASKS)
     throw new ValidationError("asks", "asks", `a park holds 1 to ${MAX_PARKED_ASKS} asks`);
   const asks = p.asks.map((a, i) => normalizeAsk(a, `asks[${i}]`));
@@ -95,20 +94,7 @@ export function normalizePark(input: unknown): ParkInput & { readonly key: strin
   const expiresAt = validateTime("expiresAt", p.expiresAt);
   if (expiresAt <= now)
     throw new ValidationError("expiresAt", "after_now", "expiresAt must be after now");
-  if (p.continuation === undefined)
-    throw new ValidationError("continuation", "required", "a park stores its continuation");
-  return Object.freeze({
-    scope,
-    key,
-    sessionId: validateId("sessionId", p.sessionId),
-    rootKey: validateId("rootKey", p.rootKey),
-    admissionId: validateId("admissionId", p.admissionId),
-    continuation: snapshot(p.continuation, CONTINUATION_LIMITS),
-    outputs: normalizeOutputs(p.outputs),
-    asks: Object.freeze(asks),
-    now,
-    expiresAt,
-  });
+  return Object.freeze({ ...runWrite("park", p), asks: Object.freeze(asks), now, expiresAt });
 }
 
 export function normalizeCheckpoint(input: unknown): CheckpointInput & { readonly key: string } {
@@ -121,19 +107,23 @@ export function normalizeCheckpoint(input: unknown): CheckpointInput & { readonl
     "outputs",
     "now",
   ]);
-  const { scope, key } = scopeKey(c.scope);
-  if (c.continuation === undefined)
-    throw new ValidationError("continuation", "required", "a checkpoint stores its continuation");
-  return Object.freeze({
+  return Object.freeze({ ...runWrite("checkpoint", c), now: validateTime("now", c.now) });
+}
+
+/** What a park and a checkpoint both carry: the run's turn, its record and its new outputs. */
+function runWrite(kind: "park" | "checkpoint", r: Record<string, unknown>) {
+  const { scope, key } = scopeKey(r.scope);
+  if (r.continuation === undefined)
+    throw new ValidationError("continuation", "required", `a ${kind} stores its continuation`);
+  return {
     scope,
     key,
-    sessionId: validateId("sessionId", c.sessionId),
-    rootKey: validateId("rootKey", c.rootKey),
-    admissionId: validateId("admissionId", c.admissionId),
-    continuation: snapshot(c.continuation, CONTINUATION_LIMITS),
-    outputs: normalizeOutputs(c.outputs),
-    now: validateTime("now", c.now),
-  });
+    sessionId: validateId("sessionId", r.sessionId),
+    rootKey: validateId("rootKey", r.rootKey),
+    admissionId: validateId("admissionId", r.admissionId),
+    continuation: snapshot(r.continuation, CONTINUATION_LIMITS),
+    outputs: normalizeOutputs(r.outputs),
+  };
 }
 
 export function normalizeDecide(input: unknown): DecideInput & { readonly key: string } {
