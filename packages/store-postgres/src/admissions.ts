@@ -27,7 +27,7 @@ import {
   scopeFenceFromRow,
 } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { asConn, type Conn } from "./db.js";
+import { asConn, type Conn } from "./conn.js";
 import { fenceLock, scopeFencedIn } from "./fences.js";
 
 const BY_ID = "SELECT * FROM admissions WHERE scope = $1 AND admission_id = $2";

@@ -9,7 +9,7 @@ import {
   scopeKey,
 } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { asConn, type Conn } from "./db.js";
+import { asConn, type Conn } from "./conn.js";
 
 const ONE =
   "INSERT INTO audit_events (scope, session_id, turn_id, trail, v, event) VALUES ($1, $2, $3, $4, $5, $6)";

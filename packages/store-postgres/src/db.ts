@@ -1,25 +1,16 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import {
-  type Scope,
-  type SessionMarker,
-  StoreUnavailableError,
-  sessionMarker,
-} from "@alma-harness/core";
+import { type SessionMarker, StoreUnavailableError, sessionMarker } from "@alma-harness/core";
 import type pg from "pg";
 import {
-  atomic,
   type Counter,
   codeOf,
   connectionLost,
   counted,
   mapPgError,
   type Queryable,
-  qualifier,
   queryAll,
   RETRYABLE_TX,
   RolledBack,
-  schemaOf,
-  transaction,
 } from "./pg.js";
 import { Unit } from "./unit.js";
 import { inline } from "./literals.js";
@@ -28,7 +19,8 @@ export { inline } from "./literals.js";
 
 /** The one savepoint name a unit uses: each write releases the previous one and opens its own. */
 const SP = "alma_w";
-const ATTEMPTS = 4;
+/** How many times a write is tried on a serialization failure or deadlock. */
+export const ATTEMPTS = 4;
 
 /**
  * The transaction discipline of one store set. `each`: every write is its own transaction (as the
@@ -52,11 +44,6 @@ export class PgDb {
     this.#pool = pool;
     this.grouped = commits === "grouped";
     this.mark = mark;
-  }
-
-  /** A store's handle on `pool` (the main pool, or the root pool for root results). */
-  on(pool: pg.Pool): Conn {
-    return new Conn(this, pool);
   }
 
   /** The unit of the calling async context, while its `work` runs. */
@@ -109,6 +96,7 @@ export class PgDb {
     }
     this.count.commits += 1;
     unit.client = undefined;
+    unit.savepoint = false;
     client.release();
   }
 
@@ -120,6 +108,7 @@ export class PgDb {
   async #lose(unit: Unit, error: unknown): Promise<StoreUnavailableError> {
     const client = unit.client;
     unit.client = undefined;
+    unit.savepoint = false;
     unit.deferred.clear();
     unit.poisoned ??= new StoreUnavailableError(
       "postgres: the unit's transaction failed; its writes since the last commit are lost",
@@ -149,13 +138,17 @@ export class PgDb {
       } catch (error) {
         throw await this.#lose(unit, error);
       }
-      return [`RELEASE SAVEPOINT ${SP}`, rows, `SAVEPOINT ${SP}`].filter((x) => x).join("; ");
+      // A transaction a read began has no savepoint yet.
+      const release = unit.savepoint ? `RELEASE SAVEPOINT ${SP}` : undefined;
+      unit.savepoint = true;
+      return [release, rows, `SAVEPOINT ${SP}`].filter((x) => x).join("; ");
     }
     try {
       unit.client = await this.#pool.connect();
     } catch (error) {
       throw mapPgError(error);
     }
+    unit.savepoint = true;
     return `BEGIN; SAVEPOINT ${SP}`;
   }
 
@@ -251,148 +244,60 @@ export class PgDb {
     return joined;
   }
 
-  /** A read on the unit's client when it has a transaction open or operations queued (it sees the unit's writes), else `fallback`. */
+  /**
+   * A read in a unit: on the unit's client, so it sees the unit's writes and the rows waiting for
+   * its next statement (they ride in the read's round trip). A unit with no transaction open begins
+   * it with the read (`BEGIN` in the same round trip): the turn's first read and its first writes
+   * are one transaction, not a commit of their own (issue 26). A poisoned unit reads through
+   * `fallback`, as a call standing alone.
+   */
   read<R extends pg.QueryResultRow>(
     unit: Unit,
     text: string,
     values: readonly unknown[],
     fallback: () => Promise<pg.QueryResult<R>>,
   ): Promise<pg.QueryResult<R>> {
-    if (!unit.client && unit.queued === 0) return fallback();
     return unit.serial(async () => {
-      const client = unit.client;
-      if (!client) return fallback();
-      try {
-        // The read sees the rows waiting for the unit's next statement.
-        const rows = await this.#flush(unit, client);
-        if (rows) {
-          this.count.roundTrips += 1;
-          await client.query(rows);
+      if (unit.poisoned) return fallback();
+      let head: string | undefined;
+      if (!unit.client) {
+        try {
+          unit.client = await this.#pool.connect();
+        } catch (error) {
+          throw mapPgError(error);
         }
-        this.count.roundTrips += 1;
-        return await client.query<R>(text, values as unknown[]);
+        head = "BEGIN";
+      }
+      const client = unit.client;
+      try {
+        head ??= await this.#flush(unit, client);
+        return await this.#joined<R>(client, head, text, values);
       } catch (error) {
         // Outside a savepoint: a failed statement aborts the whole transaction.
         throw await this.#lose(unit, error);
       }
     });
   }
-}
 
-/** What a store runs its statements through: a pool, joined to the calling unit's transaction when there is one. */
-export class Conn {
-  readonly db: PgDb;
-  readonly pool: pg.Pool;
-  /** Names the package's tables with the pool's schema (`qualify`): no search_path is relied on. */
-  readonly #q: (text: string) => string;
-
-  constructor(db: PgDb, pool: pg.Pool) {
-    this.db = db;
-    this.pool = pool;
-    this.#q = qualifier(schemaOf(pool));
-  }
-
-  /** The database's erased-session mark (`PgDb.mark`). */
-  mark(scope: Scope, sessionId: string): string {
-    return this.db.mark(scope, sessionId);
-  }
-
-  /** A read. */
-  query<R extends pg.QueryResultRow>(
-    sql: string,
-    values: readonly unknown[] = [],
-  ): Promise<pg.QueryResult<R>> {
-    const text = this.#q(sql);
-    const direct = async () => {
-      this.db.count.roundTrips += 1;
-      try {
-        return await this.pool.query<R>(text, values as unknown[]);
-      } catch (error) {
-        throw mapPgError(error);
-      }
-    };
-    const unit = this.db.current();
-    return unit ? this.db.read(unit, text, values, direct) : direct();
-  }
-
-  /**
-   * One self-contained write statement. Alone: its own transaction (with `retry`, retried on a
-   * serialization failure or deadlock). In a unit: in a savepoint of the unit's transaction, after
-   * `locks` (statements that run first, in the savepoint's round trip). `durable`: a durability point.
-   */
-  async write<R extends pg.QueryResultRow>(
-    sql: string,
+  /** `text` after `head` in one round trip when its values have a safe literal, else in two. */
+  async #joined<R extends pg.QueryResultRow>(
+    client: pg.PoolClient,
+    head: string | undefined,
+    text: string,
     values: readonly unknown[],
-    opts: { readonly retry?: boolean; readonly locks?: string; readonly durable?: boolean } = {},
   ): Promise<pg.QueryResult<R>> {
-    const text = this.#q(sql);
-    const unit = this.db.current();
-    if (!unit) {
-      if (opts.retry) return atomic<R>(this.pool, text, values, ATTEMPTS, this.db.count);
-      this.db.count.roundTrips += 1;
-      try {
-        const result = await this.pool.query<R>(text, values as unknown[]);
-        this.db.count.commits += 1;
-        return result;
-      } catch (error) {
-        throw mapPgError(error);
-      }
+    const statement =
+      head === undefined ? undefined : values.length === 0 ? text : inline(text, values);
+    if (head !== undefined && statement === undefined) {
+      this.count.roundTrips += 1;
+      await client.query(head);
     }
-    const out = await this.db.write(unit, (tx) => tx.query<R>(text, values), opts.locks);
-    if (opts.durable) await this.db.commit();
-    return out;
+    this.count.roundTrips += 1;
+    if (head === undefined || statement === undefined)
+      return client.query<R>(text, values as unknown[]);
+    const results = (await client.query<R>(`${head}; ${statement}`)) as
+      | pg.QueryResult<R>
+      | pg.QueryResult<R>[];
+    return Array.isArray(results) ? (results[results.length - 1] as pg.QueryResult<R>) : results;
   }
-
-  /**
-   * `fn` as one transaction (alone: `BEGIN` then `locks` in one round trip, `COMMIT`, retried on a
-   * serialization failure or deadlock), or as one savepoint of the unit's. Returning a
-   * `RolledBack` undoes it and answers its value.
-   */
-  async transaction<T>(
-    body: (tx: Queryable) => Promise<T | RolledBack<T>>,
-    opts: { readonly locks?: string; readonly durable?: boolean } = {},
-  ): Promise<T> {
-    const q = this.#q;
-    const fn = (tx: Queryable) =>
-      body({
-        query: <R extends pg.QueryResultRow>(text: string, values?: readonly unknown[]) =>
-          tx.query<R>(q(text), values),
-        queryAll: (text: string, statements: number) => queryAll(tx, q(text), statements),
-      });
-    const unit = this.db.current();
-    if (!unit)
-      return transaction(this.pool, fn, {
-        begin: opts.locks ? `BEGIN; ${opts.locks}` : "BEGIN",
-        count: this.db.count,
-      });
-    const out = await this.db.write(unit, fn, opts.locks);
-    if (opts.durable) await this.db.commit();
-    return out;
-  }
-
-  /**
-   * One append-only row. In a unit with its transaction open it waits for the unit's next
-   * statement (a write, a read, the commit) and goes with the rows of the same `batch` as one
-   * multi-row insert in that round trip; otherwise `single` is written now (`write`).
-   */
-  async append(
-    single: string,
-    values: readonly unknown[],
-    batch: string,
-    row: readonly (string | null)[],
-  ): Promise<void> {
-    const unit = this.db.current();
-    if (unit && (await this.db.defer(unit, this.#q(batch), row))) return;
-    await this.write(single, values);
-  }
-
-  /** A durability point after a write made in parts: commits the unit's transaction (a no-op alone). */
-  commit(): Promise<void> {
-    return this.db.commit();
-  }
-}
-
-/** A store's handle: a `Conn`, or a bare pool (its own store set of one, `each` mode). */
-export function asConn(pool: pg.Pool | Conn): Conn {
-  return pool instanceof Conn ? pool : new PgDb(pool).on(pool);
 }

@@ -6,7 +6,7 @@ import {
   validateId,
 } from "@alma-harness/core";
 import { scopeKey } from "@alma-harness/core/stores";
-import type { Conn } from "./db.js";
+import type { Conn } from "./conn.js";
 import { eraseMemoryRows } from "./memory.js";
 import { eraseParkedRows } from "./parked.js";
 import type { Queryable } from "./pg.js";

@@ -33,7 +33,7 @@ import {
   staleStep,
 } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { asConn, type Conn } from "./db.js";
+import { asConn, type Conn } from "./conn.js";
 import { fenceLock, scopeFencedIn, thenFenced } from "./fences.js";
 import { type Queryable, RolledBack, spendLocks } from "./pg.js";
 

@@ -14,6 +14,7 @@ import type { DurableStores } from "@alma-harness/core/stores";
 import type pg from "pg";
 import { PgAdmissionStore } from "./admissions.js";
 import { PgAuditLog } from "./audit.js";
+import { Conn } from "./conn.js";
 import { PgDb } from "./db.js";
 import { PgErasure } from "./erasure.js";
 import { PgExecutionStore } from "./execution.js";
@@ -150,7 +151,7 @@ export function buildStores(
   if (commits !== "each" && commits !== "grouped")
     throw new TypeError('commits must be "each" or "grouped"');
   const db = new PgDb(main, commits, sessionMarker(trailKey));
-  const on = db.on(main);
+  const on = new Conn(db, main);
   const execution = new PgExecutionStore(on, schemas.schema);
   return Object.freeze({
     admissions: new PgAdmissionStore(on, schemas.schema),
@@ -161,7 +162,7 @@ export function buildStores(
     results: new PgResultStore(on, schemas.schema, schemas.schema),
     // Alone, root results go through the root pool; in a unit, on the unit's main-pool client, so
     // the table is named with its schema. The main schema's admissions table fences final results.
-    rootResults: new PgResultStore(db.on(root), schemas.schema, schemas.rootSchema),
+    rootResults: new PgResultStore(new Conn(db, root), schemas.schema, schemas.rootSchema),
     settlements: new PgCostSettlementStore(on, schemas.schema),
     spend: new PgSpendStore(on),
     labels: new PgSessionLabelStore(on),

@@ -10,7 +10,7 @@ import {
 } from "@alma-harness/core";
 import { labelsFromText, scopeKey } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { asConn, type Conn } from "./db.js";
+import { asConn, type Conn } from "./conn.js";
 import { eraseLabelRows, lockLabelScope as lockScope } from "./erasure.js";
 
 /** Session labels in PostgreSQL. Tombstones and seals are rows; per-scope serialization means a seal can never be outrun by a put. */

@@ -31,7 +31,7 @@ import {
 } from "@alma-harness/core";
 import { sameJson } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { asConn, type Conn } from "./db.js";
+import { asConn, type Conn } from "./conn.js";
 import { lockLabelScope } from "./erasure.js";
 import type { Queryable } from "./pg.js";
 

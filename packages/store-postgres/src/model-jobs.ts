@@ -22,7 +22,7 @@ import {
 } from "@alma-harness/core";
 import { pageOfFetched, scopeKey } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { asConn, type Conn } from "./db.js";
+import { asConn, type Conn } from "./conn.js";
 import type { Queryable } from "./pg.js";
 
 /**

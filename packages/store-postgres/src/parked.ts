@@ -46,7 +46,7 @@ import {
   validateAskId,
 } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { asConn, type Conn } from "./db.js";
+import { asConn, type Conn } from "./conn.js";
 import { fenceLock, scopeFencedIn, thenFenced } from "./fences.js";
 import type { Queryable } from "./pg.js";
 

@@ -21,7 +21,7 @@ import {
   validateTime,
 } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { asConn, type Conn } from "./db.js";
+import { asConn, type Conn } from "./conn.js";
 import { thenFenced } from "./fences.js";
 import { eraseResultRows } from "./erasure.js";
 import { validateSchema } from "./pg.js";

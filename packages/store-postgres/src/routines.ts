@@ -36,7 +36,7 @@ import {
 } from "@alma-harness/core";
 import { pageOfFetched, scopeFromKey, scopeKey, validateTime } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { asConn, type Conn } from "./db.js";
+import { asConn, type Conn } from "./conn.js";
 import type { Queryable } from "./pg.js";
 
 /** Routines in PostgreSQL (`routines`, migration 0008). */

@@ -24,7 +24,7 @@ import {
   sessionPage,
 } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { asConn, type Conn } from "./db.js";
+import { asConn, type Conn } from "./conn.js";
 import { thenFenced } from "./fences.js";
 import { eraseSessionRows } from "./erasure.js";
 import type { Queryable } from "./pg.js";

@@ -25,7 +25,7 @@ import {
   tenantDaysOf,
 } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { asConn, type Conn } from "./db.js";
+import { asConn, type Conn } from "./conn.js";
 import { spendLocks } from "./pg.js";
 
 /**

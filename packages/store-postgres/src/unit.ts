@@ -10,6 +10,8 @@ import { DeferredRows } from "./deferred.js";
  */
 export class Unit {
   client: pg.PoolClient | undefined;
+  /** Whether the open transaction has the unit's savepoint (a transaction a read began has none yet). */
+  savepoint = false;
   /** Operations queued or running on the unit's client. */
   queued = 0;
   /** Set when `work` settled: later calls in this async context run alone, as outside a unit. */

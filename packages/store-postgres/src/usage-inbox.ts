@@ -15,7 +15,7 @@ import {
 } from "@alma-harness/core";
 import { pageOfFetched } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { asConn, type Conn } from "./db.js";
+import { asConn, type Conn } from "./conn.js";
 
 /**
  * Late usage in PostgreSQL (`usage_inbox`, migration 0005): an insert-or-nothing; when it inserted

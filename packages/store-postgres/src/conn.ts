@@ -1,0 +1,132 @@
+import type { Scope } from "@alma-harness/core";
+import type pg from "pg";
+import { ATTEMPTS, PgDb } from "./db.js";
+import {
+  atomic,
+  mapPgError,
+  type Queryable,
+  qualifier,
+  queryAll,
+  type RolledBack,
+  schemaOf,
+  transaction,
+} from "./pg.js";
+
+/** What a store runs its statements through: a pool, joined to the calling unit's transaction when there is one. */
+export class Conn {
+  readonly db: PgDb;
+  readonly pool: pg.Pool;
+  /** Names the package's tables with the pool's schema (`qualify`): no search_path is relied on. */
+  readonly #q: (text: string) => string;
+
+  constructor(db: PgDb, pool: pg.Pool) {
+    this.db = db;
+    this.pool = pool;
+    this.#q = qualifier(schemaOf(pool));
+  }
+
+  /** The database's erased-session mark (`PgDb.mark`). */
+  mark(scope: Scope, sessionId: string): string {
+    return this.db.mark(scope, sessionId);
+  }
+
+  /** A read. */
+  query<R extends pg.QueryResultRow>(
+    sql: string,
+    values: readonly unknown[] = [],
+  ): Promise<pg.QueryResult<R>> {
+    const text = this.#q(sql);
+    const direct = async () => {
+      this.db.count.roundTrips += 1;
+      try {
+        return await this.pool.query<R>(text, values as unknown[]);
+      } catch (error) {
+        throw mapPgError(error);
+      }
+    };
+    const unit = this.db.current();
+    return unit ? this.db.read(unit, text, values, direct) : direct();
+  }
+
+  /**
+   * One self-contained write statement. Alone: its own transaction (with `retry`, retried on a
+   * serialization failure or deadlock). In a unit: in a savepoint of the unit's transaction, after
+   * `locks` (statements that run first, in the savepoint's round trip). `durable`: a durability point.
+   */
+  async write<R extends pg.QueryResultRow>(
+    sql: string,
+    values: readonly unknown[],
+    opts: { readonly retry?: boolean; readonly locks?: string; readonly durable?: boolean } = {},
+  ): Promise<pg.QueryResult<R>> {
+    const text = this.#q(sql);
+    const unit = this.db.current();
+    if (!unit) {
+      if (opts.retry) return atomic<R>(this.pool, text, values, ATTEMPTS, this.db.count);
+      this.db.count.roundTrips += 1;
+      try {
+        const result = await this.pool.query<R>(text, values as unknown[]);
+        this.db.count.commits += 1;
+        return result;
+      } catch (error) {
+        throw mapPgError(error);
+      }
+    }
+    const out = await this.db.write(unit, (tx) => tx.query<R>(text, values), opts.locks);
+    if (opts.durable) await this.db.commit();
+    return out;
+  }
+
+  /**
+   * `fn` as one transaction (alone: `BEGIN` then `locks` in one round trip, `COMMIT`, retried on a
+   * serialization failure or deadlock), or as one savepoint of the unit's. Returning a
+   * `RolledBack` undoes it and answers its value.
+   */
+  async transaction<T>(
+    body: (tx: Queryable) => Promise<T | RolledBack<T>>,
+    opts: { readonly locks?: string; readonly durable?: boolean } = {},
+  ): Promise<T> {
+    const q = this.#q;
+    const fn = (tx: Queryable) =>
+      body({
+        query: <R extends pg.QueryResultRow>(text: string, values?: readonly unknown[]) =>
+          tx.query<R>(q(text), values),
+        queryAll: (text: string, statements: number) => queryAll(tx, q(text), statements),
+      });
+    const unit = this.db.current();
+    if (!unit)
+      return transaction(this.pool, fn, {
+        begin: opts.locks ? `BEGIN; ${opts.locks}` : "BEGIN",
+        count: this.db.count,
+      });
+    const out = await this.db.write(unit, fn, opts.locks);
+    if (opts.durable) await this.db.commit();
+    return out;
+  }
+
+  /**
+   * One append-only row. In a unit with its transaction open it waits for the unit's next
+   * statement (a write, a read, the commit) and goes with the rows of the same `batch` as one
+   * multi-row insert in that round trip; otherwise `single` is written now (`write`).
+   */
+  async append(
+    single: string,
+    values: readonly unknown[],
+    batch: string,
+    row: readonly (string | null)[],
+  ): Promise<void> {
+    const unit = this.db.current();
+    if (unit && (await this.db.defer(unit, this.#q(batch), row))) return;
+    await this.write(single, values);
+  }
+
+  /** A durability point after a write made in parts: commits the unit's transaction (a no-op alone). */
+  commit(): Promise<void> {
+    return this.db.commit();
+  }
+}
+
+/** A store's handle: a `Conn`, or a bare pool (its own store set of one, `each` mode). */
+export function asConn(pool: pg.Pool | Conn): Conn {
+  if (pool instanceof Conn) return pool;
+  return new Conn(new PgDb(pool), pool);
+}
