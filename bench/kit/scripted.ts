@@ -1,5 +1,7 @@
-// The scripted W2 turn the store benchmarks drive: an instant model that asks for one `note` tool
-// call, then answers once the tool result is in; a turn ends completed or the bench stops.
+// The scripted W2 turn the store benchmarks drive: an instant model that asks for one tool call,
+// then answers once the tool result is in; a turn ends completed or the bench stops. The tool is a
+// pure `lookup` (no effect outside the process: no commit of its own, issue 26's three commits), or
+// with `BENCH_TOOL=effect` a `note` that has an effect (its intent is committed before it runs).
 import {
   defineTool,
   type ModelClient,
@@ -21,23 +23,33 @@ export class ScriptedByRequest implements ModelClient {
       ? scriptedText("done")
       : scriptedToolCall({
           id: `c${Math.random().toString(36).slice(2)}`,
-          name: "note",
+          name: TOOL.name,
           input: { text: "x" },
         });
     yield* script.events;
   }
 }
 
-export const note = defineTool({
-  name: "note",
-  description: "Takes a note.",
-  input: { type: "object" },
-  handler: () => "ok",
-});
+/** The W2 turn's tool: pure by default, an effect with `BENCH_TOOL=effect`. */
+export const TOOL =
+  process.env.BENCH_TOOL === "effect"
+    ? defineTool({
+        name: "note",
+        description: "Takes a note.",
+        input: { type: "object" },
+        handler: () => "ok",
+      })
+    : defineTool({
+        name: "lookup",
+        description: "Looks up a fact.",
+        input: { type: "object" },
+        pure: true,
+        handler: () => "ok",
+      });
 
 /** The benchmark configuration over the scripted model; `park`: the host's default since issue 25. */
 export function scriptedConfig(asks: "wait" | "park"): RuntimeConfig {
-  const config = benchConfig(new ScriptedByRequest(), [note], 4);
+  const config = benchConfig(new ScriptedByRequest(), [TOOL], 4);
   return asks === "park" ? { ...config, asks: "park" } : config;
 }
 

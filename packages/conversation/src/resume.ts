@@ -189,7 +189,8 @@ function unsafeReplays(
       if (!decision?.allowed) continue;
     }
     const tool = tools.get(call.name);
-    if (tool && tool.replaySafe !== true) return tool.name;
+    // A pure tool has no effect to repeat: it runs again like a replay-safe one.
+    if (tool && tool.replaySafe !== true && tool.pure !== true) return tool.name;
   }
   return undefined;
 }

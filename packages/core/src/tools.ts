@@ -55,6 +55,18 @@ export interface ToolConfig {
    * Default `false`.
    */
   readonly replaySafe?: boolean;
+  /**
+   * Declares that the handler has no effect outside the process: it reads or computes, and what it
+   * returns reaches anyone only through the turn's next model call (seed 004's "pure tool"). A pure
+   * tool runs without a durability point of its own: its intent, decision, access record and result
+   * commit with the next call's claim, in one transaction with the step's settlement (issue 26: a W2
+   * turn in three commits), which is still before anything it read leaves the process. A process
+   * that dies mid-handler leaves none of it, and the turn ends `reconciliation_required` as after a
+   * crash mid-stream. Where a record of its step was written (a hook, a permission controller), a
+   * resume runs it again, as a replay-safe tool. A tool that writes, sends or calls out (a gateway
+   * included) is not pure. Default `false`: the intent and the decision are committed first.
+   */
+  readonly pure?: boolean;
   readonly handler: ToolHandler;
 }
 
@@ -73,6 +85,8 @@ export interface ToolDefinition {
   readonly nonSensitiveTrail: boolean;
   /** Whether a run cut by a crash may run again with the same effect key (see `ToolConfig.replaySafe`). */
   readonly replaySafe: boolean;
+  /** Whether the handler runs without a durability point of its own (see `ToolConfig.pure`). */
+  readonly pure: boolean;
   readonly handler: ToolHandler;
 }
 
@@ -146,7 +160,7 @@ export function defineTool(config: ToolConfig): ToolDefinition {
       );
     }
   }
-  for (const key of ["nonSensitiveTrail", "replaySafe"] as const) {
+  for (const key of ["nonSensitiveTrail", "replaySafe", "pure"] as const) {
     if (config[key] !== undefined && typeof config[key] !== "boolean") {
       throw new ValidationError(`${where}.${key}`, "boolean", `${where}: ${key} must be a boolean`);
     }
@@ -164,6 +178,7 @@ export function defineTool(config: ToolConfig): ToolDefinition {
     ...(config.access ? { access: config.access } : {}),
     nonSensitiveTrail: config.nonSensitiveTrail === true,
     replaySafe: config.replaySafe === true,
+    pure: config.pure === true,
     handler: config.handler,
   };
   return Object.freeze(definition);

@@ -9,7 +9,7 @@ import type {
 import { CONTINUATION_VERSION } from "./continuation.js";
 import type { TurnEnv } from "./env.js";
 import type { Ending } from "./limits.js";
-import type { Next } from "./next.js";
+import type { Next, RunTools } from "./next.js";
 import { modelStage } from "./model-stage.js";
 import type { TurnState } from "./state.js";
 import type { ModelCalls } from "./step.js";
@@ -46,9 +46,27 @@ export async function drive(
       next.kind === "call_model"
         ? await modelStage(env, state, calls, choice)
         : await toolStage(env, state, calls, next);
-    if (writer && next.kind !== "park")
+    if (writer && next.kind !== "park" && !(next.kind === "run_tools" && uncommitted(env, next)))
       await writeBoundary(writer, continuationOf(env, state, choice, next));
   }
+}
+
+/**
+ * Whether a step's tools run with no durability point before the next call's claim (issue 26): a
+ * fresh step whose every call is a pure tool, the engine's search or a name the grant does not know
+ * (an error observation, nothing runs), with no `tool:pre` or `tool:post` hook and no permission
+ * controller (host code, each with its own durability point). Nothing commits until the next
+ * boundary, so that boundary's record is the one written: a record here would be overwritten in the
+ * same transaction, and a process that dies mid-tool leaves neither. Only with a grouping store
+ * (a barrier): without one, each write commits alone and the record keeps what it is for.
+ */
+function uncommitted(env: TurnEnv, step: RunTools): boolean {
+  const { grant, engine } = env;
+  // Without a grouping store every write commits as it comes: the record costs what it always did.
+  if (!engine.barrier || step.progress !== undefined || engine.permissions) return false;
+  if (engine.hooks["tool:pre"] || engine.hooks["tool:post"]) return false;
+  // The engine's search is no registered tool: like an unknown name, it has no handler of the host's.
+  return step.calls.every((call) => grant.byName.get(call.name)?.pure !== false);
 }
 
 async function writeBoundary(writer: ContinuationWriter, continuation: Continuation) {

@@ -191,8 +191,9 @@ async function execute(
   opts: DispatchOptions,
   signal: AbortSignal,
 ): Promise<ToolResultBlock> {
-  // The effect: the intent, the decision and the access record are durable before the handler runs.
-  await run.rec.commit();
+  // The effect: the intent, the decision and the access record are durable before the handler runs
+  // (a pure tool has none: they commit with its result and the next call's claim, see `pure`).
+  if (!tool.pure) await run.rec.commit();
   checkpoint(signal);
   const gateways = openGateways(run, {
     callId: call.id,

@@ -22,6 +22,7 @@ import {
 
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 const WORKER = fileURLToPath(new URL("./workers/kill-worker.ts", import.meta.url));
+const IN_HANDLER = fileURLToPath(new URL("./workers/kill-handler-worker.ts", import.meta.url));
 const ROOT_KEY = conversationRootKey(KILL_SCOPE, KILL_SESSION, KILL_KEY);
 const dir = mkdtempSync(join(tmpdir(), "alma-kill-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -33,15 +34,16 @@ interface Line {
   readonly calls?: number;
 }
 
-/** Runs the worker to its end (or its kill) and gives back its lines and how it ended. */
-function work(spec: {
-  path: string;
-  killAt: number;
-  mode: "before" | "after";
-}): Promise<{ lines: Line[]; signal: NodeJS.Signals | null }> {
+/** Runs a worker (by default the kill-at-a-store-call one) to its end or its kill: its lines and how it ended. */
+function work(
+  spec:
+    | { path: string; killAt: number; mode: "before" | "after" }
+    | { path: string; pure: boolean },
+  worker = WORKER,
+): Promise<{ lines: Line[]; signal: NodeJS.Signals | null }> {
   const child = spawn(
     process.execPath,
-    ["--conditions=alma-source", "--import", "tsx", WORKER, JSON.stringify(spec)],
+    ["--conditions=alma-source", "--import", "tsx", worker, JSON.stringify(spec)],
     { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] },
   );
   let text = "";
@@ -87,7 +89,9 @@ async function recover(path: string) {
     const inputs = log.messages.filter(
       (m) => m.role === "user" && m.blocks.some((b) => b.type === "text" && b.text === KILL_INPUT),
     ).length;
+    const trail = (await stores.audit.query(KILL_SCOPE, { limit: 500 })).items;
     return {
+      trail,
       released,
       reports,
       found,
@@ -155,5 +159,50 @@ describe("a host process SIGKILLed at every store call of a tool turn (SQLite, e
     }
     console.log(`killed at ${points.length} points (${total} store calls x before/after)`);
     expect(seen).toHaveLength(points.length);
+  });
+});
+
+describe("a host process SIGKILLed inside a tool's handler (SQLite, grouped commits)", () => {
+  it("an effect tool's intent and decision were durable before it ran; a pure tool left nothing of its step; neither call is sent again", {
+    timeout: 120_000,
+  }, async () => {
+    for (const pure of [false, true]) {
+      const where = pure ? "pure" : "effect";
+      const path = join(dir, `in-handler-${where}.db`);
+      const run = await work({ path, pure }, IN_HANDLER);
+      expect(run.signal, where).toBe("SIGKILL");
+      expect(
+        run.lines.filter((l) => l.type === "dispatch"),
+        where,
+      ).toHaveLength(1);
+      const r = await recover(path);
+      const ofCall = r.trail.flatMap((e) =>
+        e.trail === "policy" && e.callId === "call_note_1" ? [e.action] : [],
+      );
+      if (pure) {
+        // Nothing of the step is durable: the first call is read as dispatched (its outcome unknown).
+        expect(ofCall, where).toEqual([]);
+        expect(
+          r.trail.some((e) => e.trail === "cost"),
+          where,
+        ).toBe(false);
+      } else {
+        expect(ofCall, where).toEqual(expect.arrayContaining(["intent", "decision"]));
+        expect(
+          r.trail.some((e) => e.trail === "cost"),
+          where,
+        ).toBe(true);
+      }
+      // Either way the turn is freed and reported, its journal listed, and no call is sent again.
+      expect(r.holder, where).toBeUndefined();
+      expect(r.found?.status, where).toBe("reconciliation_required");
+      expect(
+        r.unresolved.some((x) => x.rootKey === ROOT_KEY),
+        where,
+      ).toBe(true);
+      expect(r.dispatches, where).toBe(0);
+      expect(r.again.status, where).toBe("reconciliation_required");
+      expect(r.inputs, where).toBeLessThanOrEqual(1);
+    }
   });
 });

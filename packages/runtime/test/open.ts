@@ -81,14 +81,22 @@ export function clinicConfig(model: ModelClient, over: Partial<RuntimeConfig> = 
 
 export const TURN_SCOPE = { org: "clinic-a", uid: "u1" };
 
-/** `clinicConfig` with one tool, `opening_hours` (its `handler` given), under a blocking $5 tenant-day cap. */
-export function openingHoursConfig(model: ModelClient, handler: () => unknown): RuntimeConfig {
+/**
+ * `clinicConfig` with one tool, `opening_hours` (its `handler` given), under a blocking $5
+ * tenant-day cap; `pure`: declared pure (no effect outside the process, no commit of its own).
+ */
+export function openingHoursConfig(
+  model: ModelClient,
+  handler: () => unknown,
+  pure = false,
+): RuntimeConfig {
   return clinicConfig(model, {
     tools: [
       defineTool({
         name: "opening_hours",
         description: "Opening hours.",
         input: { type: "object", properties: {} },
+        ...(pure ? { pure } : {}),
         handler,
       }),
     ],
@@ -126,16 +134,24 @@ export async function runToolTurn(rt: Runtime): Promise<void> {
 
 /**
  * The whole-turn check: what the handler depended on (routing, cost, policy trails, counted spend)
- * was committed before it ran, and once the turn has returned `outside` sees all of it: the root
- * result stored, the four messages, the admission released and the turn completed.
+ * was committed before it ran (`pure`: nothing of its step was, only the first call's claim), and
+ * once the turn has returned `outside` sees all of it: the root result stored, the four messages,
+ * the admission released and the turn completed.
  */
 export async function expectWholeTurn(
   outside: OutsideStores,
   seenByHandler: readonly string[],
+  pure = false,
 ): Promise<void> {
-  expect(seenByHandler).toEqual(
-    expect.arrayContaining(["routing", "cost", "policy:intent", "policy:decision", "spent:true"]),
-  );
+  if (pure) {
+    // Committed before the pure handler: the first call's claim and its routing, nothing after it.
+    expect(seenByHandler).toContain("routing");
+    for (const later of ["cost", "policy:intent", "policy:decision", "spent:true"])
+      expect(seenByHandler).not.toContain(later);
+  } else
+    expect(seenByHandler).toEqual(
+      expect.arrayContaining(["routing", "cost", "policy:intent", "policy:decision", "spent:true"]),
+    );
   const root = await outside.rootResults.get(
     TURN_SCOPE,
     conversationRootKey(TURN_SCOPE, "s1", "k1"),

@@ -13,33 +13,41 @@ afterAll(() => {
 });
 
 describe("the runner on SQLite with grouped commits (the sqlite() default)", () => {
-  it("a tool turn takes at most 5 commits, what the handler may depend on is durable before it runs, and all of it when the turn returns", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "alma-grouped-"));
-    dirs.push(dir);
-    const path = join(dir, "alma.db");
-    const outside = createSqliteStores({ path, busyTimeoutMs: 0 });
-    const seenByHandler: string[] = [];
-    const model = new FakeModelClient([
-      scriptedToolCall({ id: "c1", name: "opening_hours", input: {} }),
-      scriptedText("9 to 5."),
-    ]);
-    const rt = sqlite({
-      ...openingHoursConfig(model, async () => {
-        // Another connection (another process) sees only what is committed.
-        seenByHandler.push(...(await seenFromOutside(outside)));
-        return { open: "09:00-17:00" };
-      }),
-      store: { path },
+  for (const [pure, most] of [
+    [false, 4],
+    [true, 3],
+  ] as const)
+    it(`a tool turn ${pure ? "with a pure tool " : ""}takes at most ${most} commits, what the handler may depend on is durable before it runs${pure ? " (nothing of its step)" : ""}, and all of it when the turn returns`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), "alma-grouped-"));
+      dirs.push(dir);
+      const path = join(dir, "alma.db");
+      const outside = createSqliteStores({ path, busyTimeoutMs: 0 });
+      const seenByHandler: string[] = [];
+      const model = new FakeModelClient([
+        scriptedToolCall({ id: "c1", name: "opening_hours", input: {} }),
+        scriptedText("9 to 5."),
+      ]);
+      const rt = sqlite({
+        ...openingHoursConfig(
+          model,
+          async () => {
+            // Another connection (another process) sees only what is committed.
+            seenByHandler.push(...(await seenFromOutside(outside)));
+            return { open: "09:00-17:00" };
+          },
+          pure,
+        ),
+        store: { path },
+      });
+      try {
+        const stores = rt.stores as unknown as { commitCount(): number };
+        const before = stores.commitCount();
+        await runToolTurn(rt);
+        expect(stores.commitCount() - before).toBeLessThanOrEqual(most);
+        await expectWholeTurn(outside, seenByHandler, pure);
+      } finally {
+        await rt.close();
+        outside.close();
+      }
     });
-    try {
-      const stores = rt.stores as unknown as { commitCount(): number };
-      const before = stores.commitCount();
-      await runToolTurn(rt);
-      expect(stores.commitCount() - before).toBeLessThanOrEqual(5);
-      await expectWholeTurn(outside, seenByHandler);
-    } finally {
-      await rt.close();
-      outside.close();
-    }
-  });
 });

@@ -45,16 +45,21 @@ class ToolThenAnswer implements ModelClient {
   }
 }
 
-const note = defineTool({
-  name: "note",
-  description: "Takes a note.",
-  input: { type: "object", properties: { text: { type: "string" } } },
-  handler: async (i) => ({ noted: i.text as string }),
-});
+/** The turn's one tool; `pure` declares it so, `handler` replaces what it does (the kill-in-handler worker). */
+const noteTool = (opts: { readonly pure?: boolean; readonly handler?: () => unknown } = {}) =>
+  defineTool({
+    name: "note",
+    description: "Takes a note.",
+    input: { type: "object", properties: { text: { type: "string" } } },
+    ...(opts.pure ? { pure: true } : {}),
+    handler: opts.handler ?? (async (i) => ({ noted: i.text as string })),
+  });
 
 export function killConfig(
   onDispatch: (afterTool: boolean) => void,
+  tool: { readonly pure?: boolean; readonly handler?: () => unknown } = {},
 ): Omit<ConversationConfig, "stores"> {
+  const note = noteTool(tool);
   return {
     clients: [new ToolThenAnswer(onDispatch)],
     policy: {
