@@ -1,6 +1,7 @@
 import type { Scope } from "@alma-harness/core";
 import type pg from "pg";
 import { ATTEMPTS, PgDb } from "./db.js";
+import { inline } from "./literals.js";
 import {
   atomic,
   mapPgError,
@@ -71,7 +72,12 @@ export class Conn {
         throw mapPgError(error);
       }
     }
-    const out = await this.db.write(unit, (tx) => tx.query<R>(text, values), opts.locks);
+    const out = await this.db.write(
+      unit,
+      (tx) => tx.query<R>(text, values),
+      opts.locks,
+      opts.durable === true,
+    );
     if (opts.durable) await this.db.commit();
     return out;
   }
@@ -83,7 +89,7 @@ export class Conn {
    */
   async transaction<T>(
     body: (tx: Queryable) => Promise<T | RolledBack<T>>,
-    opts: { readonly locks?: string; readonly durable?: boolean } = {},
+    opts: { readonly locks?: string; readonly durable?: boolean; readonly reads?: "spend" } = {},
   ): Promise<T> {
     const q = this.#q;
     const fn = (tx: Queryable) =>
@@ -98,7 +104,9 @@ export class Conn {
         begin: opts.locks ? `BEGIN; ${opts.locks}` : "BEGIN",
         count: this.db.count,
       });
-    const out = await this.db.write(unit, fn, opts.locks);
+    // A durability point (an erasure, a sweep) takes the late statements first: it commits anyway.
+    const late = opts.reads === "spend" || opts.durable === true;
+    const out = await this.db.write(unit, fn, opts.locks, late);
     if (opts.durable) await this.db.commit();
     return out;
   }
@@ -117,6 +125,27 @@ export class Conn {
     const unit = this.db.current();
     if (unit && (await this.db.defer(unit, this.#q(batch), row))) return;
     await this.write(single, values);
+  }
+
+  /** Whether this call runs inside a grouped unit (its writes share the unit's transaction). */
+  inUnit(): boolean {
+    return this.db.current() !== undefined;
+  }
+
+  /**
+   * A statement nobody waits for the answer of, in a unit: it goes, after `locks`, with the unit's
+   * commit, its next read or its next write that reads what it changes (`reads: "spend"`), so what
+   * it locks is held from then to the commit, never across host code before it. With no
+   * transaction open, or values with no safe literal, it is written now.
+   */
+  async later(sql: string, values: readonly unknown[], locks?: string): Promise<void> {
+    const unit = this.db.current();
+    const statement = inline(this.#q(sql), values);
+    if (unit && statement !== undefined) {
+      const text = locks ? `${locks}; ${statement}` : statement;
+      if (await this.db.deferLate(unit, text)) return;
+    }
+    await this.write(sql, values, { retry: true, ...(locks ? { locks } : {}) });
   }
 
   /** A durability point after a write made in parts: commits the unit's transaction (a no-op alone). */

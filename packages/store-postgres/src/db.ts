@@ -130,11 +130,11 @@ export class PgDb {
    * or the previous savepoint released, with the rows waiting for this round trip in between the
    * savepoints (a failure of theirs aborts the unit's transaction, never only this write).
    */
-  async #head(unit: Unit): Promise<string> {
+  async #head(unit: Unit, late: boolean): Promise<string> {
     if (unit.client) {
       let rows: string | undefined;
       try {
-        rows = await this.#flush(unit, unit.client);
+        rows = await this.#flush(unit, unit.client, late);
       } catch (error) {
         throw await this.#lose(unit, error);
       }
@@ -152,15 +152,19 @@ export class PgDb {
     return `BEGIN; SAVEPOINT ${SP}`;
   }
 
-  /** A write (`fn` on the unit's client) inside the unit's transaction, in its own savepoint. */
+  /**
+   * A write (`fn` on the unit's client) inside the unit's transaction, in its own savepoint; `late`:
+   * it reads what the late statements change, so they go first (see `deferLate`).
+   */
   write<T>(
     unit: Unit,
     fn: (tx: Queryable) => Promise<T | RolledBack<T>>,
     locks?: string,
+    late = false,
   ): Promise<T> {
     return unit.serial(async () => {
       if (unit.poisoned) throw unit.poisoned;
-      let head = await this.#head(unit);
+      let head = await this.#head(unit, late);
       const tx = counted(unit.client as pg.PoolClient, this.count);
       for (let attempt = 1; ; attempt++) {
         // The savepoint (and the locks) ride in the round trip of the write's first statement.
@@ -231,12 +235,26 @@ export class PgDb {
   }
 
   /**
+   * Queues a late statement (values inlined; it checks itself, nobody reads its answer): it goes
+   * with the unit's commit, its next read, or its next write that reads what it changes (`late`),
+   * after the waiting rows; false when the unit has no transaction open.
+   */
+  deferLate(unit: Unit, statement: string): Promise<boolean> {
+    return unit.serial(async () => {
+      if (unit.poisoned) throw unit.poisoned;
+      if (!unit.client) return false;
+      unit.deferred.addLate(statement);
+      return true;
+    });
+  }
+
+  /**
    * Takes the unit's waiting rows: the statements whose values have no safe literal are sent now,
    * on `client`; the others are returned to ride in the caller's round trip.
    */
-  async #flush(unit: Unit, client: pg.PoolClient): Promise<string | undefined> {
+  async #flush(unit: Unit, client: pg.PoolClient, late = true): Promise<string | undefined> {
     if (unit.deferred.size === 0) return undefined;
-    const { joined, apart } = unit.deferred.take();
+    const { joined, apart } = unit.deferred.take(late);
     for (const { text, values } of apart) {
       this.count.roundTrips += 1;
       await client.query(text, values);

@@ -11,9 +11,18 @@ type Column = (string | null)[];
  */
 export class DeferredRows {
   readonly #batches = new Map<string, Column[]>();
+  /**
+   * Whole statements (values inlined; each checks itself, nobody reads its answer) that wait longer
+   * than the rows: for the commit, a read, or a write that reads what they change (`take(true)`).
+   */
+  readonly #late: string[] = [];
 
   get size(): number {
-    return this.#batches.size;
+    return this.#batches.size + this.#late.length;
+  }
+
+  addLate(statement: string): void {
+    this.#late.push(statement);
   }
 
   add(text: string, row: readonly (string | null)[]): void {
@@ -30,13 +39,15 @@ export class DeferredRows {
   /** Forgets every row (the transaction they were to join is gone). */
   clear(): void {
     this.#batches.clear();
+    this.#late.length = 0;
   }
 
   /**
-   * Takes every waiting row: `joined` is the statements that ride in the next round trip (their
-   * arrays inlined as literals), `apart` the ones whose values have no safe literal (sent alone).
+   * Takes every waiting row (and, with `late`, every late statement): `joined` is the statements
+   * that ride in the next round trip (their arrays inlined as literals), `apart` the ones whose
+   * values have no safe literal (sent alone).
    */
-  take(): {
+  take(late: boolean): {
     readonly joined: string | undefined;
     readonly apart: readonly { readonly text: string; readonly values: Column[] }[];
   } {
@@ -48,6 +59,7 @@ export class DeferredRows {
       else joined.push(statement);
     }
     this.#batches.clear();
+    if (late) joined.push(...this.#late.splice(0));
     return { joined: joined.length > 0 ? joined.join("; ") : undefined, apart };
   }
 }

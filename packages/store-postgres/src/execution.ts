@@ -185,8 +185,10 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
         const fenced = row.inserted && claimed.fenced;
         return this.#settleClaim(c, text, row, o, fenced);
       },
-      // The fence lock first (see `fenceLock`), then the reservation's: the one order every writer takes.
+      // The fence lock first (see `fenceLock`), then the reservation's: the one order every writer
+      // takes. A reservation reads the counters, so a unit's late counter updates go first.
       {
+        ...(r === undefined ? {} : { reads: "spend" as const }),
         locks: [
           fenceLock(this.#schema, c.scope.org, "shared"),
           ...(r === undefined

@@ -52,6 +52,31 @@ const SETTLE = `WITH ins AS (
   SELECT count(*)::int AS applied FROM ins`;
 
 /**
+ * In a unit, the settlement in two parts (issue 26: locks as narrow as the rule). Now: the receipt's
+ * insert-or-nothing, its obligations and the release of the call's reservation, which lock only the
+ * call's own rows. Later, with the unit's next statement: the two counters under the reservation
+ * locks (`COUNTERS`), so the tenant-day's row and lock are held from then to the commit, never
+ * across what the turn does meanwhile (a pure tool's handler runs in the same transaction).
+ */
+const RECEIPT = `WITH ins AS (
+    INSERT INTO settlements (scope, settlement_id, session_id, turn_id, at, v, record) VALUES ($1, $2, $3, $4, $5, $6, $7)
+    ON CONFLICT (scope, settlement_id) DO NOTHING RETURNING 1
+  ), obligations AS (
+    INSERT INTO settlement_obligations (scope, settlement_id, consumer) SELECT $1, $2, c FROM ins, unnest($8::text[]) AS c
+  ), released AS (
+    DELETE FROM spend_reservations WHERE scope = $1 AND operation_id = $9 AND EXISTS (SELECT 1 FROM ins)
+  )
+  SELECT count(*)::int AS applied FROM ins`;
+
+/** A settled receipt's two counters, tenant-day first (see `RECEIPT`): `$1` org, `$2` day, `$3` micros, `$4` scope, `$5` session. */
+const COUNTERS = `WITH tenant_day AS (
+    INSERT INTO spend_tenant_days (org, day, usd_micros) VALUES ($1, $2, $3)
+    ON CONFLICT (org, day) DO UPDATE SET usd_micros = spend_tenant_days.usd_micros + EXCLUDED.usd_micros RETURNING 1
+  )
+  INSERT INTO spend_sessions (scope, session_id, usd_micros) SELECT $4, $5, $3 FROM tenant_day
+  ON CONFLICT (scope, session_id) DO UPDATE SET usd_micros = spend_sessions.usd_micros + EXCLUDED.usd_micros`;
+
+/**
  * Settlements in PostgreSQL: the receipt's insert-or-nothing, its obligations, both counter
  * increments and the release of the call's reservation commit together, in one statement. A
  * concurrent equal settle waits on the first insert and then reads it as a replay; counters are
@@ -69,13 +94,6 @@ export class PgCostSettlementStore implements CostSettlementStore {
 
   async settle(input: SettlementInput): Promise<SettlementRecord> {
     const { s, key, text, id } = prepareSettle(input);
-    // Inside a unit the counters' row locks are held until its next durability point, so the
-    // settlement first takes the reservation locks, in the one order (tenant-day, then session).
-    // Alone, the statement holds its row locks only while it runs, and needs none.
-    const locks =
-      this.#schema === undefined
-        ? undefined
-        : spendLocks(this.#schema, s.scope.org, s.day, key, s.sessionId);
     const values = [
       key,
       id,
@@ -90,11 +108,23 @@ export class PgCostSettlementStore implements CostSettlementStore {
       s.day,
       s.receipt.usdMicros,
     ];
-    const { rows } = await this.#db.write<{ applied: number }>(SETTLE, values, {
-      retry: true,
-      ...(locks ? { locks } : {}),
-    });
-    if (rows[0]?.applied === 1) return appliedSettlement(s);
+    // Alone, the one statement holds its row locks only while it runs, and needs no other lock.
+    // In a unit (the turn's transaction) the counters wait for its next statement (see `RECEIPT`).
+    const split = this.#schema !== undefined && this.#db.inUnit();
+    const { rows } = await this.#db.write<{ applied: number }>(
+      split ? RECEIPT : SETTLE,
+      split ? values.slice(0, 9) : values,
+      { retry: true },
+    );
+    if (rows[0]?.applied === 1) {
+      if (split)
+        await this.#db.later(
+          COUNTERS,
+          [s.scope.org, s.day, s.receipt.usdMicros, key, s.sessionId],
+          spendLocks(this.#schema as string, s.scope.org, s.day, key, s.sessionId),
+        );
+      return appliedSettlement(s);
+    }
     // Already there (committed before this statement, or by the concurrent settle it waited on): a new snapshot reads it.
     const existing = (
       await this.#db.query<SettlementRow>(

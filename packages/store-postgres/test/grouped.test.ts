@@ -232,20 +232,63 @@ describe.skipIf(!DATABASE_URL)(
 
     it("a statement that fails in the database inside a unit rolls back alone too", () =>
       withGrouped(async (a, other, names) => {
-        // A settlement whose counter would overflow int8 fails in the database (SQLSTATE 22003).
+        // A reserving claim whose tenant-day sum would overflow int8 fails in the database (22003).
         await admin!.query(
           `INSERT INTO ${names.schema}.spend_tenant_days (org, day, usd_micros) VALUES ('org-a', $1, 9223372036854775000)`,
           [DAY],
         );
+        await admin!.query(
+          `INSERT INTO ${names.schema}.spend_reservations (scope, operation_id, session_id, org, day, usd_micros, expires_at) VALUES ($1, 'op-held', 's9', 'org-a', $2, 10000, $3)`,
+          [`${SCOPE_A.org}/${SCOPE_A.uid}`, DAY, EXPIRES],
+        );
         await unitOf(a)(async () => {
           await admitWith(a.admissions, { admissionId: "adm-1" });
           await expect(
-            a.settlements.settle(settlementOf("set-1", { receipt: { usdMicros: 10_000 } })),
+            a.execution.claim(claimOf("op-1"), {
+              reservation: {
+                day: DAY,
+                usdMicros: 1000,
+                limits: { perTenantDayUsd: 1_000_000 },
+                expiresAt: EXPIRES,
+              },
+            }),
           ).rejects.toBeInstanceOf(StoreUnavailableError);
           await a.audit.append(lifecycle("model.request"));
         });
         expect([await admissionState(other), await auditCount(other)]).toEqual(["active", 1]);
-        expect(await other.settlements.get(SCOPE_A, "set-1")).toBeUndefined();
+        expect(await other.execution.get(SCOPE_A, "op-1")).toBeUndefined();
+      }));
+
+    it("a settlement's counters wait in a unit for its commit: another session's settlement of the tenant-day is not held up meanwhile, and a counter that fails there fails the commit and loses the unit's writes", () =>
+      withGrouped(async (a, other, names) => {
+        await unitOf(a)(async () => {
+          await admitWith(a.admissions, { admissionId: "adm-1" });
+          await a.settlements.settle(settlementOf("set-1", { receipt: { usdMicros: 1_000 } }));
+          // The unit holds no lock of the tenant-day yet: another process settles at once.
+          const theirs = await Promise.race([
+            other.settlements
+              .settle(settlementOf("set-2", { sessionId: "s2", receipt: { usdMicros: 500 } }))
+              .then(() => "settled"),
+            new Promise((resolve) => setTimeout(() => resolve("held up"), 10_000)),
+          ]);
+          expect(theirs).toBe("settled");
+          // The unit reads its own counters (the read takes them first); the other sees its own only.
+          expect((await a.spend.tenantDays("org-a")).map((d) => d.usdMicros)).toEqual([1_500]);
+          expect((await other.spend.tenantDays("org-a")).map((d) => d.usdMicros)).toEqual([500]);
+        });
+        expect((await other.spend.tenantDays("org-a")).map((d) => d.usdMicros)).toEqual([1_500]);
+        // A counter that overflows int8 fails when it goes, at the commit: nothing of the unit lands.
+        await admin!.query(
+          `UPDATE ${names.schema}.spend_tenant_days SET usd_micros = 9223372036854775000 WHERE org = 'org-a'`,
+        );
+        await expect(
+          unitOf(a)(async () => {
+            await a.audit.append(lifecycle("model.request"));
+            await a.settlements.settle(settlementOf("set-3", { receipt: { usdMicros: 10_000 } }));
+          }),
+        ).rejects.toBeInstanceOf(StoreUnavailableError);
+        expect(await other.settlements.get(SCOPE_A, "set-3")).toBeUndefined();
+        expect(await auditCount(other)).toBe(0);
       }));
 
     it("the end of work commits what is pending, either way; the barrier is a no-op with nothing pending or outside a unit", () =>
