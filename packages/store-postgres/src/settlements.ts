@@ -28,6 +28,14 @@ import type pg from "pg";
 import { asConn, type Conn } from "./conn.js";
 import { spendLocks } from "./pg.js";
 
+/** The receipt's insert-or-nothing (`ins`) and, only when it inserted, its obligations. */
+const RECEIPT_ROWS = `WITH ins AS (
+    INSERT INTO settlements (scope, settlement_id, session_id, turn_id, at, v, record) VALUES ($1, $2, $3, $4, $5, $6, $7)
+    ON CONFLICT (scope, settlement_id) DO NOTHING RETURNING 1
+  ), obligations AS (
+    INSERT INTO settlement_obligations (scope, settlement_id, consumer) SELECT $1, $2, c FROM ins, unnest($8::text[]) AS c
+  )`;
+
 /**
  * The whole settlement as one statement (its own transaction): the receipt's insert-or-nothing,
  * then, only when it inserted, its obligations, the tenant-day counter, the session counter (in
@@ -35,12 +43,7 @@ import { spendLocks } from "./pg.js";
  * second, the order a reserving claim takes its locks in) and the deletion of the reservation the
  * call held. `$9` is the receipt's operation id.
  */
-const SETTLE = `WITH ins AS (
-    INSERT INTO settlements (scope, settlement_id, session_id, turn_id, at, v, record) VALUES ($1, $2, $3, $4, $5, $6, $7)
-    ON CONFLICT (scope, settlement_id) DO NOTHING RETURNING 1
-  ), obligations AS (
-    INSERT INTO settlement_obligations (scope, settlement_id, consumer) SELECT $1, $2, c FROM ins, unnest($8::text[]) AS c
-  ), tenant_day AS (
+const SETTLE = `${RECEIPT_ROWS}, tenant_day AS (
     INSERT INTO spend_tenant_days (org, day, usd_micros) SELECT $10, $11, $12 FROM ins
     ON CONFLICT (org, day) DO UPDATE SET usd_micros = spend_tenant_days.usd_micros + EXCLUDED.usd_micros RETURNING 1
   ), session AS (
@@ -54,16 +57,12 @@ const SETTLE = `WITH ins AS (
 /**
  * In a unit, the settlement in two parts (issue 26: locks as narrow as the rule). Now: the receipt's
  * insert-or-nothing, its obligations and the release of the call's reservation, which lock only the
- * call's own rows. Later, with the unit's next statement: the two counters under the reservation
+ * call's own rows. Later (a late statement: with the unit's commit, next read, reserving claim or
+ * durable write): the two counters under the reservation
  * locks (`COUNTERS`), so the tenant-day's row and lock are held from then to the commit, never
  * across what the turn does meanwhile (a pure tool's handler runs in the same transaction).
  */
-const RECEIPT = `WITH ins AS (
-    INSERT INTO settlements (scope, settlement_id, session_id, turn_id, at, v, record) VALUES ($1, $2, $3, $4, $5, $6, $7)
-    ON CONFLICT (scope, settlement_id) DO NOTHING RETURNING 1
-  ), obligations AS (
-    INSERT INTO settlement_obligations (scope, settlement_id, consumer) SELECT $1, $2, c FROM ins, unnest($8::text[]) AS c
-  ), released AS (
+const RECEIPT = `${RECEIPT_ROWS}, released AS (
     DELETE FROM spend_reservations WHERE scope = $1 AND operation_id = $9 AND EXISTS (SELECT 1 FROM ins)
   )
   SELECT count(*)::int AS applied FROM ins`;
