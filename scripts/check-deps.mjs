@@ -57,6 +57,9 @@ const SCOPE = "@alma-harness/";
 // Tests and benches may import the whole of any package their source may import a subpath of, and
 // also the shared contract suites (testing) and the doubles of the packages below them (loop/testing).
 const TEST_EXTRA = ["testing", "loop"];
+// A host-side integration's tests also run it the way a host does: through a runtime composition
+// (and what that composition may import).
+const TEST_EXTRA_OF = { mcp: ["runtime"] };
 
 // The packages that never touch the filesystem, spawn a process or depend on a provider SDK.
 const TRUSTED = new Set(["core", "loop", "conversation", "execution"]);
@@ -153,7 +156,16 @@ export function checkDependencies(root = process.cwd()) {
     }
     const allowed = closure(short);
     // A test may import the whole package its source may import a subpath of.
-    const forTests = [...new Set([...allowed.map((e) => e.split("/")[0]), ...TEST_EXTRA])];
+    const forTests = [
+      ...new Set([
+        ...allowed.map((e) => e.split("/")[0]),
+        ...TEST_EXTRA,
+        ...(TEST_EXTRA_OF[short] ?? []).flatMap((p) => [
+          p,
+          ...closure(p).map((e) => e.split("/")[0]),
+        ]),
+      ]),
+    ];
     for (const [sub, permitted] of [
       ["src", allowed],
       ["test", forTests],

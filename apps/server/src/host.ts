@@ -6,6 +6,7 @@ import { type Clock, type IdSource, randomIds, systemClock } from "@alma-harness
 import { BOOK_TOOL, clinicAgent, FRONT_DESK_INTENT } from "./agent/agent.js";
 import { CLINICS, type Clinic, ClinicDesk } from "./agent/clinics.js";
 import type { HostSecrets } from "./config/secrets.js";
+import type { McpConfig } from "@alma-harness/mcp";
 import { type AccessLog, createApp, type Handle } from "./http/app.js";
 import { DEFAULT_BODY_LIMIT } from "./http/body.js";
 import {
@@ -21,6 +22,7 @@ import type { HostContext, HttpSettings } from "./http/context.js";
 import { DEFAULT_PING_MS } from "./http/sse.js";
 import type { ModelSetup } from "./models/select.js";
 import { LoopBudget } from "./loop-budget.js";
+import { withMcp } from "./mcp.js";
 import { nodeListener } from "./node-adapter.js";
 import { PermissionDesk } from "./permissions.js";
 import { hostRoutines, nightlyJobs } from "./routines/nightly.js";
@@ -57,6 +59,8 @@ export interface HostOptions {
   readonly triage?: boolean;
   /** Turns one tenant runs at once in this process; one more is `429 too_many_turns` (default 64). */
   readonly turnsPerTenant?: number;
+  /** MCP servers whose tools the agent gets, per tenant (the configuration file's `mcp` section). */
+  readonly mcp?: McpConfig;
 }
 
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
@@ -113,7 +117,7 @@ async function assemble(options: HostOptions): Promise<HostContext> {
     new Set([BOOK_TOOL]),
     () => clinics.map((c) => c.org),
   );
-  const config = clinicAgent({
+  const agent = clinicAgent({
     models: options.models,
     desk,
     owner: (turnId) => turns.owner(turnId),
@@ -128,6 +132,7 @@ async function assemble(options: HostOptions): Promise<HostContext> {
     ...(options.permissionTimeoutMs ? { permissionTimeoutMs: options.permissionTimeoutMs } : {}),
     ...(options.memory ? { memory: options.memory } : {}),
   });
+  const { config, hub } = await withMcp(agent, options.mcp, turns, asks);
   const { runtime, store } = await openRuntime(
     options.store,
     options.secrets.trailKey ? { ...config, trailKey: options.secrets.trailKey } : config,
@@ -149,6 +154,7 @@ async function assemble(options: HostOptions): Promise<HostContext> {
     shutdown: new Shutdown(),
     turnLimit,
     loop: new LoopBudget(),
+    ...(hub ? { mcp: hub } : {}),
     routines: await hostRoutines(
       runtime,
       clinics,
@@ -251,6 +257,7 @@ export async function createHost(options: HostOptions): Promise<Host> {
     for (const server of servers) server.closeAllConnections();
     await drained;
     await runtime.close();
+    await context.mcp?.close();
     return { asksDenied, turnsCancelled };
   };
   return {

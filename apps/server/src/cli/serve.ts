@@ -1,4 +1,5 @@
 import { type HostEnv, readEnv } from "../config/env.js";
+import { readHostConfig } from "../config/file.js";
 import { loadSecrets } from "../config/secrets.js";
 import { createHost, type Host } from "../host.js";
 import { selectModels } from "../models/select.js";
@@ -21,7 +22,8 @@ ALMA_HEADERS_TIMEOUT_MS (10000), ALMA_REQUEST_TIMEOUT_MS (30000), ALMA_KEEPALIVE
 and ALMA_MAX_CONNECTIONS (256) bound the sockets; ALMA_TURNS_PER_TENANT (64) bounds the turns
 one tenant runs at once; ALMA_ALLOWED_HOSTS (* or names; default the
 localhost names on loopback) checks the Host header; ALMA_SHUTDOWN_GRACE_MS (10000) is how long
-running turns get on SIGTERM/SIGINT.`;
+running turns get on SIGTERM/SIGINT; ALMA_CONFIG (default ./alma.config.json, when it exists) is the
+configuration file, whose "mcp" section names MCP servers per tenant.`;
 
 /** Where a secret is, never what it is. */
 function whereIs(source: string, variable: string): string {
@@ -86,6 +88,17 @@ function banner(io: CliIo, env: HostEnv, host: Host, url: string, store: StoreIn
     "secrets",
     `JWT secret ${whereIs(ctx.secrets.source.jwt, "ALMA_JWT_SECRET")}; operator token ${whereIs(ctx.secrets.source.admin, "ALMA_ADMIN_TOKEN")}; trail key ${ctx.secrets.source.trail ? whereIs(ctx.secrets.source.trail, "ALMA_TRAIL_KEY") : "beside the database"}`,
   );
+  if (ctx.mcp) {
+    out(
+      "mcp",
+      `${ctx.mcp.tools.length} tools (deferred) from the configuration file; ${ctx.mcp.revision}`,
+    );
+    for (const p of ctx.mcp.problems)
+      out(
+        "mcp",
+        `left out: ${p.kind} ${p.server}${p.org ? ` for ${p.org}` : ""}${p.tool ? ` ${p.tool}` : ""}: ${p.detail}`,
+      );
+  }
   out(
     "limits",
     `headers ${env.limits.headersTimeoutMs} ms, request ${env.limits.requestTimeoutMs} ms, ${env.limits.maxConnections} connections, ${env.turnsPerTenant} turns per tenant at once; shutdown grace ${env.shutdownGraceMs} ms`,
@@ -102,6 +115,7 @@ export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number>
     },
     io.cwd,
   );
+  const file = readHostConfig(io.env, io.cwd);
   const models = await selectModels(env);
   const secrets = loadSecrets(env.home, env);
   const quiet = args.flags.has("quiet");
@@ -122,6 +136,7 @@ export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number>
     // The patient memory (recall and extraction) is on unless ALMA_MEMORY=off.
     memory: io.env.ALMA_MEMORY !== "off",
     triage: env.triage,
+    ...(file.mcp ? { mcp: file.mcp } : {}),
   });
   const { url } = await host.listen(env.port, env.host);
   banner(io, env, host, url, host.context.store);

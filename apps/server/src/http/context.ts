@@ -1,3 +1,4 @@
+import type { McpHub } from "@alma-harness/mcp";
 import type { Clock, RoutingIntent } from "@alma-harness/core";
 import type { Runtime } from "@alma-harness/runtime";
 import type { ClinicDesk } from "../agent/clinics.js";
@@ -47,4 +48,6 @@ export interface HostContext {
   readonly loop: LoopBudget;
   /** The routines on a clock (the nightly clinic summaries) and the staff inbox they deliver to. */
   readonly routines: HostRoutines;
+  /** The MCP servers' sessions and tools, when the configuration file names servers. */
+  readonly mcp?: McpHub;
 }
