@@ -9,6 +9,7 @@ import type { HostSecrets } from "./config/secrets.js";
 import type { McpConfig } from "@alma-harness/mcp";
 import { type AccessLog, createApp, type Handle } from "./http/app.js";
 import { DEFAULT_BODY_LIMIT } from "./http/body.js";
+import { type HostTracing, tracedHandle } from "./http/tracing.js";
 import {
   type AllowedHosts,
   boundedServer,
@@ -61,6 +62,13 @@ export interface HostOptions {
   readonly turnsPerTenant?: number;
   /** MCP servers whose tools the agent gets, per tenant (the configuration file's `mcp` section). */
   readonly mcp?: McpConfig;
+  /**
+   * The tools whose parked asks the person in a `useChat` front end decides (`/v1/ui/chat`: a tool
+   * approval request with the call's arguments); default none, every ask is the operator's.
+   */
+  readonly uiApprovals?: readonly string[];
+  /** OpenTelemetry spans from the trails, each request in its `traceparent`'s context (default off). */
+  readonly tracing?: HostTracing;
 }
 
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
@@ -133,10 +141,12 @@ async function assemble(options: HostOptions): Promise<HostContext> {
     ...(options.memory ? { memory: options.memory } : {}),
   });
   const { config, hub } = await withMcp(agent, options.mcp, turns, asks);
-  const { runtime, store } = await openRuntime(
-    options.store,
-    options.secrets.trailKey ? { ...config, trailKey: options.secrets.trailKey } : config,
-  );
+  const spans = options.tracing?.spans;
+  const { runtime, store } = await openRuntime(options.store, {
+    ...config,
+    ...(options.secrets.trailKey ? { trailKey: options.secrets.trailKey } : {}),
+    ...(spans ? { onTrail: (event) => spans.observe(event) } : {}),
+  });
   asks.attach(runtime.runner);
   return {
     runtime,
@@ -150,6 +160,7 @@ async function assemble(options: HostOptions): Promise<HostContext> {
     caps,
     intent: FRONT_DESK_INTENT,
     triage: options.triage === true,
+    ui: { approvals: new Set(options.uiApprovals ?? []) },
     clock,
     shutdown: new Shutdown(),
     turnLimit,
@@ -225,11 +236,12 @@ export async function createHost(options: HostOptions): Promise<Host> {
   const { runtime, turns, shutdown } = context;
   const limits = checkServerLimits({ ...DEFAULT_SERVER_LIMITS, ...options.limits });
   let allowed: AllowedHosts | undefined = options.allowedHosts;
-  const handle = createApp(context, {
+  const app = createApp(context, {
     ...(options.log ? { log: options.log } : {}),
     ...(options.onError ? { onError: options.onError } : {}),
     allowedHosts: () => allowed ?? "any",
   });
+  const handle = options.tracing ? tracedHandle(app) : app;
   const servers: Server[] = [];
   let closing: Promise<CloseReport> | undefined;
   const close = async (graceMs: number): Promise<CloseReport> => {
@@ -258,6 +270,7 @@ export async function createHost(options: HostOptions): Promise<Host> {
     await drained;
     await runtime.close();
     await context.mcp?.close();
+    options.tracing?.spans.close((options.clock ?? systemClock).now());
     return { asksDenied, turnsCancelled };
   };
   return {

@@ -23,6 +23,7 @@ export {
   type StandardJsonSchemaLike,
 } from "./json-schema.js";
 export * from "./tools.js";
+export type { InputCheck, StandardInput, StandardOutput } from "./standard-schema.js";
 export * from "./tool-context.js";
 export * from "./routing.js";
 export * from "./usage.js";

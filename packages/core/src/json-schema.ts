@@ -2,25 +2,19 @@ import { Ajv, type ValidateFunction } from "ajv";
 import { ValidationError } from "./errors.js";
 import { deepFreeze } from "./freeze.js";
 import type { JsonObject, JsonValue } from "./snapshot.js";
+import {
+  type InputCheck,
+  isStandard,
+  standardOf,
+  type StandardJsonSchemaLike,
+  standardToJsonSchema,
+  standardValidate,
+} from "./standard-schema.js";
+
+export type { StandardJsonSchemaLike } from "./standard-schema.js";
 
 /** A JSON Schema object, as sent on the wire to providers. */
 export type JsonSchema = JsonObject;
-
-/**
- * A Standard Schema (zod 4, valibot, arktype…) that can also describe itself as JSON Schema
- * (`~standard.jsonSchema`, the Standard JSON Schema interface). Alma converts it once, at
- * registration, asking for draft-07 (the dialect the validator checks), and validates calls
- * against that JSON Schema, so the wire and the check agree.
- */
-export interface StandardJsonSchemaLike {
-  readonly "~standard": {
-    readonly version: 1;
-    readonly vendor: string;
-    readonly jsonSchema?: {
-      readonly input: (options: { readonly target: string }) => Record<string, unknown>;
-    };
-  };
-}
 
 export type SchemaInput = JsonSchema | StandardJsonSchemaLike;
 
@@ -28,6 +22,12 @@ export interface CompiledSchema {
   readonly schema: JsonSchema;
   /** Returns `undefined` when valid, else the first problem as `path: message`. */
   check(value: JsonValue): string | undefined;
+  /**
+   * The full check of a tool call's input: `check`, then, for a Standard Schema that validates, the
+   * library's own `~standard.validate` (its refinements run; its output is the value). Synchronous
+   * unless the library answers with a promise; throws only when the library's code throws.
+   */
+  validate(value: JsonObject): InputCheck | Promise<InputCheck>;
 }
 
 // `addUsedSchema: false`: a schema's `$id` is not registered globally, so two tools (or the same
@@ -39,32 +39,10 @@ const ajv = new Ajv({
   addUsedSchema: false,
 });
 
-function isStandard(input: SchemaInput): input is StandardJsonSchemaLike {
-  return typeof input === "object" && input !== null && "~standard" in input;
-}
-
 /** Converts and compiles a schema once. Throws `ValidationError` naming `path` when it cannot. */
 export function compileSchema(input: SchemaInput, path: string): CompiledSchema {
-  let raw: unknown = input;
-  if (isStandard(input)) {
-    const convert = input["~standard"].jsonSchema?.input;
-    if (typeof convert !== "function") {
-      throw new ValidationError(
-        path,
-        "json_schema",
-        `${path}: this Standard Schema cannot describe itself as JSON Schema`,
-      );
-    }
-    try {
-      raw = convert({ target: "draft-07" });
-    } catch (error) {
-      throw new ValidationError(
-        path,
-        "json_schema",
-        `${path}: the Standard Schema could not convert itself (${(error as Error)?.message ?? error})`,
-      );
-    }
-  }
+  const standard = isStandard(input) ? standardOf(input, path) : undefined;
+  const raw: unknown = standard ? standardToJsonSchema(standard, path) : input;
   let schema: JsonSchema;
   try {
     schema = JSON.parse(JSON.stringify(raw)) as JsonSchema;
@@ -97,14 +75,21 @@ export function compileSchema(input: SchemaInput, path: string): CompiledSchema 
     );
   }
   const frozen = deepFreeze(wire) as JsonSchema;
+  const check = (value: JsonValue): string | undefined => {
+    if (validate(value)) return undefined;
+    const first = validate.errors?.[0];
+    return first
+      ? `${first.instancePath || "(input)"} ${first.message ?? "is invalid"}`
+      : "is invalid";
+  };
+  const library = typeof standard?.validate === "function" ? standard : undefined;
   return {
     schema: frozen,
-    check(value) {
-      if (validate(value)) return undefined;
-      const first = validate.errors?.[0];
-      return first
-        ? `${first.instancePath || "(input)"} ${first.message ?? "is invalid"}`
-        : "is invalid";
+    check,
+    validate(value) {
+      const problem = check(value);
+      if (problem !== undefined) return { ok: false, problem };
+      return library ? standardValidate(library, value) : { ok: true, value };
     },
   };
 }

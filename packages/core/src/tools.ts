@@ -7,6 +7,7 @@ import {
 } from "./json-schema.js";
 import type { Sensitivity } from "./routing.js";
 import type { JsonObject, JsonValue } from "./snapshot.js";
+import type { StandardInput, StandardOutput } from "./standard-schema.js";
 import type { ToolContext } from "./tool-context.js";
 
 /** Tool names: 1–64 of `[A-Za-z0-9_-]`; `__` separates a server prefix from the short name. */
@@ -27,18 +28,28 @@ export interface AuthorizationIntent {
   readonly subject: string;
 }
 
+/**
+ * A registered tool's handler. It receives the checked input: for a JSON Schema the arguments
+ * themselves, for a Standard Schema the library's output (`ToolConfig.handler` is typed by it).
+ */
 export type ToolHandler = (input: JsonObject, ctx: ToolContext) => unknown | Promise<unknown>;
 
-export interface ToolConfig {
+/**
+ * A tool's registration. `S` is its input schema: a JSON Schema object (the handler gets a
+ * `JsonObject`) or a Standard Schema with Standard JSON Schema (zod 4, valibot through its
+ * `toStandardJsonSchema`, arktype): `authorize` and `access` get its input type, the handler its
+ * output type.
+ */
+export interface ToolConfig<S extends SchemaInput = SchemaInput> {
   readonly name: string;
   readonly description: string;
-  readonly input: SchemaInput;
+  readonly input: S;
   readonly maxOutputChars?: number;
   readonly deferred?: boolean;
   /** Derives the authorization intent; default `{action: name, subject: "*"}`. */
-  readonly authorize?: (input: JsonObject) => AuthorizationIntent;
+  readonly authorize?: (input: StandardInput<S>) => AuthorizationIntent;
   /** Declares the resource the call reads or writes, for the access trail. */
-  readonly access?: (input: JsonObject) => ToolAccess;
+  readonly access?: (input: StandardInput<S>) => ToolAccess;
   /**
    * Declares that the authorization subject and the access resource this tool derives are not
    * sensitive (a catalog code, a public resource): the trails record them as they are, when they
@@ -67,7 +78,7 @@ export interface ToolConfig {
    * included) is not pure. Default `false`: the intent and the decision are committed first.
    */
   readonly pure?: boolean;
-  readonly handler: ToolHandler;
+  readonly handler: (input: StandardOutput<S>, ctx: ToolContext) => unknown | Promise<unknown>;
 }
 
 /** A registered tool: validated, its schema compiled once. Frozen. */
@@ -114,7 +125,7 @@ export function shortToolName(name: string): string {
 }
 
 /** Registers a tool. Throws `ValidationError` naming the tool and the field on bad configuration. */
-export function defineTool(config: ToolConfig): ToolDefinition {
+export function defineTool<S extends SchemaInput>(config: ToolConfig<S>): ToolDefinition {
   if (config === null || typeof config !== "object")
     throw new ValidationError("tool", "object", "a tool must be an object");
   const name = validateToolName(config.name, "tool.name");
@@ -174,14 +185,20 @@ export function defineTool(config: ToolConfig): ToolDefinition {
     validator,
     maxOutputChars,
     deferred: config.deferred === true,
-    authorize: config.authorize ?? (() => ({ action: name, subject: "*" })),
-    ...(config.access ? { access: config.access } : {}),
+    // The loop calls these with input `validator.validate` accepted: of the schema's input type, and
+    // the handler with what it returned, of its output type; the definition forgets `S`.
+    authorize: (config.authorize as ToolDefinition["authorize"] | undefined) ?? defaultIntent(name),
+    ...(config.access ? { access: config.access as NonNullable<ToolDefinition["access"]> } : {}),
     nonSensitiveTrail: config.nonSensitiveTrail === true,
     replaySafe: config.replaySafe === true,
     pure: config.pure === true,
-    handler: config.handler,
+    handler: config.handler as ToolHandler,
   };
   return Object.freeze(definition);
+}
+
+function defaultIntent(name: string): ToolDefinition["authorize"] {
+  return () => ({ action: name, subject: "*" });
 }
 
 export function toolSpec(tool: ToolDefinition): ToolSpec {

@@ -200,7 +200,11 @@ export async function costTrail(
   actions: (cap: CostReceipt["capsCrossed"][number]) => "block" | "warn",
   at: number,
 ): Promise<void> {
-  const base = costEvent(identity, at, receipt);
+  const base: CostEvent = {
+    ...costEvent(identity, at, receipt),
+    inputTokens: receipt.usage.inputTokens,
+    outputTokens: receipt.usage.outputTokens,
+  };
   const fresh = receipt.capsCrossed.filter((cap) => !books.warned.has(cap));
   for (const cap of fresh) books.warned.add(cap);
   const events: CostEvent[] =
@@ -208,7 +212,7 @@ export async function costTrail(
       ? [base]
       : fresh.map((cap, i) => ({
           ...base,
-          ...(i === 0 ? {} : { usdMicros: 0 }),
+          ...(i === 0 ? {} : { usdMicros: 0, inputTokens: 0, outputTokens: 0 }),
           warning: { cap, action: actions(cap) },
         }));
   for (const event of events) await durable(audit, event);

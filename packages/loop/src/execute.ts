@@ -1,6 +1,7 @@
 import {
   isToolError,
   type JsonObject,
+  type InputCheck,
   type JsonValue,
   type StreamToolCall,
   type ToolDefinition,
@@ -23,10 +24,14 @@ import type { DispatchOptions, ToolRun } from "./tool-run.js";
 import type { TurnTrail } from "./trail.js";
 import { argumentsOf } from "@alma-harness/execution";
 
-/** A call that passed admission: its tool, its checked arguments and its authorization. */
+/**
+ * A call that passed admission: its tool, its checked arguments, what the handler gets (the
+ * arguments, or a Standard Schema's output) and its authorization.
+ */
 interface Admitted {
   readonly tool: ToolDefinition;
   readonly args: JsonObject;
+  readonly value: unknown;
   readonly authorization: { readonly action: string; readonly subject: string };
 }
 
@@ -59,7 +64,7 @@ export async function admitAndRun(
     );
   // The engine answers its own search, for main steps only: a delegate is never offered it (spec: deferred-tools).
   if (opts.depth === 0 && isSearchCall(run.grant, call)) return runSearch(run, call, signal);
-  const admitted = admit(call, opts);
+  const admitted = await admit(call, opts);
   if ("type" in admitted) return admitted;
   checkpoint(signal);
   const { tool, args, authorization } = admitted;
@@ -96,18 +101,30 @@ export async function admitAndRun(
   return runAllowed(run, admitted, call, opts, signal);
 }
 
-/** Known tool, JSON object arguments its schema accepts, an authorization it derives: or the error result. */
-function admit(call: StreamToolCall, opts: DispatchOptions): Admitted | ToolResultBlock {
+/**
+ * Known tool, JSON object arguments its schema accepts (a Standard Schema's refinements run too),
+ * an authorization it derives: or the error result. A schema library or `authorize` that throws
+ * is the tool's code failing: the turn is uncertain.
+ */
+async function admit(
+  call: StreamToolCall,
+  opts: DispatchOptions,
+): Promise<Admitted | ToolResultBlock> {
   const tool = opts.grant.get(call.name);
   if (!tool) return errorResult(call, "TOOL_NOT_FOUND", `unknown tool "${call.name}"`);
   const args = argumentsOf(call);
   if (!args) return errorResult(call, "TOOL_BAD_INPUT", "the arguments are not a JSON object");
-  const problem = tool.validator.check(args);
-  if (problem) return errorResult(call, "TOOL_BAD_INPUT", `invalid input: ${problem}`);
+  let checked: InputCheck;
+  try {
+    checked = await tool.validator.validate(args);
+  } catch (error) {
+    throw new UncertainTurnError(`tool:${tool.name}`, "the tool's input schema threw", error);
+  }
+  if (!checked.ok) return errorResult(call, "TOOL_BAD_INPUT", `invalid input: ${checked.problem}`);
   try {
     const intent = tool.authorize(args);
     const authorization = { action: String(intent.action), subject: String(intent.subject) };
-    return { tool, args, authorization };
+    return { tool, args, value: checked.value, authorization };
   } catch (error) {
     throw new UncertainTurnError(`tool:${tool.name}`, "the tool's authorize threw", error);
   }
@@ -116,7 +133,7 @@ function admit(call: StreamToolCall, opts: DispatchOptions): Admitted | ToolResu
 /** An allowed call: `tool:pre`, the access record, the handler, then `tool:post`. */
 async function runAllowed(
   run: ToolRun,
-  { tool, args }: Admitted,
+  { tool, args, value }: Admitted,
   call: StreamToolCall,
   opts: DispatchOptions,
   signal: AbortSignal,
@@ -124,7 +141,7 @@ async function runAllowed(
   const deny = await toolPre(run, call.id, tool.name, args, signal);
   if (deny !== undefined) return errorResult(call, "TOOL_DENIED", `denied: ${deny}`);
   if (tool.access) await recordAccess(run.rec, tool, args, call.id);
-  const block = await execute(run, tool, call, args, opts, signal);
+  const block = await execute(run, tool, call, value, opts, signal);
   await toolPost(run, tool.name, block, signal);
   return block;
 }
@@ -187,7 +204,7 @@ async function execute(
   run: ToolRun,
   tool: ToolDefinition,
   call: StreamToolCall,
-  args: JsonObject,
+  input: unknown,
   opts: DispatchOptions,
   signal: AbortSignal,
 ): Promise<ToolResultBlock> {
@@ -206,7 +223,9 @@ async function execute(
   try {
     // Invoked synchronously after the checkpoint: no microtask gap in which a cancel could slip by.
     value = await raceOwned(
-      new Promise((resolve) => resolve(tool.handler(args, gateways.context(tool.name)))),
+      new Promise((resolve) =>
+        resolve(tool.handler(input as JsonObject, gateways.context(tool.name))),
+      ),
       signal,
     );
   } catch (error) {

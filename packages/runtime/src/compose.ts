@@ -30,6 +30,7 @@ import {
 import { governedCallsOver } from "./model-jobs.js";
 import type { GovernedStepRunner } from "@alma-harness/single-call";
 import { stepRunnerOf } from "./steps.js";
+import { observedAudit, type TrailObserver } from "./trail-observer.js";
 
 /**
  * Recall and extraction over the composition's own memory stores (issue 18): `recall` reads through
@@ -61,6 +62,8 @@ export interface RuntimeMemory {
 /** Everything a runner needs except its stores; `memory` wires recall and extraction to the set's memory stores. */
 export type RuntimeConfig = Omit<ConversationConfig, "stores"> & {
   readonly memory?: RuntimeMemory;
+  /** Told of every trail record the runner's audit log accepted (`@alma-harness/otel`'s `observe`). */
+  readonly onTrail?: TrailObserver;
 };
 
 /**
@@ -145,7 +148,7 @@ function recallOver(
 
 /** The runner's configuration: `memory`'s recall and extraction bound to the set's memory stores. */
 function runnerConfig(config: RuntimeConfig, stores: RuntimeStores): ConversationConfig {
-  const { memory, ...rest } = config;
+  const { memory, onTrail: _observer, ...rest } = config;
   if (memory === undefined) return { ...rest, stores };
   if ((memory.recall && rest.recall) || (memory.extraction && rest.extraction)) {
     throw new ValidationError(
@@ -161,9 +164,12 @@ function runnerConfig(config: RuntimeConfig, stores: RuntimeStores): Conversatio
 
 export function compose(
   config: RuntimeConfig,
-  stores: RuntimeStores,
+  given: RuntimeStores,
   close: () => Promise<void>,
 ): Runtime {
+  const stores = config.onTrail
+    ? { ...given, audit: observedAudit(given.audit, config.onTrail) }
+    : given;
   const base = createConversationRunner(runnerConfig(config, stores));
   /** Sessions whose event batch was left holding its admission (`reconciliation_required`), by `org/uid session`. */
   const heldByEvents = new Map<string, { readonly scope: Scope; readonly sessionId: string }>();

@@ -10,6 +10,7 @@ export { type MemoryRuntimeStores, memory, memoryStores } from "./memory.js";
 export { postgres } from "./postgres.js";
 export { sqlite } from "./sqlite.js";
 export { TRAIL_KEY_FILE } from "./trail-key.js";
+export { observedAudit, type TrailObserver } from "./trail-observer.js";
 export {
   hasModelJobStores,
   type ModelJobStores,

@@ -7,6 +7,7 @@ import { staticRoutes } from "./static.js";
 import { callRoutes } from "./call-routes.js";
 import { type ConnectionInfo, overCapacity } from "./connections.js";
 import { tenantRoutes } from "./tenant-routes.js";
+import { uiRoutes } from "./ui-routes.js";
 
 /**
  * The host's HTTP core: a standard `Request` in, a standard `Response` out. `connection` is what
@@ -62,6 +63,7 @@ export function createApp(host: HostContext, hooks: AppHooks = {}): Handle {
   router.on("GET", "/v1/info", async () => json(200, info(host)));
   tenantRoutes(router, host);
   callRoutes(router, host);
+  uiRoutes(router, host);
   adminRoutes(router, host);
   staticRoutes(router, host.http.publicDir);
   return async (request, connection) => {

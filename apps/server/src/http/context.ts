@@ -46,6 +46,8 @@ export interface HostContext {
   readonly turnLimit: TurnLimit;
   /** The event loop's fair share: requests and turn starts wait their turn in it. */
   readonly loop: LoopBudget;
+  /** The AI SDK UI message stream (`/v1/ui/chat`): the tools whose asks the person in the chat decides. */
+  readonly ui: { readonly approvals: ReadonlySet<string> };
   /** The routines on a clock (the nightly clinic summaries) and the staff inbox they deliver to. */
   readonly routines: HostRoutines;
   /** The MCP servers' sessions and tools, when the configuration file names servers. */

@@ -95,7 +95,11 @@ export async function viewReply(
  * (and spend) only to end uncertain. The host refuses it up front instead; the store's fence
  * remains the guarantee if an erasure races this check.
  */
-async function assertLive(host: HostContext, scope: Scope, sessionId: string): Promise<void> {
+export async function assertLive(
+  host: HostContext,
+  scope: Scope,
+  sessionId: string,
+): Promise<void> {
   const view = await host.runtime.stores.sessions.load(scope, sessionId);
   if (view.erased)
     throw new HttpError("unavailable", "this session was erased; start a new session");
@@ -139,7 +143,7 @@ async function readTurn(
  * already knows (running here, or stored) takes none and is never refused: its retry replays or
  * follows that turn and starts nothing. Over the limit, a new key is `429 too_many_turns`.
  */
-async function turnSlot(host: HostContext, scope: Scope, rootKey: string): Promise<Release> {
+export async function turnSlot(host: HostContext, scope: Scope, rootKey: string): Promise<Release> {
   if (host.turns.owner(rootKey)) return NO_SLOT;
   const release = host.turnLimit.tryTake(scope.org);
   if (release) return release;

@@ -68,6 +68,9 @@ export interface CostEvent extends Base {
   readonly usdMicros: number;
   /** The settlement's id; `none` on a refusal (nothing was settled). */
   readonly settlementId: TrailValue;
+  /** The settled usage's input and output tokens (counts): on a settled call's first cost record. */
+  readonly inputTokens?: number;
+  readonly outputTokens?: number;
   readonly capsCrossed: readonly BudgetCapName[];
   readonly warning?: { readonly cap: BudgetCapName; readonly action: "warn" | "block" };
   readonly refused?: { readonly reason: "unpriced" | "cap"; readonly detail: TrailValue };

@@ -37,7 +37,17 @@ const TRAIL_FIELDS: Readonly<Record<Trail, readonly string[]>> = {
     "operationId",
     "attemptId",
   ],
-  cost: ["operationId", "model", "usdMicros", "settlementId", "capsCrossed", "warning", "refused"],
+  cost: [
+    "operationId",
+    "model",
+    "usdMicros",
+    "settlementId",
+    "inputTokens",
+    "outputTokens",
+    "capsCrossed",
+    "warning",
+    "refused",
+  ],
   recall: [
     "source",
     "items",
@@ -74,6 +84,8 @@ export function normalizeAuditEvent(event: unknown): AuditEvent {
   if (e.refusal !== undefined) validateOneOf("event.refusal", e.refusal, REFUSAL_CATEGORIES);
   if (e.upstream !== undefined) validateName("event.upstream", e.upstream);
   if (trail === "recall") recallFields(e);
+  for (const f of ["inputTokens", "outputTokens"])
+    if (e[f] !== undefined) validateCount(`event.${f}`, e[f]);
   // The trail rule is checked on the snapshot's own walk; its first refusal is thrown once the copy
   // is whole, so a snapshot error still comes first, as when the copy was walked again.
   let refused: TrailValueError | undefined;
