@@ -1,7 +1,6 @@
 import { coveringFenceKeys } from "@alma-harness/core/stores";
 import type pg from "pg";
-import { inline } from "./literals.js";
-import { lockKey, type Queryable, queryAll } from "./pg.js";
+import { lockKey, type Queryable, queryEach, type Statement } from "./pg.js";
 
 /**
  * The tenant's fence lock (advisory locks are database-wide: `schema` namespaces the key). An
@@ -39,7 +38,8 @@ export async function scopeFencedIn(
 /**
  * `text` (the statement that locks what the write is fenced by), then whether a fence covers the
  * scope, read by a statement of its own after it (a fresh snapshot, as `scopeFencedIn` requires),
- * both in one round trip when `values` have safe literals (else in two, as before).
+ * then `then` (statements of the same write that need nothing read before them), all in one round
+ * trip when every value has a safe literal (`queryEach`); `after` holds the results of `then`.
  */
 export async function thenFenced<R extends pg.QueryResultRow>(
   tx: Queryable,
@@ -47,13 +47,16 @@ export async function thenFenced<R extends pg.QueryResultRow>(
   values: readonly unknown[],
   scopeKey: string,
   schema?: string,
-): Promise<{ readonly rows: R[]; readonly fenced: boolean }> {
-  const lock = inline(text, values);
-  const fence = inline(FENCE_READ(schema), [...coveringFenceKeys(scopeKey)]);
-  if (lock === undefined || fence === undefined) {
-    const { rows } = await tx.query<R>(text, values);
-    return { rows, fenced: await scopeFencedIn(tx, scopeKey, schema) };
-  }
-  const [locked, fences] = await queryAll(tx, `${lock}; ${fence}`, 2);
-  return { rows: (locked?.rows ?? []) as R[], fenced: (fences?.rows.length ?? 0) > 0 };
+  then: readonly Statement[] = [],
+): Promise<{ readonly rows: R[]; readonly fenced: boolean; readonly after: pg.QueryResult[] }> {
+  const [locked, fences, ...after] = await queryEach(tx, [
+    [text, values],
+    [FENCE_READ(schema), [...coveringFenceKeys(scopeKey)]],
+    ...then,
+  ]);
+  return {
+    rows: (locked?.rows ?? []) as R[],
+    fenced: (fences?.rows.length ?? 0) > 0,
+    after,
+  };
 }

@@ -6,6 +6,7 @@ import {
   ValidationError,
 } from "@alma-harness/core";
 import pg from "pg";
+import { inline } from "./literals.js";
 
 /** What a store needs to run one statement: a pool, or the client of an open transaction. */
 export interface Queryable {
@@ -29,6 +30,26 @@ export async function queryAll(
   if (tx.queryAll) return tx.queryAll(text, statements);
   const out = (await tx.query(text)) as pg.QueryResult | pg.QueryResult[];
   return (Array.isArray(out) ? out : [out]).slice(-statements);
+}
+
+/** A statement and its values. */
+export type Statement = readonly [text: string, values: readonly unknown[]];
+
+/**
+ * `statements` in order, in one round trip when every value has a safe literal (a simple-protocol
+ * query of several statements, each with its own snapshot under READ COMMITTED), else one round
+ * trip each: their results, in order.
+ */
+export async function queryEach(
+  tx: Queryable,
+  statements: readonly Statement[],
+): Promise<pg.QueryResult[]> {
+  const texts = statements.map(([text, values]) => inline(text, values));
+  if (texts.every((t): t is string => t !== undefined))
+    return queryAll(tx, texts.join("; "), statements.length);
+  const out: pg.QueryResult[] = [];
+  for (const [text, values] of statements) out.push(await tx.query(text, values));
+  return out;
 }
 
 const SCHEMA = /^[a-z_][a-z0-9_]{0,62}$/;

@@ -27,7 +27,7 @@ import type pg from "pg";
 import { asConn, type Conn } from "./conn.js";
 import { thenFenced } from "./fences.js";
 import { eraseSessionRows } from "./erasure.js";
-import type { Queryable } from "./pg.js";
+import { type Queryable, queryEach } from "./pg.js";
 
 interface SessionRow {
   readonly revision: number;
@@ -91,21 +91,22 @@ export class PgSessionStore implements SessionStore {
       opts,
     );
     return this.#db.transaction(async (tx) => {
-      await holdAdmission(tx, key, id, admissionId, now);
-      const session = await lockSession(tx, key, id, this.#db.mark(scope, id), now);
-      if (!session || session.erased) throw new FenceError("the session was erased");
+      const session = await holdAndLock(tx, key, id, admissionId, now, this.#db.mark(scope, id));
       await checkEvents(tx, key, id, events);
       const start = session.revision;
-      await tx.query(
-        `INSERT INTO messages (scope, session_id, position, event_id, v, body)
-         SELECT $1, $2, $3 + i - 1, e, $4, b FROM unnest($5::text[], $6::text[]) WITH ORDINALITY AS x(e, b, i)`,
-        [key, id, start, RECORD_VERSION, batch.map((m) => m.meta?.event?.id ?? null), bodies],
-      );
       const { revision, offset } = appendedPositions(batch, start, session.view_offset);
-      await tx.query(
-        "UPDATE sessions SET revision = $3, view_offset = $4, updated_at = $5 WHERE scope = $1 AND session_id = $2",
-        [key, id, revision, offset, now],
-      );
+      // The batch and the session's new revision in one round trip.
+      await queryEach(tx, [
+        [
+          `INSERT INTO messages (scope, session_id, position, event_id, v, body)
+           SELECT $1, $2, $3 + i - 1, e, $4, b FROM unnest($5::text[], $6::text[]) WITH ORDINALITY AS x(e, b, i)`,
+          [key, id, start, RECORD_VERSION, batch.map((m) => m.meta?.event?.id ?? null), bodies],
+        ],
+        [
+          "UPDATE sessions SET revision = $3, view_offset = $4, updated_at = $5 WHERE scope = $1 AND session_id = $2",
+          [key, id, revision, offset, now],
+        ],
+      ]);
       return Object.freeze({ revision });
     });
   }
@@ -148,16 +149,22 @@ export class PgSessionStore implements SessionStore {
   }
 }
 
-/** Reads the admission `FOR SHARE`: held until commit, so no transition of it can slip in before the batch lands. */
-async function holdAdmission(
+/**
+ * In one round trip (`thenFenced`): the admission `FOR SHARE` (held until commit, so no transition
+ * of it can slip in before the batch lands), the scope fence, then the session row created when
+ * absent (unless the session's tombstone is under `mark`: then there is no row) and locked, which
+ * serializes appends and erasure per session. A refusal throws, and the transaction (or the unit's
+ * savepoint) takes the created row back.
+ */
+async function holdAndLock(
   tx: Queryable,
   key: string,
   sessionId: string,
   admissionId: string,
   now: number,
-): Promise<void> {
-  // The scope fence in its own statement after the admission's lock, in the same round trip.
-  const { rows, fenced } = await thenFenced<{
+  mark: string,
+): Promise<SessionRow> {
+  const { rows, fenced, after } = await thenFenced<{
     session_id: string;
     state: string;
     deadline_at: number;
@@ -166,6 +173,19 @@ async function holdAdmission(
     "SELECT session_id, state, deadline_at FROM admissions WHERE scope = $1 AND admission_id = $2 FOR SHARE",
     [key, admissionId],
     key,
+    undefined,
+    [
+      [
+        `INSERT INTO sessions (scope, session_id, revision, view_offset, updated_at)
+         SELECT $1, $2, 0, 0, $3 WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE scope = $1 AND session_id = $4 AND erased)
+         ON CONFLICT (scope, session_id) DO NOTHING`,
+        [key, sessionId, now, mark],
+      ],
+      [
+        "SELECT revision, view_offset, erased FROM sessions WHERE scope = $1 AND session_id = $2 FOR UPDATE",
+        [key, sessionId],
+      ],
+    ],
   );
   const admission = rows[0];
   if (
@@ -175,30 +195,9 @@ async function holdAdmission(
   )
     throw new FenceError();
   if (fenced) throw new ScopeFencedError();
-}
-
-/**
- * Creates the session row when absent (unless the session's tombstone is under `mark`: then there is
- * no row, and the append is refused) and locks it, serializing appends and erasure per session.
- */
-async function lockSession(
-  tx: Queryable,
-  key: string,
-  sessionId: string,
-  mark: string,
-  now: number,
-): Promise<SessionRow | undefined> {
-  await tx.query(
-    `INSERT INTO sessions (scope, session_id, revision, view_offset, updated_at)
-     SELECT $1, $2, 0, 0, $3 WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE scope = $1 AND session_id = $4 AND erased)
-     ON CONFLICT (scope, session_id) DO NOTHING`,
-    [key, sessionId, now, mark],
-  );
-  const { rows } = await tx.query<SessionRow>(
-    "SELECT revision, view_offset, erased FROM sessions WHERE scope = $1 AND session_id = $2 FOR UPDATE",
-    [key, sessionId],
-  );
-  return rows[0];
+  const session = after[1]?.rows[0] as SessionRow | undefined;
+  if (!session || session.erased) throw new FenceError("the session was erased");
+  return session;
 }
 
 async function checkEvents(
