@@ -52,6 +52,17 @@ export async function queryEach(
   return out;
 }
 
+/** A locking read, then statements that need nothing read before them, in one round trip (`queryEach`). */
+export async function lockedThen<R extends pg.QueryResultRow>(
+  tx: Queryable,
+  text: string,
+  values: readonly unknown[],
+  ...then: readonly Statement[]
+): Promise<{ readonly rows: R[]; readonly fenced: false; readonly after: pg.QueryResult[] }> {
+  const [locked, ...after] = await queryEach(tx, [[text, values], ...then]);
+  return { rows: (locked?.rows ?? []) as R[], fenced: false, after };
+}
+
 const SCHEMA = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /** A schema name we interpolate into SQL: lower-case identifier characters only. */

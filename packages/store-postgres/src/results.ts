@@ -23,6 +23,7 @@ import {
 import type pg from "pg";
 import { asConn, type Conn } from "./conn.js";
 import { thenFenced } from "./fences.js";
+import { lockedThen, type Statement } from "./pg.js";
 import { eraseResultRows } from "./erasure.js";
 import { validateSchema } from "./pg.js";
 
@@ -100,20 +101,24 @@ export class PgResultStore implements ExecutionResultStore {
     opts?: { readonly admissionId?: string },
   ): Promise<ResultRecord> {
     const { key, id, at, admissionId, text } = preparePut(scope, resultId, envelope, now, opts);
+    // The store itself goes in the read's round trip, after it: it writes only a reserved row, and a
+    // refusal below throws, which takes it back (the transaction, or the unit's savepoint).
+    const store: Statement = [
+      `UPDATE ${this.#table} SET state = 'stored', envelope = $3, v = $4 WHERE scope = $1 AND result_id = $2 AND state = 'reserved' RETURNING *`,
+      [key, id, text, RECORD_VERSION],
+    ];
     return this.#db.transaction(async (tx) => {
       // With an admission: its lock, then the scope fence in a statement of its own, one round trip.
       const read =
         admissionId === undefined
-          ? {
-              rows: (await tx.query<PutRow>(`${this.#byId} FOR UPDATE`, [key, id])).rows,
-              fenced: false,
-            }
+          ? await lockedThen<PutRow>(tx, `${this.#byId} FOR UPDATE`, [key, id], store)
           : await thenFenced<PutRow>(
               tx,
               this.#fencedRead,
               [key, id, admissionId],
               key,
               this.#schema,
+              [store],
             );
       const row = read.rows[0];
       // The fence first (as the reference store): a stale owner learns it is fenced, whatever the result's state.
@@ -136,11 +141,7 @@ export class PgResultStore implements ExecutionResultStore {
       }
       const done = putOutcome(id, row, text, at);
       if (done) return done;
-      const stored = await tx.query<ResultRow>(
-        `UPDATE ${this.#table} SET state = 'stored', envelope = $3, v = $4 WHERE scope = $1 AND result_id = $2 RETURNING *`,
-        [key, id, text, RECORD_VERSION],
-      );
-      return resultFromRow(stored.rows[0] as ResultRow, at);
+      return resultFromRow(read.after[0]?.rows[0] as ResultRow, at);
     });
   }
 
