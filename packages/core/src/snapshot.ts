@@ -1,4 +1,7 @@
 import { ValidationError } from "./errors.js";
+import { utf8Length } from "./utf8.js";
+
+export { utf8Length };
 
 /** Plain JSON data, as every boundary of Alma accepts it. */
 export type JsonValue =
@@ -410,29 +413,6 @@ function countString(text: string, walk: Walk): void {
   walk.bytes += bytes;
   if (walk.bytes > walk.limits.maxTotalBytes)
     fail(walk, "total_bytes", `strings total over ${walk.limits.maxTotalBytes} bytes`);
-}
-
-/** Any code unit outside ASCII: only such strings need counting unit by unit. */
-const NON_ASCII = /[\u0080-\uffff]/;
-
-/** UTF-8 length without allocating; a lone surrogate counts as the 3 bytes of U+FFFD. */
-export function utf8Length(text: string): number {
-  // ASCII (ids, keys, most text) is one byte per unit; the scan runs in the regex engine.
-  if (!NON_ASCII.test(text)) return text.length;
-  let bytes = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x80) bytes += 1;
-    else if (c < 0x800) bytes += 2;
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
-      const next = text.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        bytes += 4;
-        i++;
-      } else bytes += 3;
-    } else bytes += 3;
-  }
-  return bytes;
 }
 
 /** Stable JSON text of a snapshotted value (keys sorted), for hashing and equality of bindings. */
