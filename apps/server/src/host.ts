@@ -182,8 +182,13 @@ async function assemble(options: HostOptions): Promise<HostContext> {
   };
 }
 
-async function listenOn(server: Server, port: number, hostname: string): Promise<string> {
-  server.listen(port, hostname);
+async function listenOn(
+  server: Server,
+  port: number,
+  hostname: string,
+  backlog: number,
+): Promise<string> {
+  server.listen({ port, host: hostname, backlog });
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
     server.once("error", reject);
@@ -281,7 +286,7 @@ export async function createHost(options: HostOptions): Promise<Host> {
       const cap = connectionCap(limits);
       const server = boundedServer(nodeListener(handle, cap, context.loop), limits, cap);
       servers.push(server);
-      return { url: await listenOn(server, port, hostname), server };
+      return { url: await listenOn(server, port, hostname, limits.listenBacklog), server };
     },
     maintain: () => runtime.maintain(),
     startMaintenance: (everyMs, onError) => maintenanceTimer(runtime, everyMs, onError),

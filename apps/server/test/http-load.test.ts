@@ -1,5 +1,6 @@
 import { once } from "node:events";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -207,3 +208,26 @@ async function slowClients(t: TestHost, n: number): Promise<SlowClient[]> {
   while ((await accepted()) < n) await new Promise((resolve) => setImmediate(resolve));
   return sockets;
 }
+
+const SS = ["/usr/bin/ss", "/bin/ss"].find((path) => existsSync(path));
+
+describe.skipIf(SS === undefined)(
+  `the listen backlog${SS === undefined ? " (skipped: no ss, iproute2's socket lister)" : ""}`,
+  () => {
+    /** The listening socket's backlog, as the kernel reports it (`ss`'s Send-Q of a listener). */
+    const backlogOf = (url: string): number => {
+      const out = execFileSync(SS as string, ["-Hltn", `sport = :${new URL(url).port}`]);
+      return Number(out.toString().trim().split(/\s+/)[2]);
+    };
+    const somaxconn = Number(readFileSync("/proc/sys/net/core/somaxconn", "utf8"));
+
+    it("is the host's listenBacklog, 4,096 by default (the kernel caps it at somaxconn), not Node's 511: a burst of 1,000 connections is queued by the kernel, not dropped", async () => {
+      const models = clientSetup(repeatingTextModel("open"));
+      const byDefault = await startHost({ models });
+      expect(DEFAULT_SERVER_LIMITS.listenBacklog).toBe(4_096);
+      expect(backlogOf(byDefault.url)).toBe(Math.min(4_096, somaxconn));
+      const set = await startHost({ models, limits: { listenBacklog: 1_000 } });
+      expect(backlogOf(set.url)).toBe(Math.min(1_000, somaxconn));
+    });
+  },
+);

@@ -290,6 +290,11 @@ describe("configuration", () => {
       /must not exceed ALMA_REQUEST_TIMEOUT_MS/,
     );
     expect(() => readEnv({ ALMA_MAX_CONNECTIONS: "0" })).toThrow(EnvError);
+    // The listen backlog: 4,096 by default, 1 to 65,535 (at the limit and one over).
+    expect(defaults.limits.listenBacklog).toBe(4_096);
+    expect(readEnv({ ALMA_LISTEN_BACKLOG: "65535" }).limits.listenBacklog).toBe(65_535);
+    expect(() => readEnv({ ALMA_LISTEN_BACKLOG: "65536" })).toThrow(EnvError);
+    expect(() => readEnv({ ALMA_LISTEN_BACKLOG: "0" })).toThrow(EnvError);
   });
 
   it("creates the dev secrets once, private to the user, and reuses them", () => {

@@ -39,7 +39,7 @@ export interface HostEnv {
   readonly maintainEveryMs: number;
   /** How often the routines' scheduler ticks (`ALMA_ROUTINES_MS`, default one minute). */
   readonly routinesEveryMs: number;
-  /** Socket timeouts and the connection cap (`ALMA_HEADERS_TIMEOUT_MS`, `ALMA_REQUEST_TIMEOUT_MS`, `ALMA_KEEPALIVE_TIMEOUT_MS`, `ALMA_MAX_CONNECTIONS`). */
+  /** Socket timeouts and the connection cap (`ALMA_HEADERS_TIMEOUT_MS`, `ALMA_REQUEST_TIMEOUT_MS`, `ALMA_KEEPALIVE_TIMEOUT_MS`, `ALMA_MAX_CONNECTIONS`, `ALMA_LISTEN_BACKLOG`). */
   readonly limits: ServerLimits;
   /** `ALMA_TURNS_PER_TENANT`: turns one tenant runs at once in this process (default 64). */
   readonly turnsPerTenant: number;
@@ -112,6 +112,7 @@ function serverLimits(env: NodeJS.ProcessEnv): ServerLimits {
     keepAliveTimeoutMs: int(env, "ALMA_KEEPALIVE_TIMEOUT_MS", d.keepAliveTimeoutMs, 100, 600_000),
     maxConnections: int(env, "ALMA_MAX_CONNECTIONS", d.maxConnections, 1, 100_000),
     checkEveryMs: d.checkEveryMs,
+    listenBacklog: int(env, "ALMA_LISTEN_BACKLOG", d.listenBacklog, 1, 65_535),
   };
   if (limits.headersTimeoutMs > limits.requestTimeoutMs)
     throw new EnvError("ALMA_HEADERS_TIMEOUT_MS must not exceed ALMA_REQUEST_TIMEOUT_MS");

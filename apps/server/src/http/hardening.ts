@@ -18,6 +18,14 @@ export interface ServerLimits {
   readonly maxConnections: number;
   /** How often Node checks the two request timeouts (default 1 s): a timeout is enforced within this much more. */
   readonly checkEveryMs: number;
+  /**
+   * Connections the kernel queues before the host accepts them (`listen`'s backlog; default 4,096,
+   * which Linux caps at `net.core.somaxconn`). Node's own 511 overflowed under a burst of 1,000
+   * connections: a dropped SYN waits 1 s and more for its retry, so a health check on a fresh
+   * connection took 5 s (`npm run bench:load`). The kernel's queue is the host's queue: over the
+   * connection cap a connection is answered 503, never held.
+   */
+  readonly listenBacklog: number;
 }
 
 export const DEFAULT_SERVER_LIMITS: ServerLimits = Object.freeze({
@@ -26,6 +34,7 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = Object.freeze({
   keepAliveTimeoutMs: 5_000,
   maxConnections: 256,
   checkEveryMs: 1_000,
+  listenBacklog: 4_096,
 });
 
 /** Throws a `RangeError` naming the setting when the limits do not make sense together. */
