@@ -4,8 +4,10 @@
 // (ALMA_MAX_CONNECTIONS, ALMA_TURNS_PER_TENANT, …). After five warm-up turns, this process sends
 // BENCH_TURNS (1,000) concurrent SSE turns of one tenant, each on its own connection, while a third
 // process probes `/healthz` one request after another, 5 ms apart: on a fresh connection each time
-// (as a load balancer's check does) and on one kept-alive connection. It prints the outcomes (200 streams
-// that ended with their result, 429/503 with Retry-After, socket errors), the probes' p50/p99/max,
+// (as a load balancer's check does), on one kept-alive connection, and on the host's health
+// listener (`listenHealth`, ALMA_HEALTH_PORT) on a fresh connection each time. It prints the
+// outcomes (200 streams that ended with their result, 429/503 with Retry-After, socket errors), the
+// probes' p50/p99/max,
 // and the host's own event-loop delay meanwhile. BENCH_DIR puts the store's directory elsewhere
 // (`/dev/shm` takes the disk's flushes out of the figures); BENCH_SLOW=N first opens N slow clients
 // (a request line, then a header byte a second) that stay open beside the turns.
@@ -31,10 +33,20 @@ const INPUT = "When are you open on Monday?";
 const SLOW = Number(process.env.BENCH_SLOW ?? 0);
 
 type FromChild =
-  | { readonly type: "ready"; readonly url: string; readonly token: string }
+  | {
+      readonly type: "ready";
+      readonly url: string;
+      readonly healthUrl: string;
+      readonly token: string;
+    }
   | { readonly type: "stopped"; readonly loopMs: { p50: number; p99: number; max: number } }
   | { readonly type: "probing" }
-  | { readonly type: "probed"; readonly fresh: Probed; readonly kept: Probed };
+  | {
+      readonly type: "probed";
+      readonly fresh: Probed;
+      readonly kept: Probed;
+      readonly healthPort: Probed;
+    };
 
 /** The child: a host on SQLite with the demo model; says where it is, reports and stops on a message. */
 async function serve(): Promise<void> {
@@ -56,6 +68,7 @@ async function serve(): Promise<void> {
     turnsPerTenant: env.turnsPerTenant,
   });
   const { url } = await host.listen(0, "127.0.0.1");
+  const health = await host.listenHealth(0, "127.0.0.1");
   const { token } = await mintToken(jwtSecret, { org: "sunrise-clinic", uid: "p-1001" });
   const loop = monitorEventLoopDelay({ resolution: 5 });
   process.on("message", async (message) => {
@@ -72,19 +85,28 @@ async function serve(): Promise<void> {
     rmSync(home, { recursive: true, force: true });
     process.send?.({ type: "stopped", loopMs } satisfies FromChild, () => process.exit(0));
   });
-  process.send?.({ type: "ready", url, token } satisfies FromChild);
+  process.send?.({ type: "ready", url, healthUrl: health.url, token } satisfies FromChild);
 }
 
 /** The prober, a process of its own so the flood's client never delays a probe: until told to stop. */
-async function probeUntilStopped(url: string): Promise<void> {
+async function probeUntilStopped(url: string, healthUrl: string): Promise<void> {
   const fresh = loadAgent();
   const kept = new Agent({ keepAlive: true, maxSockets: 1 });
   const stop = { done: false };
-  const probes = Promise.all([probe(url, fresh, stop), probe(url, kept, stop)]);
+  const probes = Promise.all([
+    probe(url, fresh, stop),
+    probe(url, kept, stop),
+    probe(healthUrl, loadAgent(), stop),
+  ]);
   process.once("message", async () => {
     stop.done = true;
-    const [freshProbe, keptProbe] = await probes;
-    const message: FromChild = { type: "probed", fresh: freshProbe, kept: keptProbe };
+    const [freshProbe, keptProbe, healthProbe] = await probes;
+    const message: FromChild = {
+      type: "probed",
+      fresh: freshProbe,
+      kept: keptProbe,
+      healthPort: healthProbe,
+    };
     process.send?.(message, () => process.exit(0));
   });
   process.send?.({ type: "probing" } satisfies FromChild);
@@ -192,7 +214,7 @@ async function main(): Promise<void> {
     });
   const idle = await probe(ready.url, agent, stopAfter(500));
   const slow = slowClients(ready.url, SLOW);
-  const prober = child("--probe", ready.url);
+  const prober = child("--probe", ready.url, ready.healthUrl);
   await prober.next();
   host.proc.send("measure");
   const started = performance.now();
@@ -219,6 +241,7 @@ async function main(): Promise<void> {
   if (probed.type === "probed") {
     console.log(line("healthz during, fresh conn", probed.fresh));
     console.log(line("healthz during, kept-alive", probed.kept));
+    console.log(line("healthz during, health port", probed.healthPort));
   }
   if (stopped.type === "stopped") {
     const l = stopped.loopMs;
@@ -230,5 +253,6 @@ async function main(): Promise<void> {
 
 const probeAt = process.argv.indexOf("--probe");
 if (process.argv.includes("--serve")) await serve();
-else if (probeAt > 0) await probeUntilStopped(process.argv[probeAt + 1] ?? "");
+else if (probeAt > 0)
+  await probeUntilStopped(process.argv[probeAt + 1] ?? "", process.argv[probeAt + 2] ?? "");
 else await main();

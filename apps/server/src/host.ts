@@ -73,6 +73,9 @@ export interface HostOptions {
 
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
 
+/** Connections the health listener serves at once (a check is one short request). */
+const HEALTH_CONNECTIONS = 64;
+
 /** What `close` saw: asks it denied, and turns still running when the grace period ended (then cancelled). */
 export interface CloseReport {
   readonly asksDenied: number;
@@ -84,6 +87,17 @@ export interface Host {
   readonly context: HostContext;
   /** Serves on `port` (0 picks one) and resolves with the bound address. */
   listen(
+    port: number,
+    hostname: string,
+  ): Promise<{ readonly url: string; readonly server: Server }>;
+  /**
+   * Serves `/healthz` alone on a listener of its own (`ALMA_HEALTH_PORT`), for a load balancer's
+   * check. Node 20's libuv accepts one connection per event-loop iteration, so under a burst of
+   * connections a check on a fresh connection to the main port waits behind the burst in the
+   * kernel's queue (seconds, `npm run bench:load`); this listener's queue holds only checks. Any
+   * other path there is 404. Its own connection cap (64) and the same socket timeouts.
+   */
+  listenHealth(
     port: number,
     hostname: string,
   ): Promise<{ readonly url: string; readonly server: Server }>;
@@ -285,6 +299,14 @@ export async function createHost(options: HostOptions): Promise<Host> {
       allowed ??= defaultAllowedHosts(hostname);
       const cap = connectionCap(limits);
       const server = boundedServer(nodeListener(handle, cap, context.loop), limits, cap);
+      servers.push(server);
+      return { url: await listenOn(server, port, hostname, limits.listenBacklog), server };
+    },
+    async listenHealth(port, hostname) {
+      allowed ??= defaultAllowedHosts(hostname);
+      const healthLimits = { ...limits, maxConnections: HEALTH_CONNECTIONS };
+      const cap = connectionCap(healthLimits);
+      const server = boundedServer(nodeListener(handle, cap, undefined, true), healthLimits, cap);
       servers.push(server);
       return { url: await listenOn(server, port, hostname, limits.listenBacklog), server };
     },

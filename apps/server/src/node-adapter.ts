@@ -138,15 +138,19 @@ function isHealthCheck(req: IncomingMessage): boolean {
  * that detaches the reader; the turn itself is never tied to the socket). A connection over the
  * cap gets its answer with `Connection: close`, so Node closes it once the answer is written. With
  * `loop`, each request but a health check waits there for its share of the event loop, and one
- * whose client left meanwhile is not handled.
+ * whose client left meanwhile is not handled. `healthOnly`: the health listener's (only `/healthz`).
  */
 export function nodeListener(
   handle: Handle,
   cap?: OverCapacity,
   loop?: LoopShare,
+  healthOnly = false,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
-    const connection: ConnectionInfo = { overCapacity: cap?.isOver(req.socket) ?? false };
+    const connection: ConnectionInfo = {
+      overCapacity: cap?.isOver(req.socket) ?? false,
+      ...(healthOnly ? { healthOnly } : {}),
+    };
     if (connection.overCapacity) res.setHeader("connection", "close");
     const controller = new AbortController();
     res.on("close", () => {

@@ -295,6 +295,10 @@ describe("configuration", () => {
     expect(readEnv({ ALMA_LISTEN_BACKLOG: "65535" }).limits.listenBacklog).toBe(65_535);
     expect(() => readEnv({ ALMA_LISTEN_BACKLOG: "65536" })).toThrow(EnvError);
     expect(() => readEnv({ ALMA_LISTEN_BACKLOG: "0" })).toThrow(EnvError);
+    // The health listener's port: none unless set, 0 to 65,535 (at the limit and one over).
+    expect(defaults.healthPort).toBeUndefined();
+    expect(readEnv({ ALMA_HEALTH_PORT: "65535" }).healthPort).toBe(65_535);
+    expect(() => readEnv({ ALMA_HEALTH_PORT: "65536" })).toThrow(EnvError);
   });
 
   it("creates the dev secrets once, private to the user, and reuses them", () => {

@@ -140,6 +140,13 @@ export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number>
   });
   const { url } = await host.listen(env.port, env.host);
   banner(io, env, host, url, host.context.store);
+  if (env.healthPort !== undefined) {
+    const health = await host.listenHealth(env.healthPort, env.host);
+    write(
+      io.stdout,
+      `  ${"health".padEnd(8)} ${health.url}/healthz   (ALMA_HEALTH_PORT: /healthz alone)`,
+    );
+  }
   const stop = host.startMaintenance(env.maintainEveryMs, (error) =>
     write(io.stderr, `maintenance failed: ${errorForLog(error)}`),
   );

@@ -17,6 +17,8 @@ export type ProviderName = "demo" | "anthropic" | "openai" | "openrouter" | "com
 export interface HostEnv {
   readonly host: string;
   readonly port: number;
+  /** `ALMA_HEALTH_PORT`: a listener serving `/healthz` alone (`Host.listenHealth`); absent: none. */
+  readonly healthPort?: number;
   /** The host's own directory: store files, the dev JWT secret, the admin token. */
   readonly home: string;
   /** `postgres://…` switches the store to PostgreSQL. */
@@ -125,6 +127,9 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd(
   return {
     host,
     port: int(env, "PORT", 8787, 0, 65535),
+    ...(nonEmpty(env.ALMA_HEALTH_PORT)
+      ? { healthPort: int(env, "ALMA_HEALTH_PORT", 0, 0, 65535) }
+      : {}),
     home: resolve(cwd, nonEmpty(env.ALMA_HOME) ?? ".alma"),
     databaseUrl: nonEmpty(env.ALMA_DATABASE_URL),
     provider: pickProvider(env),

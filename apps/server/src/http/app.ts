@@ -80,6 +80,8 @@ export function createApp(host: HostContext, hooks: AppHooks = {}): Handle {
       }
       const matched = router.match(request.method, url.pathname);
       route = matched.route;
+      if (connection?.healthOnly && route !== HEALTH_ROUTE)
+        throw new HttpError("not_found", "the health listener serves only /healthz");
       if (connection?.overCapacity && route !== HEALTH_ROUTE) throw overCapacity();
       response = await matched.handler({ request, url, params: matched.params });
     } catch (error) {

@@ -12,6 +12,8 @@ export const OVER_CAPACITY_FUSE_MS = 2_000;
 export interface ConnectionInfo {
   /** It was opened while the host held its cap of connections: only its answer is owed. */
   readonly overCapacity: boolean;
+  /** It came to the health listener (`Host.listenHealth`): only `/healthz` is served there. */
+  readonly healthOnly?: boolean;
 }
 
 /** What an over-cap connection that never sent a whole request gets before it is closed. */
