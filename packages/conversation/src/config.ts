@@ -20,6 +20,8 @@ import {
   type SessionStore,
   type SpendStore,
   systemClock,
+  type ToolContext,
+  type ToolDefinition,
   resolveTrailKey,
   type TrailKey,
   type UncertainCause,
@@ -100,6 +102,17 @@ export type EngineOptions = Pick<
   | "trailKey"
   | "cacheHygiene"
 >;
+
+/**
+ * The seed's name for what the runner's `tools` hold (seed 002: "Tools use ConversationTool"): core's
+ * `ToolDefinition`, the same type, made with `defineTool`.
+ */
+export type ConversationTool = ToolDefinition;
+/**
+ * The seed's name for what a handler receives (seed 002: "receive ConversationToolCtx"): core's
+ * `ToolContext`, the same type, with `models.direct`, `delegate` and `tryDelegate`.
+ */
+export type ConversationToolCtx = ToolContext;
 
 /** The runner's configuration: the engine's options plus what only the runner owns (stores, versions, retention, timeouts). */
 export interface ConversationConfig extends EngineOptions {

@@ -1,7 +1,10 @@
-import { AlmaError } from "@alma-harness/core";
+import { AlmaError, ConflictError } from "@alma-harness/core";
 
-/** The same key was used with different input, options or configuration revision. */
-export class ConversationConflictError extends AlmaError {
+/**
+ * The same key was used with different input, options or configuration revision. It is a
+ * `ConflictError` (the seed's `ExecutionConflictError`): retrying it unchanged never helps.
+ */
+export class ConversationConflictError extends ConflictError {
   readonly rootKey: string;
   constructor(rootKey: string) {
     super(
@@ -30,8 +33,11 @@ export class ConversationStreamResyncError extends AlmaError {
 
 export type EventRefusalReason = "conflict" | "no_reply";
 
-/** A batch of recorded events the log can never accept; nothing was written. */
-export class EventRefusedError extends AlmaError {
+/**
+ * A batch of recorded events the log can never accept; nothing was written. It is a
+ * `ConflictError` (the seed's `ExecutionConflictError`): an outbox skips and alerts on it.
+ */
+export class EventRefusedError extends ConflictError {
   readonly eventId: string;
   readonly reason: EventRefusalReason;
   constructor(eventId: string, reason: EventRefusalReason) {

@@ -1,6 +1,8 @@
 export {
   type ConversationConfig,
   type ConversationStores,
+  type ConversationTool,
+  type ConversationToolCtx,
   DEFAULT_APPROVAL_TTL_MS,
   type DescriptorConfig,
   type EngineOptions,
@@ -10,8 +12,13 @@ export {
   MAX_RUN_TIMEOUT_MS,
   type UncertainTurnEvent,
 } from "./config.js";
-/** Re-exported from core: the error a new key of a fenced scope rejects with (spec: scope-fence). */
+/**
+ * Re-exported from core: the error a new key of a fenced scope rejects with (spec: scope-fence), and
+ * the conflict every `EventRefusedError` is (`ExecutionConflictError` is the seed's name for it).
+ */
 export {
+  ConflictError,
+  ExecutionConflictError,
   type ScopeFence,
   ScopeFencedError,
   type ScopeFenceReason,

@@ -29,6 +29,16 @@ export const lookupTool = defineTool({
   handler: (input) => ({ day: input.day as string, open: "09:00-17:00" }),
 });
 
+/** A product-side message a professional sent (`recordEvents`), by id and text. */
+export const humanMessage = (id: string, text = "Hi, this is Ana from the clinic.") => ({
+  id,
+  at: "2026-10-04T12:00:00Z",
+  kind: "message" as const,
+  role: "assistant" as const,
+  origin: "human" as const,
+  blocks: [{ type: "text" as const, text }],
+});
+
 /** Wraps every method of a store so a test can make the next call fail before or after its effect. */
 export function faulty<T extends object>(
   store: T,

@@ -7,7 +7,7 @@ import {
 } from "@alma-harness/conversation";
 import { defineTool, DuplicateEventError } from "@alma-harness/core";
 import { scriptedText, scriptedToolCall } from "@alma-harness/loop/testing";
-import { SCOPE, setup } from "./harness.js";
+import { humanMessage, SCOPE, setup } from "./harness.js";
 
 const noop = defineTool({
   name: "noop",
@@ -59,14 +59,7 @@ describe("streamTurn queue", () => {
 });
 
 describe("recordEvents", () => {
-  const message = (id: string, text = "Hi, this is Ana from the clinic.") => ({
-    id,
-    at: "2026-10-04T12:00:00Z",
-    kind: "message" as const,
-    role: "assistant" as const,
-    origin: "human" as const,
-    blocks: [{ type: "text" as const, text }],
-  });
+  const message = humanMessage;
 
   it("records a batch once, replays it by id, and renders product-side messages as the person's side", async () => {
     const t = setup({ script: [scriptedText("ok")] });

@@ -14,6 +14,7 @@ export {
   snapshotObject,
   utf8Length,
 } from "./snapshot.js";
+export * from "./media-source.js";
 export * from "./messages.js";
 export {
   type CompiledSchema,
@@ -56,6 +57,8 @@ export * from "./stores/results.js";
 export * from "./stores/parked.js";
 export { attributedDecision, KERNEL_REASONS, MAX_PARKED_ASKS } from "./stores/parked-rules.js";
 export * from "./stores/settlements.js";
+/** Seed 001's name for the settlement normalizer (`normalizeSettlement` of `./stores`): the same function. */
+export { normalizeSettlement as normalizeCostSettlement } from "./stores/normalize.js";
 export * from "./stores/labels.js";
 export * from "./stores/usage-inbox.js";
 export * from "./stores/memory-records.js";

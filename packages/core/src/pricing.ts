@@ -30,8 +30,29 @@ export interface ModelPrice {
   /** Rates per other served tier; a tier with no row is unpriced (never guessed from standard). */
   readonly tiers?: Partial<Record<ServiceTier, Rates>>;
   readonly bands?: readonly PriceBand[];
-  /** USD per web search request; absent means a call that searched is unpriced. */
+  /**
+   * USD per web search request (seed 001's spelling); absent means a call that searched is
+   * unpriced. Read only through `webSearchUsdPerRequest(price)`.
+   */
+  readonly webSearchUsdPerRequest?: number;
+  /** The older spelling of `webSearchUsdPerRequest`, still read: the same price. Both given must agree. */
   readonly webSearchPerRequestUsd?: number;
+}
+
+/**
+ * A model's price per web search request under either spelling, the one reader of both
+ * (`webSearchUsdPerRequest` is seed 001's, `webSearchPerRequestUsd` the older one); undefined when
+ * neither is given. Two different values are refused: a table means one price.
+ */
+export function webSearchUsdPerRequest(price: ModelPrice, path = "price"): number | undefined {
+  const { webSearchUsdPerRequest: seed, webSearchPerRequestUsd: old } = price;
+  if (seed !== undefined && old !== undefined && seed !== old)
+    throw new ValidationError(
+      `${path}.webSearchUsdPerRequest`,
+      "one_price",
+      `${path}.webSearchUsdPerRequest and its older spelling webSearchPerRequestUsd differ`,
+    );
+  return seed ?? old;
 }
 
 export interface PriceTable {
@@ -136,12 +157,11 @@ export function priceUsage(table: PriceTable, model: string, usage: Usage): Pric
   }
   const searches = usage.webSearchRequests ?? 0;
   if (searches > 0) {
-    if (price.webSearchPerRequestUsd === undefined)
+    const perSearch = webSearchUsdPerRequest(price);
+    if (perSearch === undefined)
       return { status: "unpriced", missing: "web_search", model, serviceTier: tier };
     picos +=
-      BigInt(searches) *
-      ratePicosPerToken(price.webSearchPerRequestUsd, "webSearchPerRequestUsd") *
-      PICO_PER_MICRO;
+      BigInt(searches) * ratePicosPerToken(perSearch, "webSearchUsdPerRequest") * PICO_PER_MICRO;
   }
   const micros = (picos + PICO_PER_MICRO - 1n) / PICO_PER_MICRO;
   return {
@@ -200,11 +220,12 @@ export function normalizePriceTable(table: PriceTable): PriceTable {
       for (const [tier, r] of Object.entries(band.tiers ?? {}))
         if (r) check(r, `${path}.tiers.${tier}`);
     }
-    if (price.webSearchPerRequestUsd !== undefined)
-      ratePicosPerToken(
-        price.webSearchPerRequestUsd,
-        `prices.models.${model}.webSearchPerRequestUsd`,
-      );
+    const perSearch = webSearchUsdPerRequest(price, `prices.models.${model}`);
+    const given =
+      price.webSearchUsdPerRequest === undefined
+        ? "webSearchPerRequestUsd"
+        : "webSearchUsdPerRequest";
+    if (perSearch !== undefined) ratePicosPerToken(perSearch, `prices.models.${model}.${given}`);
   }
   const out = deepFreeze(structuredClone(table));
   normalizedTables.add(out);

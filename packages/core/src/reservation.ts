@@ -1,6 +1,12 @@
 import type { BudgetCaps } from "./caps.js";
 import type { ModelRequest } from "./model.js";
-import { type ModelPrice, type PriceTable, type Rates, ratePicosPerToken } from "./pricing.js";
+import {
+  type ModelPrice,
+  type PriceTable,
+  type Rates,
+  ratePicosPerToken,
+  webSearchUsdPerRequest,
+} from "./pricing.js";
 import type { ModelChoice, ServiceTier } from "./routing.js";
 import { utf8Length } from "./snapshot.js";
 
@@ -77,12 +83,11 @@ export function worstCaseMicros(
   const outputRate = dearest(rows, (r) => [r.output]);
   let picos =
     BigInt(inputTokenBound(request)) * inputRate + BigInt(request.maxOutputTokens) * outputRate;
+  const perSearch = webSearchUsdPerRequest(price);
   for (const tool of request.providerTools ?? []) {
-    if (price.webSearchPerRequestUsd === undefined) return undefined;
+    if (perSearch === undefined) return undefined;
     picos +=
-      BigInt(tool.maxUses ?? MAX_SEARCH_USES) *
-      ratePicosPerToken(price.webSearchPerRequestUsd) *
-      PICO_PER_MICRO;
+      BigInt(tool.maxUses ?? MAX_SEARCH_USES) * ratePicosPerToken(perSearch) * PICO_PER_MICRO;
   }
   return Number((picos + PICO_PER_MICRO - 1n) / PICO_PER_MICRO);
 }

@@ -8,6 +8,7 @@ import {
   type ServiceTier,
   type UnpricedReason,
   validateId,
+  webSearchUsdPerRequest,
 } from "@alma-harness/core";
 
 /**
@@ -39,7 +40,7 @@ export function unpricedBeforeDispatch(
       if (rates.cacheRead === undefined) return "cache_read";
     }
   }
-  if ((request.providerTools?.length ?? 0) > 0 && price.webSearchPerRequestUsd === undefined)
+  if ((request.providerTools?.length ?? 0) > 0 && webSearchUsdPerRequest(price) === undefined)
     return "web_search";
   return undefined;
 }

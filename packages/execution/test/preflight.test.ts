@@ -94,3 +94,18 @@ describe("unpricedBeforeDispatch: every row a request can reach", () => {
     expect(unpricedBeforeDispatch(prices, CHOICE, REQUEST)).toBeUndefined();
   });
 });
+
+// seed 001 (001_1e3222a344f96376.txt): "neither does an unpriced service tier or an unpriced web
+// search (webSearchUsdPerRequest)" — the seed's spelling prices an advertised search before dispatch.
+it("an advertised search priced under the seed's spelling webSearchUsdPerRequest is priceable", () => {
+  const search = { providerTools: [{ kind: "web_search", maxSensitivity: "internal" }] } as const;
+  const prices = (price: Record<string, number>): PriceTable => ({
+    version: "v",
+    models: { [CHOICE.model]: { rates: { input: 1, output: 1 }, ...price } },
+  });
+  const request = { ...REQUEST, ...search };
+  expect(unpricedBeforeDispatch(prices({ webSearchUsdPerRequest: 0.01 }), CHOICE, request)).toBe(
+    undefined,
+  );
+  expect(unpricedBeforeDispatch(prices({}), CHOICE, request)).toBe("web_search");
+});

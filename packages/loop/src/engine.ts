@@ -41,6 +41,11 @@ export interface LoopLimits {
   readonly maxModelTokens?: number;
   /** Each model round's own deadline; default 60 s. */
   readonly roundTimeoutMs?: number;
+  /**
+   * The seed's name for `roundTimeoutMs` (seed 002: "a call its step runner aborted (usually
+   * stepTimeoutMs)"): the same setting. Give either; both with different values is refused.
+   */
+  readonly stepTimeoutMs?: number;
   /** When less than this is left before the deadline, the step is the last (`timeLimit`); default `roundTimeoutMs`. */
   readonly stepReserveMs?: number;
   /**

@@ -62,6 +62,7 @@ export {
   MAX_MEDIA_BYTES,
   type MediaBytes,
   type MediaConfig,
+  type MediaSource,
   type MediaSourceContext,
 } from "./media.js";
 export {

@@ -39,11 +39,21 @@ function positive(
   return v;
 }
 
+/** `roundTimeoutMs` under either of its names (`stepTimeoutMs` is the seed's). */
+function roundTimeoutOf(limits: LoopLimits): number | undefined {
+  const { roundTimeoutMs: present, stepTimeoutMs: seed } = limits;
+  if (present !== undefined && seed !== undefined && present !== seed)
+    throw new EngineConfigError(
+      "limits.stepTimeoutMs is limits.roundTimeoutMs: give one, or both equal",
+    );
+  return present ?? seed;
+}
+
 export function resolveLimits(limits: LoopLimits): ResolvedLimits {
   if (!limits || typeof limits !== "object")
     throw new EngineConfigError("limits are required ({maxCalls})");
   const maxCalls = positive("maxCalls", limits.maxCalls, Number.NaN, 1000);
-  const roundTimeoutMs = positive("roundTimeoutMs", limits.roundTimeoutMs, 60_000, 600_000);
+  const roundTimeoutMs = positive("roundTimeoutMs", roundTimeoutOf(limits), 60_000, 600_000);
   if (
     limits.finalAnswerNotice !== undefined &&
     (typeof limits.finalAnswerNotice !== "string" || limits.finalAnswerNotice.length === 0)

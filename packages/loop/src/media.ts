@@ -1,6 +1,9 @@
 import {
   type Block,
   type MediaBlock,
+  type MediaBytes,
+  type MediaSource,
+  type MediaSourceContext,
   type Msg,
   type Scope,
   trailJoin,
@@ -14,19 +17,8 @@ import { EngineConfigError, UncertainTurnError } from "./errors.js";
 /** The hard ceiling and the default of `media.maxBytes`: 32 MiB. */
 export const MAX_MEDIA_BYTES = 32 * 1024 * 1024;
 
-/** What the product's media source is told about the block it resolves; never more. */
-export interface MediaSourceContext {
-  readonly scope: Scope;
-  readonly sessionId: string;
-  readonly kind: MediaBlock["kind"];
-  readonly contentType: string;
-}
-
-/** The product's bytes for one ref; `contentType` overrides the block's when given. */
-export interface MediaBytes {
-  readonly bytes: Uint8Array;
-  readonly contentType?: string;
-}
+/** Core's, re-exported: the loop's public media names stay where they were. */
+export type { MediaBytes, MediaSource, MediaSourceContext };
 
 /**
  * Media by bytes (spec: media-by-bytes). With it configured, the bytes an input block carries, or
@@ -36,13 +28,13 @@ export interface MediaBytes {
  * 32 MiB) refuses a turn whose media is larger before any call.
  */
 export interface MediaConfig {
-  readonly source?: (ref: string, ctx: MediaSourceContext) => Promise<MediaBytes>;
+  readonly source?: MediaSource;
   readonly replay?: "placeholder" | "bytes";
   readonly maxBytes?: number;
 }
 
 export interface CompiledMedia {
-  readonly source: ((ref: string, ctx: MediaSourceContext) => Promise<MediaBytes>) | undefined;
+  readonly source: MediaSource | undefined;
   readonly replay: "placeholder" | "bytes";
   readonly maxBytes: number;
 }

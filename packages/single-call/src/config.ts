@@ -66,6 +66,11 @@ export interface GovernedStepRunnerConfig {
   readonly maxInputChars?: number;
   /** Each call's round deadline (default 120 s). */
   readonly roundTimeoutMs?: number;
+  /**
+   * The seed's name for `roundTimeoutMs` (seed 002: "a call its step runner aborted (usually
+   * stepTimeoutMs)"): the same setting. Give either; both with different values is refused.
+   */
+  readonly stepTimeoutMs?: number;
   readonly dispatchDeadlineMs?: number;
   readonly consumers?: readonly string[];
   readonly clock?: Clock;
@@ -90,6 +95,14 @@ function positive(name: string, value: number | undefined, fallback: number): nu
   if (!Number.isSafeInteger(v) || v < 1)
     throw new StepRunnerConfigError(`${name} must be a positive integer`);
   return v;
+}
+
+/** `roundTimeoutMs` under either of its names (`stepTimeoutMs` is the seed's). */
+function roundTimeoutOf(config: GovernedStepRunnerConfig): number | undefined {
+  const { roundTimeoutMs: present, stepTimeoutMs: seed } = config;
+  if (present !== undefined && seed !== undefined && present !== seed)
+    throw new StepRunnerConfigError("stepTimeoutMs is roundTimeoutMs: give one, or both equal");
+  return present ?? seed;
 }
 
 /** Checks what the runner itself reads; `GovernedCalls` checks the rest (stores, prices, caps, policy version). */
@@ -123,7 +136,7 @@ export function resolveStepConfig(config: GovernedStepRunnerConfig): ResolvedSte
     resultRetentionMs: positive("resultRetentionMs", config.resultRetentionMs, 0),
     maxResultChars: positive("maxResultChars", config.maxResultChars, 64_000),
     maxInputChars: positive("maxInputChars", config.maxInputChars, 200_000),
-    roundTimeoutMs: positive("roundTimeoutMs", config.roundTimeoutMs, 120_000),
+    roundTimeoutMs: positive("roundTimeoutMs", roundTimeoutOf(config), 120_000),
     dispatchDeadlineMs: positive("dispatchDeadlineMs", config.dispatchDeadlineMs, 15 * 60_000),
     clock: config.clock ?? systemClock,
   });

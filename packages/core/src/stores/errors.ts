@@ -43,13 +43,24 @@ export type ConflictCode =
   | "session_label_conflict"
   | "usage_observation_conflict"
   | "memory_conflict"
-  | "model_job_conflict";
+  | "model_job_conflict"
+  | "conversation_conflict"
+  | "event_refused";
 
+/**
+ * A write or request the store can never accept as it is: an identity already bound to other
+ * content (a conversation key reused for another request: `ConversationConflictError`), or a
+ * batch its log refuses (`EventRefusedError`). Retrying it unchanged never helps, so
+ * an outbox skips and alerts on it and retries every other error.
+ */
 export class ConflictError extends AlmaError {
   constructor(code: ConflictCode, message: string) {
     super(code, message);
   }
 }
+
+/** The seed's name for `ConflictError` (seed 002, "It is an ExecutionConflictError"): the same class. */
+export { ConflictError as ExecutionConflictError };
 
 export class SettlementConflictError extends ConflictError {
   constructor(settlementId: string) {

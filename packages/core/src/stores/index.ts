@@ -25,6 +25,8 @@ export {
   normalizeReleaseExpired,
   normalizeReservation,
   normalizeSettlement,
+  /** Seed 001's name for `normalizeSettlement`: the same function. */
+  normalizeSettlement as normalizeCostSettlement,
   normalizeUsage,
   TRAILS,
   viewOffset,

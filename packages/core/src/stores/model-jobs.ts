@@ -11,6 +11,7 @@ import {
 import { type Scope, validateId } from "../scope.js";
 import { snapshot } from "../snapshot.js";
 import { ConflictError } from "./errors.js";
+import { normalizeSpendTotals } from "./settlements.js";
 import {
   closedObject,
   decodeCursor,
@@ -206,9 +207,7 @@ function normalizeItem(path: string, input: unknown): ModelJobItem {
   const o = closedObject(path, input, ITEM_FIELDS);
   const route = closedObject(`${path}.route`, o.route, ["tier", "sensitivity"]);
   const before =
-    o.before === undefined
-      ? undefined
-      : closedObject(`${path}.before`, o.before, ["sessionMicros", "tenantDayMicros"]);
+    o.before === undefined ? undefined : normalizeSpendTotals(o.before, `${path}.before`);
   if ((o.settlementId === undefined) !== (o.outcome === undefined))
     throw new ValidationError(
       `${path}.settlementId`,
@@ -230,17 +229,7 @@ function normalizeItem(path: string, input: unknown): ModelJobItem {
     fenceToken: validateCount(`${path}.fenceToken`, o.fenceToken),
     worstMicros: validateCount(`${path}.worstMicros`, o.worstMicros),
     claimedAt: validateTime(`${path}.claimedAt`, o.claimedAt),
-    ...(before
-      ? {
-          before: Object.freeze({
-            sessionMicros: validateCount(`${path}.before.sessionMicros`, before.sessionMicros),
-            tenantDayMicros: validateCount(
-              `${path}.before.tenantDayMicros`,
-              before.tenantDayMicros,
-            ),
-          }),
-        }
-      : {}),
+    ...(before ? { before } : {}),
     ...(o.settlementId !== undefined
       ? {
           settlementId: validateId(`${path}.settlementId`, o.settlementId),

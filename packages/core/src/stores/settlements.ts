@@ -1,5 +1,6 @@
-import type { BudgetCapName, CostReceipt } from "../caps.js";
+import type { BudgetCapName, CostReceipt, SpendTotals } from "../caps.js";
 import type { Scope } from "../scope.js";
+import { closedObject, validateCount } from "./rules.js";
 
 export interface SettlementInput {
   readonly scope: Scope;
@@ -70,4 +71,18 @@ export function utcDay(ms: number): string {
   const text = new Date(ms).toISOString().slice(0, 10);
   lastDay = { number, text };
   return text;
+}
+
+/**
+ * Spend totals (`SpendStore.peek`'s answer, a model job item's `before`), closed and checked: the
+ * two counters, each a non-negative integer of micro-dollars, frozen. Seed 001 names it with
+ * `normalizeBudgetCaps`, `normalizeCostReceipt` and `costReceiptWarnings` among the shared
+ * financial rules.
+ */
+export function normalizeSpendTotals(input: unknown, path = "totals"): SpendTotals {
+  const t = closedObject(path, input, ["sessionMicros", "tenantDayMicros"]);
+  return Object.freeze({
+    sessionMicros: validateCount(`${path}.sessionMicros`, t.sessionMicros),
+    tenantDayMicros: validateCount(`${path}.tenantDayMicros`, t.tenantDayMicros),
+  });
 }
