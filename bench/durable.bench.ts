@@ -12,6 +12,7 @@
 //   BENCH_WARMUP    warm-up turns per process before each row (default 100)
 //   BENCH_PROCESSES, BENCH_STREAMS   the concurrent shape (default 4 and 16)
 //   BENCH_STORES    which stores, comma-separated (default memory,sqlite,postgres)
+//   BENCH_TOOL      the W2 tool: a pure `lookup` (default: no commit of its own) or `effect` (`note`)
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, release, tmpdir } from "node:os";
 import { join } from "node:path";
