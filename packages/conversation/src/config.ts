@@ -137,6 +137,14 @@ export interface ConversationConfig extends EngineOptions {
    */
   readonly callAttempts?: number;
   readonly maxInputChars: number;
+  /**
+   * The largest request the step runner sends, 1 to 1e9 characters of its JSON (core's
+   * `requestChars`: system, messages, tools, output schema; UTF-16 code units). A call over it is
+   * refused before dispatch, its journal `not_dispatched` (cause `invalid`), and ends without
+   * another attempt as `call:<kind>:request_invalid` (seed 002, spec: refused-request). Absent: no
+   * ceiling. A behavior: bump `configRevision` when it changes.
+   */
+  readonly maxRequestChars?: number;
   /** Largest final envelope, in characters of its JSON; default and at most 1,000,000. */
   readonly maxResultChars?: number;
   readonly consumers?: readonly string[];
@@ -351,6 +359,9 @@ export function resolveConfig(config: ConversationConfig): ResolvedConfig {
       ? { callAttempts: int("callAttempts", config.callAttempts, 1, MAX_CALL_ATTEMPTS) }
       : {}),
     maxResultChars: int("maxResultChars", config.maxResultChars ?? 1_000_000, 1, 1_000_000),
+    ...(config.maxRequestChars !== undefined
+      ? { maxRequestChars: int("maxRequestChars", config.maxRequestChars, 1, 1_000_000_000) }
+      : {}),
     approvalTtlMs: int(
       "approvalTtlMs",
       config.approvalTtlMs ?? DEFAULT_APPROVAL_TTL_MS,

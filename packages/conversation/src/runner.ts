@@ -150,6 +150,7 @@ export function createConversationRunner(input: ConversationConfig): Conversatio
     consumers: config.consumers ?? [],
     clock,
     ...(stores.usageInbox ? { usageInbox: stores.usageInbox } : {}),
+    ...(config.maxRequestChars !== undefined ? { maxRequestChars: config.maxRequestChars } : {}),
     // OpenAI's `prompt_cache_key`: the scope's keyed hash (`promptCacheKey`).
     cacheKey: ({ scope }) => scopeCacheKey(scope),
   });

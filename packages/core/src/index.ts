@@ -51,6 +51,7 @@ export {
   MAX_SEARCH_USES,
   persistentBlockLimits,
   type ReservationLimits,
+  requestChars,
   worstCaseMicros,
 } from "./reservation.js";
 export * from "./stores/results.js";

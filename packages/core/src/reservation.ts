@@ -29,15 +29,31 @@ export const MAX_SEARCH_USES = 100;
 
 const PICO_PER_MICRO = 1_000_000n;
 
-/** An upper bound of the input tokens a request can be billed for (see above). */
-export function inputTokenBound(request: ModelRequest): number {
-  const parts = {
+/**
+ * The JSON text of what a request carries to the model: its system, messages, tools and output
+ * schema (media as they are in the request). One measure of a request's size: `inputTokenBound`
+ * counts its UTF-8 bytes, `requestChars` its characters.
+ */
+function requestText(request: ModelRequest): string {
+  return JSON.stringify({
     system: request.system,
     messages: request.messages,
     tools: request.tools,
     ...(request.output ? { output: request.output } : {}),
-  };
-  return utf8Length(JSON.stringify(parts)) + FRAME_TOKENS * (request.messages.length + 1);
+  });
+}
+
+/**
+ * A request's size as `maxRequestChars` bounds it (spec: refused-request): the characters (UTF-16
+ * code units, as JavaScript's `length` and `maxInputChars` count them) of its JSON text (above).
+ */
+export function requestChars(request: ModelRequest): number {
+  return requestText(request).length;
+}
+
+/** An upper bound of the input tokens a request can be billed for (see above). */
+export function inputTokenBound(request: ModelRequest): number {
+  return utf8Length(requestText(request)) + FRAME_TOKENS * (request.messages.length + 1);
 }
 
 function reachable(price: ModelPrice, tier: ServiceTier): Rates[] {

@@ -6,6 +6,7 @@ import {
   type ModelChoice,
   type ModelRequest,
   ProviderError,
+  requestChars,
   ScopeFencedError,
   type Sensitivity,
   type TrailValue,
@@ -44,7 +45,8 @@ type Refused = Extract<CallOutcome, { status: "refused" }>;
 
 /**
  * Everything before the dispatch, shared by `run` and the deferred face: price preflight, the
- * worst case against the turn's cap, `validate`, the spend read, the claim with its reservation,
+ * worst case against the turn's cap, the spend read, the claim with its reservation, the request's
+ * own check (`maxRequestChars`, `validate`: a refusal ends the claim `not_dispatched`, `invalid`),
  * the request trails. Refused: nothing claimed; claimed: the call is `prepared` with its trails.
  */
 export async function admit(
@@ -58,7 +60,7 @@ export async function admit(
   deadlineMs?: number,
 ): Promise<Admitted | Refused> {
   // The route's sensitivity travels with the request: an adapter that routes by data policy
-  // refuses in `validate`, before the claim, a sensitivity its policy may not carry.
+  // refuses in `validate`, before the dispatch, a sensitivity its policy may not carry.
   const request = routed(asked, options.route.sensitivity, cacheKeyOf(config, identity));
   const books = ledger(options.account);
   const now = config.clock.now();
@@ -74,10 +76,11 @@ export async function admit(
   let before: SpendBefore | undefined;
   let claim: Awaited<ReturnType<typeof claimCall>>;
   try {
-    checkRequest(identity.kind, validate, request);
     before = config.peeks ? await peekSpend(config, identity, now) : undefined;
     const deadline = deadlineMs ?? config.dispatchDeadlineMs;
     claim = await claimCall(config, identity, choice, now, worst, deadline);
+    if (claim.status === "claimed")
+      await checkClaimed(config, identity, claim.fence, validate, request);
   } catch (error) {
     books.reservedMicros -= worst;
     throw error;
@@ -134,19 +137,54 @@ function holdWorstCase(
   return { status: "priced", worst };
 }
 
-/** The adapter's own check, no I/O: a request it cannot carry is uncertain before anything is claimed. */
-function checkRequest(
+/**
+ * The request's own check, no I/O, once the call is claimed (spec: refused-request): a request over
+ * `maxRequestChars` (`requestChars`) or refused by the adapter's `validate` is never sent. Its claim
+ * ends `not_dispatched` with cause `invalid` (the store releases its reservation), and the call is
+ * uncertain `call:<kind>:request_invalid`: the same request is refused again, so no attempt follows.
+ * A cancel that fails leaves the record `prepared`, for the sweep to close as not dispatched.
+ */
+async function checkClaimed(
+  config: ResolvedCallsConfig,
+  identity: CallIdentity,
+  fence: Fence,
+  validate: (request: ModelRequest) => void,
+  request: ModelRequest,
+): Promise<void> {
+  const refusal = refusalOf(config.maxRequestChars, identity.kind, validate, request);
+  if (refusal === undefined) return;
+  await config.journal.cancelPrepared(fence, "invalid", config.clock.now()).catch(() => undefined);
+  throw refusal;
+}
+
+/** Why a request cannot be sent, or nothing: over the ceiling, refused by the adapter, or a `validate` that broke. */
+function refusalOf(
+  maxRequestChars: number | undefined,
   kind: CallIdentity["kind"],
   validate: (request: ModelRequest) => void,
   request: ModelRequest,
-): void {
+): UncertainCallError | undefined {
+  const invalid = `call:${kind}:request_invalid` as const;
+  if (maxRequestChars !== undefined) {
+    const chars = requestChars(request);
+    if (chars > maxRequestChars)
+      return new UncertainCallError(
+        invalid,
+        `the request is ${chars} characters, over maxRequestChars (${maxRequestChars})`,
+      );
+  }
   try {
     validate(request);
   } catch (error) {
     if (error instanceof ProviderError)
-      throw new UncertainCallError(`call:${kind}:request_invalid`, error.message, error);
-    throw new UncertainCallError(`call:${kind}:error`, "the request could not be validated", error);
+      return new UncertainCallError(invalid, error.message, error);
+    return new UncertainCallError(
+      `call:${kind}:error`,
+      "the request could not be validated",
+      error,
+    );
   }
+  return undefined;
 }
 
 /** The routing (and lifecycle) trails of a claimed call; if they fail, the claim is cancelled unsent. */

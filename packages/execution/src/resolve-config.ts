@@ -47,6 +47,9 @@ export function resolveConfig(config: GovernedCallsConfig): ResolvedCallsConfig 
     consumers: checkConsumers(config.consumers),
     dispatchDeadlineMs: positive("dispatchDeadlineMs", config.dispatchDeadlineMs ?? 15 * 60_000),
     reservationHoldMs: positive("reservationHoldMs", config.reservationHoldMs ?? 86_400_000),
+    ...(config.maxRequestChars === undefined
+      ? {}
+      : { maxRequestChars: positive("maxRequestChars", config.maxRequestChars) }),
     clock,
     limits,
     peeks: caps.perSessionUsd !== undefined || caps.perTenantDayUsd !== undefined,

@@ -57,6 +57,13 @@ export interface GovernedCallsConfig {
   readonly usageInbox?: UsageInbox;
   /** How long a cut call's stream is read on for its late usage (default 60 s). */
   readonly lateUsageGraceMs?: number;
+  /**
+   * The largest request a call sends, in characters of its JSON (`requestChars` in core: system,
+   * messages, tools and output schema, UTF-16 code units). A request over it is refused before
+   * dispatch: its claim ends `not_dispatched` (cause `invalid`) and the call is uncertain
+   * `call:<kind>:request_invalid`, never tried again (spec: refused-request). Absent: no ceiling.
+   */
+  readonly maxRequestChars?: number;
 }
 
 /** The validated configuration every call reads. */

@@ -85,7 +85,7 @@ describe("GovernedCalls.run: refused before anything is claimed or sent", () => 
     ).toBe("settled");
   });
 
-  it("a client's validate that throws stops the call before the claim, uncertain as request_invalid", async () => {
+  it("a client's validate that throws stops the call before dispatch: claim not_dispatched (invalid), uncertain as request_invalid (seed 002: a refused request)", async () => {
     const s = setup();
     const c = client();
     c.validate = () => {
@@ -96,7 +96,13 @@ describe("GovernedCalls.run: refused before anything is claimed or sent", () => 
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UncertainCallError);
     expect((error as UncertainCallError).uncertainCause).toBe("call:main:request_invalid");
-    expect(await s.journal.get(SCOPE, "t1:main:1")).toBeUndefined();
+    expect((error as UncertainCallError).attempt).toBeUndefined();
+    expect(await s.journal.get(SCOPE, "t1:main:1")).toMatchObject({
+      state: "not_dispatched",
+      notDispatchedCause: "invalid",
+    });
+    expect(c.streamed).toEqual([]);
+    expect(s.account.reservedMicros).toBe(0);
   });
 
   it("an operation claimed before is never sent twice", async () => {

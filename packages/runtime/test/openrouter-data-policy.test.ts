@@ -90,7 +90,8 @@ const recorded = () =>
   cassette("openrouter/test_openrouter_streaming_reasoning.yaml")[0]?.response.body?.string ?? "";
 
 describe("OpenRouter data policy through the governed call", () => {
-  it("refuses confidential data on OpenRouter's default policy before any claim or byte", async () => {
+  // Seed 002, "A refused request": the adapter's refusal leaves the claim not_dispatched (invalid).
+  it("refuses confidential data on OpenRouter's default policy before any byte: the claim not_dispatched (invalid)", async () => {
     const { calls, journal } = setup();
     server.enqueue({ body: recorded() });
     const run = calls.run(identity(1), client(), CHOICE, REQUEST, options(calls, "confidential"));
@@ -100,7 +101,10 @@ describe("OpenRouter data policy through the governed call", () => {
     expect(error).toMatchObject({ kind: "unsupported", provider: "openrouter" });
     expect(String((error as Error).message)).toContain('zdr: true or data_collection: "deny"');
     expect(server.requests).toHaveLength(0);
-    expect(await journal.get(SCOPE, "t1:main:1")).toBeUndefined();
+    expect(await journal.get(SCOPE, "t1:main:1")).toMatchObject({
+      state: "not_dispatched",
+      notDispatchedCause: "invalid",
+    });
   });
 
   it("sends the preference, settles, and records the serving upstream in the evidence and on the routing trail", async () => {
