@@ -226,12 +226,7 @@ export class PgDb {
    * (the caller writes the row on its own, which opens one).
    */
   defer(unit: Unit, batch: string, row: readonly (string | null)[]): Promise<boolean> {
-    return unit.serial(async () => {
-      if (unit.poisoned) throw unit.poisoned;
-      if (!unit.client) return false;
-      unit.deferred.add(batch, row);
-      return true;
-    });
+    return this.#queue(unit, () => unit.deferred.add(batch, row));
   }
 
   /**
@@ -240,10 +235,15 @@ export class PgDb {
    * after the waiting rows; false when the unit has no transaction open.
    */
   deferLate(unit: Unit, statement: string): Promise<boolean> {
+    return this.#queue(unit, () => unit.deferred.addLate(statement));
+  }
+
+  /** `add` in order with the unit's operations, while its transaction is open (else false). */
+  #queue(unit: Unit, add: () => void): Promise<boolean> {
     return unit.serial(async () => {
       if (unit.poisoned) throw unit.poisoned;
       if (!unit.client) return false;
-      unit.deferred.addLate(statement);
+      add();
       return true;
     });
   }
