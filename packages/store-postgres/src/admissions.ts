@@ -71,7 +71,8 @@ export class PgAdmissionStore extends AdmissionTransitions implements AdmissionS
               ...coveringFenceKeys(key),
             ],
           ),
-        { locks: fenceLock(this.#schema, a.scope.org, "shared") },
+        // One conditional insert: it refuses by inserting nothing.
+        { locks: fenceLock(this.#schema, a.scope.org, "shared"), undo: false },
       );
       const row = inserted.rows[0];
       if (row) return admitted(row);

@@ -51,8 +51,9 @@ export class Conn {
 
   /**
    * One self-contained write statement. Alone: its own transaction (with `retry`, retried on a
-   * serialization failure or deadlock). In a unit: in a savepoint of the unit's transaction, after
-   * `locks` (statements that run first, in the savepoint's round trip). `durable`: a durability point.
+   * serialization failure or deadlock). In a unit: in the unit's transaction, after `locks`
+   * (statements that run first, in its round trip); a failure loses the unit. `durable`: a
+   * durability point.
    */
   async write<R extends pg.QueryResultRow>(
     sql: string,
@@ -72,24 +73,30 @@ export class Conn {
         throw mapPgError(error);
       }
     }
-    const out = await this.db.write(
-      unit,
-      (tx) => tx.query<R>(text, values),
-      opts.locks,
-      opts.durable === true,
-    );
+    const out = await this.db.write(unit, (tx) => tx.query<R>(text, values), {
+      ...(opts.locks ? { locks: opts.locks } : {}),
+      late: opts.durable === true,
+    });
     if (opts.durable) await this.db.commit();
     return out;
   }
 
   /**
    * `fn` as one transaction (alone: `BEGIN` then `locks` in one round trip, `COMMIT`, retried on a
-   * serialization failure or deadlock), or as one savepoint of the unit's. Returning a
-   * `RolledBack` undoes it and answers its value.
+   * serialization failure or deadlock), or as part of the unit's. Returning a `RolledBack` undoes
+   * it and answers its value. In a unit it runs in a savepoint of the unit's, so that a refusal
+   * after a statement that wrote takes back its statements alone; a body whose refusals all come
+   * before its writes says `undo: false` and saves that statement (its failure in the database then
+   * loses the unit).
    */
   async transaction<T>(
     body: (tx: Queryable) => Promise<T | RolledBack<T>>,
-    opts: { readonly locks?: string; readonly durable?: boolean; readonly reads?: "spend" } = {},
+    opts: {
+      readonly locks?: string;
+      readonly durable?: boolean;
+      readonly reads?: "spend";
+      readonly undo?: boolean;
+    } = {},
   ): Promise<T> {
     const q = this.#q;
     const fn = (tx: Queryable) =>
@@ -106,7 +113,11 @@ export class Conn {
       });
     // A durability point (an erasure, a sweep) takes the late statements first: it commits anyway.
     const late = opts.reads === "spend" || opts.durable === true;
-    const out = await this.db.write(unit, fn, opts.locks, late);
+    const out = await this.db.write(unit, fn, {
+      ...(opts.locks ? { locks: opts.locks } : {}),
+      late,
+      undo: opts.undo !== false,
+    });
     if (opts.durable) await this.db.commit();
     return out;
   }

@@ -17,15 +17,21 @@ import { inline } from "./literals.js";
 
 export { inline } from "./literals.js";
 
-/** The one savepoint name a unit uses: each write releases the previous one and opens its own. */
+/**
+ * The one savepoint name a unit uses, only by a write that may undo itself (`undo`): a later one of
+ * the same name hides it, and none is released (a release is a statement of its own, and a
+ * savepoint costs nothing more for staying until the commit).
+ */
 const SP = "alma_w";
 /** How many times a write is tried on a serialization failure or deadlock. */
 export const ATTEMPTS = 4;
 
 /**
  * The transaction discipline of one store set. `each`: every write is its own transaction (as the
- * contracts say). `grouped`: inside `unit(work)` writes join the unit's transaction, each in its own
- * savepoint, and commit at the durability points; outside a unit they stand alone, as in `each`.
+ * contracts say). `grouped`: inside `unit(work)` writes join the unit's transaction and commit at
+ * the durability points; outside a unit they stand alone, as in `each`. In a unit a write that fails
+ * in the database loses the unit (every write since its last commit, as a lost connection does),
+ * unless it may undo itself (`undo`: a savepoint before it); no savepoint per write (issue 26).
  */
 export class PgDb {
   readonly grouped: boolean;
@@ -96,7 +102,7 @@ export class PgDb {
     }
     this.count.commits += 1;
     unit.client = undefined;
-    unit.savepoint = false;
+    unit.locks.clear();
     client.release();
   }
 
@@ -108,7 +114,7 @@ export class PgDb {
   async #lose(unit: Unit, error: unknown): Promise<StoreUnavailableError> {
     const client = unit.client;
     unit.client = undefined;
-    unit.savepoint = false;
+    unit.locks.clear();
     unit.deferred.clear();
     unit.poisoned ??= new StoreUnavailableError(
       "postgres: the unit's transaction failed; its writes since the last commit are lost",
@@ -127,10 +133,11 @@ export class PgDb {
 
   /**
    * What a write's first round trip starts with: the unit's transaction begun (its client taken),
-   * or the previous savepoint released, with the rows waiting for this round trip in between the
-   * savepoints (a failure of theirs aborts the unit's transaction, never only this write).
+   * or the rows waiting for this round trip (a failure of theirs aborts the unit's transaction,
+   * never only this write); then, for a write that may undo itself (`undo`), a savepoint.
    */
-  async #head(unit: Unit, late: boolean): Promise<string> {
+  async #head(unit: Unit, late: boolean, undo: boolean): Promise<string> {
+    const savepoint = undo ? `SAVEPOINT ${SP}` : undefined;
     if (unit.client) {
       let rows: string | undefined;
       try {
@@ -138,71 +145,52 @@ export class PgDb {
       } catch (error) {
         throw await this.#lose(unit, error);
       }
-      // A transaction a read began has no savepoint yet.
-      const release = unit.savepoint ? `RELEASE SAVEPOINT ${SP}` : undefined;
-      unit.savepoint = true;
-      return [release, rows, `SAVEPOINT ${SP}`].filter((x) => x).join("; ");
+      return [rows, savepoint].filter((x) => x).join("; ");
     }
     try {
       unit.client = await this.#pool.connect();
     } catch (error) {
       throw mapPgError(error);
     }
-    unit.savepoint = true;
-    return `BEGIN; SAVEPOINT ${SP}`;
+    return savepoint ? `BEGIN; ${savepoint}` : "BEGIN";
   }
 
   /**
-   * A write (`fn` on the unit's client) inside the unit's transaction, in its own savepoint; `late`:
-   * it reads what the late statements change, so they go first (see `deferLate`).
+   * A write (`fn` on the unit's client) inside the unit's transaction; `late`: it reads what the late
+   * statements change, so they go first (see `deferLate`). With `undo` it runs in a savepoint: a
+   * `RolledBack` answer or a failure takes back its statements alone, and a serialization failure or
+   * deadlock runs it again. Without, `fn` must not throw after a statement that wrote (its refusals
+   * come first): a failure in the database loses the unit.
    */
   write<T>(
     unit: Unit,
     fn: (tx: Queryable) => Promise<T | RolledBack<T>>,
-    locks?: string,
-    late = false,
+    opts: { readonly locks?: string; readonly late?: boolean; readonly undo?: boolean } = {},
   ): Promise<T> {
+    const undo = opts.undo === true;
     return unit.serial(async () => {
       if (unit.poisoned) throw unit.poisoned;
-      let head = await this.#head(unit, late);
+      let head = await this.#head(unit, opts.late === true, undo);
       const tx = counted(unit.client as pg.PoolClient, this.count);
+      // A lock the transaction holds already is not taken again.
+      const locks = (opts.locks?.split("; ") ?? []).filter((l) => l && !unit.locks.has(l));
       for (let attempt = 1; ; attempt++) {
-        // The savepoint (and the locks) ride in the round trip of the write's first statement.
-        let pending: string | undefined = [head, locks].filter((s) => s).join("; ") || undefined;
-        const joined: Queryable = {
-          query: async <R extends pg.QueryResultRow>(text: string, values?: readonly unknown[]) => {
-            const first = pending;
-            pending = undefined;
-            if (first === undefined) return tx.query<R>(text, values);
-            const statement =
-              values === undefined || values.length === 0 ? text : inline(text, values);
-            if (statement === undefined) {
-              await tx.query(first);
-              return tx.query<R>(text, values);
-            }
-            const results = (await tx.query<R>(`${first}; ${statement}`)) as
-              | pg.QueryResult<R>
-              | pg.QueryResult<R>[];
-            return Array.isArray(results)
-              ? (results[results.length - 1] as pg.QueryResult<R>)
-              : results;
-          },
-          queryAll: async (text: string, statements: number) => {
-            const first = pending;
-            pending = undefined;
-            return queryAll(tx, first === undefined ? text : `${first}; ${text}`, statements);
-          },
-        };
+        const riding = joinedQueryable(tx, [head, ...locks].filter((s) => s).join("; "));
         try {
-          const result = await fn(joined);
-          if (pending !== undefined) await tx.query(pending);
-          if (result instanceof RolledBack) {
-            await tx.query(`ROLLBACK TO SAVEPOINT ${SP}`);
-            return result.value;
+          const result = await fn(riding.tx);
+          await riding.rest();
+          if (!(result instanceof RolledBack)) {
+            for (const lock of locks) unit.locks.add(lock);
+            return result;
           }
-          return result;
+          if (!undo) throw new Error("postgres: a write without undo answered RolledBack");
+          await tx.query(`ROLLBACK TO SAVEPOINT ${SP}`);
+          return result.value;
         } catch (error) {
-          if (connectionLost(error)) throw await this.#lose(unit, error);
+          if (!undo || connectionLost(error)) {
+            if (!undo && codeOf(error) === undefined && !connectionLost(error)) throw error;
+            throw await this.#lose(unit, error);
+          }
           try {
             await tx.query(`ROLLBACK TO SAVEPOINT ${SP}`);
           } catch (rollback) {
@@ -291,7 +279,7 @@ export class PgDb {
         head ??= await this.#flush(unit, client);
         return await this.#joined<R>(client, head, text, values);
       } catch (error) {
-        // Outside a savepoint: a failed statement aborts the whole transaction.
+        // A failed statement aborts the whole transaction.
         throw await this.#lose(unit, error);
       }
     });
@@ -318,4 +306,43 @@ export class PgDb {
       | pg.QueryResult<R>[];
     return Array.isArray(results) ? (results[results.length - 1] as pg.QueryResult<R>) : results;
   }
+}
+
+/**
+ * `tx` with `first` (a head: the unit's begin, waiting rows, a savepoint, locks) riding in the round
+ * trip of the first statement run through it; `rest` sends it alone when none ran.
+ */
+function joinedQueryable(
+  tx: Queryable,
+  first: string,
+): { readonly tx: Queryable; readonly rest: () => Promise<void> } {
+  let pending: string | undefined = first || undefined;
+  const joined: Queryable = {
+    query: async <R extends pg.QueryResultRow>(text: string, values?: readonly unknown[]) => {
+      const head = pending;
+      pending = undefined;
+      if (head === undefined) return tx.query<R>(text, values);
+      const statement = values === undefined || values.length === 0 ? text : inline(text, values);
+      if (statement === undefined) {
+        await tx.query(head);
+        return tx.query<R>(text, values);
+      }
+      const results = (await tx.query<R>(`${head}; ${statement}`)) as
+        | pg.QueryResult<R>
+        | pg.QueryResult<R>[];
+      return Array.isArray(results) ? (results[results.length - 1] as pg.QueryResult<R>) : results;
+    },
+    queryAll: async (text: string, statements: number) => {
+      const head = pending;
+      pending = undefined;
+      return queryAll(tx, head === undefined ? text : `${head}; ${text}`, statements);
+    },
+  };
+  return {
+    tx: joined,
+    rest: async () => {
+      if (pending !== undefined) await tx.query(pending);
+      pending = undefined;
+    },
+  };
 }

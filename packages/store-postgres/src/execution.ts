@@ -296,7 +296,8 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
         if (refused) throw refused;
         return updated;
       },
-      { locks: fenceLock(this.#schema, org, "shared"), durable: true },
+      // It refuses only when its update matched nothing.
+      { locks: fenceLock(this.#schema, org, "shared"), durable: true, undo: false },
     );
   }
 

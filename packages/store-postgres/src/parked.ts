@@ -148,8 +148,9 @@ export class PgParkedTurnStore implements ParkedTurnStore {
         await store(tx, c.key, turn, json);
         return summaryOf(turn);
       },
-      // Not a durability point: it joins the step's unit, committed before the next effect.
-      { locks: fenceLock(this.#schema, c.scope.org, "shared") },
+      // Not a durability point: it joins the step's unit, committed before the next effect. It
+      // refuses (`held`) before it writes.
+      { locks: fenceLock(this.#schema, c.scope.org, "shared"), undo: false },
     );
   }
 

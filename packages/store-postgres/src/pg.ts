@@ -16,7 +16,7 @@ export interface Queryable {
   ): Promise<pg.QueryResult<R>>;
   /**
    * `text`'s statements (no parameters; each its own snapshot under READ COMMITTED) in one round
-   * trip, answering the results of its last `statements` (a unit's savepoint rides before them).
+   * trip, answering the results of its last `statements` (a unit's head rides before them).
    */
   queryAll?(text: string, statements: number): Promise<pg.QueryResult[]>;
 }

@@ -102,7 +102,7 @@ export class PgResultStore implements ExecutionResultStore {
   ): Promise<ResultRecord> {
     const { key, id, at, admissionId, text } = preparePut(scope, resultId, envelope, now, opts);
     // The store itself goes in the read's round trip, after it: it writes only a reserved row, and a
-    // refusal below throws, which takes it back (the transaction, or the unit's savepoint).
+    // refusal below throws, which takes it back (the transaction, or its savepoint in a unit).
     const store: Statement = [
       `UPDATE ${this.#table} SET state = 'stored', envelope = $3, v = $4 WHERE scope = $1 AND result_id = $2 AND state = 'reserved' RETURNING *`,
       [key, id, text, RECORD_VERSION],

@@ -153,8 +153,8 @@ export class PgSessionStore implements SessionStore {
  * In one round trip (`thenFenced`): the admission `FOR SHARE` (held until commit, so no transition
  * of it can slip in before the batch lands), the scope fence, then the session row created when
  * absent (unless the session's tombstone is under `mark`: then there is no row) and locked, which
- * serializes appends and erasure per session. A refusal throws, and the transaction (or the unit's
- * savepoint) takes the created row back.
+ * serializes appends and erasure per session. A refusal throws, and the transaction (or its
+ * savepoint in a unit) takes the created row back.
  */
 async function holdAndLock(
   tx: Queryable,

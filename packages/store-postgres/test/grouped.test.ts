@@ -33,7 +33,7 @@ const open = (commits: "each" | "grouped" = "grouped") =>
     commits,
   });
 
-/** Every call in its own unit: lazily begun, each write in a savepoint, committed when the call returns. */
+/** Every call in its own unit: lazily begun, committed when the call returns. */
 async function unitPerCallFixture(): Promise<Fixture> {
   return unitPerCall(await open());
 }
@@ -257,6 +257,29 @@ describe.skipIf(!DATABASE_URL)(
         });
         expect([await admissionState(other), await auditCount(other)]).toEqual(["active", 1]);
         expect(await other.execution.get(SCOPE_A, "op-1")).toBeUndefined();
+      }));
+
+    it("a write that takes nothing back by itself (no savepoint, issue 26) and fails in the database loses the unit: its writes since the last commit are gone and its later calls are refused", () =>
+      withGrouped(async (a, other, names) => {
+        // A trigger makes the settlement's insert fail in the database (P0001), after the unit wrote.
+        await admin!.query(
+          `CREATE FUNCTION ${names.schema}.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$;
+           CREATE TRIGGER refuse BEFORE INSERT ON ${names.schema}.settlements FOR EACH ROW EXECUTE FUNCTION ${names.schema}.refuse()`,
+        );
+        await unitOf(a)(async () => {
+          await admitWith(a.admissions, { admissionId: "adm-1" });
+          await a.audit.append(lifecycle("model.request"));
+          await expect(a.settlements.settle(settlementOf("set-1"))).rejects.toBeInstanceOf(
+            StoreUnavailableError,
+          );
+          await expect(a.audit.append(lifecycle("model.request", T0 + 1))).rejects.toBeInstanceOf(
+            StoreUnavailableError,
+          );
+        }).catch((error: unknown) => expect(error).toBeInstanceOf(StoreUnavailableError));
+        expect([await admissionState(other), await auditCount(other)]).toEqual([undefined, 0]);
+        // A later unit of the same store set starts afresh.
+        await unitOf(a)(() => a.audit.append(lifecycle("model.request", T0 + 2)));
+        expect(await auditCount(other)).toBe(1);
       }));
 
     it("a settlement's counters wait in a unit for its commit: another session's settlement of the tenant-day is not held up meanwhile, and a counter that fails there fails the commit and loses the unit's writes", () =>

@@ -50,7 +50,7 @@ export function unitOf(stores: PostgresStores): <T>(work: () => Promise<T>) => P
   return unit;
 }
 
-/** Every call in its own unit: lazily begun, each write in a savepoint, committed when the call returns. */
+/** Every call in its own unit: lazily begun, committed when the call returns. */
 export function unitPerCall(stores: PostgresStores): Fixture {
   const unit = unitOf(stores);
   return through(
