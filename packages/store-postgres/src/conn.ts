@@ -138,6 +138,22 @@ export class Conn {
     await this.write(single, values);
   }
 
+  /**
+   * What a store noted of a row the unit's open transaction wrote (`holdRow`): the row stays locked
+   * to the transaction's end, so nobody else changes it meanwhile. Undefined outside a unit, or
+   * once the transaction ended.
+   */
+  heldRow<R>(key: string): R | undefined {
+    const unit = this.db.current();
+    return unit?.client ? (unit.rows.get(key) as R | undefined) : undefined;
+  }
+
+  /** Notes a row the unit's open transaction wrote (a no-op outside a unit). */
+  holdRow<R>(key: string, row: R): void {
+    const unit = this.db.current();
+    if (unit?.client && !unit.poisoned) unit.rows.set(key, row);
+  }
+
   /** Whether this call runs inside a grouped unit (its writes share the unit's transaction). */
   inUnit(): boolean {
     return this.db.current() !== undefined;
@@ -147,14 +163,20 @@ export class Conn {
    * A statement nobody waits for the answer of, in a unit: it goes, after `locks`, with the unit's
    * commit, its next read or its next write that reads what it changes (`reads: "spend"`), so what
    * it locks is held from then to the commit, never across host code before it. With no
-   * transaction open, or values with no safe literal, it is written now.
+   * transaction open, or values with no safe literal, it is written now. `replaces`: a key; a late
+   * statement still waiting under the same key is replaced by this one.
    */
-  async later(sql: string, values: readonly unknown[], locks?: string): Promise<void> {
+  async later(
+    sql: string,
+    values: readonly unknown[],
+    locks?: string,
+    replaces?: string,
+  ): Promise<void> {
     const unit = this.db.current();
     const statement = inline(this.#q(sql), values);
     if (unit && statement !== undefined) {
       const text = locks ? `${locks}; ${statement}` : statement;
-      if (await this.db.deferLate(unit, text)) return;
+      if (await this.db.deferLate(unit, text, replaces)) return;
     }
     await this.write(sql, values, { retry: true, ...(locks ? { locks } : {}) });
   }

@@ -103,6 +103,7 @@ export class PgDb {
     this.count.commits += 1;
     unit.client = undefined;
     unit.locks.clear();
+    unit.rows.clear();
     client.release();
   }
 
@@ -115,6 +116,7 @@ export class PgDb {
     const client = unit.client;
     unit.client = undefined;
     unit.locks.clear();
+    unit.rows.clear();
     unit.deferred.clear();
     unit.poisoned ??= new StoreUnavailableError(
       "postgres: the unit's transaction failed; its writes since the last commit are lost",
@@ -133,15 +135,18 @@ export class PgDb {
 
   /**
    * What a write's first round trip starts with: the unit's transaction begun (its client taken),
-   * or the rows waiting for this round trip (a failure of theirs aborts the unit's transaction,
-   * never only this write); then, for a write that may undo itself (`undo`), a savepoint.
+   * or, for a write that reads what they change (`late`), the waiting rows and late statements (a
+   * failure of theirs aborts the unit's transaction, never only this write); then, for a write that
+   * may undo itself (`undo`), a savepoint.
    */
   async #head(unit: Unit, late: boolean, undo: boolean): Promise<string> {
     const savepoint = undo ? `SAVEPOINT ${SP}` : undefined;
     if (unit.client) {
       let rows: string | undefined;
       try {
-        rows = await this.#flush(unit, unit.client, late);
+        // Waiting rows wait on through writes that read nothing they add (issue 26: a step's trail
+        // rows go as one insert, with its commit or its next read).
+        if (late) rows = await this.#flush(unit, unit.client);
       } catch (error) {
         throw await this.#lose(unit, error);
       }
@@ -222,8 +227,8 @@ export class PgDb {
    * with the unit's commit, its next read, or its next write that reads what it changes (`late`),
    * after the waiting rows; false when the unit has no transaction open.
    */
-  deferLate(unit: Unit, statement: string): Promise<boolean> {
-    return this.#queue(unit, () => unit.deferred.addLate(statement));
+  deferLate(unit: Unit, statement: string, replaces?: string): Promise<boolean> {
+    return this.#queue(unit, () => unit.deferred.addLate(statement, replaces));
   }
 
   /** `add` in order with the unit's operations, while its transaction is open (else false). */
@@ -240,9 +245,9 @@ export class PgDb {
    * Takes the unit's waiting rows: the statements whose values have no safe literal are sent now,
    * on `client`; the others are returned to ride in the caller's round trip.
    */
-  async #flush(unit: Unit, client: pg.PoolClient, late = true): Promise<string | undefined> {
+  async #flush(unit: Unit, client: pg.PoolClient): Promise<string | undefined> {
     if (unit.deferred.size === 0) return undefined;
-    const { joined, apart } = unit.deferred.take(late);
+    const { joined, apart } = unit.deferred.take();
     for (const { text, values } of apart) {
       this.count.roundTrips += 1;
       await client.query(text, values);

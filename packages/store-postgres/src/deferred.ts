@@ -4,24 +4,33 @@ import { inline } from "./literals.js";
 type Column = (string | null)[];
 
 /**
- * Rows of append-only inserts that wait, in a grouped unit's open transaction, for the unit's next
- * statement (issue 26: a turn's trail records join the transaction of the step they describe as
- * one multi-row insert). Each batch text is an `INSERT … SELECT … FROM unnest($1::text[], …)` that
+ * Rows of append-only inserts that wait, in a grouped unit's open transaction, for its commit, its
+ * next read or its next write that reads what they change (issue 26: a turn's trail records join
+ * the transaction of the step they describe as one multi-row insert). Each batch text is an `INSERT … SELECT … FROM unnest($1::text[], …)` that
  * takes one array per column; the rows of one text go as one statement, in the order they came.
  */
 export class DeferredRows {
   readonly #batches = new Map<string, Column[]>();
   /**
-   * Whole statements (values inlined; each checks itself, nobody reads its answer) that wait longer
-   * than the rows: for the commit, a read, or a write that reads what they change (`take(true)`).
+   * Whole statements (values inlined; each checks itself, nobody reads its answer) that wait, as
+   * the rows do, for the commit, a read, or a write that reads what they change.
    */
   readonly #late: string[] = [];
+  /** Where a keyed late statement waits in `#late` (`addLate`'s `replaces`). */
+  readonly #keyed = new Map<string, number>();
 
   get size(): number {
     return this.#batches.size + this.#late.length;
   }
 
-  addLate(statement: string): void {
+  /** `replaces`: a key; a statement still waiting under it is replaced, in its place. */
+  addLate(statement: string, replaces?: string): void {
+    const at = replaces === undefined ? undefined : this.#keyed.get(replaces);
+    if (at !== undefined) {
+      this.#late[at] = statement;
+      return;
+    }
+    if (replaces !== undefined) this.#keyed.set(replaces, this.#late.length);
     this.#late.push(statement);
   }
 
@@ -40,14 +49,15 @@ export class DeferredRows {
   clear(): void {
     this.#batches.clear();
     this.#late.length = 0;
+    this.#keyed.clear();
   }
 
   /**
-   * Takes every waiting row (and, with `late`, every late statement): `joined` is the statements
-   * that ride in the next round trip (their arrays inlined as literals), `apart` the ones whose
-   * values have no safe literal (sent alone).
+   * Takes every waiting row and late statement: `joined` is the statements that ride in the next
+   * round trip (their arrays inlined as literals), `apart` the ones whose values have no safe
+   * literal (sent alone).
    */
-  take(late: boolean): {
+  take(): {
     readonly joined: string | undefined;
     readonly apart: readonly { readonly text: string; readonly values: Column[] }[];
   } {
@@ -59,7 +69,8 @@ export class DeferredRows {
       else joined.push(statement);
     }
     this.#batches.clear();
-    if (late) joined.push(...this.#late.splice(0));
+    joined.push(...this.#late.splice(0));
+    this.#keyed.clear();
     return { joined: joined.length > 0 ? joined.join("; ") : undefined, apart };
   }
 }

@@ -13,6 +13,7 @@ import {
   claimedResult,
   coveringFenceKeys,
   EXPIRED_EVIDENCE_COLUMN,
+  type ExecutionChangeColumns,
   type ExecutionRow,
   type ExecutionStep,
   executionFromRow,
@@ -43,6 +44,16 @@ const BY_ID = "SELECT * FROM execution WHERE scope = $1 AND operation_id = $2";
 const STEP = `UPDATE execution SET state = $1, evidence = COALESCE($2, evidence), not_dispatched_cause = COALESCE($3, not_dispatched_cause),
     settlement_id = COALESCE($4, settlement_id), updated_at = $5
   WHERE scope = $6 AND operation_id = $7 AND fence_token = $8 AND state = $9 RETURNING *`;
+
+/**
+ * A known transition (`#known`): the row's columns set under the fence the transaction holds (a
+ * transition of its own may have gone already, so the state is not matched), failing (22012) when
+ * it matches no row.
+ */
+const KNOWN_STEP = `WITH up AS (UPDATE execution SET state = $1, evidence = $2, not_dispatched_cause = $3,
+    settlement_id = $4, updated_at = $5
+  WHERE scope = $6 AND operation_id = $7 AND fence_token = $8 RETURNING 1)
+  SELECT 1 / count(*) FROM up`;
 
 /**
  * `STEP` for the dispatch: it matches nothing while a scope fence covers the record's scope (the
@@ -246,11 +257,19 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
   /**
    * One conditional UPDATE. A cancelled claim was never sent: the money it held is released in the
    * same statement as the transition. A dispatch is scope-fenced (`#dispatch`) and a durability
-   * point: egress follows, so the claim and everything before it commit with it.
+   * point: egress follows, so the claim and everything before it commit with it. In a unit, a row
+   * this transaction has updated stays locked to its end, so the next transitions of it are known
+   * here (`#known`): they answer at once and go as one late statement (issue 26).
    */
   protected async step(fence: Fence, now: number, step: ExecutionStep): Promise<ExecutionRecord> {
     const release = step.name === "cancelPrepared";
     const { f, at, key, cols } = prepareStep(fence, now, step);
+    const held = this.#db.heldRow<ExecutionRow>(`execution:${key}:${f.operationId}`);
+    if (held) {
+      if (held.fence_token !== f.token || held.state !== step.from)
+        throw staleStep(held, f.token, step.from);
+      if (step.name !== "dispatch" && !release) return this.#known(held, key, f, at, cols);
+    }
     const values = [
       cols.state,
       cols.evidence,
@@ -269,12 +288,56 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
             retry: release,
           });
     const row = updated.rows[0];
-    if (row) return executionFromRow(row);
+    if (row) {
+      this.#db.holdRow(`execution:${key}:${f.operationId}`, row);
+      return executionFromRow(row);
+    }
     throw staleStep(
       (await this.#db.query<ExecutionRow>(BY_ID, [key, f.operationId])).rows[0],
       f.token,
       step.from,
     );
+  }
+
+  /**
+   * A transition of a row the unit's transaction holds locked: its new row is computed as the
+   * update would (`COALESCE` keeps a column the change leaves out), and one late statement per row
+   * sets it (a later transition replaces it while it waits); one that matches nothing divides by
+   * zero, which fails the commit and loses the unit: a broken invariant, never a refusal.
+   */
+  async #known(
+    held: ExecutionRow,
+    key: string,
+    f: Fence,
+    at: number,
+    cols: ExecutionChangeColumns,
+  ): Promise<ExecutionRecord> {
+    const row: ExecutionRow = {
+      ...held,
+      state: cols.state,
+      evidence: cols.evidence ?? held.evidence,
+      not_dispatched_cause: cols.not_dispatched_cause ?? held.not_dispatched_cause,
+      settlement_id: cols.settlement_id ?? held.settlement_id,
+      updated_at: at,
+    };
+    const id = `execution:${key}:${f.operationId}`;
+    this.#db.holdRow(id, row);
+    await this.#db.later(
+      KNOWN_STEP,
+      [
+        row.state,
+        row.evidence,
+        row.not_dispatched_cause,
+        row.settlement_id,
+        at,
+        key,
+        f.operationId,
+        f.token,
+      ],
+      undefined,
+      id,
+    );
+    return executionFromRow(row);
   }
 
   /**

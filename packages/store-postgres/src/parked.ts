@@ -103,12 +103,13 @@ const SQL = {
 
 /**
  * Parked turns in PostgreSQL, beside the admissions they hold. A park and a claim each run in one
- * transaction that takes the tenant's fence lock shared (see `fenceLock`), then locks the parked
- * row, then its admission (`FOR UPDATE`, the one order both take): of concurrent claims the first
- * to lock the row wins, and the others, reading it again once it committed, find it `resuming`
- * under a live admission (`not_claimable`). A checkpoint takes the same locks as a park. A
- * decision locks the row too, so the first stands. Park, checkpoint, decide and claim are
- * durability points.
+ * transaction that takes the tenant's fence lock shared (see `fenceLock`). A claim then locks the
+ * parked row, then its admission (`FOR UPDATE`): of concurrent claims the first to lock the row
+ * wins, and the others, reading it again once it committed, find it `resuming` under a live
+ * admission (`not_claimable`). A park or a checkpoint, whose admission is known, locks it first
+ * and the row after (`held`), so concurrent writes of one run queue on the admission; one that
+ * meets a claim the other way round is retried as a deadlock. A decision locks the row too, so the
+ * first stands. Park, decide and claim are durability points.
  */
 export class PgParkedTurnStore implements ParkedTurnStore {
   readonly #db: Conn;
@@ -149,8 +150,9 @@ export class PgParkedTurnStore implements ParkedTurnStore {
         return summaryOf(turn);
       },
       // Not a durability point: it joins the step's unit, committed before the next effect. It
-      // refuses (`held`) before it writes.
-      { locks: fenceLock(this.#schema, c.scope.org, "shared"), undo: false },
+      // refuses (`held`) before it writes, yet keeps its savepoint in a unit, to retry a deadlock
+      // with a concurrent claim of the run (which locks the row, then the admission).
+      { locks: fenceLock(this.#schema, c.scope.org, "shared") },
     );
   }
 
@@ -266,14 +268,18 @@ async function held(
     readonly now: number;
   },
 ): Promise<{ readonly admission: Admission; readonly runs: number }> {
-  const before = (await tx.query<ParkedTurnRow>(SQL.before, [x.key, x.rootKey])).rows[0];
-  // The scope fence in its own statement after the admission's lock, in the same round trip.
+  // The admission's lock first, then the scope fence in its own statement, then the turn's row
+  // locked, in one round trip: concurrent writes of one run queue on the admission, so none holds
+  // the row while it waits for the admission (first checkpoints of a run deadlocked that way).
   const locked = await thenFenced<AdmissionRow>(
     tx,
     `${ADMISSION} FOR UPDATE`,
     [x.key, x.admissionId],
     x.key,
+    undefined,
+    [[SQL.before, [x.key, x.rootKey]]],
   );
+  const before = locked.after[0]?.rows[0] as ParkedTurnRow | undefined;
   const admission = admissionOf(locked.rows[0]);
   const refused = parkRefusal(admission, x, locked.fenced);
   if (refused || !admission) throw refused ?? new FenceError();

@@ -310,7 +310,10 @@ export function lockKey(...parts: readonly string[]): string {
   return createHash("sha256").update(parts.join("\0")).digest().readBigInt64BE(0).toString();
 }
 
-/** The reservation locks of one spend key, tenant-day first, then session: the one order every spend writer takes. */
+/**
+ * The reservation locks of one spend key, tenant-day first, then session: the one order every spend
+ * writer takes. One statement: a select list's calls run left to right.
+ */
 export function spendLocks(
   schema: string,
   org: string,
@@ -320,5 +323,5 @@ export function spendLocks(
 ): string {
   const dayKey = lockKey(schema, "spend-day", org, day);
   const sessionKey = lockKey(schema, "spend-session", scope, sessionId);
-  return `SELECT pg_advisory_xact_lock(${dayKey}); SELECT pg_advisory_xact_lock(${sessionKey})`;
+  return `SELECT pg_advisory_xact_lock(${dayKey}), pg_advisory_xact_lock(${sessionKey})`;
 }

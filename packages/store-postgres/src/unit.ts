@@ -20,6 +20,8 @@ export class Unit {
    * savepoint rolled back since: held to its end, so a later write does not take them again.
    */
   readonly locks = new Set<string>();
+  /** Rows the open transaction wrote, as the stores noted them (`Conn.holdRow`). */
+  readonly rows = new Map<string, unknown>();
   /** Append-only rows waiting for the unit's next statement (its transaction open). */
   readonly deferred = new DeferredRows();
   #tail: Promise<unknown> = Promise.resolve();

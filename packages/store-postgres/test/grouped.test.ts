@@ -191,6 +191,38 @@ describe.skipIf(!DATABASE_URL)(
         }),
       ));
 
+    it("a row's transitions after the first in one transaction answer at once and go as one late statement: the unit reads them, another connection sees them at the commit, a stale one is refused from what the unit knows", () =>
+      withGrouped((a, other) =>
+        unitOf(a)(async () => {
+          await admitWith(a.admissions, { admissionId: "adm-1" });
+          const claimed = await a.execution.claim(claimOf("op-1"), { admissionId: "adm-1" });
+          if (claimed.status !== "claimed") throw new Error("expected a claim");
+          await a.execution.dispatch(claimed.fence, T0 + 1);
+          const evidence = {
+            status: "known",
+            usage: { inputTokens: 3, outputTokens: 2, cacheReadTokens: 0 },
+          } as const;
+          await a.execution.receive(claimed.fence, evidence, T0 + 2);
+          const settled = await a.execution.settle(claimed.fence, "set-1", T0 + 3);
+          const completed = await a.execution.complete(claimed.fence, T0 + 4);
+          expect([settled.state, completed.state, completed.settlementId]).toEqual([
+            "settled",
+            "completed",
+            "set-1",
+          ]);
+          expect(completed.evidence).toEqual(evidence);
+          // Refused from the row the unit holds, as the database would: nothing is lost.
+          await expect(a.execution.settle(claimed.fence, "set-2", T0 + 5)).rejects.toThrow(
+            "the record is completed, not received",
+          );
+          // Another connection still sees the dispatch; the unit reads what it wrote.
+          expect((await other.execution.get(SCOPE_A, "op-1"))?.state).toBe("dispatching");
+          expect(await a.execution.get(SCOPE_A, "op-1")).toEqual(completed);
+          await a.barrier?.commit();
+          expect(await other.execution.get(SCOPE_A, "op-1")).toEqual(completed);
+        }),
+      ));
+
     it("a refused write inside a unit rolls back alone: the writes before and after it commit", () =>
       withGrouped(async (a, other) => {
         await unitOf(a)(async () => {
