@@ -1,3 +1,4 @@
+// The tool-search benchmark: the quality report (tool-search-quality.ts; issue 30), then
 // search_tools on 1,000 granted tools (issue 16: under 1 ms a search, the index built once per
 // registration). Run: npm run bench:tool-search. Prints microseconds; asserts no timing.
 // The 1,000 tools are the three benchmark catalogs (packages/loop/test/toolsearch, SOURCES.md)
@@ -8,6 +9,16 @@ import {
   findTools,
   type SearchableTool,
 } from "../packages/loop/src/search/tool-search.js";
+
+import { columns, failureList, headline, perKind, TARGETS } from "./tool-search-quality.js";
+
+const cols = await columns();
+console.log(`tool-search quality (targets on every row: ${JSON.stringify(TARGETS)}; ✗ below)`);
+console.log(headline(cols));
+console.log(`\n${perKind(cols)}`);
+if (process.env.TOOL_SEARCH_FAILURES !== "0")
+  console.log(`\nfailures (gold; what loaded)\n${failureList(cols)}`);
+console.log("");
 
 const DIR = new URL("../packages/loop/test/toolsearch/", import.meta.url);
 const CATALOGS = ["devtools", "workspace", "commerce"];

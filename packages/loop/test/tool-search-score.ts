@@ -32,6 +32,8 @@ import {
  */
 
 const DIR = new URL("./toolsearch/", import.meta.url);
+/** The MCP servers' catalogs' queries (`toolsearch/mcp/README.md`); their tools are listed live. */
+export const MCP_QUERY_DIR = new URL("./toolsearch/mcp/", import.meta.url);
 export const CATALOGS = ["devtools", "workspace", "commerce"] as const;
 export type CatalogName = (typeof CATALOGS)[number];
 
@@ -60,6 +62,15 @@ export type Scores = Record<string, number>;
 
 function read<T>(file: string): T {
   return JSON.parse(readFileSync(new URL(file, DIR), "utf8")) as T;
+}
+
+/** An MCP catalog's queries and sequences (its tools come from the servers, listed live). */
+export function mcpCasesOf(name: string): {
+  readonly queries: QueryCase[];
+  readonly sequences: SequenceCase[];
+} {
+  const at = (file: string) => JSON.parse(readFileSync(new URL(file, MCP_QUERY_DIR), "utf8"));
+  return { queries: at(`queries-${name}.json`), sequences: at(`sequences-${name}.json`) };
 }
 
 const defined = new Map<CatalogName, readonly ToolDefinition[]>();
@@ -93,7 +104,7 @@ export function catalogTools(name: CatalogName): readonly ToolDefinition[] {
 export const QUERY_SETS = ["public", "tune", "check", "project", "fresh"] as const;
 export type QuerySet = (typeof QUERY_SETS)[number];
 
-const kindOf = (c: QueryCase) => /kind=([a-z_]+)/.exec(c.note ?? "")?.[1] ?? "";
+export const kindOf = (c: QueryCase) => /kind=([a-z_]+)/.exec(c.note ?? "")?.[1] ?? "";
 
 /** Every other case of each kind: the first, third, ... are `tune`; the second, fourth, ... are `check`. */
 function halfOf<T>(cases: readonly T[], kind: (c: T) => string, half: "tune" | "check"): T[] {
@@ -217,20 +228,36 @@ function sequenceScores(
   };
 }
 
-/** Every metric for one catalog and query set, rounded to four places. */
+/** Every metric for one catalog's tools and cases, rounded to four places. */
+export function scoreTools(
+  tools: readonly ToolDefinition[],
+  queries: readonly QueryCase[],
+  sequences: readonly SequenceCase[],
+  searchSize: (tools: readonly ToolDefinition[]) => number,
+  ranking: Ranking = RANKING,
+): Scores {
+  const catalog = catalogOf(tools, ranking);
+  const scores = {
+    ...queryScores(catalog, queries),
+    ...sequenceScores(catalog, tools, sequences, searchSize(tools)),
+  };
+  return Object.fromEntries(Object.entries(scores).map(([k, v]) => [k, round(v)]));
+}
+
+/** Every metric for one committed catalog and query set, rounded to four places. */
 export function scoreCatalog(
   name: CatalogName,
   searchSize: (tools: readonly ToolDefinition[]) => number,
   set: QuerySet = "public",
   ranking: Ranking = RANKING,
 ): Scores {
-  const tools = catalogTools(name);
-  const catalog = catalogOf(tools, ranking);
-  const scores = {
-    ...queryScores(catalog, queriesOf(name, set)),
-    ...sequenceScores(catalog, tools, sequencesOf(name, set), searchSize(tools)),
-  };
-  return Object.fromEntries(Object.entries(scores).map(([k, v]) => [k, round(v)]));
+  return scoreTools(
+    catalogTools(name),
+    queriesOf(name, set),
+    sequencesOf(name, set),
+    searchSize,
+    ranking,
+  );
 }
 
 /** The mean of the catalogs' scores, metric by metric. */

@@ -35,10 +35,10 @@ const nothingLoaded = (name: string) => !(CLINIC.find((x) => x.name === name)?.d
 
 describe("terms: what the ranking compares", () => {
   it("splits names at joiners and case changes, stems, drops function words and bare numbers", () => {
-    expect(termsOf("The pods of 3 Releases")).toEqual(["pod", "releas"]);
-    expect(termsOf("parseConfig")).toEqual(["pars", "config", "parseconfig"]);
-    expect(termsOf("create_invoice")).toEqual(["~create_invoice", "creat", "invoic"]);
-    expect(termsOf("get-current-time")).toEqual(["~get_current_time", "get", "current", "tim"]);
+    expect(termsOf("The pods of 3 Releases")).toEqual(["pod", stem("release")]);
+    expect(termsOf("parseConfig")).toEqual([stem("parse"), "config", "parseconfig"]);
+    expect(termsOf("create_invoice")).toEqual(["~create_invoice", stem("create"), stem("invoice")]);
+    expect(termsOf("get-current-time")).toEqual(["~get_current_time", "get", "current", "time"]);
   });
 
   it("a query's values (emails, URLs, identifiers with three digits or more) are not its words; a numbered word that names a tool still does", () => {
@@ -60,15 +60,12 @@ describe("terms: what the ranking compares", () => {
     ]);
   });
 
-  it("plural, -ing and -ed forms meet on one stem", () => {
-    expect(new Set(["commit", "commits", "committed", "committing"].map(stem))).toEqual(
-      new Set(["commit"]),
-    );
-    expect(new Set(["create", "created", "creates", "creating"].map(stem))).toEqual(
-      new Set(["creat"]),
-    );
+  it("plural, -ing and -ed forms meet on one stem (a Porter stemmer); words of three letters stay", () => {
+    expect(new Set(["commit", "commits", "committed", "committing"].map(stem)).size).toBe(1);
+    expect(new Set(["create", "created", "creates", "creating"].map(stem)).size).toBe(1);
+    expect(new Set(["subscribe", "subscribes", "subscribed"].map(stem)).size).toBe(1);
     expect(stem("replies")).toBe(stem("reply"));
-    expect(stem("status")).toBe("status");
+    expect(["ios", "pos", "get"].map(stem)).toEqual(["ios", "pos", "get"]);
   });
 });
 
@@ -266,7 +263,6 @@ describe("the absolute floor: a search that matches nothing well loads nothing",
         .loaded,
     ).toEqual([]);
     expect(findTools(catalog, nothingLoaded, { query: "zzz qqq" }).loaded).toEqual([]);
-    expect(catalog.floorScore).toBeGreaterThan(0);
   });
 });
 
@@ -376,12 +372,12 @@ describe("the catalog's own words: servers, split names, word beginnings, verbs"
   const own = catalogOf(tools);
 
   it("a query that says a server's own word ranks only that server's tools; a word other servers use does not narrow", () => {
-    expect(own.index.servers.has("strip")).toBe(true);
+    expect(own.index.servers.has(stem("stripe"))).toBe(true);
     expect(findTools(own, () => false, { query: "stripe balance" }).loaded).toEqual([
       "stripe__retrieve_balance",
     ]);
     expect(own.index.servers.has("clock")).toBe(true);
-    expect(own.index.servers.has("tim")).toBe(false);
+    expect(own.index.servers.has(stem("time"))).toBe(false);
   });
 
   it("a server is named by its word whole, even when the query spells it in parts (GitHub)", () => {
@@ -495,19 +491,8 @@ describe("names that say more of the query, shared names, word forms", () => {
     ]);
   });
 
-  it("a camel-case word is also the word whole; a long word meets a name word that differs only from its last letter", () => {
+  it("a camel-case word is also the word whole", () => {
     expect(termsOf("OpenShift")).toEqual(["open", "shift", "openshift"]);
-    const subs = catalogOf([
-      t("pay__create_subscription", "Creates one for a customer."),
-      t("pay__list_customers", "Lists customers."),
-    ]);
-    expect(findTools(subs, () => false, { query: "subscribe the customer" }).loaded[0]).toBe(
-      "pay__create_subscription",
-    );
-    // At the limit (six letters) and one under: "alphay" meets `alphax`, "alphy" meets nothing.
-    const near = catalogOf([t("x__alphax", "Unrelated."), t("x__other", "Something else.")]);
-    expect(findTools(near, () => false, { query: "alphay" }).loaded).toEqual(["x__alphax"]);
-    expect(findTools(near, () => false, { query: "alphy" }).loaded).toEqual([]);
   });
 
   it("a word naming the state of a thing makes an opening verb a noun: the query asks neither to write nor only to read", () => {

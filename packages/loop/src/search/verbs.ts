@@ -6,16 +6,18 @@ import { partsOf, stem } from "./terms.js";
  * alike the ones that read come first (`track a shipment`: get, not create or update, tracking).
  * A language rule, not a list of queries: it names what the words mean, never which tool wins.
  */
-const WRITE_VERBS = new Set(
-  (
-    "create update delete add remove send cancel edit move set write patch post put apply install uninstall merge fork push " +
-    "trigger assign transition accept pay finalize mark modify draft reply copy exec execute run scale commit checkout reset " +
-    "respond rename replace insert upload approve stage close open reopen resolve archive restore refund capture submit " +
-    "start stop make build generate invite join leave share enable disable block unblock link unlink tell notify react subscribe unsubscribe"
-  )
-    .split(" ")
-    .map(stem),
-);
+const WRITE_WORDS = (
+  "create update delete add remove send cancel edit move set write patch post put apply install uninstall merge fork push " +
+  "trigger assign transition accept pay finalize mark modify draft reply copy exec execute run scale commit checkout reset " +
+  "respond rename replace insert upload approve stage close open reopen resolve archive restore refund capture submit " +
+  "start stop make build generate invite join leave share enable disable block unblock link unlink tell notify react subscribe unsubscribe"
+).split(" ");
+const WRITE_VERBS = new Set(WRITE_WORDS.map(stem));
+/** The same verbs undone or done again (`unstage`, `rewrite`, `reopen`), stemmed whole: a query's word. */
+const WRITE_FORMS = new Set([
+  ...WRITE_VERBS,
+  ...WRITE_WORDS.flatMap((v) => [`un${v}`, `re${v}`]).map(stem),
+]);
 
 /** Verbs that only read (stemmed): a name that carries one reads, whatever noun follows (`list_commits`, `get_transitions`). */
 const READ_VERBS = new Set(
@@ -40,12 +42,7 @@ const WRITE_SIGNALS = new Set(["new"]);
 
 /** Whether any of a query's terms is a verb that changes something (or asks for something new); `un-` and `re-` change too. */
 export function asksToWrite(terms: readonly string[]): boolean {
-  return terms.some(
-    (term) =>
-      WRITE_VERBS.has(term) ||
-      WRITE_SIGNALS.has(term) ||
-      (/^(un|re)/.test(term) && WRITE_VERBS.has(term.slice(2))),
-  );
+  return terms.some((term) => WRITE_FORMS.has(term) || WRITE_SIGNALS.has(term));
 }
 
 /**
@@ -85,8 +82,7 @@ export function isQuestion(query: string): boolean {
   return first !== undefined && QUESTION_WORDS.has(first);
 }
 
-const isWriteVerb = (term: string) =>
-  WRITE_VERBS.has(term) || (/^(un|re)/.test(term) && WRITE_VERBS.has(term.slice(2)));
+const isWriteVerb = (term: string) => WRITE_FORMS.has(term);
 
 /** Whether a tool's short name makes something new (`create_sprint`, `send_email`, `add_comment`). */
 export function isCreateName(shortName: string): boolean {
