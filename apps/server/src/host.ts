@@ -20,6 +20,7 @@ import {
   type ServerLimits,
 } from "./http/hardening.js";
 import type { HostContext, HttpSettings } from "./http/context.js";
+import { MAX_PREFER_WAIT_S } from "./http/prefer.js";
 import { DEFAULT_PING_MS } from "./http/sse.js";
 import type { ModelSetup } from "./models/select.js";
 import { LoopBudget } from "./loop-budget.js";
@@ -189,6 +190,7 @@ async function assemble(options: HostOptions): Promise<HostContext> {
     http: {
       bodyLimit: DEFAULT_BODY_LIMIT,
       waitMs: 25_000,
+      maxWaitMs: MAX_PREFER_WAIT_S * 1000,
       pingMs: DEFAULT_PING_MS,
       publicDir: DEFAULT_PUBLIC_DIR,
       ...options.http,

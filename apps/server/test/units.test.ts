@@ -8,7 +8,7 @@ import { describe, expect, it, vi } from "vitest";
 import { EnvError, pickProvider, readEnv } from "../src/config/env.js";
 import { loadSecrets } from "../src/config/secrets.js";
 import { createHost } from "../src/host.js";
-import { preferredWait } from "../src/http/tenant-routes.js";
+import { waitPreference } from "../src/http/prefer.js";
 import { noticeFor, viewError } from "../src/http/views.js";
 import { classify, DEMO_HELP, demoStep } from "../src/models/demo-script.js";
 import { demoSetup, providerSetup } from "../src/models/select.js";
@@ -363,12 +363,23 @@ describe("configuration", () => {
 
   it("honors Prefer: respond-async and wait=N, never waiting longer than the host allows", () => {
     const req = (prefer: string) => new Request("http://x/", { headers: { prefer } });
-    expect(preferredWait(req("respond-async"), 25_000)).toBe(0);
-    expect(preferredWait(req("wait=3"), 25_000)).toBe(3_000);
-    expect(preferredWait(req("wait=999"), 25_000)).toBe(25_000);
-    expect(preferredWait(req(""), 25_000)).toBe(25_000);
-    expect(preferredWait(req(""), 0, 25_000)).toBe(0);
-    expect(preferredWait(req("wait=5"), 0, 25_000)).toBe(5_000);
+    expect(waitPreference(req("respond-async"), 25_000)).toEqual({
+      ms: 0,
+      applied: "respond-async",
+    });
+    expect(waitPreference(req("wait=3"), 25_000)).toEqual({ ms: 3_000, applied: "wait=3" });
+    // Clamped to the maximum (60 s by default), and the answer says what was applied.
+    expect(waitPreference(req("wait=999"), 25_000)).toEqual({ ms: 60_000, applied: "wait=60" });
+    expect(waitPreference(req("wait=999"), 25_000, 30_000)).toEqual({
+      ms: 30_000,
+      applied: "wait=30",
+    });
+    expect(waitPreference(req(""), 25_000)).toEqual({ ms: 25_000 });
+    expect(waitPreference(req(""), 0)).toEqual({ ms: 0 });
+    expect(waitPreference(req("handling=lenient, wait=5"), 0)).toEqual({
+      ms: 5_000,
+      applied: "wait=5",
+    });
   });
 });
 

@@ -5,16 +5,15 @@ import {
   type Scope,
   usdToMicros,
   utcDay,
-  validateId,
 } from "@alma-harness/core";
-import { mintToken, verifyAdmin } from "./auth.js";
-import { onlyFields, readJsonObject } from "./body.js";
+import { mintToken } from "./auth.js";
+import { adminApi } from "./admin-api.js";
+import type { HostApp } from "./api.js";
 import type { HostContext } from "./context.js";
 import { HttpError, json } from "./errors.js";
 import { fenceRoutes } from "./fence-routes.js";
 import { memoryRoutes } from "./memory-routes.js";
 import { routineRoutes } from "./routine-routes.js";
-import type { RouteRequest, Router } from "./router.js";
 import { transcriptOf, turnsOf } from "./transcript.js";
 import { viewResponse } from "./views.js";
 
@@ -59,10 +58,11 @@ async function trailOf(
 }
 
 /** A turn's trails: the scope is found through the directory, since a root key hides its tenant. */
-async function getTurnTrails(host: HostContext, route: RouteRequest): Promise<Response> {
-  const rootKey = validateId("rootKey", route.params.rootKey);
-  const org = route.url.searchParams.get("org") ?? undefined;
-  const uid = route.url.searchParams.get("uid") ?? undefined;
+async function getTurnTrails(
+  host: HostContext,
+  rootKey: string,
+  { org, uid }: { org?: string | undefined; uid?: string | undefined },
+): Promise<Response> {
   const scopes = host.directory.scopes(org).filter((s) => uid === undefined || s.uid === uid);
   for (const scope of scopes) {
     const events = await trailOf(host, scope, { turnId: rootKey });
@@ -125,8 +125,7 @@ function safeView(view: Parameters<typeof viewResponse>[0]): unknown {
   }
 }
 
-async function getSpend(host: HostContext, route: RouteRequest): Promise<Response> {
-  const days = Math.min(60, Math.max(1, Number(route.url.searchParams.get("days") ?? "14") || 14));
+async function getSpend(host: HostContext, days: number): Promise<Response> {
   const now = host.clock.now();
   const to = utcDay(now);
   const from = utcDay(now - (days - 1) * DAY_MS);
@@ -154,12 +153,7 @@ async function getSpend(host: HostContext, route: RouteRequest): Promise<Respons
   });
 }
 
-async function answerAsk(
-  host: HostContext,
-  route: RouteRequest,
-  allowed: boolean,
-): Promise<Response> {
-  const id = validateId("askId", route.params.askId);
+async function answerAsk(host: HostContext, id: string, allowed: boolean): Promise<Response> {
   const outcome = await host.asks.answer(id, allowed);
   if (outcome === "unknown")
     throw new HttpError(
@@ -171,14 +165,13 @@ async function answerAsk(
   return json(200, { askId: id, state: allowed ? "approved" : "denied" });
 }
 
-async function postToken(host: HostContext, route: RouteRequest): Promise<Response> {
-  const body = await readJsonObject(route.request, host.http.bodyLimit);
-  onlyFields(body, ["org", "uid", "ttlSeconds"]);
-  const scope = normalizeScope({ org: body.org, uid: body.uid });
+async function postToken(
+  host: HostContext,
+  sent: { org: string; uid: string; ttlSeconds?: number | undefined },
+): Promise<Response> {
+  const scope = normalizeScope({ org: sent.org, uid: sent.uid });
   clinicOf(host, scope.org);
-  const ttl = body.ttlSeconds === undefined ? undefined : Number(body.ttlSeconds);
-  if (ttl !== undefined && (!Number.isSafeInteger(ttl) || ttl < 60 || ttl > 7 * 86_400))
-    throw new HttpError("invalid_input", "ttlSeconds must be an integer 60-604800");
+  const ttl = sent.ttlSeconds;
   host.directory.saw(scope);
   const minted = await mintToken(host.secrets.jwtSecret, scope, {
     now: host.clock.now(),
@@ -199,83 +192,72 @@ function tenantsBody(host: HostContext): unknown {
   };
 }
 
-/** Operator routes: the admin token is checked first (401), never a tenant token. */
-export function adminRoutes(router: Router, host: HostContext): void {
-  const on = (method: string, path: string, handler: (r: RouteRequest) => Promise<Response>) =>
-    router.on(method, path, async (r) => {
-      verifyAdmin(r.request, host.secrets.adminToken);
-      return handler(r);
-    });
-  on("GET", "/v1/admin/tenants", async () => json(200, tenantsBody(host)));
-  on("GET", "/v1/admin/tenants/:org/sessions", async (r) =>
-    json(200, {
-      org: r.params.org,
-      sessions: await sessionsOf(host, clinicOf(host, r.params.org as string)),
-    }),
-  );
-  on("GET", "/v1/admin/tenants/:org/sessions/:uid/:sessionId", async (r) => {
-    const scope = normalizeScope({
-      org: clinicOf(host, r.params.org as string),
-      uid: r.params.uid,
-    });
-    const sessionId = validateId("sessionId", r.params.sessionId);
-    const view = await host.runtime.stores.sessions.load(scope, sessionId);
-    const messages = transcriptOf(view.messages);
-    return json(200, {
-      org: scope.org,
-      uid: scope.uid,
-      sessionId,
-      revision: view.revision,
-      erased: view.erased,
-      messages,
-      turns: turnsOf(messages),
-    });
+async function transcript(host: HostContext, scope: Scope, sessionId: string) {
+  const view = await host.runtime.stores.sessions.load(scope, sessionId);
+  const messages = transcriptOf(view.messages);
+  return json(200, {
+    org: scope.org,
+    uid: scope.uid,
+    sessionId,
+    revision: view.revision,
+    erased: view.erased,
+    messages,
+    turns: turnsOf(messages),
   });
-  on("GET", "/v1/admin/tenants/:org/sessions/:uid/:sessionId/trails", async (r) => {
-    const scope = normalizeScope({
-      org: clinicOf(host, r.params.org as string),
-      uid: r.params.uid,
-    });
-    const sessionId = validateId("sessionId", r.params.sessionId);
-    return json(200, {
-      org: scope.org,
-      uid: scope.uid,
-      sessionId,
-      events: await trailOf(host, scope, { sessionId }),
-    });
+}
+
+/** Everything of one person at a clinic (their scope), in every store: the runtime's `eraseScope`. */
+async function erasePerson(host: HostContext, scope: Scope) {
+  const report = await host.runtime.eraseScope(scope);
+  return json(200, {
+    org: scope.org,
+    uid: scope.uid,
+    erased: true,
+    fencedAdmissions: report.fencedAdmissions,
   });
-  // Everything of one person at a clinic (their scope), in every store: the runtime's `eraseScope`.
-  on("DELETE", "/v1/admin/tenants/:org/people/:uid", async (r) => {
-    const scope = normalizeScope({
-      org: clinicOf(host, r.params.org as string),
-      uid: r.params.uid,
-    });
-    const report = await host.runtime.eraseScope(scope);
-    return json(200, {
-      org: scope.org,
-      uid: scope.uid,
-      erased: true,
-      fencedAdmissions: report.fencedAdmissions,
-    });
+}
+
+/** Operator routes (declared in `admin-api.ts`): the admin token is checked first (401), never a tenant token. */
+export function adminRoutes(app: HostApp, host: HostContext): void {
+  const r = adminApi(host);
+  const person = (p: { org: string; uid: string }) =>
+    normalizeScope({ org: clinicOf(host, p.org), uid: p.uid });
+  app.openapi(r.tenants, () => json(200, tenantsBody(host)));
+  app.openapi(r.sessions, async (c) => {
+    const { org } = c.req.valid("param");
+    return json(200, { org, sessions: await sessionsOf(host, clinicOf(host, org)) });
   });
-  on("GET", "/v1/admin/turns/:rootKey", (r) => getTurnTrails(host, r));
-  on("GET", "/v1/admin/spend", (r) => getSpend(host, r));
-  on("GET", "/v1/admin/uncertain", async (r) =>
-    json(200, { turns: host.directory.uncertainTurns(r.url.searchParams.get("org") ?? undefined) }),
+  app.openapi(r.transcript, (c) => {
+    const p = c.req.valid("param");
+    return transcript(host, person(p), p.sessionId);
+  });
+  app.openapi(r.sessionTrails, async (c) => {
+    const p = c.req.valid("param");
+    const scope = person(p);
+    const events = await trailOf(host, scope, { sessionId: p.sessionId });
+    return json(200, { org: scope.org, uid: scope.uid, sessionId: p.sessionId, events });
+  });
+  app.openapi(r.erasePerson, (c) => erasePerson(host, person(c.req.valid("param"))));
+  app.openapi(r.turnTrails, (c) =>
+    getTurnTrails(host, c.req.valid("param").rootKey, c.req.valid("query")),
   );
-  on("GET", "/v1/admin/late-usage", async (r) =>
-    json(200, await lateUsageOf(host, r.url.searchParams.get("org") ?? undefined)),
+  app.openapi(r.spend, (c) => getSpend(host, c.req.valid("query").days));
+  app.openapi(r.uncertain, (c) =>
+    json(200, { turns: host.directory.uncertainTurns(c.req.valid("query").org) }),
   );
-  on("GET", "/v1/admin/asks", async (r) =>
-    json(200, { asks: await host.asks.pending(r.url.searchParams.get("org") ?? undefined) }),
+  app.openapi(r.lateUsage, async (c) =>
+    json(200, await lateUsageOf(host, c.req.valid("query").org)),
   );
-  on("POST", "/v1/admin/asks/:askId/approve", (r) => answerAsk(host, r, true));
-  on("POST", "/v1/admin/asks/:askId/deny", (r) => answerAsk(host, r, false));
-  on("POST", "/v1/admin/tokens", (r) => postToken(host, r));
-  fenceRoutes(on, host);
-  memoryRoutes(on, host);
-  routineRoutes(on, host);
-  on("GET", "/v1/admin/tenants/:org/outbox", async (r) =>
-    json(200, { messages: host.desk.outbox(clinicOf(host, r.params.org as string)) }),
+  app.openapi(r.asks, async (c) =>
+    json(200, { asks: await host.asks.pending(c.req.valid("query").org) }),
+  );
+  app.openapi(r.approve, (c) => answerAsk(host, c.req.valid("param").askId, true));
+  app.openapi(r.deny, (c) => answerAsk(host, c.req.valid("param").askId, false));
+  app.openapi(r.tokens, (c) => postToken(host, c.req.valid("json")));
+  fenceRoutes(app, host);
+  memoryRoutes(app, host);
+  routineRoutes(app, host);
+  app.openapi(r.outbox, (c) =>
+    json(200, { messages: host.desk.outbox(clinicOf(host, c.req.valid("param").org)) }),
   );
 }

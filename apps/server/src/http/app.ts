@@ -1,8 +1,9 @@
 import { adminRoutes } from "./admin-routes.js";
+import { type HostApp, hostApi, methodNotAllowed } from "./api.js";
+import { healthRoute, infoRoute, openApiRoute } from "./openapi.js";
 import type { HostContext } from "./context.js";
 import { describe, errorResponse, HttpError, json } from "./errors.js";
 import { type AllowedHosts, hostAllowed, withSecurityHeaders } from "./hardening.js";
-import { Router } from "./router.js";
 import { staticRoutes } from "./static.js";
 import { callRoutes } from "./call-routes.js";
 import { type ConnectionInfo, overCapacity } from "./connections.js";
@@ -16,7 +17,7 @@ import { uiRoutes } from "./ui-routes.js";
 export type Handle = (request: Request, connection?: ConnectionInfo) => Promise<Response>;
 
 /** The one route served on a connection over the cap: a health check must not read a busy host as a dead one. */
-const HEALTH_ROUTE = "/healthz";
+const HEALTH_PATH = /^\/+healthz\/*$/;
 
 /**
  * One access-log line. `route` is the matched route's pattern (`/v1/sessions/:sessionId/turns`), or
@@ -51,26 +52,43 @@ function info(host: HostContext): unknown {
   };
 }
 
+/** Every route the host serves, declared for `/openapi.json`, then the 405s for the methods it does not. */
+export function hostRoutes(host: HostContext): HostApp {
+  const app = hostApi();
+  app.openapi(healthRoute, () => json(200, { ok: true }));
+  app.openapi(infoRoute, () => json(200, info(host)));
+  tenantRoutes(app, host);
+  callRoutes(app, host);
+  uiRoutes(app, host);
+  adminRoutes(app, host);
+  staticRoutes(app, host.http.publicDir);
+  openApiRoute(app);
+  methodNotAllowed(app);
+  return app;
+}
+
+/** A path segment that is not valid percent-encoding is the client's error (the router would keep it raw). */
+function checkEncoding(pathname: string): void {
+  try {
+    decodeURIComponent(pathname);
+  } catch {
+    throw new HttpError("bad_request", "the path is not valid percent-encoding");
+  }
+}
+
 /**
- * Builds the router once; every failure becomes `{error: {code, message}}` with its status. A Host
+ * Builds the routes once; every failure becomes `{error: {code, message}}` with its status. A Host
  * name outside the allowed ones is refused before routing (421); a request on a connection over the
  * cap is answered `503 over_capacity` unless it is the health check; every answer carries the
  * standard security headers.
  */
 export function createApp(host: HostContext, hooks: AppHooks = {}): Handle {
-  const router = new Router();
-  router.on("GET", HEALTH_ROUTE, async () => json(200, { ok: true }));
-  router.on("GET", "/v1/info", async () => json(200, info(host)));
-  tenantRoutes(router, host);
-  callRoutes(router, host);
-  uiRoutes(router, host);
-  adminRoutes(router, host);
-  staticRoutes(router, host.http.publicDir);
+  const app = hostRoutes(host);
   return async (request, connection) => {
     const started = performance.now();
     const url = new URL(request.url);
+    const meta = { route: "-" };
     let response: Response;
-    let route = "-";
     try {
       if (hooks.allowedHosts && !hostAllowed(hooks.allowedHosts(), url.hostname)) {
         throw new HttpError(
@@ -78,12 +96,15 @@ export function createApp(host: HostContext, hooks: AppHooks = {}): Handle {
           "this host does not serve that Host name (see ALMA_ALLOWED_HOSTS)",
         );
       }
-      const matched = router.match(request.method, url.pathname);
-      route = matched.route;
-      if (connection?.healthOnly && route !== HEALTH_ROUTE)
+      checkEncoding(url.pathname);
+      const health = HEALTH_PATH.test(url.pathname);
+      if (connection?.healthOnly && !health)
         throw new HttpError("not_found", "the health listener serves only /healthz");
-      if (connection?.overCapacity && route !== HEALTH_ROUTE) throw overCapacity();
-      response = await matched.handler({ request, url, params: matched.params });
+      if (connection?.overCapacity && !health) throw overCapacity();
+      response = await app.fetch(request, {
+        meta,
+        ...(hooks.onError ? { onError: hooks.onError } : {}),
+      });
     } catch (error) {
       if (describe(error).code === "internal") hooks.onError?.(error);
       response = errorResponse(error);
@@ -93,7 +114,7 @@ export function createApp(host: HostContext, hooks: AppHooks = {}): Handle {
     response = withSecurityHeaders(response);
     hooks.log?.({
       method: request.method,
-      route,
+      route: meta.route,
       status: response.status,
       ms: Math.round(performance.now() - started),
     });

@@ -72,12 +72,3 @@ async function readLimited(request: Request, limit: number): Promise<Uint8Array>
   }
   return out;
 }
-
-/** Refuses fields a route does not take, so a typo is a 422 rather than a silent default. */
-export function onlyFields(body: Record<string, unknown>, allowed: readonly string[]): void {
-  for (const key of Object.keys(body)) {
-    // Names what the route takes, never the field that was sent.
-    if (!allowed.includes(key))
-      throw new HttpError("invalid_input", `this route takes only ${allowed.join(", ")}`);
-  }
-}

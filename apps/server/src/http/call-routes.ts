@@ -1,4 +1,4 @@
-import { microsToUsd, type Scope, validateId } from "@alma-harness/core";
+import { microsToUsd, type Scope } from "@alma-harness/core";
 import {
   type StepRequest,
   type StepResult,
@@ -6,24 +6,14 @@ import {
   stepOperationId,
 } from "@alma-harness/single-call";
 import { TRIAGE_INTENT } from "../agent/triage.js";
-import { onlyFields, readJsonObject } from "./body.js";
+import { createRoute, z } from "@hono/zod-openapi";
+import { type HostApp, jsonBody, scopeOf, tenantAuth } from "./api.js";
 import type { HostContext } from "./context.js";
 import { HttpError, json } from "./errors.js";
-import type { RouteRequest, Router } from "./router.js";
-import { tenant } from "./tenant-routes.js";
-
-/** What a client may send in a call's body; the scope is the token's, the intent the host's. */
-const CALL_FIELDS = [
-  "sessionId",
-  "system",
-  "prompt",
-  "messages",
-  "output",
-  "tools",
-  "toolChoice",
-  "temperature",
-  "maxOutputTokens",
-] as const;
+import { CallAnswer } from "./answers.js";
+import { RETRY_AFTER_S } from "./prefer.js";
+import { answers, body, Id, params, TENANT } from "./schemas.js";
+import { keyFirst } from "./tenant-api.js";
 
 /**
  * What a client sees of a step call: the status, the validated object or why there is none, and
@@ -71,20 +61,14 @@ export function callBody(result: StepResult): Record<string, unknown> {
  * fast tier): a client never picks either. A `reconciliation_required` call is 200 with its cause,
  * as a turn's is: the host must not send it again.
  */
-async function postCall(host: HostContext, route: RouteRequest, scope: Scope): Promise<Response> {
-  const { request } = route;
-  const key = request.headers.get("idempotency-key");
-  if (key === null)
-    throw new HttpError(
-      "missing_idempotency_key",
-      "send the call's own id in the Idempotency-Key header",
-    );
-  const idempotencyKey = validateId("Idempotency-Key", key);
-  host.shutdown.admit();
-  const body = await readJsonObject(request, host.http.bodyLimit);
-  onlyFields(body, CALL_FIELDS);
+async function postCall(
+  host: HostContext,
+  scope: Scope,
+  idempotencyKey: string,
+  sent: Record<string, unknown>,
+): Promise<Response> {
   const call = {
-    ...body,
+    ...sent,
     scope,
     idempotencyKey,
     intent: { ...TRIAGE_INTENT, task: "call" },
@@ -95,31 +79,72 @@ async function postCall(host: HostContext, route: RouteRequest, scope: Scope): P
     return json(200, callBody(await host.runtime.steps.run(call)));
   } catch (error) {
     if (error instanceof StepCallInProgressError)
-      return json(202, {
-        status: "in_progress",
-        operationId: stepOperationId(scope, idempotencyKey),
-      });
+      return json(
+        202,
+        { status: "in_progress", operationId: stepOperationId(scope, idempotencyKey) },
+        {
+          location: `/v1/calls/${encodeURIComponent(idempotencyKey)}`,
+          "retry-after": String(RETRY_AFTER_S.in_progress),
+        },
+      );
     throw error;
   }
 }
 
 /** `GET /v1/calls/:key`: the stored answer of a key of the token's tenant (404 while none is stored, and for another tenant's key). */
-async function getCall(host: HostContext, route: RouteRequest, scope: Scope): Promise<Response> {
-  const key = validateId("key", route.params.key);
+async function getCall(host: HostContext, scope: Scope, key: string): Promise<Response> {
   const result = await host.runtime.steps.read(scope, key);
   if (!result) throw new HttpError("not_found", "no stored call with this key for you");
   return json(200, callBody(result));
 }
 
-export function callRoutes(router: Router, host: HostContext): void {
-  router.on(
-    "POST",
-    "/v1/calls",
-    tenant(host, (r, s) => postCall(host, r, s)),
+/** What a client may send in a call's body; the scope is the token's, the intent the host's. */
+const CallBody = body({
+  sessionId: Id.optional(),
+  system: z.string().optional(),
+  prompt: z.string().optional().openapi({ description: "the request, or `messages`" }),
+  messages: z.array(z.unknown()).optional().openapi({
+    description: "`{role, text | blocks}` messages, or `prompt`",
+  }),
+  output: z.looseObject({ name: z.string(), schema: z.unknown() }).openapi({
+    description:
+      "the answer's shape: `{name, schema}`, a JSON Schema the model's `object` is validated against",
+  }),
+  tools: z.array(z.unknown()).optional(),
+  toolChoice: z.unknown().optional().openapi({ description: "`auto`, `none`, or a tool's name" }),
+  temperature: z.number().optional(),
+  maxOutputTokens: z.number().int().optional(),
+});
+
+export function callRoutes(app: HostApp, host: HostContext): void {
+  const auth = tenantAuth(host);
+  const post = createRoute({
+    method: "post",
+    path: "/v1/calls",
+    summary: "One governed structured call (idempotent by key)",
+    security: TENANT,
+    middleware: [auth, keyFirst(host, "the call's own id"), jsonBody(host)] as const,
+    request: { headers: z.object({ "idempotency-key": Id }), body: CallBody },
+    responses: answers(
+      {
+        200: "`{status, operationId, replayed, object?, reason?, cause?, costUsd?}`",
+        202: "`in_progress`: another request holds the key; `Location` is the call, `Retry-After` when to ask",
+      },
+      [400, 401, 403, 409, 410, 413, 415, 422, 503],
+      { schema: CallAnswer },
+    ),
+  });
+  const read = createRoute({
+    method: "get",
+    path: "/v1/calls/{key}",
+    summary: "A call's stored answer",
+    security: TENANT,
+    middleware: [auth] as const,
+    request: { params: params({ key: Id }) },
+    responses: answers({ 200: "the stored answer" }, [401, 403, 404, 422], { schema: CallAnswer }),
+  });
+  app.openapi(post, (c) =>
+    postCall(host, scopeOf(c), c.req.valid("header")["idempotency-key"], c.req.valid("json")),
   );
-  router.on(
-    "GET",
-    "/v1/calls/:key",
-    tenant(host, (r, s) => getCall(host, r, s)),
-  );
+  app.openapi(read, (c) => getCall(host, scopeOf(c), c.req.valid("param").key));
 }

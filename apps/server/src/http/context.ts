@@ -15,8 +15,10 @@ import type { Directory, LiveTurns } from "../turns.js";
 export interface HttpSettings {
   /** Largest JSON body, in bytes. */
   readonly bodyLimit: number;
-  /** How long a JSON turn request waits for the turn before answering 202; `Prefer: wait=N` lowers it. */
+  /** How long a JSON turn request waits for the turn before answering 202, unless `Prefer` says otherwise. */
   readonly waitMs: number;
+  /** The most `Prefer: wait=N` may ask, on a turn request or a turn read (default 60 s). */
+  readonly maxWaitMs: number;
   /** SSE keepalive interval. */
   readonly pingMs: number;
   /** The built console (index.html and assets/). */

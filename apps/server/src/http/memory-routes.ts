@@ -1,18 +1,44 @@
-import { normalizeScope, type ProfileFact, type Scope, validateId } from "@alma-harness/core";
+import { normalizeScope, type ProfileFact, type Scope } from "@alma-harness/core";
+import { operatorRoute } from "./admin-api.js";
+import type { HostApp } from "./api.js";
 import type { HostContext } from "./context.js";
 import { HttpError, json } from "./errors.js";
-import type { RouteRequest } from "./router.js";
-
-type On = (method: string, path: string, handler: (r: RouteRequest) => Promise<Response>) => void;
+import { answers, Id, params, ScopePart } from "./schemas.js";
 
 /** The most facts one view reads (five pages of 100): a person's profile is small; more is reported as truncated. */
 const MAX_FACTS = 500;
 
-function personOf(host: HostContext, r: RouteRequest): Scope {
-  const org = r.params.org;
-  if (org === undefined || !host.desk.clinic(org))
-    throw new HttpError("not_found", "no such tenant");
-  return normalizeScope({ org, uid: r.params.uid });
+function personOf(host: HostContext, p: { org: string; uid: string }): Scope {
+  if (!host.desk.clinic(p.org)) throw new HttpError("not_found", "no such tenant");
+  return normalizeScope({ org: p.org, uid: p.uid });
+}
+
+const Person = { org: ScopePart, uid: ScopePart };
+
+function memoryApi(host: HostContext) {
+  return {
+    list: operatorRoute(host, {
+      method: "get",
+      path: "/v1/admin/tenants/{org}/people/{uid}/memory",
+      summary: "A person's profile facts with their sources, and the episode count",
+      request: { params: params(Person) },
+      responses: answers({ 200: "`{org, uid, facts, truncated, episodes}`" }, [401, 404, 422]),
+    }),
+    forgetFact: operatorRoute(host, {
+      method: "delete",
+      path: "/v1/admin/tenants/{org}/people/{uid}/memory/facts/{factId}",
+      summary: "Forget one fact (one audited erasure event)",
+      request: { params: params({ ...Person, factId: Id }) },
+      responses: answers({ 200: "`{org, uid, removed}`" }, [401, 404, 422]),
+    }),
+    erase: operatorRoute(host, {
+      method: "delete",
+      path: "/v1/admin/tenants/{org}/people/{uid}/memory",
+      summary: "Erase the person's memory (episodes and facts), conversations kept",
+      request: { params: params(Person) },
+      responses: answers({ 200: "`{org, uid, erased, episodes, facts}`" }, [401, 404, 422]),
+    }),
+  };
 }
 
 /**
@@ -65,23 +91,22 @@ async function factsOf(host: HostContext, scope: Scope) {
  * person's memory (episodes and facts), their conversations kept. Each removal is one audited
  * erasure event (`createMemoryErasure`, lifecycle `erasure.completed`, counts only).
  */
-export function memoryRoutes(on: On, host: HostContext): void {
-  on("GET", "/v1/admin/tenants/:org/people/:uid/memory", async (r) => {
-    const scope = personOf(host, r);
+export function memoryRoutes(app: HostApp, host: HostContext): void {
+  const r = memoryApi(host);
+  app.openapi(r.list, async (c) => {
+    const scope = personOf(host, c.req.valid("param"));
     const episodes = (await host.runtime.stores.episodes.list(scope, { limit: 100 })).items.length;
     return json(200, { org: scope.org, uid: scope.uid, ...(await factsOf(host, scope)), episodes });
   });
-  on("DELETE", "/v1/admin/tenants/:org/people/:uid/memory/facts/:factId", async (r) => {
-    const scope = personOf(host, r);
-    const outcome = await host.runtime.memory.removeFact(
-      scope,
-      validateId("factId", r.params.factId),
-    );
+  app.openapi(r.forgetFact, async (c) => {
+    const p = c.req.valid("param");
+    const scope = personOf(host, p);
+    const outcome = await host.runtime.memory.removeFact(scope, p.factId);
     if (outcome.facts === 0) throw new HttpError("not_found", "no such fact for this person");
     return json(200, { org: scope.org, uid: scope.uid, removed: outcome.facts });
   });
-  on("DELETE", "/v1/admin/tenants/:org/people/:uid/memory", async (r) => {
-    const scope = personOf(host, r);
+  app.openapi(r.erase, async (c) => {
+    const scope = personOf(host, c.req.valid("param"));
     const outcome = await host.runtime.memory.eraseMemory(scope);
     return json(200, {
       org: scope.org,

@@ -1,27 +1,21 @@
-import {
-  type Routine,
-  type RoutineInput,
-  type RoutineRun,
-  ROUTINE_RESOLVE_ACTIONS,
-  ROUTINE_RUN_STATES,
-  type RoutineResolveAction,
-  type RoutineRunState,
-  validateId,
+import type {
+  Routine,
+  RoutineInput,
+  RoutineRun,
+  RoutineResolveAction,
+  RoutineRunState,
 } from "@alma-harness/core";
 import type { TickReport } from "@alma-harness/schedule";
 import { routineScope, STAFF_INBOX } from "../routines/nightly.js";
-import { onlyFields, readJsonObject } from "./body.js";
+import type { HostApp } from "./api.js";
 import type { HostContext } from "./context.js";
 import { HttpError, json } from "./errors.js";
-import type { RouteRequest } from "./router.js";
-
-type On = (method: string, path: string, handler: (r: RouteRequest) => Promise<Response>) => void;
+import { routineApi } from "./routine-api.js";
 
 const MAX_RUNS = 200;
 
-function knownOrg(host: HostContext, org: string | undefined): string {
-  if (org === undefined || !host.desk.clinic(org))
-    throw new HttpError("not_found", "no such tenant");
+function knownOrg(host: HostContext, org: string): string {
+  if (!host.desk.clinic(org)) throw new HttpError("not_found", "no such tenant");
   return org;
 }
 
@@ -61,20 +55,17 @@ async function allRoutines(host: HostContext): Promise<unknown[]> {
   return out;
 }
 
-async function runsOf(host: HostContext, r: RouteRequest): Promise<unknown[]> {
-  const q = r.url.searchParams;
-  const org = q.get("org") ?? undefined;
-  const routineId = q.get("routineId") ?? undefined;
-  const state = q.get("state") ?? undefined;
-  if (state !== undefined && !(ROUTINE_RUN_STATES as readonly string[]).includes(state))
-    throw new HttpError("invalid_input", `state must be one of ${ROUTINE_RUN_STATES.join(", ")}`);
+async function runsOf(
+  host: HostContext,
+  { org, routineId, state }: { org?: string; routineId?: string; state?: RoutineRunState },
+): Promise<unknown[]> {
   const orgs = org === undefined ? host.desk.clinics().map((c) => c.org) : [knownOrg(host, org)];
   const out: unknown[] = [];
   for (const o of orgs) {
     const page = await host.routines.scheduler.stores.routineRuns.list(routineScope(o), {
       limit: 100,
-      ...(routineId ? { routineId: validateId("routineId", routineId) } : {}),
-      ...(state ? { state: state as RoutineRunState } : {}),
+      ...(routineId ? { routineId } : {}),
+      ...(state ? { state } : {}),
     });
     out.push(...page.items.map(runBody));
   }
@@ -84,54 +75,34 @@ async function runsOf(host: HostContext, r: RouteRequest): Promise<unknown[]> {
 }
 
 /** A routine from an operator's body: the host fixes the scope (the clinic's back office) and the destination it serves. */
-async function putRoutine(host: HostContext, r: RouteRequest): Promise<Response> {
-  const org = knownOrg(host, r.params.org);
-  const id = validateId("routineId", r.params.id);
-  const body = await readJsonObject(r.request, host.http.bodyLimit);
-  onlyFields(body, [
-    "goal",
-    "intent",
-    "schedule",
-    "profile",
-    "cap",
-    "catchUp",
-    "execution",
-    "enabled",
-  ]);
-  const scope = routineScope(org);
-  const existing = await host.routines.scheduler.stores.routines.get(scope, id);
+async function putRoutine(
+  host: HostContext,
+  p: { org: string; id: string },
+  sent: Record<string, unknown>,
+): Promise<Response> {
+  const scope = routineScope(knownOrg(host, p.org));
+  const existing = await host.routines.scheduler.stores.routines.get(scope, p.id);
   const routine = await host.routines.scheduler.saveRoutine({
-    ...body,
+    ...sent,
     scope,
-    id,
+    id: p.id,
     destination: STAFF_INBOX,
     createdAt: host.clock.now(),
   } as unknown as RoutineInput);
   return json(existing ? 200 : 201, { routine: routineBody(routine) });
 }
 
-async function resolveRun(host: HostContext, r: RouteRequest): Promise<Response> {
-  const org = knownOrg(host, r.params.org);
-  const id = validateId("routineId", r.params.id);
-  const slot = Number(r.params.slot);
-  if (!Number.isSafeInteger(slot) || slot < 0)
-    throw new HttpError("invalid_input", "slot must be the run's epoch milliseconds");
-  const body = await readJsonObject(r.request, host.http.bodyLimit);
-  onlyFields(body, ["action"]);
-  if (
-    typeof body.action !== "string" ||
-    !(ROUTINE_RESOLVE_ACTIONS as readonly string[]).includes(body.action)
-  ) {
-    throw new HttpError(
-      "invalid_input",
-      `action must be one of ${ROUTINE_RESOLVE_ACTIONS.join(", ")}`,
-    );
-  }
+async function resolveRun(
+  host: HostContext,
+  p: { org: string; id: string; slot: string },
+  action: RoutineResolveAction,
+): Promise<Response> {
+  const org = knownOrg(host, p.org);
   const run = await host.routines.scheduler.resolve(
     routineScope(org),
-    id,
-    slot,
-    body.action as RoutineResolveAction,
+    p.id,
+    Number(p.slot),
+    action,
   );
   return json(200, { run: runBody(run) });
 }
@@ -142,27 +113,27 @@ async function resolveRun(host: HostContext, r: RouteRequest): Promise<Response>
  * host), delete one, resolve a `reconciliation_required` or `failed` run (`abandon`,
  * `confirm_completed`, `rerun`), tick now, and read the staff inbox the results went to.
  */
-export function routineRoutes(on: On, host: HostContext): void {
-  on("GET", "/v1/admin/routines", async () =>
+export function routineRoutes(app: HostApp, host: HostContext): void {
+  const r = routineApi(host);
+  app.openapi(r.list, async () =>
     json(200, { routines: await allRoutines(host), lastTick: tickBody(host.routines.lastTick()) }),
   );
-  on("GET", "/v1/admin/routines/runs", async (r) => json(200, { runs: await runsOf(host, r) }));
-  on("GET", "/v1/admin/routines/inbox", async (r) => {
-    const org = r.url.searchParams.get("org") ?? undefined;
+  app.openapi(r.runs, async (c) => json(200, { runs: await runsOf(host, c.req.valid("query")) }));
+  app.openapi(r.inbox, (c) => {
+    const { org } = c.req.valid("query");
     return json(200, {
       messages: host.routines.inbox.messages(org === undefined ? undefined : knownOrg(host, org)),
     });
   });
-  on("POST", "/v1/admin/routines/tick", async () =>
-    json(200, { tick: tickBody(await host.routines.tick()) }),
-  );
-  on("PUT", "/v1/admin/routines/:org/:id", (r) => putRoutine(host, r));
-  on("DELETE", "/v1/admin/routines/:org/:id", async (r) => {
+  app.openapi(r.tick, async () => json(200, { tick: tickBody(await host.routines.tick()) }));
+  app.openapi(r.put, (c) => putRoutine(host, c.req.valid("param"), c.req.valid("json")));
+  app.openapi(r.remove, async (c) => {
+    const p = c.req.valid("param");
     const removed = await host.routines.scheduler.stores.routines.remove(
-      routineScope(knownOrg(host, r.params.org)),
-      validateId("routineId", r.params.id),
+      routineScope(knownOrg(host, p.org)),
+      p.id,
     );
     return json(200, { removed });
   });
-  on("POST", "/v1/admin/routines/:org/:id/runs/:slot/resolve", (r) => resolveRun(host, r));
+  app.openapi(r.resolve, (c) => resolveRun(host, c.req.valid("param"), c.req.valid("json").action));
 }

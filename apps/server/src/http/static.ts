@@ -1,7 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { HttpError } from "./errors.js";
-import type { RouteRequest, Router } from "./router.js";
+import { createRoute, z } from "@hono/zod-openapi";
+import type { HostApp } from "./api.js";
 
 const TYPES: Readonly<Record<string, string>> = {
   ".js": "text/javascript; charset=utf-8",
@@ -38,8 +39,7 @@ async function index(dir: string): Promise<Response> {
   }
 }
 
-async function asset(dir: string, route: RouteRequest): Promise<Response> {
-  const name = route.params.file as string;
+async function asset(dir: string, name: string): Promise<Response> {
   // Only plain file names inside assets/: no separators, no dot-dot.
   if (!/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/.test(name))
     throw new HttpError("not_found", "no such asset");
@@ -56,8 +56,30 @@ async function asset(dir: string, route: RouteRequest): Promise<Response> {
   }
 }
 
+const pageRoute = createRoute({
+  method: "get",
+  path: "/",
+  summary: "The operator console's page",
+  responses: {
+    200: { description: "the console", content: { "text/html": { schema: z.string() } } },
+    503: { description: "the console is not built: a page saying how to build it" },
+  },
+});
+
+const assetRoute = createRoute({
+  method: "get",
+  path: "/assets/{file}",
+  summary: "The console's hashed bundle files",
+  // Any other name is 404, as a file that is not there: an asset is looked up, never validated.
+  request: { params: z.object({ file: z.string() }) },
+  responses: {
+    200: { description: "the file (immutable)" },
+    404: { $ref: "#/components/responses/Error" },
+  },
+});
+
 /** The console: `/` serves the built page, `/assets/:file` its hashed bundle files. */
-export function staticRoutes(router: Router, dir: string): void {
-  router.on("GET", "/", () => index(dir));
-  router.on("GET", "/assets/:file", (r) => asset(dir, r));
+export function staticRoutes(app: HostApp, dir: string): void {
+  app.openapi(pageRoute, () => index(dir));
+  app.openapi(assetRoute, (c) => asset(dir, c.req.valid("param").file));
 }

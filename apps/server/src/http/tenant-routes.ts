@@ -4,46 +4,19 @@ import {
   type RecordedEvent,
   type RunTurnRequest,
 } from "@alma-harness/conversation";
-import { type Scope, validateId } from "@alma-harness/core";
+import type { Scope } from "@alma-harness/core";
 import { triageIncoming } from "../agent/triage.js";
 import { NO_SLOT, type Release } from "../turn-limit.js";
-import { verifyTenant } from "./auth.js";
-import { onlyFields, readJsonObject } from "./body.js";
+import { type HostApp, scopeOf } from "./api.js";
 import type { HostContext } from "./context.js";
 import { HttpError, json } from "./errors.js";
-import type { RouteRequest, Router } from "./router.js";
 import { readCursor } from "./event-ids.js";
 import { followTurnSse } from "./follow-turn.js";
 import { streamTurnSse } from "./stream-turn.js";
+import { tenantApi } from "./tenant-api.js";
+import { turnAnswer, type WaitPreference, waitPreference } from "./prefer.js";
 import { transcriptOf, turnsOf } from "./transcript.js";
 import { viewResponse } from "./views.js";
-
-type TenantHandler = (route: RouteRequest, scope: Scope) => Promise<Response>;
-
-/**
- * Every tenant route derives the scope from the verified token first (401 before anything else),
- * refuses tenants the host does not serve (403), and only then reads the body.
- */
-export function tenant(host: HostContext, handler: TenantHandler) {
-  return async (route: RouteRequest): Promise<Response> => {
-    const scope = await verifyTenant(route.request, host.secrets.jwtSecret, () => host.clock.now());
-    if (!host.desk.clinic(scope.org))
-      throw new HttpError("forbidden", "this host does not serve this token's tenant");
-    host.directory.saw(scope);
-    return handler(route, scope);
-  };
-}
-
-/**
- * How long a request waits for its turn: `Prefer: respond-async` means not at all, `wait=N`
- * (seconds) means up to N, never more than the host allows (`maxMs`); otherwise `fallbackMs`.
- */
-export function preferredWait(request: Request, fallbackMs: number, maxMs = fallbackMs): number {
-  const prefer = (request.headers.get("prefer") ?? "").toLowerCase();
-  if (/\brespond-async\b/.test(prefer)) return 0;
-  const m = /\bwait\s*=\s*(\d{1,6})\b/.exec(prefer);
-  return m ? Math.min(maxMs, Number(m[1]) * 1000) : fallbackMs;
-}
 
 function wantsSse(request: Request): boolean {
   return /\btext\/event-stream\b/i.test(request.headers.get("accept") ?? "");
@@ -73,11 +46,10 @@ const PARKED_POLL_MS = 250;
 export async function viewReply(
   host: HostContext,
   view: ConversationView,
-  ms: number,
-  extra: Record<string, unknown> = {},
-  scope?: Scope,
+  wait: { ms: number; pref: WaitPreference; extra?: Record<string, unknown>; scope?: Scope },
 ): Promise<Response> {
-  const until = host.clock.now() + ms;
+  const { scope, pref } = wait;
+  const until = host.clock.now() + wait.ms;
   let settled = view;
   while (settled.status === "awaiting_approval" && scope && host.clock.now() < until) {
     await new Promise((resolve) => setTimeout(resolve, PARKED_POLL_MS));
@@ -87,7 +59,7 @@ export async function viewReply(
   if (settled.status === "in_progress")
     settled = (await host.turns.wait(settled.rootKey, left)) ?? settled;
   const { status, body } = viewResponse(settled);
-  return json(status, { ...body, ...extra });
+  return turnAnswer(status, { ...body, ...wait.extra }, pref);
 }
 
 /**
@@ -105,37 +77,20 @@ export async function assertLive(
     throw new HttpError("unavailable", "this session was erased; start a new session");
 }
 
-/** The request's turn, read and checked: nothing has started, nothing is held. */
-async function readTurn(
-  host: HostContext,
-  route: RouteRequest,
-  scope: Scope,
-): Promise<{ turn: RunTurnRequest; rootKey: string }> {
-  const sessionId = validateId("sessionId", route.params.sessionId);
-  const key = route.request.headers.get("idempotency-key");
-  if (key === null)
-    throw new HttpError(
-      "missing_idempotency_key",
-      "send the message's delivery id in the Idempotency-Key header",
-    );
-  const idempotencyKey = validateId("Idempotency-Key", key);
-  host.shutdown.admit();
-  const body = await readJsonObject(route.request, host.http.bodyLimit);
-  onlyFields(body, ["input"]);
-  if (body.input === undefined)
-    throw new HttpError("invalid_input", "the body needs an input (text or a user message)");
+/** The request's turn, checked: nothing has started, nothing is held. */
+async function readTurn(host: HostContext, scope: Scope, sent: TurnSent) {
   const turn: RunTurnRequest = {
     scope,
-    sessionId,
-    idempotencyKey,
-    input: body.input as RunTurnRequest["input"],
+    sessionId: sent.sessionId,
+    idempotencyKey: sent.idempotencyKey,
+    input: sent.input as RunTurnRequest["input"],
     intent: host.intent,
     signal: host.shutdown.signal,
   };
-  await assertLive(host, scope, sessionId);
+  await assertLive(host, scope, sent.sessionId);
   // Checked again after the last await: no turn starts once shutdown has begun.
   host.shutdown.admit();
-  return { turn, rootKey: conversationRootKey(scope, sessionId, idempotencyKey) };
+  return { turn, rootKey: conversationRootKey(scope, sent.sessionId, sent.idempotencyKey) };
 }
 
 /**
@@ -151,16 +106,28 @@ export async function turnSlot(host: HostContext, scope: Scope, rootKey: string)
   throw host.turnLimit.refusal();
 }
 
-async function postTurn(host: HostContext, route: RouteRequest, scope: Scope): Promise<Response> {
-  const { turn, rootKey } = await readTurn(host, route, scope);
+/** What a turn request sent, each part checked by the route's declaration. */
+interface TurnSent {
+  readonly sessionId: string;
+  readonly idempotencyKey: string;
+  readonly input: unknown;
+}
+
+async function postTurn(
+  host: HostContext,
+  request: Request,
+  scope: Scope,
+  sent: TurnSent,
+): Promise<Response> {
+  const { turn, rootKey } = await readTurn(host, scope, sent);
   const release = await turnSlot(host, scope, rootKey);
   try {
     // Turns ready together start one after another, the loop polling its sockets between them.
     await host.loop.enter();
     // The wait may outlast the beginning of a shutdown: no turn starts after it.
     host.shutdown.admit();
-    if (wantsSse(route.request)) return streamTurnSse(host, turn, rootKey, release);
-    return await jsonTurn(host, route.request, turn, rootKey, release);
+    if (wantsSse(request)) return streamTurnSse(host, turn, rootKey, release);
+    return await jsonTurn(host, request, turn, rootKey, release);
   } catch (error) {
     // Nothing started, or the turn has settled already (and released): the slot is free either way.
     release();
@@ -183,41 +150,46 @@ async function jsonTurn(
     : undefined;
   const extra = triage ? { triage } : {};
   host.shutdown.admit();
-  const waitMs = preferredWait(request, host.http.waitMs);
+  const pref = waitPreference(request, host.http.waitMs, host.http.maxWaitMs);
   const started = host.clock.now();
   const running = host.turns.run(rootKey, scope, sessionId, started, () =>
     host.runtime.runner.runTurn(turn),
   );
   void running.then(release, release);
-  const view = await within(running, waitMs);
-  if (!view) return json(202, { status: "in_progress", rootKey, ...extra });
-  return viewReply(host, view, Math.max(0, waitMs - (host.clock.now() - started)), extra);
+  const view = await within(running, pref.ms);
+  if (!view) return turnAnswer(202, { status: "in_progress", rootKey, ...extra }, pref);
+  const ms = Math.max(0, pref.ms - (host.clock.now() - started));
+  return viewReply(host, view, { ms, pref, extra });
 }
 
-async function getTurn(host: HostContext, route: RouteRequest, scope: Scope): Promise<Response> {
-  const rootKey = validateId("rootKey", route.params.rootKey);
-  const cursor = wantsSse(route.request)
-    ? readCursor(route.request.headers.get("last-event-id"))
-    : undefined;
+async function getTurn(
+  host: HostContext,
+  request: Request,
+  scope: Scope,
+  rootKey: string,
+): Promise<Response> {
+  const cursor = wantsSse(request) ? readCursor(request.headers.get("last-event-id")) : undefined;
   const view = await host.runtime.runner.read(scope, rootKey);
   // Another tenant's key reads as absent: its existence is not disclosed.
   if (!view) throw new HttpError("not_found", "no turn with this key for you");
   // A stream reader reconnecting (or reading on after a park): from its last event id.
   if (cursor) return followTurnSse(host, scope, rootKey, cursor);
-  return viewReply(host, view, preferredWait(route.request, 0, host.http.waitMs), {}, scope);
+  const pref = waitPreference(request, 0, host.http.maxWaitMs);
+  return viewReply(host, view, { ms: pref.ms, pref, scope });
 }
 
-async function postEvents(host: HostContext, route: RouteRequest, scope: Scope): Promise<Response> {
-  const sessionId = validateId("sessionId", route.params.sessionId);
-  host.shutdown.admit();
-  const body = await readJsonObject(route.request, host.http.bodyLimit);
-  onlyFields(body, ["events"]);
+async function postEvents(
+  host: HostContext,
+  scope: Scope,
+  sessionId: string,
+  events: readonly unknown[],
+): Promise<Response> {
   await assertLive(host, scope, sessionId);
   host.shutdown.admit();
   const result = await host.runtime.runner.recordEvents({
     scope,
     sessionId,
-    events: body.events as readonly RecordedEvent[],
+    events: events as readonly RecordedEvent[],
   });
   if (result.status === "busy")
     throw new HttpError(
@@ -228,12 +200,7 @@ async function postEvents(host: HostContext, route: RouteRequest, scope: Scope):
   return json(200, result);
 }
 
-async function deleteSession(
-  host: HostContext,
-  route: RouteRequest,
-  scope: Scope,
-): Promise<Response> {
-  const sessionId = validateId("sessionId", route.params.sessionId);
+async function deleteSession(host: HostContext, scope: Scope, sessionId: string) {
   const holder = await host.runtime.stores.admissions.holder(scope, sessionId);
   if (holder?.state === "active")
     throw new HttpError(
@@ -245,12 +212,7 @@ async function deleteSession(
   return new Response(null, { status: 204 });
 }
 
-async function listSessions(
-  host: HostContext,
-  route: RouteRequest,
-  scope: Scope,
-): Promise<Response> {
-  const cursor = route.url.searchParams.get("cursor") ?? undefined;
+async function listSessions(host: HostContext, scope: Scope, cursor: string | undefined) {
   const page = await host.runtime.stores.sessions.list(scope, {
     ...(cursor ? { cursor } : {}),
     limit: 50,
@@ -258,8 +220,7 @@ async function listSessions(
   return json(200, page);
 }
 
-async function getSession(host: HostContext, route: RouteRequest, scope: Scope): Promise<Response> {
-  const sessionId = validateId("sessionId", route.params.sessionId);
+async function getSession(host: HostContext, scope: Scope, sessionId: string) {
   const view = await host.runtime.stores.sessions.load(scope, sessionId);
   const entries = transcriptOf(view.messages);
   return json(200, {
@@ -271,29 +232,32 @@ async function getSession(host: HostContext, route: RouteRequest, scope: Scope):
   });
 }
 
-export function tenantRoutes(router: Router, host: HostContext): void {
-  const on = (
-    method: string,
-    path: string,
-    handler: (h: HostContext, r: RouteRequest, s: Scope) => Promise<Response>,
-  ) =>
-    router.on(
-      method,
-      path,
-      tenant(host, (r, s) => handler(host, r, s)),
-    );
-  on("POST", "/v1/sessions/:sessionId/turns", postTurn);
-  on("GET", "/v1/turns/:rootKey", getTurn);
-  on("POST", "/v1/sessions/:sessionId/events", postEvents);
-  on("DELETE", "/v1/sessions/:sessionId", deleteSession);
-  on("GET", "/v1/sessions", listSessions);
-  on("GET", "/v1/sessions/:sessionId", getSession);
-  on("GET", "/v1/me", async (h, _r, s) =>
-    json(200, {
-      org: s.org,
-      uid: s.uid,
-      clinic: h.desk.clinic(s.org)?.name,
-      patient: h.desk.patient(s.org, s.uid)?.name ?? null,
-    }),
+function me(host: HostContext, s: Scope): Response {
+  return json(200, {
+    org: s.org,
+    uid: s.uid,
+    clinic: host.desk.clinic(s.org)?.name,
+    patient: host.desk.patient(s.org, s.uid)?.name ?? null,
+  });
+}
+
+/** The tenant routes: each declared once in `tenant-api.ts`, served here by its handler. */
+export function tenantRoutes(app: HostApp, host: HostContext): void {
+  const r = tenantApi(host);
+  app.openapi(r.postTurn, (c) => {
+    const { sessionId } = c.req.valid("param");
+    const idempotencyKey = c.req.valid("header")["idempotency-key"];
+    const { input } = c.req.valid("json");
+    return postTurn(host, c.req.raw, scopeOf(c), { sessionId, idempotencyKey, input });
+  });
+  app.openapi(r.getTurn, (c) => getTurn(host, c.req.raw, scopeOf(c), c.req.valid("param").rootKey));
+  app.openapi(r.postEvents, (c) =>
+    postEvents(host, scopeOf(c), c.req.valid("param").sessionId, c.req.valid("json").events),
   );
+  app.openapi(r.deleteSession, (c) =>
+    deleteSession(host, scopeOf(c), c.req.valid("param").sessionId),
+  );
+  app.openapi(r.listSessions, (c) => listSessions(host, scopeOf(c), c.req.valid("query").cursor));
+  app.openapi(r.getSession, (c) => getSession(host, scopeOf(c), c.req.valid("param").sessionId));
+  app.openapi(r.me, (c) => me(host, scopeOf(c)));
 }

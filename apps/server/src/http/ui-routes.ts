@@ -12,11 +12,13 @@ import {
   type UIMessage,
   validateUIMessages,
 } from "ai";
-import { onlyFields, readJsonObject } from "./body.js";
+import { createRoute, z } from "@hono/zod-openapi";
+import { type HostApp, jsonBody, scopeOf, tenantAuth } from "./api.js";
 import type { HostContext } from "./context.js";
 import { HttpError } from "./errors.js";
-import type { RouteRequest, Router } from "./router.js";
-import { assertLive, tenant, turnSlot } from "./tenant-routes.js";
+import { body, errorAnswers, eventStream, Id, TENANT } from "./schemas.js";
+import { admitting } from "./tenant-api.js";
+import { assertLive, turnSlot } from "./tenant-routes.js";
 import {
   askChunks,
   decidedChunks,
@@ -215,14 +217,15 @@ async function approvalStream(host: HostContext, scope: Scope, message: UIMessag
 }
 
 /** `POST /v1/ui/chat`: what `useChat`'s `DefaultChatTransport` sends (`{id, messages, trigger, messageId}`). */
-async function postUiChat(host: HostContext, route: RouteRequest, scope: Scope): Promise<Response> {
-  host.shutdown.admit();
-  const body = await readJsonObject(route.request, host.http.bodyLimit);
-  onlyFields(body, ["id", "messages", "trigger", "messageId"]);
-  const sessionId = validateId("id", body.id);
+async function postUiChat(
+  host: HostContext,
+  scope: Scope,
+  sessionId: string,
+  sent: readonly unknown[],
+): Promise<Response> {
   let messages: UIMessage[];
   try {
-    messages = await validateUIMessages({ messages: body.messages });
+    messages = await validateUIMessages({ messages: sent });
   } catch (error) {
     throw new HttpError("invalid_input", `messages: ${(error as Error).message}`.slice(0, 500));
   }
@@ -233,10 +236,33 @@ async function postUiChat(host: HostContext, route: RouteRequest, scope: Scope):
   return turnStream(host, scope, sessionId, last);
 }
 
-export function uiRoutes(router: Router, host: HostContext): void {
-  router.on(
-    "POST",
-    "/v1/ui/chat",
-    tenant(host, (route, scope) => postUiChat(host, route, scope)),
-  );
+const chatRoute = (host: HostContext) =>
+  createRoute({
+    method: "post",
+    path: "/v1/ui/chat",
+    summary: "A turn, or the person's approvals, in the AI SDK's UI message stream protocol",
+    security: TENANT,
+    middleware: [tenantAuth(host), admitting(host), jsonBody(host)] as const,
+    request: {
+      body: body({
+        id: Id.openapi({ description: "the chat's id: the session" }),
+        messages: z.array(z.unknown()).openapi({ description: "the chat's `UIMessage`s" }),
+        trigger: z.string().optional(),
+        messageId: z.string().optional(),
+      }),
+    },
+    responses: {
+      200: {
+        description: "the turn, or the decided asks' turn, as it settles",
+        content: eventStream("the AI SDK's UI message stream: `data:` chunks, then `[DONE]`"),
+      },
+      ...errorAnswers([401, 403, 404, 409, 410, 413, 415, 422, 429, 503]),
+    },
+  });
+
+export function uiRoutes(app: HostApp, host: HostContext): void {
+  app.openapi(chatRoute(host), (c) => {
+    const { id, messages } = c.req.valid("json");
+    return postUiChat(host, scopeOf(c), id, messages);
+  });
 }
