@@ -71,8 +71,15 @@ export class PgAdmissionStore extends AdmissionTransitions implements AdmissionS
               ...coveringFenceKeys(key),
             ],
           ),
-        // One conditional insert: it refuses by inserting nothing.
-        { locks: fenceLock(this.#schema, a.scope.org, "shared"), undo: false },
+        // One conditional insert: it refuses by inserting nothing. Inserted, it read no fence under
+        // the fence lock, which its unit holds to the commit.
+        {
+          locks: fenceLock(this.#schema, a.scope.org, "shared"),
+          undo: false,
+          stood: (out) => {
+            if (out.rows[0]) this.#db.noteUnfenced(key);
+          },
+        },
       );
       const row = inserted.rows[0];
       if (row) return admitted(row);

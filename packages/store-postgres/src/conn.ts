@@ -96,6 +96,11 @@ export class Conn {
       readonly durable?: boolean;
       readonly reads?: "spend";
       readonly undo?: boolean;
+      /**
+       * In a unit, told the answer when the body stood (not taken back), before the unit's next
+       * operation: where a store notes what the open transaction now holds (`noteUnfenced`).
+       */
+      readonly stood?: (out: T) => void;
     } = {},
   ): Promise<T> {
     const q = this.#q;
@@ -117,6 +122,7 @@ export class Conn {
       ...(opts.locks ? { locks: opts.locks } : {}),
       late,
       undo: opts.undo !== false,
+      ...(opts.stood ? { stood: opts.stood } : {}),
     });
     if (opts.durable) await this.db.commit();
     return out;
@@ -152,6 +158,23 @@ export class Conn {
   holdRow<R>(key: string, row: R): void {
     const unit = this.db.current();
     if (unit?.client && !unit.poisoned) unit.rows.set(key, row);
+  }
+
+  /**
+   * Whether the unit's open transaction read that no fence covers `scopeKey` while holding the
+   * tenant's fence lock (shared), which it holds to its end: a fence needs that lock exclusive, so
+   * none can cover the scope before the commit (`noteUnfenced`).
+   */
+  knownUnfenced(scopeKey: string): boolean {
+    return this.heldRow<boolean>(`unfenced:${scopeKey}`) === true;
+  }
+
+  /**
+   * Notes that a write that took the tenant's fence lock read no fence: call it from the write's
+   * `stood`, so it lands in the transaction that holds the lock.
+   */
+  noteUnfenced(scopeKey: string): void {
+    this.holdRow(`unfenced:${scopeKey}`, true);
   }
 
   /** Whether this call runs inside a grouped unit (its writes share the unit's transaction). */

@@ -170,7 +170,13 @@ export class PgDb {
   write<T>(
     unit: Unit,
     fn: (tx: Queryable) => Promise<T | RolledBack<T>>,
-    opts: { readonly locks?: string; readonly late?: boolean; readonly undo?: boolean } = {},
+    opts: {
+      readonly locks?: string;
+      readonly late?: boolean;
+      readonly undo?: boolean;
+      /** Told the answer of a write that stood, in the unit's queue (before its next operation). */
+      readonly stood?: (out: T) => void;
+    } = {},
   ): Promise<T> {
     const undo = opts.undo === true;
     return unit.serial(async () => {
@@ -186,6 +192,7 @@ export class PgDb {
           await riding.rest();
           if (!(result instanceof RolledBack)) {
             for (const lock of locks) unit.locks.add(lock);
+            opts.stood?.(result);
             return result;
           }
           if (!undo) throw new Error("postgres: a write without undo answered RolledBack");

@@ -112,7 +112,15 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
         const claimed =
           o.admissionId === undefined
             ? { rows: (await tx.query<ClaimRow>(sql, values)).rows, fenced: false }
-            : await thenFenced<ClaimRow>(tx, sql, values, key);
+            : await thenFenced<ClaimRow>(
+                tx,
+                sql,
+                values,
+                key,
+                undefined,
+                [],
+                this.#db.knownUnfenced(key),
+              );
         const row = claimed.rows[0] ?? (await this.#reread(key, c.operationId, tx));
         const fenced = row.inserted && claimed.fenced;
         return this.#settleClaim(c, text, row, o, fenced);
@@ -127,6 +135,10 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
             ? []
             : [spendLocks(this.#schema, c.scope.org, r.day, key, c.sessionId)]),
         ].join("; "),
+        // Claimed under the fence lock, which its unit holds to the commit, and no fence read.
+        stood: (out) => {
+          if (out.status === "claimed" && o.admissionId !== undefined) this.#db.noteUnfenced(key);
+        },
       },
     );
   }

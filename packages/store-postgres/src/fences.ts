@@ -40,6 +40,9 @@ export async function scopeFencedIn(
  * scope, read by a statement of its own after it (a fresh snapshot, as `scopeFencedIn` requires),
  * then `then` (statements of the same write that need nothing read before them), all in one round
  * trip when every value has a safe literal (`queryEach`); `after` holds the results of `then`.
+ * `unfenced`: the transaction read already, under the tenant's fence lock it still holds, that no
+ * fence covers the scope (`Conn.knownUnfenced`); no fence can be added before its end, so the read
+ * is not sent again.
  */
 export async function thenFenced<R extends pg.QueryResultRow>(
   tx: Queryable,
@@ -48,7 +51,12 @@ export async function thenFenced<R extends pg.QueryResultRow>(
   scopeKey: string,
   schema?: string,
   then: readonly Statement[] = [],
+  unfenced = false,
 ): Promise<{ readonly rows: R[]; readonly fenced: boolean; readonly after: pg.QueryResult[] }> {
+  if (unfenced) {
+    const [locked, ...after] = await queryEach(tx, [[text, values], ...then]);
+    return { rows: (locked?.rows ?? []) as R[], fenced: false, after };
+  }
   const [locked, fences, ...after] = await queryEach(tx, [
     [text, values],
     [FENCE_READ(schema), [...coveringFenceKeys(scopeKey)]],

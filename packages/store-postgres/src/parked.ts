@@ -126,7 +126,7 @@ export class PgParkedTurnStore implements ParkedTurnStore {
     const json = { ...parkedColumns(p), ...outputColumns(p.outputs ?? []) };
     return this.#db.transaction(
       async (tx) => {
-        const { runs } = await held(tx, p);
+        const { runs } = await held(tx, p, this.#db.knownUnfenced(p.key));
         await tx.query(SQL.deadline, [p.expiresAt, p.key, p.admissionId]);
         await store(tx, p.key, parkedRecord(p, runs, []), json);
         const { rows } = await tx.query<Pick<FullRow, "outputs">>(SQL.outputs, [p.key, p.rootKey]);
@@ -144,15 +144,19 @@ export class PgParkedTurnStore implements ParkedTurnStore {
     };
     return this.#db.transaction(
       async (tx) => {
-        const { admission, runs } = await held(tx, c);
+        const { admission, runs } = await held(tx, c, this.#db.knownUnfenced(c.key));
         const turn = checkpointRecord(c, admission.deadlineAt, runs, []);
         await store(tx, c.key, turn, json);
         return summaryOf(turn);
       },
       // Not a durability point: it joins the step's unit, committed before the next effect. It
       // refuses (`held`) before it writes, yet keeps its savepoint in a unit, to retry a deadlock
-      // with a concurrent claim of the run (which locks the row, then the admission).
-      { locks: fenceLock(this.#schema, c.scope.org, "shared") },
+      // with a concurrent claim of the run (which locks the row, then the admission). It read no
+      // fence under the fence lock, which its unit holds to the commit.
+      {
+        locks: fenceLock(this.#schema, c.scope.org, "shared"),
+        stood: () => this.#db.noteUnfenced(c.key),
+      },
     );
   }
 
@@ -267,6 +271,7 @@ async function held(
     readonly admissionId: string;
     readonly now: number;
   },
+  unfenced: boolean,
 ): Promise<{ readonly admission: Admission; readonly runs: number }> {
   // The admission's lock first, then the scope fence in its own statement, then the turn's row
   // locked, in one round trip: concurrent writes of one run queue on the admission, so none holds
@@ -278,6 +283,7 @@ async function held(
     x.key,
     undefined,
     [[SQL.before, [x.key, x.rootKey]]],
+    unfenced,
   );
   const before = locked.after[0]?.rows[0] as ParkedTurnRow | undefined;
   const admission = admissionOf(locked.rows[0]);

@@ -223,6 +223,49 @@ describe.skipIf(!DATABASE_URL)(
         }),
       ));
 
+    it("a transaction that read no fence under the tenant's fence lock does not read it again; a fence set meanwhile waits for the commit, and the next transaction reads it", () => {
+      const texts: string[] = [];
+      return withGrouped(
+        (a, other) =>
+          unitOf(a)(async () => {
+            await admitWith(a.admissions, { admissionId: "adm-1" });
+            const fenceReads = () => texts.filter((t) => t.includes("scope_fences")).length;
+            const before = fenceReads();
+            const first = await a.execution.claim(claimOf("op-1"), { admissionId: "adm-1" });
+            expect(first.status).toBe("claimed");
+            // The admission's insert read it under the lock the claim still holds: no read now.
+            expect(fenceReads()).toBe(before);
+            // A fence set by another process waits for the unit's commit (the lock, exclusive).
+            let fenced = false;
+            const fencing = other.admissions
+              .fenceScope({ target: { org: SCOPE_A.org }, reason: "operator", now: T0 + 1 })
+              .then(() => {
+                fenced = true;
+              });
+            await new Promise((resolve) => setTimeout(resolve, 300));
+            expect(fenced).toBe(false);
+            const second = await a.execution.claim(claimOf("op-2"), { admissionId: "adm-1" });
+            expect(second.status).toBe("claimed");
+            await a.barrier?.commit();
+            await fencing;
+            // The next transaction has no lock and no knowledge: it reads the fence and is refused.
+            await expect(
+              a.execution.claim(claimOf("op-3"), { admissionId: "adm-1" }),
+            ).rejects.toThrow();
+            expect(fenceReads()).toBeGreaterThan(before);
+          }),
+        async (names) => {
+          await (
+            await createPostgresStores({ connectionString: url, ...names, migrate: true })
+          ).close();
+          return hookedStores(names, 4, (args, query) => {
+            if (typeof args[0] === "string") texts.push(args[0]);
+            return query(...args);
+          });
+        },
+      );
+    });
+
     it("a refused write inside a unit rolls back alone: the writes before and after it commit", () =>
       withGrouped(async (a, other) => {
         await unitOf(a)(async () => {
