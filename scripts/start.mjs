@@ -1,15 +1,15 @@
-// `npm start`: builds the operator console when its bundle is missing, then runs the host from its
+// `npm start`: builds the operator console when its bundle is missing or stale, then runs the host from its
 // TypeScript sources (tsx, with the `alma-source` condition so workspace packages resolve to src/).
 // Serves on 127.0.0.1:8787 unless PORT/HOST say otherwise; extra arguments go to `alma serve`.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { consoleStale } from "../apps/server/scripts/console-stale.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const server = fileURLToPath(new URL("../apps/server/", import.meta.url));
 
-if (!existsSync(`${server}public/index.html`)) {
-  console.log("building the operator console (first start)…");
+if (consoleStale(server)) {
+  console.log("building the operator console (missing, or older than its sources)…");
   const built = spawnSync(process.execPath, [`${server}scripts/build-console.mjs`], {
     stdio: "inherit",
     cwd: server,
@@ -28,6 +28,9 @@ const child = spawn(
     cwd: root,
   },
 );
-// The host handles SIGINT/SIGTERM itself (it stops serving and closes its store); this waits for it.
+// A supervisor (Docker, systemd, PM2) signals npm's process: npm forwards the signal to its script,
+// which is this process (`exec` in package.json: no shell in between that would die of it and leave
+// the host re-parented to PID 1), and this forwards it to the host, which drains (stops admitting,
+// lets running turns settle up to ALMA_SHUTDOWN_GRACE_MS, closes its store); this exits with it.
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
 child.on("exit", (code, signal) => process.exit(code ?? (signal ? 130 : 1)));

@@ -4,6 +4,17 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { consoleStale } from "../apps/server/scripts/console-stale.mjs";
+
+// The operator console's bundle, once, before any test: the browser test and `npm start` (which
+// tests spawn) would each build it when missing or stale, and two builds at once write the same
+// folder.
+if (consoleStale("apps/server")) {
+  const built = spawnSync(process.execPath, ["apps/server/scripts/build-console.mjs"], {
+    stdio: "inherit",
+  });
+  if (built.status !== 0) process.exit(built.status ?? 1);
+}
 
 const dir = mkdtempSync(join(tmpdir(), "alma-test-"));
 const report = join(dir, "report.json");

@@ -23,6 +23,16 @@ else {
 const child = spawn(process.execPath, command, { stdio: "inherit" });
 // The child gets the terminal's SIGINT/SIGTERM itself and shuts down in order; this wrapper waits.
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
+// `npx alma serve` runs this under `sh -c`: a supervisor's SIGTERM to npx reaches that shell, which
+// dies of it without passing it on, and this process is re-parented. So a parent that goes away is
+// a SIGTERM too: the host drains instead of running on, orphaned.
+const parent = process.ppid;
+const orphaned = setInterval(() => {
+  if (process.ppid === parent) return;
+  clearInterval(orphaned);
+  child.kill("SIGTERM");
+}, 250);
+orphaned.unref();
 child.on("error", (error) => {
   console.error(`alma: ${error.message}`);
   process.exit(1);

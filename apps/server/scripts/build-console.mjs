@@ -1,5 +1,5 @@
 // Builds the operator console (console/) with Vite into public/, which the host serves.
-// `npm run build:console -w @alma-harness/server`; scripts/start.mjs runs it when public/ is missing.
+// `npm run build:console -w @alma-harness/server`; scripts/start.mjs and scripts/test.mjs run it when public/ is missing or older than its sources.
 import { fileURLToPath } from "node:url";
 import { build } from "vite";
 

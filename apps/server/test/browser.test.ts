@@ -290,4 +290,67 @@ describe.skipIf(!HAVE_CHROMIUM)(title, () => {
     );
     await page.screenshot({ path: join(ARTIFACTS, "console-routines.png") });
   }, 60_000);
+
+  it("at 390 x 844: a wrong token says so, a pasted link logs in (hashchange), the ask is reachable and the chat readable", async () => {
+    const phone = await context.newPage();
+    try {
+      await phone.setViewportSize({ width: 390, height: 844 });
+      await phone.goto(`${t.url}/`);
+      await phone.evaluate("sessionStorage.clear()");
+      await phone.reload();
+      await phone.getByTestId("admin-token").fill("adm_not_the_operator_token");
+      await phone.getByRole("button", { name: "Open" }).click();
+      await expect
+        .poll(() => phone.getByTestId("login-error").textContent())
+        .toMatch(/^The host refused that operator token\./);
+      await phone.screenshot({ path: join(ARTIFACTS, "console-phone-login-refused.png") });
+
+      // The banner's link pasted into this open tab: only the fragment changes.
+      await phone.evaluate(
+        `location.hash = ${JSON.stringify(`#admin=${encodeURIComponent(t.admin)}`)}`,
+      );
+      await phone.getByTestId("tab-chat").waitFor();
+      await expect.poll(() => phone.url()).not.toContain("admin=");
+
+      await phone.getByTestId("chat-input").fill("Please book an appointment");
+      await phone.getByTestId("send").click();
+      const ask = phone.getByTestId("ask").first();
+      await ask.waitFor();
+      await ask.getByTestId("approve").scrollIntoViewIfNeeded();
+      await phone.screenshot({ path: join(ARTIFACTS, "console-phone-ask.png") });
+      // Reachable: the approve button is inside the viewport and nothing covers its centre.
+      const approve = await ask.getByTestId("approve").boundingBox();
+      expect(approve).not.toBeNull();
+      const box = approve as { x: number; y: number; width: number; height: number };
+      expect(box.x + box.width).toBeLessThanOrEqual(390);
+      const [cx, cy] = [box.x + box.width / 2, box.y + box.height / 2];
+      const hit = await phone.evaluate(
+        `document.elementFromPoint(${cx}, ${cy})?.getAttribute("data-testid")`,
+      );
+      expect(hit).toBe("approve");
+      await ask.getByTestId("approve").click();
+      const answer = phone.locator(".bubble.assistant", {
+        hasText: "Your appointment is booked for",
+      });
+      await answer.waitFor();
+      await answer.scrollIntoViewIfNeeded();
+      // Readable: the chat spans the screen and the asks panel does not overlap it.
+      const chat = (await phone.getByTestId("chat-log").boundingBox()) as {
+        x: number;
+        y: number;
+        width: number;
+        height: number;
+      };
+      const asks = (await phone.locator(".asks-panel").boundingBox()) as {
+        y: number;
+        height: number;
+      };
+      expect(chat.width).toBeGreaterThan(330);
+      expect(asks.y + asks.height <= chat.y || chat.y + chat.height <= asks.y).toBe(true);
+      expect(await phone.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
+      await phone.screenshot({ path: join(ARTIFACTS, "console-phone-chat.png"), fullPage: true });
+    } finally {
+      await phone.close();
+    }
+  }, 60_000);
 });

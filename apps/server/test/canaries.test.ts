@@ -6,7 +6,7 @@ import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../src/cli/main.js";
 import { mintToken } from "../src/http/auth.js";
-import { ANA, SUNRISE } from "./helpers.js";
+import { ANA, listeningUrl, logLines, SUNRISE } from "./helpers.js";
 
 /**
  * Canaries through `alma serve` (the real command, in process): a phone number as the session id,
@@ -23,6 +23,13 @@ function deep(depth: number): unknown {
   let value: unknown = "x";
   for (let i = 0; i < depth; i++) value = { [FIELD]: value };
   return value;
+}
+
+/** The text of a completed turn's answer. */
+function replyText(body: string): string {
+  const text = (JSON.parse(body) as { text: string }).text;
+  expect(text.length).toBeGreaterThan(10);
+  return text;
 }
 
 describe("host text leaks: canaries", () => {
@@ -50,11 +57,9 @@ describe("host text leaks: canaries", () => {
       stopSignal,
     });
     try {
-      while (!/front desk: (http:\/\/\S+)/.test(stdout.text()))
+      while (listeningUrl(stdout.text()) === undefined)
         await new Promise((resolve) => setTimeout(resolve, 20));
-      const url = (
-        /front desk: (http:\/\/\S+)/.exec(stdout.text()) as RegExpExecArray
-      )[1] as string;
+      const url = listeningUrl(stdout.text()) as string;
       const { token } = await mintToken(new TextEncoder().encode(JWT_SECRET), {
         org: SUNRISE,
         uid: ANA,
@@ -69,7 +74,7 @@ describe("host text leaks: canaries", () => {
         return text;
       };
       const turns = `/v1/sessions/${SESSION}/turns`;
-      await send(
+      const answered = await send(
         turns,
         {
           method: "POST",
@@ -154,9 +159,25 @@ describe("host text leaks: canaries", () => {
       stop();
       expect(await serving).toBe(0);
       const logs = stdout.text() + stderr.text();
-      // The log did run (one line per request), by route pattern.
-      expect(logs).toContain("POST /v1/sessions/:sessionId/turns 200");
-      expect(logs).toContain("GET - 404");
+      // Every line is a JSON log line with a level; the log did run (one line per request), by
+      // route pattern.
+      const lines = logLines(stdout.text());
+      expect(stderr.text()).toBe("");
+      expect(lines.every((l) => typeof l.level === "string" && typeof l.msg === "string")).toBe(
+        true,
+      );
+      const requests = lines.filter((l) => l.msg === "request");
+      expect(requests).toContainEqual(
+        expect.objectContaining({
+          level: "info",
+          method: "POST",
+          route: "/v1/sessions/:sessionId/turns",
+          status: 200,
+        }),
+      );
+      expect(requests).toContainEqual(
+        expect.objectContaining({ method: "GET", route: "-", status: 404 }),
+      );
       for (const canary of [
         SESSION,
         "15550001234",
@@ -165,13 +186,18 @@ describe("host text leaks: canaries", () => {
         token.slice(-20),
         FIELD,
         "5550009999",
+        // Content: the patient's message and the model's reply never reach the log.
+        "When are you open?",
+        replyText(answered),
       ]) {
         expect(logs, `logs hold ${canary}`).not.toContain(canary);
         for (const body of errors)
           expect(body, `an error body holds ${canary}`).not.toContain(canary);
       }
-      // The banner says where the operator token is.
-      expect(stdout.text()).toContain("the operator token is in $ALMA_ADMIN_TOKEN");
+      // The start says where the operator token is, never what it is.
+      expect(lines.find((l) => l.msg === "listening")).toMatchObject({
+        secrets: { admin: "in $ALMA_ADMIN_TOKEN" },
+      });
     } finally {
       stop();
       await serving.catch(() => undefined);

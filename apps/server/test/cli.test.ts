@@ -33,6 +33,7 @@ const COMMANDS = [
   "serve",
   "chat",
   "asks",
+  "console",
   "sessions",
   "trails",
   "fence",
@@ -77,7 +78,10 @@ describe("alma CLI", () => {
   });
 
   it("mints a token the host's secret verifies, and creates that secret once", async () => {
-    const { code, out, home } = await cli(["token", "--org", "sunrise-clinic", "--uid", "p-1001"]);
+    // No host at ALMA_URL: the secret is made here (one beside a running host is refused).
+    const { code, out, home } = await cli(["token", "--org", "sunrise-clinic", "--uid", "p-1001"], {
+      env: { ALMA_URL: "http://127.0.0.1:9" },
+    });
     expect(code).toBe(0);
     const secret = new TextEncoder().encode(readFileSync(join(home, "jwt-secret"), "utf8").trim());
     const { payload } = await jwtVerify(out.trim(), secret);

@@ -5,7 +5,7 @@ import { PassThrough } from "node:stream";
 import type { ModelClient, ModelPolicy, ModelStreamEvent, PriceTable } from "@alma-harness/core";
 import { FakeModelClient, type ScriptedResponse, scriptedText } from "@alma-harness/loop/testing";
 import { afterEach } from "vitest";
-import { readSseEvents, type SseEvent } from "../src/cli/sse-client.js";
+import { readSseEvents, type SseEvent } from "../src/sse-events.js";
 import type { HostSecrets } from "../src/config/secrets.js";
 import { createHost, type Host, type HostOptions } from "../src/host.js";
 import { mintToken } from "../src/http/auth.js";
@@ -279,4 +279,18 @@ export function sink(): PassThrough & { text(): string } {
   stream.on("data", (c: Buffer) => chunks.push(c));
   stream.text = () => Buffer.concat(chunks).toString("utf8");
   return stream;
+}
+
+/** The JSON log lines (pino) in `text`, in order; a line that is not JSON fails the test. */
+export function logLines(text: string): Record<string, unknown>[] {
+  return text
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+/** The URL of the host's `listening` log line in `text`, once it is there. */
+export function listeningUrl(text: string): string | undefined {
+  const line = /^\{.*"msg":"listening".*\}$/m.exec(text)?.[0];
+  return line ? ((JSON.parse(line) as { url: string }).url as string) : undefined;
 }

@@ -11,7 +11,7 @@ import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { mintToken } from "../src/http/auth.js";
 import { sqlitePath } from "../src/runtime.js";
-import { ANA, SUNRISE } from "./helpers.js";
+import { ANA, listeningUrl, logLines, SUNRISE } from "./helpers.js";
 
 // The sources, as the bin runs them when the package is not built (a stale dist/ must not stand in).
 const SOURCE = fileURLToPath(new URL("../src/cli/process.ts", import.meta.url));
@@ -93,11 +93,11 @@ async function serve(home: string, target: Target): Promise<Serve> {
     err += c.toString("utf8");
   });
   const exited = once(child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
-  while (!/front desk: (http:\/\/\S+)/.test(out)) {
+  while (listeningUrl(out) === undefined) {
     if (child.exitCode !== null) throw new Error(`serve exited early: ${err}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  const url = (/front desk: (http:\/\/\S+)/.exec(out) as RegExpExecArray)[1] as string;
+  const url = listeningUrl(out) as string;
   return { child, url, exited, out: () => out };
 }
 
@@ -211,7 +211,10 @@ describe("alma serve: a parked ask survives the process", () => {
           const [code] = await first.exited;
           if (signal === "SIGTERM") {
             expect(code).toBe(0);
-            expect(first.out()).toContain("0 pending asks denied by shutdown");
+            expect(logLines(first.out()).find((l) => l.msg === "stopped")).toMatchObject({
+              asksDenied: 0,
+              turnsCancelled: 0,
+            });
           }
           const parked = await onceEach(target, home, rootKey);
           // The parked turn still holds its session: nothing decided it, nobody released it.

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { SseEvent } from "../src/cli/sse-client.js";
+import type { SseEvent } from "../src/sse-events.js";
 import { call, collect, hostPerTest, pendingAsk, pull, sseTurn, type TestHost } from "./helpers.js";
-import { readSseEvents } from "../src/cli/sse-client.js";
+import { readSseEvents } from "../src/sse-events.js";
 
 const startHost = hostPerTest();
 

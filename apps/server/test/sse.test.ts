@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { readSseEvents } from "../src/cli/sse-client.js";
+import { readSseEvents } from "../src/sse-events.js";
 import { sseFrame } from "../src/http/sse.js";
 import { scriptedHang } from "@alma-harness/loop/testing";
 import { call, collect, fakeSetup, hostPerTest, pendingAsk, sseTurn, turn } from "./helpers.js";

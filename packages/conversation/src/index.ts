@@ -24,6 +24,8 @@ export {
   type ScopeFenceReason,
   type ScopeFenceTarget,
 } from "@alma-harness/core";
+/** The reply of a completed view as one string (`replyText(view.result)`); `reply` stays blocks. */
+export { replyText } from "@alma-harness/loop";
 export type { ResolveAskRequest, ResolveAskResult } from "./asks.js";
 export type { ParkedAskView } from "./parking.js";
 export {

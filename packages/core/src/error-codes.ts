@@ -19,6 +19,7 @@ export type AlmaErrorCode =
   | "invalid_input"
   | "invalid_scope"
   | "invalid_trail_value"
+  | "missing_dependency"
   | "settlement_conflict"
   | "session_label_conflict"
   | "usage_observation_conflict"

@@ -42,3 +42,43 @@ export class InvalidIdError extends AlmaError {
     super("invalid_id", `${field}: ${rule}`);
   }
 }
+
+/**
+ * An optional peer dependency a part of Alma needs is not installed (`better-sqlite3` for the
+ * SQLite store, `pg` for the PostgreSQL one): `packageName` names it, the message says what needs
+ * it and how to install it. Raised when that part is first used, never when Alma is imported.
+ */
+export class MissingDependencyError extends AlmaError {
+  readonly packageName: string;
+
+  constructor(packageName: string, neededBy: string, cause?: unknown) {
+    super(
+      "missing_dependency",
+      `${neededBy} needs the package ${packageName}, which is not installed: npm install ${packageName}`,
+      { cause },
+    );
+    this.packageName = packageName;
+  }
+}
+
+/**
+ * `load(packageName)` (a `require` the caller made), with a missing package as a
+ * `MissingDependencyError`; any other failure (a native module built for another Node) is
+ * rethrown as it is.
+ */
+export function loadPeer<T>(
+  packageName: string,
+  neededBy: string,
+  load: (name: string) => unknown,
+): T {
+  try {
+    return load(packageName) as T;
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    const missing =
+      (code === "MODULE_NOT_FOUND" || code === "ERR_MODULE_NOT_FOUND") &&
+      String((error as Error).message).includes(`'${packageName}'`);
+    if (missing) throw new MissingDependencyError(packageName, neededBy, error);
+    throw error;
+  }
+}

@@ -1,4 +1,11 @@
-export { AlmaError, InvalidIdError, InvalidScopeError, ValidationError } from "./errors.js";
+export {
+  AlmaError,
+  InvalidIdError,
+  InvalidScopeError,
+  loadPeer,
+  MissingDependencyError,
+  ValidationError,
+} from "./errors.js";
 export { normalizeScope, type Scope, scopePath, validateId } from "./scope.js";
 export { deepFreeze } from "./freeze.js";
 export {

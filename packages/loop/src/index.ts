@@ -33,6 +33,7 @@ export { readContinuation, type StoredOutput } from "./continuation-read.js";
 export { messageDigest, referToOutputs } from "./continuation-refs.js";
 export { createEngine, type Engine, MAX_TERMINAL_TOOLS } from "./create-engine.js";
 export { TERMINAL_REASONS } from "./engine.js";
+export { replyText } from "./result.js";
 export type {
   BudgetMetric,
   EngineConfig,

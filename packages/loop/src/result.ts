@@ -94,3 +94,15 @@ export type TurnOutcome =
       readonly messages: readonly Msg[];
     }
   | { readonly status: "not_admitted"; readonly reason: string };
+
+/**
+ * The reply as one string, for a chat line or a log the host owns: the text blocks the model wrote
+ * (none a harness notice), joined by newlines; empty when the turn was unanswered. `reply` stays
+ * the blocks (tool and provider blocks, media), which a renderer that shows more reads instead.
+ */
+export function replyText(result: Pick<TurnResult, "reply">): string {
+  return result.reply
+    .map((b) => (b.type === "text" && b.origin === undefined ? b.text : undefined))
+    .filter((text): text is string => text !== undefined)
+    .join("\n");
+}

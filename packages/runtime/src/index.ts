@@ -6,6 +6,7 @@ export {
   type RuntimeMemory,
   type RuntimeStores,
 } from "./compose.js";
+export { replyText } from "@alma-harness/conversation";
 export { type MemoryRuntimeStores, memory, memoryStores } from "./memory.js";
 export { postgres } from "./postgres.js";
 export { sqlite } from "./sqlite.js";

@@ -10,7 +10,7 @@ import {
   scriptedText,
   scriptedToolCall,
 } from "@alma-harness/loop/testing";
-import { type RuntimeConfig, sqlite } from "@alma-harness/runtime";
+import { replyText, type RuntimeConfig, sqlite } from "@alma-harness/runtime";
 import { clinicConfig, compositions, skipNote } from "./open.js";
 
 /** The scripted model, each stream held until `gate` opens. */
@@ -74,6 +74,7 @@ for (const [name, open, enabled] of COMPOSITIONS) {
         expect(view.status).toBe("completed");
         if (view.status !== "completed") return;
         expect(view.result.reply).toEqual([{ type: "text", text: "9 to 5." }]);
+        expect(replyText(view.result)).toBe("9 to 5.");
         expect(view.result.costMicros).toBeGreaterThan(0);
         const again = await rt.runner.runTurn(request("k1"));
         expect(again).toEqual({ ...view, replayed: true });

@@ -5,7 +5,7 @@
  */
 import { realpathSync } from "node:fs";
 import { pathToFileURL } from "node:url";
-import pg from "pg";
+import { pgDriver } from "./driver.js";
 import { DEFAULT_ROOT_SCHEMA, DEFAULT_SCHEMA, migrate } from "./migrate.js";
 
 const USAGE = "usage: alma-pg-migrate <postgresql-url> [--schema alma] [--root-schema alma_root]";
@@ -34,7 +34,7 @@ export function parseArgs(argv: readonly string[]): {
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  const pool = new pg.Pool({ connectionString: args.url, max: 1 });
+  const pool = new (pgDriver().Pool)({ connectionString: args.url, max: 1 });
   try {
     const applied = await migrate(pool, { schema: args.schema, rootSchema: args.rootSchema });
     process.stdout.write(

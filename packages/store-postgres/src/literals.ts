@@ -1,16 +1,16 @@
-import pg from "pg";
+import { pgDriver } from "./driver.js";
 
 /** A value as an SQL literal, or undefined when it has no safe one (the statement is then sent with its parameters). */
 function literal(value: unknown): string | undefined {
   if (value === null || value === undefined) return "NULL";
-  if (typeof value === "string") return pg.escapeLiteral(value);
+  if (typeof value === "string") return pgDriver().escapeLiteral(value);
   if (typeof value === "boolean") return value ? "TRUE" : "FALSE";
   if (typeof value === "number") return Number.isSafeInteger(value) ? `(${value})` : undefined;
   if (Array.isArray(value) && value.every((e) => e === null || typeof e === "string")) {
     const items = value.map((e) =>
       e === null ? "NULL" : `"${(e as string).replace(/[\\"]/g, "\\$&")}"`,
     );
-    return pg.escapeLiteral(`{${items.join(",")}}`);
+    return pgDriver().escapeLiteral(`{${items.join(",")}}`);
   }
   return undefined;
 }

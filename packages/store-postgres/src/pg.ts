@@ -5,7 +5,8 @@ import {
   StoreUnavailableError,
   ValidationError,
 } from "@alma-harness/core";
-import pg from "pg";
+import type pg from "pg";
+import { isDatabaseError, pgDriver } from "./driver.js";
 import { inline } from "./literals.js";
 
 /** What a store needs to run one statement: a pool, or the client of an open transaction. */
@@ -79,7 +80,10 @@ const types = {
   getTypeParser: ((oid: number, format?: "text" | "binary") =>
     oid === INT8_OID
       ? (value: string) => Number(value)
-      : pg.types.getTypeParser(oid, format ?? "text")) as pg.CustomTypesConfig["getTypeParser"],
+      : pgDriver().types.getTypeParser(
+          oid,
+          format ?? "text",
+        )) as pg.CustomTypesConfig["getTypeParser"],
 };
 
 /** The schema a pool's statements name their tables with (see `schemaPool`). */
@@ -90,7 +94,7 @@ const POOL_SCHEMA = Symbol("alma.schema");
  * no `search_path` startup option, so it works behind PgBouncer in transaction pooling mode.
  */
 export function schemaPool(config: pg.PoolConfig, schema: string): pg.Pool {
-  const pool = new pg.Pool({ ...config, types });
+  const pool = new (pgDriver().Pool)({ ...config, types });
   Object.defineProperty(pool, POOL_SCHEMA, { value: validateSchema(schema) });
   // An idle client that dies (a restarted server, a terminated backend) must not crash the host.
   pool.on("error", () => {});
@@ -160,7 +164,7 @@ export function qualifier(schema: string | undefined): (text: string) => string 
 export const RETRYABLE_TX = new Set(["40001", "40P01"]);
 
 export function codeOf(error: unknown): string | undefined {
-  return error instanceof pg.DatabaseError ? error.code : undefined;
+  return isDatabaseError(error) ? error.code : undefined;
 }
 
 /** Whether the connection itself failed (its client must be discarded, never reused). */

@@ -9,7 +9,8 @@ import {
   type TrailKey,
   type TrailKeyMaterial,
 } from "@alma-harness/core";
-import Database from "better-sqlite3";
+import type Database from "better-sqlite3";
+import { betterSqlite3, isSqliteError } from "./driver.js";
 import { MAIN_MIGRATIONS, type Migration, ROOT_MIGRATIONS } from "./migrations.js";
 
 export interface SqliteStoreOptions {
@@ -204,7 +205,7 @@ export class SqliteDb {
 /** Driver failures as contract errors: never a raw SQLITE_* code to the caller. */
 export function mapSqliteError(error: unknown): unknown {
   if (error instanceof AlmaError) return error;
-  if (error instanceof Database.SqliteError) {
+  if (isSqliteError(error)) {
     if (error.code.startsWith("SQLITE_CONSTRAINT")) {
       return new ConflictError("store_conflict", "the write conflicts with a stored record");
     }
@@ -233,7 +234,7 @@ export function openDatabase(options: SqliteStoreOptions): SqliteDb {
   const layout = attached ? ATTACHED : IN_MAIN;
   for (const file of attached ? [options.path, rootPath] : [options.path])
     if (file !== ":memory:") mkdirSync(dirname(file), { recursive: true });
-  const raw = new Database(options.path);
+  const raw = new (betterSqlite3())(options.path);
   try {
     raw.pragma(`busy_timeout = ${Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5000))}`);
     if (attached) raw.prepare("ATTACH DATABASE ? AS root").run(rootPath);

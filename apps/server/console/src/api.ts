@@ -1,5 +1,7 @@
 /** The console's view of the host API: the operator token, tenant tokens minted with it, SSE. */
 
+import { readSseEvents } from "../../src/sse-events.js";
+
 export interface Info {
   readonly offlineDemo: boolean;
   readonly model: string;
@@ -115,31 +117,10 @@ export interface SseEvent {
   readonly id?: string;
 }
 
-/** The events of one SSE body (`id`, `event`, `data` lines; comments and `retry:` skipped). */
+/** The events of one SSE body, their data parsed (the reader the CLI uses too). */
 async function* frames(body: NonNullable<Response["body"]>): AsyncGenerator<SseEvent> {
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return;
-    buffer += value;
-    let end = buffer.indexOf("\n\n");
-    while (end >= 0) {
-      const frame = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      let event = "message";
-      let id: string | undefined;
-      const data: string[] = [];
-      for (const line of frame.split("\n")) {
-        if (line.startsWith("event:")) event = line.slice(6).trim();
-        else if (line.startsWith("id:")) id = line.slice(3).trim();
-        else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
-      }
-      if (data.length > 0)
-        yield { event, data: JSON.parse(data.join("\n")) as unknown, ...(id ? { id } : {}) };
-      end = buffer.indexOf("\n\n");
-    }
-  }
+  for await (const e of readSseEvents(body))
+    yield { event: e.event, data: JSON.parse(e.data) as unknown, ...(e.id ? { id: e.id } : {}) };
 }
 
 /** Whether a stream's event settles the turn (a result other than parked or running, or an error). */

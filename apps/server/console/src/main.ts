@@ -1,4 +1,4 @@
-import { adminToken, getJson, type Info, saveAdminToken, type Tenant } from "./api.js";
+import { ApiError, adminToken, getJson, type Info, saveAdminToken, type Tenant } from "./api.js";
 import { asksView } from "./asks.js";
 import { chatView } from "./chat.js";
 import { clear, h } from "./dom.js";
@@ -35,7 +35,8 @@ function header(info: Info): HTMLElement {
   );
 }
 
-function login(info: Info): void {
+/** The login form; `problem` says why the last token did not open the console. */
+function login(info: Info, problem?: string): void {
   const input = h("input", {
     type: "password",
     placeholder: "operator token",
@@ -56,24 +57,36 @@ function login(info: Info): void {
     h(
       "p",
       { class: "muted" },
-      "npm start prints a console link that carries it; it is also in .alma/admin-token.",
+      "npm start prints a console link that carries it (npx alma console prints it again); it is also in .alma/admin-token.",
     ),
+    problem
+      ? h("p", { class: "warn", role: "alert", "data-testid": "login-error" }, problem)
+      : null,
     input,
     h("button", { type: "submit" }, "Open"),
   );
   clear(app, header(info), form);
 }
 
+/** The asks' poll of the console on screen (a new token, by a pasted link, starts another). */
+let poll: ReturnType<typeof setInterval> | undefined;
+
 async function start(): Promise<void> {
+  clearInterval(poll);
   const info = await getJson<Info>("/v1/info");
   const admin = adminToken();
   if (!admin) return login(info);
   let tenants: readonly Tenant[];
   try {
     tenants = (await getJson<{ tenants: Tenant[] }>("/v1/admin/tenants", admin)).tenants;
-  } catch {
+  } catch (error) {
     sessionStorage.clear();
-    return login(info);
+    return login(
+      info,
+      error instanceof ApiError && error.status === 401
+        ? "The host refused that operator token. Check it, or open the link npx alma console prints."
+        : `The token could not be checked: ${(error as Error).message}`,
+    );
   }
   const asks = asksView(admin);
   const sessions = sessionsView(info, admin);
@@ -122,8 +135,13 @@ async function start(): Promise<void> {
   show("chat");
   await asks.refresh();
   // Asks arrive while a turn waits; a one-second poll keeps the list live without another stream.
-  setInterval(() => void asks.refresh(), 1000);
+  poll = setInterval(() => void asks.refresh(), 1000);
 }
+
+// A login link pasted into a tab that is already open changes only the fragment: no load follows.
+window.addEventListener("hashchange", () => {
+  if (/(?:^#|&)admin=/.test(location.hash)) void start();
+});
 
 void start().catch((error: unknown) => {
   clear(app, h("p", { class: "warn" }, `The console could not start: ${(error as Error).message}`));

@@ -1,3 +1,5 @@
+import { parseArgs as parseArgsUtil } from "node:util";
+
 /** A CLI failure: printed as one line on stderr, with a non-zero exit. */
 export class CliError extends Error {
   override readonly name = "CliError";
@@ -14,40 +16,63 @@ export interface ParsedArgs {
   readonly flags: ReadonlyMap<string, string | true>;
 }
 
+/** `node:util`'s parse errors, by code, as the one line the CLI prints. */
+function parseError(error: unknown, argv: readonly string[]): CliError {
+  const code = (error as { code?: unknown }).code;
+  const message = (error as Error).message ?? String(error);
+  const named = /'(-{1,2}[^' =]+)/.exec(message)?.[1] ?? "";
+  const name = named.replace(/^-+/, "");
+  if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION")
+    return new CliError(`unknown option ${named || argv.join(" ")} (see --help)`);
+  if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE")
+    return new CliError(
+      /does not take an argument/.test(message)
+        ? `--${name} takes no value`
+        : /ambiguous/.test(message)
+          ? `--${name} needs a value (--${name}=VALUE when the value starts with -)`
+          : `--${name} needs a value`,
+    );
+  return new CliError(message.split("\n")[0] ?? message);
+}
+
 /**
- * `--name value`, `--name=value` and boolean `--name` (when `name` is in `booleans`); `--` ends the
- * flags. An unknown flag is an error, so a typo never silently changes what a command does.
+ * `--name value`, `--name=value` and boolean `--name` (when `name` is in `booleans`), with
+ * `node:util`'s `parseArgs` (strict); `--` ends the flags; `-h` is `--help`. An unknown flag is an
+ * error, so a typo never silently changes what a command does; so is a flag with no value (`--org`
+ * last, or followed by another flag) and an empty one.
  */
 export function parseArgs(
   argv: readonly string[],
   known: readonly string[],
   booleans: readonly string[] = [],
 ): ParsedArgs {
-  const positional: string[] = [];
-  const flags = new Map<string, string | true>();
-  for (let i = 0; i < argv.length; i += 1) {
-    const arg = argv[i] as string;
-    if (arg === "--") {
-      positional.push(...argv.slice(i + 1));
-      break;
-    }
-    if (!arg.startsWith("--")) {
-      positional.push(arg);
-      continue;
-    }
-    const eq = arg.indexOf("=");
-    const name = arg.slice(2, eq >= 0 ? eq : undefined);
-    if (name === "help" || booleans.includes(name)) {
-      if (eq >= 0) throw new CliError(`--${name} takes no value`);
-      flags.set(name, true);
-      continue;
-    }
-    if (!known.includes(name)) throw new CliError(`unknown option --${name} (see --help)`);
-    const value = eq >= 0 ? arg.slice(eq + 1) : argv[++i];
-    if (value === undefined || value === "") throw new CliError(`--${name} needs a value`);
-    flags.set(name, value);
+  const options: Record<string, { type: "string" | "boolean"; short?: string }> = {
+    help: { type: "boolean", short: "h" },
+  };
+  for (const name of known) options[name] = { type: "string" };
+  for (const name of booleans) options[name] = { type: "boolean" };
+  let parsed: ReturnType<typeof parseArgsOf>;
+  try {
+    parsed = parseArgsOf(argv, options);
+  } catch (error) {
+    throw parseError(error, argv);
   }
-  return { positional, flags };
+  const flags = new Map<string, string | true>();
+  for (const [name, value] of Object.entries(parsed.values)) {
+    if (value === true) flags.set(name, true);
+    else if (typeof value === "string") {
+      if (value === "") throw new CliError(`--${name} needs a value`);
+      flags.set(name, value);
+    }
+  }
+  return { positional: parsed.positionals, flags };
+}
+
+function parseArgsOf(
+  argv: readonly string[],
+  options: Record<string, { type: "string" | "boolean"; short?: string }>,
+) {
+  return parseArgsUtil({ args: [...argv], options, strict: true, allowPositionals: true });
 }
 
 export function flag(args: ParsedArgs, name: string): string | undefined {

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline";
 import { CliError, flag, type ParsedArgs } from "./args.js";
 import { api, baseUrl, type CliIo, failOn, tenantToken, write } from "./context.js";
-import { readSseEvents } from "./sse-client.js";
+import { readSseEvents } from "../sse-events.js";
 
 export const CHAT_HELP = `alma chat: chat with the clinic agent of a running host, as a patient.
 

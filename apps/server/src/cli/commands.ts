@@ -1,10 +1,9 @@
 import { type AuditRecord, microsToUsd } from "@alma-harness/core";
 import { readEnv } from "../config/env.js";
-import { loadSecrets } from "../config/secrets.js";
 import { mintToken } from "../http/auth.js";
 import { migrateStore } from "../runtime.js";
 import { CliError, flag, type ParsedArgs } from "./args.js";
-import { adminToken, api, baseUrl, type CliIo, tenantToken, write } from "./context.js";
+import { adminToken, api, baseUrl, type CliIo, cliSecrets, tenantToken, write } from "./context.js";
 
 export const SESSIONS_HELP = `alma sessions: the sessions of each tenant (operator).
 
@@ -21,7 +20,10 @@ Usage: alma erase --session ID [--token JWT | --org ORG --uid UID] [--url URL]`;
 export const TOKEN_HELP = `alma token: mint a tenant token with this machine's dev secret (.alma/jwt-secret or $ALMA_JWT_SECRET).
 
 Usage: alma token --org ORG --uid UID [--ttl SECONDS]
-Prints only the token, so TOKEN=$(alma token --org sunrise-clinic --uid p-1001) works.`;
+Prints only the token, so TOKEN=$(alma token --org sunrise-clinic --uid p-1001) works. The secret
+is read from ALMA_HOME, else the nearest .alma/ up from here; where there is none and a host
+answers at $ALMA_URL (or the default port), this refuses rather than make a new secret that host
+would not accept.`;
 
 export const MIGRATE_HELP = `alma migrate: bring the configured store's schema up to date.
 
@@ -129,8 +131,7 @@ export async function tokenCommand(args: ParsedArgs, io: CliIo): Promise<number>
   const ttlSeconds = ttl === undefined ? undefined : Number(ttl);
   if (ttlSeconds !== undefined && (!Number.isSafeInteger(ttlSeconds) || ttlSeconds < 60))
     throw new CliError("--ttl must be a whole number of seconds, at least 60");
-  const env = readEnv(io.env, io.cwd);
-  const secrets = loadSecrets(env.home, env);
+  const secrets = await cliSecrets(args, io);
   const { token } = await mintToken(
     secrets.jwtSecret,
     { org, uid },

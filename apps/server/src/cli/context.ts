@@ -1,8 +1,8 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Scope } from "@alma-harness/core";
 import { readEnv } from "../config/env.js";
-import { loadSecrets } from "../config/secrets.js";
+import { type HostSecrets, loadSecrets } from "../config/secrets.js";
 import { mintToken } from "../http/auth.js";
 import { CliError, flag, type ParsedArgs } from "./args.js";
 
@@ -40,10 +40,44 @@ export async function tenantToken(
   const given = flag(args, "token") ?? io.env.ALMA_TOKEN;
   if (given) return { token: given };
   const scope = { org: flag(args, "org") ?? DEFAULT_ORG, uid: flag(args, "uid") ?? DEFAULT_UID };
-  const env = readEnv(io.env, io.cwd);
-  const secrets = loadSecrets(env.home, env);
+  const secrets = await cliSecrets(args, io);
   const { token } = await mintToken(secrets.jwtSecret, scope);
   return { token, scope };
+}
+
+/** Whether a host answers its health check at `base` (a second at most). */
+async function reachable(base: string): Promise<boolean> {
+  try {
+    const response = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(1_000) });
+    await response.body?.cancel();
+    return response.ok;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The host's secrets for a command that signs with them (`token`, a tenant command without
+ * `--token`). When the home found (`ALMA_HOME`, else the nearest `.alma/` up from here) lacks one,
+ * loading would create it; if a host answers at `--url`/`ALMA_URL`/the default port meanwhile, that
+ * host runs with other secrets and would answer whatever is signed with new ones with a bare 401.
+ * So this refuses, and says where it looked and what to do, instead of creating a second home.
+ */
+export async function cliSecrets(args: ParsedArgs, io: CliIo): Promise<HostSecrets> {
+  const env = readEnv(io.env, io.cwd);
+  const missing = [
+    ["jwt-secret", env.jwtSecret],
+    ["admin-token", env.adminToken],
+    ["trail-key", env.trailKey],
+  ].filter(([file, given]) => given === undefined && !existsSync(join(env.home, file as string)));
+  if (missing.length > 0) {
+    const base = baseUrl(args, io);
+    if (await reachable(base))
+      throw new CliError(
+        `${env.home} holds no ${missing[0]?.[0]}, and a host is running at ${base} with secrets of its own: a token signed with new ones would be refused (401). Run this in the host's folder or below it, set ALMA_HOME to the host's home (or ALMA_JWT_SECRET to its secret), or pass --token`,
+      );
+  }
+  return loadSecrets(env.home, env);
 }
 
 /** The operator token: `--admin-token`, else `ALMA_ADMIN_TOKEN`, else the host's file. */

@@ -20,6 +20,15 @@ function nodeOk(version: string): boolean {
   return (major ?? 0) > 20 || ((major ?? 0) === 20 && (minor ?? 0) >= 19);
 }
 
+/** What the line says of a Node that runs Alma: the supported LTS lines are 22 and 24. */
+function nodeNote(version: string): string {
+  if (!nodeOk(version)) return " (needs Node 22 or 24)";
+  const major = Number(version.replace(/^v/, "").split(".")[0]);
+  return major === 20
+    ? " (works, but Node 20 is out of support since April 2026: use 22 or 24)"
+    : "";
+}
+
 /** The providers package's live check: one tiny real request per provider whose key is set. */
 async function liveCheck(io: CliIo): Promise<{ ok: boolean; lines: string[] }> {
   try {
@@ -38,7 +47,7 @@ export async function doctorCommand(args: ParsedArgs, io: CliIo): Promise<number
   const line = (name: string, text: string) => write(io.stdout, `${name.padEnd(9)} ${text}`);
   const node = process.version;
   if (!nodeOk(node)) ok = false;
-  line("node", `${node}${nodeOk(node) ? "" : " (needs 20.19 or later)"}`);
+  line("node", `${node}${nodeNote(node)}`);
   const env = readEnv(io.env, io.cwd);
   try {
     const models = await selectModels(env);

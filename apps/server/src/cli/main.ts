@@ -14,6 +14,7 @@ import {
   tokenCommand,
   trailsCommand,
 } from "./commands.js";
+import { CONSOLE_HELP, consoleCommand } from "./console.js";
 import { type CliIo, write } from "./context.js";
 import { DOCTOR_HELP, doctorCommand } from "./doctor.js";
 import { FENCE_HELP, fenceCommand } from "./fence.js";
@@ -35,6 +36,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   serve: { help: SERVE_HELP, flags: ["port", "host"], booleans: ["quiet"], run: serveCommand },
   chat: { help: CHAT_HELP, flags: [...TENANT, "session"], run: chatCommand },
   asks: { help: ASKS_HELP, flags: [...ADMIN, "org"], run: asksCommand },
+  console: { help: CONSOLE_HELP, flags: ADMIN, run: consoleCommand },
   sessions: { help: SESSIONS_HELP, flags: [...ADMIN, "org"], run: sessionsCommand },
   trails: { help: TRAILS_HELP, flags: [...ADMIN, "org", "uid"], run: trailsCommand },
   fence: {
@@ -60,6 +62,7 @@ Usage: alma <command> [options]   (alma <command> --help for each)
   serve     serve the clinic agent, its API and the operator console
   chat      chat with the agent of a running host, as a patient
   asks      list, approve or deny the asks waiting for an operator (operator)
+  console   print the operator console's login link (operator)
   sessions  list each tenant's sessions (operator)
   trails    print a turn's audit trails as a timeline (operator)
   fence     fence a tenant or one person, lift it, list fences (operator)

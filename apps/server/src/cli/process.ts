@@ -2,9 +2,13 @@ import { runCli } from "./main.js";
 
 /** Runs the CLI on this process: its streams, its environment, SIGINT/SIGTERM to stop `serve`. */
 export async function runProcess(argv: readonly string[]): Promise<void> {
+  // `on`, not `once`: a terminal's Ctrl-C reaches every process of the group, so a wrapper
+  // (`npm start`, the `alma` bin) that forwards it makes the host see it twice. A repeat must not
+  // fall back to the default action (exit at once, no drain): the drain is already bounded by
+  // ALMA_SHUTDOWN_GRACE_MS, and SIGKILL is the way to stop without one.
   const stopSignal = new Promise<void>((resolve) => {
-    process.once("SIGINT", () => resolve());
-    process.once("SIGTERM", () => resolve());
+    process.on("SIGINT", () => resolve());
+    process.on("SIGTERM", () => resolve());
   });
   const code = await runCli(argv, {
     stdin: process.stdin,

@@ -1,22 +1,25 @@
-import { type HostEnv, readEnv } from "../config/env.js";
+import { readEnv } from "../config/env.js";
 import { readHostConfig } from "../config/file.js";
 import { loadSecrets } from "../config/secrets.js";
-import { createHost, type Host } from "../host.js";
+import { createHost } from "../host.js";
 import { selectModels } from "../models/select.js";
-import type { StoreInfo } from "../runtime.js";
+import { errorFields, hostLogger, logLevel } from "../log.js";
 import { flag, type ParsedArgs } from "./args.js";
-import { type CliIo, write } from "./context.js";
+import { banner, listeningFields } from "./banner.js";
+import type { CliIo } from "./context.js";
 
 export const SERVE_HELP = `alma serve: serve the clinic agent over HTTP and SSE, with the operator console.
 
 Usage: alma serve [--port N] [--host ADDRESS] [--quiet]
   --port   default $PORT or 8787 (0 picks a free port)
   --host   default $HOST or 127.0.0.1
-  --quiet  no access log
+  --quiet  no access log (the log level stays ALMA_LOG_LEVEL's)
+Logs are JSON lines on stdout (pino; ALMA_LOG_LEVEL: info by default) carrying no content; on a
+terminal the start-up text comes first.
 Environment: ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY or ALMA_OPENAI_COMPAT_URL pick a
 provider (else the offline demo model); ALMA_PROVIDER forces one; ALMA_MODEL_FAST/BALANCED/DEEP
-override the models; ALMA_HOME (default ./.alma) holds the store and the dev secrets;
-ALMA_DATABASE_URL=postgres://… switches to PostgreSQL; ALMA_CAP_TURN_USD and
+override the models; ALMA_HOME (default: the nearest .alma/ up from here, else ./.alma) holds
+the store and the dev secrets; ALMA_DATABASE_URL=postgres://… switches to PostgreSQL; ALMA_CAP_TURN_USD and
 ALMA_CAP_CLINIC_DAY_USD set the caps; ALMA_JWT_SECRET and ALMA_ADMIN_TOKEN override the secrets;
 ALMA_HEADERS_TIMEOUT_MS (10000), ALMA_REQUEST_TIMEOUT_MS (30000), ALMA_KEEPALIVE_TIMEOUT_MS (5000)
 and ALMA_MAX_CONNECTIONS (256) bound the sockets; ALMA_TURNS_PER_TENANT (64) bounds the turns
@@ -24,86 +27,6 @@ one tenant runs at once; ALMA_ALLOWED_HOSTS (* or names; default the
 localhost names on loopback) checks the Host header; ALMA_SHUTDOWN_GRACE_MS (10000) is how long
 running turns get on SIGTERM/SIGINT; ALMA_CONFIG (default ./alma.config.json, when it exists) is the
 configuration file, whose "mcp" section names MCP servers per tenant.`;
-
-/** Where a secret is, never what it is. */
-function whereIs(source: string, variable: string): string {
-  return source === "environment" ? `in $${variable}` : `in ${source.replace(/ \(created\)$/, "")}`;
-}
-
-/**
- * What an internal error may print: its kind and its stack frames, not its message (a message can
- * quote a session id or a key). The operator reproduces with the frames; the client saw "internal".
- */
-export function errorForLog(error: unknown): string {
-  if (!(error instanceof Error)) return "a non-Error value was thrown";
-  const code =
-    typeof (error as { code?: unknown }).code === "string"
-      ? ` (${(error as unknown as { code: string }).code})`
-      : "";
-  const frames = (error.stack ?? "").split("\n").filter((line) => /^\s+at /.test(line));
-  return [`${error.name}${code}`, ...frames].join("\n");
-}
-
-function banner(io: CliIo, env: HostEnv, host: Host, url: string, store: StoreInfo): void {
-  const ctx = host.context;
-  const m = ctx.models;
-  const out = (name: string, text: string) => write(io.stdout, `  ${name.padEnd(8)} ${text}`);
-  write(io.stdout, `Alma clinic front desk: ${url}`);
-  // The banner says where the operator token is, never what it is (a terminal's scrollback and a
-  // process supervisor's log keep it); the console takes it in the link's fragment or pasted.
-  out(
-    "console",
-    `${url}/#admin=<operator token>   (the operator token is ${whereIs(ctx.secrets.source.admin, "ALMA_ADMIN_TOKEN")})`,
-  );
-  out(
-    "model",
-    m.offlineDemo
-      ? "offline demo model: a fixed script, not an AI (set ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY or ALMA_OPENAI_COMPAT_URL for a real one)"
-      : m.label,
-  );
-  out(
-    "tiers",
-    Object.entries(m.tiers)
-      .map(([tier, model]) => `${tier} → ${model}`)
-      .join(", "),
-  );
-  out("store", `${store.kind}: ${store.location}${store.note ? ` (${store.note})` : ""}`);
-  out(
-    "tenants",
-    ctx.desk
-      .clinics()
-      .map((c) => `${c.org} (${c.name}; patients ${c.patients.map((p) => p.id).join(", ")})`)
-      .join("; "),
-  );
-  out(
-    "caps",
-    `$${ctx.caps.perTurnUsd} per turn, $${ctx.caps.perClinicDayUsd} per clinic per day (block)`,
-  );
-  out(
-    "token",
-    "npx alma token --org sunrise-clinic --uid p-1001   (then: Authorization: Bearer <token>)",
-  );
-  out("chat", "npx alma chat   (as p-1001 at sunrise-clinic; --org/--uid for someone else)");
-  out(
-    "secrets",
-    `JWT secret ${whereIs(ctx.secrets.source.jwt, "ALMA_JWT_SECRET")}; operator token ${whereIs(ctx.secrets.source.admin, "ALMA_ADMIN_TOKEN")}; trail key ${ctx.secrets.source.trail ? whereIs(ctx.secrets.source.trail, "ALMA_TRAIL_KEY") : "beside the database"}`,
-  );
-  if (ctx.mcp) {
-    out(
-      "mcp",
-      `${ctx.mcp.tools.length} tools (deferred) from the configuration file; ${ctx.mcp.revision}`,
-    );
-    for (const p of ctx.mcp.problems)
-      out(
-        "mcp",
-        `left out: ${p.kind} ${p.server}${p.org ? ` for ${p.org}` : ""}${p.tool ? ` ${p.tool}` : ""}: ${p.detail}`,
-      );
-  }
-  out(
-    "limits",
-    `headers ${env.limits.headersTimeoutMs} ms, request ${env.limits.requestTimeoutMs} ms, ${env.limits.maxConnections} connections, ${env.turnsPerTenant} turns per tenant at once; shutdown grace ${env.shutdownGraceMs} ms`,
-  );
-}
 
 /** Starts the host and serves until `io.stopSignal` resolves (SIGINT/SIGTERM from `main`). */
 export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number> {
@@ -119,16 +42,15 @@ export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number>
   const models = await selectModels(env);
   const secrets = loadSecrets(env.home, env);
   const quiet = args.flags.has("quiet");
+  const log = hostLogger(io.stdout, logLevel(io.env));
   const host = await createHost({
     models,
     secrets,
     store: env,
     caps: env.caps,
     // The route's pattern, never the path: no session id, key or token reaches the log.
-    ...(quiet
-      ? {}
-      : { log: (l) => write(io.stdout, `${l.method} ${l.route} ${l.status} ${l.ms}ms`) }),
-    onError: (error) => write(io.stderr, `internal error: ${errorForLog(error)}`),
+    ...(quiet ? {} : { log: (l) => log.info({ ...l }, "request") }),
+    onError: (error) => log.error(errorFields(error), "internal error"),
     limits: env.limits,
     turnsPerTenant: env.turnsPerTenant,
     ...(env.allowedHosts ? { allowedHosts: env.allowedHosts } : {}),
@@ -139,27 +61,22 @@ export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number>
     ...(file.mcp ? { mcp: file.mcp } : {}),
   });
   const { url } = await host.listen(env.port, env.host);
-  banner(io, env, host, url, host.context.store);
+  if (io.stdout.isTTY) banner(io, env, host, url, host.context.store);
+  log.info(listeningFields(host, url, host.context.store), "listening");
   if (env.healthPort !== undefined) {
     const health = await host.listenHealth(env.healthPort, env.host);
-    write(
-      io.stdout,
-      `  ${"health".padEnd(8)} ${health.url}/healthz   (ALMA_HEALTH_PORT: /healthz alone)`,
-    );
+    log.info({ url: `${health.url}/healthz` }, "health listening");
   }
   const stop = host.startMaintenance(env.maintainEveryMs, (error) =>
-    write(io.stderr, `maintenance failed: ${errorForLog(error)}`),
+    log.error(errorFields(error), "maintenance failed"),
   );
   host.startRoutines(env.routinesEveryMs, (error) =>
-    write(io.stderr, `routine tick failed: ${errorForLog(error)}`),
+    log.error(errorFields(error), "routine tick failed"),
   );
   await (io.stopSignal ?? new Promise<void>(() => undefined));
   stop();
-  write(io.stdout, `stopping: no new turns; running turns get up to ${env.shutdownGraceMs} ms`);
+  log.info({ graceMs: env.shutdownGraceMs }, "stopping");
   const report = await host.close(env.shutdownGraceMs);
-  write(
-    io.stdout,
-    `stopped (${report.asksDenied} pending asks denied by shutdown, ${report.turnsCancelled} turns cancelled after the grace period)`,
-  );
+  log.info({ asksDenied: report.asksDenied, turnsCancelled: report.turnsCancelled }, "stopped");
   return 0;
 }

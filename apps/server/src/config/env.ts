@@ -1,4 +1,3 @@
-import { resolve } from "node:path";
 import {
   type AllowedHosts,
   DEFAULT_SERVER_LIMITS,
@@ -6,6 +5,7 @@ import {
   type ServerLimits,
 } from "../http/hardening.js";
 import { DEFAULT_TURNS_PER_TENANT } from "../turn-limit.js";
+import { findHome } from "./home.js";
 
 /** Which model family the host routes to; `demo` is the offline scripted model. */
 export type ProviderName = "demo" | "anthropic" | "openai" | "openrouter" | "compat";
@@ -19,7 +19,7 @@ export interface HostEnv {
   readonly port: number;
   /** `ALMA_HEALTH_PORT`: a listener serving `/healthz` alone (`Host.listenHealth`); absent: none. */
   readonly healthPort?: number;
-  /** The host's own directory: store files, the dev JWT secret, the admin token. */
+  /** The host's own directory: store files, the dev JWT secret, the admin token (`findHome`). */
   readonly home: string;
   /** `postgres://…` switches the store to PostgreSQL. */
   readonly databaseUrl: string | undefined;
@@ -130,7 +130,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd(
     ...(nonEmpty(env.ALMA_HEALTH_PORT)
       ? { healthPort: int(env, "ALMA_HEALTH_PORT", 0, 0, 65535) }
       : {}),
-    home: resolve(cwd, nonEmpty(env.ALMA_HOME) ?? ".alma"),
+    home: findHome(nonEmpty(env.ALMA_HOME), cwd),
     databaseUrl: nonEmpty(env.ALMA_DATABASE_URL),
     provider: pickProvider(env),
     keys: {
