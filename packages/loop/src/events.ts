@@ -1,4 +1,5 @@
 import type { CostReceipt, StopReason, Usage } from "@alma-harness/core";
+import type { TurnOutcome } from "./result.js";
 import type { CacheHygieneCause } from "./cache-hygiene.js";
 
 /**
@@ -7,6 +8,11 @@ import type { CacheHygieneCause } from "./cache-hygiene.js";
  * broken sink can neither block nor break a turn.
  */
 export type LoopEvent =
+  /**
+   * One run of the engine begins (seed 004): first of its events, before `turn.started` (or
+   * `turn.resumed` for a parked turn that goes on).
+   */
+  | { readonly type: "agent.started"; readonly turnId: string; readonly sessionId: string }
   | { readonly type: "turn.started"; readonly turnId: string; readonly sessionId: string }
   | {
       readonly type: "message.completed";
@@ -91,6 +97,15 @@ export type LoopEvent =
       readonly outcome: "completed" | "reconciliation_required";
       readonly terminalReason?: string;
       readonly cause?: string;
+    }
+  | {
+      /**
+       * The run ended (seed 004): last of its events, after its one `turn.completed` (or
+       * `turn.parked`); `status` is the run's outcome.
+       */
+      readonly type: "agent.stopped";
+      readonly turnId: string;
+      readonly status: TurnOutcome["status"];
     }
   | {
       /** A parked turn goes on in this run, with the decisions it was given. */

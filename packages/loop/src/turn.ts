@@ -57,8 +57,25 @@ export async function resumeTurnCore(
   });
 }
 
-/** The one way out of a run: the finalizer for its ending, the park, or the uncertain exit. */
+/**
+ * A run between its bookends (seed 004): `agent.started` first, `agent.stopped` with its outcome
+ * last, after the finalizer's `turn.completed` or `turn.parked`.
+ */
 async function finishing(
+  env: TurnEnv,
+  state: TurnState,
+  calls: ModelCalls,
+  run: () => Promise<Driven>,
+): Promise<TurnOutcome> {
+  const { turnId, sessionId } = env.input;
+  env.rec.emit({ type: "agent.started", turnId, sessionId });
+  const outcome = await finishRun(env, state, calls, run);
+  env.rec.emit({ type: "agent.stopped", turnId, status: outcome.status });
+  return outcome;
+}
+
+/** The one way out of a run: the finalizer for its ending, the park, or the uncertain exit. */
+async function finishRun(
   env: TurnEnv,
   state: TurnState,
   calls: ModelCalls,

@@ -19,7 +19,10 @@ describe("loop events", () => {
       if (e.type === "model.response") return `${e.type} ${e.stopReason}`;
       return e.type;
     });
+    // Seed 004, "02 / MULTI-ROUND LOOP": agent.started and agent.stopped bookend one turn.started and
+    // one turn.completed.
     expect(lines).toEqual([
+      "agent.started",
       "turn.started",
       "message.completed user 1",
       "model.request 1 1",
@@ -36,6 +39,7 @@ describe("loop events", () => {
       "message.completed assistant 4",
       "step.text",
       "turn.completed",
+      "agent.stopped",
     ]);
     // the lifecycle trail carries the same revisions, durably
     expect(

@@ -21,7 +21,7 @@ describe("one finalizer", () => {
     const result = completed(await h.run());
     expect(result.reply).toEqual([{ type: "text", text: "ok" }]);
     expect(seen.filter((t) => t === "turn.completed")).toHaveLength(1);
-    expect(seen.at(-1)).toBe("turn.completed");
+    expect(seen.slice(-2)).toEqual(["turn.completed", "agent.stopped"]);
   });
 
   it("a slow sink is never waited for, and a rejecting one is swallowed", async () => {
@@ -76,6 +76,12 @@ describe("one finalizer", () => {
     expect(outcome.cause).toBe("audit");
     expect(h.model.calls).toBe(0);
     expect(h.eventsOf("turn.completed")).toHaveLength(1);
+    // Seed 004: the run's bookends frame it whatever its outcome, agent.stopped naming it.
+    expect(h.events[0]).toEqual({ type: "agent.started", turnId: "turn-1", sessionId: "s1" });
+    expect(h.events.slice(-2)).toEqual([
+      expect.objectContaining({ type: "turn.completed", outcome: "reconciliation_required" }),
+      { type: "agent.stopped", turnId: "turn-1", status: "reconciliation_required" },
+    ]);
   });
 
   it("every ending leaves through the same exit: completed outcomes record turn.completed with their reason", async () => {

@@ -100,6 +100,24 @@ describe("a permission ask parks the turn (asks: park)", () => {
     expect(p.two.eventsOf("turn.resumed")).toEqual([
       { type: "turn.resumed", turnId: "turn-1", sessionId: "s1" },
     ]);
+    // Seed 004: each run between its bookends, the parked one and the one that goes on.
+    const types = (events: readonly { type: string }[]) => events.map((e) => e.type);
+    expect([types(p.one.events).at(0), ...types(p.one.events).slice(-2)]).toEqual([
+      "agent.started",
+      "turn.parked",
+      "agent.stopped",
+    ]);
+    expect(p.one.events.at(-1)).toEqual({
+      type: "agent.stopped",
+      turnId: "turn-1",
+      status: "awaiting_approval",
+    });
+    expect([...types(p.two.events).slice(0, 2), ...types(p.two.events).slice(-2)]).toEqual([
+      "agent.started",
+      "turn.resumed",
+      "turn.completed",
+      "agent.stopped",
+    ]);
   });
 
   it("a denial is the call's error observation, attributed to whoever decided; an expiry is the kernel's", async () => {
