@@ -184,7 +184,7 @@ async function answered(
   if (output.text)
     env.rec.emit({ type: "step.text", turnId: input.turnId, step, text: output.text });
   if (output.stopReason === "context_window_exceeded")
-    return finish({ reply: [], stopReason: output.stopReason, terminalReason: "context_window" });
+    return finish({ reply: [], stopReason: output.stopReason, terminalReason: "completed" });
   if (output.toolCalls.length > 0)
     return { kind: "run_tools", step, calls: output.toolCalls, blocks, last };
   if (output.stopReason === "pause_turn")

@@ -8,7 +8,7 @@ import type { TurnState } from "./state.js";
 const CONTEXT_EXCEEDED: Ending = Object.freeze({
   reply: Object.freeze([]),
   stopReason: "context_window_exceeded",
-  terminalReason: "context_window",
+  terminalReason: "completed",
 });
 
 /**

@@ -31,6 +31,13 @@ export const TERMINAL_REASONS = Object.freeze([
   "budget",
   "max_tokens",
   "refused",
+  /**
+   * An attested context refusal with no rotation left (seed 002, "terminalReason is completed"):
+   * the view is completed with an empty reply, and `stopReason: "context_window_exceeded"` says why;
+   * hosts read `stopReason`.
+   */
+  "completed",
+  /** The same ending as stored before issue 29 spelled it as seed 002 does: read, never written. */
   "context_window",
   "unanswered",
   "error",

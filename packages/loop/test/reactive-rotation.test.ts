@@ -32,10 +32,12 @@ const tooLong = (provider = "anthropic") =>
   });
 const texts = (messages: readonly Msg[]) =>
   messages.map((m) => m.blocks.map((b) => (b.type === "text" ? b.text : b.type)).join("|"));
+// Seed 002, "When an attested refusal finishes without another rotation … result.terminalReason is
+// completed, result.stopReason is context_window_exceeded, and result.reply.blocks is empty."
 const EXCEEDED = {
   reply: [],
   stopReason: "context_window_exceeded",
-  terminalReason: "context_window",
+  terminalReason: "completed",
 };
 
 function reactive(opts: Parameters<typeof harness>[0] = {}) {
