@@ -92,6 +92,12 @@ export interface LongContextPolicy {
   readonly summaryFrame?: { readonly before: string; readonly after: string };
   /** Tokens of the measured content text; default `ceil(characters / 4)`. */
   readonly estimateTokens?: (text: string) => number;
+  /**
+   * The tools that speak to the person, each with the argument that holds what it says (seed 000,
+   * `speechTools`; for example `{ send_whatsapp: "text" }`): the summary reads a call of one as the
+   * assistant's words to the person, whole, not as a tool call with its JSON.
+   */
+  readonly speechTools?: Readonly<Record<string, string>>;
 }
 
 export interface EngineConfig {

@@ -24,6 +24,35 @@ export interface CompiledLongContext {
   readonly summaryTier: Tier;
   readonly frame: { readonly before: string; readonly after: string };
   readonly estimateTokens: ((text: string) => number) | undefined;
+  /** `speechTools`: tool name → the argument that holds what it says to the person. */
+  readonly speech: ReadonlyMap<string, string>;
+}
+
+/** At most this many speech tools; a tool name and an argument name as the registry spells them. */
+const MAX_SPEECH_TOOLS = 64;
+const NAME = /^[A-Za-z0-9_-]{1,128}$/;
+const NO_SPEECH: ReadonlyMap<string, string> = new Map();
+
+function speechOf(value: unknown): ReadonlyMap<string, string> {
+  if (value === undefined) return NO_SPEECH;
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    throw new EngineConfigError("longContext.speechTools must be {toolName: argumentName}");
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length > MAX_SPEECH_TOOLS)
+    throw new EngineConfigError(
+      `longContext.speechTools names at most ${MAX_SPEECH_TOOLS} tools (${entries.length} given)`,
+    );
+  for (const [tool, argument] of entries) {
+    if (!NAME.test(tool))
+      throw new EngineConfigError(
+        "longContext.speechTools: a tool name is 1-128 of A-Z a-z 0-9 _ -",
+      );
+    if (typeof argument !== "string" || !NAME.test(argument))
+      throw new EngineConfigError(
+        `longContext.speechTools.${tool} must name its argument (1-128 of A-Z a-z 0-9 _ -)`,
+      );
+  }
+  return new Map(entries as [string, string][]);
 }
 
 function integer(name: string, value: unknown, min: number, max: number): number {
@@ -60,6 +89,7 @@ const POLICY_FIELDS = new Set([
   "summaryTier",
   "summaryFrame",
   "estimateTokens",
+  "speechTools",
 ]);
 
 /** Validates and copies the policy once, at construction; absent means no rotation at all. */
@@ -87,6 +117,7 @@ export function resolveLongContext(
     summaryTier: policy.summaryTier,
     frame: frameOf(policy.summaryFrame),
     estimateTokens: policy.estimateTokens,
+    speech: speechOf(policy.speechTools),
   });
 }
 
@@ -183,8 +214,11 @@ function json(value: JsonValue): string {
   return typeof value === "string" ? value : JSON.stringify(value);
 }
 
-/** One transcript line per block a summary reads; the volatile suffix and notices are left out. */
-function linesOf(msg: Msg, out: string[]): void {
+/**
+ * One transcript line per block a summary reads; the volatile suffix and notices are left out. A
+ * call of a speech tool (`speech`) is read as what the assistant said to the person, whole.
+ */
+function linesOf(msg: Msg, out: string[], speech: ReadonlyMap<string, string>): void {
   if (msg.meta?.rotation !== undefined) {
     out.push(
       `Earlier summary: ${msg.blocks.map((b) => (b.type === "text" ? b.text : "")).join("")}`,
@@ -201,9 +235,15 @@ function linesOf(msg: Msg, out: string[]): void {
       if (b.origin === "harness") continue;
       // A product-side fact arrives rendered with its label: it is read as such, not as the person's words.
       out.push(b.origin === "human" || b.origin === "system" ? b.text : `${speaker}: ${b.text}`);
-    } else if (b.type === "tool_call")
-      out.push(`Assistant called ${b.name} with ${JSON.stringify(b.input)}`);
-    else if (b.type === "tool_result")
+    } else if (b.type === "tool_call") {
+      const argument = speech.get(b.name);
+      const said = argument === undefined ? undefined : b.input[argument];
+      out.push(
+        typeof said === "string"
+          ? `Assistant (to the person, through ${b.name}): ${said}`
+          : `Assistant called ${b.name} with ${JSON.stringify(b.input)}`,
+      );
+    } else if (b.type === "tool_result")
       out.push(`Result of ${b.name}${b.isError ? " (error)" : ""}: ${json(b.output)}`);
     else if (b.type === "provider_tool_result")
       out.push(`Assistant searched the web (${b.resultCount} results)`);
@@ -212,8 +252,11 @@ function linesOf(msg: Msg, out: string[]): void {
 }
 
 /** The transcript the summary call reads: labelled lines, in log order. */
-export function transcriptOf(messages: readonly Msg[]): string {
+export function transcriptOf(
+  messages: readonly Msg[],
+  speech: ReadonlyMap<string, string> = NO_SPEECH,
+): string {
   const out: string[] = [];
-  for (const msg of messages) linesOf(msg, out);
+  for (const msg of messages) linesOf(msg, out, speech);
   return out.join("\n");
 }

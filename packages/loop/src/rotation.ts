@@ -65,7 +65,8 @@ async function summarize(
 ): Promise<string | StepRefused> {
   const { sensitivity, calls } = turn;
   const choice = routeChild(calls, { tier: policy.summaryTier, sensitivity }, "summary");
-  const transcript = transcriptOf(head) || "(The earlier conversation has no readable content.)";
+  const transcript =
+    transcriptOf(head, policy.speech) || "(The earlier conversation has no readable content.)";
   const request = deepFreeze<ModelRequest>({
     model: choice.model,
     system: [{ type: "text", text: SUMMARY_INSTRUCTION }],

@@ -59,6 +59,66 @@ function cold(opts: Parameters<typeof harness>[0] & { policy_?: Partial<LongCont
 }
 
 describe("cold-start rotation (spec: long-context)", () => {
+  it("reads a speech tool's call as what the assistant said to the person, whole (seed 000, speechTools)", async () => {
+    const at = NOW - 300_001;
+    const said = "Your appointment is on Monday at 10; bring your card. ".repeat(20).trim();
+    const past: Msg[] = [
+      msg("user", "Can I come on Monday?", at - 30),
+      {
+        role: "assistant",
+        blocks: [
+          { type: "tool_call", id: "c1", name: "send_whatsapp", input: { text: said, to: "p-1" } },
+          { type: "tool_call", id: "c2", name: "lookup", input: { day: "monday" } },
+        ],
+        meta: { turn: "old", at: at - 20 },
+      },
+      {
+        role: "user",
+        blocks: [
+          {
+            type: "tool_result",
+            callId: "c1",
+            name: "send_whatsapp",
+            output: "sent",
+            isError: false,
+          },
+          { type: "tool_result", callId: "c2", name: "lookup", output: "open", isError: false },
+        ],
+        meta: { turn: "old", at: at - 10 },
+      },
+      msg("user", "Thanks.", at - 5),
+      msg("assistant", "You're welcome.", at),
+    ];
+    const h = cold({ policy_: { speechTools: { send_whatsapp: "text" } } });
+    completed(await h.run({ history: past }));
+    expect(texts(h.small.requests[0]?.messages ?? [])).toEqual([
+      [
+        "Person: Can I come on Monday?",
+        `Assistant (to the person, through send_whatsapp): ${said}`,
+        'Assistant called lookup with {"day":"monday"}',
+        "Result of send_whatsapp: sent",
+        "Result of lookup: open",
+      ].join("\n"),
+    ]);
+  });
+
+  it("refuses a speechTools that is not {toolName: argumentName}, at construction", () => {
+    for (const speechTools of [
+      [],
+      { "bad name": "text" },
+      { send: "" },
+      { send: 3 },
+      Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`t${i}`, "text"])),
+    ]) {
+      expect(() =>
+        cold({ policy_: { speechTools: speechTools as unknown as Record<string, string> } }),
+      ).toThrow(/speechTools/);
+    }
+    // At the limit: 64 tools.
+    const sixtyFour = Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`t${i}`, "text"]));
+    expect(() => cold({ policy_: { speechTools: sixtyFour } })).not.toThrow();
+  });
+
   it("summarizes the older history on the summary tier and continues from [summary, tail, input]", async () => {
     const h = cold();
     const past = history();
