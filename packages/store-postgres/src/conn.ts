@@ -58,7 +58,13 @@ export class Conn {
   async write<R extends pg.QueryResultRow>(
     sql: string,
     values: readonly unknown[],
-    opts: { readonly retry?: boolean; readonly locks?: string; readonly durable?: boolean } = {},
+    opts: {
+      readonly retry?: boolean;
+      readonly locks?: string;
+      readonly durable?: boolean;
+      /** In a unit, told the answer in the unit's queue, before its next operation (`transaction`). */
+      readonly stood?: (out: pg.QueryResult<R>) => void;
+    } = {},
   ): Promise<pg.QueryResult<R>> {
     const text = this.#q(sql);
     const unit = this.db.current();
@@ -76,6 +82,7 @@ export class Conn {
     const out = await this.db.write(unit, (tx) => tx.query<R>(text, values), {
       ...(opts.locks ? { locks: opts.locks } : {}),
       late: opts.durable === true,
+      ...(opts.stood ? { stood: opts.stood } : {}),
     });
     if (opts.durable) await this.db.commit();
     return out;
@@ -154,7 +161,10 @@ export class Conn {
     return unit?.client ? (unit.rows.get(key) as R | undefined) : undefined;
   }
 
-  /** Notes a row the unit's open transaction wrote (a no-op outside a unit). */
+  /**
+   * Notes a row the unit's open transaction wrote (a no-op outside a unit): call it from the
+   * write's `stood`, in the unit's queue, so it never lands in a transaction begun after the write's.
+   */
   holdRow<R>(key: string, row: R): void {
     const unit = this.db.current();
     if (unit?.client && !unit.poisoned) unit.rows.set(key, row);
@@ -186,22 +196,30 @@ export class Conn {
    * A statement nobody waits for the answer of, in a unit: it goes, after `locks`, with the unit's
    * commit, its next read or its next write that reads what it changes (`reads: "spend"`), so what
    * it locks is held from then to the commit, never across host code before it. With no
-   * transaction open, or values with no safe literal, it is written now. `replaces`: a key; a late
-   * statement still waiting under the same key is replaced by this one.
+   * transaction open, or values with no safe literal, it is written now. `replaces`: the key a
+   * store noted a held row under (`holdRow`); a late statement still waiting under it is replaced
+   * by this one, and when the transaction no longer holds that row nothing is written and the
+   * answer is false (the caller writes the change as a plain write). `queued`: told in the unit's
+   * queue when the statement waits (where the store notes the row's new state).
    */
   async later(
     sql: string,
     values: readonly unknown[],
     locks?: string,
     replaces?: string,
-  ): Promise<void> {
+    queued?: () => void,
+  ): Promise<boolean> {
     const unit = this.db.current();
     const statement = inline(this.#q(sql), values);
     if (unit && statement !== undefined) {
       const text = locks ? `${locks}; ${statement}` : statement;
-      if (await this.db.deferLate(unit, text, replaces)) return;
+      if (await this.db.deferLate(unit, text, replaces, queued)) return true;
     }
+    // A keyed statement stands for a row the transaction held: with that transaction gone, the
+    // caller writes the change itself.
+    if (replaces !== undefined) return false;
     await this.write(sql, values, { retry: true, ...(locks ? { locks } : {}) });
+    return true;
   }
 
   /** A durability point after a write made in parts: commits the unit's transaction (a no-op alone). */

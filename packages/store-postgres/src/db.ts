@@ -234,15 +234,31 @@ export class PgDb {
    * with the unit's commit, its next read, or its next write that reads what it changes (`late`),
    * after the waiting rows; false when the unit has no transaction open.
    */
-  deferLate(unit: Unit, statement: string, replaces?: string): Promise<boolean> {
-    return this.#queue(unit, () => unit.deferred.addLate(statement, replaces));
+  deferLate(
+    unit: Unit,
+    statement: string,
+    replaces?: string,
+    queued?: () => void,
+  ): Promise<boolean> {
+    return this.#queue(
+      unit,
+      () => {
+        unit.deferred.addLate(statement, replaces);
+        queued?.();
+      },
+      replaces,
+    );
   }
 
-  /** `add` in order with the unit's operations, while its transaction is open (else false). */
-  #queue(unit: Unit, add: () => void): Promise<boolean> {
+  /**
+   * `add` in order with the unit's operations, while its transaction is open (else false);
+   * `held`: only while that transaction holds the row a store noted under this key (`rows`).
+   */
+  #queue(unit: Unit, add: () => void, held?: string): Promise<boolean> {
     return unit.serial(async () => {
       if (unit.poisoned) throw unit.poisoned;
       if (!unit.client) return false;
+      if (held !== undefined && !unit.rows.has(held)) return false;
       add();
       return true;
     });

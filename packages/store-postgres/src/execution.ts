@@ -201,7 +201,12 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
     if (held) {
       if (held.fence_token !== f.token || held.state !== step.from)
         throw staleStep(held, f.token, step.from);
-      if (step.name !== "dispatch" && !release) return this.#known(held, key, f, at, cols);
+      const known =
+        step.name !== "dispatch" && !release
+          ? await this.#known(held, key, f, at, cols)
+          : undefined;
+      // Undefined: the transaction that held the row committed meanwhile; the update goes as usual.
+      if (known) return known;
     }
     const values = [
       cols.state,
@@ -214,17 +219,21 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
       f.token,
       step.from,
     ];
+    // A row it updated stays locked to the transaction's end: noted in the unit's queue (`stood`),
+    // never after a dispatch, whose commit ends the transaction.
+    const hold = (out: pg.QueryResult<ExecutionRow>) => {
+      const row = out.rows[0];
+      if (row) this.#db.holdRow(`execution:${key}:${f.operationId}`, row);
+    };
     const updated =
       step.name === "dispatch"
         ? await this.#dispatch(f.scope.org, key, values)
         : await this.#db.write<ExecutionRow>(release ? STEP_RELEASING : STEP, values, {
             retry: release,
+            stood: hold,
           });
     const row = updated.rows[0];
-    if (row) {
-      this.#db.holdRow(`execution:${key}:${f.operationId}`, row);
-      return executionFromRow(row);
-    }
+    if (row) return executionFromRow(row);
     throw staleStep(
       (await this.#db.query<ExecutionRow>(BY_ID, [key, f.operationId])).rows[0],
       f.token,
@@ -244,7 +253,7 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
     f: Fence,
     at: number,
     cols: ExecutionChangeColumns,
-  ): Promise<ExecutionRecord> {
+  ): Promise<ExecutionRecord | undefined> {
     const row: ExecutionRow = {
       ...held,
       state: cols.state,
@@ -254,8 +263,7 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
       updated_at: at,
     };
     const id = `execution:${key}:${f.operationId}`;
-    this.#db.holdRow(id, row);
-    await this.#db.later(
+    const queued = await this.#db.later(
       KNOWN_STEP,
       [
         row.state,
@@ -269,8 +277,9 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
       ],
       undefined,
       id,
+      () => this.#db.holdRow(id, row),
     );
-    return executionFromRow(row);
+    return queued ? executionFromRow(row) : undefined;
   }
 
   /**

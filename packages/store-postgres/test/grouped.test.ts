@@ -220,6 +220,22 @@ describe.skipIf(!DATABASE_URL)(
           expect(await a.execution.get(SCOPE_A, "op-1")).toEqual(completed);
           await a.barrier?.commit();
           expect(await other.execution.get(SCOPE_A, "op-1")).toEqual(completed);
+          // A transition whose transaction commits while it queues (a parallel child's durability
+          // point) no longer holds the row: it is written as a plain conditional update instead.
+          const again = await a.execution.claim(claimOf("op-2"), { admissionId: "adm-1" });
+          if (again.status !== "claimed") throw new Error("expected a claim");
+          await a.execution.dispatch(again.fence, T0 + 6);
+          await a.execution.receive(again.fence, evidence, T0 + 7);
+          // The commit is queued first; the settle reads the held row before it lands.
+          const [, raced] = await Promise.all([
+            a.barrier?.commit(),
+            a.execution.settle(again.fence, "set-3", T0 + 8),
+          ]);
+          expect(raced.state).toBe("settled");
+          expect((await a.execution.complete(again.fence, T0 + 9)).state).toBe("completed");
+          await a.barrier?.commit();
+          expect((await other.execution.get(SCOPE_A, "op-2"))?.settlementId).toBe("set-3");
+          expect((await other.execution.get(SCOPE_A, "op-2"))?.state).toBe("completed");
         }),
       ));
 
