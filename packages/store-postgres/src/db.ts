@@ -199,10 +199,10 @@ export class PgDb {
           await tx.query(`ROLLBACK TO SAVEPOINT ${SP}`);
           return result.value;
         } catch (error) {
-          if (!undo || connectionLost(error)) {
-            if (!undo && codeOf(error) === undefined && !connectionLost(error)) throw error;
-            throw await this.#lose(unit, error);
-          }
+          const lost = connectionLost(error);
+          // A refusal of the body's own (a typed error, no SQLSTATE) came before it wrote.
+          if (!undo && !lost && codeOf(error) === undefined) throw error;
+          if (!undo || lost) throw await this.#lose(unit, error);
           try {
             await tx.query(`ROLLBACK TO SAVEPOINT ${SP}`);
           } catch (rollback) {

@@ -197,13 +197,14 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
   protected async step(fence: Fence, now: number, step: ExecutionStep): Promise<ExecutionRecord> {
     const release = step.name === "cancelPrepared";
     const { f, at, key, cols } = prepareStep(fence, now, step);
-    const held = this.#db.heldRow<ExecutionRow>(`execution:${key}:${f.operationId}`);
+    const id = `execution:${key}:${f.operationId}`;
+    const held = this.#db.heldRow<ExecutionRow>(id);
     if (held) {
       if (held.fence_token !== f.token || held.state !== step.from)
         throw staleStep(held, f.token, step.from);
       const known =
         step.name !== "dispatch" && !release
-          ? await this.#known(held, key, f, at, cols)
+          ? await this.#known(held, id, [key, f.operationId, f.token], at, cols)
           : undefined;
       // Undefined: the transaction that held the row committed meanwhile; the update goes as usual.
       if (known) return known;
@@ -222,8 +223,7 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
     // A row it updated stays locked to the transaction's end: noted in the unit's queue (`stood`),
     // never after a dispatch, whose commit ends the transaction.
     const hold = (out: pg.QueryResult<ExecutionRow>) => {
-      const row = out.rows[0];
-      if (row) this.#db.holdRow(`execution:${key}:${f.operationId}`, row);
+      if (out.rows[0]) this.#db.holdRow(id, out.rows[0]);
     };
     const updated =
       step.name === "dispatch"
@@ -249,8 +249,8 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
    */
   async #known(
     held: ExecutionRow,
-    key: string,
-    f: Fence,
+    id: string,
+    where: readonly [key: string, operationId: string, token: number],
     at: number,
     cols: ExecutionChangeColumns,
   ): Promise<ExecutionRecord | undefined> {
@@ -262,19 +262,9 @@ export class PgExecutionStore extends FencedJournal implements ExecutionStore {
       settlement_id: cols.settlement_id ?? held.settlement_id,
       updated_at: at,
     };
-    const id = `execution:${key}:${f.operationId}`;
     const queued = await this.#db.later(
       KNOWN_STEP,
-      [
-        row.state,
-        row.evidence,
-        row.not_dispatched_cause,
-        row.settlement_id,
-        at,
-        key,
-        f.operationId,
-        f.token,
-      ],
+      [row.state, row.evidence, row.not_dispatched_cause, row.settlement_id, at, ...where],
       undefined,
       id,
       () => this.#db.holdRow(id, row),
